@@ -1,0 +1,16 @@
+"""Every property kcheck checks, defined once in a registry, and the engines that check them."""
+
+from invariants import placement as _placement  # noqa: F401  (registers the placement invariants)
+from invariants.placement import BalanceSettings, PlacementSubject, balance_limits
+from invariants.registry import REGISTRY, Invariant, Report, Severity, Violation, check_all, get, invariants_for
+
+
+def check_placement(subject: PlacementSubject, only: set[str] | None = None) -> Report:
+    """Check an assignment against every placement invariant (or the ids in `only`)."""
+    return check_all(subject, "placement", only)
+
+
+__all__ = [
+    "REGISTRY", "BalanceSettings", "Invariant", "PlacementSubject", "Report", "Severity", "Violation",
+    "balance_limits", "check_all", "check_placement", "get", "invariants_for",
+]

@@ -1,0 +1,5 @@
+import sys
+
+from kcheck.cli import main
+
+sys.exit(main())

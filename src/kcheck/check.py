@@ -1,0 +1,172 @@
+"""`kcheck check`: every check that exists, over a built-in set of clusters, in one summary.
+
+At this stage: the placement invariants over Kafka's placers (AdminUtils with
+every fixed start index, KRaft's striped placer with several seeds, with and
+without a fenced broker) on small clusters with every rack layout of up to
+three racks. A violated invariant that Kafka guarantees for that placer is a
+failure (exit 1); any other violation is a finding about Kafka, reported with
+the smallest cluster that shows it and the `kcheck place` command to replay it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+
+from invariants import REGISTRY, PlacementSubject, Violation, check_placement
+from model import Cluster, ReplicaAssignment
+from reference.java import JavaRandom
+from reference.placers import BUILTIN_PLACERS, PlacerInfo
+
+PARTITION_COUNTS = (1, 2, 3, 4, 5, 6, 8, 12, 16, 24)
+MAX_BROKERS = 9
+MAX_RF = 4
+STRIPED_SEEDS = (0, 1, 2)
+
+
+def rack_size_layouts(n: int, max_racks: int = 3) -> list[tuple[int, ...]]:
+    """Ways to split n brokers into 1..max_racks non-empty racks, as non-increasing rack sizes."""
+
+    def parts(remaining: int, k: int, largest: int) -> Iterator[tuple[int, ...]]:
+        if k == 0:
+            if remaining == 0:
+                yield ()
+            return
+        for first in range(min(largest, remaining - (k - 1)), 0, -1):
+            for rest in parts(remaining - first, k - 1, first):
+                yield (first, *rest)
+
+    return [p for k in range(1, min(max_racks, n) + 1) for p in parts(n, k, n)]
+
+
+def builtin_clusters(max_brokers: int = MAX_BROKERS) -> list[Cluster]:
+    """No racks, then every rack layout; brokers 0..n-1, rack names a, b, c by decreasing size."""
+    clusters = []
+    for n in range(1, max_brokers + 1):
+        clusters.append(Cluster.of(range(n)))
+        for sizes in rack_size_layouts(n):
+            racks = {}
+            broker = 0
+            for rack, size in zip("abc", sizes):
+                for _ in range(size):
+                    racks[broker] = rack
+                    broker += 1
+            clusters.append(Cluster.of(range(n), racks))
+    return clusters
+
+
+@dataclass(frozen=True)
+class Case:
+    """One placement run: a placer on a cluster, with its parameters."""
+
+    placer: str
+    cluster: Cluster
+    partitions: int
+    replication_factor: int
+    start_index: int = -1
+    seed: int | None = None
+
+    @property
+    def size_key(self) -> tuple[int, ...]:
+        """Smaller clusters first: brokers, racks, partitions, RF, then start index / seed."""
+        return (len(self.cluster), len(self.cluster.racks), self.partitions, self.replication_factor,
+                self.start_index, self.seed if self.seed is not None else -1,
+                sum(b.fenced for b in self.cluster.brokers))
+
+    def replay(self) -> str:
+        """The `kcheck place` command that reproduces this case."""
+        c = self.cluster
+        cmd = [f"kcheck place --placer {self.placer} --brokers {','.join(map(str, c.broker_ids))}"]
+        if c.rack_map:
+            cmd.append("--racks " + ",".join(f"{b}:{r}" for b, r in c.rack_map.items()))
+        fenced = [b.id for b in c.brokers if b.fenced]
+        if fenced:
+            cmd.append("--fenced " + ",".join(map(str, fenced)))
+        cmd.append(f"--partitions {self.partitions} --replication-factor {self.replication_factor}")
+        if self.start_index >= 0:
+            cmd.append(f"--start-index {self.start_index}")
+        if self.seed is not None:
+            cmd.append(f"--seed {self.seed}")
+        return " ".join(cmd)
+
+    def run(self, placer: PlacerInfo) -> dict[int, list[int]]:
+        rnd = JavaRandom(self.seed) if self.seed is not None else None
+        return placer.place(list(self.cluster.brokers), self.partitions, self.replication_factor,
+                            self.start_index, -1, rnd)
+
+
+def builtin_cases(max_brokers: int = MAX_BROKERS) -> Iterator[Case]:
+    for cluster in builtin_clusters(max_brokers):
+        n = len(cluster)
+        for partitions in PARTITION_COUNTS:
+            for rf in range(1, min(MAX_RF, n) + 1):
+                for start in range(n):  # a fixed start index also fixes the shift
+                    yield Case("adminutils", cluster, partitions, rf, start_index=start)
+                for seed in STRIPED_SEEDS:
+                    yield Case("striped", cluster, partitions, rf, seed=seed)
+                if n >= 2:  # broker 0 fenced: the leader must avoid it
+                    fenced = Cluster.of(cluster.broker_ids, cluster.rack_map, fenced=[0])
+                    yield Case("striped", fenced, partitions, rf, seed=STRIPED_SEEDS[0])
+
+
+@dataclass
+class Outcome:
+    """Results of one invariant for one placer over all the cases."""
+
+    placer: str
+    invariant: str
+    guaranteed: bool
+    checked: int = 0
+    violated: int = 0
+    smallest: Case | None = None
+    smallest_violations: list[Violation] = field(default_factory=list)
+
+    @property
+    def status(self) -> str:
+        if not self.checked:
+            return "n/a"
+        if not self.violated:
+            return "holds"
+        return "FAILED" if self.guaranteed else "finding"
+
+
+@dataclass
+class CheckResult:
+    cases: int
+    clusters: int
+    outcomes: list[Outcome]
+
+    @property
+    def failures(self) -> list[Outcome]:
+        return [o for o in self.outcomes if o.status == "FAILED"]
+
+    @property
+    def findings(self) -> list[Outcome]:
+        return [o for o in self.outcomes if o.status == "finding"]
+
+
+def run_check(max_brokers: int = MAX_BROKERS) -> CheckResult:
+    outcomes: dict[tuple[str, str], Outcome] = {}
+    for name, info in BUILTIN_PLACERS.items():
+        for inv in REGISTRY.values():
+            if inv.applies_to == "placement":
+                outcomes[(name, inv.id)] = Outcome(name, inv.id, inv.id in info.guarantees)
+    n_cases = 0
+    for case in builtin_cases(max_brokers):
+        n_cases += 1
+        placement = case.run(BUILTIN_PLACERS[case.placer])
+        subject = PlacementSubject(case.cluster, ReplicaAssignment.from_placement("topic", placement),
+                                   replication_factor=case.replication_factor)
+        report = check_placement(subject)
+        by_invariant: dict[str, list[Violation]] = {}
+        for v in report.violations:
+            by_invariant.setdefault(v.invariant, []).append(v)
+        for inv_id in report.checked:
+            out = outcomes[(case.placer, inv_id)]
+            out.checked += 1
+            found = by_invariant.get(inv_id)
+            if found:
+                out.violated += 1
+                if out.smallest is None or case.size_key < out.smallest.size_key:
+                    out.smallest, out.smallest_violations = case, found
+    return CheckResult(n_cases, len(builtin_clusters(max_brokers)), list(outcomes.values()))

@@ -1,0 +1,240 @@
+"""The `kcheck` command line.
+
+Exit status everywhere: 0 when every hard invariant holds, 1 when one is
+violated, 2 on bad input (one line on stderr naming the place, never a traceback).
+"""
+
+from __future__ import annotations
+
+import sys
+from collections import Counter
+from typing import Annotated
+
+import typer
+from rich.table import Table
+
+try:  # Typer >= 0.22 vendors Click; older releases use the click package
+    from typer._click.exceptions import ClickException
+except ImportError:  # pragma: no cover
+    from click.exceptions import ClickException
+
+from invariants import REGISTRY, BalanceSettings, PlacementSubject, Severity, check_placement
+from kcheck import formats, report
+from kcheck.check import MAX_BROKERS, run_check
+from kcheck.formats import InputError
+from model import Cluster, ReplicaAssignment
+from reference.errors import KafkaError
+from reference.java import JavaRandom, MockRandom
+from reference.placers import resolve_placer
+
+app = typer.Typer(
+    add_completion=False,
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+    help="Property-checked formal model and bit-exact reference of Apache Kafka's control plane.",
+)
+
+
+def _int_list(text: str, option: str) -> list[int]:
+    try:
+        values = [int(tok) for tok in text.split(",") if tok.strip()]
+    except ValueError:
+        raise InputError(option, f"'{text}' is not a comma-separated list of broker ids") from None
+    if not values:
+        raise InputError(option, "no broker ids given")
+    dup = [b for b, n in Counter(values).items() if n > 1]
+    if dup:
+        raise InputError(option, f"broker {dup[0]} is listed twice")
+    if any(v < 0 for v in values):
+        raise InputError(option, f"broker id {min(values)} is negative")
+    return values
+
+
+def _rack_map(text: str, broker_ids: list[int]) -> dict[int, str]:
+    racks: dict[int, str] = {}
+    for tok in filter(None, (t.strip() for t in text.split(","))):
+        broker, sep, rack = tok.partition(":")
+        if not sep or not rack:
+            raise InputError("--racks", f"'{tok}' is not of the form broker:rack")
+        try:
+            b = int(broker)
+        except ValueError:
+            raise InputError("--racks", f"'{broker}' in '{tok}' is not a broker id") from None
+        if b not in broker_ids:
+            raise InputError("--racks", f"broker {b} is not in --brokers")
+        if b in racks:
+            raise InputError("--racks", f"broker {b} is given a rack twice")
+        racks[b] = rack
+    return racks
+
+
+def _random(seed: str) -> JavaRandom:
+    if seed == "mock":  # Kafka's test MockRandom, to replay Kafka's own placer test vectors
+        return MockRandom()
+    try:
+        return JavaRandom(int(seed))
+    except ValueError:
+        raise InputError("--seed", f"'{seed}' is neither an integer nor 'mock'") from None
+
+
+@app.command()
+def check(
+    json_out: Annotated[bool, typer.Option("--json", help="Print the results as JSON.")] = False,
+    max_brokers: Annotated[int, typer.Option(min=1, max=12, help="Largest built-in cluster.")] = MAX_BROKERS,
+) -> int:
+    """Run every check kcheck has and print one summary (the main job)."""
+    result = run_check(max_brokers)
+    if json_out:
+        print(report.check_json(result))
+    else:
+        out = report.console()
+        out.print(report.check_table(result))
+        hard_findings = [o for o in result.findings if REGISTRY[o.invariant].severity is Severity.HARD]
+        out.print(
+            f"{'FAIL' if result.failures else 'OK'}: {len(result.failures)} guarantee(s) of Kafka's placers "
+            f"violated; {len(hard_findings)} hard and {len(result.findings) - len(hard_findings)} soft "
+            "finding(s) about properties Kafka does not promise (replay them with the commands shown)."
+        )
+    return 1 if result.failures else 0
+
+
+@app.command()
+def place(
+    brokers: Annotated[str, typer.Option(help="Broker ids, comma-separated, in the order Kafka lists them.")],
+    partitions: Annotated[int, typer.Option(help="Number of partitions to place.")],
+    replication_factor: Annotated[int, typer.Option(help="Replicas per partition.")],
+    racks: Annotated[str | None, typer.Option(help="Broker racks: 0:r1,1:r2,...")] = None,
+    fenced: Annotated[str | None, typer.Option(help="Fenced brokers (striped placer): 3,4")] = None,
+    topic: Annotated[str, typer.Option(help="Topic name written to the JSON.")] = "topic",
+    start_index: Annotated[int, typer.Option(help="AdminUtils fixed start index (also fixes the shift).")] = -1,
+    start_partition: Annotated[int, typer.Option(help="First partition id, when adding partitions.")] = -1,
+    placer: Annotated[str, typer.Option(help="adminutils, striped, or module:object.")] = "adminutils",
+    seed: Annotated[str, typer.Option(help="Seed of java.util.Random for random draws, or 'mock'.")] = "0",
+    check_report: Annotated[bool, typer.Option("--report", help="Also check invariants; table on stderr.")] = False,
+) -> int:
+    """Place a topic's replicas as Kafka would; print the JSON kafka-reassign-partitions.sh --execute takes."""
+    ids = _int_list(brokers, "--brokers")
+    rack_map = _rack_map(racks, ids) if racks else {}
+    fenced_ids = _int_list(fenced, "--fenced") if fenced else []
+    unknown = [b for b in fenced_ids if b not in ids]
+    if unknown:
+        raise InputError("--fenced", f"broker {unknown[0]} is not in --brokers")
+    cluster = Cluster.of(ids, rack_map, fenced_ids)
+    try:
+        info = resolve_placer(placer)
+    except ValueError as e:
+        raise InputError("--placer", str(e)) from None
+    if start_index >= 0 and not info.has_start_index:
+        raise InputError("--start-index", f"the {info.name} placer has no start index; use --seed")
+    try:
+        placement = info.place(list(cluster.brokers), partitions, replication_factor, start_index,
+                               start_partition, _random(seed))
+    except KafkaError as e:
+        raise InputError(f"{info.name} placer", f"{type(e).__name__}: {e}") from None
+    assignment = ReplicaAssignment.from_placement(topic, placement)
+    print(formats.format_reassignment_json(assignment))
+    if not check_report:
+        return 0
+    result = check_placement(PlacementSubject(cluster, assignment, replication_factor=replication_factor))
+    err = report.console(stderr=True)
+    err.print(report.violations_table(result, f"Invariants of this placement ({info.name})"))
+    err.print(report.report_summary(result))
+    return 0 if result.ok else 1
+
+
+def _validate_against_cluster(assignment: ReplicaAssignment, cluster: Cluster, plan: str, brokers: str) -> None:
+    if cluster.rack_layout == "mixed":
+        bare = [b.id for b in cluster.brokers if b.rack is None]
+        raise InputError(brokers, "Not all brokers have rack information for replica rack aware assignment "
+                                  f"(no rack: broker(s) {', '.join(map(str, bare))})")
+    known = set(cluster.broker_ids)
+    for p in assignment:
+        for b in (*p.replicas, *p.adding):
+            if b not in known:
+                raise InputError(plan, f"partition {p.tp}: unknown broker id {b} (not in {brokers})")
+    for topic, rf in assignment.replication_factors.items():
+        if rf > len(cluster):
+            raise InputError(plan, f"topic {topic}: replication factor {rf} larger than available brokers: "
+                                   f"{len(cluster)}")
+
+
+def _broker_table(subject: PlacementSubject) -> Table:
+    replicas = Counter(b for p in subject.assignment for b in subject.replicas(p))
+    leaders = Counter(subject.replicas(p)[0] for p in subject.assignment if subject.replicas(p))
+    table = Table(title="Brokers", title_justify="left")
+    for col in ("broker", "rack", "replicas", "preferred leaders"):
+        table.add_column(col, justify="right" if col != "rack" else "left")
+    for b in subject.broker_ids:
+        table.add_row(str(b), subject.rack_of.get(b, "-"), str(replicas.get(b, 0)), str(leaders.get(b, 0)))
+    return table
+
+
+@app.command()
+def verify(
+    plan: Annotated[str, typer.Argument(help="Reassignment JSON or kafka-topics --describe output ('-': stdin).")],
+    brokers_file: Annotated[str | None, typer.Option(help="Broker racks: JSON, or id:rack lines.")] = None,
+    json_out: Annotated[bool, typer.Option("--json", help="Print the violations as JSON.")] = False,
+    threshold: Annotated[float, typer.Option(help="Replica and leader balance threshold (Cruise Control's).")] = 1.10,
+    max_replicas_per_broker: Annotated[int, typer.Option(help="max.replicas.per.broker")] = 10_000,
+) -> int:
+    """Check a reassignment plan or a cluster description against every placement invariant."""
+    if threshold < 1.0:
+        raise InputError("--threshold", f"{threshold} is below 1.0 (it is a ratio to the average, e.g. 1.10)")
+    source = "<stdin>" if plan == "-" else plan
+    text = sys.stdin.read() if plan == "-" else formats.read_text(plan)
+    if not text.strip():
+        raise InputError(source, "is empty")
+    assignment = formats.parse_plan(text, source)
+    if brokers_file:
+        cluster = formats.parse_brokers(formats.read_text(brokers_file), brokers_file)
+    else:
+        cluster = Cluster.of(assignment.broker_ids())
+    _validate_against_cluster(assignment, cluster, source, brokers_file or "the plan")
+    settings = BalanceSettings(replica_threshold=threshold, leader_threshold=threshold,
+                               follower_threshold=threshold, max_replicas_per_broker=max_replicas_per_broker)
+    subject = PlacementSubject(cluster, assignment, settings)
+    result = check_placement(subject)
+    if json_out:
+        print(report.report_json(result, {"plan": source, "partitions": len(assignment),
+                                          "brokers": len(cluster)}))
+    else:
+        out = report.console()
+        out.print(_broker_table(subject))
+        out.print(report.violations_table(
+            result, f"Violations in {source} ({len(assignment)} partitions, {len(cluster)} brokers)"))
+        out.print(report.report_summary(result))
+    return 0 if result.ok else 1
+
+
+@app.command("invariants")
+def list_invariants() -> int:
+    """List every invariant kcheck knows, with its severity and source."""
+    table = Table(title="Invariants", title_justify="left")
+    for col in ("id", "severity", "title", "source"):
+        table.add_column(col, overflow="fold")
+    for inv in REGISTRY.values():
+        table.add_row(inv.id, str(inv.severity), inv.title, inv.source)
+    report.console().print(table)
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    command = typer.main.get_command(app)
+    try:
+        code = command.main(args=argv, prog_name="kcheck", standalone_mode=False)
+    except ClickException as e:  # usage errors: unknown option, bad integer, missing argument
+        print(f"kcheck: error: {e.format_message()}", file=sys.stderr)
+        return 2
+    except InputError as e:
+        print(f"kcheck: error: {e}", file=sys.stderr)
+        return 2
+    except KafkaError as e:
+        print(f"kcheck: error: {type(e).__name__}: {e}", file=sys.stderr)
+        return 2
+    except BrokenPipeError:  # e.g. `kcheck place ... | head`
+        return 0
+    return code if isinstance(code, int) else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

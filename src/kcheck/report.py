@@ -1,0 +1,87 @@
+"""Rendering: Rich tables for people, JSON for machines (kept separate, as CI tools expect)."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import sys
+from typing import Any
+
+from rich.console import Console
+from rich.table import Table
+
+from invariants import REGISTRY, Report, Severity
+from kcheck.check import CheckResult
+
+
+def console(stderr: bool = False) -> Console:
+    """A console that does not wrap long lines into noise when output goes to a file or CI log."""
+    stream = sys.stderr if stderr else sys.stdout
+    width = None if stream.isatty() else max(shutil.get_terminal_size((200, 24)).columns, 200)
+    return Console(file=stream, width=width, soft_wrap=False, highlight=False)
+
+
+def violations_table(report: Report, title: str) -> Table:
+    table = Table(title=title, title_justify="left")
+    for col in ("severity", "invariant", "where", "violation"):
+        table.add_column(col, overflow="fold")
+    order = sorted(report.violations, key=lambda v: (v.severity is not Severity.HARD, v.invariant))
+    for v in order:
+        style = "bold red" if v.severity is Severity.HARD else "yellow"
+        table.add_row(f"[{style}]{v.severity}[/]", v.invariant, v.where, v.message)
+    return table
+
+
+def report_summary(report: Report) -> str:
+    hard = len(report.hard_violations)
+    soft = len(report.violations) - hard
+    verdict = "FAIL" if hard else "OK"
+    return (f"{verdict}: {hard} hard and {soft} soft violation(s) over {len(report.checked)} invariant(s)"
+            + (f"; not applicable: {', '.join(f'{k} ({v})' for k, v in report.skipped.items())}"
+               if report.skipped else ""))
+
+
+def report_json(report: Report, extra: dict[str, Any]) -> str:
+    return json.dumps({
+        **extra,
+        "ok": report.ok,
+        "checked": list(report.checked),
+        "not_applicable": dict(report.skipped),
+        "violations": [v.as_dict() for v in report.violations],
+    }, indent=2)
+
+
+def check_table(result: CheckResult) -> Table:
+    table = Table(title=f"Placement invariants over {result.cases:,} placements on {result.clusters} clusters",
+                  title_justify="left")
+    for col in ("placer", "invariant", "severity", "Kafka guarantees", "checked", "violated", "result",
+                "smallest counterexample"):
+        table.add_column(col, overflow="fold")
+    for o in result.outcomes:
+        inv = REGISTRY[o.invariant]
+        style = {"FAILED": "bold red", "finding": "yellow", "holds": "green", "n/a": "dim"}[o.status]
+        example = ""
+        if o.smallest is not None:
+            example = f"{o.smallest_violations[0].message}\n[dim]{o.smallest.replay()}[/]"
+        table.add_row(o.placer, o.invariant, str(inv.severity), "yes" if o.guaranteed else "no",
+                      f"{o.checked:,}", f"{o.violated:,}", f"[{style}]{o.status}[/]", example)
+    return table
+
+
+def check_json(result: CheckResult) -> str:
+    return json.dumps({
+        "cases": result.cases,
+        "clusters": result.clusters,
+        "ok": not result.failures,
+        "outcomes": [
+            {
+                "placer": o.placer, "invariant": o.invariant, "severity": str(REGISTRY[o.invariant].severity),
+                "guaranteed": o.guaranteed, "checked": o.checked, "violated": o.violated, "result": o.status,
+                "smallest_counterexample": None if o.smallest is None else {
+                    "replay": o.smallest.replay(),
+                    "violations": [v.as_dict() for v in o.smallest_violations],
+                },
+            }
+            for o in result.outcomes
+        ],
+    }, indent=2)

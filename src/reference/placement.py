@@ -1,0 +1,157 @@
+"""Replica placement as Kafka's AdminUtils does it (ZooKeeper-era topic creation, `--generate`).
+
+Mirrors `server-common/src/main/java/org/apache/kafka/admin/AdminUtils.java`
+(formerly `kafka.admin.AdminUtils`): the rack-unaware round-robin with a
+growing follower shift, and the rack-aware variant over a rack-alternated
+broker list. Randomness is explicit: a fixed start index, or draws from a
+seeded `java.util.Random` in Kafka's order (start index, then shift).
+"""
+
+from __future__ import annotations
+
+import random as _py_random
+from collections.abc import Mapping, Sequence
+
+from model import Broker
+from reference.errors import (
+    AdminOperationException,
+    InvalidPartitionsException,
+    InvalidReplicationFactorException,
+)
+from reference.java import JavaRandom
+
+
+def replica_index(first_replica_index: int, second_replica_shift: int, replica_index: int, n_brokers: int) -> int:
+    """Position of a follower: `1 + (shift + j) mod (n-1)` past the leader, so never the leader."""
+    shift = 1 + (second_replica_shift + replica_index) % (n_brokers - 1)
+    return (first_replica_index + shift) % n_brokers
+
+
+def rack_alternated_broker_list(broker_rack_map: Mapping[int, str]) -> list[int]:
+    """Brokers interleaved by rack: racks in name order, each rack's brokers by id, one per rack in turn.
+
+    `{0:r1, 1:r3, 2:r3, 3:r2, 4:r2, 5:r1}` gives `[0, 3, 1, 5, 4, 2]`.
+    """
+    by_rack: dict[str, list[int]] = {}
+    for broker_id, rack in broker_rack_map.items():
+        by_rack.setdefault(rack, []).append(broker_id)
+    # Java's Arrays.sort on String compares UTF-16 code units; Python compares code points.
+    racks = sorted(by_rack, key=lambda r: r.encode("utf-16-be", "surrogatepass"))
+    iterators = {r: iter(sorted(by_rack[r])) for r in racks}
+    result: list[int] = []
+    rack_index = 0
+    while len(result) < len(broker_rack_map):
+        nxt = next(iterators[racks[rack_index]], None)
+        if nxt is not None:
+            result.append(nxt)
+        rack_index = (rack_index + 1) % len(racks)
+    return result
+
+
+def _draws(fixed_start_index: int, n: int, random: JavaRandom | None) -> tuple[int, int]:
+    """(start index, initial shift): both the fixed index, or two independent nextInt(n) draws."""
+    if fixed_start_index >= 0:
+        return fixed_start_index, fixed_start_index
+    rnd = random if random is not None else JavaRandom(_py_random.getrandbits(48))
+    start_index = rnd.next_int(n)
+    return start_index, rnd.next_int(n)
+
+
+def assign_replicas_to_brokers(
+    brokers: Sequence[Broker],
+    n_partitions: int,
+    replication_factor: int,
+    fixed_start_index: int = -1,
+    start_partition_id: int = -1,
+    random: JavaRandom | None = None,
+) -> dict[int, list[int]]:
+    """`AdminUtils.assignReplicasToBrokers`: partition id -> replicas (first = preferred leader).
+
+    Validation runs in Kafka's order; with no rack on any broker the broker list
+    is used in the order given, otherwise every broker needs a rack. Without a
+    fixed start index and without `random`, draws come from an unseeded
+    generator, as Kafka's static `new Random()` does.
+    """
+    if n_partitions <= 0:
+        raise InvalidPartitionsException("Number of partitions must be larger than 0.")
+    if replication_factor <= 0:
+        raise InvalidReplicationFactorException("Replication factor must be larger than 0.")
+    if replication_factor > len(brokers):
+        raise InvalidReplicationFactorException(
+            f"Replication factor: {replication_factor} larger than available brokers: {len(brokers)}."
+        )
+    if all(b.rack is None for b in brokers):
+        return _assign_rack_unaware(
+            n_partitions, replication_factor, [b.id for b in brokers], fixed_start_index, start_partition_id, random
+        )
+    if any(b.rack is None for b in brokers):
+        raise AdminOperationException("Not all brokers have rack information for replica rack aware assignment.")
+    return _assign_rack_aware(n_partitions, replication_factor, brokers, fixed_start_index, start_partition_id, random)
+
+
+def _assign_rack_unaware(
+    n_partitions: int,
+    replication_factor: int,
+    broker_list: list[int],
+    fixed_start_index: int,
+    start_partition_id: int,
+    random: JavaRandom | None,
+) -> dict[int, list[int]]:
+    n = len(broker_list)
+    start_index, shift = _draws(fixed_start_index, n, random)
+    pid = max(0, start_partition_id)
+    result: dict[int, list[int]] = {}
+    for _ in range(n_partitions):
+        # The shift grows at each multiple of n of the *real* partition id, so adding
+        # partitions does not replay increments already passed.
+        if pid > 0 and pid % n == 0:
+            shift += 1
+        first = (pid + start_index) % n
+        replicas = [broker_list[first]]
+        replicas += [broker_list[replica_index(first, shift, j, n)] for j in range(replication_factor - 1)]
+        result[pid] = replicas
+        pid += 1
+    return result
+
+
+def _assign_rack_aware(
+    n_partitions: int,
+    replication_factor: int,
+    brokers: Sequence[Broker],
+    fixed_start_index: int,
+    start_partition_id: int,
+    random: JavaRandom | None,
+) -> dict[int, list[int]]:
+    rack_of = {b.id: b.rack for b in brokers}
+    num_racks = len(set(rack_of.values()))
+    arranged = rack_alternated_broker_list(rack_of)  # type: ignore[arg-type]
+    n = len(arranged)
+    start_index, shift = _draws(fixed_start_index, n, random)
+    pid = max(0, start_partition_id)
+    result: dict[int, list[int]] = {}
+    for _ in range(n_partitions):
+        if pid > 0 and pid % n == 0:
+            shift += 1
+        first = (pid + start_index) % n
+        leader = arranged[first]
+        replicas = [leader]
+        racks_used = {rack_of[leader]}
+        brokers_used = {leader}
+        k = 0  # shared by all followers of the partition, never reset between them
+        for _ in range(replication_factor - 1):
+            while True:
+                broker = arranged[replica_index(first, shift * num_racks, k, n)]
+                k += 1
+                rack = rack_of[broker]
+                # Skip a broker whose rack already has a replica while some rack has none,
+                # or that already holds one while some broker holds none.
+                if (rack not in racks_used or len(racks_used) == num_racks) and (
+                    broker not in brokers_used or len(brokers_used) == n
+                ):
+                    replicas.append(broker)
+                    racks_used.add(rack)
+                    brokers_used.add(broker)
+                    break
+        result[pid] = replicas
+        pid += 1
+    return result
