@@ -5,7 +5,11 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from model import Broker, Cluster
-from reference.errors import AdminOperationException, InvalidPartitionsException, InvalidReplicationFactorException
+from reference.errors import (
+    AdminOperationException,
+    InvalidPartitionsException,
+    InvalidReplicationFactorException,
+)
 from reference.java import JavaRandom
 from reference.placement import assign_replicas_to_brokers, rack_alternated_broker_list, replica_index
 

@@ -148,7 +148,7 @@ def usable_brokers(draw):
     if all(fenced):
         fenced[draw(st.integers(0, n - 1))] = False
     ids = draw(st.permutations(range(n)))
-    return [B(i, r, f) for i, r, f in zip(ids, racks, fenced)]
+    return [B(i, r, f) for i, r, f in zip(ids, racks, fenced, strict=True)]
 
 
 @given(brokers=usable_brokers(), parts=st.integers(1, 25), rf=st.integers(1, 10), seed=st.integers(0, 2**48))

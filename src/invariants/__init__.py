@@ -2,7 +2,16 @@
 
 from invariants import placement as _placement  # noqa: F401  (registers the placement invariants)
 from invariants.placement import BalanceSettings, PlacementSubject, balance_limits
-from invariants.registry import REGISTRY, Invariant, Report, Severity, Violation, check_all, get, invariants_for
+from invariants.registry import (
+    REGISTRY,
+    Invariant,
+    Report,
+    Severity,
+    Violation,
+    check_all,
+    get,
+    invariants_for,
+)
 
 
 def check_placement(subject: PlacementSubject, only: set[str] | None = None) -> Report:

@@ -47,7 +47,7 @@ def builtin_clusters(max_brokers: int = MAX_BROKERS) -> list[Cluster]:
         for sizes in rack_size_layouts(n):
             racks = {}
             broker = 0
-            for rack, size in zip("abc", sizes):
+            for rack, size in zip("abc", sizes, strict=False):
                 for _ in range(size):
                     racks[broker] = rack
                     broker += 1

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
+from itertools import pairwise
 
 NO_LEADER = -1
 
@@ -150,7 +151,7 @@ class ReplicaAssignment:
 
     def __post_init__(self) -> None:
         parts = tuple(sorted(self.partitions, key=lambda p: (p.topic, p.partition)))
-        for a, b in zip(parts, parts[1:]):
+        for a, b in pairwise(parts):
             if a.tp == b.tp:
                 raise ValueError(f"partition {a.tp} is listed twice")
         object.__setattr__(self, "partitions", parts)

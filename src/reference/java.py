@@ -146,8 +146,8 @@ class MockRandom(JavaRandom):
     def __init__(self, state: int = 17) -> None:
         self._state = state & _MASK64
 
-    def set_seed(self, seed: int) -> None:  # MockRandom ignores setSeed's LCG scrambling
-        self._state = seed & _MASK64
+    def set_seed(self, seed: int) -> None:
+        """Kafka's MockRandom does not override setSeed, which only touches Random's unused state."""
 
     def next(self, bits: int) -> int:
         self._state = (self._state * 2862933555777941757 + 3037000493) & _MASK64
