@@ -5,11 +5,13 @@ Run: .venv/bin/python bench/bench_placement.py   (prints figures; asserts nothin
 
 from __future__ import annotations
 
+import random
 import resource
 import time
 
 from invariants import PlacementSubject, check_placement
 from kcheck.check import run_check
+from kcheck.formats import parse_describe
 from model import Cluster, ReplicaAssignment
 from reference.java import JavaRandom
 from reference.placers import BUILTIN_PLACERS
@@ -20,6 +22,22 @@ def timed(repeat: int, fn, *args) -> float:
     for _ in range(repeat):
         fn(*args)
     return (time.perf_counter() - start) / repeat
+
+
+def _describe_text(topics: int, brokers: int) -> tuple[str, Cluster]:
+    """A KRaft-era describe output with random RF-3 replica sets, as a large real cluster would print."""
+    rnd = random.Random(1)
+    lines = []
+    for t in range(topics):
+        n = rnd.choice([3, 6, 12, 24])
+        lines.append(f"Topic: topic-{t}\tTopicId: AAAAAAAAAAAAAAAAAAAAAA\tPartitionCount: {n}\tReplicationFactor: 3"
+                     "\tConfigs: min.insync.replicas=2")
+        for p in range(n):
+            replicas = rnd.sample(range(brokers), 3)
+            reps = ",".join(map(str, replicas))
+            lines.append(f"\tTopic: topic-{t}\tPartition: {p}\tLeader: {replicas[0]}\tReplicas: {reps}\tIsr: {reps}"
+                         "\tElr: \tLastKnownElr: ")
+    return "\n".join(lines) + "\n", Cluster.of(range(brokers), {b: f"rack{b % 3}" for b in range(brokers)})
 
 
 def main() -> None:
@@ -39,6 +57,14 @@ def main() -> None:
         t = timed(max(1, 5_000 // parts), check_placement, subject)
         print(f"{'invariants':10} {n:3} brokers {racks:2} racks {parts:6} partitions RF {rf}   "
               f"{t * 1e3:9.2f} ms {parts / t:14,.0f}")
+    describe, cluster = _describe_text(2_000, 30)
+    start = time.perf_counter()
+    assignment = parse_describe(describe, "bench")
+    parsed = time.perf_counter() - start
+    report = check_placement(PlacementSubject(cluster, assignment))
+    print(f"verify: kafka-topics --describe of {len(assignment):,} partitions (2,000 topics, 30 brokers, 3 racks): "
+          f"parse {parsed:.2f} s, invariants {time.perf_counter() - start - parsed:.2f} s, "
+          f"{len(report.violations):,} violations")
     start = time.perf_counter()
     result = run_check()
     wall = time.perf_counter() - start

@@ -12,9 +12,10 @@ from __future__ import annotations
 
 import math
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
+from typing import Any
 
 from invariants.registry import Severity, Violation, register
 from model import Cluster, PartitionReplicas, ReplicaAssignment
@@ -92,23 +93,37 @@ def _racks_missing(s: PlacementSubject) -> str | None:
 
 
 def _balance_violations(
-    invariant: str, what: str, counts: dict[object, int], expected: dict[object, float],
-    threshold: float, margin: float, where: str,
+    invariant: str, what: str, counts: Mapping[Any, int], expected: Mapping[Any, float],
+    limits: Callable[[float], tuple[int, int]], where: str, detail: Mapping[str, Any] | None = None,
 ) -> list[Violation]:
+    """A soft violation for each key (broker, rack) whose count lies outside the limits around its average."""
     out = []
     for key, avg in expected.items():
-        lower, upper = balance_limits(avg, threshold, margin)
+        lower, upper = limits(avg)
         n = counts.get(key, 0)
         if n > upper or n < lower:
             over = n - upper if n > upper else n - lower
             side = f"above the upper limit {upper}" if n > upper else f"below the lower limit {lower}"
+            label = f"{where} {key}"
             out.append(Violation(
-                invariant, Severity.SOFT, f"{where} {key}",
-                f"{where} {key} has {n} {what}, {abs(over)} {side} (average {avg:.2f}, threshold {threshold})",
-                {where: key, "count": n, "lower": lower, "upper": upper, "average": round(avg, 4),
-                 "excess": over, "threshold": threshold},
+                invariant, Severity.SOFT, label if detail is None else f"{_place(detail)} / {label}",
+                f"{label} has {n} {what}{_of(detail)}, {abs(over)} {side} (average {avg:.2f})",
+                {**(detail or {}), where: key, "count": n, "lower": lower, "upper": upper,
+                 "average": round(avg, 4), "excess": over},
             ))
     return out
+
+
+def _place(detail: Mapping[str, Any]) -> str:
+    return " ".join(f"{k} {v}" for k, v in detail.items())
+
+
+def _of(detail: Mapping[str, Any] | None) -> str:
+    return "" if detail is None else " of " + _place(detail)
+
+
+def _cc_limits(threshold: float, margin: float) -> Callable[[float], tuple[int, int]]:
+    return lambda avg: balance_limits(avg, threshold, margin)
 
 
 @register("placement.distinct-brokers", "No broker holds two replicas of one partition", Severity.HARD,
@@ -156,8 +171,8 @@ def leader_spread(s: PlacementSubject) -> list[Violation]:
     leaders = Counter(s.replicas(p)[0] for p in s.assignment if s.replicas(p))
     avg = sum(leaders.values()) / len(s.eligible_brokers)
     return _balance_violations("placement.leader-spread", "preferred leaders", leaders,
-                               {b: avg for b in s.eligible_brokers}, s.settings.leader_threshold, s.settings.margin,
-                               "broker")
+                               {b: avg for b in s.eligible_brokers},
+                               _cc_limits(s.settings.leader_threshold, s.settings.margin), "broker")
 
 
 @register("placement.leader-spread-rack", "Preferred leaders are balanced across racks, by rack size",
@@ -169,7 +184,7 @@ def leader_spread_rack(s: PlacementSubject) -> list[Violation]:
     size = Counter(s.rack_of[b] for b in s.eligible_brokers if b in s.rack_of)
     expected = {r: total * size[r] / len(s.eligible_brokers) for r in s.racks if size[r]}
     return _balance_violations("placement.leader-spread-rack", "preferred leaders", leaders, expected,
-                               s.settings.leader_threshold, s.settings.margin, "rack")
+                               _cc_limits(s.settings.leader_threshold, s.settings.margin), "rack")
 
 
 @register("placement.replica-spread", "Replicas are balanced across brokers", Severity.SOFT,
@@ -179,7 +194,7 @@ def replica_spread(s: PlacementSubject) -> list[Violation]:
     counts = Counter(b for p in s.assignment for b in s.replicas(p) if b in eligible)
     avg = sum(counts.values()) / len(eligible)
     return _balance_violations("placement.replica-spread", "replicas", counts, {b: avg for b in s.eligible_brokers},
-                               s.settings.replica_threshold, s.settings.margin, "broker")
+                               _cc_limits(s.settings.replica_threshold, s.settings.margin), "broker")
 
 
 def _rack_counts(s: PlacementSubject, replicas: Iterable[int]) -> Counter[str]:
@@ -315,22 +330,14 @@ def topic_balance_limits(avg: float, st: BalanceSettings) -> tuple[int, int]:
 @register("placement.topic-replica-spread", "Each topic's replicas are balanced across brokers", Severity.SOFT,
           "Cruise Control TopicReplicaDistributionGoal", "placement")
 def topic_replica_spread(s: PlacementSubject) -> list[Violation]:
-    out = []
+    out: list[Violation] = []
     eligible = set(s.eligible_brokers)
     for topic in s.assignment.topics:
         counts = Counter(b for p in s.assignment.of_topic(topic) for b in s.replicas(p) if b in eligible)
         avg = sum(counts.values()) / len(eligible)
-        lower, upper = topic_balance_limits(avg, s.settings)
-        for b in s.eligible_brokers:
-            n = counts.get(b, 0)
-            if not lower <= n <= upper:
-                over = n - upper if n > upper else n - lower
-                out.append(Violation(
-                    "placement.topic-replica-spread", Severity.SOFT, f"topic {topic} / broker {b}",
-                    f"broker {b} has {n} replicas of topic {topic}, outside {lower}..{upper} (average {avg:.2f})",
-                    {"topic": topic, "broker": b, "count": n, "lower": lower, "upper": upper,
-                     "average": round(avg, 4), "excess": over},
-                ))
+        out += _balance_violations("placement.topic-replica-spread", "replicas", counts,
+                                   {b: avg for b in s.eligible_brokers},
+                                   lambda a: topic_balance_limits(a, s.settings), "broker", {"topic": topic})
     return out
 
 

@@ -95,8 +95,8 @@ class Case:
                             self.start_index, -1, rnd)
 
 
-def builtin_cases(max_brokers: int = MAX_BROKERS) -> Iterator[Case]:
-    for cluster in builtin_clusters(max_brokers):
+def builtin_cases(clusters: list[Cluster]) -> Iterator[Case]:
+    for cluster in clusters:
         n = len(cluster)
         for partitions in PARTITION_COUNTS:
             for rf in range(1, min(MAX_RF, n) + 1):
@@ -146,13 +146,14 @@ class CheckResult:
 
 
 def run_check(max_brokers: int = MAX_BROKERS) -> CheckResult:
+    clusters = builtin_clusters(max_brokers)
     outcomes: dict[tuple[str, str], Outcome] = {}
     for name, info in BUILTIN_PLACERS.items():
         for inv in REGISTRY.values():
             if inv.applies_to == "placement":
                 outcomes[(name, inv.id)] = Outcome(name, inv.id, inv.id in info.guarantees)
     n_cases = 0
-    for case in builtin_cases(max_brokers):
+    for case in builtin_cases(clusters):
         n_cases += 1
         placement = case.run(BUILTIN_PLACERS[case.placer])
         subject = PlacementSubject(case.cluster, ReplicaAssignment.from_placement("topic", placement),
@@ -169,4 +170,4 @@ def run_check(max_brokers: int = MAX_BROKERS) -> CheckResult:
                 out.violated += 1
                 if out.smallest is None or case.size_key < out.smallest.size_key:
                     out.smallest, out.smallest_violations = case, found
-    return CheckResult(n_cases, len(builtin_clusters(max_brokers)), list(outcomes.values()))
+    return CheckResult(n_cases, len(clusters), list(outcomes.values()))

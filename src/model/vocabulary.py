@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import cached_property
 from itertools import pairwise
 
 NO_LEADER = -1
@@ -168,12 +169,19 @@ class ReplicaAssignment:
     def __len__(self) -> int:
         return len(self.partitions)
 
+    @cached_property
+    def _by_topic(self) -> dict[str, tuple[PartitionReplicas, ...]]:
+        by_topic: dict[str, list[PartitionReplicas]] = {}
+        for p in self.partitions:  # already sorted, so each topic's partitions come in order
+            by_topic.setdefault(p.topic, []).append(p)
+        return {t: tuple(ps) for t, ps in by_topic.items()}
+
     @property
     def topics(self) -> tuple[str, ...]:
-        return tuple(sorted({p.topic for p in self.partitions}))
+        return tuple(self._by_topic)
 
     def of_topic(self, topic: str) -> tuple[PartitionReplicas, ...]:
-        return tuple(p for p in self.partitions if p.topic == topic)
+        return self._by_topic.get(topic, ())
 
     def broker_ids(self) -> tuple[int, ...]:
         """Every broker id the assignment mentions, sorted."""

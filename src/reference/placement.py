@@ -10,7 +10,7 @@ seeded `java.util.Random` in Kafka's order (start index, then shift).
 from __future__ import annotations
 
 import random as _py_random
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 
 from model import Broker
 from reference.errors import (
@@ -48,13 +48,28 @@ def rack_alternated_broker_list(broker_rack_map: Mapping[int, str]) -> list[int]
     return result
 
 
-def _draws(fixed_start_index: int, n: int, random: JavaRandom | None) -> tuple[int, int]:
-    """(start index, initial shift): both the fixed index, or two independent nextInt(n) draws."""
+def _partitions(
+    n: int, n_partitions: int, fixed_start_index: int, start_partition_id: int, random: JavaRandom | None
+) -> Iterator[tuple[int, int, int]]:
+    """(partition id, leader position, follower shift) for each partition, as both AdminUtils paths walk them.
+
+    The start index and the initial shift are both the fixed index, or two
+    independent nextInt(n) draws (start first). The shift grows at each multiple
+    of n of the *real* partition id, so adding partitions does not replay the
+    increments already passed.
+    """
     if fixed_start_index >= 0:
-        return fixed_start_index, fixed_start_index
-    rnd = random if random is not None else JavaRandom(_py_random.getrandbits(48))
-    start_index = rnd.next_int(n)
-    return start_index, rnd.next_int(n)
+        start_index = shift = fixed_start_index
+    else:
+        rnd = random if random is not None else JavaRandom(_py_random.getrandbits(48))
+        start_index = rnd.next_int(n)
+        shift = rnd.next_int(n)
+    pid = max(0, start_partition_id)
+    for _ in range(n_partitions):
+        if pid > 0 and pid % n == 0:
+            shift += 1
+        yield pid, (pid + start_index) % n, shift
+        pid += 1
 
 
 def assign_replicas_to_brokers(
@@ -98,19 +113,10 @@ def _assign_rack_unaware(
     random: JavaRandom | None,
 ) -> dict[int, list[int]]:
     n = len(broker_list)
-    start_index, shift = _draws(fixed_start_index, n, random)
-    pid = max(0, start_partition_id)
     result: dict[int, list[int]] = {}
-    for _ in range(n_partitions):
-        # The shift grows at each multiple of n of the *real* partition id, so adding
-        # partitions does not replay increments already passed.
-        if pid > 0 and pid % n == 0:
-            shift += 1
-        first = (pid + start_index) % n
-        replicas = [broker_list[first]]
-        replicas += [broker_list[replica_index(first, shift, j, n)] for j in range(replication_factor - 1)]
-        result[pid] = replicas
-        pid += 1
+    for pid, first, shift in _partitions(n, n_partitions, fixed_start_index, start_partition_id, random):
+        followers = [broker_list[replica_index(first, shift, j, n)] for j in range(replication_factor - 1)]
+        result[pid] = [broker_list[first], *followers]
     return result
 
 
@@ -126,13 +132,8 @@ def _assign_rack_aware(
     num_racks = len(set(rack_of.values()))
     arranged = rack_alternated_broker_list(rack_of)  # type: ignore[arg-type]
     n = len(arranged)
-    start_index, shift = _draws(fixed_start_index, n, random)
-    pid = max(0, start_partition_id)
     result: dict[int, list[int]] = {}
-    for _ in range(n_partitions):
-        if pid > 0 and pid % n == 0:
-            shift += 1
-        first = (pid + start_index) % n
+    for pid, first, shift in _partitions(n, n_partitions, fixed_start_index, start_partition_id, random):
         leader = arranged[first]
         replicas = [leader]
         racks_used = {rack_of[leader]}
@@ -153,5 +154,4 @@ def _assign_rack_aware(
                     brokers_used.add(broker)
                     break
         result[pid] = replicas
-        pid += 1
     return result
