@@ -1,9 +1,10 @@
-"""kcheck's shared vocabulary: brokers, clusters, topic-partitions and replica assignments.
+"""kcheck's shared vocabulary: brokers, clusters, topic-partitions, replica assignments, group members.
 
 Small frozen values that every other part passes around. `model` imports nothing
 of the project (see ARCHITECTURE.md); the formal models live in sub-packages.
 """
 
+from model.group import PartitionInfo, Subscription
 from model.vocabulary import (
     NO_LEADER,
     Broker,
@@ -15,6 +16,8 @@ from model.vocabulary import (
 
 __all__ = [
     "NO_LEADER",
+    "PartitionInfo",
+    "Subscription",
     "Broker",
     "Cluster",
     "PartitionReplicas",
