@@ -213,3 +213,53 @@ def test_console_script_process_level():
     proc = subprocess.run([sys.executable, "-m", "kcheck", "place", "--brokers", "0,1", "--partitions", "2",
                            "--replication-factor", "2", "--start-index", "0"], capture_output=True, text=True)
     assert proc.returncode == 0 and json.loads(proc.stdout)["partitions"][1]["replicas"] == [1, 0]
+
+
+def test_prove_refutes_rack_distribution_and_exits_1(capsys):
+    code, out, _ = run(capsys, "prove", "--algorithm", "adminutils-rack-aware", "--invariant",
+                       "placement.rack-distribution", "--max-brokers", "5", "--max-racks", "2",
+                       "--max-partitions", "1", "--json")
+    rep = json.loads(out)
+    assert code == 1 and not rep["ok"]
+    (result,) = rep["results"]
+    ce = result["counterexample"]
+    assert result["status"] == "refuted" and len(ce["brokers"]) == 5 and ce["replication_factor"] == 4
+
+
+def test_prove_unbounded_distinct_brokers_exits_0(capsys):
+    code, out, _ = run(capsys, "prove", "--algorithm", "adminutils", "--invariant", "placement.distinct-brokers")
+    assert code == 0 and "all sizes" in out and "proved" in out
+
+
+def test_prove_user_placer_by_exhaustive_enumeration(capsys, tmp_path, monkeypatch):
+    # A "proposed placer" that always puts partition p's followers right after its leader, ignoring racks.
+    (tmp_path / "proposed.py").write_text(
+        "def place(brokers, n, rf, fixed_start_index=-1, start_partition_id=-1, random=None):\n"
+        "    ids = [b.id for b in brokers]\n"
+        "    return {p: [ids[(p + j) % len(ids)] for j in range(rf)] for p in range(n)}\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    code, out, _ = run(capsys, "prove", "--placer", "proposed:place", "--invariant", "placement.rack-diversity",
+                       "--max-brokers", "3", "--max-partitions", "2", "--max-rf", "2")
+    # With 2 brokers, one rack needs 1 rack and two racks put [0,1] on both. The smallest break is
+    # 3 brokers in racks a={0,1}, b={2} with RF 2: partition 0 = [0,1] stays in rack a.
+    assert code == 1 and "refuted" in out and "3 brokers, racks a={0,1}, b={2}, 1 partition(s), RF 2" in out
+
+
+@pytest.mark.parametrize("args, fragment", [
+    (["--algorithm", "nope"], "--algorithm"),
+    (["--invariant", "placement.nope"], "--invariant"),
+    (["--max-brokers", "0"], "--max-brokers"),
+    (["--placer", "no_such_module:x"], "cannot import"),
+])
+def test_prove_bad_input(capsys, args, fragment):
+    code, out, err = run(capsys, "prove", *args)
+    assert code == 2 and out == "" and err.count("\n") == 1 and fragment in err
+
+
+def test_optimize_reports_the_gap(capsys):
+    # 6 brokers, 10 partitions RF 3, start 0: replica spread 2 where 0 is possible (see test_smt).
+    code, out, _ = run(capsys, "optimize", "--brokers", "0,1,2,3,4,5", "--partitions", "10",
+                       "--replication-factor", "3", "--start-index", "0")
+    assert code == 0
+    line = next(ln for ln in out.splitlines() if "replica spread" in ln)
+    assert [c.strip() for c in line.split("│")[2:5]] == ["2", "0", "2"]

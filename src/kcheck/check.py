@@ -1,11 +1,14 @@
 """`kcheck check`: every check that exists, over a built-in set of clusters, in one summary.
 
-At this stage: the placement invariants over Kafka's placers (AdminUtils with
+The placement invariants over Kafka's placers (AdminUtils with
 every fixed start index, KRaft's striped placer with several seeds, with and
 without a fenced broker) on small clusters with every rack layout of up to
 three racks. A violated invariant that Kafka guarantees for that placer is a
 failure (exit 1); any other violation is a finding about Kafka, reported with
 the smallest cluster that shows it and the `kcheck place` command to replay it.
+Then the guarantees that have a Z3 form are proved: by Z3 within small bounds
+(for every size where the encoding allows) and, for the striped placer, over
+every random draw within the same bounds.
 """
 
 from __future__ import annotations
@@ -13,7 +16,9 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
-from invariants import REGISTRY, PlacementSubject, Violation, check_placement
+from invariants import REGISTRY, PlacementSubject, Violation, check_placement, smt
+from invariants.exhaustive import check_exhaustively
+from invariants.prover import Bounds, ProofResult, prove
 from model import Cluster, ReplicaAssignment
 from reference.java import JavaRandom
 from reference.placers import BUILTIN_PLACERS, PlacerInfo
@@ -130,11 +135,33 @@ class Outcome:
         return "FAILED" if self.guaranteed else "finding"
 
 
+PROOF_BOUNDS = Bounds(max_brokers=4, max_racks=3, max_partitions=6, max_rf=3)
+
+
+def run_proofs(bounds: Bounds = PROOF_BOUNDS) -> list[ProofResult]:
+    """Each guarantee of Kafka's placers that has a Z3 form: proved (by Z3, or for the striped placer over
+    every random draw) within small bounds, or for every size where the encoding allows."""
+    results: list[ProofResult] = []
+    adminutils, striped = BUILTIN_PLACERS["adminutils"], BUILTIN_PLACERS["striped"]
+    for algorithm in ("adminutils", "adminutils-rack-aware"):
+        for inv in smt.FORMS:
+            if inv in adminutils.guarantees:
+                results.append(prove(algorithm, inv, adminutils, bounds))
+    guaranteed = [inv for inv in smt.FORMS if inv in striped.guarantees]
+    results += check_exhaustively(striped, guaranteed, bounds).values()
+    return [r for r in results if r.status != "not applicable"]
+
+
 @dataclass
 class CheckResult:
     cases: int
     clusters: int
     outcomes: list[Outcome]
+    proofs: list[ProofResult] = field(default_factory=list)
+
+    @property
+    def failed_proofs(self) -> list[ProofResult]:
+        return [r for r in self.proofs if r.status != "proved"]
 
     @property
     def failures(self) -> list[Outcome]:
@@ -145,7 +172,7 @@ class CheckResult:
         return [o for o in self.outcomes if o.status == "finding"]
 
 
-def run_check(max_brokers: int = MAX_BROKERS) -> CheckResult:
+def run_check(max_brokers: int = MAX_BROKERS, proofs: bool = True) -> CheckResult:
     clusters = builtin_clusters(max_brokers)
     outcomes: dict[tuple[str, str], Outcome] = {}
     for name, info in BUILTIN_PLACERS.items():
@@ -170,4 +197,4 @@ def run_check(max_brokers: int = MAX_BROKERS) -> CheckResult:
                 out.violated += 1
                 if out.smallest is None or case.size_key < out.smallest.size_key:
                     out.smallest, out.smallest_violations = case, found
-    return CheckResult(n_cases, len(clusters), list(outcomes.values()))
+    return CheckResult(n_cases, len(clusters), list(outcomes.values()), run_proofs() if proofs else [])

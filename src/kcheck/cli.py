@@ -89,13 +89,16 @@ def check(
     else:
         out = report.console()
         out.print(report.check_table(result))
+        out.print(report.prove_table(result.proofs, "Kafka's placement guarantees, proved"))
         hard_findings = [o for o in result.findings if REGISTRY[o.invariant].severity is Severity.HARD]
+        failed = len(result.failures) + len(result.failed_proofs)
         out.print(
-            f"{'FAIL' if result.failures else 'OK'}: {len(result.failures)} guarantee(s) of Kafka's placers "
-            f"violated; {len(hard_findings)} hard and {len(result.findings) - len(hard_findings)} soft "
-            "finding(s) about properties Kafka does not promise (replay them with the commands shown)."
+            f"{'FAIL' if failed else 'OK'}: {len(result.failures)} guarantee(s) of Kafka's placers violated and "
+            f"{len(result.failed_proofs)} not proved; {len(hard_findings)} hard and "
+            f"{len(result.findings) - len(hard_findings)} soft finding(s) about properties Kafka does not promise "
+            "(replay them with the commands shown)."
         )
-    return 1 if result.failures else 0
+    return 1 if result.failures or result.failed_proofs else 0
 
 
 @app.command()
@@ -204,6 +207,116 @@ def verify(
             result, f"Violations in {source} ({len(assignment)} partitions, {len(cluster)} brokers)"))
         out.print(report.report_summary(result))
     return 0 if result.ok else 1
+
+
+PROVE_ALGORITHMS = ("adminutils", "adminutils-rack-aware", "striped")
+
+
+@app.command("prove")
+def prove_command(
+    algorithm: Annotated[str, typer.Option(help="adminutils, adminutils-rack-aware, striped or all.")] = "all",
+    invariant: Annotated[str, typer.Option(help="An invariant id (see kcheck invariants) or all.")] = "all",
+    max_brokers: Annotated[int, typer.Option(help="Largest cluster searched.")] = 5,
+    max_racks: Annotated[int, typer.Option(help="Most racks searched.")] = 3,
+    max_partitions: Annotated[int, typer.Option(help="Most partitions searched.")] = 6,
+    max_rf: Annotated[int, typer.Option(help="Largest replication factor searched.")] = 4,
+    placer: Annotated[str | None, typer.Option(help="Check a module:object placer by exhaustive enumeration.")] = None,
+    labelled: Annotated[bool, typer.Option(help="With --placer: every broker-to-rack assignment.")] = False,
+    timeout: Annotated[float, typer.Option(help="Seconds per solver query.")] = 120.0,
+    json_out: Annotated[bool, typer.Option("--json", help="Print the results as JSON.")] = False,
+) -> int:
+    """Prove placement invariants with Z3 for all clusters within bounds (or all sizes), or find the smallest
+    cluster that breaks them, replayed through the concrete reference."""
+    from invariants import smt
+    from invariants.exhaustive import check_exhaustively
+    from invariants.prover import RACK_NAMES, Bounds
+    from invariants.prover import prove as prove_pair
+
+    names = [algorithm] if algorithm != "all" else list(PROVE_ALGORITHMS)
+    if placer is None and any(a not in PROVE_ALGORITHMS for a in names):
+        raise InputError("--algorithm", f"'{algorithm}' is not one of {', '.join(PROVE_ALGORITHMS)}, all")
+    ids = list(smt.FORMS) if invariant == "all" else [invariant]
+    if any(i not in smt.FORMS for i in ids):
+        raise InputError("--invariant", f"'{invariant}' has no Z3 form (one of {', '.join(smt.FORMS)}, or all)")
+    for option, value, top in (("--max-brokers", max_brokers, len(RACK_NAMES)), ("--max-racks", max_racks, 10),
+                               ("--max-partitions", max_partitions, 64), ("--max-rf", max_rf, 10)):
+        if not 1 <= value <= top:
+            raise InputError(option, f"{value} is outside 1..{top}")
+    bounds = Bounds(max_brokers, max_racks, max_partitions, max_rf)
+    timeout_ms = int(timeout * 1000)
+    results = []
+    if placer is not None:
+        try:
+            info = resolve_placer(placer)
+        except ValueError as e:
+            raise InputError("--placer", str(e)) from None
+        results = list(check_exhaustively(info, ids, bounds, labelled=labelled).values())
+    else:
+        for name in names:
+            if name == "striped":  # no symbolic twin yet: every configuration and every random draw
+                results += check_exhaustively(resolve_placer("striped"), ids, bounds).values()
+                continue
+            for inv in ids:
+                results.append(prove_pair(name, inv, resolve_placer("adminutils"), bounds, timeout_ms=timeout_ms))
+    hard = [r for r in results if REGISTRY[r.invariant].severity is Severity.HARD]
+    ok = all(r.status in ("proved", "not applicable") for r in hard)
+    if json_out:
+        import json
+
+        print(json.dumps({"ok": ok, "bounds": bounds.as_dict(), "results": [r.as_dict() for r in results]},
+                         indent=2))
+    else:
+        out = report.console()
+        out.print(report.prove_table(results))
+        for r in results:
+            if r.counterexample is not None:
+                for line in report.counterexample_lines(r):
+                    out.print(line)
+        refuted = sum(r.status == "refuted" for r in hard)
+        out.print(f"{'OK' if ok else 'FAIL'}: {sum(r.status == 'proved' for r in hard)} hard invariant result(s) "
+                  f"proved, {refuted} refuted, {sum(r.status == 'unknown' for r in hard)} unknown.")
+    return 0 if ok else 1
+
+
+@app.command()
+def optimize(
+    brokers: Annotated[str, typer.Option(help="Broker ids, comma-separated.")],
+    partitions: Annotated[int, typer.Option(help="Number of partitions.")],
+    replication_factor: Annotated[int, typer.Option(help="Replicas per partition.")],
+    racks: Annotated[str | None, typer.Option(help="Broker racks: 0:r1,1:r2,...")] = None,
+    placer: Annotated[str, typer.Option(help="adminutils, striped, or module:object.")] = "adminutils",
+    start_index: Annotated[int, typer.Option(help="AdminUtils fixed start index.")] = -1,
+    seed: Annotated[str, typer.Option(help="Seed of java.util.Random, or 'mock'.")] = "0",
+) -> int:
+    """How far a placer's placement is from the best the cluster allows (Z3 optimisation)."""
+    from invariants.optimal import metrics, optimal_metrics
+
+    ids = _int_list(brokers, "--brokers")
+    cluster = Cluster.of(ids, _rack_map(racks, ids) if racks else {})
+    try:
+        info = resolve_placer(placer)
+    except ValueError as e:
+        raise InputError("--placer", str(e)) from None
+    if partitions < 1 or not 1 <= replication_factor <= len(ids):
+        raise InputError("--replication-factor" if partitions >= 1 else "--partitions",
+                         f"need partitions >= 1 and 1 <= RF <= {len(ids)} brokers")
+    try:
+        placement = info.place(list(cluster.brokers), partitions, replication_factor, start_index, -1, _random(seed))
+    except KafkaError as e:
+        raise InputError(f"{info.name} placer", f"{type(e).__name__}: {e}") from None
+    kafka = metrics(cluster, placement)
+    best, seconds = optimal_metrics(cluster, partitions, replication_factor)
+    table = Table(title=f"{info.name} against the best placement ({seconds:.2f} s of Z3)", title_justify="left")
+    for col in ("metric", info.name, "best possible", "gap"):
+        table.add_column(col)
+    rows = [("leader spread (max - min preferred leaders per broker)", kafka.leader_spread, best.leader_spread),
+            ("replica spread (max - min replicas per broker)", kafka.replica_spread, best.replica_spread)]
+    if best.min_racks_spanned is not None:
+        rows.append(("fewest racks spanned by a partition", kafka.min_racks_spanned, best.min_racks_spanned))
+    for name, got, opt in rows:
+        table.add_row(name, str(got), str(opt), str(abs((got or 0) - opt)))
+    report.console().print(table)
+    return 0
 
 
 @app.command("invariants")

@@ -11,6 +11,7 @@ from rich.console import Console
 from rich.table import Table
 
 from invariants import REGISTRY, Report, Severity
+from invariants.prover import ProofResult
 from kcheck.check import CheckResult
 
 
@@ -72,7 +73,8 @@ def check_json(result: CheckResult) -> str:
     return json.dumps({
         "cases": result.cases,
         "clusters": result.clusters,
-        "ok": not result.failures,
+        "ok": not result.failures and not result.failed_proofs,
+        "proofs": [r.as_dict() for r in result.proofs],
         "outcomes": [
             {
                 "placer": o.placer, "invariant": o.invariant, "severity": str(REGISTRY[o.invariant].severity),
@@ -85,3 +87,60 @@ def check_json(result: CheckResult) -> str:
             for o in result.outcomes
         ],
     }, indent=2)
+
+
+def _scope(r: ProofResult) -> str:
+    if r.scope == "unbounded":
+        return "all sizes"
+    b = r.bounds
+    what = "Z3" if r.scope == "bounded" else "every config and random draw"
+    return f"{what}: brokers<={b['brokers']} racks<={b['racks']} partitions<={b['partitions']} rf<={b['rf']}"
+
+
+def prove_table(results: list[ProofResult],
+                title: str = "Placement invariants: proofs and smallest counterexamples") -> Table:
+    table = Table(title=title, title_justify="left")
+    for col in ("algorithm", "invariant", "severity", "result", "scope", "time", "queries / runs"):
+        table.add_column(col, overflow="fold")
+    for r in results:
+        style = {"proved": "green", "refuted": "bold red", "unknown": "yellow"}.get(r.status, "dim")
+        status = r.status if not r.reason or r.status != "unknown" else f"unknown: {r.reason}"
+        table.add_row(r.algorithm, r.invariant, str(REGISTRY[r.invariant].severity), f"[{style}]{status}[/]",
+                      _scope(r), f"{r.seconds:.2f} s", f"{r.queries:,}")
+    return table
+
+
+def counterexample_lines(r: ProofResult) -> list[object]:
+    """A heading, the placement as a table, the violation and the command that replays it."""
+    ce = r.counterexample
+    assert ce is not None
+    racks = ce.cluster.rack_map
+    layout = ", ".join(f"{rack}={{{','.join(str(b) for b, x in racks.items() if x == rack)}}}"
+                       for rack in ce.cluster.racks) or "no racks"
+    if ce.start_index < 0:
+        how = "random draws " + str(ce.draws)
+    elif ce.start_index == ce.shift:
+        how = f"start index {ce.start_index}"
+    else:
+        how = f"start index {ce.start_index}, shift {ce.shift}"
+    table = Table(title_justify="left")
+    table.add_column("partition", justify="right")
+    table.add_column("replicas")
+    if racks:
+        table.add_column("racks")
+    for p, replicas in sorted(ce.placement.items()):
+        row = [str(p), ",".join(map(str, replicas))]
+        if racks:
+            row.append(",".join(racks[b] for b in replicas))
+        table.add_row(*row)
+    return [
+        f"\n[bold]Smallest counterexample to {r.invariant} ({r.algorithm})[/]: {len(ce.cluster)} brokers, "
+        f"racks {layout}, {ce.partitions} partition(s), RF {ce.rf}, {how}",
+        table,
+        ce.violations[0].message,
+        f"replay: {ce.replay(_placer(r))}",
+    ]
+
+
+def _placer(r: ProofResult) -> str:
+    return "adminutils" if r.algorithm.startswith("adminutils") else r.algorithm

@@ -51,6 +51,15 @@ def string_hash_code(s: str) -> int:
     return to_int32(h)
 
 
+def string_compare_key(s: str) -> bytes:
+    """A sort key ordering strings as `String.compareTo` does: by UTF-16 code units, a prefix first.
+
+    Big-endian UTF-16 bytes compare exactly as the code units do; Python's own
+    string order (by code point) differs once a string leaves the BMP.
+    """
+    return s.encode("utf-16-be", "surrogatepass")
+
+
 def integer_hash_code(i: int) -> int:
     """`Integer.hashCode` is the value; `Long.hashCode` folds the halves (callers pass ints here)."""
     if not -(1 << 31) <= i < (1 << 31):

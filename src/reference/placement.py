@@ -18,7 +18,7 @@ from reference.errors import (
     InvalidPartitionsException,
     InvalidReplicationFactorException,
 )
-from reference.java import JavaRandom
+from reference.java import JavaRandom, string_compare_key
 
 
 def replica_index(first_replica_index: int, second_replica_shift: int, replica_index: int, n_brokers: int) -> int:
@@ -35,8 +35,7 @@ def rack_alternated_broker_list(broker_rack_map: Mapping[int, str]) -> list[int]
     by_rack: dict[str, list[int]] = {}
     for broker_id, rack in broker_rack_map.items():
         by_rack.setdefault(rack, []).append(broker_id)
-    # Java's Arrays.sort on String compares UTF-16 code units; Python compares code points.
-    racks = sorted(by_rack, key=lambda r: r.encode("utf-16-be", "surrogatepass"))
+    racks = sorted(by_rack, key=string_compare_key)  # Arrays.sort on String
     iterators = {r: iter(sorted(by_rack[r])) for r in racks}
     result: list[int] = []
     rack_index = 0

@@ -22,7 +22,7 @@ from typing import Protocol
 
 from model import Broker
 from reference.errors import InvalidReplicationFactorException
-from reference.java import JavaHashMap, JavaRandom, optional_hash_code, shuffle
+from reference.java import JavaHashMap, JavaRandom, optional_hash_code, shuffle, string_compare_key
 
 
 @dataclass(frozen=True)
@@ -123,7 +123,7 @@ class Rack:
 
 def _rack_sort_key(name: str | None) -> tuple[int, bytes]:
     # The empty Optional first, then String.compareTo (UTF-16 code-unit order).
-    return (0, b"") if name is None else (1, name.encode("utf-16-be", "surrogatepass"))
+    return (0, b"") if name is None else (1, string_compare_key(name))
 
 
 class RackList:
