@@ -23,7 +23,7 @@ def main() -> None:
     for brokers in range(4, top + 1):
         bounds = Bounds(brokers, 3, brokers + 2, 3)
         label = f"{brokers}/3/{brokers + 2}/3"
-        for algorithm in ("adminutils", "adminutils-rack-aware"):
+        for algorithm in ("adminutils", "adminutils-rack-aware", "striped"):
             for inv in smt.FORMS:
                 r = prove(algorithm, inv, BUILTIN_PLACERS["adminutils"], bounds)
                 if r.status != "not applicable":

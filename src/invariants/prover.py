@@ -33,10 +33,11 @@ from invariants.registry import Violation, check_all
 from model import Cluster, ReplicaAssignment
 from model.smt import rack_aware_twin, rack_unaware_remainders, rack_unaware_twin
 from model.smt.common import SymbolicPlacement
-from reference.java import JavaRandom
-from reference.placers import PlacerInfo
+from model.smt.striped import striped_twin
+from reference.java import JavaHashMap, JavaRandom, optional_hash_code
+from reference.placers import BUILTIN_PLACERS, PlacerInfo
 
-ALGORITHMS = ("adminutils", "adminutils-rack-aware")
+ALGORITHMS = ("adminutils", "adminutils-rack-aware", "striped")
 RACK_NAMES = "abcdefghij"  # one letter per rack keeps name order = index order, as the twin assumes
 
 
@@ -142,9 +143,35 @@ def prove_distinct_brokers_unbounded(timeout_ms: int = 60_000) -> ProofResult:
                        reason=solver.reason_unknown())
 
 
+class ScriptedRandom(JavaRandom):
+    """A java.util.Random whose nextInt results are given: replays a model's draws through the concrete placer."""
+
+    def __init__(self, draws: list[int]) -> None:
+        self.draws = list(draws)
+
+    def next_int(self, bound: int | None = None) -> int:
+        value = self.draws.pop(0)
+        if bound is None or not 0 <= value < bound:
+            raise ValueError(f"scripted draw {value} does not fit nextInt({bound})")
+        return value
+
+
+def rack_hash_order(racks: int) -> list[int]:
+    """Iteration order of the striped placer's HashMap<Optional<String>, Rack> for racks a, b, ...
+
+    Racks are first seen in broker-id order, which is name order for our layouts.
+    """
+    order: JavaHashMap[str, int] = JavaHashMap(hash_fn=optional_hash_code)
+    for k in range(racks):
+        order.put(RACK_NAMES[k], k)
+    return order.values()
+
+
 def _twin(algorithm: str, n: int, partitions: int, rf: int, racks: int) -> SymbolicPlacement:
     if algorithm == "adminutils":
         return rack_unaware_twin(n, partitions, rf)
+    if algorithm == "striped":
+        return striped_twin(n, partitions, rf, racks, rack_hash_order(racks))
     return rack_aware_twin(n, partitions, rf, racks)
 
 
@@ -158,9 +185,26 @@ def _shapes(algorithm: str, bounds: Bounds) -> Iterator[tuple[int, int]]:
                 yield n, k
 
 
+def _replay_striped(invariant: str, model: z3.ModelRef, sp: SymbolicPlacement, partitions: int) -> Counterexample:
+    """The model's rack sizes and draws, through the concrete striped placer; then a real seed if one is near."""
+    value = lambda e: model.eval(e, model_completion=True).as_long()  # noqa: E731
+    sizes = [value(sp.params[f"rack_size_{k}"]) for k in range(sp.racks)]
+    cluster = Cluster.of(range(sp.n), dict(enumerate(RACK_NAMES[k] for k, s in enumerate(sizes) for _ in range(s))))
+    draws = [value(var) for _, var, _, used in sp.draw_order if z3.is_true(model.eval(used, model_completion=True))]
+    placer = BUILTIN_PLACERS["striped"]
+    placement = placer.place(list(cluster.brokers), partitions, sp.rf, -1, -1, ScriptedRandom(draws))
+    seed = next((s for s in range(20_000)
+                 if placer.place(list(cluster.brokers), partitions, sp.rf, -1, -1, JavaRandom(s)) == placement), None)
+    subject = PlacementSubject(cluster, ReplicaAssignment.from_placement("topic", placement), replication_factor=sp.rf)
+    found = list(check_all(subject, "placement", {invariant}).violations)
+    return Counterexample(cluster, partitions, sp.rf, -1, -1, seed, placement, found, draws)
+
+
 def _replay(algorithm: str, placer: PlacerInfo, invariant: str, model: z3.ModelRef, sp: SymbolicPlacement,
             partitions: int) -> Counterexample:
     """Rebuild the cluster from the model, run the concrete placer, and check the scalar invariant."""
+    if algorithm == "striped":
+        return _replay_striped(invariant, model, sp, partitions)
     start = model.eval(sp.params["start"], model_completion=True).as_long()
     shift = model.eval(sp.params["shift"], model_completion=True).as_long()
     racks = None
@@ -202,6 +246,18 @@ def prove_bounded(
             solver = z3.Solver()
             solver.set("timeout", timeout_ms)
             solver.add(*sp.constraints)
+            complete = getattr(sp, "complete", None)
+            if complete is not None:  # an unrolled search loop: trust it only if it always ends in time
+                solver.push()
+                solver.add(z3.Not(complete))
+                answer = solver.check()
+                queries += 1
+                solver.pop()
+                if answer != z3.unsat:
+                    return ProofResult(algorithm, invariant, "unknown", "bounded", time.perf_counter() - started,
+                                       bounds.as_dict(), queries,
+                                       reason=f"the unrolled search may not end in time at brokers={n} "
+                                              f"racks={racks} rf={rf} ({answer})")
             # A placement's first P partitions do not depend on the partition count, so one
             # unrolling serves every P: first ask whether any P <= limit breaks the invariant
             # (a proof needs just this query), then find the smallest P that does.

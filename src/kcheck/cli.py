@@ -222,6 +222,8 @@ def prove_command(
     max_rf: Annotated[int, typer.Option(help="Largest replication factor searched.")] = 4,
     placer: Annotated[str | None, typer.Option(help="Check a module:object placer by exhaustive enumeration.")] = None,
     labelled: Annotated[bool, typer.Option(help="With --placer: every broker-to-rack assignment.")] = False,
+    exhaustive: Annotated[bool, typer.Option(help="Run Kafka's placers on every configuration and random draw "
+                                                  "instead of Z3.")] = False,
     timeout: Annotated[float, typer.Option(help="Seconds per solver query.")] = 120.0,
     json_out: Annotated[bool, typer.Option("--json", help="Print the results as JSON.")] = False,
 ) -> int:
@@ -253,11 +255,14 @@ def prove_command(
         results = list(check_exhaustively(info, ids, bounds, labelled=labelled).values())
     else:
         for name in names:
-            if name == "striped":  # no symbolic twin yet: every configuration and every random draw
-                results += check_exhaustively(resolve_placer("striped"), ids, bounds).values()
+            info = resolve_placer("striped" if name == "striped" else "adminutils")
+            if exhaustive:
+                if name == "adminutils-rack-aware":
+                    continue  # the exhaustive pass of the adminutils placer covers both of its paths
+                results += check_exhaustively(info, ids, bounds).values()
                 continue
             for inv in ids:
-                results.append(prove_pair(name, inv, resolve_placer("adminutils"), bounds, timeout_ms=timeout_ms))
+                results.append(prove_pair(name, inv, info, bounds, timeout_ms=timeout_ms))
     hard = [r for r in results if REGISTRY[r.invariant].severity is Severity.HARD]
     ok = all(r.status in ("proved", "not applicable") for r in hard)
     if json_out:

@@ -93,7 +93,7 @@ def _scope(r: ProofResult) -> str:
     if r.scope == "unbounded":
         return "all sizes"
     b = r.bounds
-    what = "Z3" if r.scope == "bounded" else "every config and random draw"
+    what = "Z3" if r.scope == "bounded" else "every config, start index and random draw"
     return f"{what}: brokers<={b['brokers']} racks<={b['racks']} partitions<={b['partitions']} rf<={b['rf']}"
 
 

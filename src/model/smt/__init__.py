@@ -14,7 +14,13 @@ from model.smt.adminutils import (
     rack_unaware_twin,
 )
 from model.smt.common import SymbolicPlacement
+from model.smt.striped import striped_twin
 
 __all__ = [
-    "SymbolicPlacement", "rack_aware_twin", "rack_unaware_closed_form", "rack_unaware_remainders", "rack_unaware_twin",
+    "SymbolicPlacement",
+    "rack_aware_twin",
+    "rack_unaware_closed_form",
+    "rack_unaware_remainders",
+    "rack_unaware_twin",
+    "striped_twin",
 ]
