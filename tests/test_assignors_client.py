@@ -18,6 +18,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from model import Broker, PartitionInfo, Subscription, TopicPartition
+from rack_checks import check_rack_assignment
 from reference.assignors.client import (
     MemberInfo,
     RangeAssignor,
@@ -77,17 +78,7 @@ def verify_rack_assignment(assignor, topics, rf, broker_racks, consumer_racks, c
         c: Subscription(consumer_topics[i], None, (), -1, consumer_racks[i]) for i, c in enumerate(consumers)
     }
     assignment = assignor.assign_partitions(partitions_per_topic, subscriptions)
-    actual = {c: ", ".join(sorted(str(p) for p in parts)) for c, parts in assignment.items()}
-    assert actual == dict(zip(consumers, expected, strict=True))
-    if num_mismatched >= 0:
-        mismatched = [
-            p
-            for c, rack in zip(consumers, consumer_racks, strict=True)
-            if rack is not None
-            for p in assignment[c]
-            if all(b.rack != rack for b in partitions_per_topic[p.topic][p.partition].replicas)
-        ]
-        assert len(mismatched) == num_mismatched, mismatched
+    check_rack_assignment(assignment, partitions_per_topic, consumers, consumer_racks, expected, num_mismatched)
 
 
 class RackConfig(enum.Enum):

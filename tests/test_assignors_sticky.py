@@ -18,6 +18,7 @@ from hypothesis import strategies as st
 
 from model.group import PartitionInfo, Subscription
 from model.vocabulary import Broker, TopicPartition
+from rack_checks import check_rack_assignment
 from reference.assignors.sticky import (
     DEFAULT_GENERATION,
     AbstractStickyAssignor,
@@ -869,17 +870,7 @@ def verify_rack_assignment(assignor, num_partitions_per_topic, replication_facto
                 owned_i.append(TopicPartition(p[: p.rindex("-")], int(p[p.rindex("-") + 1 :])))
         subscriptions.put(c, sub(consumer_topics[i], None, owned_i, DEFAULT_GENERATION, consumer_racks[i]))
     assignment = assignor.assign_partitions(ppt, subscriptions)
-    actual = {c: ", ".join(sorted(str(p) for p in tps)) for c, tps in assignment.items()}
-    assert actual == dict(zip(consumers, expected, strict=True))
-    if num_mismatched >= 0:
-        mismatched = [
-            p
-            for c, rack in zip(consumers, consumer_racks, strict=True)
-            if rack is not None
-            for p in assignment[c]
-            if all(b.rack != rack for b in ppt[p.topic][p.partition].replicas)
-        ]
-        assert len(mismatched) == num_mismatched, mismatched
+    check_rack_assignment(assignment, ppt, consumers, consumer_racks, expected, num_mismatched)
 
 
 def racks(n: int) -> list[str]:
