@@ -1,6 +1,8 @@
 """Every property kcheck checks, defined once in a registry, and the engines that check them."""
 
+from invariants import assignment as _assignment  # noqa: F401  (registers the assignment invariants)
 from invariants import placement as _placement  # noqa: F401  (registers the placement invariants)
+from invariants.assignment import AssignmentSubject, check_assignment
 from invariants.placement import BalanceSettings, PlacementSubject, balance_limits
 from invariants.registry import (
     REGISTRY,
@@ -20,6 +22,6 @@ def check_placement(subject: PlacementSubject, only: set[str] | None = None) -> 
 
 
 __all__ = [
-    "REGISTRY", "BalanceSettings", "Invariant", "PlacementSubject", "Report", "Severity", "Violation",
-    "balance_limits", "check_all", "check_placement", "get", "invariants_for",
+    "REGISTRY", "AssignmentSubject", "BalanceSettings", "Invariant", "PlacementSubject", "Report", "Severity",
+    "Violation", "balance_limits", "check_all", "check_assignment", "check_placement", "get", "invariants_for",
 ]
