@@ -165,7 +165,7 @@ def complete(s: AssignmentSubject) -> list[Violation]:
             out.append(Violation(
                 "assignment.complete", Severity.HARD, f"partition {tp}",
                 f"partition {tp} is assigned to no member, though {', '.join(subscribers)} "
-                f"subscribe to {tp.topic}{why}",
+                f"{'subscribes' if len(subscribers) == 1 else 'subscribe'} to {tp.topic}{why}",
                 {"partition": str(tp), "members": [], "subscribers": subscribers, "count": 0, "excess": -1},
             ))
     return out

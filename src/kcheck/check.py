@@ -8,7 +8,9 @@ failure (exit 1); any other violation is a finding about Kafka, reported with
 the smallest cluster that shows it and the `kcheck place` command to replay it.
 Then the guarantees that have a Z3 form are proved: by Z3 within small bounds
 (for every size where the encoding allows) and, for the striped placer, over
-every random draw within the same bounds.
+every random draw within the same bounds. Last, the rebalance model runs every
+consumer assignor through random group histories at a short budget, checking
+each assignor's guarantees after every step.
 """
 
 from __future__ import annotations
@@ -136,6 +138,44 @@ class Outcome:
 
 
 PROOF_BOUNDS = Bounds(max_brokers=4, max_racks=3, max_partitions=6, max_rf=3)
+MODEL_EXAMPLES, MODEL_STEPS = 100, 25  # a short budget for the main job; the test suite and README go deeper
+
+
+@dataclass
+class ModelOutcome:
+    """The rebalance model run for one assignor: every guarantee after every step, or the shrunk story."""
+
+    assignor: str
+    examples: int
+    steps: int
+    seconds: float
+    failure: str | None = None
+
+
+def run_rebalance_models(examples: int = MODEL_EXAMPLES, steps: int = MODEL_STEPS) -> list[ModelOutcome]:
+    import contextlib
+    import io
+    import time
+
+    from hypothesis import HealthCheck, settings
+    from hypothesis.stateful import run_state_machine_as_test
+
+    from invariants.rebalance import rebalance_machine
+    from reference.assignors.registry import ASSIGNORS
+
+    budget = settings(max_examples=examples, stateful_step_count=steps, derandomize=True, deadline=None,
+                      database=None, suppress_health_check=list(HealthCheck))
+    outcomes = []
+    for name in ASSIGNORS:
+        started, failure = time.perf_counter(), None
+        printed = io.StringIO()
+        try:
+            with contextlib.redirect_stdout(printed):  # Hypothesis prints the shrunk steps; keep them for the report
+                run_state_machine_as_test(rebalance_machine(name), settings=budget)
+        except AssertionError as e:
+            failure = f"{e}\n{printed.getvalue()}".strip()
+        outcomes.append(ModelOutcome(name, examples, steps, time.perf_counter() - started, failure))
+    return outcomes
 
 
 def run_proofs(bounds: Bounds = PROOF_BOUNDS) -> list[ProofResult]:
@@ -158,10 +198,15 @@ class CheckResult:
     clusters: int
     outcomes: list[Outcome]
     proofs: list[ProofResult] = field(default_factory=list)
+    models: list[ModelOutcome] = field(default_factory=list)
 
     @property
     def failed_proofs(self) -> list[ProofResult]:
         return [r for r in self.proofs if r.status != "proved"]
+
+    @property
+    def failed_models(self) -> list[ModelOutcome]:
+        return [m for m in self.models if m.failure]
 
     @property
     def failures(self) -> list[Outcome]:
@@ -173,6 +218,7 @@ class CheckResult:
 
 
 def run_check(max_brokers: int = MAX_BROKERS, proofs: bool = True) -> CheckResult:
+    """The placement cases, then (unless `proofs` is False) the proofs and the rebalance models."""
     clusters = builtin_clusters(max_brokers)
     outcomes: dict[tuple[str, str], Outcome] = {}
     for name, info in BUILTIN_PLACERS.items():
@@ -197,4 +243,5 @@ def run_check(max_brokers: int = MAX_BROKERS, proofs: bool = True) -> CheckResul
                 out.violated += 1
                 if out.smallest is None or case.size_key < out.smallest.size_key:
                     out.smallest, out.smallest_violations = case, found
-    return CheckResult(n_cases, len(clusters), list(outcomes.values()), run_proofs() if proofs else [])
+    return CheckResult(n_cases, len(clusters), list(outcomes.values()), run_proofs() if proofs else [],
+                       run_rebalance_models() if proofs else [])

@@ -12,7 +12,7 @@ from rich.table import Table
 
 from invariants import REGISTRY, Report, Severity
 from invariants.prover import ProofResult
-from kcheck.check import CheckResult
+from kcheck.check import CheckResult, ModelOutcome
 
 
 def console(stderr: bool = False) -> Console:
@@ -73,7 +73,9 @@ def check_json(result: CheckResult) -> str:
     return json.dumps({
         "cases": result.cases,
         "clusters": result.clusters,
-        "ok": not result.failures and not result.failed_proofs,
+        "ok": not result.failures and not result.failed_proofs and not result.failed_models,
+        "rebalance_models": [{"assignor": m.assignor, "examples": m.examples, "steps": m.steps,
+                              "seconds": round(m.seconds, 2), "failure": m.failure} for m in result.models],
         "proofs": [r.as_dict() for r in result.proofs],
         "outcomes": [
             {
@@ -144,3 +146,14 @@ def counterexample_lines(r: ProofResult) -> list[object]:
 
 def _placer(r: ProofResult) -> str:
     return "adminutils" if r.algorithm.startswith("adminutils") else r.algorithm
+
+
+def models_table(models: list[ModelOutcome]) -> Table:
+    table = Table(title="Consumer assignors in the rebalance model (guarantees checked after every step)",
+                  title_justify="left")
+    for col in ("assignor", "histories x steps", "time", "result"):
+        table.add_column(col, overflow="fold")
+    for m in models:
+        result = "[green]holds[/]" if not m.failure else f"[bold red]FAILED[/]\n{m.failure}"
+        table.add_row(m.assignor, f"{m.examples} x {m.steps}", f"{m.seconds:.2f} s", result)
+    return table
