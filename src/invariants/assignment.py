@@ -313,6 +313,12 @@ def optimal_counts(s: AssignmentSubject) -> dict[str, int]:
     out = dict.fromkeys(s.subscriptions, 0)
     if total == 0:
         return out
+    subscribed = set(s.eligible.values())
+    if len(subscribed) == 1 and set(sizes) <= next(iter(subscribed)):
+        # Equal subscriptions: the optimum is the even split (callers compare sorted counts only),
+        # which spares large groups a flow over every member.
+        q, r = divmod(total, len(s.eligible))
+        return out | {m: q + (i < r) for i, m in enumerate(s.eligible)}
     h = _lowest_max_load(s, sizes)
     arcs: list[tuple[Hashable, Hashable, int, int]] = []
     for t, n in sizes.items():

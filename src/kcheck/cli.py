@@ -90,15 +90,17 @@ def check(
         out = report.console()
         out.print(report.check_table(result))
         out.print(report.prove_table(result.proofs, "Kafka's placement guarantees, proved"))
+        out.print(report.models_table(result.models))
         hard_findings = [o for o in result.findings if REGISTRY[o.invariant].severity is Severity.HARD]
-        failed = len(result.failures) + len(result.failed_proofs)
+        failed = len(result.failures) + len(result.failed_proofs) + len(result.failed_models)
         out.print(
             f"{'FAIL' if failed else 'OK'}: {len(result.failures)} guarantee(s) of Kafka's placers violated and "
-            f"{len(result.failed_proofs)} not proved; {len(hard_findings)} hard and "
+            f"{len(result.failed_proofs)} not proved; {len(result.failed_models)} assignor(s) broke a guarantee in "
+            f"the rebalance model; {len(hard_findings)} hard and "
             f"{len(result.findings) - len(hard_findings)} soft finding(s) about properties Kafka does not promise "
             "(replay them with the commands shown)."
         )
-    return 1 if result.failures or result.failed_proofs else 0
+    return 1 if result.failures or result.failed_proofs or result.failed_models else 0
 
 
 @app.command()
@@ -322,6 +324,85 @@ def optimize(
         table.add_row(name, str(got), str(opt), str(abs((got or 0) - opt)))
     report.console().print(table)
     return 0
+
+
+@app.command()
+def assign(
+    group: Annotated[str, typer.Argument(help="Group description JSON: topics and members ('-': stdin).")],
+    assignor: Annotated[str, typer.Option(
+        help="range, roundrobin, sticky, cooperative-sticky, uniform, server-range, or module:object.")] = "range",
+    json_out: Annotated[bool, typer.Option("--json", help="Print the assignment and violations as JSON.")] = False,
+) -> int:
+    """Run a consumer assignor on a group as its leader (or the KIP-848 coordinator) would; check the result."""
+    from invariants.assignment import AssignmentSubject, check_assignment
+    from kcheck.group_format import AssignorFailure, parse_group, partition_runs, run_assignor
+    from reference.assignors.registry import resolve_assignor
+
+    try:
+        info = resolve_assignor(assignor)
+    except ValueError as e:
+        raise InputError("--assignor", str(e)) from None
+    source = "<stdin>" if group == "-" else group
+    text = sys.stdin.read() if group == "-" else formats.read_text(group)
+    if not text.strip():
+        raise InputError(source, "is empty")
+    parsed = parse_group(text, source)
+    try:
+        run = run_assignor(info, parsed)
+    except AssignorFailure as e:  # a valid group the assignor cannot assign: Kafka's rebalance would fail
+        if json_out:
+            import json
+
+            print(json.dumps({"group": source, "assignor": info.name, "ok": False, "error": str(e),
+                              "exit_status": 1}, indent=2))
+        else:
+            report.console().print(f"FAIL: {e}", markup=False)
+        return 1
+    result = check_assignment(AssignmentSubject(run.partitions_per_topic, run.subscriptions, run.assignment,
+                                                cooperative=run.cooperative))
+    broken = sorted({v.invariant for v in result.violations if v.invariant in info.guarantees})
+    code = 1 if result.hard_violations or broken else 0
+    if json_out:
+        def names(by_member, every_member=False):
+            return {m: [str(tp) for tp in tps] for m, tps in by_member.items() if tps or every_member}
+
+        extra = {"group": source, "assignor": info.name, "cooperative": info.cooperative,
+                 "partitions": run.partitions, "members": len(run.subscriptions),
+                 "assignment": names(run.assignment, every_member=True)}
+        if info.cooperative:
+            extra.update(revoked=names(run.revoked), withheld=names(run.withheld))
+        extra.update(guarantees=sorted(info.guarantees), broken_guarantees=broken, exit_status=code)
+        print(report.report_json(result, extra))
+        return code
+    from rich.markup import escape  # member ids, racks and paths are the user's text
+
+    static = any(s.group_instance_id for s in run.subscriptions.values())
+    table = Table()
+    columns = ["member", *(["instance id"] if static else []), "rack", "assigned", "count"]
+    for col in columns + (["revoked", "withheld"] if info.cooperative else []):
+        table.add_column(col, justify="right" if col == "count" else "left", overflow="fold")
+    for m, s in run.subscriptions.items():
+        row = [escape(m), *([escape(s.group_instance_id or "-")] if static else []), escape(s.rack_id or "-"),
+               partition_runs(run.assignment[m]), str(len(run.assignment[m]))]
+        if info.cooperative:
+            row += [partition_runs(run.revoked.get(m, [])), partition_runs(run.withheld.get(m, []))]
+        table.add_row(*row)
+    out = report.console()
+    out.print(f"{info.name} assignment of {source}: {run.partitions:,} partitions, {len(run.subscriptions):,} members",
+              markup=False)
+    out.print(table)
+    if run.withheld.get(""):
+        out.print(f"Withheld until revoked (the assignor does not say for whom): {partition_runs(run.withheld[''])}")
+    if result.violations:
+        out.print(report.violations_table(result, f"Invariants of this assignment ({info.name})"))
+    out.print(report.report_summary(result))
+    held = sorted(g for g in info.guarantees if g in result.checked and g not in broken)
+    skipped = sorted(g for g in info.guarantees if g in result.skipped)
+    verdict = f"FAIL: {info.name} breaks what Kafka guarantees for it: {', '.join(broken)}" if broken else \
+        f"Kafka's guarantees for {info.name}: " + ("none declared" if not info.guarantees else
+                                                   f"{', '.join(held) or 'none'} hold")
+    out.print(verdict + (f"; not applicable here: {', '.join(skipped)}" if skipped else ""))
+    return code
 
 
 @app.command("invariants")

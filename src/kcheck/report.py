@@ -8,6 +8,7 @@ import sys
 from typing import Any
 
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from invariants import REGISTRY, Report, Severity
@@ -29,7 +30,8 @@ def violations_table(report: Report, title: str) -> Table:
     order = sorted(report.violations, key=lambda v: (v.severity is not Severity.HARD, v.invariant))
     for v in order:
         style = "bold red" if v.severity is Severity.HARD else "yellow"
-        table.add_row(f"[{style}]{v.severity}[/]", v.invariant, v.where, v.message)
+        # names come from the user's files (members, topics, racks): never let them read as Rich markup
+        table.add_row(f"[{style}]{v.severity}[/]", v.invariant, escape(v.where), escape(v.message))
     return table
 
 

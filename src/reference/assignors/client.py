@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from itertools import islice
 
 from model import PartitionInfo, Subscription, TopicPartition
 from reference.java import (
@@ -259,7 +260,8 @@ class RangeAssignor(AbstractPartitionAssignor):
             if not state.unassigned:
                 break
             limit = state.max_assignable(consumer)
-            assignable = [tp for tp in state.unassigned if may_assign(consumer, tp)][:limit]
+            # The first `limit` matches, without testing the rest (may_assign has no side effects).
+            assignable = list(islice((tp for tp in state.unassigned if may_assign(consumer, tp)), limit))
             if assignable:
                 self._assign(consumer, assignable, state, assignment)
 

@@ -50,7 +50,10 @@ class ServerSideAdapter:
         return self.assignor.name()
 
     def _id(self, topic: str) -> Uuid:
-        return self.topic_ids.setdefault(topic, topic_id_for(topic))
+        topic_id = self.topic_ids.get(topic)
+        if topic_id is None:  # not setdefault(topic, topic_id_for(topic)): that hashes the name on every call
+            topic_id = self.topic_ids[topic] = topic_id_for(topic)
+        return topic_id
 
     def assign_partitions(
         self, partitions_per_topic: Mapping[str, Sequence[PartitionInfo]], subscriptions: Mapping[str, Subscription]

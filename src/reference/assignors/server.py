@@ -373,7 +373,8 @@ class UniformHeterogeneousAssignmentBuilder:
         Two members claiming one partition both count it; the later one (in memberIds order) owns it.
         """
         for index, member_id in enumerate(self.member_ids):
-            subscribed = self.group_spec.member_subscription(member_id).subscribed_topic_ids
+            # a set for the lookups (the spec's tuple would be scanned once per owned topic)
+            subscribed = frozenset(self.group_spec.member_subscription(member_id).subscribed_topic_ids)
             new: dict[Uuid, set[int]] = {}
             for topic_id, partitions in self.group_spec.member_assignment(member_id).items():
                 if topic_id in subscribed:

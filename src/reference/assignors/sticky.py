@@ -101,8 +101,14 @@ class MemberData:
     rack_id: str | None = None
 
 
+_INT16 = struct.Struct(">h")
+_INT32 = struct.Struct(">i")
+
+
 class _Reader:
     """A ByteBuffer read front to back; running short raises as `BufferUnderflowException` would."""
+
+    __slots__ = ("data", "pos")
 
     def __init__(self, data: bytes) -> None:
         self.data, self.pos = data, 0
@@ -111,17 +117,25 @@ class _Reader:
         return len(self.data) - self.pos
 
     def take(self, n: int) -> bytes:
-        if n > self.remaining():
+        pos = self.pos
+        if n > len(self.data) - pos:
             raise SchemaException("buffer underflow")
-        out = self.data[self.pos : self.pos + n]
-        self.pos += n
-        return out
+        self.pos = pos + n
+        return self.data[pos : pos + n]
 
     def int16(self) -> int:
-        return struct.unpack(">h", self.take(2))[0]
+        pos = self.pos
+        if len(self.data) - pos < 2:
+            raise SchemaException("buffer underflow")
+        self.pos = pos + 2
+        return _INT16.unpack_from(self.data, pos)[0]
 
     def int32(self) -> int:
-        return struct.unpack(">i", self.take(4))[0]
+        pos = self.pos
+        if len(self.data) - pos < 4:
+            raise SchemaException("buffer underflow")
+        self.pos = pos + 4
+        return _INT32.unpack_from(self.data, pos)[0]
 
     def array_size(self) -> int:
         """`ArrayOf.read` (not nullable): negative sizes and sizes beyond the buffer are refused up front."""
@@ -140,6 +154,14 @@ class _Reader:
         if n > self.remaining():
             raise SchemaException(f"Error reading string of length {n}, only {self.remaining()} bytes available")
         return self.take(n).decode("utf-8", "replace")
+
+    def int32_array(self, n: int) -> tuple[int, ...]:
+        """n int32s at once: the same values, and the same underflow, as n calls of `int32`."""
+        pos = self.pos
+        if len(self.data) - pos < 4 * n:
+            raise SchemaException("buffer underflow")
+        self.pos = pos + 4 * n
+        return struct.unpack_from(f">{n}i", self.data, pos)
 
 
 def _write_string(s: str) -> bytes:
@@ -192,7 +214,8 @@ def _read_assignment(r: _Reader) -> list[TopicPartition]:
     out: list[TopicPartition] = []
     for _ in range(r.array_size()):
         topic = r.string()
-        out.extend(TopicPartition(topic, r.int32()) for _ in range(r.array_size()))
+        # Running short midway raises as well; the partial list is dropped with it.
+        out.extend([TopicPartition(topic, p) for p in r.int32_array(r.array_size())])
     return out
 
 
@@ -650,12 +673,14 @@ class _GeneralAssignmentBuilder:
     def _assign_owned_partitions(self) -> list[TopicPartition]:
         assigned: list[TopicPartition] = []
         for consumer, tps in self.current.items():
-            sub = self.subs.get(consumer)
+            # `subscription.topics().contains(topic)`: for a topic with metadata (the only ones that get
+            # here), the same answer as the member's topic set, which is a set rather than a list.
+            topics = self.topic_sets[consumer]
             keep: list[TopicPartition] = []
             for tp in tps:
                 if tp.topic not in self.topic2consumers:
                     self.partition_consumer.pop(tp, None)
-                elif tp.topic not in sub.topics or self.rack.racks_mismatch(consumer, tp):
+                elif tp.topic not in topics or self.rack.racks_mismatch(consumer, tp):
                     # partition_consumer keeps its stale entry, as in Kafka (overwritten when reassigned)
                     self.revocation_required = True
                 else:
