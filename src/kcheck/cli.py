@@ -35,6 +35,16 @@ app = typer.Typer(
 )
 
 
+# Options that `place` and `optimize` share.
+Brokers = Annotated[str, typer.Option(help="Broker ids, comma-separated, in the order Kafka lists them.")]
+Partitions = Annotated[int, typer.Option(help="Number of partitions to place.")]
+ReplicationFactor = Annotated[int, typer.Option(help="Replicas per partition.")]
+Racks = Annotated[str | None, typer.Option(help="Broker racks: 0:r1,1:r2,...")]
+StartIndex = Annotated[int, typer.Option(help="AdminUtils fixed start index (also fixes the shift).")]
+PlacerName = Annotated[str, typer.Option(help="adminutils, striped, or module:object.")]
+Seed = Annotated[str, typer.Option(help="Seed of java.util.Random for random draws, or 'mock'.")]
+
+
 def _int_list(text: str, option: str) -> list[int]:
     try:
         values = [int(tok) for tok in text.split(",") if tok.strip()]
@@ -105,16 +115,16 @@ def check(
 
 @app.command()
 def place(
-    brokers: Annotated[str, typer.Option(help="Broker ids, comma-separated, in the order Kafka lists them.")],
-    partitions: Annotated[int, typer.Option(help="Number of partitions to place.")],
-    replication_factor: Annotated[int, typer.Option(help="Replicas per partition.")],
-    racks: Annotated[str | None, typer.Option(help="Broker racks: 0:r1,1:r2,...")] = None,
+    brokers: Brokers,
+    partitions: Partitions,
+    replication_factor: ReplicationFactor,
+    racks: Racks = None,
     fenced: Annotated[str | None, typer.Option(help="Fenced brokers (striped placer): 3,4")] = None,
     topic: Annotated[str, typer.Option(help="Topic name written to the JSON.")] = "topic",
-    start_index: Annotated[int, typer.Option(help="AdminUtils fixed start index (also fixes the shift).")] = -1,
+    start_index: StartIndex = -1,
     start_partition: Annotated[int, typer.Option(help="First partition id, when adding partitions.")] = -1,
-    placer: Annotated[str, typer.Option(help="adminutils, striped, or module:object.")] = "adminutils",
-    seed: Annotated[str, typer.Option(help="Seed of java.util.Random for random draws, or 'mock'.")] = "0",
+    placer: PlacerName = "adminutils",
+    seed: Seed = "0",
     check_report: Annotated[bool, typer.Option("--report", help="Also check invariants; table on stderr.")] = False,
 ) -> int:
     """Place a topic's replicas as Kafka would; print the JSON kafka-reassign-partitions.sh --execute takes."""
@@ -287,13 +297,13 @@ def prove_command(
 
 @app.command()
 def optimize(
-    brokers: Annotated[str, typer.Option(help="Broker ids, comma-separated.")],
-    partitions: Annotated[int, typer.Option(help="Number of partitions.")],
-    replication_factor: Annotated[int, typer.Option(help="Replicas per partition.")],
-    racks: Annotated[str | None, typer.Option(help="Broker racks: 0:r1,1:r2,...")] = None,
-    placer: Annotated[str, typer.Option(help="adminutils, striped, or module:object.")] = "adminutils",
-    start_index: Annotated[int, typer.Option(help="AdminUtils fixed start index.")] = -1,
-    seed: Annotated[str, typer.Option(help="Seed of java.util.Random, or 'mock'.")] = "0",
+    brokers: Brokers,
+    partitions: Partitions,
+    replication_factor: ReplicationFactor,
+    racks: Racks = None,
+    placer: PlacerName = "adminutils",
+    start_index: StartIndex = -1,
+    seed: Seed = "0",
 ) -> int:
     """How far a placer's placement is from the best the cluster allows (Z3 optimisation)."""
     from invariants.optimal import metrics, optimal_metrics
