@@ -154,3 +154,23 @@ def test_rack_aware_even_when_racks_equal_and_rf_equals_racks(racks_n, per_rack,
     replicas = [b for r in result.values() for b in r]
     assert all(leaders.count(b) == 2 for b in range(n))
     assert all(replicas.count(b) == 2 * racks_n for b in range(n))
+
+
+def test_adding_partitions_the_zookeeper_way():
+    from reference.placement import create_new_partitions_assignment
+
+    # 3 partitions created with start 0 on brokers 0..4 (p0 = [0,1,2]); growing to 5 starts at the first
+    # broker with id >= 0 (index 0), numbers from 3 with shift 0: p3 = [3,4,0], p4 = [4,0,1].
+    existing = {0: [0, 1, 2], 1: [1, 2, 3], 2: [2, 3, 4]}
+    assert create_new_partitions_assignment("t", existing, brokers(5), 5) == {3: [3, 4, 0], 4: [4, 0, 1]}
+    # Brokers 1,2,3,5,7 and partition 0 led by 4: the first id >= 4 is 5, at index 3, which fixes both the
+    # start index and the shift. Partition 1: leader at (1 + 3) % 5 = 4 (broker 7); its follower at
+    # (4 + 1 + (3 + 0) % 4) % 5 = 3 (broker 5).
+    ids = [Broker(i) for i in (1, 2, 3, 5, 7)]
+    assert create_new_partitions_assignment("t", {0: [4, 1]}, ids, 2) == {1: [7, 5]}
+    with pytest.raises(InvalidPartitionsException) as e:
+        create_new_partitions_assignment("t", existing, brokers(5), 3)
+    assert str(e.value) == ("The number of partitions for a topic can only be increased. "
+                            "Topic t currently has 3 partitions, 3 would not be an increase.")
+    with pytest.raises(AdminOperationException, match="partition id 0 is missing"):
+        create_new_partitions_assignment("t", {1: [0]}, brokers(5), 3)

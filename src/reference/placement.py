@@ -154,3 +154,30 @@ def _assign_rack_aware(
                     break
         result[pid] = replicas
     return result
+
+
+def create_new_partitions_assignment(
+    topic: str,
+    existing: Mapping[int, Sequence[int]],
+    all_brokers: Sequence[Broker],
+    num_partitions: int,
+) -> dict[int, list[int]]:
+    """Replicas of the partitions added to a topic, as the ZooKeeper-era `AdminZkClient` computes them.
+
+    Mirrors `createNewPartitionsAssignment` (`core/src/main/scala/kafka/zk/AdminZkClient.scala`)
+    without a manual assignment: the new partitions continue the numbering, keep partition 0's
+    replication factor, and start at the first broker whose id is at least partition 0's leader.
+    Kafka passes `all_brokers` sorted by id (`getBrokerMetadatas`); the order given is used as is.
+    The missing-partition-0 message renders the existing assignment Python's way, not Scala's.
+    """
+    if 0 not in existing:
+        raise AdminOperationException(f"Unexpected existing replica assignment for topic '{topic}', "
+                                      f"partition id 0 is missing. Assignment: {dict(existing)}")
+    partition0 = list(existing[0])
+    to_add = num_partitions - len(existing)
+    if to_add <= 0:
+        raise InvalidPartitionsException(
+            f"The number of partitions for a topic can only be increased. Topic {topic} currently has "
+            f"{len(existing)} partitions, {num_partitions} would not be an increase.")
+    start_index = next((i for i, b in enumerate(all_brokers) if b.id >= partition0[0]), 0)
+    return assign_replicas_to_brokers(all_brokers, to_add, len(partition0), start_index, len(existing))
