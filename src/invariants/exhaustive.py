@@ -19,15 +19,18 @@ from __future__ import annotations
 
 import itertools
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from typing import TypeVar
 
 from invariants.placement import BalanceSettings, PlacementSubject
-from invariants.prover import RACK_NAMES, Bounds, ProofResult
+from invariants.prover import RACK_NAMES, Bounds, Counterexample, ProofResult, seed_for_placement
 from invariants.registry import Violation, check_all
 from model import Cluster, ReplicaAssignment
 from reference.java import JavaRandom
 from reference.placers import BUILTIN_PLACERS, PlacerInfo
+
+T = TypeVar("T")
 
 
 class UnboundedDraw(Exception):
@@ -57,7 +60,7 @@ class AllDraws(JavaRandom):
         raise UnboundedDraw(f"next({bits})")
 
 
-def every_draw(run):  # type: ignore[no-untyped-def]
+def every_draw(run: Callable[[JavaRandom], T]) -> Iterator[tuple[list[int], T]]:
     """Yield (draws, result) of `run(random)` for every sequence of bounded draws, in lexicographic order."""
     prefix: list[int] = []
     while True:
@@ -156,19 +159,8 @@ def check_exhaustively(
     return results
 
 
-def _counterexample(placer: PlacerInfo, found: Found):  # type: ignore[no-untyped-def]
-    from invariants.prover import Counterexample
-
-    seed = _seed_for(placer, found) if found.draws else None
+def _counterexample(placer: PlacerInfo, found: Found) -> Counterexample:
+    seed = (seed_for_placement(placer, found.cluster, found.partitions, found.rf, found.start_index, found.placement)
+            if found.draws else None)
     return Counterexample(found.cluster, found.partitions, found.rf, found.start_index, found.start_index, seed,
                           found.placement, found.violations, draws=found.draws)
-
-
-def _seed_for(placer: PlacerInfo, found: Found, limit: int = 20_000) -> int | None:
-    """A java.util.Random seed under which the placer makes the same placement (the replay command uses it)."""
-    for seed in range(limit):
-        got = placer.place(list(found.cluster.brokers), found.partitions, found.rf, found.start_index, -1,
-                           JavaRandom(seed))
-        if got == found.placement:
-            return seed
-    return None

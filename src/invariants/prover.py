@@ -21,7 +21,7 @@ independently); fixed-start-index mode is the diagonal start = shift of it.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -115,6 +115,14 @@ def seed_for_draws(n: int, start: int, shift: int, limit: int = 1_000_000) -> in
     return None
 
 
+def seed_for_placement(placer: PlacerInfo, cluster: Cluster, partitions: int, rf: int, start_index: int,
+                       placement: dict[int, list[int]], limit: int = 20_000) -> int | None:
+    """The smallest java.util.Random seed under which the placer makes this placement (for replay commands)."""
+    brokers = list(cluster.brokers)
+    return next((s for s in range(limit)
+                 if placer.place(brokers, partitions, rf, start_index, -1, JavaRandom(s)) == placement), None)
+
+
 def prove_distinct_brokers_unbounded(timeout_ms: int = 60_000) -> ProofResult:
     """Rack-unaware AdminUtils never puts two replicas of a partition on one broker, for every n.
 
@@ -193,8 +201,7 @@ def _replay_striped(invariant: str, model: z3.ModelRef, sp: SymbolicPlacement, p
     draws = [value(var) for _, var, _, used in sp.draw_order if z3.is_true(model.eval(used, model_completion=True))]
     placer = BUILTIN_PLACERS["striped"]
     placement = placer.place(list(cluster.brokers), partitions, sp.rf, -1, -1, ScriptedRandom(draws))
-    seed = next((s for s in range(20_000)
-                 if placer.place(list(cluster.brokers), partitions, sp.rf, -1, -1, JavaRandom(s)) == placement), None)
+    seed = seed_for_placement(placer, cluster, partitions, sp.rf, -1, placement)
     subject = PlacementSubject(cluster, ReplicaAssignment.from_placement("topic", placement), replication_factor=sp.rf)
     found = list(check_all(subject, "placement", {invariant}).violations)
     return Counterexample(cluster, partitions, sp.rf, -1, -1, seed, placement, found, draws)
@@ -301,5 +308,3 @@ def prove(
             return result
     return prove_bounded(algorithm, invariant, placer, bounds, settings, timeout_ms)
 
-
-Progress = Callable[[ProofResult], None]

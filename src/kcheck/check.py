@@ -15,6 +15,9 @@ each assignor's guarantees after every step.
 
 from __future__ import annotations
 
+import contextlib
+import io
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
@@ -153,11 +156,7 @@ class ModelOutcome:
 
 
 def run_rebalance_models(examples: int = MODEL_EXAMPLES, steps: int = MODEL_STEPS) -> list[ModelOutcome]:
-    import contextlib
-    import io
-    import time
-
-    from hypothesis import HealthCheck, settings
+    from hypothesis import HealthCheck, settings  # only the main job needs Hypothesis
     from hypothesis.stateful import run_state_machine_as_test
 
     from invariants.rebalance import rebalance_machine

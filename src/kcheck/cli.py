@@ -221,9 +221,6 @@ def verify(
     return 0 if result.ok else 1
 
 
-PROVE_ALGORITHMS = ("adminutils", "adminutils-rack-aware", "striped")
-
-
 @app.command("prove")
 def prove_command(
     algorithm: Annotated[str, typer.Option(help="adminutils, adminutils-rack-aware, striped or all.")] = "all",
@@ -243,12 +240,12 @@ def prove_command(
     cluster that breaks them, replayed through the concrete reference."""
     from invariants import smt
     from invariants.exhaustive import check_exhaustively
-    from invariants.prover import RACK_NAMES, Bounds
+    from invariants.prover import ALGORITHMS, RACK_NAMES, Bounds
     from invariants.prover import prove as prove_pair
 
-    names = [algorithm] if algorithm != "all" else list(PROVE_ALGORITHMS)
-    if placer is None and any(a not in PROVE_ALGORITHMS for a in names):
-        raise InputError("--algorithm", f"'{algorithm}' is not one of {', '.join(PROVE_ALGORITHMS)}, all")
+    names = [algorithm] if algorithm != "all" else list(ALGORITHMS)
+    if placer is None and any(a not in ALGORITHMS for a in names):
+        raise InputError("--algorithm", f"'{algorithm}' is not one of {', '.join(ALGORITHMS)}, all")
     ids = list(smt.FORMS) if invariant == "all" else [invariant]
     if any(i not in smt.FORMS for i in ids):
         raise InputError("--invariant", f"'{invariant}' has no Z3 form (one of {', '.join(smt.FORMS)}, or all)")

@@ -123,19 +123,18 @@ class _Reader:
         self.pos = pos + n
         return self.data[pos : pos + n]
 
-    def int16(self) -> int:
+    def _number(self, fmt: struct.Struct) -> int:
         pos = self.pos
-        if len(self.data) - pos < 2:
+        if len(self.data) - pos < fmt.size:
             raise SchemaException("buffer underflow")
-        self.pos = pos + 2
-        return _INT16.unpack_from(self.data, pos)[0]
+        self.pos = pos + fmt.size
+        return fmt.unpack_from(self.data, pos)[0]
+
+    def int16(self) -> int:
+        return self._number(_INT16)
 
     def int32(self) -> int:
-        pos = self.pos
-        if len(self.data) - pos < 4:
-            raise SchemaException("buffer underflow")
-        self.pos = pos + 4
-        return _INT32.unpack_from(self.data, pos)[0]
+        return self._number(_INT32)
 
     def array_size(self) -> int:
         """`ArrayOf.read` (not nullable): negative sizes and sizes beyond the buffer are refused up front."""
