@@ -2,6 +2,8 @@
 
 from invariants import assignment as _assignment  # noqa: F401  (registers the assignment invariants)
 from invariants import placement as _placement  # noqa: F401  (registers the placement invariants)
+from invariants import reassignment as _reassignment  # noqa: F401  (registers the plan-safety invariants)
+from invariants import replication as _replication  # noqa: F401  (registers the replication invariants)
 from invariants.assignment import AssignmentSubject, check_assignment
 from invariants.placement import BalanceSettings, PlacementSubject, balance_limits
 from invariants.registry import (

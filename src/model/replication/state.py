@@ -1,0 +1,295 @@
+"""The replication model's state: one partition replicated on every broker, its controller and history.
+
+Everything is immutable and hashable, so the exhaustive explorer can put states in a set and the
+Hypothesis explorer can keep every state of a trace. Broker ids are 1..n and every broker holds a
+replica (replication factor = n); replicas are listed in id order, which is the partition's
+replica order (the preferred leader is broker 1).
+
+What is modelled, after the TLA+ models in reference-notes/formal-models.md:
+- a broker's *belief* (leader, leader epoch, ISR from the last LeaderAndIsr / metadata update it
+  applied) is kept apart from the controller's registry, so a zombie may act as a leader it no
+  longer is;
+- every record carries a unique id and the leader epoch it was written in, so "same offset,
+  different record" is visible;
+- the flushed prefix of each log is what survives a lossy unclean shutdown (power loss);
+- messages (LeaderAndIsr, Fetch, AlterPartition and their responses) sit in an unordered pool and
+  may be delivered in any order, duplicated or dropped;
+- history variables (acknowledged and committed records, what consumers read, the leaders of each
+  epoch) define correctness, not the protocol's own state.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+NO_LEADER = -1
+ACKS = ("all", "1", "0")
+
+
+def evolve(obj: Any, **changes: Any) -> Any:
+    """`dataclasses.replace` for the model's frozen values, without re-running `__init__`.
+
+    The explorers build millions of states; `replace` spends most of a step re-validating fields.
+    These classes have no `__post_init__`, so copying the field dict is the same value.
+    """
+    new = object.__new__(type(obj))
+    fields_ = dict(obj.__dict__)
+    fields_.update(changes)
+    object.__setattr__(new, "__dict__", fields_)
+    return new
+
+
+@dataclass(frozen=True, order=True)
+class Record:
+    id: int  # unique over the whole run: record 3 is "x3"
+    epoch: int  # the leader epoch it was appended in
+
+    def __str__(self) -> str:
+        return f"x{self.id}/{self.epoch}"
+
+
+def epoch_cache(log: tuple[Record, ...]) -> tuple[tuple[int, int], ...]:
+    """Kafka's leader-epoch cache of a log: (epoch, start offset) for every epoch that wrote a record.
+
+    Kafka keeps this as a checkpoint file beside the log; here it is derived from the log, so it can
+    never disagree with it (Kafka truncates the cache with the log for the same reason).
+    """
+    out: list[tuple[int, int]] = []
+    for offset, rec in enumerate(log):
+        if not out or rec.epoch > out[-1][0]:
+            out.append((rec.epoch, offset))
+    return tuple(out)
+
+
+@dataclass(frozen=True)
+class Replica:
+    """One broker and its replica of the partition."""
+
+    id: int
+    alive: bool = True
+    broker_epoch: int = 1  # bumped at every registration (restart)
+    clean_shutdown: bool = True  # False after a lossy crash, until the broker registers again
+    log: tuple[Record, ...] = ()
+    flushed: int = 0  # records [0, flushed) are on disk and survive a lossy crash
+    hw: int = 0  # local high watermark (exclusive)
+    # What the broker believes, from the newest LeaderAndIsr it applied.
+    known: bool = True  # False between a restart and the first state it applies
+    leader: int = NO_LEADER
+    leader_epoch: int = 0
+    partition_epoch: int = 0
+    isr: frozenset[int] = frozenset()
+    controller_epoch: int = 0  # newest controller epoch it has seen
+    needs_truncation: bool = False  # became follower; must truncate before fetching
+    # Leader only: the leader's view of each follower, from fetches in this leader epoch.
+    follower_leo: tuple[tuple[int, int], ...] = ()  # (follower, fetch offset), sorted
+    follower_broker_epoch: tuple[tuple[int, int], ...] = ()  # (follower, broker epoch sent in its fetch)
+    epoch_start: int = 0  # leader's LEO when it became leader of leader_epoch
+    pending_isr: frozenset[int] | None = None  # AlterPartition in flight (the "maximal ISR" part)
+
+    @property
+    def leo(self) -> int:
+        return len(self.log)
+
+    @property
+    def is_leader(self) -> bool:
+        """Believes it leads (a zombie leader too)."""
+        return self.alive and self.known and self.leader == self.id
+
+    @property
+    def last_epoch(self) -> int:
+        return self.log[-1].epoch if self.log else 0
+
+    def view_of(self, follower: int) -> int | None:
+        return dict(self.follower_leo).get(follower)
+
+    def with_view(self, follower: int, leo: int, broker_epoch: int) -> Replica:
+        leos = dict(self.follower_leo)
+        leos[follower] = leo
+        epochs = dict(self.follower_broker_epoch)
+        epochs[follower] = broker_epoch
+        return evolve(self, follower_leo=tuple(sorted(leos.items())),
+                       follower_broker_epoch=tuple(sorted(epochs.items())))
+
+    def truncated(self, offset: int) -> Replica:
+        offset = max(0, min(offset, self.leo))
+        return evolve(self, log=self.log[:offset], flushed=min(self.flushed, offset), hw=min(self.hw, offset))
+
+
+@dataclass(frozen=True)
+class Registry:
+    """What the controller persisted (ZooKeeper znodes / the KRaft metadata log) for the partition."""
+
+    controller_epoch: int = 1  # the active controller's epoch (ZK: /controller_epoch)
+    leader: int = NO_LEADER
+    leader_epoch: int = 0
+    partition_epoch: int = 0  # ZK: the znode version; KRaft: PartitionRecord's partition epoch
+    isr: frozenset[int] = frozenset()
+    elr: frozenset[int] = frozenset()  # eligible leader replicas (KIP-966), empty unless those rules are on
+    written_by: int = 1  # controller epoch stored with the partition state (ZK: LeaderAndIsr znode)
+    fenced: frozenset[int] = frozenset()  # broker registrations the controller fenced
+    broker_epochs: tuple[int, ...] = ()  # the controller's registration epoch of each broker
+
+
+@dataclass(frozen=True)
+class ZombieController:
+    """A controller that lost its epoch but does not know it yet (GC pause, lost ZK session)."""
+
+    epoch: int
+    view: Registry  # its last view of the partition, never refreshed
+
+
+# ---- messages -------------------------------------------------------------------------------
+
+@dataclass(frozen=True, order=True)
+class LeaderAndIsr:
+    """Controller -> broker: LeaderAndIsr (ZK) or the partition change record (KRaft)."""
+
+    to: int
+    controller_epoch: int
+    leader: int
+    leader_epoch: int
+    partition_epoch: int
+    isr: tuple[int, ...]
+
+    kind = "LeaderAndIsr"
+
+
+@dataclass(frozen=True, order=True)
+class FetchRequest:
+    frm: int  # follower
+    to: int  # the leader it believes in
+    offset: int  # the follower's log end offset
+    current_epoch: int  # the follower's believed leader epoch (sent only when the rules say so)
+    broker_epoch: int
+
+    kind = "Fetch"
+
+
+@dataclass(frozen=True, order=True)
+class FetchResponse:
+    to: int
+    frm: int
+    offset: int  # the fetch offset it answers
+    follower_epoch: int  # the follower's leader epoch when it sent the request
+    records: tuple[Record, ...]
+    hw: int
+    error: str = ""
+
+    kind = "FetchResponse"
+
+
+@dataclass(frozen=True, order=True)
+class AlterPartition:
+    """Leader -> controller: AlterIsr / AlterPartition."""
+
+    frm: int
+    leader_epoch: int
+    partition_epoch: int
+    isr: tuple[int, ...]
+
+    kind = "AlterPartition"
+
+
+@dataclass(frozen=True, order=True)
+class AlterPartitionResponse:
+    to: int
+    leader_epoch: int
+    partition_epoch: int
+    isr: tuple[int, ...]
+    error: str = ""
+
+    kind = "AlterPartitionResponse"
+
+
+Message = LeaderAndIsr | FetchRequest | FetchResponse | AlterPartition | AlterPartitionResponse
+MESSAGE_TYPES: dict[str, type] = {t.kind: t for t in (LeaderAndIsr, FetchRequest, FetchResponse,
+                                                      AlterPartition, AlterPartitionResponse)}
+
+
+def message_key(m: Message) -> tuple[Any, ...]:
+    """A total order over messages of different types (the pool is listed in this order)."""
+    return (m.kind, m)
+
+
+def message_as_dict(m: Message) -> dict[str, Any]:
+    out: dict[str, Any] = {"type": m.kind}
+    for name in m.__dataclass_fields__:
+        value = getattr(m, name)
+        if name == "records":
+            value = [[r.id, r.epoch] for r in value]
+        elif isinstance(value, tuple):
+            value = list(value)
+        out[name] = value
+    return out
+
+
+def message_from_dict(d: dict[str, Any]) -> Message:
+    cls = MESSAGE_TYPES[d["type"]]
+    kwargs = {}
+    for name in cls.__dataclass_fields__:
+        value = d[name]
+        if name == "records":
+            value = tuple(Record(int(i), int(e)) for i, e in value)
+        elif isinstance(value, list):
+            value = tuple(value)
+        kwargs[name] = value
+    return cls(**kwargs)
+
+
+# ---- history --------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class History:
+    """What happened, for the invariants: never read by the protocol itself."""
+
+    acked: frozenset[tuple[int, int]] = frozenset()  # (offset, record id) acknowledged with acks=all
+    acked_leader_only: frozenset[tuple[int, int]] = frozenset()  # acks=1: Kafka may lose these
+    pending_acks: frozenset[tuple[int, int, int]] = frozenset()  # (leader, offset, record id), acks=all
+    committed: frozenset[tuple[int, int]] = frozenset()  # exposed below a leader's high watermark
+    true_hw: int = 0  # the highest high watermark any leader exposed
+    reads: frozenset[tuple[int, int]] = frozenset()  # (offset, record id) a consumer read
+    epoch_leaders: frozenset[tuple[int, int]] = frozenset()  # (leader epoch, leader) the registry held
+    max_leader_epoch: int = 0  # highest leader epoch the registry held before this state
+    max_written_by: int = 0  # highest controller epoch that wrote the partition state before this state
+    max_broker_epochs: tuple[int, ...] = ()  # highest leader epoch each broker believed before this state
+    lossy_crashes: int = 0
+
+
+@dataclass(frozen=True)
+class Budget:
+    """Faults used so far; healing actions (fetch, unfence, restart, flush, ...) are never counted."""
+
+    crashes: int = 0
+    lossy_crashes: int = 0
+    fences: int = 0  # fencing a live broker (a missed heartbeat / expired session)
+    elections: int = 0  # leader moves a live leader did not ask for (preferred election, zombie controller)
+    isr_shrinks: int = 0  # a leader dropping a follower it considers slow
+    failovers: int = 0  # controller failovers (the old controller may live on as a zombie)
+    records: int = 0
+    reads: int = 0
+
+
+@dataclass(frozen=True)
+class State:
+    replicas: tuple[Replica, ...]  # index i holds broker i + 1
+    registry: Registry
+    zombies: tuple[ZombieController, ...] = ()
+    pool: frozenset[Message] = frozenset()
+    history: History = field(default_factory=History)
+    used: Budget = field(default_factory=Budget)
+
+    def replica(self, broker: int) -> Replica:
+        return self.replicas[broker - 1]
+
+    @property
+    def brokers(self) -> range:
+        return range(1, len(self.replicas) + 1)
+
+    def with_replica(self, r: Replica) -> State:
+        reps = list(self.replicas)
+        reps[r.id - 1] = r
+        return evolve(self, replicas=tuple(reps))
+
+    def messages(self) -> list[Message]:
+        return sorted(self.pool, key=message_key)
