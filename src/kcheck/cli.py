@@ -22,6 +22,8 @@ from invariants import REGISTRY, BalanceSettings, PlacementSubject, Severity, ch
 from kcheck import formats, report
 from kcheck.check import MAX_BROKERS, run_check
 from kcheck.formats import InputError
+from kcheck.replication_cli import exhaust_command, explore_command, replay_command, variants_command
+from kcheck.sweep import sweep_command
 from model import Cluster, ReplicaAssignment
 from reference.errors import KafkaError
 from reference.java import JavaRandom, MockRandom
@@ -410,6 +412,55 @@ def assign(
                                                    f"{', '.join(held) or 'none'} hold")
     out.print(verdict + (f"; not applicable here: {', '.join(skipped)}" if skipped else ""))
     return code
+
+
+@app.command()
+def reassign(
+    from_: Annotated[str, typer.Option("--from", help="Current replicas, in order: 1,2,3")],
+    to: Annotated[str, typer.Option(help="Target replicas, in order: 4,5,6")],
+    leader: Annotated[int | None, typer.Option(help="Current leader (default: the first replica).")] = None,
+    isr: Annotated[str | None, typer.Option(help="Current ISR (default: every current replica).")] = None,
+    controller: Annotated[str, typer.Option(help="zk or kraft.")] = "zk",
+    leader_epoch: Annotated[int, typer.Option(help="Leader epoch before the move.")] = 0,
+    all_steps: Annotated[bool, typer.Option("--all-steps", help="Every sub-step, epochs and memory.")] = False,
+    json_out: Annotated[bool, typer.Option("--json", help="Print every step as JSON.")] = False,
+) -> int:
+    """Run one partition's reassignment through Kafka's controller and print what it stores, step by step."""
+    from kcheck.reassign import run_reassign
+
+    if controller not in ("zk", "kraft"):
+        raise InputError("--controller", f"'{controller}' is neither zk nor kraft")
+    return run_reassign(_int_list(from_, "--from"), _int_list(to, "--to"), leader,
+                        _int_list(isr, "--isr") if isr is not None else None, controller, all_steps, json_out,
+                        leader_epoch)
+
+
+@app.command("verify-reassignment")
+def verify_reassignment(
+    current: Annotated[str, typer.Argument(help="The cluster now: kafka-topics --describe output or a "
+                                                "reassignment JSON ('-': stdin).")],
+    proposed: Annotated[str, typer.Argument(help="The plan: a reassignment JSON ('-': stdin).")],
+    brokers_file: Annotated[str | None, typer.Option(help="Broker racks: JSON, or id:rack lines.")] = None,
+    min_insync_replicas: Annotated[int | None, typer.Option(
+        help="min.insync.replicas for every topic (default: the describe's Configs, else 1).")] = None,
+    controller: Annotated[str, typer.Option(help="kraft or zk: whose reassignment rules.")] = "kraft",
+    json_out: Annotated[bool, typer.Option("--json", help="Print the moves and violations as JSON.")] = False,
+    threshold: Annotated[float, typer.Option(help="Replica and leader balance threshold (Cruise Control's).")] = 1.10,
+    max_replicas_per_broker: Annotated[int, typer.Option(help="max.replicas.per.broker")] = 10_000,
+) -> int:
+    """Check a reassignment plan against the cluster it would run on: each move's safety and the target placement."""
+    from kcheck.reassign import run_verify_reassignment
+
+    return run_verify_reassignment(current, proposed, brokers_file, min_insync_replicas, controller, json_out,
+                                   threshold, max_replicas_per_broker)
+
+
+app.command("sweep")(sweep_command)  # kcheck/sweep.py: PySpark sweeps over generated spaces
+# kcheck/replication_cli.py: the replication state-machine model
+app.command("explore")(explore_command)
+app.command("exhaust")(exhaust_command)
+app.command("replay")(replay_command)
+app.command("variants")(variants_command)
 
 
 @app.command("invariants")

@@ -1,0 +1,90 @@
+"""Replication model benchmark: time to find each variant's bug, throughput with none, exhaustive rates.
+
+    .venv/bin/python bench/bench_replication.py [--seeds 5] [--quick]
+
+Prints, for every historical variant, the seconds Hypothesis needs to find and shrink a violation of
+its row's property and the shrunk trace length (medians over seeds), next to the shortest trace the
+exhaustive search finds; then, for Protocol.current(), programs and steps explored per second with
+no violation; then exhaustive states per second and the state count at growing bounds.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
+
+from invariants.replication_explore import exhaust, explore  # noqa: E402
+from model.replication import VARIANTS, Config, Protocol  # noqa: E402
+
+
+def variants(seeds: int, examples: int) -> None:
+    print(f"{'variant':24} {'row':>3} {'found':>6} {'median s':>9} {'median steps':>13} {'shortest':>9} "
+          f"{'BFS states':>11} {'row steps':>9}")
+    for v in VARIANTS.values():
+        cfg = Config(**v.settings)
+        times, lengths, found = [], [], 0
+        for s in range(seeds):
+            r = explore(v.protocol, cfg, examples=examples, steps=60, seed_value=s, only=set(v.violates))
+            if r.trace is not None:
+                found += 1
+                times.append(r.seconds)
+                lengths.append(len(r.trace.steps))
+        ex = exhaust(v.protocol, cfg, max_states=400_000, only=set(v.violates))
+        shortest = str(len(ex.trace.steps)) if ex.trace else ("none" if ex.complete else "?")
+        med_t = f"{statistics.median(times):.1f}" if times else "-"
+        med_l = f"{statistics.median(lengths):.0f}" if lengths else "-"
+        print(f"{v.name:24} {v.row:>3} {found:>3}/{seeds:<2} {med_t:>9} {med_l:>13} {shortest:>9} "
+              f"{ex.states:>11,} {v.minimal_steps:>9}", flush=True)
+
+
+def current_throughput(examples: int, steps: int) -> None:
+    cfg = Config()
+    t = time.perf_counter()
+    r = explore(Protocol.current(), cfg, examples=examples, steps=steps, seed_value=0)
+    dt = time.perf_counter() - t
+    verdict = "no violation" if r.trace is None else f"VIOLATION: {r.trace.violations[0].message}"
+    print(f"\ncurrent protocol, {cfg.brokers} brokers: {r.examples} programs, {r.steps:,} steps in {dt:.1f} s = "
+          f"{r.examples / dt:.1f} programs/s, {r.steps / dt:,.0f} steps/s ({verdict})")
+
+
+def exhaustive(quick: bool) -> None:
+    print("\nexhaustive search of Protocol.current() (2 brokers, min.insync.replicas=1)")
+    print(f"{'bounds':58} {'states':>10} {'transitions':>12} {'depth':>6} {'s':>7} {'states/s':>9}")
+    budgets = dict(crashes=0, lossy_crashes=0, fences=0, elections=0, isr_shrinks=0, failovers=0, reads=0)
+    steps = [
+        dict(records=1),
+        dict(records=2),
+        dict(records=2, crashes=1, fences=1),
+        dict(records=2, crashes=1, lossy_crashes=1, fences=1, elections=1),
+        dict(records=2, crashes=1, lossy_crashes=1, fences=1, elections=1, isr_shrinks=1, failovers=1, reads=1),
+    ]
+    if quick:
+        steps = steps[:3]
+    for extra in steps:
+        cfg = Config(brokers=2, min_isr=1, max_leader_epoch=3, **{**budgets, **extra})
+        r = exhaust(Protocol.current(), cfg, max_states=3_000_000)
+        label = ", ".join(f"{k}={v}" for k, v in extra.items())
+        status = "" if r.complete else " (incomplete)"
+        verdict = "" if r.trace is None else "  VIOLATION"
+        print(f"{label:58} {r.states:>10,} {r.transitions:>12,} {r.depth:>6} {r.seconds:>7.1f} "
+              f"{r.states / r.seconds:>9,.0f}{status}{verdict}", flush=True)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--seeds", type=int, default=5)
+    ap.add_argument("--examples", type=int, default=3000, help="programs per variant and seed before giving up")
+    ap.add_argument("--quick", action="store_true")
+    args = ap.parse_args()
+    variants(args.seeds, args.examples)
+    current_throughput(200 if args.quick else 1000, 60)
+    exhaustive(args.quick)
+
+
+if __name__ == "__main__":
+    main()

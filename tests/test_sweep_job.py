@@ -1,0 +1,118 @@
+"""The Spark job at the `small` preset in local mode: totals, a sweep killed halfway and resumed, `kcheck sweep`.
+
+One local[2] SparkSession for the module (startup ~5-10 s). Deselect with `-m "not spark"`.
+Expected totals come from evaluating the same space directly, without Spark (whose own
+correctness against the scalar reference is tests/test_sweep_vector.py).
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+from kcheck.cli import main
+from spark_check.batch import merge
+from spark_check.job import plan, run_ranges, spark_session, sweep
+from spark_check.placement_space import PLACEMENT_PRESETS, PlacementSpace, parse_placement_bounds
+from spark_check.store import ResultStore
+
+pytestmark = pytest.mark.spark
+
+SMALL = PlacementSpace(PLACEMENT_PRESETS["small"], ["adminutils", "striped"])
+
+
+@pytest.fixture(scope="session")
+def spark():
+    session = spark_session("local[2]", progress=False)
+    yield session
+    session.stop()
+
+
+@pytest.fixture(scope="module")
+def direct():
+    """The small space evaluated in this process, in a few ranges, merged."""
+    n = len(SMALL)
+    return merge(SMALL.evaluate(a, min(n, a + 3_000)) for a in range(0, n, 3_000))
+
+
+def _totals(result):
+    return ({k: v for k, v in result.checked.items() if v}, {k: v for k, v in result.violated.items() if v},
+            {k: f.config_id for k, f in result.first.items()}, {k: dict(v) for k, v in result.metrics.items()})
+
+
+def test_sweep_checks_every_configuration_once(spark, tmp_path, direct):
+    outcome = sweep(SMALL, ResultStore(str(tmp_path)), spark=spark, tasks=7)
+    assert outcome.job.ranges == 7 and outcome.job.configurations == len(SMALL)
+    assert outcome.stored.complete and outcome.stored.configurations == len(SMALL)
+    assert _totals(outcome.stored.result) == _totals(direct)
+    per_placer = [outcome.stored.result.checked[f"{p}/placement.placer-error"] for p in ("adminutils", "striped")]
+    assert sum(per_placer) == len(SMALL)
+
+
+def test_killed_halfway_then_resumed_gives_the_same_totals(spark, tmp_path, direct):
+    store = ResultStore(str(tmp_path))
+    store.open(SMALL, resume=False)
+    ranges = plan(len(SMALL), [], 10)
+    run_ranges(spark, SMALL, store, ranges[:5])  # the job died after half of its tasks
+    partial = store.load(len(SMALL))
+    assert not partial.complete and partial.configurations == sum(b - a for a, b in ranges[:5])
+    outcome = sweep(SMALL, store, resume=True, spark=spark, tasks=3)
+    assert outcome.resumed_ranges == 5
+    assert outcome.job.configurations == len(SMALL) - partial.configurations  # only the gaps were computed
+    assert outcome.stored.complete
+    assert _totals(outcome.stored.result) == _totals(direct)
+    again = sweep(SMALL, store, resume=True, spark=spark)  # nothing left: no Spark job at all
+    assert again.job.ranges == 0 and _totals(again.stored.result) == _totals(direct)
+
+
+def test_kcheck_sweep_end_to_end(spark, capsys, tmp_path):
+    out = str(tmp_path / "sweep")
+    code = main(["sweep", "placement", "--space", "small", "--placer", "adminutils,striped", "--out", out])
+    stdout, _ = capsys.readouterr()
+    assert code == 0  # no hard invariant and no guarantee of Kafka's placers breaks on the small clusters
+    assert "Verified: " in stdout and f"cover all {len(SMALL):,} configurations" in stdout
+    assert "placement.follower-spread" in stdout and "finding" in stdout
+    assert os.path.exists(os.path.join(out, "report.md"))
+    assert os.path.exists(os.path.join(out, "adminutils-leader-skew.png"))
+    code = main(["sweep", "placement", "--space", "small", "--placer", "adminutils,striped", "--out", out])
+    _, err = capsys.readouterr()
+    assert code == 2 and "already holds results" in err
+    code = main(["sweep", "placement", "--space", "small", "--placer", "adminutils,striped", "--out", out,
+                 "--resume"])
+    stdout2, _ = capsys.readouterr()
+    assert code == 0 and "This run: 0 configurations" in stdout2
+
+
+def test_kcheck_sweep_exits_1_on_a_hard_violation(spark, capsys, tmp_path):
+    # AdminUtils on 5 brokers in 2 racks with RF 4 (Kafka's 3+2 rack finding lives here)
+    code = main(["sweep", "placement", "--space", "brokers=5,racks=2,partitions=1,rf=4", "--out", str(tmp_path)])
+    stdout, _ = capsys.readouterr()
+    assert code == 1
+    assert "FAIL: 1 invariant(s) that must hold are violated (adminutils/placement.rack-distribution)" in stdout
+
+
+@pytest.mark.slow
+def test_a_killed_kcheck_sweep_process_resumes(spark, tmp_path):
+    """A real kill: SIGKILL a `kcheck sweep` process once it has stored some ranges, then resume here."""
+    space = PlacementSpace(parse_placement_bounds("small,brokers=1..6,partitions=1..8"), ["adminutils", "striped"])
+    out = str(tmp_path / "killed")
+    cmd = [sys.executable, "-m", "kcheck", "sweep", "placement", "--space", "small,brokers=1..6,partitions=1..8",
+           "--placer", "adminutils,striped", "--out", out, "--master", "local[1]", "--tasks", "60"]
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    try:
+        deadline = time.time() + 120
+        while time.time() < deadline and len(ResultStore(out).stored_ranges()) < 3:
+            time.sleep(0.2)
+    finally:
+        os.killpg(proc.pid, signal.SIGKILL)  # the whole process group: Python, its JVM, Spark's workers
+        proc.wait()
+    stored = ResultStore(out).load(len(space))
+    assert 0 < stored.configurations < len(space)
+    outcome = sweep(space, ResultStore(out), resume=True, spark=spark)
+    expected = merge(space.evaluate(a, min(len(space), a + 5_000)) for a in range(0, len(space), 5_000))
+    assert outcome.stored.complete and _totals(outcome.stored.result) == _totals(expected)
