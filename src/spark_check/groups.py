@@ -11,7 +11,8 @@ the leader's assignor instance computes), the assignor on the earlier membership
 (round 1), applies the event, and rebalances again with round 1's assignment as each member's
 owned partitions (round 2, with a cooperative assignor's follow-up rounds while members revoke).
 Every applicable assignment invariant is checked on every round, and the cooperative hand-over
-between consecutive rounds with `check_two_rounds`.
+between consecutive rounds with `check_two_rounds`; a cooperative rebalance's stickiness is also
+checked as a whole, from the ownership before it to its settled assignment (`check_settled`).
 
 Ids: the assignor is the fastest-varying dimension, so `len(space)` = group configurations x
 assignors and every assignor is checked on every group configuration. Groups come in shapes
@@ -43,7 +44,7 @@ from typing import Any
 
 from invariants.assignment import AssignmentSubject
 from invariants.rebalance import ConsumerGroup, Round, protocol_of
-from invariants.registry import Invariant, Severity, Violation, invariants_for
+from invariants.registry import Invariant, Report, Severity, Violation, invariants_for
 from model.group import PartitionInfo
 from model.vocabulary import Broker, TopicPartition
 from reference.assignors.registry import ASSIGNORS, AssignorInfo, resolve_assignor
@@ -526,7 +527,7 @@ def _runnable(name: str) -> AssignorInfo:
 
 _INVARIANTS: tuple[Invariant, ...] = tuple(invariants_for("assignment"))
 _BY_ID = {inv.id: inv for inv in _INVARIANTS}
-_COOPERATIVE_SAFETY = "assignment.cooperative-safety"
+_COOPERATIVE_SAFETY, _STICKY = "assignment.cooperative-safety", "assignment.sticky"
 # Not in the registry: the rebalance did not produce an assignment to check (see the module docstring).
 ASSIGNOR_ERROR = "assignment.assignor-error"
 
@@ -540,6 +541,11 @@ class Found:
     invariant: str
     round: Round | None = None
     failure: Violation | None = None
+    through: int | None = None  # the last round, for a violation of rounds round_no..through as a whole
+
+    @property
+    def label(self) -> str:
+        return f"rounds {self.round_no}-{self.through} as a whole" if self.through else f"round {self.round_no}"
 
     def violation(self) -> Violation:
         if self.failure is not None:
@@ -549,7 +555,7 @@ class Found:
         if self.invariant == _COOPERATIVE_SAFETY:
             found = [*found, *self.round.handover]
         if not found:
-            raise AssertionError(f"groups_fast decided {self.invariant} is violated in round {self.round_no}, "
+            raise AssertionError(f"groups_fast decided {self.invariant} is violated in {self.label}, "
                                  "but the registry's check finds nothing: a bug in the fast form")
         return found[0]
 
@@ -585,6 +591,27 @@ def check_rounds(rounds: Sequence[Round], first_round: int, outcome: Outcome, fa
                 violated = True
             if outcome.get(inv.id) is None:
                 outcome[inv.id] = Found(n, inv.id, r) if violated else None
+
+
+def check_settled(after: Sequence[Round], first_round: int, outcome: Outcome, fast: FastChecks) -> None:
+    """A cooperative rebalance as a whole (KIP-429): a partition changing owner is revoked in one round and
+    assigned in a follow-up, so the per-round sticky check never sees the move (the first round withholds
+    it, and by the next nobody owns it). Stickiness is also checked from the ownership members brought to
+    the rebalance to its settled assignment."""
+    if len(after) < 2:
+        return
+    first, last = after[0].subject, after[-1].subject
+    settled = AssignmentSubject(last.partitions_per_topic, first.subscriptions, last.assignment)
+    inv = _BY_ID[_STICKY]
+    if inv.not_applicable(settled) is not None:
+        return
+    violated = fast.violated(_STICKY, settled)
+    if violated is None:
+        violated = bool(inv.check(settled))
+    if outcome.get(_STICKY) is None:
+        whole = Round(after[-1].generation, after[-1].leader, settled, Report((), {}, ()), {})
+        outcome[_STICKY] = Found(first_round, _STICKY, whole, through=first_round + len(after) - 1) \
+            if violated else None
 
 
 def _failure(info: AssignorInfo, error: AssertionError, round_no: int) -> Violation:
@@ -820,6 +847,7 @@ class GroupSpace:
         after = _round2(config, info, r1, outcome, len(rounds) + 1) if r1.group is not None else []
         if after:
             check_rounds(after, len(rounds) + 1, outcome, _FAST)
+            check_settled(after, len(rounds) + 1, outcome, _FAST)
             rounds += after
             for name, value in _metrics(config, after[0].subject, after[-1].subject, len(after) - 1).items():
                 result.add_metric(f"{config.assignor}/{name}", value)
@@ -833,8 +861,8 @@ class GroupSpace:
                 continue
             v = found.violation()
             result.add_violation(key, FirstViolation(
-                config.id, config.describe(), v.where, f"round {found.round_no}: {v.message}",
-                dict(v.detail) | {"round": found.round_no, "assignments": _assignments(rounds)}))
+                config.id, config.describe(), v.where, f"{found.label}: {v.message}",
+                dict(v.detail) | {"round": found.label, "assignments": _assignments(rounds)}))
 
 
 _FAST = FastChecks()  # per process: Spark reuses its Python workers, so the memo outlives a batch
