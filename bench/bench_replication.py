@@ -5,7 +5,8 @@
 Prints, for every historical variant, the seconds Hypothesis needs to find and shrink a violation of
 its row's property and the shrunk trace length (medians over seeds), next to the shortest trace the
 exhaustive search finds; then, for Protocol.current(), programs and steps explored per second with
-no violation; then exhaustive states per second and the state count at growing bounds.
+no violation; then exhaustive states per second and the state count at growing bounds, without and
+with partition reassignment.
 """
 
 from __future__ import annotations
@@ -75,6 +76,34 @@ def exhaustive(quick: bool) -> None:
               f"{r.states / r.seconds:>9,.0f}{status}{verdict}", flush=True)
 
 
+def reassignment(quick: bool) -> None:
+    """Exhaustive search with KRaft reassignment on: one replica on broker 1 moved (to 2, or to both) while
+    one committed record must survive, with faults added one kind at a time."""
+    print("\nexhaustive search of Protocol.current() with reassignments (2 brokers, RF 1, min.insync.replicas=1, "
+          "1 record, no duplicates)")
+    print(f"{'bounds':58} {'states':>10} {'transitions':>12} {'depth':>6} {'s':>7} {'states/s':>9}")
+    base = dict(brokers=2, replication_factor=1, min_isr=1, records=1, max_leader_epoch=3, crashes=0,
+                lossy_crashes=0, fences=0, elections=0, isr_shrinks=0, failovers=0, reads=0, duplicates=False)
+    steps = [
+        dict(reassignments=1),
+        dict(reassignments=1, cancels=1),
+        dict(reassignments=1, crashes=1),
+        dict(reassignments=1, failovers=1, cancels=1),
+        dict(reassignments=1, crashes=1, elections=1),
+        dict(reassignments=1, crashes=1, failovers=1),
+    ]
+    if quick:
+        steps = steps[:3]
+    for extra in steps:
+        cfg = Config(**{**base, **extra})
+        r = exhaust(Protocol.current(), cfg, max_states=1_000_000)
+        label = ", ".join(f"{k}={v}" for k, v in extra.items())
+        status = "" if r.complete else " (incomplete)"
+        verdict = "" if r.trace is None else "  VIOLATION"
+        print(f"{label:58} {r.states:>10,} {r.transitions:>12,} {r.depth:>6} {r.seconds:>7.1f} "
+              f"{r.states / r.seconds:>9,.0f}{status}{verdict}", flush=True)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--seeds", type=int, default=5)
@@ -84,6 +113,7 @@ def main() -> None:
     variants(args.seeds, args.examples)
     current_throughput(200 if args.quick else 1000, 60)
     exhaustive(args.quick)
+    reassignment(args.quick)
 
 
 if __name__ == "__main__":

@@ -11,11 +11,18 @@ Durability (the committed prefix on electable replicas, the leader holding ackno
 nothing acknowledged lost) is Kafka's promise only while fewer than min.insync.replicas replicas
 lost their page cache: with asynchronous flushes a committed record may sit unflushed on exactly
 min.insync.replicas brokers. Those three checks do not apply past that many lossy crashes.
+
+Partition reassignment (KRaft's, `model/replication/reassignment.py`) adds four: the leader is a
+member of the replica set; a reassignment completes only with every target replica in the ISR
+(KAFKA-15665); while one is in flight the original replica set is what the registry says it is
+(RS minus AR, the set a cancel or a new controller goes back to); a completed one leaves RS = TRS
+and no AR or RR. They do not apply when nothing reassigns.
 """
 
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Iterable
 from dataclasses import dataclass
 from itertools import combinations
 
@@ -43,6 +50,21 @@ def _durability_void(s: ReplicationSubject) -> str | None:
         return (f"{lossy} lossy crash(es) with min.insync.replicas={min_isr}: Kafka does not promise "
                 "durability once that many replicas lost unflushed records")
     return None
+
+
+def _no_reassignment(s: ReplicationSubject) -> str | None:
+    return None if s.config.reassignments else "no reassignment in this configuration (reassignments=0)"
+
+
+def _fixed_full_replica_set(s: ReplicationSubject) -> str | None:
+    cfg = s.config
+    if cfg.reassignments or cfg.rf < cfg.brokers:
+        return None
+    return "every broker holds a replica and nothing reassigns, so every leader is one"
+
+
+def _ids(xs: Iterable[int]) -> str:
+    return "[" + ",".join(map(str, xs)) + "]"
 
 
 def _at(r: Replica, offset: int) -> Record | None:
@@ -77,12 +99,15 @@ def leader_in_isr(s: ReplicationSubject) -> list[Violation]:
 @register("replication.isr-within-replicas", "ISR and eligible leader replicas are replicas, and disjoint",
           Severity.HARD, f"{SOURCE_B} ValidControllerState; KIP-966", "replication")
 def isr_within_replicas(s: ReplicationSubject) -> list[Violation]:
-    reg, replicas = s.state.registry, set(s.state.brokers)
+    reg = s.state.registry
+    replicas = set(reg.replicas)
     out = []
     outside = sorted((reg.isr | reg.elr) - replicas)
     if outside:
         out.append(Violation("replication.isr-within-replicas", Severity.HARD, "partition",
-                             f"ISR/ELR name brokers {outside} that hold no replica", {"outside": outside}))
+                             f"ISR/ELR name brokers {outside} outside the replica set {_ids(reg.replicas)}: "
+                             "a broker taken out of the replica set deletes its log, so it must not stay "
+                             "in sync or eligible", {"outside": outside, "replicas": list(reg.replicas)}))
     both = sorted(reg.isr & reg.elr)
     if both:
         out.append(Violation("replication.isr-within-replicas", Severity.HARD, "partition",
@@ -130,7 +155,8 @@ def epochs_monotonic(s: ReplicationSubject) -> list[Violation]:
 def electable_has_committed(s: ReplicationSubject) -> list[Violation]:
     st, reg = s.state, s.state.registry
     out = []
-    for b in sorted(reg.isr | reg.elr):
+    # Kafka elects only members of the replica set (PartitionChangeBuilder walks the target replicas).
+    for b in sorted((reg.isr | reg.elr) & set(reg.replicas)):
         r = st.replica(b)
         if not r.alive:
             continue
@@ -180,8 +206,12 @@ def no_acked_lost(s: ReplicationSubject) -> list[Violation]:
 @register("replication.log-matching", "Two replicas agree below the smaller of their high watermarks",
           Severity.HARD, f"{SOURCE_B} LogMatchingProperty", "replication")
 def log_matching(s: ReplicationSubject) -> list[Violation]:
+    # Compared: live replicas that have reconciled their log with a leader. A dead broker serves
+    # nothing, and a restarted follower repairs its log (truncation) before its high watermark is
+    # used; either may hold a stale suffix that the protocol is about to remove.
+    serving = [r for r in s.state.replicas if r.alive and not r.needs_truncation]
     out = []
-    for a, b in combinations(s.state.replicas, 2):
+    for a, b in combinations(serving, 2):
         upto = min(a.hw, b.hw, a.leo, b.leo)
         for o in range(upto):
             if a.log[o] != b.log[o]:
@@ -204,3 +234,83 @@ def consistent_reads(s: ReplicationSubject) -> list[Violation]:
                       f"consumers read records {', '.join(_rec(i) for i in sorted(ids))} at the same offset {o}",
                       {"offset": o, "records": sorted(ids)})
             for o, ids in sorted(by_offset.items()) if len(ids) > 1]
+
+
+# ---- partition reassignment ------------------------------------------------------------------------
+
+SOURCE_REASSIGN = "apache/kafka PartitionReassignmentReplicas.java, PartitionChangeBuilder.java"
+
+
+@register("replication.leader-in-replicas", "The leader is a member of the replica set", Severity.HARD,
+          f"{SOURCE_REASSIGN} (electAnyLeader walks the target replicas); {SOURCE_B} ValidControllerState",
+          "replication", not_applicable=_fixed_full_replica_set)
+def leader_in_replicas(s: ReplicationSubject) -> list[Violation]:
+    reg = s.state.registry
+    if reg.leader == NO_LEADER or reg.leader in reg.replicas:
+        return []
+    return [Violation("replication.leader-in-replicas", Severity.HARD, f"leader epoch {reg.leader_epoch}",
+                      f"leader {reg.leader} is not in the replica set {_ids(reg.replicas)}: a broker that "
+                      "was told to stop and delete its log still leads the partition",
+                      {"leader": reg.leader, "replicas": list(reg.replicas)})]
+
+
+@register("replication.reassignment-in-sync", "A reassignment completes only when every target replica is in "
+          "the ISR", Severity.HARD, f"{SOURCE_REASSIGN} maybeCompleteReassignment (KAFKA-15665)", "replication",
+          not_applicable=_no_reassignment)
+def reassignment_in_sync(s: ReplicationSubject) -> list[Violation]:
+    out = []
+    for trs, isr, *_ in sorted(s.state.history.completions):
+        missing = sorted(set(trs) - set(isr))
+        if missing:
+            out.append(Violation(
+                "replication.reassignment-in-sync", Severity.HARD, "partition",
+                f"the reassignment to {_ids(trs)} completed with ISR {{{','.join(map(str, isr))}}}: target "
+                f"replicas {missing} were not in sync, so the new replica set may lack committed records "
+                "and the ISR shrinks below the target", {"target": list(trs), "isr": list(isr), "missing": missing}))
+    return out
+
+
+@register("replication.reassignment-recoverable", "While a reassignment is in flight, RS minus AR is the "
+          "original replica set", Severity.HARD,
+          f"{SOURCE_REASSIGN} originalReplicas; PartitionReassignmentRevert.java", "replication",
+          not_applicable=_no_reassignment)
+def reassignment_recoverable(s: ReplicationSubject) -> list[Violation]:
+    st = s.state
+    reg, h = st.registry, st.history
+    if not reg.reassigning:
+        return []
+    out = []
+    origin = set(reg.origin)
+    where = f"replicas {_ids(reg.replicas)} adding {_ids(reg.adding)} removing {_ids(reg.removing)}"
+    lost = sorted(h.reassign_origin - origin)
+    if lost:
+        out.append(Violation("replication.reassignment-recoverable", Severity.HARD, where,
+                             f"original replicas {lost} are no longer in RS minus AR {_ids(reg.origin)}: a new "
+                             "controller (or a cancel) could not bring the partition back to where the "
+                             "reassignment started", {"lost": lost, "origin": sorted(h.reassign_origin)}))
+    foreign = sorted(origin - h.reassign_seen)
+    if foreign:
+        out.append(Violation("replication.reassignment-recoverable", Severity.HARD, where,
+                             f"RS minus AR {_ids(reg.origin)} counts {foreign} as original, but no request of "
+                             "this reassignment found them in the replica set: a cancel would keep replicas "
+                             "that never caught up", {"foreign": foreign, "seen": sorted(h.reassign_seen)}))
+    stray = sorted(set(reg.adding + reg.removing) - set(reg.replicas))
+    if stray:
+        out.append(Violation("replication.reassignment-recoverable", Severity.HARD, where,
+                             f"AR/RR name brokers {stray} outside the replica set", {"stray": stray}))
+    return out
+
+
+@register("replication.reassignment-completed", "A completed reassignment leaves RS = TRS and no AR or RR",
+          Severity.HARD, f"{SOURCE_REASSIGN} CompletedReassignment; seed 003 step B6", "replication",
+          not_applicable=_no_reassignment)
+def reassignment_completed(s: ReplicationSubject) -> list[Violation]:
+    out = []
+    for trs, _, replicas, adding, removing in sorted(s.state.history.completions):
+        if replicas != trs or adding or removing:
+            out.append(Violation(
+                "replication.reassignment-completed", Severity.HARD, "partition",
+                f"the reassignment to {_ids(trs)} completed as replicas {_ids(replicas)} adding {_ids(adding)} "
+                f"removing {_ids(removing)}", {"target": list(trs), "replicas": list(replicas),
+                                               "adding": list(adding), "removing": list(removing)}))
+    return out

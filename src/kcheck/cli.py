@@ -20,7 +20,7 @@ except ImportError:  # pragma: no cover
 
 from invariants import REGISTRY, BalanceSettings, PlacementSubject, Severity, check_placement
 from kcheck import formats, report
-from kcheck.check import MAX_BROKERS, run_check
+from kcheck.check import MAX_BROKERS, failed_any, run_check
 from kcheck.formats import InputError
 from kcheck.replication_cli import exhaust_command, explore_command, replay_command, variants_command
 from kcheck.sweep import sweep_command
@@ -103,16 +103,18 @@ def check(
         out.print(report.check_table(result))
         out.print(report.prove_table(result.proofs, "Kafka's placement guarantees, proved"))
         out.print(report.models_table(result.models))
+        out.print(report.replication_table(result.replication))
         hard_findings = [o for o in result.findings if REGISTRY[o.invariant].severity is Severity.HARD]
-        failed = len(result.failures) + len(result.failed_proofs) + len(result.failed_models)
+        failed = failed_any(result)
         out.print(
             f"{'FAIL' if failed else 'OK'}: {len(result.failures)} guarantee(s) of Kafka's placers violated and "
             f"{len(result.failed_proofs)} not proved; {len(result.failed_models)} assignor(s) broke a guarantee in "
-            f"the rebalance model; {len(hard_findings)} hard and "
+            f"the rebalance model; {len(result.failed_replication)} replication-model run(s) not as expected; "
+            f"{len(hard_findings)} hard and "
             f"{len(result.findings) - len(hard_findings)} soft finding(s) about properties Kafka does not promise "
             "(replay them with the commands shown)."
         )
-    return 1 if result.failures or result.failed_proofs or result.failed_models else 0
+    return 1 if failed_any(result) else 0
 
 
 @app.command()

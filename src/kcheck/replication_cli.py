@@ -38,6 +38,12 @@ OutOpt = Annotated[str | None, typer.Option("--out", help="Write the counterexam
 InvariantOpt = Annotated[list[str] | None, typer.Option(
     "--invariant", help="Check only this invariant id (repeatable; default: all, or a variant's own row).")]
 Budget = Annotated[int | None, typer.Option(min=0)]
+BrokersOpt = Annotated[int | None, typer.Option(help="Brokers 1..n (at most 6).")]
+ReplicationFactorOpt = Annotated[int | None, typer.Option(
+    "--replication-factor", min=0, help="Replicas at the start, on brokers 1..RF (default: every broker).")]
+ReassignmentsOpt = Annotated[int | None, typer.Option(
+    min=0, help="Reassignment requests (AlterPartitionReassignments to any target list) the operator may make.")]
+CancelsOpt = Annotated[int | None, typer.Option(min=0, help="Requests cancelling the reassignment in flight.")]
 
 
 def _protocol(spec: str) -> ResolvedProtocol:
@@ -104,6 +110,8 @@ def _replica_cell(s: State, broker: int) -> str:
     flags = []
     if not r.alive:
         flags.append("down")
+    elif r.known and not r.hosts:
+        flags.append("no replica")
     elif r.is_leader:
         flags.append(f"leader e{r.leader_epoch}")
     elif r.known and r.leader != NO_LEADER:
@@ -117,16 +125,30 @@ def _set(xs: frozenset[int]) -> str:
     return "{" + ", ".join(map(str, sorted(xs))) + "}"
 
 
+def _assignment(s: State) -> str:
+    """RS with AR and RR, as `kafka-topics --describe` shows a partition being reassigned."""
+    reg = s.registry
+    out = "[" + ",".join(map(str, reg.replicas)) + "]"
+    if reg.adding:
+        out += " +" + ",".join(map(str, reg.adding))
+    if reg.removing:
+        out += " -" + ",".join(map(str, reg.removing))
+    return out
+
+
 def trace_table(steps: list[ReplayStep], title: str) -> Table:
     """One row per step, in the style of seed 003's reassignment table: every replica's log with
-    record epochs and high watermark, then what the controller stores (leader, epoch, ISR, ELR)."""
+    record epochs and high watermark, then what the controller stores (replicas with adding (+) and
+    removing (-) when they ever differ from every broker, leader, epoch, ISR, ELR)."""
     table = Table(title=title, title_justify="left")
     first = steps[0].state
+    show_rs = any(st.state.registry.replicas != tuple(first.brokers) or st.state.registry.reassigning
+                  for st in steps)
     table.add_column("step", justify="right")
     table.add_column("action", overflow="fold")
     for b in first.brokers:
         table.add_column(f"broker {b}", overflow="fold")
-    for col in ("leader", "epoch", "ISR", "ELR"):
+    for col in (("replicas",) if show_rs else ()) + ("leader", "epoch", "ISR", "ELR"):
         table.add_column(col)
     for st in steps:
         s, reg = st.state, st.state.registry
@@ -134,14 +156,16 @@ def trace_table(steps: list[ReplayStep], title: str) -> Table:
         if st.violations:
             label += "  [bold red]<- " + ", ".join(sorted({v.invariant for v in st.violations})) + "[/]"
         table.add_row(str(st.number), label, *(escape(_replica_cell(s, b)) for b in s.brokers),
+                      *((_assignment(s),) if show_rs else ()),
                       "none" if reg.leader == NO_LEADER else str(reg.leader), str(reg.leader_epoch),
                       _set(reg.isr), _set(reg.elr) if reg.elr else "")
     return table
 
 
-def _print_trace(trace: Trace, resolved: ResolvedProtocol, header: str) -> None:
+def _print_trace(trace: Trace, resolved: ResolvedProtocol, header: str, only: set[str] | None) -> None:
+    """Replay the trace checking the invariants the search checked (so it runs to the violation it found)."""
     out = report.console()
-    steps = replay(trace, resolved.protocol)
+    steps = replay(trace, resolved.protocol, only)
     out.print(trace_table(steps, header))
     for v in steps[-1].violations:
         out.print(f"[bold red]{v.invariant}[/] at {escape(v.where)}: {escape(v.message)}")
@@ -155,7 +179,8 @@ def _config_line(cfg: Config) -> str:
 
 def explore_command(
     protocol: ProtocolOpt = "current",
-    brokers: Annotated[int | None, typer.Option(help="Brokers (each holds a replica).")] = None,
+    brokers: BrokersOpt = None,
+    replication_factor: ReplicationFactorOpt = None,
     min_isr: Annotated[int | None, typer.Option(help="min.insync.replicas.")] = None,
     acks: Annotated[str | None, typer.Option(help="Producer acks to try: all, 1, 0 (comma-separated).")] = None,
     seed: Annotated[int, typer.Option(help="Hypothesis seed: the same seed gives the same run.")] = 0,
@@ -163,6 +188,7 @@ def explore_command(
     steps: Annotated[int, typer.Option(min=1, help="Most steps per program.")] = 60,
     records: Budget = None, crashes: Budget = None, lossy_crashes: Budget = None, fences: Budget = None,
     elections: Budget = None, isr_shrinks: Budget = None, failovers: Budget = None,
+    reassignments: ReassignmentsOpt = None, cancels: CancelsOpt = None,
     invariant: InvariantOpt = None,
     out: OutOpt = None,
     json_out: JsonOpt = False,
@@ -170,9 +196,10 @@ def explore_command(
     """Explore the replication model with Hypothesis: random programs of actions, shrunk to a minimal
     counterexample when an invariant breaks."""
     resolved = _protocol(protocol)
-    cfg = _config(resolved, {}, {"brokers": brokers, "min_isr": min_isr, "acks": acks, "records": records,
-                                 "crashes": crashes, "lossy_crashes": lossy_crashes, "fences": fences,
-                                 "elections": elections, "isr_shrinks": isr_shrinks, "failovers": failovers})
+    cfg = _config(resolved, {}, {"brokers": brokers, "replication_factor": replication_factor, "min_isr": min_isr,
+                                 "acks": acks, "records": records, "crashes": crashes, "lossy_crashes": lossy_crashes,
+                                 "fences": fences, "elections": elections, "isr_shrinks": isr_shrinks,
+                                 "failovers": failovers, "reassignments": reassignments, "cancels": cancels})
     only = _only(resolved, invariant)
     result: ExploreResult = _run("exploration", resolved, explore, resolved.protocol, cfg, examples=examples,
                                  steps=steps, seed_value=seed, label=resolved.label, only=only)
@@ -189,7 +216,7 @@ def explore_command(
         con.print(f"OK: no invariant violated in {result.examples:,} programs, {result.steps:,} steps "
                   f"({result.seconds:.1f} s, seed {seed}).")
         return 0
-    _print_trace(result.trace, resolved, f"Counterexample, shrunk to {len(result.trace.steps)} steps")
+    _print_trace(result.trace, resolved, f"Counterexample, shrunk to {len(result.trace.steps)} steps", only)
     con.print(f"FAIL: found after {result.examples:,} programs, {result.steps:,} steps ({result.seconds:.1f} s, "
               f"seed {seed})" + (f"; trace written to {escape(out)}" if out else "; --out FILE saves the trace."))
     return 1
@@ -197,12 +224,13 @@ def explore_command(
 
 def exhaust_command(
     protocol: ProtocolOpt = "current",
-    brokers: Annotated[int | None, typer.Option(help="Brokers (each holds a replica).")] = None,
+    brokers: BrokersOpt = None,
+    replication_factor: ReplicationFactorOpt = None,
     min_isr: Annotated[int | None, typer.Option(help="min.insync.replicas.")] = None,
     acks: Annotated[str | None, typer.Option(help="Producer acks to try: all, 1, 0 (comma-separated).")] = None,
     records: Budget = None, max_leader_epoch: Budget = None, crashes: Budget = None, lossy_crashes: Budget = None,
     fences: Budget = None, elections: Budget = None, isr_shrinks: Budget = None, failovers: Budget = None,
-    reads: Budget = None,
+    reads: Budget = None, reassignments: ReassignmentsOpt = None, cancels: CancelsOpt = None,
     duplicates: Annotated[bool | None, typer.Option(help="Let messages be delivered twice.")] = None,
     max_states: Annotated[int, typer.Option(min=1, help="Stop after this many states (reported as incomplete).")
                           ] = 2_000_000,
@@ -216,9 +244,10 @@ def exhaust_command(
     small = {"brokers": 2, "min_isr": 1, "records": 2, "max_leader_epoch": 3, "crashes": 1, "lossy_crashes": 1,
              "fences": 1, "elections": 1, "isr_shrinks": 1, "failovers": 1, "reads": 1}
     cfg = _config(resolved, small, {
-        "brokers": brokers, "min_isr": min_isr, "acks": acks, "records": records, "max_leader_epoch": max_leader_epoch,
-        "crashes": crashes, "lossy_crashes": lossy_crashes, "fences": fences, "elections": elections,
-        "isr_shrinks": isr_shrinks, "failovers": failovers, "reads": reads, "duplicates": duplicates})
+        "brokers": brokers, "replication_factor": replication_factor, "min_isr": min_isr, "acks": acks,
+        "records": records, "max_leader_epoch": max_leader_epoch, "crashes": crashes, "lossy_crashes": lossy_crashes,
+        "fences": fences, "elections": elections, "isr_shrinks": isr_shrinks, "failovers": failovers, "reads": reads,
+        "reassignments": reassignments, "cancels": cancels, "duplicates": duplicates})
     only = _only(resolved, invariant)
     result: ExhaustResult = _run("exhaustive search", resolved, exhaust, resolved.protocol, cfg,
                                  max_states=max_states, label=resolved.label, only=only)
@@ -240,7 +269,7 @@ def exhaust_command(
         verdict = "OK" if result.complete else "OK so far"
         con.print(f"{verdict}: no invariant violated in any reachable state.")
         return 0
-    _print_trace(result.trace, resolved, f"Shortest counterexample ({len(result.trace.steps)} steps)")
+    _print_trace(result.trace, resolved, f"Shortest counterexample ({len(result.trace.steps)} steps)", only)
     con.print("FAIL" + (f"; trace written to {escape(out)}" if out else "; --out FILE saves the trace."))
     return 1
 

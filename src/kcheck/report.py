@@ -13,7 +13,7 @@ from rich.table import Table
 
 from invariants import REGISTRY, Report, Severity
 from invariants.prover import ProofResult
-from kcheck.check import CheckResult, ModelOutcome
+from kcheck.check import CheckResult, ModelOutcome, ReplicationOutcome, failed_any
 
 
 def console(stderr: bool = False) -> Console:
@@ -75,7 +75,11 @@ def check_json(result: CheckResult) -> str:
     return json.dumps({
         "cases": result.cases,
         "clusters": result.clusters,
-        "ok": not result.failures and not result.failed_proofs and not result.failed_models,
+        "ok": not failed_any(result),
+        "replication_models": [{"protocol": r.protocol, "engine": r.engine, "expect_violation": r.expect_violation,
+                                "size": r.size, "seconds": round(r.seconds, 2), "violated": list(r.violated),
+                                "trace_steps": r.trace_steps, "detail": r.detail, "ok": r.ok}
+                               for r in result.replication],
         "rebalance_models": [{"assignor": m.assignor, "examples": m.examples, "steps": m.steps,
                               "seconds": round(m.seconds, 2), "failure": m.failure} for m in result.models],
         "proofs": [r.as_dict() for r in result.proofs],
@@ -158,4 +162,22 @@ def models_table(models: list[ModelOutcome]) -> Table:
     for m in models:
         result = "[green]holds[/]" if not m.failure else f"[bold red]FAILED[/]\n{m.failure}"
         table.add_row(m.assignor, f"{m.examples} x {m.steps}", f"{m.seconds:.2f} s", result)
+    return table
+
+
+def replication_table(outcomes: list[ReplicationOutcome]) -> Table:
+    table = Table(title="Replication model: today's protocol must hold, each historical variant must break its row",
+                  title_justify="left")
+    for col in ("protocol", "engine", "explored", "time", "expected", "result"):
+        table.add_column(col, overflow="fold")
+    for r in outcomes:
+        if r.violated:
+            found = f"{', '.join(r.violated)} in {r.trace_steps} steps"
+            result = f"[green]{found}[/]" if r.ok else f"[bold red]FAILED[/]: {found}\n{escape(r.detail)}"
+        else:
+            result = "[green]holds[/]" if r.ok else f"[bold red]FAILED[/]: {escape(r.detail)}"
+        if r.detail == "incomplete":
+            result += " (search incomplete)"
+        table.add_row(r.protocol, r.engine, r.size, f"{r.seconds:.2f} s",
+                      "a violation" if r.expect_violation else "no violation", result)
     return table

@@ -67,7 +67,12 @@ def failures(rows: list[InvariantRow]) -> list[InvariantRow]:
 
 
 def config_text(config: Mapping[str, Any]) -> str:
-    """A configuration in one line, without its replay command."""
+    """A configuration in one line, without its replay command; a consumer group by its story alone
+    (its full description, members and topics, is in the report and the Parquet store)."""
+    if "story" in config:
+        story = config["story"]
+        story = "; ".join(story) if isinstance(story, list) else str(story)
+        return f"{config['assignor']}: {story}" if "assignor" in config else story
     return ", ".join(f"{k} {v}" for k, v in config.items() if k != "replay")
 
 

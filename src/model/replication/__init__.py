@@ -2,7 +2,8 @@
 
 `state` holds the immutable state (replicas, the controller's registry, in-flight messages, history),
 `actions` the guarded steps and their table, `protocol` the rules every decision goes through
-(`Protocol.current()` and the historical `VARIANTS`). The invariants and the explorers that drive
+(`Protocol.current()` and the historical `VARIANTS`), `reassignment` KRaft's partition reassignment
+over the registry (plan, completion rules, revert). The invariants and the explorers that drive
 this model live in `invariants.replication` and `invariants.replication_explore`.
 """
 

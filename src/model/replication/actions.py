@@ -14,17 +14,28 @@ Simplifications, each chosen because the invariants cannot tell the difference:
   Kafka folds it into the fetch response as a diverging epoch; the answer is the same).
 - The leader reads fencing and broker epochs from the controller's registry, not from its own
   metadata cache.
-- A LeaderAndIsr that can no longer be applied (older epochs than its recipient has) and a fetch
-  response its follower would ignore are removed from the pool; that is a drop, always allowed.
+- A LeaderAndIsr (or StopReplica) that can no longer be applied (older epochs than its recipient has)
+  and a fetch response its follower would ignore are removed from the pool; that is a drop, always allowed.
+
+Partition reassignment is KRaft's (`reassign`, `cancel_reassignment`): the operator's request is one
+controller write, and completion is not a step of its own: every controller write runs the
+protocol's completion rule first, as `PartitionChangeBuilder.build()` does, so the AlterPartition
+that brings the last target replica into the ISR also completes the move (and the leader learns
+NEW_LEADER_ELECTED if that moved leadership). Brokers taken out of the replica set get a
+StopReplica and delete their log; brokers added start as followers with an empty log and join the
+ISR through the usual fetches and AlterPartition.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, fields
+from functools import cache
+from itertools import permutations
 from typing import Any, NamedTuple
 
 from model.replication.protocol import Protocol
+from model.replication.reassignment import request_targets
 from model.replication.state import (
     ACKS,
     NO_LEADER,
@@ -40,6 +51,7 @@ from model.replication.state import (
     Registry,
     Replica,
     State,
+    StopReplica,
     ZombieController,
     evolve,
     message_as_dict,
@@ -52,6 +64,7 @@ class Config:
     """Cluster settings and bounds. Budgets bound faults only; healing is unbounded."""
 
     brokers: int = 3
+    replication_factor: int = 0  # replicas at the start, on brokers 1..RF; 0: every broker
     min_isr: int = 2  # min.insync.replicas
     initial_isr: int = 0  # 0: every replica starts in the ISR
     acks: tuple[str, ...] = ("all",)
@@ -64,24 +77,35 @@ class Config:
     isr_shrinks: int = 1  # followers a leader drops as too slow
     failovers: int = 1  # controller failovers
     reads: int = 2  # consumer reads
+    reassignments: int = 0  # AlterPartitionReassignments requests (an operator's; each is a new target)
+    cancels: int = 0  # requests cancelling the reassignment in flight
     duplicates: bool = True  # messages may be delivered twice
 
     def __post_init__(self) -> None:
-        if not 1 <= self.brokers <= 5:
-            raise ValueError(f"brokers must be between 1 and 5, not {self.brokers}")
+        if not 1 <= self.brokers <= 6:
+            raise ValueError(f"brokers must be between 1 and 6, not {self.brokers}")
+        if not 0 <= self.replication_factor <= self.brokers:
+            raise ValueError(f"replication_factor must be between 0 (every broker) and the broker count "
+                             f"{self.brokers}, not {self.replication_factor}")
         if not 1 <= self.min_isr <= self.brokers:
             raise ValueError(f"min_isr must be between 1 and the broker count {self.brokers}, not {self.min_isr}")
-        if not 0 <= self.initial_isr <= self.brokers:
-            raise ValueError(f"initial_isr must be between 0 and {self.brokers}, not {self.initial_isr}")
+        if not 0 <= self.initial_isr <= self.rf:
+            raise ValueError(f"initial_isr must be between 0 and the replication factor {self.rf}, "
+                             f"not {self.initial_isr}")
         bad = [a for a in self.acks if a not in ACKS]
         if bad or not self.acks:
             raise ValueError(f"acks must be a non-empty subset of {', '.join(ACKS)}, not {', '.join(self.acks)}")
         for f in ("records", "max_leader_epoch", "crashes", "lossy_crashes", "fences", "elections",
-                  "isr_shrinks", "failovers", "reads"):
+                  "isr_shrinks", "failovers", "reads", "reassignments", "cancels"):
             if getattr(self, f) < 0:
                 raise ValueError(f"{f} must not be negative")
         if self.max_leader_epoch < 1:
             raise ValueError("max_leader_epoch must be at least 1")
+
+    @property
+    def rf(self) -> int:
+        """The replication factor at the start."""
+        return self.replication_factor or self.brokers
 
     def as_dict(self) -> dict[str, Any]:
         out = {f.name: getattr(self, f.name) for f in fields(self)}
@@ -101,13 +125,16 @@ class Config:
 
 
 def initial_state(cfg: Config) -> State:
-    """Leader epoch 1, broker 1 leading, the first `initial_isr` replicas in sync, every belief applied."""
-    n = cfg.brokers
-    isr = frozenset(range(1, (cfg.initial_isr or n) + 1))
+    """Leader epoch 1, replicas on brokers 1..RF with broker 1 leading, the first `initial_isr` replicas in
+    sync, every belief applied; brokers past RF hold no replica."""
+    n, rf = cfg.brokers, cfg.rf
+    replicas = tuple(range(1, rf + 1))
+    isr = frozenset(range(1, (cfg.initial_isr or rf) + 1))
     registry = Registry(controller_epoch=1, leader=1, leader_epoch=1, partition_epoch=1, isr=isr,
-                        written_by=1, broker_epochs=(1,) * n)
+                        written_by=1, broker_epochs=(1,) * n, replicas=replicas)
     reps = tuple(
-        Replica(id=b, leader=1, leader_epoch=1, partition_epoch=1, isr=isr, controller_epoch=1)
+        Replica(id=b, leader=1, leader_epoch=1, partition_epoch=1, isr=isr, controller_epoch=1, replicas=replicas)
+        if b <= rf else Replica(id=b, leader_epoch=1, partition_epoch=1, controller_epoch=1)
         for b in range(1, n + 1)
     )
     return State(replicas=reps, registry=registry,
@@ -133,23 +160,59 @@ def _consume(s: State, m: Message, keep: bool) -> State:
 # ---- controller writes ----------------------------------------------------------------------
 
 def write_partition(s: State, p: Protocol, cfg: Config, writer_epoch: int, base: Registry,
-                    leader: int, isr: frozenset[int], elr: frozenset[int]) -> State | None:
+                    leader: int, isr: frozenset[int], elr: frozenset[int], *,
+                    replicas: tuple[int, ...] | None = None, adding: tuple[int, ...] | None = None,
+                    removing: tuple[int, ...] | None = None, unclean: frozenset[int] = frozenset(),
+                    target_isr: frozenset[int] | None = None) -> State | None:
     """The controller (or a zombie, from its stale `base`) stores a new leader/ISR and tells the brokers.
 
-    The leader epoch goes up when the leader changes (KRaft's PartitionChangeBuilder; the partition
-    epoch goes up on every change). Returns None if the write is refused or the epoch bound is hit.
+    Mirrors `PartitionChangeBuilder.build()`: first the reassignment completes if the protocol's rule
+    says the new ISR allows it (the replicas being removed leave the replica set and the ISR, and the
+    leader is re-elected if it is no longer a valid one); the leader epoch goes up when the leader
+    changes or the replica set loses a member, the partition epoch on every change. The assignment
+    (replicas, adding, removing) defaults to what the registry holds: a zombie only rewrites
+    leader and ISR. `target_isr` is the ISR before the caller's election (which may have swapped an
+    empty ISR for an ELR member): Kafka decides completion on it, before electing. Members of the
+    replica set hear a LeaderAndIsr, brokers that left it a StopReplica. Returns None if the write
+    is refused or the epoch bound is hit.
     """
     reg = s.registry
     if not p.controller_write(reg, writer_epoch):
         return None
-    leader_epoch = base.leader_epoch + (1 if leader != base.leader else 0)
+    replicas = reg.replicas if replicas is None else replicas
+    adding = reg.adding if adding is None else adding
+    removing = reg.removing if removing is None else removing
+    completed = None
+    if adding or removing:
+        target_isr = isr if target_isr is None else target_isr
+        done = p.reassignment_completion(replicas, adding, removing, target_isr)
+        if done is not None:
+            completed = (tuple(b for b in replicas if b not in removing), tuple(sorted(target_isr)))
+            replicas, final = done
+            adding = removing = ()
+            # KIP-966 over the whole change (`maybePopulateTargetElr`): the registry's ISR members that
+            # are not in the final ISR join the ELR when it is below min.insync.replicas.
+            left = base.isr - final
+            _, elr = p.isr_removal(evolve(base, isr=final | left), left, cfg.min_isr, unclean)
+            isr, elr = final, p.reassignment_elr(elr - final, replicas)
+            if leader not in isr or leader in reg.fenced:  # ONLINE election over the new replica set
+                choice = p.leader_choice(evolve(reg, replicas=replicas, isr=isr, elr=elr), cfg.brokers)
+                leader, isr, elr = (NO_LEADER, isr, elr) if choice is None else choice
+    shrinks = not set(reg.replicas) <= set(replicas)  # a replica leaves: the leader epoch must move
+    leader_epoch = base.leader_epoch + (1 if leader != base.leader or shrinks else 0)
     if leader_epoch > cfg.max_leader_epoch:
         return None
     new = evolve(reg, leader=leader, leader_epoch=leader_epoch, partition_epoch=base.partition_epoch + 1,
-                  isr=isr, elr=elr, written_by=writer_epoch)
+                  isr=isr, elr=elr, written_by=writer_epoch, replicas=replicas, adding=adding, removing=removing)
     s = evolve(s, registry=new)
-    msgs = [LeaderAndIsr(b, writer_epoch, leader, leader_epoch, new.partition_epoch, tuple(sorted(isr)))
-            for b in s.brokers if s.replica(b).alive]
+    if completed is not None:
+        h = s.history
+        s = evolve(s, history=evolve(h, completions=h.completions | {(*completed, replicas, adding, removing)}))
+    msgs: list[Message] = [
+        LeaderAndIsr(b, writer_epoch, leader, leader_epoch, new.partition_epoch, tuple(sorted(isr)), replicas)
+        for b in replicas if s.replica(b).alive]
+    msgs += [StopReplica(b, writer_epoch, leader_epoch, new.partition_epoch)
+             for b in reg.replicas if b not in replicas and s.replica(b).alive]
     return _send(s, *msgs)
 
 
@@ -159,13 +222,14 @@ def _remove_from_isr(s: State, p: Protocol, cfg: Config, gone: frozenset[int], u
     reg = s.registry
     isr, elr = p.isr_removal(reg, gone, cfg.min_isr, unclean)
     elr = elr - unclean
-    leader = reg.leader
+    target_isr, leader = isr, reg.leader
     if leader in gone or leader == NO_LEADER:
         choice = p.leader_choice(evolve(reg, isr=isr, elr=elr), cfg.brokers)
         leader, isr, elr = (NO_LEADER, isr, elr) if choice is None else choice
     if (leader, isr, elr) == (reg.leader, reg.isr, reg.elr):
         return s
-    return write_partition(s, p, cfg, reg.controller_epoch, reg, leader, isr, elr)
+    return write_partition(s, p, cfg, reg.controller_epoch, reg, leader, isr, elr, unclean=unclean,
+                           target_isr=target_isr)
 
 
 # ---- actions --------------------------------------------------------------------------------
@@ -211,6 +275,10 @@ def handle_fetch(s: State, p: Protocol, cfg: Config, m: FetchRequest, keep: bool
     leader = s.replica(m.to)
     s = _consume(s, m, keep)
     error = p.fetch_validation(leader, m.current_epoch)
+    if not error and m.frm not in leader.replicas:
+        # `Partition.followerReplicaOrThrow`: the leader does not know the fetcher as a replica (yet, or any
+        # more); with a leader epoch in the request this is UNKNOWN_LEADER_EPOCH, so the fetcher retries.
+        error = "UNKNOWN_LEADER_EPOCH" if m.current_epoch >= 0 else "NOT_LEADER_OR_FOLLOWER"
     if not error and m.offset > leader.leo:
         error = "OFFSET_OUT_OF_RANGE"
     if not error:
@@ -278,6 +346,8 @@ def expand_isr(s: State, p: Protocol, cfg: Config, leader: int, follower: int) -
     r = s.replica(leader)
     if not r.is_leader or r.pending_isr is not None or follower in r.isr or follower == leader:
         return None
+    if follower not in r.replicas:  # the leader only tracks the replicas it was told about
+        return None
     if not p.isr_join(r, follower, s.registry):
         return None
     return _propose(s, r, r.isr | {follower})
@@ -294,7 +364,10 @@ def shrink_isr(s: State, p: Protocol, cfg: Config, leader: int, follower: int) -
 
 def _propose(s: State, r: Replica, isr: frozenset[int]) -> State:
     s = s.with_replica(evolve(r, pending_isr=isr))
-    return _send(s, AlterPartition(r.id, r.leader_epoch, r.partition_epoch, tuple(sorted(isr))))
+    seen = dict(r.follower_broker_epoch)
+    seen[r.id] = r.broker_epoch
+    epochs = tuple((b, seen[b]) for b in sorted(isr) if b in seen)
+    return _send(s, AlterPartition(r.id, r.leader_epoch, r.partition_epoch, tuple(sorted(isr)), epochs))
 
 
 def handle_alter_partition(s: State, p: Protocol, cfg: Config, m: AlterPartition, keep: bool = False
@@ -309,7 +382,9 @@ def handle_alter_partition(s: State, p: Protocol, cfg: Config, m: AlterPartition
         error = "FENCED_LEADER_EPOCH"
     elif m.partition_epoch != reg.partition_epoch:
         error = "INVALID_UPDATE_VERSION"
-    elif not p.alter_partition_validation(reg, isr):
+    elif not isr <= set(reg.replicas):
+        error = "INVALID_REQUEST"  # `Replicas.validateIsr`: every ISR member must be a replica
+    elif not p.alter_partition_validation(reg, isr, dict(m.broker_epochs)):
         error = "INELIGIBLE_REPLICA"
     else:
         error = ""
@@ -322,20 +397,39 @@ def handle_alter_partition(s: State, p: Protocol, cfg: Config, m: AlterPartition
     if s2 is None:
         return None
     new = s2.registry
-    return _send(s2, AlterPartitionResponse(m.frm, new.leader_epoch, new.partition_epoch, m.isr, ""))
+    if new.leader != m.frm:
+        # The ISR completed a reassignment that moved leadership: the change is written, and the leader
+        # hears NEW_LEADER_ELECTED (`ReplicationControlManager.alterPartition`).
+        return _send(s2, AlterPartitionResponse(m.frm, m.leader_epoch, m.partition_epoch, m.isr, "NEW_LEADER_ELECTED"))
+    return _send(s2, AlterPartitionResponse(m.frm, new.leader_epoch, new.partition_epoch, tuple(sorted(new.isr)), ""))
 
 
 def handle_alter_partition_response(s: State, p: Protocol, cfg: Config, m: AlterPartitionResponse,
                                     keep: bool = False) -> State | None:
-    """The leader applies the committed ISR, or rolls back its proposal."""
+    """The leader applies the committed ISR, rolls its proposal back, or keeps it pending for new metadata.
+
+    Mirrors `Partition.handleAlterPartitionError` / `handleAlterPartitionUpdate`: a response to another
+    proposal than the pending one is ignored; only INELIGIBLE_REPLICA and OPERATION_NOT_ATTEMPTED
+    (the controller says it applied nothing) reset the ISR to the last committed one; any other error
+    leaves the proposal pending, so the high watermark still counts it, until a LeaderAndIsr arrives
+    (the request may have been applied: a duplicate of it fails with INVALID_UPDATE_VERSION after the
+    first was written; NEW_LEADER_ELECTED says it was). A success whose partition epoch is not newer
+    than the leader's is ignored: Kafka commits on an equal epoch (the controller found nothing to
+    change), but this model's controller always writes, so an equal epoch answers an earlier, equal
+    proposal.
+    """
     if not isinstance(m, AlterPartitionResponse):
         return None
     r = s.replica(m.to)
     if not r.is_leader or r.leader_epoch != m.leader_epoch or r.pending_isr is None:
         return None
     s = _consume(s, m, keep)
-    if m.error or m.partition_epoch <= r.partition_epoch:
+    if frozenset(m.isr) != r.pending_isr:
+        return s
+    if m.error in ("INELIGIBLE_REPLICA", "OPERATION_NOT_ATTEMPTED"):
         return s.with_replica(evolve(r, pending_isr=None))
+    if m.error or m.partition_epoch <= r.partition_epoch:
+        return s
     return s.with_replica(evolve(r, pending_isr=None, isr=frozenset(m.isr), partition_epoch=m.partition_epoch))
 
 
@@ -347,20 +441,36 @@ def handle_leader_and_isr(s: State, p: Protocol, cfg: Config, m: LeaderAndIsr, k
         return None
     s = _consume(s, m, keep)
     return s.with_replica(_apply_leader_and_isr(s.replica(m.to), p, m.controller_epoch, m.leader,
-                                                m.leader_epoch, m.partition_epoch, frozenset(m.isr)))
+                                                m.leader_epoch, m.partition_epoch, frozenset(m.isr), m.replicas))
 
 
-def _applies(r: Replica, m: LeaderAndIsr) -> bool:
+def handle_stop_replica(s: State, p: Protocol, cfg: Config, m: StopReplica, keep: bool = False) -> State | None:
+    """A broker taken out of the replica set stops fetching (or leading) and deletes its log."""
+    if not isinstance(m, StopReplica) or not _applies(s.replica(m.to), m):
+        return None
+    s = _consume(s, m, keep)
+    return s.with_replica(_apply_stop(s.replica(m.to), m.controller_epoch, m.leader_epoch, m.partition_epoch))
+
+
+def _applies(r: Replica, m: LeaderAndIsr | StopReplica) -> bool:
     if not r.alive or m.controller_epoch < r.controller_epoch:
         return False
     return not r.known or (m.leader_epoch, m.partition_epoch) > (r.leader_epoch, r.partition_epoch)
 
 
+def _apply_stop(r: Replica, controller_epoch: int, leader_epoch: int, partition_epoch: int) -> Replica:
+    """StopReplica(delete=true): no log, no role; the epochs stay, so older LeaderAndIsr are ignored."""
+    return evolve(r, known=True, controller_epoch=max(r.controller_epoch, controller_epoch), leader=NO_LEADER,
+                   leader_epoch=leader_epoch, partition_epoch=partition_epoch, isr=frozenset(), replicas=(),
+                   log=(), flushed=0, hw=0, needs_truncation=False, follower_leo=(), follower_broker_epoch=(),
+                   epoch_start=0, pending_isr=None)
+
+
 def _apply_leader_and_isr(r: Replica, p: Protocol, controller_epoch: int, leader: int, leader_epoch: int,
-                          partition_epoch: int, isr: frozenset[int]) -> Replica:
+                          partition_epoch: int, isr: frozenset[int], replicas: tuple[int, ...]) -> Replica:
     new_epoch = not r.known or leader_epoch != r.leader_epoch
     base = evolve(r, known=True, controller_epoch=max(r.controller_epoch, controller_epoch), leader=leader,
-                   leader_epoch=leader_epoch, partition_epoch=partition_epoch, isr=isr)
+                   leader_epoch=leader_epoch, partition_epoch=partition_epoch, isr=isr, replicas=replicas)
     if leader == r.id:
         if new_epoch:  # a new leader forgets what it knew of followers (reference-notes CHECK 3)
             return evolve(base, follower_leo=(), follower_broker_epoch=(), epoch_start=r.leo,
@@ -421,8 +531,10 @@ def restart(s: State, p: Protocol, cfg: Config, broker: int) -> State | None:
             s = s2
     reg = s.registry
     r = s.replica(broker)
+    if broker not in reg.replicas:  # no longer (or never) a replica: a leftover log is deleted
+        return s.with_replica(_apply_stop(r, reg.controller_epoch, reg.leader_epoch, reg.partition_epoch))
     return s.with_replica(_apply_leader_and_isr(r, p, reg.controller_epoch, reg.leader, reg.leader_epoch,
-                                                reg.partition_epoch, reg.isr))
+                                                reg.partition_epoch, reg.isr, reg.replicas))
 
 
 def fence(s: State, p: Protocol, cfg: Config, broker: int) -> State | None:
@@ -458,7 +570,7 @@ def elect(s: State, p: Protocol, cfg: Config) -> State | None:
     choice = p.leader_choice(reg, cfg.brokers)
     if choice is None:
         return None
-    return write_partition(s, p, cfg, reg.controller_epoch, reg, *choice)
+    return write_partition(s, p, cfg, reg.controller_epoch, reg, *choice, target_isr=reg.isr)
 
 
 def move_leader(s: State, p: Protocol, cfg: Config, target: int) -> State | None:
@@ -518,6 +630,69 @@ def consume(s: State, p: Protocol, cfg: Config, broker: int, offset: int) -> Sta
     return evolve(s2, history=evolve(s2.history, reads=s2.history.reads | {read}))
 
 
+def _online_leader(reg: Registry, p: Protocol, cfg: Config) -> tuple[int, frozenset[int], frozenset[int]]:
+    """ONLINE election of `PartitionChangeBuilder`: the current leader while it is a valid one (in the ISR
+    and unfenced), else the protocol's choice over the (new) replica set."""
+    if reg.leader in reg.isr and reg.leader not in reg.fenced:
+        return reg.leader, reg.isr, reg.elr
+    choice = p.leader_choice(reg, cfg.brokers)
+    return (NO_LEADER, reg.isr, reg.elr) if choice is None else choice
+
+
+def reassign(s: State, p: Protocol, cfg: Config, target: tuple[int, ...]) -> State | None:
+    """The operator's AlterPartitionReassignments with a target replica list (budgeted).
+
+    KRaft's `changePartitionReassignment`: one record sets RS = target ++ removing, AR and RR (sorted),
+    leaving the leader and ISR alone; it completes at once when the ISR already covers the target
+    (a reorder, or only removals). A request on top of an in-flight reassignment starts from the full
+    replica set. A request that changes nothing writes nothing (not enabled), unless the move in
+    flight can complete now: its ISR may have become enough in a record whose election (run after
+    the completion check) took an ELR member.
+    """
+    target = tuple(target)
+    if not target or len(set(target)) != len(target) or not all(1 <= b <= cfg.brokers for b in target):
+        return None
+    reg = s.registry
+    replicas, adding, removing = request_targets(reg, target)
+    if ((replicas, adding, removing) == (reg.replicas, reg.adding, reg.removing)
+            and (not reg.reassigning or p.reassignment_completion(replicas, adding, removing, reg.isr) is None)):
+        return None
+    s2 = _spend(s, cfg, "reassignments")
+    if s2 is None:
+        return None
+    leader, isr, elr = _online_leader(evolve(reg, replicas=replicas), p, cfg)
+    s3 = write_partition(s2, p, cfg, reg.controller_epoch, reg, leader, isr, elr, replicas=replicas, adding=adding,
+                         removing=removing, target_isr=reg.isr)
+    if s3 is None or not s3.registry.reassigning:
+        return s3
+    h = s3.history
+    first = not reg.reassigning
+    origin = frozenset(reg.replicas) if first else h.reassign_origin
+    seen = frozenset(reg.replicas) | (frozenset() if first else h.reassign_seen)
+    return evolve(s3, history=evolve(h, reassign_origin=origin, reassign_seen=seen))
+
+
+def cancel_reassignment(s: State, p: Protocol, cfg: Config) -> State | None:
+    """The operator cancels the reassignment in flight (budgeted): KRaft's `cancelPartitionReassignment`
+    writes the protocol's revert (RS and ISR without the adding replicas) and clears AR and RR."""
+    reg = s.registry
+    if not reg.reassigning:
+        return None  # NoReassignmentInProgressException
+    revert = p.reassignment_revert(reg)
+    if revert is None:
+        return None  # InvalidReplicaAssignmentException: the revert would need an unclean election
+    s2 = _spend(s, cfg, "cancels")
+    if s2 is None:
+        return None
+    replicas, target_isr = revert
+    left = reg.isr - target_isr
+    _, elr = p.isr_removal(evolve(reg, isr=target_isr | left), left, cfg.min_isr, frozenset())
+    elr = p.reassignment_elr(elr - target_isr, replicas)
+    leader, isr, elr = _online_leader(evolve(reg, replicas=replicas, isr=target_isr, elr=elr), p, cfg)
+    return write_partition(s2, p, cfg, reg.controller_epoch, reg, leader, isr, elr, replicas=replicas, adding=(),
+                           removing=(), target_isr=target_isr)
+
+
 def drop(s: State, p: Protocol, cfg: Config, m: Message) -> State | None:
     """The network loses a message."""
     return evolve(s, pool=s.pool - {m}) if m in s.pool else None
@@ -546,7 +721,11 @@ class Action(NamedTuple):
             if name not in d:
                 raise ValueError(f"action {kind} needs {name!r}")
             value = d[name]
-            args.append(message_from_dict(value) if name == "message" else value)
+            if name == "message":
+                value = message_from_dict(value)
+            elif isinstance(value, list):
+                value = tuple(value)
+            args.append(value)
         return cls(kind, tuple(args))
 
     def label(self) -> str:
@@ -559,6 +738,8 @@ class Action(NamedTuple):
                     parts.append("(duplicate)")
             elif name == "lossy":
                 parts.append("lossy" if value else "clean")
+            elif name == "target":
+                parts.append("to [" + ",".join(map(str, value)) + "]")
             else:
                 parts.append(f"{name}={value}")
         return " ".join([self.kind] + parts)
@@ -567,7 +748,11 @@ class Action(NamedTuple):
 def describe_message(m: Message) -> str:
     if isinstance(m, LeaderAndIsr):
         return (f"LeaderAndIsr to {m.to}: leader {m.leader} epoch {m.leader_epoch} "
-                f"ISR {{{','.join(map(str, m.isr))}}} (controller epoch {m.controller_epoch})")
+                f"ISR {{{','.join(map(str, m.isr))}}} replicas [{','.join(map(str, m.replicas))}] "
+                f"(controller epoch {m.controller_epoch})")
+    if isinstance(m, StopReplica):
+        return (f"StopReplica to {m.to} (delete): leader epoch {m.leader_epoch} "
+                f"(controller epoch {m.controller_epoch})")
     if isinstance(m, FetchRequest):
         epoch = "" if m.current_epoch < 0 else f" epoch {m.current_epoch}"
         return f"Fetch {m.frm}->{m.to} offset {m.offset}{epoch}"
@@ -586,6 +771,11 @@ class Kind:
     params: tuple[str, ...]
     fault: bool  # spends a budget
     candidates: Callable[[State, Config], Iterator[tuple[Any, ...]]]
+    needs: str | None = None  # a Config budget without which this kind can never happen
+
+    def possible(self, cfg: Config) -> bool:
+        """False when the config rules this kind out altogether (the explorer then leaves its rule out)."""
+        return self.needs is None or getattr(cfg, self.needs) > 0
 
 
 def _each_broker(s: State, cfg: Config) -> Iterator[tuple[Any, ...]]:
@@ -601,6 +791,21 @@ def _messages(kind: type) -> Callable[[State, Config], Iterator[tuple[Any, ...]]
                 if cfg.duplicates:
                     yield (m, True)
     return gen
+
+
+@cache
+def _all_targets(n: int, size: int) -> tuple[tuple[int, ...], ...]:
+    """Every ordered target list of distinct brokers 1..n, moves of `size` replicas first (the explorer's
+    rule picks among the first options most often), then smaller and larger targets."""
+    out = [t for k in range(1, n + 1) for t in permutations(range(1, n + 1), k)]
+    return tuple(sorted(out, key=lambda t: (abs(len(t) - size), len(t), t)))
+
+
+def _targets(s: State, cfg: Config) -> Iterator[tuple[Any, ...]]:
+    if s.used.reassignments >= cfg.reassignments:
+        return
+    for t in _all_targets(cfg.brokers, len(s.registry.target)):
+        yield (t,)
 
 
 def _pairs(s: State, cfg: Config) -> Iterator[tuple[Any, ...]]:
@@ -624,6 +829,8 @@ KINDS: dict[str, Kind] = {k.name: k for k in (
     Kind("handle_alter_partition_response", handle_alter_partition_response, ("message", "keep"), False,
          _messages(AlterPartitionResponse)),
     Kind("handle_leader_and_isr", handle_leader_and_isr, ("message", "keep"), False, _messages(LeaderAndIsr)),
+    Kind("handle_stop_replica", handle_stop_replica, ("message", "keep"), False, _messages(StopReplica),
+         "reassignments"),
     Kind("flush", flush, ("broker",), False, _each_broker),
     Kind("crash", crash, ("broker", "lossy"), True,
          lambda s, cfg: ((b, lossy) for b in s.brokers for lossy in (False, True))),
@@ -635,6 +842,9 @@ KINDS: dict[str, Kind] = {k.name: k for k in (
     Kind("failover", failover, (), True, lambda s, cfg: iter([()])),
     Kind("zombie_move_leader", zombie_move_leader, ("zombie", "target"), True,
          lambda s, cfg: ((z, b) for z in range(len(s.zombies)) for b in s.brokers)),
+    Kind("reassign", reassign, ("target",), True, _targets, "reassignments"),
+    Kind("cancel_reassignment", cancel_reassignment, (), True,
+         lambda s, cfg: iter([()] if s.registry.reassigning and s.used.cancels < cfg.cancels else []), "cancels"),
     Kind("consume", consume, ("broker", "offset"), True,
          lambda s, cfg: ((b, o) for b in s.brokers for o in range(s.replica(b).hw))),
     Kind("drop", drop, ("message",), False, lambda s, cfg: ((m,) for m in s.messages())),
@@ -645,7 +855,7 @@ def _prune(s: State) -> State:
     """Remove messages their recipient can never act on (see the module docstring)."""
     stale = set()
     for m in s.pool:
-        if isinstance(m, LeaderAndIsr):
+        if isinstance(m, (LeaderAndIsr, StopReplica)):
             r = s.replica(m.to)
             if not r.alive or not _applies(r, m):
                 stale.add(m)
@@ -663,6 +873,8 @@ def _record_history(before: State, after: State) -> State:
     h = evolve(h, max_leader_epoch=max(h.max_leader_epoch, before.registry.leader_epoch),
                 max_written_by=max(h.max_written_by, before.registry.written_by),
                 max_broker_epochs=maxima, epoch_leaders=leaders)
+    if not reg.reassigning and (h.reassign_origin or h.reassign_seen):  # the reassignment is over
+        h = evolve(h, reassign_origin=frozenset(), reassign_seen=frozenset())
     return evolve(after, history=h)
 
 
@@ -691,8 +903,9 @@ def enabled(s: State, p: Protocol, cfg: Config, kind: str) -> list[tuple[Action,
 
 def successors(s: State, p: Protocol, cfg: Config) -> list[tuple[Action, State]]:
     out: list[tuple[Action, State]] = []
-    for kind in KINDS:
-        out.extend(enabled(s, p, cfg, kind))
+    for kind, spec in KINDS.items():
+        if spec.possible(cfg):
+            out.extend(enabled(s, p, cfg, kind))
     return out
 
 

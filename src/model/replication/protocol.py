@@ -1,13 +1,18 @@
 """Protocol rules: every decision point of the replication model, as a named, replaceable function.
 
 `Protocol.current()` is today's Kafka (KRaft, Kafka 4.1 defaults for a new cluster: KIP-101/279
-epoch-based truncation, KIP-320 leader-epoch fencing, KIP-497 maximal ISR, KIP-966 eligible leader
-replicas with the strict min-ISR high-watermark rule, controller writes fenced by epoch). A
+epoch-based truncation, KIP-320 leader-epoch fencing, KIP-497 maximal ISR, KIP-903 broker epochs in
+AlterPartition, KIP-966 eligible leader replicas with the strict min-ISR high-watermark rule,
+controller writes fenced by epoch). A
 historical rule or a proposed change is the same protocol with some rules replaced:
 
     from dataclasses import replace
     from model.replication.protocol import Protocol, truncate_to_high_watermark
     mine = replace(Protocol.current(), name="mine", truncation=truncate_to_high_watermark)
+
+Reassignment has three rules (`model/replication/reassignment.py`): when a move completes (today's
+rule since KAFKA-15665; the one before it and KAFKA-19975's are there to swap in), what a cancel
+writes, and which ELR a completion or cancel keeps.
 
 `VARIANTS` holds the named historical protocols of reference-notes/known-protocol-bugs.md (rows
 1, 2, 3, 4, 6, 8, 9, 13), each with the cluster settings its row needs and the invariants it breaks.
@@ -19,6 +24,14 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from model.replication.reassignment import (
+    Completion,
+    ElrFilter,
+    Revert,
+    complete_when_targets_in_sync,
+    elr_as_computed,
+    revert_clean,
+)
 from model.replication.state import NO_LEADER, Registry, Replica, epoch_cache
 
 UNDEFINED = -1
@@ -183,7 +196,10 @@ Choice = tuple[int, frozenset[int], frozenset[int]]  # (leader, isr, elr)
 
 
 def _first(registry: Registry, candidates: frozenset[int], n: int) -> int | None:
-    for b in range(1, n + 1):  # replica order: the preferred replica first
+    """The first unfenced candidate in replica order (`PartitionChangeBuilder.electAnyLeader` walks the
+    target replicas; during a reassignment those are the target first, then the replicas being removed).
+    A broker outside the replica set is never chosen, even if it is still in the ELR."""
+    for b in registry.replicas:  # replica order: the preferred replica first
         if b in candidates and b not in registry.fenced:
             return b
     return None
@@ -212,7 +228,7 @@ def unclean_allowed(registry: Registry, n: int) -> Choice | None:
     clean = clean_only(registry, n)
     if clean is not None:
         return clean
-    b = _first(registry, frozenset(range(1, n + 1)), n)
+    b = _first(registry, frozenset(registry.replicas), n)
     return None if b is None else (b, frozenset({b}), frozenset())
 
 
@@ -233,12 +249,22 @@ def keep_last_replica(registry: Registry, removed: frozenset[int], min_isr: int,
     return (isr if isr else registry.isr), frozenset()
 
 
-def added_replicas_unfenced(registry: Registry, isr: frozenset[int]) -> bool:
-    """KRaft's AlterPartition check: replicas joining the ISR must be registered and unfenced."""
+def added_replicas_current_epoch(registry: Registry, isr: frozenset[int],
+                                 broker_epochs: Mapping[int, int]) -> bool:
+    """KRaft's AlterPartition check with KIP-903: replicas joining the ISR must be unfenced, and the broker
+    epoch the leader saw in their fetches must be the registered one (a restart in between refuses it)."""
+    added = isr - registry.isr
+    if added & registry.fenced:
+        return False
+    return all(broker_epochs.get(b) == registry.broker_epochs[b - 1] for b in added)
+
+
+def added_replicas_unfenced(registry: Registry, isr: frozenset[int], broker_epochs: Mapping[int, int]) -> bool:
+    """Before KIP-903: replicas joining the ISR must be registered and unfenced; broker epochs unchecked."""
     return not ((isr - registry.isr) & registry.fenced)
 
 
-def accept_any_isr(registry: Registry, isr: frozenset[int]) -> bool:
+def accept_any_isr(registry: Registry, isr: frozenset[int], broker_epochs: Mapping[int, int]) -> bool:
     """ZooKeeper era: the leader wrote the ISR itself; nobody checked who joined."""
     return True
 
@@ -283,7 +309,7 @@ class Protocol:
     # may the leader propose this follower for the ISR
     isr_join: Callable[[Replica, int, Registry], bool]
     # may the controller accept this ISR from the leader
-    alter_partition_validation: Callable[[Registry, frozenset[int]], bool]
+    alter_partition_validation: Callable[[Registry, frozenset[int], Mapping[int, int]], bool]
     # the leader's high watermark
     high_watermark: Callable[[Replica, int], int]
     # the controller's leader choice when the leader is gone (clean, unclean, ELR)
@@ -294,6 +320,12 @@ class Protocol:
     registration: Callable[[bool], tuple[bool, bool]]
     # may a controller of this epoch write the partition state
     controller_write: Callable[[Registry, int], bool]
+    # when a reassignment completes: run on every controller write, as KRaft's PartitionChangeBuilder does
+    reassignment_completion: Completion = complete_when_targets_in_sync
+    # what cancelling a reassignment writes (None: refused)
+    reassignment_revert: Revert = revert_clean
+    # the ELR a completion or a cancel writes, given the replica set it writes
+    reassignment_elr: ElrFilter = elr_as_computed
     send_leader_epoch: bool = True  # fetches carry the follower's leader epoch (KIP-320)
     extra: Mapping[str, Any] = field(default_factory=dict)
 
@@ -307,12 +339,15 @@ class Protocol:
             truncate_on=truncate_on_every_epoch_change,
             fetch_validation=validate_leader_epoch,
             isr_join=caught_up_in_leader_epoch,
-            alter_partition_validation=added_replicas_unfenced,
+            alter_partition_validation=added_replicas_current_epoch,
             high_watermark=over_maximal_isr_strict,
             leader_choice=clean_or_eligible,
             isr_removal=eligible_leader_replicas,
             registration=register_fenced,
             controller_write=fenced_by_controller_epoch,
+            reassignment_completion=complete_when_targets_in_sync,
+            reassignment_revert=revert_clean,
+            reassignment_elr=elr_as_computed,
         )
 
     def rules(self) -> dict[str, str]:
@@ -362,12 +397,12 @@ VARIANTS: dict[str, Variant] = {v.name: v for v in (
              "truncates once, and two quick leader moves leave a divergent offset below the high watermark",
              ("replication.log-matching", "replication.electable-has-committed"), 18,
              {"brokers": 2, "min_isr": 1, "crashes": 0, "lossy_crashes": 0, "fences": 0, "elections": 2,
-              "isr_shrinks": 0, "failovers": 0, "records": 3},
+              "isr_shrinks": 0, "failovers": 0, "records": 4},
              epoch_lookup=first_offset_after_epoch),
     _variant("no-epoch-in-fetch", 4,
              "KIP-320 (KAFKA-6880): fetches carry no leader epoch, so a zombie follower that missed two "
              "epochs fetches from the right broker at the wrong offset and rejoins the ISR",
-             ("replication.log-matching", "replication.electable-has-committed"), 24,
+             ("replication.log-matching", "replication.electable-has-committed"), 27,
              {"brokers": 3, "min_isr": 1, "crashes": 0, "lossy_crashes": 0, "fences": 0, "elections": 2,
               "isr_shrinks": 1, "failovers": 0, "records": 3},
              fetch_validation=no_leader_epoch, send_leader_epoch=False),

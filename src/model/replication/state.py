@@ -1,9 +1,11 @@
-"""The replication model's state: one partition replicated on every broker, its controller and history.
+"""The replication model's state: one partition, its replicas on brokers 1..n, its controller and history.
 
 Everything is immutable and hashable, so the exhaustive explorer can put states in a set and the
-Hypothesis explorer can keep every state of a trace. Broker ids are 1..n and every broker holds a
-replica (replication factor = n); replicas are listed in id order, which is the partition's
-replica order (the preferred leader is broker 1).
+Hypothesis explorer can keep every state of a trace. Broker ids are 1..n. The controller's registry
+holds the replica set in Kafka's order (the preferred leader first): brokers 1..RF at the start, every
+broker by default. A partition reassignment (KRaft's `PartitionReassignmentReplicas`) grows it to the
+target plus the replicas being removed, with `adding` and `removing` beside it, and shrinks it to the
+target when the reassignment completes; a broker outside the replica set holds no log.
 
 What is modelled, after the TLA+ models in reference-notes/formal-models.md:
 - a broker's *belief* (leader, leader epoch, ISR from the last LeaderAndIsr / metadata update it
@@ -12,7 +14,7 @@ What is modelled, after the TLA+ models in reference-notes/formal-models.md:
 - every record carries a unique id and the leader epoch it was written in, so "same offset,
   different record" is visible;
 - the flushed prefix of each log is what survives a lossy unclean shutdown (power loss);
-- messages (LeaderAndIsr, Fetch, AlterPartition and their responses) sit in an unordered pool and
+- messages (LeaderAndIsr, StopReplica, Fetch, AlterPartition and their responses) sit in an unordered pool and
   may be delivered in any order, duplicated or dropped;
 - history variables (acknowledged and committed records, what consumers read, the leaders of each
   epoch) define correctness, not the protocol's own state.
@@ -81,6 +83,7 @@ class Replica:
     isr: frozenset[int] = frozenset()
     controller_epoch: int = 0  # newest controller epoch it has seen
     needs_truncation: bool = False  # became follower; must truncate before fetching
+    replicas: tuple[int, ...] = ()  # the partition's replica set, as the broker last learned it
     # Leader only: the leader's view of each follower, from fetches in this leader epoch.
     follower_leo: tuple[tuple[int, int], ...] = ()  # (follower, fetch offset), sorted
     follower_broker_epoch: tuple[tuple[int, int], ...] = ()  # (follower, broker epoch sent in its fetch)
@@ -99,6 +102,11 @@ class Replica:
     @property
     def last_epoch(self) -> int:
         return self.log[-1].epoch if self.log else 0
+
+    @property
+    def hosts(self) -> bool:
+        """Holds a replica of the partition, as far as the broker knows."""
+        return self.id in self.replicas
 
     def view_of(self, follower: int) -> int | None:
         return dict(self.follower_leo).get(follower)
@@ -129,6 +137,26 @@ class Registry:
     written_by: int = 1  # controller epoch stored with the partition state (ZK: LeaderAndIsr znode)
     fenced: frozenset[int] = frozenset()  # broker registrations the controller fenced
     broker_epochs: tuple[int, ...] = ()  # the controller's registration epoch of each broker
+    # The assignment (KRaft's PartitionRegistration: replicas, addingReplicas, removingReplicas).
+    replicas: tuple[int, ...] = ()  # RS in Kafka's order; during a reassignment the target first, then removing
+    adding: tuple[int, ...] = ()  # AR, ascending (KRaft builds it in a TreeSet)
+    removing: tuple[int, ...] = ()  # RR, ascending
+
+    @property
+    def reassigning(self) -> bool:
+        """`PartitionReassignmentReplicas.isReassignmentInProgress`: adding or removing is non-empty."""
+        return bool(self.adding or self.removing)
+
+    @property
+    def target(self) -> tuple[int, ...]:
+        """TRS: the replica set minus the replicas being removed (KRaft keeps no separate target)."""
+        return tuple(b for b in self.replicas if b not in self.removing)
+
+    @property
+    def origin(self) -> tuple[int, ...]:
+        """ORS as a new controller derives it: the replica set minus the replicas being added (the set a
+        cancel reverts to; `PartitionReassignmentRevert`). Kafka does not keep the original order."""
+        return tuple(b for b in self.replicas if b not in self.adding)
 
 
 @dataclass(frozen=True)
@@ -151,8 +179,26 @@ class LeaderAndIsr:
     leader_epoch: int
     partition_epoch: int
     isr: tuple[int, ...]
+    replicas: tuple[int, ...] = ()  # the replica set the record names (KRaft brokers learn it from the metadata)
 
     kind = "LeaderAndIsr"
+
+
+@dataclass(frozen=True, order=True)
+class StopReplica:
+    """Controller -> a broker taken out of the replica set: stop fetching and delete the log.
+
+    ZooKeeper's controller sends StopReplica(delete=true); a KRaft broker does the same when the
+    metadata record no longer lists it (`ReplicaManager.applyDelta`: the partition is among the deletes).
+    The epochs let the broker ignore it behind a newer LeaderAndIsr that adds the broker back.
+    """
+
+    to: int
+    controller_epoch: int
+    leader_epoch: int
+    partition_epoch: int
+
+    kind = "StopReplica"
 
 
 @dataclass(frozen=True, order=True)
@@ -187,6 +233,8 @@ class AlterPartition:
     leader_epoch: int
     partition_epoch: int
     isr: tuple[int, ...]
+    # KIP-903: (member, broker epoch the leader saw in its fetches) for every proposed ISR member
+    broker_epochs: tuple[tuple[int, int], ...] = ()
 
     kind = "AlterPartition"
 
@@ -202,8 +250,8 @@ class AlterPartitionResponse:
     kind = "AlterPartitionResponse"
 
 
-Message = LeaderAndIsr | FetchRequest | FetchResponse | AlterPartition | AlterPartitionResponse
-MESSAGE_TYPES: dict[str, type] = {t.kind: t for t in (LeaderAndIsr, FetchRequest, FetchResponse,
+Message = LeaderAndIsr | StopReplica | FetchRequest | FetchResponse | AlterPartition | AlterPartitionResponse
+MESSAGE_TYPES: dict[str, type] = {t.kind: t for t in (LeaderAndIsr, StopReplica, FetchRequest, FetchResponse,
                                                       AlterPartition, AlterPartitionResponse)}
 
 
@@ -232,7 +280,7 @@ def message_from_dict(d: dict[str, Any]) -> Message:
         if name == "records":
             value = tuple(Record(int(i), int(e)) for i, e in value)
         elif isinstance(value, list):
-            value = tuple(value)
+            value = tuple(tuple(x) if isinstance(x, list) else x for x in value)
         kwargs[name] = value
     return cls(**kwargs)
 
@@ -254,6 +302,14 @@ class History:
     max_written_by: int = 0  # highest controller epoch that wrote the partition state before this state
     max_broker_epochs: tuple[int, ...] = ()  # highest leader epoch each broker believed before this state
     lossy_crashes: int = 0
+    # Reassignment, while one is in flight: the replica set before its first request, and the union of the
+    # replica sets every request of the chain found (a request on top of an in-flight one starts from the
+    # full replica set, KRaft's `changePartitionReassignment`).
+    reassign_origin: frozenset[int] = frozenset()
+    reassign_seen: frozenset[int] = frozenset()
+    # Every completed reassignment: (TRS, the ISR the controller completed it with, then RS, AR, RR written).
+    completions: frozenset[tuple[tuple[int, ...], tuple[int, ...], tuple[int, ...], tuple[int, ...],
+                                 tuple[int, ...]]] = frozenset()
 
 
 @dataclass(frozen=True)
@@ -266,6 +322,8 @@ class Budget:
     elections: int = 0  # leader moves a live leader did not ask for (preferred election, zombie controller)
     isr_shrinks: int = 0  # a leader dropping a follower it considers slow
     failovers: int = 0  # controller failovers (the old controller may live on as a zombie)
+    reassignments: int = 0  # AlterPartitionReassignments requests (an operator's)
+    cancels: int = 0  # AlterPartitionReassignments cancelling the one in flight
     records: int = 0
     reads: int = 0
 
