@@ -17,8 +17,9 @@ from hypothesis import strategies as st
 
 from invariants.replication import check_replication
 from invariants.replication_explore import Trace, exhaust, explore, replay
+from invariants.replication_rows import matches as _matches
 from kcheck.cli import main
-from model.replication import KINDS, Action, Config, Protocol, apply, initial_state
+from model.replication import Config, Protocol, apply, initial_state
 from model.replication.actions import (
     cancel_reassignment,
     enabled,
@@ -55,20 +56,7 @@ CURRENT = Protocol.current()
 ELR_FIXED = replace(CURRENT, name="elr-within-replicas", reassignment_elr=elr_within_replicas)
 DURABILITY = {"replication.electable-has-committed", "replication.leader-has-acked", "replication.no-acked-lost"}
 
-# ---- scripting ----------------------------------------------------------------------------------
-
-
-def _matches(action: Action, want: dict[str, Any]) -> bool:
-    params = dict(zip(KINDS[action.kind].params, action.args, strict=True))
-    if params.get("keep"):
-        return False  # scripts never duplicate a message
-    for key, value in want.items():
-        if "message" in params and key not in params:
-            if getattr(params["message"], key) != value:
-                return False
-        elif params.get(key) != value:
-            return False
-    return True
+# ---- scripting (steps named as in invariants.replication_rows) -----------------------------------
 
 
 def play(protocol: Protocol, cfg: Config, script: list[tuple[str, dict[str, Any]]],

@@ -20,7 +20,8 @@ from model.replication.state import State
 Script = list[tuple[str, dict[str, Any]]]
 
 
-def _matches(action: Action, want: dict[str, Any]) -> bool:
+def matches(action: Action, want: dict[str, Any]) -> bool:
+    """Does `action` fit a script step's description (its parameters, or the fields of its message)?"""
     params = dict(zip(KINDS[action.kind].params, action.args, strict=True))
     if params.get("keep"):
         return False  # scripts never duplicate a message
@@ -38,7 +39,7 @@ def run_script(protocol: Protocol, cfg: Config, script: Script) -> tuple[int, li
     allow. Returns (steps played, invariants violated after the last one, last state)."""
     s = initial_state(cfg)
     for n, (kind, want) in enumerate(script, 1):
-        options = [a for a, _ in enabled(s, protocol, cfg, kind) if _matches(a, want)]
+        options = [a for a, _ in enabled(s, protocol, cfg, kind) if matches(a, want)]
         if not options:
             return n - 1, [], s
         if len(options) > 1:
