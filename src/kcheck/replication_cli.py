@@ -78,6 +78,12 @@ def _only(resolved: ResolvedProtocol, invariants: list[str] | None) -> set[str] 
     return set(resolved.variant.violates) if resolved.variant is not None else None
 
 
+def _check_out(path: str | None) -> None:
+    """Refuse an existing --out file before any work is done."""
+    if path is not None and os.path.exists(path):
+        raise InputError(path, "already exists; kcheck does not overwrite files (choose another --out)")
+
+
 def _write_trace(path: str | None, trace: Trace | None) -> None:
     if path is None or trace is None:
         return
@@ -195,6 +201,7 @@ def explore_command(
 ) -> int:
     """Explore the replication model with Hypothesis: random programs of actions, shrunk to a minimal
     counterexample when an invariant breaks."""
+    _check_out(out)
     resolved = _protocol(protocol)
     cfg = _config(resolved, {}, {"brokers": brokers, "replication_factor": replication_factor, "min_isr": min_isr,
                                  "acks": acks, "records": records, "crashes": crashes, "lossy_crashes": lossy_crashes,
@@ -240,6 +247,7 @@ def exhaust_command(
 ) -> int:
     """Explore every reachable state within the bounds, breadth first; a violation comes with the
     shortest trace that reaches it."""
+    _check_out(out)
     resolved = _protocol(protocol)
     small = {"brokers": 2, "min_isr": 1, "records": 2, "max_leader_epoch": 3, "crashes": 1, "lossy_crashes": 1,
              "fences": 1, "elections": 1, "isr_shrinks": 1, "failovers": 1, "reads": 1}
