@@ -242,7 +242,9 @@ def _model_event(s: State, cfg: Config, event: Any) -> State:
                else cancel_reassignment(s, CURRENT, cfg))
         return s if nxt is None else nxt
     if isinstance(event, IsrChange):  # the leader's AlterPartition, at the registry's epochs
-        m = AlterPartition(reg.leader, reg.leader_epoch, reg.partition_epoch, tuple(sorted(event.isr)))
+        # the leader reports the broker epochs it saw in the members' fetches (KIP-903): the registered ones
+        epochs = tuple((b, reg.broker_epochs[b - 1]) for b in sorted(event.isr))
+        m = AlterPartition(reg.leader, reg.leader_epoch, reg.partition_epoch, tuple(sorted(event.isr)), epochs)
         nxt = handle_alter_partition(evolve(s, pool=s.pool | {m}), CURRENT, cfg, m)
         assert nxt is not None
         return nxt
