@@ -210,7 +210,7 @@ class ReplicationOutcome:
     """One run of the replication model: today's protocol must hold; a variant must break its row's property."""
 
     protocol: str
-    engine: str  # "explore" (Hypothesis) or "exhaust" (every state within bounds)
+    engine: str  # "explore" (Hypothesis), "exhaust" (every state within bounds) or "row N sequence"
     expect_violation: bool
     size: str  # programs x steps, or states and transitions
     seconds: float
