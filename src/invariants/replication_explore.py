@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 import time
 from collections import deque
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -256,10 +256,6 @@ def exhaust(protocol: Protocol, cfg: Config, *, max_states: int | None = None, l
     if result.trace is None and queue:
         result.complete = False
     return result
-
-
-def first_violated(trace: Trace) -> Sequence[str]:
-    return sorted({v.invariant for v in trace.violations})
 
 
 @dataclass(frozen=True)

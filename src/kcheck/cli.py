@@ -162,15 +162,7 @@ def place(
 
 
 def _validate_against_cluster(assignment: ReplicaAssignment, cluster: Cluster, plan: str, brokers: str) -> None:
-    if cluster.rack_layout == "mixed":
-        bare = [b.id for b in cluster.brokers if b.rack is None]
-        raise InputError(brokers, "Not all brokers have rack information for replica rack aware assignment "
-                                  f"(no rack: broker(s) {', '.join(map(str, bare))})")
-    known = set(cluster.broker_ids)
-    for p in assignment:
-        for b in (*p.replicas, *p.adding):
-            if b not in known:
-                raise InputError(plan, f"partition {p.tp}: unknown broker id {b} (not in {brokers})")
+    formats.check_plan_brokers(assignment, cluster, plan, brokers, " for replica rack aware assignment")
     for topic, rf in assignment.replication_factors.items():
         if rf > len(cluster):
             raise InputError(plan, f"topic {topic}: replication factor {rf} larger than available brokers: "

@@ -16,7 +16,7 @@ from __future__ import annotations
 import json
 import re
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from model import NO_LEADER, Broker, Cluster, PartitionReplicas, ReplicaAssignment, TopicPartition
@@ -409,3 +409,18 @@ def _show(value: object, limit: int = 40) -> str:
 
 def _quote(text: str, limit: int = 40) -> str:
     return '"' + (text if len(text) <= limit else text[: limit - 3] + "...") + '"'
+
+
+def check_plan_brokers(partitions: Iterable[PartitionReplicas], cluster: Cluster, plan: str, brokers: str,
+                       purpose: str = "") -> None:
+    """A plan read against a brokers file: every broker has a rack or none does (Kafka's rack-aware paths
+    refuse a mix), and every replica in the plan is a known broker."""
+    if cluster.rack_layout == "mixed":
+        bare = [b.id for b in cluster.brokers if b.rack is None]
+        raise InputError(brokers, f"Not all brokers have rack information{purpose} "
+                                  f"(no rack: broker(s) {', '.join(map(str, bare))})")
+    known = set(cluster.broker_ids)
+    for p in partitions:
+        for b in (*p.replicas, *p.adding):
+            if b not in known:
+                raise InputError(plan, f"partition {p.tp}: unknown broker id {b} (not in {brokers})")

@@ -257,15 +257,7 @@ def run_verify_reassignment(current_path: str, proposed_path: str, brokers_file:
     derived = brokers_file is None
     if brokers_file:
         cluster = formats.parse_brokers(formats.read_text(brokers_file), brokers_file)
-        if cluster.rack_layout == "mixed":
-            bare = [b.id for b in cluster.brokers if b.rack is None]
-            raise InputError(brokers_file, "Not all brokers have rack information (no rack: broker(s) "
-                                           f"{', '.join(map(str, bare))})")
-        known = set(cluster.broker_ids)
-        for p in current:
-            for b in (*p.replicas, *p.adding):
-                if b not in known:
-                    raise InputError(current_source, f"partition {p.tp}: unknown broker id {b} (not in {brokers_file})")
+        formats.check_plan_brokers(current, cluster, current_source, brokers_file)
     else:
         ids = set(current.broker_ids()) | set(proposed.broker_ids())
         cluster = Cluster.of(sorted(ids))

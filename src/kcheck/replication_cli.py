@@ -84,6 +84,14 @@ def _check_out(path: str | None) -> None:
         raise InputError(path, "already exists; kcheck does not overwrite files (choose another --out)")
 
 
+def _prepare(out: str | None, protocol: str, invariant: list[str] | None, defaults: dict[str, Any],
+             given: dict[str, Any]) -> tuple[ResolvedProtocol, Config, set[str] | None]:
+    """What explore and exhaust check first: the --out file, the protocol, the settings, the invariants."""
+    _check_out(out)
+    resolved = _protocol(protocol)
+    return resolved, _config(resolved, defaults, given), _only(resolved, invariant)
+
+
 def _write_trace(path: str | None, trace: Trace | None) -> None:
     if path is None or trace is None:
         return
@@ -201,13 +209,11 @@ def explore_command(
 ) -> int:
     """Explore the replication model with Hypothesis: random programs of actions, shrunk to a minimal
     counterexample when an invariant breaks."""
-    _check_out(out)
-    resolved = _protocol(protocol)
-    cfg = _config(resolved, {}, {"brokers": brokers, "replication_factor": replication_factor, "min_isr": min_isr,
-                                 "acks": acks, "records": records, "crashes": crashes, "lossy_crashes": lossy_crashes,
-                                 "fences": fences, "elections": elections, "isr_shrinks": isr_shrinks,
-                                 "failovers": failovers, "reassignments": reassignments, "cancels": cancels})
-    only = _only(resolved, invariant)
+    resolved, cfg, only = _prepare(out, protocol, invariant, {}, {
+        "brokers": brokers, "replication_factor": replication_factor, "min_isr": min_isr, "acks": acks,
+        "records": records, "crashes": crashes, "lossy_crashes": lossy_crashes, "fences": fences,
+        "elections": elections, "isr_shrinks": isr_shrinks, "failovers": failovers, "reassignments": reassignments,
+        "cancels": cancels})
     result: ExploreResult = _run("exploration", resolved, explore, resolved.protocol, cfg, examples=examples,
                                  steps=steps, seed_value=seed, label=resolved.label, only=only)
     _write_trace(out, result.trace)
@@ -247,16 +253,13 @@ def exhaust_command(
 ) -> int:
     """Explore every reachable state within the bounds, breadth first; a violation comes with the
     shortest trace that reaches it."""
-    _check_out(out)
-    resolved = _protocol(protocol)
     small = {"brokers": 2, "min_isr": 1, "records": 2, "max_leader_epoch": 3, "crashes": 1, "lossy_crashes": 1,
              "fences": 1, "elections": 1, "isr_shrinks": 1, "failovers": 1, "reads": 1}
-    cfg = _config(resolved, small, {
+    resolved, cfg, only = _prepare(out, protocol, invariant, small, {
         "brokers": brokers, "replication_factor": replication_factor, "min_isr": min_isr, "acks": acks,
         "records": records, "max_leader_epoch": max_leader_epoch, "crashes": crashes, "lossy_crashes": lossy_crashes,
         "fences": fences, "elections": elections, "isr_shrinks": isr_shrinks, "failovers": failovers, "reads": reads,
         "reassignments": reassignments, "cancels": cancels, "duplicates": duplicates})
-    only = _only(resolved, invariant)
     result: ExhaustResult = _run("exhaustive search", resolved, exhaust, resolved.protocol, cfg,
                                  max_states=max_states, label=resolved.label, only=only)
     _write_trace(out, result.trace)

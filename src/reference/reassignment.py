@@ -24,7 +24,7 @@ stores follows Scala's Set: insertion order up to four members, then the hash-tr
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterable, Sequence
+from collections.abc import Callable, Collection, Iterable, Sequence
 from dataclasses import dataclass, replace
 from enum import StrEnum
 
@@ -288,6 +288,23 @@ def _validate_zk_target(st: ZkControllerState, target: tuple[int, ...]) -> str |
     return None
 
 
+def _broker_event_guard(event: Event, replicas: Collection[int], isr: Sequence[int], up: Collection[int],
+                        word: str, isr_guard: Callable[[IsrChange], str | None]) -> str | None:
+    """The guard both controllers share for FollowerCaughtUp, BrokerDown and BrokerUp; `up` is the set of
+    brokers the controller counts (ZK: live, KRaft: active, i.e. unfenced and not shutting down)."""
+    if isinstance(event, FollowerCaughtUp):
+        if event.broker not in replicas or event.broker not in up:
+            return f"broker {event.broker} is not {'an' if word[0] in 'aeiou' else 'a'} {word} replica"
+        if event.broker in isr:
+            return f"broker {event.broker} is already in the ISR"
+        return isr_guard(IsrChange(scala_set_add(scala_set_of(isr), event.broker)))
+    if isinstance(event, BrokerDown):
+        return None if event.broker in up else f"broker {event.broker} is not {word}"
+    if isinstance(event, BrokerUp):
+        return None if event.broker not in up else f"broker {event.broker} is already {word}"
+    return f"unknown event {event!r}"
+
+
 def zk_guard(st: ZkControllerState, event: Event) -> str | None:
     """Why `event` cannot happen in `st`, or None when it can."""
     if isinstance(event, ControllerFailover):
@@ -312,17 +329,8 @@ def zk_guard(st: ZkControllerState, event: Event) -> str | None:
         if not joining <= st.live_brokers:
             return "an ISR member is not live"
         return None
-    if isinstance(event, FollowerCaughtUp):
-        if event.broker not in st.assignment.replicas or event.broker not in st.live_brokers:
-            return f"broker {event.broker} is not a live replica"
-        if event.broker in lai.isr:
-            return f"broker {event.broker} is already in the ISR"
-        return zk_guard(st, IsrChange(scala_set_add(scala_set_of(lai.isr), event.broker)))
-    if isinstance(event, BrokerDown):
-        return None if event.broker in st.live_brokers else f"broker {event.broker} is not live"
-    if isinstance(event, BrokerUp):
-        return None if event.broker not in st.live_brokers else f"broker {event.broker} is already live"
-    return f"unknown event {event!r}"
+    return _broker_event_guard(event, st.assignment.replicas, lai.isr, st.live_brokers, "live",
+                               lambda change: zk_guard(st, change))
 
 
 def zk_next_step(st: ZkControllerState, event: Event) -> ZkControllerState:
@@ -629,17 +637,8 @@ def kraft_guard(st: KRaftControllerState, event: Event) -> str | None:
         if not set(isr) <= st.active:
             return "INELIGIBLE_REPLICA: an ISR member is fenced or shutting down"
         return None
-    if isinstance(event, FollowerCaughtUp):
-        if event.broker not in part.replicas or event.broker not in st.active:
-            return f"broker {event.broker} is not an active replica"
-        if event.broker in part.isr:
-            return f"broker {event.broker} is already in the ISR"
-        return kraft_guard(st, IsrChange(scala_set_add(scala_set_of(part.isr), event.broker)))
-    if isinstance(event, BrokerDown):
-        return None if event.broker in st.active else f"broker {event.broker} is not active"
-    if isinstance(event, BrokerUp):
-        return None if event.broker not in st.active else f"broker {event.broker} is already active"
-    return f"unknown event {event!r}"
+    return _broker_event_guard(event, part.replicas, part.isr, st.active, "active",
+                               lambda change: kraft_guard(st, change))
 
 
 def _kraft_builder(st: KRaftControllerState, acceptable: Collection[int] | None = None) -> PartitionChangeBuilder:

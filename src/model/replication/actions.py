@@ -41,7 +41,6 @@ from model.replication.state import (
     NO_LEADER,
     AlterPartition,
     AlterPartitionResponse,
-    Budget,
     FetchRequest,
     FetchResponse,
     History,
@@ -769,7 +768,6 @@ class Kind:
     name: str
     fn: Callable[..., State | None]
     params: tuple[str, ...]
-    fault: bool  # spends a budget
     candidates: Callable[[State, Config], Iterator[tuple[Any, ...]]]
     needs: str | None = None  # a Config budget without which this kind can never happen
 
@@ -816,38 +814,38 @@ def _pairs(s: State, cfg: Config) -> Iterator[tuple[Any, ...]]:
 
 
 KINDS: dict[str, Kind] = {k.name: k for k in (
-    Kind("produce", produce, ("broker", "acks"), True,
+    Kind("produce", produce, ("broker", "acks"),
          lambda s, cfg: ((b, a) for b in s.brokers for a in cfg.acks)),
-    Kind("fetch", fetch, ("follower",), False, _each_broker),
-    Kind("handle_fetch", handle_fetch, ("message", "keep"), False, _messages(FetchRequest)),
-    Kind("handle_fetch_response", handle_fetch_response, ("message", "keep"), False, _messages(FetchResponse)),
-    Kind("truncate", truncate, ("follower",), False, _each_broker),
-    Kind("advance_hw", advance_hw, ("broker",), False, _each_broker),
-    Kind("expand_isr", expand_isr, ("leader", "follower"), False, _pairs),
-    Kind("shrink_isr", shrink_isr, ("leader", "follower"), True, _pairs),
-    Kind("handle_alter_partition", handle_alter_partition, ("message", "keep"), False, _messages(AlterPartition)),
-    Kind("handle_alter_partition_response", handle_alter_partition_response, ("message", "keep"), False,
+    Kind("fetch", fetch, ("follower",), _each_broker),
+    Kind("handle_fetch", handle_fetch, ("message", "keep"), _messages(FetchRequest)),
+    Kind("handle_fetch_response", handle_fetch_response, ("message", "keep"), _messages(FetchResponse)),
+    Kind("truncate", truncate, ("follower",), _each_broker),
+    Kind("advance_hw", advance_hw, ("broker",), _each_broker),
+    Kind("expand_isr", expand_isr, ("leader", "follower"), _pairs),
+    Kind("shrink_isr", shrink_isr, ("leader", "follower"), _pairs),
+    Kind("handle_alter_partition", handle_alter_partition, ("message", "keep"), _messages(AlterPartition)),
+    Kind("handle_alter_partition_response", handle_alter_partition_response, ("message", "keep"),
          _messages(AlterPartitionResponse)),
-    Kind("handle_leader_and_isr", handle_leader_and_isr, ("message", "keep"), False, _messages(LeaderAndIsr)),
-    Kind("handle_stop_replica", handle_stop_replica, ("message", "keep"), False, _messages(StopReplica),
+    Kind("handle_leader_and_isr", handle_leader_and_isr, ("message", "keep"), _messages(LeaderAndIsr)),
+    Kind("handle_stop_replica", handle_stop_replica, ("message", "keep"), _messages(StopReplica),
          "reassignments"),
-    Kind("flush", flush, ("broker",), False, _each_broker),
-    Kind("crash", crash, ("broker", "lossy"), True,
+    Kind("flush", flush, ("broker",), _each_broker),
+    Kind("crash", crash, ("broker", "lossy"),
          lambda s, cfg: ((b, lossy) for b in s.brokers for lossy in (False, True))),
-    Kind("restart", restart, ("broker",), False, _each_broker),
-    Kind("fence", fence, ("broker",), True, _each_broker),
-    Kind("unfence", unfence, ("broker",), False, _each_broker),
-    Kind("elect", elect, (), False, lambda s, cfg: iter([()])),
-    Kind("move_leader", move_leader, ("target",), True, _each_broker),
-    Kind("failover", failover, (), True, lambda s, cfg: iter([()])),
-    Kind("zombie_move_leader", zombie_move_leader, ("zombie", "target"), True,
+    Kind("restart", restart, ("broker",), _each_broker),
+    Kind("fence", fence, ("broker",), _each_broker),
+    Kind("unfence", unfence, ("broker",), _each_broker),
+    Kind("elect", elect, (), lambda s, cfg: iter([()])),
+    Kind("move_leader", move_leader, ("target",), _each_broker),
+    Kind("failover", failover, (), lambda s, cfg: iter([()])),
+    Kind("zombie_move_leader", zombie_move_leader, ("zombie", "target"),
          lambda s, cfg: ((z, b) for z in range(len(s.zombies)) for b in s.brokers)),
-    Kind("reassign", reassign, ("target",), True, _targets, "reassignments"),
-    Kind("cancel_reassignment", cancel_reassignment, (), True,
+    Kind("reassign", reassign, ("target",), _targets, "reassignments"),
+    Kind("cancel_reassignment", cancel_reassignment, (),
          lambda s, cfg: iter([()] if s.registry.reassigning and s.used.cancels < cfg.cancels else []), "cancels"),
-    Kind("consume", consume, ("broker", "offset"), True,
+    Kind("consume", consume, ("broker", "offset"),
          lambda s, cfg: ((b, o) for b in s.brokers for o in range(s.replica(b).hw))),
-    Kind("drop", drop, ("message",), False, lambda s, cfg: ((m,) for m in s.messages())),
+    Kind("drop", drop, ("message",), lambda s, cfg: ((m,) for m in s.messages())),
 )}
 
 
@@ -908,5 +906,3 @@ def successors(s: State, p: Protocol, cfg: Config) -> list[tuple[Action, State]]
             out.extend(enabled(s, p, cfg, kind))
     return out
 
-
-BUDGETS = tuple(f.name for f in fields(Budget))

@@ -21,7 +21,7 @@ writes, and which ELR a completion or cancel keeps.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from typing import Any
 
 from model.replication.reassignment import (
@@ -32,7 +32,7 @@ from model.replication.reassignment import (
     elr_as_computed,
     revert_clean,
 )
-from model.replication.state import NO_LEADER, Registry, Replica, epoch_cache
+from model.replication.state import Registry, Replica, epoch_cache
 
 UNDEFINED = -1
 
@@ -327,7 +327,6 @@ class Protocol:
     # the ELR a completion or a cancel writes, given the replica set it writes
     reassignment_elr: ElrFilter = elr_as_computed
     send_leader_epoch: bool = True  # fetches carry the follower's leader epoch (KIP-320)
-    extra: Mapping[str, Any] = field(default_factory=dict)
 
     @classmethod
     def current(cls) -> Protocol:
@@ -352,7 +351,7 @@ class Protocol:
 
     def rules(self) -> dict[str, str]:
         """Rule name -> the function in use, for reports."""
-        skip = {"name", "description", "extra", "send_leader_epoch"}
+        skip = {"name", "description", "send_leader_epoch"}
         return {k: getattr(self, k).__name__ for k in self.__dataclass_fields__ if k not in skip}
 
 
@@ -437,4 +436,3 @@ VARIANTS: dict[str, Variant] = {v.name: v for v in (
              controller_write=unfenced_controller_writes),
 )}
 
-NO_LEADER = NO_LEADER  # re-exported for rule authors
