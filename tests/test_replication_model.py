@@ -188,3 +188,12 @@ def test_config_rejects_bad_bounds():
 def test_each_variant_states_its_rows_length():
     for name, (script, _) in ROW_SCRIPTS.items():
         assert VARIANTS[name].minimal_steps == len(script), name
+
+
+def test_every_variants_shortest_trace_prints(capsys):
+    """`kcheck exhaust --protocol zombie-controller` renders the zombie's move (a broker target, not a list)."""
+    from kcheck.cli import main
+
+    assert main(["exhaust", "--protocol", "zombie-controller"]) == 1
+    out = capsys.readouterr().out
+    assert "zombie_move_leader zombie=0 target=2" in out and "replication.epochs-monotonic" in out

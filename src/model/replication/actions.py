@@ -737,7 +737,7 @@ class Action(NamedTuple):
                     parts.append("(duplicate)")
             elif name == "lossy":
                 parts.append("lossy" if value else "clean")
-            elif name == "target":
+            elif name == "target" and isinstance(value, tuple):  # a reassignment's target replica list
                 parts.append("to [" + ",".join(map(str, value)) + "]")
             else:
                 parts.append(f"{name}={value}")
