@@ -11,10 +11,11 @@ from dataclasses import replace
 import pytest
 
 from invariants.replication import check_replication
-from invariants.replication_explore import Trace, exhaust, explore, replay, resolve_protocol
+from invariants.replication_explore import ReplayError, Trace, exhaust, explore, replay, resolve_protocol, split_fetches
 from invariants.replication_rows import ROW_1, ROW_3, ROW_SCRIPTS, cfg_for, run_script
 from kcheck.check import SMALL_EXHAUSTIVE_BOUNDS
 from model.replication import VARIANTS, Config, Protocol, initial_state
+from model.replication.actions import Action, apply, enabled
 from model.replication.protocol import (
     end_offset_for_epoch,
     first_offset_after_epoch,
@@ -72,21 +73,88 @@ def test_exhaustive_search_finds_each_variant_within_the_rows_length(name):
     assert steps[-1].violations and len(steps) == len(result.trace.steps) + 1
 
 
-# Hypothesis at a CI budget reliably finds only the shortest row; every variant but row 4 is found by the
-# exhaustive test above, and bench/bench_replication.py measures Hypothesis on all of them.
-@pytest.mark.parametrize("name", ["zombie-controller"])
+def test_abstract_search_finds_row_4_in_fewer_steps_than_the_row():
+    """Row 4 is beyond the exact search (depth 8 of 27 in 150,000 states); the abstract search over atomic
+    fetches finds a KIP-320 zombie follower, and its trace is a run of the split model."""
+    v = VARIANTS["no-epoch-in-fetch"]
+    cfg = replace(Config(**v.settings), atomic_fetch=True)
+    result = exhaust(v.protocol, cfg, max_states=2_000_000, only=set(v.violates), abstract=True)
+    assert result.trace is not None, f"no violation in {result.states} abstract states"
+    assert not result.complete  # an abstract search never claims a proof
+    split = split_fetches(result.trace, v.protocol)
+    assert not split.config.atomic_fetch and len(split.steps) <= v.minimal_steps
+    last = replay(split, v.protocol)[-1]
+    assert {x.invariant for x in last.violations} & set(v.violates)
+    # the follower that missed the epochs fetched from the right broker at the wrong offset; with epochs in
+    # the fetch, today's leader fences it
+    assert any(a.kind == "fetch_round" for a in result.trace.steps)
+    try:
+        assert not replay(split, Protocol.current())[-1].violations
+    except ReplayError:
+        pass
+
+
+# With atomic fetches Hypothesis finds these rows within seconds. Rows 3 and 8 take about a minute each at
+# this budget and row 9 is found by 2 of 5 seeds in 600 programs, so the test suite leaves them to the exact
+# search, and row 4 to the abstract one; bench/bench_replication.py measures Hypothesis on all of them.
+@pytest.mark.parametrize("name", ["truncate-to-hw", "truncate-to-hw-lossy", "hw-over-committed-isr",
+                                  "zombie-controller"])
 def test_hypothesis_finds_and_shrinks_each_variant(name):
     v = VARIANTS[name]
-    r = explore(v.protocol, Config(**v.settings), examples=600, steps=40, seed_value=0, only=set(v.violates))
-    assert r.trace is not None, f"{name}: nothing found in {r.examples} programs"
+    cfg = replace(Config(**v.settings), atomic_fetch=True)
+    # About half of the seeds find each of these within 600 programs; Hypothesis also mixes integer literals
+    # of every loaded module into its draws, so a seed's run under pytest is not its run from the CLI.
+    for seed_value in range(3):
+        r = explore(v.protocol, cfg, examples=1500, steps=40, seed_value=seed_value, only=set(v.violates))
+        if r.trace is not None:
+            break
+    assert r.trace is not None, f"{name}: nothing found in 3 x 1,500 programs"
     assert {x.invariant for x in r.trace.violations} & set(v.violates)
-    assert len(r.trace.steps) <= 2 * v.minimal_steps  # about as short as the row's own sequence
+    split = split_fetches(r.trace, v.protocol)
+    assert replay(split, v.protocol)[-1].violations
+    assert len(split.steps) <= 2 * v.minimal_steps  # about as short as the row's own sequence
+
+
+def test_a_fetch_round_is_the_three_split_steps():
+    v = VARIANTS["truncate-to-hw"]
+    atomic = replace(Config(**v.settings), atomic_fetch=True)
+    split = replace(atomic, atomic_fetch=False)
+    s = apply(initial_state(atomic), v.protocol, atomic, Action("produce", (1, "all")))
+    rounded = apply(s, v.protocol, atomic, Action("fetch_round", (2,)))
+    t = apply(s, v.protocol, split, Action("fetch", (2,)))
+    (request,) = t.pool
+    t = apply(t, v.protocol, split, Action("handle_fetch", (request, False)))
+    (response,) = t.pool
+    t = apply(t, v.protocol, split, Action("handle_fetch_response", (response, False)))
+    assert rounded == t and [r.id for r in t.replica(2).log] == [1]
+    # each model refuses the other's fetch steps
+    assert apply(s, v.protocol, split, Action("fetch_round", (2,))) is None
+    assert apply(s, v.protocol, atomic, Action("fetch", (2,))) is None
+
+
+def test_flush_only_matters_with_a_lossy_crash():
+    cfg = Config(lossy_crashes=0)
+    s = apply(initial_state(cfg), Protocol.current(), cfg, Action("produce", (1, "all")))
+    assert enabled(s, Protocol.current(), cfg, "flush") == []
+    lossy = replace(cfg, lossy_crashes=1)
+    assert [a for a, _ in enabled(s, Protocol.current(), lossy, "flush")] == [Action("flush", (1,))]
+
+
+def test_abstract_search_keeps_fewer_states_and_finds_what_the_exact_one_finds():
+    current = exhaust(Protocol.current(), Config(**SMALL_EXHAUSTIVE_BOUNDS), abstract=True)
+    exact = exhaust(Protocol.current(), Config(**SMALL_EXHAUSTIVE_BOUNDS))
+    assert current.trace is None and not current.complete and current.states < exact.states
+    v = VARIANTS["unclean-election"]
+    found = exhaust(v.protocol, Config(**v.settings), only=set(v.violates), abstract=True)
+    shortest = exhaust(v.protocol, Config(**v.settings), only=set(v.violates))
+    assert found.trace is not None and len(found.trace.steps) >= len(shortest.trace.steps)
+    assert replay(found.trace, v.protocol)[-1].violations
 
 
 def test_todays_protocol_holds_in_every_state_at_small_bounds():
     result = exhaust(Protocol.current(), Config(**SMALL_EXHAUSTIVE_BOUNDS))
     assert result.complete and result.trace is None
-    assert result.states > 5_000  # the bound is not vacuous
+    assert result.states > 2_000  # the bound is not vacuous
 
 
 def test_todays_protocol_holds_in_the_first_states_with_every_fault():
@@ -197,3 +265,16 @@ def test_every_variants_shortest_trace_prints(capsys):
     assert main(["exhaust", "--protocol", "zombie-controller"]) == 1
     out = capsys.readouterr().out
     assert "zombie_move_leader zombie=0 target=2" in out and "replication.epochs-monotonic" in out
+
+
+def test_exhaust_abstract_atomic_from_the_command_line(capsys):
+    from kcheck.cli import main
+
+    assert main(["exhaust", "--protocol", "hw-over-committed-isr", "--atomic-fetch", "--abstract", "--json"]) == 1
+    rep = json.loads(capsys.readouterr().out)
+    assert rep["abstract"] and not rep["complete"] and rep["trace"]["config"]["atomic_fetch"]
+    assert any(step["action"] == "fetch_round" for step in rep["trace"]["steps"])
+    args = ["exhaust", "--brokers", "2", "--records", "1", "--crashes", "1", "--lossy-crashes", "0", "--fences", "0",
+            "--elections", "0", "--isr-shrinks", "0", "--failovers", "0", "--reads", "0", "--abstract"]
+    assert main(args) == 0
+    assert "not a proof" in capsys.readouterr().out

@@ -14,7 +14,7 @@ import json
 import time
 from collections import deque
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import networkx as nx
@@ -27,7 +27,7 @@ from invariants.registry import Violation
 from invariants.replication import check_replication
 from model.replication.actions import KINDS, Action, Config, apply, initial_state, successors
 from model.replication.protocol import VARIANTS, Protocol, Variant
-from model.replication.state import State
+from model.replication.state import AlterPartition, AlterPartitionResponse, LeaderAndIsr, State, StopReplica, evolve
 from reference.placers import load_object
 
 TRACE_FORMAT = 2  # 2: LeaderAndIsr names the replica set; StopReplica, reassign, cancel_reassignment
@@ -102,6 +102,30 @@ def replay(trace: Trace, protocol: Protocol, only: set[str] | None = None) -> li
         if violations:
             break
     return out
+
+
+def split_fetches(trace: Trace, protocol: Protocol) -> Trace:
+    """The same run in the split model: every `fetch_round` becomes its fetch, handle_fetch and
+    handle_fetch_response. Replaying the result checks that an atomic-fetch counterexample is a run of the
+    model with three steps per fetch."""
+    if not trace.config.atomic_fetch:
+        return trace
+    cfg = replace(trace.config, atomic_fetch=False)
+    s, steps = initial_state(cfg), []
+    for n, a in enumerate(trace.steps, 1):
+        parts = [Action("fetch", a.args), "handle_fetch", "handle_fetch_response"] if a.kind == "fetch_round" else [a]
+        sent: frozenset = frozenset()
+        for part in parts:
+            if isinstance(part, str):  # handle the one message the previous part sent
+                if len(sent) != 1:
+                    raise ReplayError(f"step {n} ({a.label()}) is not enabled in the split model")
+                part = Action(part, (next(iter(sent)), False))
+            nxt = apply(s, protocol, cfg, part)
+            if nxt is None:
+                raise ReplayError(f"step {n} ({a.label()}) is not enabled in the split model")
+            sent, s = nxt.pool - s.pool, nxt
+            steps.append(part)
+    return Trace(trace.protocol, cfg, tuple(steps), trace.violations)
 
 
 # ---- Hypothesis --------------------------------------------------------------------------------
@@ -180,7 +204,7 @@ def explore(protocol: Protocol, cfg: Config, *, examples: int = 200, steps: int 
     machine = seed(seed_value)(_machine(protocol, label, cfg, only, result))
     phases = [Phase.generate, Phase.shrink] if shrink else [Phase.generate]
     conf = settings(max_examples=examples, stateful_step_count=steps, deadline=None, database=None,
-                    suppress_health_check=list(HealthCheck), phases=phases, print_blob=False,
+                    suppress_health_check=list(HealthCheck), phases=phases, print_blob=False, derandomize=False,
                     report_multiple_bugs=False)
     start = time.perf_counter()
     try:
@@ -202,25 +226,48 @@ class ExhaustResult:
     transitions: int = 0
     depth: int = 0  # BFS levels fully explored
     seconds: float = 0.0
-    complete: bool = True  # False when max_states stopped the search
-    trace: Trace | None = None  # shortest path to a violating state
+    complete: bool = True  # False when max_states stopped the search, and always for an abstract search
+    abstract: bool = False  # one representative per abstract state (`abstract_key`): finds, never proves
+    trace: Trace | None = None  # shortest path to a violating state (within the abstraction, if abstract)
     graph: nx.DiGraph = field(default_factory=nx.DiGraph, repr=False)
 
 
+_CONTROL = (LeaderAndIsr, StopReplica, AlterPartition, AlterPartitionResponse)
+
+
+def abstract_key(s: State) -> State:
+    """What an abstract search compares: the state without the control messages in flight (LeaderAndIsr,
+    StopReplica, AlterPartition and its response).
+
+    Pending control messages are what multiply states: every election sends one LeaderAndIsr per replica,
+    and each may arrive now, later or never. Merging the states that differ only in them keeps the one
+    reached first, whose messages may be gone; fetch messages stay (they carry records). States are lost,
+    so a clean abstract search proves nothing; a violation it finds is real, since every path it reports
+    is a concrete run.
+    """
+    return evolve(s, pool=frozenset(m for m in s.pool if not isinstance(m, _CONTROL)))
+
+
 def exhaust(protocol: Protocol, cfg: Config, *, max_states: int | None = None, label: str | None = None,
-            only: set[str] | None = None) -> ExhaustResult:
+            only: set[str] | None = None, abstract: bool = False) -> ExhaustResult:
     """Breadth-first search of every state reachable within the config's bounds.
 
     States are compared as values (they are canonical: sorted tuples and frozensets throughout, with
     messages nobody can act on removed). The transition graph is a networkx DiGraph over state
     numbers, each edge labelled with its first action; the first violating state is found at the
     smallest depth, so the graph's shortest path to it is a shortest counterexample.
+
+    `abstract=True` compares states by `abstract_key` and keeps the first state found for each key:
+    far fewer states, so counterexamples far deeper than the exact search reaches (row 4's with
+    `Config.atomic_fetch`), but no proof. The graph is then the BFS tree of the representatives, so
+    every path in it is a run of the model.
     """
     label = label or protocol.name
-    result = ExhaustResult(label)
+    result = ExhaustResult(label, abstract=abstract)
+    key: Callable[[State], State] = abstract_key if abstract else (lambda st_: st_)
     start = time.perf_counter()
     init = initial_state(cfg)
-    ids: dict[State, int] = {init: 0}
+    ids: dict[State, int] = {key(init): 0}
     states: list[State] = [init]
     graph = result.graph
     graph.add_node(0)
@@ -233,13 +280,14 @@ def exhaust(protocol: Protocol, cfg: Config, *, max_states: int | None = None, l
         result.depth = max(result.depth, depth)
         for action, nxt in successors(states[node], protocol, cfg):
             result.transitions += 1
-            known = ids.get(nxt)
+            k = key(nxt)
+            known = ids.get(k)
             if known is None:
                 if max_states is not None and len(states) >= max_states:
                     result.complete = False
                     continue
                 known = len(states)
-                ids[nxt] = known
+                ids[k] = known
                 states.append(nxt)
                 queue.append((known, depth + 1))
                 graph.add_edge(node, known, action=action)
@@ -249,11 +297,11 @@ def exhaust(protocol: Protocol, cfg: Config, *, max_states: int | None = None, l
                     steps = tuple(graph.edges[u, v]["action"] for u, v in zip(path, path[1:], strict=False))
                     result.trace = Trace(label, cfg, steps, violations)
                     break
-            elif not graph.has_edge(node, known):
+            elif not abstract and not graph.has_edge(node, known):
                 graph.add_edge(node, known, action=action)
     result.states = len(states)
     result.seconds = time.perf_counter() - start
-    if result.trace is None and queue:
+    if (result.trace is None and queue) or abstract:
         result.complete = False
     return result
 

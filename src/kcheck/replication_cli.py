@@ -25,6 +25,7 @@ from invariants.replication_explore import (
     explore,
     replay,
     resolve_protocol,
+    split_fetches,
 )
 from kcheck import report
 from kcheck.formats import InputError, read_text
@@ -44,6 +45,10 @@ ReplicationFactorOpt = Annotated[int | None, typer.Option(
 ReassignmentsOpt = Annotated[int | None, typer.Option(
     min=0, help="Reassignment requests (AlterPartitionReassignments to any target list) the operator may make.")]
 CancelsOpt = Annotated[int | None, typer.Option(min=0, help="Requests cancelling the reassignment in flight.")]
+AtomicFetchOpt = Annotated[bool | None, typer.Option(
+    "--atomic-fetch/--split-fetch",
+    help="One step per fetch (request, answer, follower applying it) instead of three: reaches deeper, "
+         "explores fewer interleavings.")]
 
 
 def _protocol(spec: str) -> ResolvedProtocol:
@@ -180,6 +185,10 @@ def _print_trace(trace: Trace, resolved: ResolvedProtocol, header: str, only: se
     """Replay the trace checking the invariants the search checked (so it runs to the violation it found)."""
     out = report.console()
     steps = replay(trace, resolved.protocol, only)
+    if trace.config.atomic_fetch:  # the same run in the split model, checked by replaying it
+        split = split_fetches(trace, resolved.protocol)
+        if len(split.steps) > len(trace.steps) and replay(split, resolved.protocol, only)[-1].violations:
+            header += f"; {len(split.steps)} steps with split fetches"
     out.print(trace_table(steps, header))
     for v in steps[-1].violations:
         out.print(f"[bold red]{v.invariant}[/] at {escape(v.where)}: {escape(v.message)}")
@@ -203,6 +212,7 @@ def explore_command(
     records: Budget = None, crashes: Budget = None, lossy_crashes: Budget = None, fences: Budget = None,
     elections: Budget = None, isr_shrinks: Budget = None, failovers: Budget = None,
     reassignments: ReassignmentsOpt = None, cancels: CancelsOpt = None,
+    atomic_fetch: AtomicFetchOpt = None,
     invariant: InvariantOpt = None,
     out: OutOpt = None,
     json_out: JsonOpt = False,
@@ -213,7 +223,7 @@ def explore_command(
         "brokers": brokers, "replication_factor": replication_factor, "min_isr": min_isr, "acks": acks,
         "records": records, "crashes": crashes, "lossy_crashes": lossy_crashes, "fences": fences,
         "elections": elections, "isr_shrinks": isr_shrinks, "failovers": failovers, "reassignments": reassignments,
-        "cancels": cancels})
+        "cancels": cancels, "atomic_fetch": atomic_fetch})
     result: ExploreResult = _run("exploration", resolved, explore, resolved.protocol, cfg, examples=examples,
                                  steps=steps, seed_value=seed, label=resolved.label, only=only)
     _write_trace(out, result.trace)
@@ -245,6 +255,10 @@ def exhaust_command(
     fences: Budget = None, elections: Budget = None, isr_shrinks: Budget = None, failovers: Budget = None,
     reads: Budget = None, reassignments: ReassignmentsOpt = None, cancels: CancelsOpt = None,
     duplicates: Annotated[bool | None, typer.Option(help="Let messages be delivered twice.")] = None,
+    atomic_fetch: AtomicFetchOpt = None,
+    abstract: Annotated[bool, typer.Option(
+        help="Merge states that differ only in control messages in flight: finds much deeper "
+             "counterexamples, but a clean result is no proof.")] = False,
     max_states: Annotated[int, typer.Option(min=1, help="Stop after this many states (reported as incomplete).")
                           ] = 2_000_000,
     invariant: InvariantOpt = None,
@@ -259,26 +273,31 @@ def exhaust_command(
         "brokers": brokers, "replication_factor": replication_factor, "min_isr": min_isr, "acks": acks,
         "records": records, "max_leader_epoch": max_leader_epoch, "crashes": crashes, "lossy_crashes": lossy_crashes,
         "fences": fences, "elections": elections, "isr_shrinks": isr_shrinks, "failovers": failovers, "reads": reads,
-        "reassignments": reassignments, "cancels": cancels, "duplicates": duplicates})
+        "reassignments": reassignments, "cancels": cancels, "duplicates": duplicates, "atomic_fetch": atomic_fetch})
     result: ExhaustResult = _run("exhaustive search", resolved, exhaust, resolved.protocol, cfg,
-                                 max_states=max_states, label=resolved.label, only=only)
+                                 max_states=max_states, label=resolved.label, only=only, abstract=abstract)
     _write_trace(out, result.trace)
     rate = result.states / result.seconds if result.seconds else 0.0
     if json_out:
         print(json.dumps({"protocol": resolved.label, "config": cfg.as_dict(), "ok": result.trace is None,
-                          "complete": result.complete, "states": result.states, "transitions": result.transitions,
+                          "complete": result.complete, "abstract": result.abstract, "states": result.states,
+                          "transitions": result.transitions,
                           "depth": result.depth, "seconds": round(result.seconds, 3),
                           "trace": json.loads(result.trace.to_json()) if result.trace else None}, indent=2))
         return 1 if result.trace else 0
     con = report.console()
     con.print(f"protocol {escape(resolved.label)}: {escape(resolved.protocol.description)}")
     con.print(f"bounds: {_config_line(cfg)}")
-    con.print(f"{result.states:,} states, {result.transitions:,} transitions, depth {result.depth}, "
-              f"{result.seconds:.1f} s ({rate:,.0f} states/s)"
-              + ("" if result.complete else f"; INCOMPLETE: stopped at --max-states {max_states:,}"))
+    stopped = result.states >= max_states if result.abstract else not result.complete
+    con.print(f"{result.states:,} {'abstract ' if result.abstract else ''}states, {result.transitions:,} transitions, "
+              f"depth {result.depth}, {result.seconds:.1f} s ({rate:,.0f} states/s)"
+              + (f"; INCOMPLETE: stopped at --max-states {max_states:,}" if stopped else ""))
     if result.trace is None:
-        verdict = "OK" if result.complete else "OK so far"
-        con.print(f"{verdict}: no invariant violated in any reachable state.")
+        if result.abstract:
+            con.print("OK so far: no invariant violated in any state the abstract search kept (not a proof: "
+                      "it explores one state per abstract state).")
+        else:
+            con.print(f"{'OK' if result.complete else 'OK so far'}: no invariant violated in any reachable state.")
         return 0
     _print_trace(result.trace, resolved, f"Shortest counterexample ({len(result.trace.steps)} steps)", only)
     con.print("FAIL" + (f"; trace written to {escape(out)}" if out else "; --out FILE saves the trace."))

@@ -79,6 +79,10 @@ class Config:
     reassignments: int = 0  # AlterPartitionReassignments requests (an operator's; each is a new target)
     cancels: int = 0  # requests cancelling the reassignment in flight
     duplicates: bool = True  # messages may be delivered twice
+    # One fetch is one step (request, the leader's answer, the follower applying it, nothing in between), as
+    # in the TLA+ models: fewer interleavings, so searches reach deeper; every run is still a run of the split
+    # model, three steps per fetch.
+    atomic_fetch: bool = False
 
     def __post_init__(self) -> None:
         if not 1 <= self.brokers <= 6:
@@ -100,6 +104,10 @@ class Config:
                 raise ValueError(f"{f} must not be negative")
         if self.max_leader_epoch < 1:
             raise ValueError("max_leader_epoch must be at least 1")
+
+    @property
+    def split_fetch(self) -> bool:
+        return not self.atomic_fetch
 
     @property
     def rf(self) -> int:
@@ -306,6 +314,19 @@ def _response_current(s: State, m: FetchResponse) -> bool:
     r = s.replica(m.to)
     return (r.alive and r.known and r.leader == m.frm and r.leader_epoch == m.follower_epoch
             and r.leo == m.offset and not r.needs_truncation)
+
+
+def fetch_round(s: State, p: Protocol, cfg: Config, follower: int) -> State | None:
+    """`Config.atomic_fetch`: fetch, handle_fetch and handle_fetch_response back to back."""
+    sent = fetch(s, p, cfg, follower)
+    if sent is None:
+        return None
+    (request,) = sent.pool - s.pool
+    answered = handle_fetch(sent, p, cfg, request)
+    if answered is None:  # the believed leader is down: the split model's request would wait in the pool
+        return None
+    (response,) = answered.pool - sent.pool
+    return handle_fetch_response(answered, p, cfg, response)
 
 
 def truncate(s: State, p: Protocol, cfg: Config, follower: int) -> State | None:
@@ -769,10 +790,10 @@ class Kind:
     fn: Callable[..., State | None]
     params: tuple[str, ...]
     candidates: Callable[[State, Config], Iterator[tuple[Any, ...]]]
-    needs: str | None = None  # a Config budget without which this kind can never happen
+    needs: str | None = None  # a Config budget or switch without which this kind can never happen
 
     def possible(self, cfg: Config) -> bool:
-        """False when the config rules this kind out altogether (the explorer then leaves its rule out)."""
+        """False when the config rules this kind out altogether (never enabled; the explorer leaves its rule out)."""
         return self.needs is None or getattr(cfg, self.needs) > 0
 
 
@@ -816,9 +837,11 @@ def _pairs(s: State, cfg: Config) -> Iterator[tuple[Any, ...]]:
 KINDS: dict[str, Kind] = {k.name: k for k in (
     Kind("produce", produce, ("broker", "acks"),
          lambda s, cfg: ((b, a) for b in s.brokers for a in cfg.acks)),
-    Kind("fetch", fetch, ("follower",), _each_broker),
-    Kind("handle_fetch", handle_fetch, ("message", "keep"), _messages(FetchRequest)),
-    Kind("handle_fetch_response", handle_fetch_response, ("message", "keep"), _messages(FetchResponse)),
+    Kind("fetch", fetch, ("follower",), _each_broker, "split_fetch"),
+    Kind("handle_fetch", handle_fetch, ("message", "keep"), _messages(FetchRequest), "split_fetch"),
+    Kind("handle_fetch_response", handle_fetch_response, ("message", "keep"), _messages(FetchResponse),
+         "split_fetch"),
+    Kind("fetch_round", fetch_round, ("follower",), _each_broker, "atomic_fetch"),
     Kind("truncate", truncate, ("follower",), _each_broker),
     Kind("advance_hw", advance_hw, ("broker",), _each_broker),
     Kind("expand_isr", expand_isr, ("leader", "follower"), _pairs),
@@ -829,7 +852,8 @@ KINDS: dict[str, Kind] = {k.name: k for k in (
     Kind("handle_leader_and_isr", handle_leader_and_isr, ("message", "keep"), _messages(LeaderAndIsr)),
     Kind("handle_stop_replica", handle_stop_replica, ("message", "keep"), _messages(StopReplica),
          "reassignments"),
-    Kind("flush", flush, ("broker",), _each_broker),
+    # The flushed prefix matters only to a lossy crash: without one, flushing only multiplies states.
+    Kind("flush", flush, ("broker",), _each_broker, "lossy_crashes"),
     Kind("crash", crash, ("broker", "lossy"),
          lambda s, cfg: ((b, lossy) for b in s.brokers for lossy in (False, True))),
     Kind("restart", restart, ("broker",), _each_broker),
@@ -877,7 +901,9 @@ def _record_history(before: State, after: State) -> State:
 
 
 def apply(s: State, p: Protocol, cfg: Config, action: Action) -> State | None:
-    """The state after `action`, or None if its guard is false in `s`."""
+    """The state after `action`, or None if its guard is false in `s` (or the config rules its kind out)."""
+    if not KINDS[action.kind].possible(cfg):
+        return None
     if action.kind == "drop" and (not action.args or action.args[0] not in s.pool):
         return None
     if action.kind != "drop" and KINDS[action.kind].params[:1] == ("message",) and action.args[0] not in s.pool:

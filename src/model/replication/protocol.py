@@ -403,7 +403,7 @@ VARIANTS: dict[str, Variant] = {v.name: v for v in (
              "epochs fetches from the right broker at the wrong offset and rejoins the ISR",
              ("replication.log-matching", "replication.electable-has-committed"), 27,
              {"brokers": 3, "min_isr": 1, "crashes": 0, "lossy_crashes": 0, "fences": 0, "elections": 2,
-              "isr_shrinks": 1, "failovers": 0, "records": 3},
+              "isr_shrinks": 1, "failovers": 0, "records": 3, "duplicates": False},
              fetch_validation=no_leader_epoch, send_leader_epoch=False),
     _variant("hw-over-committed-isr", 6,
              "KIP-497's rejected design: while an ISR expansion is in flight the leader counts only the "
