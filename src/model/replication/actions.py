@@ -16,6 +16,10 @@ Simplifications, each chosen because the invariants cannot tell the difference:
   metadata cache.
 - A LeaderAndIsr (or StopReplica) that can no longer be applied (older epochs than its recipient has)
   and a fetch response its follower would ignore are removed from the pool; that is a drop, always allowed.
+- AlterPartition is an RPC over one connection with one request in flight per broker: a copy of the
+  request (a retry) is processed only while its answer has not arrived, and the answer to an earlier
+  copy is lost when a later copy is processed. Without this, a duplicated request answered out of order
+  let the controller accept an ISR the leader had already rolled back, a race TCP does not allow.
 
 Partition reassignment is KRaft's (`reassign`, `cancel_reassignment`): the operator's request is one
 controller write, and completion is not a step of its own: every controller write runs the
@@ -397,6 +401,9 @@ def handle_alter_partition(s: State, p: Protocol, cfg: Config, m: AlterPartition
         return None
     reg = s.registry
     s = _consume(s, m, keep)
+    # A broker has one AlterPartition in flight and sends again only after an answer or a failed connection;
+    # so an answer to it still travelling belongs to a connection that failed, and never arrives.
+    s = evolve(s, pool=s.pool - {q for q in s.pool if isinstance(q, AlterPartitionResponse) and q.to == m.frm})
     isr = frozenset(m.isr)
     if m.frm != reg.leader or m.leader_epoch != reg.leader_epoch:
         error = "FENCED_LEADER_EPOCH"
@@ -444,6 +451,11 @@ def handle_alter_partition_response(s: State, p: Protocol, cfg: Config, m: Alter
     if not r.is_leader or r.leader_epoch != m.leader_epoch or r.pending_isr is None:
         return None
     s = _consume(s, m, keep)
+    # The request is answered: no copy of it is still in flight. Kafka keeps one AlterPartition in flight per
+    # partition over one connection and retries only while no answer came, so the controller cannot process
+    # the request again after the leader acted on the answer (which a duplicate in this pool otherwise could).
+    s = evolve(s, pool=s.pool - {q for q in s.pool if isinstance(q, AlterPartition) and q.frm == m.to
+                                 and q.leader_epoch == m.leader_epoch and q.isr == m.isr})
     if frozenset(m.isr) != r.pending_isr:
         return s
     if m.error in ("INELIGIBLE_REPLICA", "OPERATION_NOT_ATTEMPTED"):
