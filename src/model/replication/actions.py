@@ -451,9 +451,9 @@ def handle_alter_partition_response(s: State, p: Protocol, cfg: Config, m: Alter
     if not r.is_leader or r.leader_epoch != m.leader_epoch or r.pending_isr is None:
         return None
     s = _consume(s, m, keep)
-    # The request is answered: no copy of it is still in flight. Kafka keeps one AlterPartition in flight per
-    # partition over one connection and retries only while no answer came, so the controller cannot process
-    # the request again after the leader acted on the answer (which a duplicate in this pool otherwise could).
+    # The request is answered: no copy of it is still in flight. A broker keeps one AlterPartition in flight
+    # over one connection and retries only while no answer came, so the controller cannot process the
+    # request again after the leader acted on the answer (which a duplicate in this pool otherwise could).
     s = evolve(s, pool=s.pool - {q for q in s.pool if isinstance(q, AlterPartition) and q.frm == m.to
                                  and q.leader_epoch == m.leader_epoch and q.isr == m.isr})
     if frozenset(m.isr) != r.pending_isr:
