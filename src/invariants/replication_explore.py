@@ -128,6 +128,13 @@ def split_fetches(trace: Trace, protocol: Protocol) -> Trace:
     return Trace(trace.protocol, cfg, tuple(steps), trace.violations)
 
 
+def split_run(trace: Trace, protocol: Protocol, only: set[str] | None = None) -> Trace | None:
+    """`split_fetches`, replayed: the split trace with the violations it ends in, or None if it breaks nothing."""
+    split = split_fetches(trace, protocol)
+    last = replay(split, protocol, only)[-1]
+    return replace(split, violations=last.violations) if last.violations else None
+
+
 # ---- Hypothesis --------------------------------------------------------------------------------
 
 @dataclass
@@ -226,10 +233,15 @@ class ExhaustResult:
     transitions: int = 0
     depth: int = 0  # BFS levels fully explored
     seconds: float = 0.0
-    complete: bool = True  # False when max_states stopped the search, and always for an abstract search
+    stopped: bool = False  # max_states refused a new state
     abstract: bool = False  # one representative per abstract state (`abstract_key`): finds, never proves
     trace: Trace | None = None  # shortest path to a violating state (within the abstraction, if abstract)
     graph: nx.DiGraph = field(default_factory=nx.DiGraph, repr=False)
+
+    @property
+    def complete(self) -> bool:
+        """Every reachable state was visited (or the first violation found): a clean result is a proof."""
+        return not (self.stopped or self.abstract)
 
 
 _CONTROL = (LeaderAndIsr, StopReplica, AlterPartition, AlterPartitionResponse)
@@ -284,7 +296,7 @@ def exhaust(protocol: Protocol, cfg: Config, *, max_states: int | None = None, l
             known = ids.get(k)
             if known is None:
                 if max_states is not None and len(states) >= max_states:
-                    result.complete = False
+                    result.stopped = True
                     continue
                 known = len(states)
                 ids[k] = known
@@ -301,8 +313,6 @@ def exhaust(protocol: Protocol, cfg: Config, *, max_states: int | None = None, l
                 graph.add_edge(node, known, action=action)
     result.states = len(states)
     result.seconds = time.perf_counter() - start
-    if (result.trace is None and queue) or abstract:
-        result.complete = False
     return result
 
 

@@ -21,7 +21,7 @@ import contextlib
 import io
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 
 from invariants import REGISTRY, PlacementSubject, Violation, check_placement, smt
 from invariants.exhaustive import check_exhaustively
@@ -262,7 +262,7 @@ def run_replication_models(deep: bool = False) -> list[ReplicationOutcome]:
 def hunt_variant(name: str) -> ReplicationOutcome:
     """The abstract search with atomic fetches at the variant's setting; the trace it finds is then split
     into three steps per fetch and replayed, so what is reported is a run of the split model."""
-    from invariants.replication_explore import exhaust, replay, split_fetches
+    from invariants.replication_explore import exhaust, split_run
     from model.replication import VARIANTS, Config
 
     v = VARIANTS[name]
@@ -272,11 +272,9 @@ def hunt_variant(name: str) -> ReplicationOutcome:
     if e.trace is None:
         return _outcome(name, "abstract search", True, size, e.seconds, None,
                         f"not found in {e.states:,} abstract states (row {v.row} needs {v.minimal_steps} steps)")
-    split = split_fetches(e.trace, v.protocol)
-    last = replay(split, v.protocol, set(v.violates))[-1]
-    split = replace(split, violations=last.violations)
+    split = split_run(e.trace, v.protocol, set(v.violates))
     return _outcome(name, "abstract search", True, f"{size}, {len(e.trace.steps)} atomic steps", e.seconds,
-                    split if last.violations else None, "" if last.violations else "the split replay broke nothing")
+                    split, "" if split else "the split replay broke nothing")
 
 
 def _outcome(name: str, engine: str, expect: bool, size: str, seconds: float, trace: object,

@@ -25,7 +25,7 @@ from invariants.replication_explore import (
     explore,
     replay,
     resolve_protocol,
-    split_fetches,
+    split_run,
 )
 from kcheck import report
 from kcheck.formats import InputError, read_text
@@ -185,10 +185,9 @@ def _print_trace(trace: Trace, resolved: ResolvedProtocol, header: str, only: se
     """Replay the trace checking the invariants the search checked (so it runs to the violation it found)."""
     out = report.console()
     steps = replay(trace, resolved.protocol, only)
-    if trace.config.atomic_fetch:  # the same run in the split model, checked by replaying it
-        split = split_fetches(trace, resolved.protocol)
-        if len(split.steps) > len(trace.steps) and replay(split, resolved.protocol, only)[-1].violations:
-            header += f"; {len(split.steps)} steps with split fetches"
+    split = split_run(trace, resolved.protocol, only)  # the same run in the split model, replayed
+    if split is not None and len(split.steps) > len(trace.steps):
+        header += f"; {len(split.steps)} steps with split fetches"
     out.print(trace_table(steps, header))
     for v in steps[-1].violations:
         out.print(f"[bold red]{v.invariant}[/] at {escape(v.where)}: {escape(v.message)}")
@@ -288,10 +287,9 @@ def exhaust_command(
     con = report.console()
     con.print(f"protocol {escape(resolved.label)}: {escape(resolved.protocol.description)}")
     con.print(f"bounds: {_config_line(cfg)}")
-    stopped = result.states >= max_states if result.abstract else not result.complete
     con.print(f"{result.states:,} {'abstract ' if result.abstract else ''}states, {result.transitions:,} transitions, "
               f"depth {result.depth}, {result.seconds:.1f} s ({rate:,.0f} states/s)"
-              + (f"; INCOMPLETE: stopped at --max-states {max_states:,}" if stopped else ""))
+              + (f"; INCOMPLETE: stopped at --max-states {max_states:,}" if result.stopped else ""))
     if result.trace is None:
         if result.abstract:
             con.print("OK so far: no invariant violated in any state the abstract search kept (not a proof: "
