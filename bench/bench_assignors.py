@@ -29,10 +29,10 @@ import time
 from collections.abc import Mapping
 from typing import Any
 
-from model.group import PartitionInfo, Subscription
-from model.vocabulary import TopicPartition
-from reference.assignors.registry import resolve_assignor
-from reference.assignors.sticky import encode_cooperative_user_data, serialize_topic_partition_assignment
+from kcheck.model.group import PartitionInfo, Subscription
+from kcheck.model.vocabulary import TopicPartition
+from kcheck.reference.assignors.registry import resolve_assignor
+from kcheck.reference.assignors.sticky import encode_cooperative_user_data, serialize_topic_partition_assignment
 
 ASSIGNORS = ("sticky", "cooperative-sticky", "range", "roundrobin", "uniform")
 CASES = {"uniform": "equal subscriptions", "non-equal": "last consumer on one topic"}

@@ -15,8 +15,8 @@ import time
 from pathlib import Path
 
 from kcheck.cli import main as kcheck_main
-from model import PartitionReplicas, TopicPartition
-from reference.election import (
+from kcheck.model import PartitionReplicas, TopicPartition
+from kcheck.reference.election import (
     KRAFT_ELR,
     Election,
     LeaderAndIsr,
@@ -24,8 +24,8 @@ from reference.election import (
     PartitionRegistration,
     leader_for_offline,
 )
-from reference.leader_balance import kraft_balance_partition_leaders, zk_auto_leader_rebalance
-from reference.reassignment import kraft_reassignment_steps, zk_reassignment_steps
+from kcheck.reference.leader_balance import kraft_balance_partition_leaders, zk_auto_leader_rebalance
+from kcheck.reference.reassignment import kraft_reassignment_steps, zk_reassignment_steps
 
 BROKERS = 60
 

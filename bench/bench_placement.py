@@ -9,12 +9,12 @@ import random
 import resource
 import time
 
-from invariants import PlacementSubject, check_placement
+from kcheck.invariants import PlacementSubject, check_placement
 from kcheck.check import run_check
 from kcheck.formats import parse_describe
-from model import Cluster, ReplicaAssignment
-from reference.java import JavaRandom
-from reference.placers import BUILTIN_PLACERS
+from kcheck.model import Cluster, ReplicaAssignment
+from kcheck.reference.java import JavaRandom
+from kcheck.reference.placers import BUILTIN_PLACERS
 
 
 def timed(repeat: int, fn, *args) -> float:

@@ -8,10 +8,10 @@ from __future__ import annotations
 import sys
 import time
 
-from invariants import smt
-from invariants.exhaustive import check_exhaustively
-from invariants.prover import Bounds, prove, prove_distinct_brokers_unbounded
-from reference.placers import BUILTIN_PLACERS
+from kcheck.invariants import smt
+from kcheck.invariants.exhaustive import check_exhaustively
+from kcheck.invariants.prover import Bounds, prove, prove_distinct_brokers_unbounded
+from kcheck.reference.placers import BUILTIN_PLACERS
 
 
 def main() -> None:

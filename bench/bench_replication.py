@@ -17,13 +17,10 @@ import statistics
 import sys
 import time
 from dataclasses import replace
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
-
-from invariants.replication_explore import exhaust, explore, split_fetches  # noqa: E402
-from kcheck.check import ABSTRACT_MAX_STATES, ABSTRACT_SEARCH  # noqa: E402
-from model.replication import VARIANTS, Config, Protocol  # noqa: E402
+from kcheck.check import ABSTRACT_MAX_STATES, ABSTRACT_SEARCH
+from kcheck.invariants.replication_explore import exhaust, explore, split_fetches
+from kcheck.model.replication import VARIANTS, Config, Protocol
 
 
 def variants(seeds: int, examples: int) -> None:

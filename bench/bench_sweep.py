@@ -18,9 +18,9 @@ import time
 import warnings
 from collections import Counter
 
-from spark_check.job import run_ranges, spark_session, sweep
-from spark_check.placement_space import PLACEMENT_PRESETS, PlacementSpace
-from spark_check.store import ResultStore
+from kcheck.spark_check.job import run_ranges, spark_session, sweep
+from kcheck.spark_check.placement_space import PLACEMENT_PRESETS, PlacementSpace
+from kcheck.spark_check.store import ResultStore
 
 
 def row_udf_counts(spark, space: PlacementSpace, start: int, stop: int, partitions: int) -> tuple[Counter, float]:

@@ -20,10 +20,10 @@ from __future__ import annotations
 import argparse
 import time
 
-from spark_check import groups
-from spark_check.batch import merge
-from spark_check.groups import GroupSpace, parse_group_bounds
-from spark_check.groups_fast import FastChecks
+from kcheck.spark_check import groups
+from kcheck.spark_check.batch import merge
+from kcheck.spark_check.groups import GroupSpace, parse_group_bounds
+from kcheck.spark_check.groups_fast import FastChecks
 
 
 class _NoFastPath(FastChecks):

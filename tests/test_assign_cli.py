@@ -14,9 +14,9 @@ import pytest
 from kcheck.cli import main
 from kcheck.formats import InputError
 from kcheck.group_format import parse_group, partition_runs
-from model.vocabulary import TopicPartition
-from reference.assignors.sticky import deserialize_topic_partition_assignment
-from reference.java import JavaHashMap
+from kcheck.model.vocabulary import TopicPartition
+from kcheck.reference.assignors.sticky import deserialize_topic_partition_assignment
+from kcheck.reference.java import JavaHashMap
 
 DATA = Path(__file__).parent / "data"
 ASSIGNORS = ("range", "roundrobin", "sticky", "cooperative-sticky", "uniform", "server-range")
@@ -98,7 +98,7 @@ OWNED = {
 
 
 def test_reference_class_by_import_path_gets_the_same_subscriptions(capsys):
-    code, doc = assign_json(capsys, "reference.assignors.sticky:StickyAssignor", DATA / "group_owned.json")
+    code, doc = assign_json(capsys, "kcheck.reference.assignors.sticky:StickyAssignor", DATA / "group_owned.json")
     assert code == 0 and doc["assignment"] == OWNED["sticky"] and doc["guarantees"] == []
 
 
@@ -234,8 +234,8 @@ def test_partition_runs():
 # --- exit status 1 --------------------------------------------------------------------------------------------------
 
 USER_ASSIGNORS = '''
-from model.vocabulary import TopicPartition
-from reference.assignors.registry import AssignorInfo
+from kcheck.model.vocabulary import TopicPartition
+from kcheck.reference.assignors.registry import AssignorInfo
 
 class AllToFirst:
     def name(self):

@@ -15,19 +15,19 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from invariants import REGISTRY, AssignmentSubject, Severity, check_assignment
-from invariants.assignment import (
+from kcheck.invariants import REGISTRY, AssignmentSubject, Severity, check_assignment
+from kcheck.invariants.assignment import (
     check_two_rounds,
     movement,
     optimal_counts,
     rack_placement,
     renamed,
 )
-from invariants.rebalance import MAX_FOLLOW_UPS
-from model import Broker, PartitionInfo, Subscription, TopicPartition
-from reference.assignors.client import build_partitions_per_topic
-from reference.assignors.registry import ASSIGNORS
-from reference.assignors.sticky import serialize_topic_partition_assignment
+from kcheck.invariants.rebalance import MAX_FOLLOW_UPS
+from kcheck.model import Broker, PartitionInfo, Subscription, TopicPartition
+from kcheck.reference.assignors.client import build_partitions_per_topic
+from kcheck.reference.assignors.registry import ASSIGNORS
+from kcheck.reference.assignors.sticky import serialize_topic_partition_assignment
 
 
 def tp(s: str) -> TopicPartition:

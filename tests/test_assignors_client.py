@@ -17,9 +17,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from model import Broker, PartitionInfo, Subscription, TopicPartition
+from kcheck.model import Broker, PartitionInfo, Subscription, TopicPartition
 from rack_checks import check_rack_assignment
-from reference.assignors.client import (
+from kcheck.reference.assignors.client import (
     MemberInfo,
     RangeAssignor,
     RoundRobinAssignor,

@@ -23,7 +23,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from reference.assignors.server import (
+from kcheck.reference.assignors.server import (
     GroupSpec,
     MemberSubscriptionSpec,
     PartitionAssignorException,
@@ -35,8 +35,8 @@ from reference.assignors.server import (
     hash_set_order,
     tree_map_order,
 )
-from reference.assignors.uuid import ZERO_UUID, Uuid
-from reference.java import JavaHashSet
+from kcheck.reference.assignors.uuid import ZERO_UUID, Uuid
+from kcheck.reference.java import JavaHashSet
 
 HOMOGENEOUS, HETEROGENEOUS = SubscriptionType.HOMOGENEOUS, SubscriptionType.HETEROGENEOUS
 

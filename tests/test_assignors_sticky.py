@@ -16,10 +16,10 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from model.group import PartitionInfo, Subscription
-from model.vocabulary import Broker, TopicPartition
+from kcheck.model.group import PartitionInfo, Subscription
+from kcheck.model.vocabulary import Broker, TopicPartition
 from rack_checks import check_rack_assignment
-from reference.assignors.sticky import (
+from kcheck.reference.assignors.sticky import (
     DEFAULT_GENERATION,
     AbstractStickyAssignor,
     CooperativeStickyAssignor,
@@ -31,7 +31,7 @@ from reference.assignors.sticky import (
     serialize_topic_partition_assignment_v0,
     use_rack_aware_assignment,
 )
-from reference.java import JavaHashMap
+from kcheck.reference.java import JavaHashMap
 
 ALL_RACKS = ("a", "b", "c", "d", "e", "f")  # AbstractPartitionAssignorTest.ALL_RACKS
 NO_BROKER_RACK, NO_CONSUMER_RACK, BROKER_AND_CONSUMER_RACK = "NO_BROKER_RACK", "NO_CONSUMER_RACK", "BOTH"

@@ -269,15 +269,15 @@ def test_main_job_reports_a_rebalance_model_failure(monkeypatch):
     # An assignor that drops the last partition of every member breaks assignment.complete as soon as a
     # member owns two partitions; the main job must say so, with the story of group events.
     from kcheck.check import run_rebalance_models
-    from reference.assignors.client import RangeAssignor
-    from reference.assignors.registry import ASSIGNORS, AssignorInfo
+    from kcheck.reference.assignors.client import RangeAssignor
+    from kcheck.reference.assignors.registry import ASSIGNORS, AssignorInfo
 
     class Lossy(RangeAssignor):
         def assign_partitions(self, partitions_per_topic, subscriptions):
             out = super().assign_partitions(partitions_per_topic, subscriptions)
             return {m: tps[:-1] if len(tps) > 1 else tps for m, tps in out.items()}
 
-    monkeypatch.setattr("reference.assignors.registry.ASSIGNORS",
+    monkeypatch.setattr("kcheck.reference.assignors.registry.ASSIGNORS",
                         {"lossy": AssignorInfo("lossy", Lossy, False, ASSIGNORS["range"].guarantees)})
     (outcome,) = run_rebalance_models(examples=100, steps=20)
     assert outcome.assignor == "lossy" and "assignment.complete" in outcome.failure

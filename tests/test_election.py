@@ -11,8 +11,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from model import NO_LEADER
-from reference.election import (
+from kcheck.model import NO_LEADER
+from kcheck.reference.election import (
     KRAFT_3_5,
     KRAFT_DEFAULT,
     KRAFT_ELR,
@@ -36,7 +36,7 @@ from reference.election import (
     preferred_replica_partition_leader_election,
     reassign_partition_leader_election,
 )
-from reference.reassignment import PartitionReassignmentReplicas, PartitionReassignmentRevert
+from kcheck.reference.reassignment import PartitionReassignmentReplicas, PartitionReassignmentRevert
 
 RECOVERING = LeaderRecoveryState.RECOVERING
 

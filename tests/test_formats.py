@@ -21,7 +21,7 @@ from kcheck.formats import (
     parse_reassignment_json,
     read_text,
 )
-from model import NO_LEADER, Broker, PartitionReplicas, ReplicaAssignment
+from kcheck.model import NO_LEADER, Broker, PartitionReplicas, ReplicaAssignment
 
 
 def error_of(fn, text: str, source: str = "in.txt") -> str:

@@ -6,10 +6,10 @@ from collections import Counter
 from hypothesis import given
 from hypothesis import strategies as st
 
-from invariants import REGISTRY, BalanceSettings, PlacementSubject, Severity, balance_limits, check_placement
-from invariants.placement import topic_balance_limits
-from model import Cluster, PartitionReplicas, ReplicaAssignment
-from reference.placement import assign_replicas_to_brokers
+from kcheck.invariants import REGISTRY, BalanceSettings, PlacementSubject, Severity, balance_limits, check_placement
+from kcheck.invariants.placement import topic_balance_limits
+from kcheck.model import Cluster, PartitionReplicas, ReplicaAssignment
+from kcheck.reference.placement import assign_replicas_to_brokers
 
 
 def subject(placement, racks=None, n=None, topic="t", fenced=(), **kw):

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from reference.java import (
+from kcheck.reference.java import (
     JavaHashMap,
     JavaHashSet,
     JavaRandom,

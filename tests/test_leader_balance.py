@@ -7,9 +7,9 @@ takes leadership back), worked out by hand below each case.
 from hypothesis import given
 from hypothesis import strategies as st
 
-from model import NO_LEADER, PartitionReplicas, TopicPartition
-from reference.election import PartitionRegistration
-from reference.leader_balance import (
+from kcheck.model import NO_LEADER, PartitionReplicas, TopicPartition
+from kcheck.reference.election import PartitionRegistration
+from kcheck.reference.leader_balance import (
     MAX_ELECTIONS_PER_IMBALANCE,
     kraft_balance_partition_leaders,
     registration_of,

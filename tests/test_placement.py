@@ -4,14 +4,14 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from model import Broker, Cluster
-from reference.errors import (
+from kcheck.model import Broker, Cluster
+from kcheck.reference.errors import (
     AdminOperationException,
     InvalidPartitionsException,
     InvalidReplicationFactorException,
 )
-from reference.java import JavaRandom
-from reference.placement import assign_replicas_to_brokers, rack_alternated_broker_list, replica_index
+from kcheck.reference.java import JavaRandom
+from kcheck.reference.placement import assign_replicas_to_brokers, rack_alternated_broker_list, replica_index
 
 
 def brokers(n, racks=None):
@@ -157,7 +157,7 @@ def test_rack_aware_even_when_racks_equal_and_rf_equals_racks(racks_n, per_rack,
 
 
 def test_adding_partitions_the_zookeeper_way():
-    from reference.placement import create_new_partitions_assignment
+    from kcheck.reference.placement import create_new_partitions_assignment
 
     # 3 partitions created with start 0 on brokers 0..4 (p0 = [0,1,2]); growing to 5 starts at the first
     # broker with id >= 0 (index 0), numbers from 3 with shift 0: p3 = [3,4,0], p4 = [4,0,1].

@@ -6,10 +6,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from invariants.reassignment import PartitionMove
-from model import NO_LEADER, PartitionReplicas
-from reference.election import KRaftVersion, PartitionRegistration
-from reference.reassignment import (
+from kcheck.invariants.reassignment import PartitionMove
+from kcheck.model import NO_LEADER, PartitionReplicas
+from kcheck.reference.election import KRaftVersion, PartitionRegistration
+from kcheck.reference.reassignment import (
     BrokerDown,
     BrokerUp,
     ControllerFailover,

@@ -11,8 +11,8 @@ from __future__ import annotations
 import pytest
 from hypothesis.stateful import run_state_machine_as_test
 
-from invariants.assignment import movement
-from invariants.rebalance import (
+from kcheck.invariants.assignment import movement
+from kcheck.invariants.rebalance import (
     CI_EXAMPLES,
     CI_STEPS,
     AssignorFailed,
@@ -20,9 +20,9 @@ from invariants.rebalance import (
     model_settings,
     rebalance_machine,
 )
-from model import TopicPartition
-from reference.assignors.registry import ASSIGNORS
-from reference.assignors.sticky import NullPointerException
+from kcheck.model import TopicPartition
+from kcheck.reference.assignors.registry import ASSIGNORS
+from kcheck.reference.assignors.sticky import NullPointerException
 
 
 @pytest.mark.parametrize("name", list(ASSIGNORS))

@@ -10,18 +10,18 @@ from dataclasses import replace
 
 import pytest
 
-from invariants.replication import check_replication
-from invariants.replication_explore import ReplayError, Trace, exhaust, explore, replay, resolve_protocol, split_fetches
-from invariants.replication_rows import ROW_1, ROW_3, ROW_SCRIPTS, cfg_for, run_script
+from kcheck.invariants.replication import check_replication
+from kcheck.invariants.replication_explore import ReplayError, Trace, exhaust, explore, replay, resolve_protocol, split_fetches
+from kcheck.invariants.replication_rows import ROW_1, ROW_3, ROW_SCRIPTS, cfg_for, run_script
 from kcheck.check import SMALL_EXHAUSTIVE_BOUNDS
-from model.replication import VARIANTS, Config, Protocol, initial_state
-from model.replication.actions import Action, apply, enabled
-from model.replication.protocol import (
+from kcheck.model.replication import VARIANTS, Config, Protocol, initial_state
+from kcheck.model.replication.actions import Action, apply, enabled
+from kcheck.model.replication.protocol import (
     end_offset_for_epoch,
     first_offset_after_epoch,
     truncate_to_high_watermark,
 )
-from model.replication.state import Record
+from kcheck.model.replication.state import Record
 
 ROWS = [(name, script, expected) for name, (script, expected) in ROW_SCRIPTS.items()]
 
@@ -224,7 +224,7 @@ def test_a_users_protocol_is_one_replaced_rule():
     # to its high watermark loses nothing that an electable replica needed
     assert (played, violated) == (len(ROW_1), [])
     assert s.replica(2).log == () and 2 not in s.registry.isr
-    assert resolve_protocol("model.replication.protocol:Protocol.current").protocol.name == "current"
+    assert resolve_protocol("kcheck.model.replication.protocol:Protocol.current").protocol.name == "current"
     assert resolve_protocol("truncate-to-hw").variant is VARIANTS["truncate-to-hw"]
     with pytest.raises(ValueError, match="unknown protocol"):
         resolve_protocol("nope")

@@ -15,12 +15,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from invariants.replication import check_replication
-from invariants.replication_explore import Trace, exhaust, explore, replay
-from invariants.replication_rows import matches as _matches
+from kcheck.invariants.replication import check_replication
+from kcheck.invariants.replication_explore import Trace, exhaust, explore, replay
+from kcheck.invariants.replication_rows import matches as _matches
 from kcheck.cli import main
-from model.replication import Config, Protocol, apply, initial_state
-from model.replication.actions import (
+from kcheck.model.replication import Config, Protocol, apply, initial_state
+from kcheck.model.replication.actions import (
     cancel_reassignment,
     enabled,
     fence,
@@ -28,8 +28,8 @@ from model.replication.actions import (
     reassign,
     unfence,
 )
-from model.replication.actions import elect as elect_leader
-from model.replication.reassignment import (
+from kcheck.model.replication.actions import elect as elect_leader
+from kcheck.model.replication.reassignment import (
     complete_when_adding_in_sync,
     complete_when_adding_unless_shrinking,
     complete_when_targets_in_sync,
@@ -38,9 +38,9 @@ from model.replication.reassignment import (
     revert_clean,
     revert_unclean,
 )
-from model.replication.state import NO_LEADER, AlterPartition, Registry, State, evolve
-from reference.election import KRAFT_ELR, PartitionRegistration, maybe_complete_reassignment
-from reference.reassignment import (
+from kcheck.model.replication.state import NO_LEADER, AlterPartition, Registry, State, evolve
+from kcheck.reference.election import KRAFT_ELR, PartitionRegistration, maybe_complete_reassignment
+from kcheck.reference.reassignment import (
     BrokerDown,
     BrokerUp,
     IsrChange,

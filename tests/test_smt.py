@@ -7,18 +7,18 @@ import z3
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from invariants import smt
-from invariants.exhaustive import check_exhaustively, every_draw
-from invariants.optimal import metrics, optimal_metrics
-from invariants.placement import BalanceSettings, PlacementSubject
-from invariants.prover import Bounds, prove, prove_distinct_brokers_unbounded
-from invariants.registry import check_all
-from model import Cluster, ReplicaAssignment
-from model.smt import rack_aware_twin, rack_unaware_closed_form, rack_unaware_remainders, rack_unaware_twin
-from model.smt.common import SymbolicPlacement
-from reference.java import JavaRandom
-from reference.placement import assign_replicas_to_brokers, rack_alternated_broker_list
-from reference.placers import BUILTIN_PLACERS
+from kcheck.invariants import smt
+from kcheck.invariants.exhaustive import check_exhaustively, every_draw
+from kcheck.invariants.optimal import metrics, optimal_metrics
+from kcheck.invariants.placement import BalanceSettings, PlacementSubject
+from kcheck.invariants.prover import Bounds, prove, prove_distinct_brokers_unbounded
+from kcheck.invariants.registry import check_all
+from kcheck.model import Cluster, ReplicaAssignment
+from kcheck.model.smt import rack_aware_twin, rack_unaware_closed_form, rack_unaware_remainders, rack_unaware_twin
+from kcheck.model.smt.common import SymbolicPlacement
+from kcheck.reference.java import JavaRandom
+from kcheck.reference.placement import assign_replicas_to_brokers, rack_alternated_broker_list
+from kcheck.reference.placers import BUILTIN_PLACERS
 
 
 class Draws(JavaRandom):
@@ -210,8 +210,8 @@ class Recording(JavaRandom):
 
 
 def test_striped_twin_matches_reference_including_reshuffles():
-    from model.smt.striped import striped_twin
-    from reference.placers import striped_assign
+    from kcheck.model.smt.striped import striped_twin
+    from kcheck.reference.placers import striped_assign
 
     rnd = random.Random(11)
     for _ in range(40):
@@ -239,7 +239,7 @@ def test_striped_twin_matches_reference_including_reshuffles():
 
 
 def test_rack_hash_order_of_single_letter_racks():
-    from invariants.prover import rack_hash_order
+    from kcheck.invariants.prover import rack_hash_order
 
     # "a", "b", "c" hash to 97, 98, 99: buckets 1, 2, 3 of a 16-bucket HashMap, so name order.
     assert rack_hash_order(3) == [0, 1, 2]

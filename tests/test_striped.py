@@ -6,10 +6,10 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from model import Broker
-from reference.errors import InvalidReplicationFactorException
-from reference.java import JavaRandom, MockRandom
-from reference.striped import BrokerList, PlacementSpec, RackList, StaticCluster, StripedReplicaPlacer
+from kcheck.model import Broker
+from kcheck.reference.errors import InvalidReplicationFactorException
+from kcheck.reference.java import JavaRandom, MockRandom
+from kcheck.reference.striped import BrokerList, PlacementSpec, RackList, StaticCluster, StripedReplicaPlacer
 
 
 def B(i, rack=None, fenced=False):

@@ -8,9 +8,9 @@ from __future__ import annotations
 import pytest
 
 from kcheck.cli import main
-from spark_check.placement_space import PLACEMENT_PRESETS, PlacementSpace, parse_placement_bounds
-from spark_check.report import failures, invariant_rows, metric_stats, split_key, write_markdown
-from spark_check.store import ResultStore
+from kcheck.spark_check.placement_space import PLACEMENT_PRESETS, PlacementSpace, parse_placement_bounds
+from kcheck.spark_check.report import failures, invariant_rows, metric_stats, split_key, write_markdown
+from kcheck.spark_check.store import ResultStore
 
 
 def run(capsys, *args):

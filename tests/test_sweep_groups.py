@@ -16,14 +16,14 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from invariants import REGISTRY, AssignmentSubject
-from invariants.assignment import renamed
+from kcheck.invariants import REGISTRY, AssignmentSubject
+from kcheck.invariants.assignment import renamed
 from kcheck.group_format import parse_group, run_assignor
-from model import Broker, PartitionInfo, Subscription, TopicPartition
-from reference.assignors.registry import ASSIGNORS, resolve_assignor
-from spark_check import groups
-from spark_check.batch import merge
-from spark_check.groups import (
+from kcheck.model import Broker, PartitionInfo, Subscription, TopicPartition
+from kcheck.reference.assignors.registry import ASSIGNORS, resolve_assignor
+from kcheck.spark_check import groups
+from kcheck.spark_check.batch import merge
+from kcheck.spark_check.groups import (
     ASSIGNOR_ERROR,
     EVENTS,
     GROUP_PRESETS,
@@ -32,7 +32,7 @@ from spark_check.groups import (
     RackLayout,
     parse_group_bounds,
 )
-from spark_check.groups_fast import (
+from kcheck.spark_check.groups_fast import (
     FastChecks,
     evenly_spread,
     racks_matched_where_possible,
@@ -267,8 +267,8 @@ def test_cooperative_sticky_hands_over_in_a_follow_up_round():
 
 
 USER_ASSIGNORS = '''
-from reference.assignors.client import RangeAssignor
-from reference.assignors.registry import AssignorInfo
+from kcheck.reference.assignors.client import RangeAssignor
+from kcheck.reference.assignors.registry import AssignorInfo
 
 
 class DropsThird(RangeAssignor):

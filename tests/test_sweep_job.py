@@ -16,10 +16,10 @@ import time
 import pytest
 
 from kcheck.cli import main
-from spark_check.batch import merge
-from spark_check.job import plan, run_ranges, spark_session, sweep
-from spark_check.placement_space import PLACEMENT_PRESETS, PlacementSpace, parse_placement_bounds
-from spark_check.store import ResultStore
+from kcheck.spark_check.batch import merge
+from kcheck.spark_check.job import plan, run_ranges, spark_session, sweep
+from kcheck.spark_check.placement_space import PLACEMENT_PRESETS, PlacementSpace, parse_placement_bounds
+from kcheck.spark_check.store import ResultStore
 
 pytestmark = pytest.mark.spark
 

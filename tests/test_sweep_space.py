@@ -14,9 +14,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from invariants.exhaustive import rack_layouts
-from reference.placement import assign_replicas_to_brokers
-from spark_check.placement_space import (
+from kcheck.invariants.exhaustive import rack_layouts
+from kcheck.reference.placement import assign_replicas_to_brokers
+from kcheck.spark_check.placement_space import (
     PLACEMENT_PRESETS,
     PLACER_ERROR,
     PlacementBounds,

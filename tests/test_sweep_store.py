@@ -8,9 +8,9 @@ import os
 import pyarrow.parquet as pq
 import pytest
 
-from spark_check.batch import merge
-from spark_check.placement_space import PLACEMENT_PRESETS, PlacementSpace, parse_placement_bounds
-from spark_check.store import ResultStore, StoreError, describe_space, gaps, split
+from kcheck.spark_check.batch import merge
+from kcheck.spark_check.placement_space import PLACEMENT_PRESETS, PlacementSpace, parse_placement_bounds
+from kcheck.spark_check.store import ResultStore, StoreError, describe_space, gaps, split
 
 SPACE = PlacementSpace(PLACEMENT_PRESETS["small"], ["adminutils", "striped"])
 

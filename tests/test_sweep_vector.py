@@ -10,12 +10,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from invariants import BalanceSettings, PlacementSubject, check_placement
-from invariants.prover import RACK_NAMES, ScriptedRandom
-from model import Cluster, ReplicaAssignment
-from reference.placement import assign_replicas_to_brokers, rack_alternated_broker_list
-from spark_check import vector
-from spark_check.placement_space import (
+from kcheck.invariants import BalanceSettings, PlacementSubject, check_placement
+from kcheck.invariants.prover import RACK_NAMES, ScriptedRandom
+from kcheck.model import Cluster, ReplicaAssignment
+from kcheck.reference.placement import assign_replicas_to_brokers, rack_alternated_broker_list
+from kcheck.spark_check import vector
+from kcheck.spark_check.placement_space import (
     PLACEMENT_PRESETS,
     PlacementConfig,
     PlacementSpace,

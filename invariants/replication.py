@@ -1,0 +1,316 @@
+"""Safety properties of the replication model (model/replication), one registered check each.
+
+They read the controller's registry, the replicas' logs and high watermarks, and the history
+variables (acknowledged and committed records, consumer reads, leaders per epoch); never the
+protocol's own bookkeeping. Sources: the TLA+ models in reference-notes/formal-models.md
+(hachikuji's `LeaderInIsr` and `StrongIsr`, Vanlightly's `LeaderCompleteness`,
+`NoCommittedRecordLostGlobally`, `LogMatching`, `ConsistentRead`) and Kafka's own simulation
+invariants (`MonotonicEpoch`, `SingleLeader` in `RaftEventSimulationTest`).
+
+Durability (the committed prefix on electable replicas, the leader holding acknowledged records,
+nothing acknowledged lost) is Kafka's promise only while fewer than min.insync.replicas replicas
+lost their page cache: with asynchronous flushes a committed record may sit unflushed on exactly
+min.insync.replicas brokers. Those three checks do not apply past that many lossy crashes.
+
+Partition reassignment (KRaft's, `model/replication/reassignment.py`) adds four: the leader is a
+member of the replica set; a reassignment completes only with every target replica in the ISR
+(KAFKA-15665); while one is in flight the original replica set is what the registry says it is
+(RS minus AR, the set a cancel or a new controller goes back to); a completed one leaves RS = TRS
+and no AR or RR. They do not apply when nothing reassigns.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterable
+from dataclasses import dataclass
+from itertools import combinations
+
+from kcheck.invariants.registry import Report, Severity, Violation, check_all, register
+from kcheck.model.replication.actions import Config
+from kcheck.model.replication.state import NO_LEADER, Record, Replica, State
+
+SOURCE_A = "hachikuji/kafka-specification (KafkaReplication.tla)"
+SOURCE_B = "Vanlightly/kafka-tlaplus kraft/v3.5 (v3_5_properties.tla)"
+
+
+@dataclass(frozen=True)
+class ReplicationSubject:
+    state: State
+    config: Config
+
+
+def check_replication(state: State, config: Config, only: set[str] | None = None) -> Report:
+    return check_all(ReplicationSubject(state, config), "replication", only)
+
+
+def _durability_void(s: ReplicationSubject) -> str | None:
+    lossy, min_isr = s.state.history.lossy_crashes, s.config.min_isr
+    if lossy >= min_isr:
+        return (f"{lossy} lossy crash(es) with min.insync.replicas={min_isr}: Kafka does not promise "
+                "durability once that many replicas lost unflushed records")
+    return None
+
+
+def _no_reassignment(s: ReplicationSubject) -> str | None:
+    return None if s.config.reassignments else "no reassignment in this configuration (reassignments=0)"
+
+
+def _fixed_full_replica_set(s: ReplicationSubject) -> str | None:
+    cfg = s.config
+    if cfg.reassignments or cfg.rf < cfg.brokers:
+        return None
+    return "every broker holds a replica and nothing reassigns, so every leader is one"
+
+
+def _ids(xs: Iterable[int]) -> str:
+    return "[" + ",".join(map(str, xs)) + "]"
+
+
+def _at(r: Replica, offset: int) -> Record | None:
+    return r.log[offset] if offset < r.leo else None
+
+
+def _rec(record_id: int) -> str:
+    return f"x{record_id}"
+
+
+def _holds(r: Replica, offset: int, record_id: int) -> bool:
+    rec = _at(r, offset)
+    return rec is not None and rec.id == record_id
+
+
+def _what(r: Replica, offset: int) -> str:
+    rec = _at(r, offset)
+    return f"{rec} there" if rec else f"its log ends at {r.leo}"
+
+
+@register("replication.leader-in-isr", "The controller's leader is a member of the ISR", Severity.HARD,
+          f"{SOURCE_A} LeaderInIsr", "replication")
+def leader_in_isr(s: ReplicationSubject) -> list[Violation]:
+    reg = s.state.registry
+    if reg.leader == NO_LEADER or reg.leader in reg.isr:
+        return []
+    return [Violation("replication.leader-in-isr", Severity.HARD, f"leader epoch {reg.leader_epoch}",
+                      f"leader {reg.leader} is not in ISR {sorted(reg.isr)}",
+                      {"leader": reg.leader, "isr": sorted(reg.isr)})]
+
+
+@register("replication.isr-within-replicas", "ISR and eligible leader replicas are replicas, and disjoint",
+          Severity.HARD, f"{SOURCE_B} ValidControllerState; KIP-966", "replication")
+def isr_within_replicas(s: ReplicationSubject) -> list[Violation]:
+    reg = s.state.registry
+    replicas = set(reg.replicas)
+    out = []
+    outside = sorted((reg.isr | reg.elr) - replicas)
+    if outside:
+        out.append(Violation("replication.isr-within-replicas", Severity.HARD, "partition",
+                             f"ISR/ELR name brokers {outside} outside the replica set {_ids(reg.replicas)}: "
+                             "a broker taken out of the replica set deletes its log, so it must not stay "
+                             "in sync or eligible", {"outside": outside, "replicas": list(reg.replicas)}))
+    both = sorted(reg.isr & reg.elr)
+    if both:
+        out.append(Violation("replication.isr-within-replicas", Severity.HARD, "partition",
+                             f"brokers {both} are in both the ISR and the eligible leader replicas", {"both": both}))
+    return out
+
+
+@register("replication.one-leader-per-epoch", "At most one leader per leader epoch", Severity.HARD,
+          "apache/kafka RaftEventSimulationTest SingleLeader; KAFKA-6082", "replication")
+def one_leader_per_epoch(s: ReplicationSubject) -> list[Violation]:
+    by_epoch: dict[int, set[int]] = defaultdict(set)
+    for epoch, leader in s.state.history.epoch_leaders:
+        by_epoch[epoch].add(leader)
+    return [Violation("replication.one-leader-per-epoch", Severity.HARD, f"leader epoch {e}",
+                      f"the controller's registry named leaders {sorted(ls)} for the same leader epoch {e}",
+                      {"epoch": e, "leaders": sorted(ls)})
+            for e, ls in sorted(by_epoch.items()) if len(ls) > 1]
+
+
+@register("replication.epochs-monotonic", "Leader epochs and controller epochs never go back", Severity.HARD,
+          "apache/kafka RaftEventSimulationTest MonotonicEpoch; KAFKA-6082", "replication")
+def epochs_monotonic(s: ReplicationSubject) -> list[Violation]:
+    st, h = s.state, s.state.history
+    reg, out = st.registry, []
+    if reg.leader_epoch < h.max_leader_epoch:
+        out.append(Violation("replication.epochs-monotonic", Severity.HARD, "controller registry",
+                             f"the stored leader epoch went back from {h.max_leader_epoch} to {reg.leader_epoch}",
+                             {"was": h.max_leader_epoch, "now": reg.leader_epoch}))
+    if reg.written_by < h.max_written_by:
+        out.append(Violation("replication.epochs-monotonic", Severity.HARD, "controller registry",
+                             f"controller epoch {reg.written_by} overwrote partition state that controller epoch "
+                             f"{h.max_written_by} had written (a zombie controller's write)",
+                             {"was": h.max_written_by, "now": reg.written_by}))
+    for r, was in zip(st.replicas, h.max_broker_epochs, strict=True):
+        if r.alive and r.known and r.leader_epoch < was:
+            out.append(Violation("replication.epochs-monotonic", Severity.HARD, f"broker {r.id}",
+                                 f"broker {r.id}'s leader epoch went back from {was} to {r.leader_epoch}",
+                                 {"broker": r.id, "was": was, "now": r.leader_epoch}))
+    return out
+
+
+@register("replication.electable-has-committed", "Every electable replica holds the committed prefix",
+          Severity.HARD, f"{SOURCE_A} StrongIsr; {SOURCE_B} LeaderCandidateCompleteness", "replication",
+          not_applicable=_durability_void)
+def electable_has_committed(s: ReplicationSubject) -> list[Violation]:
+    st, reg = s.state, s.state.registry
+    out = []
+    # Kafka elects only members of the replica set (PartitionChangeBuilder walks the target replicas).
+    for b in sorted((reg.isr | reg.elr) & set(reg.replicas)):
+        r = st.replica(b)
+        if not r.alive:
+            continue
+        missing = sorted((o, i) for o, i in st.history.committed if not _holds(r, o, i))
+        if missing:
+            o, i = missing[0]
+            where = "ISR" if b in reg.isr else "eligible leader replicas"
+            out.append(Violation(
+                "replication.electable-has-committed", Severity.HARD, f"broker {b}",
+                f"broker {b} is in the {where}, so it can be elected, but lacks committed record {_rec(i)} at "
+                f"offset {o} ({_what(r, o)}); electing it loses a committed write",
+                {"broker": b, "offset": o, "record": i, "missing": len(missing)}))
+    return out
+
+
+@register("replication.leader-has-acked", "The leader holds every acknowledged and committed record",
+          Severity.HARD, f"{SOURCE_B} LeaderCompletenessProperty", "replication", not_applicable=_durability_void)
+def leader_has_acked(s: ReplicationSubject) -> list[Violation]:
+    st, reg = s.state, s.state.registry
+    if reg.leader == NO_LEADER or not st.replica(reg.leader).alive:
+        return []
+    r = st.replica(reg.leader)
+    needed = st.history.acked | st.history.committed
+    missing = sorted((o, i) for o, i in needed if not _holds(r, o, i))
+    if not missing:
+        return []
+    o, i = missing[0]
+    kind = "acknowledged (acks=all)" if (o, i) in st.history.acked else "committed"
+    return [Violation("replication.leader-has-acked", Severity.HARD, f"broker {r.id}",
+                      f"leader {r.id} (epoch {reg.leader_epoch}) lacks {kind} record {_rec(i)} at offset {o} "
+                      f"({_what(r, o)})", {"leader": r.id, "offset": o, "record": i, "missing": len(missing)})]
+
+
+@register("replication.no-acked-lost", "No acknowledged or committed record is lost from every replica",
+          Severity.HARD, f"{SOURCE_B} NoCommittedRecordLostGlobally", "replication", not_applicable=_durability_void)
+def no_acked_lost(s: ReplicationSubject) -> list[Violation]:
+    st = s.state
+    out = []
+    for o, i in sorted(st.history.acked | st.history.committed):
+        if not any(_holds(r, o, i) for r in st.replicas):
+            out.append(Violation("replication.no-acked-lost", Severity.HARD, f"offset {o}",
+                                 f"record {_rec(i)} at offset {o} was acknowledged or committed and no replica "
+                                 "holds it any more", {"offset": o, "record": i}))
+    return out
+
+
+@register("replication.log-matching", "Two replicas agree below the smaller of their high watermarks",
+          Severity.HARD, f"{SOURCE_B} LogMatchingProperty", "replication")
+def log_matching(s: ReplicationSubject) -> list[Violation]:
+    # Compared: live replicas that have reconciled their log with a leader. A dead broker serves
+    # nothing, and a restarted follower repairs its log (truncation) before its high watermark is
+    # used; either may hold a stale suffix that the protocol is about to remove.
+    serving = [r for r in s.state.replicas if r.alive and not r.needs_truncation]
+    out = []
+    for a, b in combinations(serving, 2):
+        upto = min(a.hw, b.hw, a.leo, b.leo)
+        for o in range(upto):
+            if a.log[o] != b.log[o]:
+                out.append(Violation(
+                    "replication.log-matching", Severity.HARD, f"brokers {a.id} and {b.id}",
+                    f"offset {o} is below both high watermarks ({a.hw} and {b.hw}) but holds {a.log[o]} on broker "
+                    f"{a.id} and {b.log[o]} on broker {b.id}: the logs diverged",
+                    {"brokers": [a.id, b.id], "offset": o}))
+                break
+    return out
+
+
+@register("replication.consistent-reads", "Consumers never read two different records at one offset",
+          Severity.HARD, f"{SOURCE_B} ConsistentReadProperty", "replication")
+def consistent_reads(s: ReplicationSubject) -> list[Violation]:
+    by_offset: dict[int, set[int]] = defaultdict(set)
+    for o, i in s.state.history.reads:
+        by_offset[o].add(i)
+    return [Violation("replication.consistent-reads", Severity.HARD, f"offset {o}",
+                      f"consumers read records {', '.join(_rec(i) for i in sorted(ids))} at the same offset {o}",
+                      {"offset": o, "records": sorted(ids)})
+            for o, ids in sorted(by_offset.items()) if len(ids) > 1]
+
+
+# ---- partition reassignment ------------------------------------------------------------------------
+
+SOURCE_REASSIGN = "apache/kafka PartitionReassignmentReplicas.java, PartitionChangeBuilder.java"
+
+
+@register("replication.leader-in-replicas", "The leader is a member of the replica set", Severity.HARD,
+          f"{SOURCE_REASSIGN} (electAnyLeader walks the target replicas); {SOURCE_B} ValidControllerState",
+          "replication", not_applicable=_fixed_full_replica_set)
+def leader_in_replicas(s: ReplicationSubject) -> list[Violation]:
+    reg = s.state.registry
+    if reg.leader == NO_LEADER or reg.leader in reg.replicas:
+        return []
+    return [Violation("replication.leader-in-replicas", Severity.HARD, f"leader epoch {reg.leader_epoch}",
+                      f"leader {reg.leader} is not in the replica set {_ids(reg.replicas)}: a broker that "
+                      "was told to stop and delete its log still leads the partition",
+                      {"leader": reg.leader, "replicas": list(reg.replicas)})]
+
+
+@register("replication.reassignment-in-sync", "A reassignment completes only when every target replica is in "
+          "the ISR", Severity.HARD, f"{SOURCE_REASSIGN} maybeCompleteReassignment (KAFKA-15665)", "replication",
+          not_applicable=_no_reassignment)
+def reassignment_in_sync(s: ReplicationSubject) -> list[Violation]:
+    out = []
+    for trs, isr, *_ in sorted(s.state.history.completions):
+        missing = sorted(set(trs) - set(isr))
+        if missing:
+            out.append(Violation(
+                "replication.reassignment-in-sync", Severity.HARD, "partition",
+                f"the reassignment to {_ids(trs)} completed with ISR {{{','.join(map(str, isr))}}}: target "
+                f"replicas {missing} were not in sync, so the new replica set may lack committed records "
+                "and the ISR shrinks below the target", {"target": list(trs), "isr": list(isr), "missing": missing}))
+    return out
+
+
+@register("replication.reassignment-recoverable", "While a reassignment is in flight, RS minus AR is the "
+          "original replica set", Severity.HARD,
+          f"{SOURCE_REASSIGN} originalReplicas; PartitionReassignmentRevert.java", "replication",
+          not_applicable=_no_reassignment)
+def reassignment_recoverable(s: ReplicationSubject) -> list[Violation]:
+    st = s.state
+    reg, h = st.registry, st.history
+    if not reg.reassigning:
+        return []
+    out = []
+    origin = set(reg.origin)
+    where = f"replicas {_ids(reg.replicas)} adding {_ids(reg.adding)} removing {_ids(reg.removing)}"
+    lost = sorted(h.reassign_origin - origin)
+    if lost:
+        out.append(Violation("replication.reassignment-recoverable", Severity.HARD, where,
+                             f"original replicas {lost} are no longer in RS minus AR {_ids(reg.origin)}: a new "
+                             "controller (or a cancel) could not bring the partition back to where the "
+                             "reassignment started", {"lost": lost, "origin": sorted(h.reassign_origin)}))
+    foreign = sorted(origin - h.reassign_seen)
+    if foreign:
+        out.append(Violation("replication.reassignment-recoverable", Severity.HARD, where,
+                             f"RS minus AR {_ids(reg.origin)} counts {foreign} as original, but no request of "
+                             "this reassignment found them in the replica set: a cancel would keep replicas "
+                             "that never caught up", {"foreign": foreign, "seen": sorted(h.reassign_seen)}))
+    stray = sorted(set(reg.adding + reg.removing) - set(reg.replicas))
+    if stray:
+        out.append(Violation("replication.reassignment-recoverable", Severity.HARD, where,
+                             f"AR/RR name brokers {stray} outside the replica set", {"stray": stray}))
+    return out
+
+
+@register("replication.reassignment-completed", "A completed reassignment leaves RS = TRS and no AR or RR",
+          Severity.HARD, f"{SOURCE_REASSIGN} CompletedReassignment; seed 003 step B6", "replication",
+          not_applicable=_no_reassignment)
+def reassignment_completed(s: ReplicationSubject) -> list[Violation]:
+    out = []
+    for trs, _, replicas, adding, removing in sorted(s.state.history.completions):
+        if replicas != trs or adding or removing:
+            out.append(Violation(
+                "replication.reassignment-completed", Severity.HARD, "partition",
+                f"the reassignment to {_ids(trs)} completed as replicas {_ids(replicas)} adding {_ids(adding)} "
+                f"removing {_ids(removing)}", {"target": list(trs), "replicas": list(replicas),
+                                               "adding": list(adding), "removing": list(removing)}))
+    return out

@@ -1,0 +1,493 @@
+"""The `kcheck` command line.
+
+Exit status everywhere: 0 when every hard invariant holds, 1 when one is
+violated, 2 on bad input (one line on stderr naming the place, never a traceback).
+"""
+
+from __future__ import annotations
+
+import sys
+from collections import Counter
+from typing import Annotated
+
+import typer
+from rich.table import Table
+
+try:  # Typer >= 0.22 vendors Click; older releases use the click package
+    from typer._click.exceptions import ClickException
+except ImportError:  # pragma: no cover
+    from click.exceptions import ClickException
+
+from kcheck.invariants import REGISTRY, BalanceSettings, PlacementSubject, Severity, check_placement
+from kcheck import formats, report
+from kcheck.check import MAX_BROKERS, failed_any, run_check
+from kcheck.formats import InputError
+from kcheck.replication_cli import exhaust_command, explore_command, replay_command, variants_command
+from kcheck.sweep import sweep_command
+from kcheck.model import Cluster, ReplicaAssignment
+from kcheck.reference.errors import KafkaError
+from kcheck.reference.java import JavaRandom, MockRandom
+from kcheck.reference.placers import resolve_placer
+
+app = typer.Typer(
+    add_completion=False,
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+    help="Property-checked formal model and bit-exact reference of Apache Kafka's control plane.",
+)
+
+
+# Options that `place` and `optimize` share.
+Brokers = Annotated[str, typer.Option(help="Broker ids, comma-separated, in the order Kafka lists them.")]
+Partitions = Annotated[int, typer.Option(help="Number of partitions to place.")]
+ReplicationFactor = Annotated[int, typer.Option(help="Replicas per partition.")]
+Racks = Annotated[str | None, typer.Option(help="Broker racks: 0:r1,1:r2,...")]
+StartIndex = Annotated[int, typer.Option(help="AdminUtils fixed start index (also fixes the shift).")]
+PlacerName = Annotated[str, typer.Option(help="adminutils, striped, or module:object.")]
+Seed = Annotated[str, typer.Option(help="Seed of java.util.Random for random draws, or 'mock'.")]
+
+
+def _int_list(text: str, option: str) -> list[int]:
+    try:
+        values = [int(tok) for tok in text.split(",") if tok.strip()]
+    except ValueError:
+        raise InputError(option, f"'{text}' is not a comma-separated list of broker ids") from None
+    if not values:
+        raise InputError(option, "no broker ids given")
+    dup = [b for b, n in Counter(values).items() if n > 1]
+    if dup:
+        raise InputError(option, f"broker {dup[0]} is listed twice")
+    if any(v < 0 for v in values):
+        raise InputError(option, f"broker id {min(values)} is negative")
+    return values
+
+
+def _rack_map(text: str, broker_ids: list[int]) -> dict[int, str]:
+    racks: dict[int, str] = {}
+    for tok in filter(None, (t.strip() for t in text.split(","))):
+        broker, sep, rack = tok.partition(":")
+        if not sep or not rack:
+            raise InputError("--racks", f"'{tok}' is not of the form broker:rack")
+        try:
+            b = int(broker)
+        except ValueError:
+            raise InputError("--racks", f"'{broker}' in '{tok}' is not a broker id") from None
+        if b not in broker_ids:
+            raise InputError("--racks", f"broker {b} is not in --brokers")
+        if b in racks:
+            raise InputError("--racks", f"broker {b} is given a rack twice")
+        racks[b] = rack
+    return racks
+
+
+def _random(seed: str) -> JavaRandom:
+    if seed == "mock":  # Kafka's test MockRandom, to replay Kafka's own placer test vectors
+        return MockRandom()
+    try:
+        return JavaRandom(int(seed))
+    except ValueError:
+        raise InputError("--seed", f"'{seed}' is neither an integer nor 'mock'") from None
+
+
+@app.command()
+def check(
+    json_out: Annotated[bool, typer.Option("--json", help="Print the results as JSON.")] = False,
+    max_brokers: Annotated[int, typer.Option(min=1, max=12, help="Largest built-in cluster.")] = MAX_BROKERS,
+    deep: Annotated[bool, typer.Option(
+        help="Also find row 4 (KIP-320) with the abstract search: about 4 minutes and 4 GB more.")] = False,
+) -> int:
+    """Run every check kcheck has and print one summary (the main job)."""
+    result = run_check(max_brokers, deep=deep)
+    if json_out:
+        print(report.check_json(result))
+    else:
+        out = report.console()
+        out.print(report.check_table(result))
+        out.print(report.prove_table(result.proofs, "Kafka's placement guarantees, proved"))
+        out.print(report.models_table(result.models))
+        out.print(report.replication_table(result.replication))
+        hard_findings = [o for o in result.findings if REGISTRY[o.invariant].severity is Severity.HARD]
+        failed = failed_any(result)
+        out.print(
+            f"{'FAIL' if failed else 'OK'}: {len(result.failures)} guarantee(s) of Kafka's placers violated and "
+            f"{len(result.failed_proofs)} not proved; {len(result.failed_models)} assignor(s) broke a guarantee in "
+            f"the rebalance model; {len(result.failed_replication)} replication-model run(s) not as expected; "
+            f"{len(hard_findings)} hard and "
+            f"{len(result.findings) - len(hard_findings)} soft finding(s) about properties Kafka does not promise "
+            "(replay them with the commands shown)."
+        )
+    return 1 if failed_any(result) else 0
+
+
+@app.command()
+def place(
+    brokers: Brokers,
+    partitions: Partitions,
+    replication_factor: ReplicationFactor,
+    racks: Racks = None,
+    fenced: Annotated[str | None, typer.Option(help="Fenced brokers (striped placer): 3,4")] = None,
+    topic: Annotated[str, typer.Option(help="Topic name written to the JSON.")] = "topic",
+    start_index: StartIndex = -1,
+    start_partition: Annotated[int, typer.Option(help="First partition id, when adding partitions.")] = -1,
+    placer: PlacerName = "adminutils",
+    seed: Seed = "0",
+    check_report: Annotated[bool, typer.Option("--report", help="Also check invariants; table on stderr.")] = False,
+) -> int:
+    """Place a topic's replicas as Kafka would; print the JSON kafka-reassign-partitions.sh --execute takes."""
+    ids = _int_list(brokers, "--brokers")
+    rack_map = _rack_map(racks, ids) if racks else {}
+    fenced_ids = _int_list(fenced, "--fenced") if fenced else []
+    unknown = [b for b in fenced_ids if b not in ids]
+    if unknown:
+        raise InputError("--fenced", f"broker {unknown[0]} is not in --brokers")
+    cluster = Cluster.of(ids, rack_map, fenced_ids)
+    try:
+        info = resolve_placer(placer)
+    except ValueError as e:
+        raise InputError("--placer", str(e)) from None
+    if start_index >= 0 and not info.has_start_index:
+        raise InputError("--start-index", f"the {info.name} placer has no start index; use --seed")
+    try:
+        placement = info.place(list(cluster.brokers), partitions, replication_factor, start_index,
+                               start_partition, _random(seed))
+    except KafkaError as e:
+        raise InputError(f"{info.name} placer", f"{type(e).__name__}: {e}") from None
+    assignment = ReplicaAssignment.from_placement(topic, placement)
+    print(formats.format_reassignment_json(assignment))
+    if not check_report:
+        return 0
+    result = check_placement(PlacementSubject(cluster, assignment, replication_factor=replication_factor))
+    err = report.console(stderr=True)
+    err.print(report.violations_table(result, f"Invariants of this placement ({info.name})"))
+    err.print(report.report_summary(result))
+    return 0 if result.ok else 1
+
+
+def _validate_against_cluster(assignment: ReplicaAssignment, cluster: Cluster, plan: str, brokers: str) -> None:
+    formats.check_plan_brokers(assignment, cluster, plan, brokers, " for replica rack aware assignment")
+    for topic, rf in assignment.replication_factors.items():
+        if rf > len(cluster):
+            raise InputError(plan, f"topic {topic}: replication factor {rf} larger than available brokers: "
+                                   f"{len(cluster)}")
+
+
+def _broker_table(subject: PlacementSubject) -> Table:
+    replicas = Counter(b for p in subject.assignment for b in subject.replicas(p))
+    leaders = Counter(subject.replicas(p)[0] for p in subject.assignment if subject.replicas(p))
+    table = Table(title="Brokers", title_justify="left")
+    for col in ("broker", "rack", "replicas", "preferred leaders"):
+        table.add_column(col, justify="right" if col != "rack" else "left")
+    for b in subject.broker_ids:
+        table.add_row(str(b), subject.rack_of.get(b, "-"), str(replicas.get(b, 0)), str(leaders.get(b, 0)))
+    return table
+
+
+@app.command()
+def verify(
+    plan: Annotated[str, typer.Argument(help="Reassignment JSON or kafka-topics --describe output ('-': stdin).")],
+    brokers_file: Annotated[str | None, typer.Option(help="Broker racks: JSON, or id:rack lines.")] = None,
+    json_out: Annotated[bool, typer.Option("--json", help="Print the violations as JSON.")] = False,
+    threshold: Annotated[float, typer.Option(help="Replica and leader balance threshold (Cruise Control's).")] = 1.10,
+    max_replicas_per_broker: Annotated[int, typer.Option(help="max.replicas.per.broker")] = 10_000,
+) -> int:
+    """Check a reassignment plan or a cluster description against every placement invariant."""
+    if threshold < 1.0:
+        raise InputError("--threshold", f"{threshold} is below 1.0 (it is a ratio to the average, e.g. 1.10)")
+    source = "<stdin>" if plan == "-" else plan
+    text = sys.stdin.read() if plan == "-" else formats.read_text(plan)
+    if not text.strip():
+        raise InputError(source, "is empty")
+    assignment = formats.parse_plan(text, source)
+    if brokers_file:
+        cluster = formats.parse_brokers(formats.read_text(brokers_file), brokers_file)
+    else:
+        cluster = Cluster.of(assignment.broker_ids())
+    _validate_against_cluster(assignment, cluster, source, brokers_file or "the plan")
+    settings = BalanceSettings(replica_threshold=threshold, leader_threshold=threshold,
+                               follower_threshold=threshold, max_replicas_per_broker=max_replicas_per_broker)
+    subject = PlacementSubject(cluster, assignment, settings)
+    result = check_placement(subject)
+    if json_out:
+        print(report.report_json(result, {"plan": source, "partitions": len(assignment),
+                                          "brokers": len(cluster)}))
+    else:
+        out = report.console()
+        out.print(_broker_table(subject))
+        out.print(report.violations_table(
+            result, f"Violations in {source} ({len(assignment)} partitions, {len(cluster)} brokers)"))
+        out.print(report.report_summary(result))
+    return 0 if result.ok else 1
+
+
+@app.command("prove")
+def prove_command(
+    algorithm: Annotated[str, typer.Option(help="adminutils, adminutils-rack-aware, striped or all.")] = "all",
+    invariant: Annotated[str, typer.Option(help="An invariant id (see kcheck invariants) or all.")] = "all",
+    max_brokers: Annotated[int, typer.Option(help="Largest cluster searched.")] = 5,
+    max_racks: Annotated[int, typer.Option(help="Most racks searched.")] = 3,
+    max_partitions: Annotated[int, typer.Option(help="Most partitions searched.")] = 6,
+    max_rf: Annotated[int, typer.Option(help="Largest replication factor searched.")] = 4,
+    placer: Annotated[str | None, typer.Option(help="Check a module:object placer by exhaustive enumeration.")] = None,
+    labelled: Annotated[bool, typer.Option(help="With --placer: every broker-to-rack assignment.")] = False,
+    exhaustive: Annotated[bool, typer.Option(help="Run Kafka's placers on every configuration and random draw "
+                                                  "instead of Z3.")] = False,
+    timeout: Annotated[float, typer.Option(help="Seconds per solver query.")] = 120.0,
+    json_out: Annotated[bool, typer.Option("--json", help="Print the results as JSON.")] = False,
+) -> int:
+    """Prove placement invariants with Z3 for all clusters within bounds (or all sizes), or find the smallest
+    cluster that breaks them, replayed through the concrete reference."""
+    from kcheck.invariants import smt
+    from kcheck.invariants.exhaustive import check_exhaustively
+    from kcheck.invariants.prover import ALGORITHMS, RACK_NAMES, Bounds
+    from kcheck.invariants.prover import prove as prove_pair
+
+    names = [algorithm] if algorithm != "all" else list(ALGORITHMS)
+    if placer is None and any(a not in ALGORITHMS for a in names):
+        raise InputError("--algorithm", f"'{algorithm}' is not one of {', '.join(ALGORITHMS)}, all")
+    ids = list(smt.FORMS) if invariant == "all" else [invariant]
+    if any(i not in smt.FORMS for i in ids):
+        raise InputError("--invariant", f"'{invariant}' has no Z3 form (one of {', '.join(smt.FORMS)}, or all)")
+    for option, value, top in (("--max-brokers", max_brokers, len(RACK_NAMES)), ("--max-racks", max_racks, 10),
+                               ("--max-partitions", max_partitions, 64), ("--max-rf", max_rf, 10)):
+        if not 1 <= value <= top:
+            raise InputError(option, f"{value} is outside 1..{top}")
+    bounds = Bounds(max_brokers, max_racks, max_partitions, max_rf)
+    timeout_ms = int(timeout * 1000)
+    results = []
+    if placer is not None:
+        try:
+            info = resolve_placer(placer)
+        except ValueError as e:
+            raise InputError("--placer", str(e)) from None
+        results = list(check_exhaustively(info, ids, bounds, labelled=labelled).values())
+    else:
+        for name in names:
+            info = resolve_placer("striped" if name == "striped" else "adminutils")
+            if exhaustive:
+                if name == "adminutils-rack-aware":
+                    continue  # the exhaustive pass of the adminutils placer covers both of its paths
+                results += check_exhaustively(info, ids, bounds).values()
+                continue
+            for inv in ids:
+                results.append(prove_pair(name, inv, info, bounds, timeout_ms=timeout_ms))
+    hard = [r for r in results if REGISTRY[r.invariant].severity is Severity.HARD]
+    ok = all(r.status in ("proved", "not applicable") for r in hard)
+    if json_out:
+        import json
+
+        print(json.dumps({"ok": ok, "bounds": bounds.as_dict(), "results": [r.as_dict() for r in results]},
+                         indent=2))
+    else:
+        out = report.console()
+        out.print(report.prove_table(results))
+        for r in results:
+            if r.counterexample is not None:
+                for line in report.counterexample_lines(r):
+                    out.print(line)
+        refuted = sum(r.status == "refuted" for r in hard)
+        out.print(f"{'OK' if ok else 'FAIL'}: {sum(r.status == 'proved' for r in hard)} hard invariant result(s) "
+                  f"proved, {refuted} refuted, {sum(r.status == 'unknown' for r in hard)} unknown.")
+    return 0 if ok else 1
+
+
+@app.command()
+def optimize(
+    brokers: Brokers,
+    partitions: Partitions,
+    replication_factor: ReplicationFactor,
+    racks: Racks = None,
+    placer: PlacerName = "adminutils",
+    start_index: StartIndex = -1,
+    seed: Seed = "0",
+) -> int:
+    """How far a placer's placement is from the best the cluster allows (Z3 optimisation)."""
+    from kcheck.invariants.optimal import metrics, optimal_metrics
+
+    ids = _int_list(brokers, "--brokers")
+    cluster = Cluster.of(ids, _rack_map(racks, ids) if racks else {})
+    try:
+        info = resolve_placer(placer)
+    except ValueError as e:
+        raise InputError("--placer", str(e)) from None
+    if partitions < 1 or not 1 <= replication_factor <= len(ids):
+        raise InputError("--replication-factor" if partitions >= 1 else "--partitions",
+                         f"need partitions >= 1 and 1 <= RF <= {len(ids)} brokers")
+    try:
+        placement = info.place(list(cluster.brokers), partitions, replication_factor, start_index, -1, _random(seed))
+    except KafkaError as e:
+        raise InputError(f"{info.name} placer", f"{type(e).__name__}: {e}") from None
+    kafka = metrics(cluster, placement)
+    best, seconds = optimal_metrics(cluster, partitions, replication_factor)
+    table = Table(title=f"{info.name} against the best placement ({seconds:.2f} s of Z3)", title_justify="left")
+    for col in ("metric", info.name, "best possible", "gap"):
+        table.add_column(col)
+    rows = [("leader spread (max - min preferred leaders per broker)", kafka.leader_spread, best.leader_spread),
+            ("replica spread (max - min replicas per broker)", kafka.replica_spread, best.replica_spread)]
+    if best.min_racks_spanned is not None:
+        rows.append(("fewest racks spanned by a partition", kafka.min_racks_spanned, best.min_racks_spanned))
+    for name, got, opt in rows:
+        table.add_row(name, str(got), str(opt), str(abs((got or 0) - opt)))
+    report.console().print(table)
+    return 0
+
+
+@app.command()
+def assign(
+    group: Annotated[str, typer.Argument(help="Group description JSON: topics and members ('-': stdin).")],
+    assignor: Annotated[str, typer.Option(
+        help="range, roundrobin, sticky, cooperative-sticky, uniform, server-range, or module:object.")] = "range",
+    json_out: Annotated[bool, typer.Option("--json", help="Print the assignment and violations as JSON.")] = False,
+) -> int:
+    """Run a consumer assignor on a group as its leader (or the KIP-848 coordinator) would; check the result."""
+    from kcheck.invariants.assignment import AssignmentSubject, check_assignment
+    from kcheck.group_format import AssignorFailure, parse_group, partition_runs, run_assignor
+    from kcheck.reference.assignors.registry import resolve_assignor
+
+    try:
+        info = resolve_assignor(assignor)
+    except ValueError as e:
+        raise InputError("--assignor", str(e)) from None
+    source = "<stdin>" if group == "-" else group
+    text = sys.stdin.read() if group == "-" else formats.read_text(group)
+    if not text.strip():
+        raise InputError(source, "is empty")
+    parsed = parse_group(text, source)
+    try:
+        run = run_assignor(info, parsed)
+    except AssignorFailure as e:  # a valid group the assignor cannot assign: Kafka's rebalance would fail
+        if json_out:
+            import json
+
+            print(json.dumps({"group": source, "assignor": info.name, "ok": False, "error": str(e),
+                              "exit_status": 1}, indent=2))
+        else:
+            report.console().print(f"FAIL: {e}", markup=False)
+        return 1
+    result = check_assignment(AssignmentSubject(run.partitions_per_topic, run.subscriptions, run.assignment,
+                                                cooperative=run.cooperative))
+    broken = sorted({v.invariant for v in result.violations if v.invariant in info.guarantees})
+    code = 1 if result.hard_violations or broken else 0
+    if json_out:
+        def names(by_member, every_member=False):
+            return {m: [str(tp) for tp in tps] for m, tps in by_member.items() if tps or every_member}
+
+        extra = {"group": source, "assignor": info.name, "cooperative": info.cooperative,
+                 "partitions": run.partitions, "members": len(run.subscriptions),
+                 "assignment": names(run.assignment, every_member=True)}
+        if info.cooperative:
+            extra.update(revoked=names(run.revoked), withheld=names(run.withheld))
+        extra.update(guarantees=sorted(info.guarantees), broken_guarantees=broken, exit_status=code)
+        print(report.report_json(result, extra))
+        return code
+    from rich.markup import escape  # member ids, racks and paths are the user's text
+
+    static = any(s.group_instance_id for s in run.subscriptions.values())
+    table = Table()
+    columns = ["member", *(["instance id"] if static else []), "rack", "assigned", "count"]
+    for col in columns + (["revoked", "withheld"] if info.cooperative else []):
+        table.add_column(col, justify="right" if col == "count" else "left", overflow="fold")
+    for m, s in run.subscriptions.items():
+        row = [escape(m), *([escape(s.group_instance_id or "-")] if static else []), escape(s.rack_id or "-"),
+               partition_runs(run.assignment[m]), str(len(run.assignment[m]))]
+        if info.cooperative:
+            row += [partition_runs(run.revoked.get(m, [])), partition_runs(run.withheld.get(m, []))]
+        table.add_row(*row)
+    out = report.console()
+    out.print(f"{info.name} assignment of {source}: {run.partitions:,} partitions, {len(run.subscriptions):,} members",
+              markup=False)
+    out.print(table)
+    if run.withheld.get(""):
+        out.print(f"Withheld until revoked (the assignor does not say for whom): {partition_runs(run.withheld[''])}")
+    if result.violations:
+        out.print(report.violations_table(result, f"Invariants of this assignment ({info.name})"))
+    out.print(report.report_summary(result))
+    held = sorted(g for g in info.guarantees if g in result.checked and g not in broken)
+    skipped = sorted(g for g in info.guarantees if g in result.skipped)
+    verdict = f"FAIL: {info.name} breaks what Kafka guarantees for it: {', '.join(broken)}" if broken else \
+        f"Kafka's guarantees for {info.name}: " + ("none declared" if not info.guarantees else
+                                                   f"{', '.join(held) or 'none'} hold")
+    out.print(verdict + (f"; not applicable here: {', '.join(skipped)}" if skipped else ""))
+    return code
+
+
+@app.command()
+def reassign(
+    from_: Annotated[str, typer.Option("--from", help="Current replicas, in order: 1,2,3")],
+    to: Annotated[str, typer.Option(help="Target replicas, in order: 4,5,6")],
+    leader: Annotated[int | None, typer.Option(help="Current leader (default: the first replica).")] = None,
+    isr: Annotated[str | None, typer.Option(help="Current ISR (default: every current replica).")] = None,
+    controller: Annotated[str, typer.Option(help="zk or kraft.")] = "zk",
+    leader_epoch: Annotated[int, typer.Option(help="Leader epoch before the move.")] = 0,
+    all_steps: Annotated[bool, typer.Option("--all-steps", help="Every sub-step, epochs and memory.")] = False,
+    json_out: Annotated[bool, typer.Option("--json", help="Print every step as JSON.")] = False,
+) -> int:
+    """Run one partition's reassignment through Kafka's controller and print what it stores, step by step."""
+    from kcheck.reassign import run_reassign
+
+    if controller not in ("zk", "kraft"):
+        raise InputError("--controller", f"'{controller}' is neither zk nor kraft")
+    return run_reassign(_int_list(from_, "--from"), _int_list(to, "--to"), leader,
+                        _int_list(isr, "--isr") if isr is not None else None, controller, all_steps, json_out,
+                        leader_epoch)
+
+
+@app.command("verify-reassignment")
+def verify_reassignment(
+    current: Annotated[str, typer.Argument(help="The cluster now: kafka-topics --describe output or a "
+                                                "reassignment JSON ('-': stdin).")],
+    proposed: Annotated[str, typer.Argument(help="The plan: a reassignment JSON ('-': stdin).")],
+    brokers_file: Annotated[str | None, typer.Option(help="Broker racks: JSON, or id:rack lines.")] = None,
+    min_insync_replicas: Annotated[int | None, typer.Option(
+        help="min.insync.replicas for every topic (default: the describe's Configs, else 1).")] = None,
+    controller: Annotated[str, typer.Option(help="kraft or zk: whose reassignment rules.")] = "kraft",
+    json_out: Annotated[bool, typer.Option("--json", help="Print the moves and violations as JSON.")] = False,
+    threshold: Annotated[float, typer.Option(help="Replica and leader balance threshold (Cruise Control's).")] = 1.10,
+    max_replicas_per_broker: Annotated[int, typer.Option(help="max.replicas.per.broker")] = 10_000,
+) -> int:
+    """Check a reassignment plan against the cluster it would run on: each move's safety and the target placement."""
+    from kcheck.reassign import run_verify_reassignment
+
+    return run_verify_reassignment(current, proposed, brokers_file, min_insync_replicas, controller, json_out,
+                                   threshold, max_replicas_per_broker)
+
+
+app.command("sweep")(sweep_command)  # kcheck/sweep.py: PySpark sweeps over generated spaces
+# kcheck/replication_cli.py: the replication state-machine model
+app.command("explore")(explore_command)
+app.command("exhaust")(exhaust_command)
+app.command("replay")(replay_command)
+app.command("variants")(variants_command)
+
+
+@app.command("invariants")
+def list_invariants() -> int:
+    """List every invariant kcheck knows, with its severity and source."""
+    table = Table(title="Invariants", title_justify="left")
+    for col in ("id", "severity", "title", "source"):
+        table.add_column(col, overflow="fold")
+    for inv in REGISTRY.values():
+        table.add_row(inv.id, str(inv.severity), inv.title, inv.source)
+    report.console().print(table)
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    command = typer.main.get_command(app)
+    try:
+        code = command.main(args=argv, prog_name="kcheck", standalone_mode=False)
+    except ClickException as e:  # usage errors: unknown option, bad integer, missing argument
+        print(f"kcheck: error: {e.format_message()}", file=sys.stderr)
+        return 2
+    except InputError as e:
+        print(f"kcheck: error: {e}", file=sys.stderr)
+        return 2
+    except KafkaError as e:
+        print(f"kcheck: error: {type(e).__name__}: {e}", file=sys.stderr)
+        return 2
+    except BrokenPipeError:  # e.g. `kcheck place ... | head`
+        return 0
+    return code if isinstance(code, int) else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,426 @@
+"""Kafka's own formats, read into `model` values, and the reassignment JSON written back.
+
+* Reassignment JSON, the input and output of `kafka-reassign-partitions.sh`
+  (`tools/src/main/java/org/apache/kafka/tools/reassign/ReassignPartitionsCommand.java`:
+  `parsePartitionReassignmentData`, `formatAsReassignmentJson`).
+* `kafka-topics.sh --describe` text in every historical variant
+  (`tools/src/main/java/org/apache/kafka/tools/TopicCommand.java`: `printDescription`).
+* Broker rack files for `--brokers-file`: JSON or `id:rack` lines (kcheck's own; Kafka has none).
+
+Every problem with the input is an `InputError` whose text is one line naming the file and
+the place in it, so the CLI can print it as is.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections import Counter
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any
+
+from kcheck.model import NO_LEADER, Broker, Cluster, PartitionReplicas, ReplicaAssignment, TopicPartition
+
+MAX_ID = 2**31 - 1  # broker and partition ids are Java ints in Kafka
+
+
+class InputError(Exception):
+    """Bad user input. str(e) is one line: '<source>: <message>' or '<source> line <n>: <message>'."""
+
+    def __init__(self, source: str, message: str, line: int | None = None) -> None:
+        self.source = source
+        self.message = message
+        self.line = line
+        where = source if line is None else f"{source} line {line}"
+        # User text (topic names, quoted lines) must not break the one-line promise.
+        super().__init__(f"{where}: {message}".replace("\r", "\\r").replace("\n", "\\n"))
+
+
+def read_text(path: str) -> str:
+    """The text of a UTF-8 file (a BOM is dropped); an unreadable or blank file is an InputError."""
+    try:
+        with open(path, "rb") as f:
+            data = f.read()
+    except FileNotFoundError:
+        raise InputError(path, "no such file") from None
+    except IsADirectoryError:
+        raise InputError(path, "is a directory, not a file") from None
+    except PermissionError:
+        raise InputError(path, "permission denied") from None
+    except OSError as e:
+        raise InputError(path, f"cannot read: {e.strerror or e}") from None
+    if data[:2] in (b"\xff\xfe", b"\xfe\xff"):  # what PowerShell's `>` writes
+        raise InputError(path, "is UTF-16 text; convert it to UTF-8")
+    try:
+        text = data.decode("utf-8-sig")
+    except UnicodeDecodeError as e:
+        bad = f"byte 0x{data[e.start]:02x} at offset {e.start}"
+        raise InputError(path, f"is not UTF-8 text ({bad})") from None
+    if not text.strip():
+        raise InputError(path, "file is empty")
+    return text
+
+
+def parse_plan(text: str, source: str) -> ReplicaAssignment:
+    """A reassignment JSON (first non-blank character '{' or '[') or else `kafka-topics --describe` text."""
+    if text.removeprefix("\ufeff").lstrip()[:1] in ("{", "["):  # '[' too: a clearer error than a describe one
+        return parse_reassignment_json(text, source)
+    return parse_describe(text, source)
+
+
+# ---------------------------------------------------------------------------------------------
+# Reassignment JSON
+
+
+def parse_reassignment_json(text: str, source: str) -> ReplicaAssignment:
+    """Parse `{"version":1,"partitions":[{"topic","partition","replicas"[,"log_dirs"]}, ...]}`.
+
+    Checks at least what kafka-reassign-partitions checks; unknown keys are ignored as Kafka does.
+    """
+    doc = _load_json(text, source)
+    if not isinstance(doc, dict):
+        raise InputError(source, f'expected an object with "version" and "partitions", got {_show(doc)}')
+    if "version" not in doc:
+        raise InputError(source, 'missing "version" (must be 1)')
+    version = doc["version"]
+    if type(version) is not int:
+        raise InputError(source, f'"version" must be the integer 1, got {_show(version)}')
+    if version != 1:
+        raise InputError(source, f"not supported version field value {version} (only 1 is supported)")
+    if "partitions" not in doc:
+        raise InputError(source, 'missing "partitions"')
+    entries = doc["partitions"]
+    if not isinstance(entries, list):
+        raise InputError(source, f'"partitions" must be a list, got {_show(entries)}')
+    if not entries:
+        raise InputError(source, "partition reassignment list cannot be empty")
+    first_index: dict[TopicPartition, int] = {}
+    parts: list[PartitionReplicas] = []
+    for i, entry in enumerate(entries):
+        p = _json_partition(entry, i, source)
+        if p.tp in first_index:
+            raise InputError(source, f"partition {p.tp} is listed twice "
+                                     f"(partitions[{first_index[p.tp]}] and partitions[{i}])")
+        first_index[p.tp] = i
+        parts.append(p)
+    return ReplicaAssignment(tuple(parts))
+
+
+def _json_partition(entry: object, i: int, source: str) -> PartitionReplicas:
+    where = f"partitions[{i}]"
+    if not isinstance(entry, dict):
+        raise InputError(source, f"{where}: expected an object, got {_show(entry)}")
+    for key in ("topic", "partition", "replicas"):
+        if key not in entry:
+            raise InputError(source, f'{where}: missing "{key}"')
+    topic, partition = entry["topic"], entry["partition"]
+    if not isinstance(topic, str) or not topic:
+        raise InputError(source, f'{where}: "topic" must be a non-empty string, got {_show(topic)}')
+    if not _is_id(partition):
+        raise InputError(source, f'{where} (topic {topic}): "partition" must be an integer >= 0, '
+                                 f"got {_show(partition)}")
+    where = f"partition {TopicPartition(topic, partition)}"  # from here on, name the partition
+    replicas = entry["replicas"]
+    if not isinstance(replicas, list) or not all(_is_id(b) for b in replicas):
+        raise InputError(source, f'{where}: "replicas" must be a list of broker ids (integers >= 0), '
+                                 f"got {_show(replicas)}")
+    if not replicas:
+        raise InputError(source, f"{where}: partition replica list cannot be empty")
+    _no_duplicate_broker(replicas, lambda b: InputError(
+        source, f"{where}: replica list contains broker {b} twice"))
+    log_dirs = None
+    if "log_dirs" in entry:
+        log_dirs = entry["log_dirs"]
+        if not isinstance(log_dirs, list) or not all(isinstance(d, str) for d in log_dirs):
+            raise InputError(source, f'{where}: "log_dirs" must be a list of strings, got {_show(log_dirs)}')
+        if len(log_dirs) != len(replicas):
+            raise InputError(source, f'{where}: "log_dirs" has {len(log_dirs)} entries '
+                                     f'but "replicas" has {len(replicas)}')
+        log_dirs = tuple(log_dirs)
+    return PartitionReplicas(topic, partition, tuple(replicas), log_dirs=log_dirs)
+
+
+def format_reassignment_json(assignment: ReplicaAssignment) -> str:
+    """Kafka's `formatAsReassignmentJson`: compact, sorted by (topic, partition), log_dirs always present."""
+    partitions = [
+        {
+            "topic": p.topic,
+            "partition": p.partition,
+            "replicas": list(p.replicas),
+            "log_dirs": list(p.log_dirs) if p.log_dirs is not None else ["any"] * len(p.replicas),
+        }
+        for p in sorted(assignment.partitions, key=lambda p: (p.topic, p.partition))
+    ]
+    # ensure_ascii=False: Jackson writes non-ASCII characters as they are.
+    return json.dumps({"version": 1, "partitions": partitions}, separators=(",", ":"), ensure_ascii=False)
+
+
+# ---------------------------------------------------------------------------------------------
+# kafka-topics --describe
+
+# Every key any Kafka version prints. A field is 'Key:' at the start of the line or after
+# whitespace; its value runs to the next key. That survives tabs turned into spaces, the
+# pre-2.4 'Key:value' style, and Configs values full of ',' and '='.
+_DESCRIBE_KEYS = ("Adding Replicas", "Removing Replicas", "TopicId", "Topic", "PartitionCount", "Partition",
+                  "ReplicationFactor", "Configs", "Leader", "Replicas", "Isr", "LastKnownElr", "Elr",
+                  "MarkedForDeletion", "Offline")
+_KEY_RE = re.compile(r"(?:^|(?<=\s))(" + "|".join(re.escape(k).replace(r"\ ", r"\s+") for k in _DESCRIBE_KEYS)
+                     + r"):")
+# A line with any of these describes a partition; otherwise it is a topic header.
+_PARTITION_KEYS = frozenset({"Partition", "Leader", "Replicas", "Isr", "Adding Replicas", "Removing Replicas",
+                             "Elr", "LastKnownElr", "Offline"})
+_UINT_RE = re.compile(r"[0-9]+")  # not int(): it also takes '+1', '1_0' and non-ASCII digits
+
+
+def parse_describe(text: str, source: str) -> ReplicaAssignment:
+    """Parse `kafka-topics.sh --describe` output of any Kafka version, with or without topic headers."""
+    parts: list[PartitionReplicas] = []
+    part_line: dict[TopicPartition, int] = {}
+    rf: dict[str, int] = {}
+    rf_line: dict[str, int] = {}
+    for n, line in enumerate(_lines(text), 1):
+        if not line.strip():
+            continue
+        fields = _describe_fields(line, source, n)
+        if fields.keys() & _PARTITION_KEYS:
+            p = _describe_partition(fields, source, n)
+            if p.tp in part_line:
+                raise InputError(source, f"partition {p.tp} is listed twice "
+                                         f"(lines {part_line[p.tp]} and {n})", n)
+            part_line[p.tp] = n
+            parts.append(p)
+            continue
+        if "Topic" not in fields:
+            raise InputError(source, "topic line has no Topic: field", n)
+        topic = _topic_name(fields["Topic"], source, n)
+        if "PartitionCount" in fields:
+            _uint(fields["PartitionCount"], "PartitionCount", "a partition count", source, n)
+        if "ReplicationFactor" in fields:
+            factor = _uint(fields["ReplicationFactor"], "ReplicationFactor", "a replication factor",
+                           source, n)
+            if rf.get(topic, factor) != factor:
+                raise InputError(source, f"topic {topic}: ReplicationFactor {factor} contradicts "
+                                         f"ReplicationFactor {rf[topic]} on line {rf_line[topic]}", n)
+            rf[topic] = factor
+            rf_line.setdefault(topic, n)
+    if not parts:
+        raise InputError(source, "no partitions found")
+    return ReplicaAssignment(tuple(parts), rf)
+
+
+def _describe_fields(line: str, source: str, n: int) -> dict[str, str]:
+    matches = list(_KEY_RE.finditer(line))
+    if not matches or line[: matches[0].start()].strip():
+        raise InputError(source, f"not a kafka-topics --describe line: {_quote(line.strip())}", n)
+    fields: dict[str, str] = {}
+    following: list[re.Match[str] | None] = [*matches[1:], None]
+    for m, nxt in zip(matches, following, strict=True):
+        key = " ".join(m.group(1).split())  # 'Adding   Replicas' after a mangled paste
+        if key in fields:
+            raise InputError(source, f"{key}: appears twice in one line", n)
+        fields[key] = line[m.end(): nxt.start() if nxt else len(line)].strip()
+    return fields
+
+
+def _describe_partition(fields: dict[str, str], source: str, n: int) -> PartitionReplicas:
+    for key in ("Topic", "Partition", "Leader", "Replicas"):
+        if key not in fields:
+            raise InputError(source, f"partition line has no {key}: field", n)
+    topic = _topic_name(fields["Topic"], source, n)
+    partition = _uint(fields["Partition"], "Partition", "a partition id", source, n)
+    leader_text = fields["Leader"]
+    # 'none' when there is no leader; some versions print Kafka's stored -1 instead.
+    leader = (NO_LEADER if leader_text in ("none", "-1")
+              else _uint(leader_text, "Leader", "a broker id", source, n))
+    replicas = _id_list(fields["Replicas"], "Replicas", source, n)
+    if not replicas:
+        raise InputError(source, f"partition {topic}-{partition}: Replicas: is empty", n)
+    _no_duplicate_broker(replicas, lambda b: InputError(
+        source, f"partition {topic}-{partition}: Replicas: contains broker {b} twice", n))
+    isr = _id_list(fields["Isr"], "Isr", source, n) if "Isr" in fields else None
+    adding = _id_list(fields.get("Adding Replicas", ""), "Adding Replicas", source, n)
+    removing = _id_list(fields.get("Removing Replicas", ""), "Removing Replicas", source, n)
+    for key in ("Elr", "LastKnownElr", "Offline"):  # validated, not kept: the model has no use for them
+        if fields.get(key, "N/A") != "N/A":
+            _id_list(fields[key], key, source, n)
+    return PartitionReplicas(topic, partition, replicas, leader, isr, adding, removing)
+
+
+def _topic_name(value: str, source: str, n: int) -> str:
+    # Kafka topic names never contain whitespace, so any is stray text between two fields.
+    if not value or any(c.isspace() for c in value):
+        raise InputError(source, f"Topic: {_quote(value)} is not a topic name", n)
+    return value
+
+
+def _uint(value: str, key: str, what: str, source: str, n: int) -> int:
+    if not _UINT_RE.fullmatch(value) or int(value) > MAX_ID:
+        raise InputError(source, f"{key}: {_quote(value)} is not {what}", n)
+    return int(value)
+
+
+def _id_list(value: str, key: str, source: str, n: int) -> tuple[int, ...]:
+    if not value:
+        return ()
+    items = [s.strip() for s in value.split(",")]
+    if not all(_UINT_RE.fullmatch(s) and int(s) <= MAX_ID for s in items):
+        raise InputError(source, f"{key}: {_quote(value)} is not a list of broker ids", n)
+    return tuple(int(s) for s in items)
+
+
+# ---------------------------------------------------------------------------------------------
+# Brokers file
+
+_COMMENT_RE = re.compile(r"(?:^|\s)#.*")  # '#' starts a comment only at a word start: racks may contain '#'
+
+
+def parse_brokers(text: str, source: str) -> Cluster:
+    """Brokers and racks, in file order, from JSON or from `id:rack` / `id rack` / `id` lines."""
+    body = text.removeprefix("\ufeff")
+    if body.lstrip()[:1] in ("{", "["):
+        brokers = _json_brokers(body, source)
+    else:
+        brokers = _line_brokers(body, source)
+    if not brokers:
+        raise InputError(source, "no brokers found")
+    return Cluster(tuple(brokers))
+
+
+def _json_brokers(text: str, source: str) -> list[Broker]:
+    doc = _load_json(text, source, object_pairs_hook=_JsonObject)
+    brokers: list[Broker] = []
+    where: dict[int, str] = {}
+
+    def add(broker_id: int, rack: str | None, place: str) -> None:
+        if broker_id in where:
+            raise InputError(source, f"broker {broker_id} is listed twice ({where[broker_id]} and {place})")
+        where[broker_id] = place
+        brokers.append(Broker(broker_id, rack))
+
+    if isinstance(doc, dict) and "brokers" not in doc:  # {"0": "r1", "1": null}
+        for key, count in Counter(k for k, _ in doc.pairs).items():
+            if count > 1 and _UINT_RE.fullmatch(key):  # json.loads would silently keep the last one
+                raise InputError(source, f"broker {int(key)} is listed twice")
+        for key, rack in doc.items():
+            place = f"broker {_show(key)}"
+            if not _UINT_RE.fullmatch(key) or int(key) > MAX_ID:
+                raise InputError(source, f"{place}: the key must be a broker id (an integer >= 0)")
+            add(int(key), _json_rack(rack, place, source), place)
+        return brokers
+    entries = doc["brokers"] if isinstance(doc, dict) else doc
+    if not isinstance(entries, list):
+        raise InputError(source, f'"brokers" must be a list, got {_show(entries)}')
+    for i, entry in enumerate(entries):
+        place = f"brokers[{i}]"
+        if not isinstance(entry, dict):
+            raise InputError(source, f'{place}: expected an object like {{"id": 0, "rack": "r1"}}, '
+                                     f"got {_show(entry)}")
+        if not _is_id(entry.get("id")):
+            raise InputError(source, f'{place}: "id" must be a broker id (an integer >= 0), '
+                                     f"got {_show(entry.get('id'))}")
+        add(entry["id"], _json_rack(entry.get("rack"), place, source), place)
+    return brokers
+
+
+def _json_rack(rack: object, place: str, source: str) -> str | None:
+    if rack is None:
+        return None
+    if not isinstance(rack, str):
+        raise InputError(source, f"{place}: the rack must be a string or null, got {_show(rack)}")
+    if not rack.strip():
+        raise InputError(source, f"{place}: empty rack name (use null for a broker without a rack)")
+    return rack
+
+
+def _line_brokers(text: str, source: str) -> list[Broker]:
+    brokers: list[Broker] = []
+    line_of: dict[int, int] = {}
+    for n, raw in enumerate(_lines(text), 1):
+        line = _COMMENT_RE.sub("", raw).strip()
+        if not line:
+            continue
+        if ":" in line:
+            id_text, rack = (s.strip() for s in line.split(":", 1))
+            if not rack:
+                raise InputError(source, f"broker {id_text}: empty rack name (write just the id for a "
+                                         "broker without a rack)", n)
+        else:
+            words = line.split()
+            if len(words) > 2:
+                raise InputError(source, f"expected 'id:rack', 'id rack' or 'id', got {_quote(line)}", n)
+            id_text, rack = words[0], (words[1] if len(words) == 2 else None)
+        if not _UINT_RE.fullmatch(id_text) or int(id_text) > MAX_ID:
+            raise InputError(source, f"{_quote(id_text)} is not a broker id (an integer >= 0)", n)
+        broker_id = int(id_text)
+        if broker_id in line_of:
+            raise InputError(source, f"broker {broker_id} is listed twice "
+                                     f"(lines {line_of[broker_id]} and {n})", n)
+        line_of[broker_id] = n
+        brokers.append(Broker(broker_id, rack))
+    return brokers
+
+
+# ---------------------------------------------------------------------------------------------
+# Helpers
+
+
+def _lines(text: str) -> list[str]:
+    # Not str.splitlines(): it also breaks at \f, \x1c or U+2028, so line numbers would not match editors'.
+    return [line.removesuffix("\r") for line in text.removeprefix("\ufeff").split("\n")]
+
+
+class _JsonObject(dict[str, Any]):
+    """A JSON object that remembers its key/value pairs, duplicates included."""
+
+    def __init__(self, pairs: list[tuple[str, Any]]) -> None:
+        super().__init__(pairs)
+        self.pairs = pairs
+
+
+def _load_json(text: str, source: str, **kwargs: Any) -> Any:
+    try:
+        return json.loads(text.removeprefix("\ufeff"), **kwargs)
+    except json.JSONDecodeError as e:
+        raise InputError(source, f"invalid JSON at line {e.lineno} column {e.colno}: {e.msg}") from None
+    except (ValueError, RecursionError) as e:  # e.g. an integer with more than 4300 digits, deep nesting
+        raise InputError(source, f"invalid JSON: {type(e).__name__}: {e}") from None
+
+
+def _is_id(value: object) -> bool:
+    return type(value) is int and 0 <= value <= MAX_ID  # type() is not isinstance(): bools are not ids
+
+
+def _no_duplicate_broker(brokers: Sequence[int], error: Callable[[int], InputError]) -> None:
+    seen: set[int] = set()
+    for b in brokers:
+        if b in seen:
+            raise error(b)
+        seen.add(b)
+
+
+def _show(value: object, limit: int = 40) -> str:
+    """A JSON value shown in an error message, cut short."""
+    try:
+        text = json.dumps(value)
+    except (TypeError, ValueError, RecursionError):
+        text = repr(value)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def _quote(text: str, limit: int = 40) -> str:
+    return '"' + (text if len(text) <= limit else text[: limit - 3] + "...") + '"'
+
+
+def check_plan_brokers(partitions: Iterable[PartitionReplicas], cluster: Cluster, plan: str, brokers: str,
+                       purpose: str = "") -> None:
+    """A plan read against a brokers file: every broker has a rack or none does (Kafka's rack-aware paths
+    refuse a mix), and every replica in the plan is a known broker."""
+    if cluster.rack_layout == "mixed":
+        bare = [b.id for b in cluster.brokers if b.rack is None]
+        raise InputError(brokers, f"Not all brokers have rack information{purpose} "
+                                  f"(no rack: broker(s) {', '.join(map(str, bare))})")
+    known = set(cluster.broker_ids)
+    for p in partitions:
+        for b in (*p.replicas, *p.adding):
+            if b not in known:
+                raise InputError(plan, f"partition {p.tp}: unknown broker id {b} (not in {brokers})")

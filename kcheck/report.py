@@ -1,0 +1,183 @@
+"""Rendering: Rich tables for people, JSON for machines (kept separate, as CI tools expect)."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import sys
+from typing import Any
+
+from rich.console import Console
+from rich.markup import escape
+from rich.table import Table
+
+from kcheck.invariants import REGISTRY, Report, Severity
+from kcheck.invariants.prover import ProofResult
+from kcheck.check import CheckResult, ModelOutcome, ReplicationOutcome, failed_any
+
+
+def console(stderr: bool = False) -> Console:
+    """A console that does not wrap long lines into noise when output goes to a file or CI log."""
+    stream = sys.stderr if stderr else sys.stdout
+    width = None if stream.isatty() else max(shutil.get_terminal_size((200, 24)).columns, 200)
+    return Console(file=stream, width=width, soft_wrap=False, highlight=False)
+
+
+def violations_table(report: Report, title: str) -> Table:
+    table = Table(title=title, title_justify="left")
+    for col in ("severity", "invariant", "where", "violation"):
+        table.add_column(col, overflow="fold")
+    order = sorted(report.violations, key=lambda v: (v.severity is not Severity.HARD, v.invariant))
+    for v in order:
+        style = "bold red" if v.severity is Severity.HARD else "yellow"
+        # names come from the user's files (members, topics, racks): never let them read as Rich markup
+        table.add_row(f"[{style}]{v.severity}[/]", v.invariant, escape(v.where), escape(v.message))
+    return table
+
+
+def report_summary(report: Report) -> str:
+    hard = len(report.hard_violations)
+    soft = len(report.violations) - hard
+    verdict = "FAIL" if hard else "OK"
+    return (f"{verdict}: {hard} hard and {soft} soft violation(s) over {len(report.checked)} invariant(s)"
+            + (f"; not applicable: {', '.join(f'{k} ({v})' for k, v in report.skipped.items())}"
+               if report.skipped else ""))
+
+
+def report_json(report: Report, extra: dict[str, Any]) -> str:
+    return json.dumps({
+        **extra,
+        "ok": report.ok,
+        "checked": list(report.checked),
+        "not_applicable": dict(report.skipped),
+        "violations": [v.as_dict() for v in report.violations],
+    }, indent=2)
+
+
+def check_table(result: CheckResult) -> Table:
+    table = Table(title=f"Placement invariants over {result.cases:,} placements on {result.clusters} clusters",
+                  title_justify="left")
+    for col in ("placer", "invariant", "severity", "Kafka guarantees", "checked", "violated", "result",
+                "smallest counterexample"):
+        table.add_column(col, overflow="fold")
+    for o in result.outcomes:
+        inv = REGISTRY[o.invariant]
+        style = {"FAILED": "bold red", "finding": "yellow", "holds": "green", "n/a": "dim"}[o.status]
+        example = ""
+        if o.smallest is not None:
+            example = f"{o.smallest_violations[0].message}\n[dim]{o.smallest.replay()}[/]"
+        table.add_row(o.placer, o.invariant, str(inv.severity), "yes" if o.guaranteed else "no",
+                      f"{o.checked:,}", f"{o.violated:,}", f"[{style}]{o.status}[/]", example)
+    return table
+
+
+def check_json(result: CheckResult) -> str:
+    return json.dumps({
+        "cases": result.cases,
+        "clusters": result.clusters,
+        "ok": not failed_any(result),
+        "replication_models": [{"protocol": r.protocol, "engine": r.engine, "expect_violation": r.expect_violation,
+                                "size": r.size, "seconds": round(r.seconds, 2), "violated": list(r.violated),
+                                "trace_steps": r.trace_steps, "detail": r.detail, "ok": r.ok}
+                               for r in result.replication],
+        "rebalance_models": [{"assignor": m.assignor, "examples": m.examples, "steps": m.steps,
+                              "seconds": round(m.seconds, 2), "failure": m.failure} for m in result.models],
+        "proofs": [r.as_dict() for r in result.proofs],
+        "outcomes": [
+            {
+                "placer": o.placer, "invariant": o.invariant, "severity": str(REGISTRY[o.invariant].severity),
+                "guaranteed": o.guaranteed, "checked": o.checked, "violated": o.violated, "result": o.status,
+                "smallest_counterexample": None if o.smallest is None else {
+                    "replay": o.smallest.replay(),
+                    "violations": [v.as_dict() for v in o.smallest_violations],
+                },
+            }
+            for o in result.outcomes
+        ],
+    }, indent=2)
+
+
+def _scope(r: ProofResult) -> str:
+    if r.scope == "unbounded":
+        return "all sizes"
+    b = r.bounds
+    what = "Z3" if r.scope == "bounded" else "every config, start index and random draw"
+    return f"{what}: brokers<={b['brokers']} racks<={b['racks']} partitions<={b['partitions']} rf<={b['rf']}"
+
+
+def prove_table(results: list[ProofResult],
+                title: str = "Placement invariants: proofs and smallest counterexamples") -> Table:
+    table = Table(title=title, title_justify="left")
+    for col in ("algorithm", "invariant", "severity", "result", "scope", "time", "queries / runs"):
+        table.add_column(col, overflow="fold")
+    for r in results:
+        style = {"proved": "green", "refuted": "bold red", "unknown": "yellow"}.get(r.status, "dim")
+        status = r.status if not r.reason or r.status != "unknown" else f"unknown: {r.reason}"
+        table.add_row(r.algorithm, r.invariant, str(REGISTRY[r.invariant].severity), f"[{style}]{status}[/]",
+                      _scope(r), f"{r.seconds:.2f} s", f"{r.queries:,}")
+    return table
+
+
+def counterexample_lines(r: ProofResult) -> list[object]:
+    """A heading, the placement as a table, the violation and the command that replays it."""
+    ce = r.counterexample
+    assert ce is not None
+    racks = ce.cluster.rack_map
+    layout = ", ".join(f"{rack}={{{','.join(str(b) for b, x in racks.items() if x == rack)}}}"
+                       for rack in ce.cluster.racks) or "no racks"
+    if ce.start_index < 0:
+        how = "random draws " + str(ce.draws)
+    elif ce.start_index == ce.shift:
+        how = f"start index {ce.start_index}"
+    else:
+        how = f"start index {ce.start_index}, shift {ce.shift}"
+    table = Table(title_justify="left")
+    table.add_column("partition", justify="right")
+    table.add_column("replicas")
+    if racks:
+        table.add_column("racks")
+    for p, replicas in sorted(ce.placement.items()):
+        row = [str(p), ",".join(map(str, replicas))]
+        if racks:
+            row.append(",".join(racks[b] for b in replicas))
+        table.add_row(*row)
+    return [
+        f"\n[bold]Smallest counterexample to {r.invariant} ({r.algorithm})[/]: {len(ce.cluster)} brokers, "
+        f"racks {layout}, {ce.partitions} partition(s), RF {ce.rf}, {how}",
+        table,
+        ce.violations[0].message,
+        f"replay: {ce.replay(_placer(r))}",
+    ]
+
+
+def _placer(r: ProofResult) -> str:
+    return "adminutils" if r.algorithm.startswith("adminutils") else r.algorithm
+
+
+def models_table(models: list[ModelOutcome]) -> Table:
+    table = Table(title="Consumer assignors in the rebalance model (guarantees checked after every step)",
+                  title_justify="left")
+    for col in ("assignor", "histories x steps", "time", "result"):
+        table.add_column(col, overflow="fold")
+    for m in models:
+        result = "[green]holds[/]" if not m.failure else f"[bold red]FAILED[/]\n{m.failure}"
+        table.add_row(m.assignor, f"{m.examples} x {m.steps}", f"{m.seconds:.2f} s", result)
+    return table
+
+
+def replication_table(outcomes: list[ReplicationOutcome]) -> Table:
+    table = Table(title="Replication model: today's protocol must hold, each historical variant must break its row",
+                  title_justify="left")
+    for col in ("protocol", "engine", "explored", "time", "expected", "result"):
+        table.add_column(col, overflow="fold")
+    for r in outcomes:
+        if r.violated:
+            found = f"{', '.join(r.violated)} in {r.trace_steps} steps"
+            result = f"[green]{found}[/]" if r.ok else f"[bold red]FAILED[/]: {found}\n{escape(r.detail)}"
+        else:
+            result = "[green]holds[/]" if r.ok else f"[bold red]FAILED[/]: {escape(r.detail)}"
+        if r.detail == "incomplete":
+            result += " (search incomplete)"
+        table.add_row(r.protocol, r.engine, r.size, f"{r.seconds:.2f} s",
+                      "a violation" if r.expect_violation else "no violation", result)
+    return table

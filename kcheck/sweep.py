@@ -1,0 +1,199 @@
+"""`kcheck sweep placement|assignors`: the PySpark sweep, its per-invariant table and its report.
+
+Exit 0 when no invariant that must hold (hard, or guaranteed by Kafka for the
+placer or assignor) is violated anywhere in the space, 1 otherwise, 2 on bad
+input. Also runnable as a script, for spark-submit:
+`spark-submit --py-files kcheck.zip kcheck/sweep.py placement --space default --out DIR`.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+from typing import Annotated, Any
+
+import typer
+from rich.markup import escape
+from rich.table import Table
+
+from kcheck.formats import InputError
+
+SPACES = ("placement", "assignors")
+
+
+def _names(values: list[str] | None) -> list[str] | None:
+    """Repeated options and comma-separated lists, both: --placer adminutils,striped --placer my:placer."""
+    if not values:
+        return None
+    return [v.strip() for value in values for v in value.split(",") if v.strip()]
+
+
+def build_space(kind: str, space: str, placers: list[str] | None, assignors: list[str] | None) -> Any:
+    """The space a command line names; InputError (exit 2) for anything wrong with it."""
+    if kind not in SPACES:
+        raise InputError("SPACE", f"'{kind}' is not one of {', '.join(SPACES)}")
+    if kind == "placement":
+        from kcheck.spark_check.placement_space import PlacementSpace, parse_placement_bounds
+
+        if assignors:
+            raise InputError("--assignor", "only applies to `kcheck sweep assignors`")
+        try:
+            bounds = parse_placement_bounds(space)
+        except ValueError as e:
+            raise InputError("--space", str(e)) from None
+        try:
+            built = PlacementSpace(bounds, placers or ["adminutils"])
+        except ValueError as e:
+            raise InputError("--placer", str(e)) from None
+    else:
+        if placers:
+            raise InputError("--placer", "only applies to `kcheck sweep placement`")
+        try:
+            from kcheck.spark_check.groups import GroupSpace, parse_group_bounds
+        except ImportError as e:
+            raise InputError("assignors", f"the consumer-group space is not available ({e})") from None
+        try:
+            bounds = parse_group_bounds(space)
+        except ValueError as e:
+            raise InputError("--space", str(e)) from None
+        try:
+            built = GroupSpace(bounds, assignors)
+        except ValueError as e:
+            raise InputError("--assignor", str(e)) from None
+    if len(built) == 0:
+        raise InputError("--space", f"'{space}' holds no configuration")
+    return built
+
+
+def _bounds_text(space: Any) -> str:
+    bounds = getattr(space, "bounds", None)
+    for attr in ("text", "as_text"):
+        if hasattr(bounds, attr):
+            return str(getattr(bounds, attr)())
+    return repr(bounds)
+
+
+def _subjects(space: Any) -> str:
+    return ", ".join(getattr(space, "placers", None) or getattr(space, "assignors", None) or ())
+
+
+def results_table(rows: list[Any], title: str) -> Table:
+    table = Table(title=title, title_justify="left")
+    for col in ("subject", "invariant", "severity", "Kafka guarantees", "checked", "violated", "result",
+                "smallest violating configuration"):
+        table.add_column(col, overflow="fold", justify="right" if col in ("checked", "violated") else "left")
+    from kcheck.spark_check.report import config_text
+
+    for r in rows:
+        if r.violated:
+            status = "[bold red]FAILED[/]" if r.fails else "[yellow]finding[/]"
+        else:
+            status = "[green]holds[/]" if r.checked else "[dim]n/a[/]"
+        example = ""
+        if r.first is not None:
+            example = f"#{r.first.config_id}: {escape(config_text(r.first.config))}\n{escape(r.first.message)}"
+            if "replay" in r.first.config:
+                example += f"\n[dim]{escape(str(r.first.config['replay']))}[/]"
+        guaranteed = {True: "yes", False: "no", None: "-"}[r.guaranteed]
+        table.add_row(escape(r.subject), r.invariant, str(r.severity), guaranteed, f"{r.checked:,}",
+                      f"{r.violated:,}", status, example)
+    return table
+
+
+def sweep_command(
+    kind: Annotated[str, typer.Argument(metavar="SPACE", help="placement or assignors.")],
+    space: Annotated[str, typer.Option(help="small, default, large, or bounds, e.g. "
+                                            "'default,brokers=1..8,rf=2..3' (placement) or "
+                                            "'max_members=3' (assignors).")] = "default",
+    placer: Annotated[list[str] | None, typer.Option(help="adminutils, striped or module:object; repeat or "
+                                                          "comma-separate (default: adminutils).")] = None,
+    assignor: Annotated[list[str] | None, typer.Option(help="An assignor name or module:object; repeat or "
+                                                            "comma-separate (default: every built-in one).")] = None,
+    master: Annotated[str | None, typer.Option(help="Spark master URL (default: local[*], or spark-submit's).")]
+    = None,
+    out: Annotated[str | None, typer.Option(help="Result store and report directory "
+                                                 "(default: ./kcheck-sweep/SPACE).")] = None,
+    resume: Annotated[bool, typer.Option(help="Continue the sweep stored in --out: compute only missing ranges.")]
+    = False,
+    tasks: Annotated[int | None, typer.Option(min=1, help="Spark tasks (id ranges) to cut the space into "
+                                                         "(default: 4 per core, at most 1,000,000 ids each).")]
+    = None,
+) -> int:
+    """Check every configuration of a generated space with PySpark; print a table per invariant and write a
+    Markdown report with plots of the balance metrics."""
+    from kcheck.spark_check.job import sweep
+    from kcheck.spark_check.report import failures, invariant_rows, write_markdown
+    from kcheck.spark_check.store import ResultStore, StoreError
+
+    built = build_space(kind, space, _names(placer), _names(assignor))
+    root = out or os.path.join("kcheck-sweep", built.name)
+    store = ResultStore(root)
+    size = len(built)
+    try:
+        store.open(built, resume)
+    except StoreError as e:
+        raise InputError("--out", str(e)) from None
+    print(f"kcheck sweep {built.name}: {size:,} configurations ({_bounds_text(built)}; {_subjects(built)}) "
+          f"-> {store.root}", file=sys.stderr, flush=True)
+    began = time.perf_counter()
+    try:
+        outcome = sweep(built, store, resume=resume, master=master, tasks=tasks, opened=True)
+    except StoreError as e:  # e.g. overlapping ranges written by two sweeps at once
+        raise InputError("--out", str(e)) from None
+    wall = time.perf_counter() - began
+    stored, job = outcome.stored, outcome.job
+    rows = invariant_rows(built, stored.result)
+    out_console = _console()
+    out_console.print(results_table(rows, f"{built.name} sweep: {size:,} configurations, {_bounds_text(built)}"))
+    counted = stored.result.checked and _counted(built, stored.result)
+    verified = stored.complete and (counted is None or counted == size)
+    coverage = (f"Verified: {len(stored.ranges)} stored ranges are disjoint and cover all {size:,} configurations"
+                + (f"; checked configurations add up to {counted:,}" if counted is not None else "")
+                if verified else
+                f"INCOMPLETE: stored ranges cover {stored.configurations:,} of {size:,} configurations"
+                + (f" (checked configurations add up to {counted:,})" if counted is not None else ""))
+    rate = f" ({job.configurations / job.seconds:,.0f} configurations/s)" if job.seconds else ""
+    run = (f"This run: {job.configurations:,} configurations in {job.ranges} Spark task(s), job {job.seconds:.1f} s"
+           f"{rate}, {wall:.1f} s wall; {outcome.resumed_ranges} range(s) were already stored.")
+    failed = failures(rows)
+    findings = [r for r in rows if r.violated and not r.fails]
+    verdict = (f"{'FAIL' if failed or not verified else 'OK'}: {len(failed)} invariant(s) that must hold are violated"
+               + (f" ({', '.join(r.key for r in failed)})" if failed else "")
+               + f"; {len(findings)} soft finding(s) about properties Kafka does not promise.")
+    report_path = None
+    if "://" not in store.root:
+        header = {"space": f"{built.name}, {_bounds_text(built)}", "subjects": _subjects(built),
+                  "configurations": f"{size:,}", "coverage": coverage, "run": run}
+        report_path = write_markdown(store.root, built, stored.result, header)
+    for line in (coverage, run, verdict) + ((f"Report: {report_path}",) if report_path else ()):
+        out_console.print(line, markup=False, highlight=False)
+    return 1 if failed or not verified else 0
+
+
+def _counted(space: Any, result: Any) -> int | None:
+    """Configurations the results account for, when the space can say (every id counts once per key it owns)."""
+    if getattr(space, "name", None) == "placement":
+        from kcheck.spark_check.placement_space import PLACER_ERROR
+
+        return sum(v for k, v in result.checked.items() if k.endswith("/" + PLACER_ERROR))
+    return None
+
+
+def _console(stderr: bool = False) -> Any:
+    from kcheck.report import console
+
+    return console(stderr=stderr)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """`python kcheck/sweep.py ...` (e.g. under spark-submit) is `kcheck sweep ...`."""
+    here = os.path.dirname(os.path.abspath(__file__))
+    sys.path[:] = [p for p in sys.path if os.path.abspath(p or ".") != here]  # run as a script: no sibling shadows
+    from kcheck.cli import main as cli_main
+
+    return cli_main(["sweep", *(sys.argv[1:] if argv is None else argv)])
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,26 @@
+"""kcheck's shared vocabulary: brokers, clusters, topic-partitions, replica assignments, group members.
+
+Small frozen values that every other part passes around. `model` imports nothing
+of the project (see ARCHITECTURE.md); the formal models live in sub-packages.
+"""
+
+from kcheck.model.group import PartitionInfo, Subscription
+from kcheck.model.vocabulary import (
+    NO_LEADER,
+    Broker,
+    Cluster,
+    PartitionReplicas,
+    ReplicaAssignment,
+    TopicPartition,
+)
+
+__all__ = [
+    "NO_LEADER",
+    "PartitionInfo",
+    "Subscription",
+    "Broker",
+    "Cluster",
+    "PartitionReplicas",
+    "ReplicaAssignment",
+    "TopicPartition",
+]

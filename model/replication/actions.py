@@ -1,0 +1,946 @@
+"""The replication model's actions: pure functions State -> State | None (None: the guard is false).
+
+Every action is one step a Kafka engineer would recognise: a produce, one half of a fetch, a
+high-watermark advance, an AlterPartition round trip, a controller decision, a crash, a restart.
+`successors` lists every enabled action of a state with the state it leads to; the Hypothesis and
+exhaustive explorers, `replay` and the CLI all step through this one function table (`KINDS`).
+
+Faults spend a budget (`Config`); healing actions (fetching, unfencing a live broker, restarting,
+flushing, electing a leader for a leaderless partition) do not, so a run cannot end in an outage
+the model forbids to repair.
+
+Simplifications, each chosen because the invariants cannot tell the difference:
+- OffsetsForLeaderEpoch is one atomic step against the believed leader's current log (modern
+  Kafka folds it into the fetch response as a diverging epoch; the answer is the same).
+- The leader reads fencing and broker epochs from the controller's registry, not from its own
+  metadata cache.
+- A LeaderAndIsr (or StopReplica) that can no longer be applied (older epochs than its recipient has)
+  and a fetch response its follower would ignore are removed from the pool; that is a drop, always allowed.
+- AlterPartition is an RPC over one connection with one request in flight per broker: a copy of the
+  request (a retry) is processed only while its answer has not arrived, and the answer to an earlier
+  copy is lost when a later copy is processed. Without this, a duplicated request answered out of order
+  let the controller accept an ISR the leader had already rolled back, a race TCP does not allow.
+
+Partition reassignment is KRaft's (`reassign`, `cancel_reassignment`): the operator's request is one
+controller write, and completion is not a step of its own: every controller write runs the
+protocol's completion rule first, as `PartitionChangeBuilder.build()` does, so the AlterPartition
+that brings the last target replica into the ISR also completes the move (and the leader learns
+NEW_LEADER_ELECTED if that moved leadership). Brokers taken out of the replica set get a
+StopReplica and delete their log; brokers added start as followers with an empty log and join the
+ISR through the usual fetches and AlterPartition.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, fields
+from functools import cache
+from itertools import permutations
+from typing import Any, NamedTuple
+
+from kcheck.model.replication.protocol import Protocol
+from kcheck.model.replication.reassignment import request_targets
+from kcheck.model.replication.state import (
+    ACKS,
+    NO_LEADER,
+    AlterPartition,
+    AlterPartitionResponse,
+    FetchRequest,
+    FetchResponse,
+    History,
+    LeaderAndIsr,
+    Message,
+    Record,
+    Registry,
+    Replica,
+    State,
+    StopReplica,
+    ZombieController,
+    evolve,
+    message_as_dict,
+    message_from_dict,
+)
+
+
+@dataclass(frozen=True)
+class Config:
+    """Cluster settings and bounds. Budgets bound faults only; healing is unbounded."""
+
+    brokers: int = 3
+    replication_factor: int = 0  # replicas at the start, on brokers 1..RF; 0: every broker
+    min_isr: int = 2  # min.insync.replicas
+    initial_isr: int = 0  # 0: every replica starts in the ISR
+    acks: tuple[str, ...] = ("all",)
+    records: int = 3  # records produced in all
+    max_leader_epoch: int = 4
+    crashes: int = 1  # crashes without data loss (process crash; the page cache survives)
+    lossy_crashes: int = 1  # unclean shutdowns that lose the unflushed suffix (power loss)
+    fences: int = 1  # live brokers fenced (missed heartbeats, an expired ZooKeeper session)
+    elections: int = 2  # leader moves nobody asked for (preferred election, zombie controller)
+    isr_shrinks: int = 1  # followers a leader drops as too slow
+    failovers: int = 1  # controller failovers
+    reads: int = 2  # consumer reads
+    reassignments: int = 0  # AlterPartitionReassignments requests (an operator's; each is a new target)
+    cancels: int = 0  # requests cancelling the reassignment in flight
+    duplicates: bool = True  # messages may be delivered twice
+    # One fetch is one step (request, the leader's answer, the follower applying it, nothing in between), as
+    # in the TLA+ models: fewer interleavings, so searches reach deeper; every run is still a run of the split
+    # model, three steps per fetch.
+    atomic_fetch: bool = False
+
+    def __post_init__(self) -> None:
+        if not 1 <= self.brokers <= 6:
+            raise ValueError(f"brokers must be between 1 and 6, not {self.brokers}")
+        if not 0 <= self.replication_factor <= self.brokers:
+            raise ValueError(f"replication_factor must be between 0 (every broker) and the broker count "
+                             f"{self.brokers}, not {self.replication_factor}")
+        if not 1 <= self.min_isr <= self.brokers:
+            raise ValueError(f"min_isr must be between 1 and the broker count {self.brokers}, not {self.min_isr}")
+        if not 0 <= self.initial_isr <= self.rf:
+            raise ValueError(f"initial_isr must be between 0 and the replication factor {self.rf}, "
+                             f"not {self.initial_isr}")
+        bad = [a for a in self.acks if a not in ACKS]
+        if bad or not self.acks:
+            raise ValueError(f"acks must be a non-empty subset of {', '.join(ACKS)}, not {', '.join(self.acks)}")
+        for f in ("records", "max_leader_epoch", "crashes", "lossy_crashes", "fences", "elections",
+                  "isr_shrinks", "failovers", "reads", "reassignments", "cancels"):
+            if getattr(self, f) < 0:
+                raise ValueError(f"{f} must not be negative")
+        if self.max_leader_epoch < 1:
+            raise ValueError("max_leader_epoch must be at least 1")
+
+    @property
+    def split_fetch(self) -> bool:
+        return not self.atomic_fetch
+
+    @property
+    def rf(self) -> int:
+        """The replication factor at the start."""
+        return self.replication_factor or self.brokers
+
+    def as_dict(self) -> dict[str, Any]:
+        out = {f.name: getattr(self, f.name) for f in fields(self)}
+        out["acks"] = list(self.acks)
+        return out
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> Config:
+        known = {f.name for f in fields(cls)}
+        unknown = sorted(set(d) - known)
+        if unknown:
+            raise ValueError(f"unknown setting {unknown[0]!r}")
+        d = dict(d)
+        if "acks" in d:
+            d["acks"] = tuple(str(a) for a in d["acks"])
+        return cls(**d)
+
+
+def initial_state(cfg: Config) -> State:
+    """Leader epoch 1, replicas on brokers 1..RF with broker 1 leading, the first `initial_isr` replicas in
+    sync, every belief applied; brokers past RF hold no replica."""
+    n, rf = cfg.brokers, cfg.rf
+    replicas = tuple(range(1, rf + 1))
+    isr = frozenset(range(1, (cfg.initial_isr or rf) + 1))
+    registry = Registry(controller_epoch=1, leader=1, leader_epoch=1, partition_epoch=1, isr=isr,
+                        written_by=1, broker_epochs=(1,) * n, replicas=replicas)
+    reps = tuple(
+        Replica(id=b, leader=1, leader_epoch=1, partition_epoch=1, isr=isr, controller_epoch=1, replicas=replicas)
+        if b <= rf else Replica(id=b, leader_epoch=1, partition_epoch=1, controller_epoch=1)
+        for b in range(1, n + 1)
+    )
+    return State(replicas=reps, registry=registry,
+                 history=History(epoch_leaders=frozenset({(1, 1)}), max_leader_epoch=1, max_written_by=1,
+                                 max_broker_epochs=(1,) * n))
+
+
+def _spend(s: State, cfg: Config, budget: str) -> State | None:
+    used = getattr(s.used, budget)
+    if used >= getattr(cfg, budget):
+        return None
+    return evolve(s, used=evolve(s.used, **{budget: used + 1}))
+
+
+def _send(s: State, *msgs: Message) -> State:
+    return evolve(s, pool=s.pool | frozenset(msgs))
+
+
+def _consume(s: State, m: Message, keep: bool) -> State:
+    return s if keep else evolve(s, pool=s.pool - {m})
+
+
+# ---- controller writes ----------------------------------------------------------------------
+
+def write_partition(s: State, p: Protocol, cfg: Config, writer_epoch: int, base: Registry,
+                    leader: int, isr: frozenset[int], elr: frozenset[int], *,
+                    replicas: tuple[int, ...] | None = None, adding: tuple[int, ...] | None = None,
+                    removing: tuple[int, ...] | None = None, unclean: frozenset[int] = frozenset(),
+                    target_isr: frozenset[int] | None = None) -> State | None:
+    """The controller (or a zombie, from its stale `base`) stores a new leader/ISR and tells the brokers.
+
+    Mirrors `PartitionChangeBuilder.build()`: first the reassignment completes if the protocol's rule
+    says the new ISR allows it (the replicas being removed leave the replica set and the ISR, and the
+    leader is re-elected if it is no longer a valid one); the leader epoch goes up when the leader
+    changes or the replica set loses a member, the partition epoch on every change. The assignment
+    (replicas, adding, removing) defaults to what the registry holds: a zombie only rewrites
+    leader and ISR. `target_isr` is the ISR before the caller's election (which may have swapped an
+    empty ISR for an ELR member): Kafka decides completion on it, before electing. Members of the
+    replica set hear a LeaderAndIsr, brokers that left it a StopReplica. Returns None if the write
+    is refused or the epoch bound is hit.
+    """
+    reg = s.registry
+    if not p.controller_write(reg, writer_epoch):
+        return None
+    replicas = reg.replicas if replicas is None else replicas
+    adding = reg.adding if adding is None else adding
+    removing = reg.removing if removing is None else removing
+    completed = None
+    if adding or removing:
+        target_isr = isr if target_isr is None else target_isr
+        done = p.reassignment_completion(replicas, adding, removing, target_isr)
+        if done is not None:
+            completed = (tuple(b for b in replicas if b not in removing), tuple(sorted(target_isr)))
+            replicas, final = done
+            adding = removing = ()
+            # KIP-966 over the whole change (`maybePopulateTargetElr`): the registry's ISR members that
+            # are not in the final ISR join the ELR when it is below min.insync.replicas.
+            left = base.isr - final
+            _, elr = p.isr_removal(evolve(base, isr=final | left), left, cfg.min_isr, unclean)
+            isr, elr = final, p.reassignment_elr(elr - final, replicas)
+            if leader not in isr or leader in reg.fenced:  # ONLINE election over the new replica set
+                choice = p.leader_choice(evolve(reg, replicas=replicas, isr=isr, elr=elr), cfg.brokers)
+                leader, isr, elr = (NO_LEADER, isr, elr) if choice is None else choice
+    shrinks = not set(reg.replicas) <= set(replicas)  # a replica leaves: the leader epoch must move
+    leader_epoch = base.leader_epoch + (1 if leader != base.leader or shrinks else 0)
+    if leader_epoch > cfg.max_leader_epoch:
+        return None
+    new = evolve(reg, leader=leader, leader_epoch=leader_epoch, partition_epoch=base.partition_epoch + 1,
+                  isr=isr, elr=elr, written_by=writer_epoch, replicas=replicas, adding=adding, removing=removing)
+    s = evolve(s, registry=new)
+    if completed is not None:
+        h = s.history
+        s = evolve(s, history=evolve(h, completions=h.completions | {(*completed, replicas, adding, removing)}))
+    msgs: list[Message] = [
+        LeaderAndIsr(b, writer_epoch, leader, leader_epoch, new.partition_epoch, tuple(sorted(isr)), replicas)
+        for b in replicas if s.replica(b).alive]
+    msgs += [StopReplica(b, writer_epoch, leader_epoch, new.partition_epoch)
+             for b in reg.replicas if b not in replicas and s.replica(b).alive]
+    return _send(s, *msgs)
+
+
+def _remove_from_isr(s: State, p: Protocol, cfg: Config, gone: frozenset[int], unclean: frozenset[int]
+                     ) -> State | None:
+    """The controller takes fenced brokers out of the ISR (and ELR) and re-elects if the leader left."""
+    reg = s.registry
+    isr, elr = p.isr_removal(reg, gone, cfg.min_isr, unclean)
+    elr = elr - unclean
+    target_isr, leader = isr, reg.leader
+    if leader in gone or leader == NO_LEADER:
+        choice = p.leader_choice(evolve(reg, isr=isr, elr=elr), cfg.brokers)
+        leader, isr, elr = (NO_LEADER, isr, elr) if choice is None else choice
+    if (leader, isr, elr) == (reg.leader, reg.isr, reg.elr):
+        return s
+    return write_partition(s, p, cfg, reg.controller_epoch, reg, leader, isr, elr, unclean=unclean,
+                           target_isr=target_isr)
+
+
+# ---- actions --------------------------------------------------------------------------------
+# Each takes (state, protocol, config, *args) and returns the next state or None.
+
+def produce(s: State, p: Protocol, cfg: Config, broker: int, acks: str) -> State | None:
+    """A producer appends to a broker that believes it leads (a zombie leader accepts writes too)."""
+    r = s.replica(broker)
+    if not r.is_leader or acks not in cfg.acks:
+        return None
+    if acks == "all" and len(r.isr) < cfg.min_isr:
+        return None  # NotEnoughReplicas: the write is refused, nothing is appended
+    s = _spend(s, cfg, "records")
+    if s is None:
+        return None
+    rec = Record(s.used.records, r.leader_epoch)
+    offset = r.leo
+    s = s.with_replica(evolve(r, log=r.log + (rec,)))
+    h = s.history
+    if acks == "all":
+        h = evolve(h, pending_acks=h.pending_acks | {(broker, offset, rec.id)})
+    elif acks == "1":
+        h = evolve(h, acked_leader_only=h.acked_leader_only | {(offset, rec.id)})
+    return evolve(s, history=h)
+
+
+def fetch(s: State, p: Protocol, cfg: Config, follower: int) -> State | None:
+    """A follower sends a fetch from its log end to the leader it believes in (one fetch in flight)."""
+    r = s.replica(follower)
+    if not (r.alive and r.known) or r.leader in (NO_LEADER, follower) or r.needs_truncation:
+        return None
+    for m in s.pool:
+        if (isinstance(m, FetchRequest) and m.frm == follower) or (isinstance(m, FetchResponse) and m.to == follower):
+            return None
+    epoch = r.leader_epoch if p.send_leader_epoch else -1
+    return _send(s, FetchRequest(follower, r.leader, r.leo, epoch, r.broker_epoch))
+
+
+def handle_fetch(s: State, p: Protocol, cfg: Config, m: FetchRequest, keep: bool = False) -> State | None:
+    """The leader answers a fetch: its view of the follower's log end moves to the fetch offset."""
+    if not isinstance(m, FetchRequest) or m.to not in s.brokers or not s.replica(m.to).alive:
+        return None
+    leader = s.replica(m.to)
+    s = _consume(s, m, keep)
+    error = p.fetch_validation(leader, m.current_epoch)
+    if not error and m.frm not in leader.replicas:
+        # `Partition.followerReplicaOrThrow`: the leader does not know the fetcher as a replica (yet, or any
+        # more); with a leader epoch in the request this is UNKNOWN_LEADER_EPOCH, so the fetcher retries.
+        error = "UNKNOWN_LEADER_EPOCH" if m.current_epoch >= 0 else "NOT_LEADER_OR_FOLLOWER"
+    if not error and m.offset > leader.leo:
+        error = "OFFSET_OUT_OF_RANGE"
+    if not error:
+        leader = leader.with_view(m.frm, m.offset, m.broker_epoch)
+        s = s.with_replica(leader)
+    follower_epoch = m.current_epoch if p.send_leader_epoch else s.replica(m.frm).leader_epoch
+    records = () if error else leader.log[m.offset:]
+    return _send(s, FetchResponse(m.frm, m.to, m.offset, follower_epoch, records, leader.hw, error))
+
+
+def handle_fetch_response(s: State, p: Protocol, cfg: Config, m: FetchResponse, keep: bool = False
+                          ) -> State | None:
+    """The follower appends what it fetched and takes the leader's high watermark (bounded by its log end)."""
+    if not isinstance(m, FetchResponse) or not _response_current(s, m):
+        return None
+    s = _consume(s, m, keep)
+    if m.error:
+        return s
+    r = s.replica(m.to)
+    log = r.log + m.records
+    return s.with_replica(evolve(r, log=log, hw=min(m.hw, len(log))))
+
+
+def _response_current(s: State, m: FetchResponse) -> bool:
+    """The fetcher ignores a response if its leader, epoch or fetch offset moved on (reference-notes CHECK 5)."""
+    r = s.replica(m.to)
+    return (r.alive and r.known and r.leader == m.frm and r.leader_epoch == m.follower_epoch
+            and r.leo == m.offset and not r.needs_truncation)
+
+
+def fetch_round(s: State, p: Protocol, cfg: Config, follower: int) -> State | None:
+    """`Config.atomic_fetch`: fetch, handle_fetch and handle_fetch_response back to back."""
+    sent = fetch(s, p, cfg, follower)
+    if sent is None:
+        return None
+    (request,) = sent.pool - s.pool
+    answered = handle_fetch(sent, p, cfg, request)
+    if answered is None:  # the believed leader is down: the split model's request would wait in the pool
+        return None
+    (response,) = answered.pool - sent.pool
+    return handle_fetch_response(answered, p, cfg, response)
+
+
+def truncate(s: State, p: Protocol, cfg: Config, follower: int) -> State | None:
+    """A new follower truncates its log where the protocol's truncation rule says, then may fetch."""
+    r = s.replica(follower)
+    if not (r.alive and r.needs_truncation):
+        return None
+    leader = s.replica(r.leader) if r.leader != NO_LEADER else None
+    point = p.truncation(r, leader, p)
+    if point is None:
+        return None
+    return s.with_replica(evolve(r.truncated(point), needs_truncation=False))
+
+
+def advance_hw(s: State, p: Protocol, cfg: Config, broker: int) -> State | None:
+    """The leader moves its high watermark; acks=all producers below it get their answer."""
+    r = s.replica(broker)
+    if not r.is_leader:
+        return None
+    hw = min(p.high_watermark(r, cfg.min_isr), r.leo)
+    if hw <= r.hw:
+        return None
+    s = s.with_replica(evolve(r, hw=hw))
+    h = s.history
+    committed = {(o, r.log[o].id) for o in range(hw)}
+    # acks=all completes once the high watermark passes the record, and only with the ISR at least
+    # min.insync.replicas (else NOT_ENOUGH_REPLICAS_AFTER_APPEND: `Partition.checkEnoughReplicasReachOffset`).
+    done = {(b, o, i) for (b, o, i) in h.pending_acks if b == broker and o < hw}
+    acked = {(o, i) for (_, o, i) in done if r.log[o].id == i} if len(r.isr) >= cfg.min_isr else set()
+    h = evolve(h, committed=h.committed | committed, true_hw=max(h.true_hw, hw),
+                pending_acks=h.pending_acks - done, acked=h.acked | acked)
+    return evolve(s, history=h)
+
+
+def expand_isr(s: State, p: Protocol, cfg: Config, leader: int, follower: int) -> State | None:
+    """The leader asks the controller to add a caught-up follower (AlterPartition)."""
+    r = s.replica(leader)
+    if not r.is_leader or r.pending_isr is not None or follower in r.isr or follower == leader:
+        return None
+    if follower not in r.replicas:  # the leader only tracks the replicas it was told about
+        return None
+    if not p.isr_join(r, follower, s.registry):
+        return None
+    return _propose(s, r, r.isr | {follower})
+
+
+def shrink_isr(s: State, p: Protocol, cfg: Config, leader: int, follower: int) -> State | None:
+    """The leader asks the controller to drop a follower it finds too slow (a fault: budgeted)."""
+    r = s.replica(leader)
+    if not r.is_leader or r.pending_isr is not None or follower not in r.isr or follower == leader:
+        return None
+    s2 = _spend(s, cfg, "isr_shrinks")
+    return None if s2 is None else _propose(s2, r, r.isr - {follower})
+
+
+def _propose(s: State, r: Replica, isr: frozenset[int]) -> State:
+    s = s.with_replica(evolve(r, pending_isr=isr))
+    seen = dict(r.follower_broker_epoch)
+    seen[r.id] = r.broker_epoch
+    epochs = tuple((b, seen[b]) for b in sorted(isr) if b in seen)
+    return _send(s, AlterPartition(r.id, r.leader_epoch, r.partition_epoch, tuple(sorted(isr)), epochs))
+
+
+def handle_alter_partition(s: State, p: Protocol, cfg: Config, m: AlterPartition, keep: bool = False
+                           ) -> State | None:
+    """The controller checks the leader's epochs and the new members, then commits or refuses the ISR."""
+    if not isinstance(m, AlterPartition):
+        return None
+    reg = s.registry
+    s = _consume(s, m, keep)
+    # A broker has one AlterPartition in flight and sends again only after an answer or a failed connection;
+    # so an answer to it still travelling belongs to a connection that failed, and never arrives.
+    s = evolve(s, pool=s.pool - {q for q in s.pool if isinstance(q, AlterPartitionResponse) and q.to == m.frm})
+    isr = frozenset(m.isr)
+    if m.frm != reg.leader or m.leader_epoch != reg.leader_epoch:
+        error = "FENCED_LEADER_EPOCH"
+    elif m.partition_epoch != reg.partition_epoch:
+        error = "INVALID_UPDATE_VERSION"
+    elif not isr <= set(reg.replicas):
+        error = "INVALID_REQUEST"  # `Replicas.validateIsr`: every ISR member must be a replica
+    elif not p.alter_partition_validation(reg, isr, dict(m.broker_epochs)):
+        error = "INELIGIBLE_REPLICA"
+    else:
+        error = ""
+    if error:
+        return _send(s, AlterPartitionResponse(m.frm, m.leader_epoch, m.partition_epoch, m.isr, error))
+    # ELR follows the new ISR (KIP-966): members leaving a below-min ISR stay eligible.
+    removed = reg.isr - isr
+    _, elr = p.isr_removal(evolve(reg, isr=isr | removed), removed, cfg.min_isr, frozenset())
+    s2 = write_partition(s, p, cfg, reg.controller_epoch, reg, reg.leader, isr, elr - isr)
+    if s2 is None:
+        return None
+    new = s2.registry
+    if new.leader != m.frm:
+        # The ISR completed a reassignment that moved leadership: the change is written, and the leader
+        # hears NEW_LEADER_ELECTED (`ReplicationControlManager.alterPartition`).
+        return _send(s2, AlterPartitionResponse(m.frm, m.leader_epoch, m.partition_epoch, m.isr, "NEW_LEADER_ELECTED"))
+    return _send(s2, AlterPartitionResponse(m.frm, new.leader_epoch, new.partition_epoch, tuple(sorted(new.isr)), ""))
+
+
+def handle_alter_partition_response(s: State, p: Protocol, cfg: Config, m: AlterPartitionResponse,
+                                    keep: bool = False) -> State | None:
+    """The leader applies the committed ISR, rolls its proposal back, or keeps it pending for new metadata.
+
+    Mirrors `Partition.handleAlterPartitionError` / `handleAlterPartitionUpdate`: a response to another
+    proposal than the pending one is ignored; only INELIGIBLE_REPLICA and OPERATION_NOT_ATTEMPTED
+    (the controller says it applied nothing) reset the ISR to the last committed one; any other error
+    leaves the proposal pending, so the high watermark still counts it, until a LeaderAndIsr arrives
+    (the request may have been applied: a duplicate of it fails with INVALID_UPDATE_VERSION after the
+    first was written; NEW_LEADER_ELECTED says it was). A success whose partition epoch is not newer
+    than the leader's is ignored: Kafka commits on an equal epoch (the controller found nothing to
+    change), but this model's controller always writes, so an equal epoch answers an earlier, equal
+    proposal.
+    """
+    if not isinstance(m, AlterPartitionResponse):
+        return None
+    r = s.replica(m.to)
+    if not r.is_leader or r.leader_epoch != m.leader_epoch or r.pending_isr is None:
+        return None
+    s = _consume(s, m, keep)
+    # The request is answered: no copy of it is still in flight. A broker keeps one AlterPartition in flight
+    # over one connection and retries only while no answer came, so the controller cannot process the
+    # request again after the leader acted on the answer (which a duplicate in this pool otherwise could).
+    s = evolve(s, pool=s.pool - {q for q in s.pool if isinstance(q, AlterPartition) and q.frm == m.to
+                                 and q.leader_epoch == m.leader_epoch and q.isr == m.isr})
+    if frozenset(m.isr) != r.pending_isr:
+        return s
+    if m.error in ("INELIGIBLE_REPLICA", "OPERATION_NOT_ATTEMPTED"):
+        return s.with_replica(evolve(r, pending_isr=None))
+    if m.error or m.partition_epoch <= r.partition_epoch:
+        return s
+    return s.with_replica(evolve(r, pending_isr=None, isr=frozenset(m.isr), partition_epoch=m.partition_epoch))
+
+
+def handle_leader_and_isr(s: State, p: Protocol, cfg: Config, m: LeaderAndIsr, keep: bool = False
+                          ) -> State | None:
+    """A broker applies a newer leader/ISR: it becomes leader, or follower (and must truncate), or
+    just learns the new ISR. Older controller or partition epochs are ignored."""
+    if not isinstance(m, LeaderAndIsr) or not _applies(s.replica(m.to), m):
+        return None
+    s = _consume(s, m, keep)
+    return s.with_replica(_apply_leader_and_isr(s.replica(m.to), p, m.controller_epoch, m.leader,
+                                                m.leader_epoch, m.partition_epoch, frozenset(m.isr), m.replicas))
+
+
+def handle_stop_replica(s: State, p: Protocol, cfg: Config, m: StopReplica, keep: bool = False) -> State | None:
+    """A broker taken out of the replica set stops fetching (or leading) and deletes its log."""
+    if not isinstance(m, StopReplica) or not _applies(s.replica(m.to), m):
+        return None
+    s = _consume(s, m, keep)
+    return s.with_replica(_apply_stop(s.replica(m.to), m.controller_epoch, m.leader_epoch, m.partition_epoch))
+
+
+def _applies(r: Replica, m: LeaderAndIsr | StopReplica) -> bool:
+    if not r.alive or m.controller_epoch < r.controller_epoch:
+        return False
+    return not r.known or (m.leader_epoch, m.partition_epoch) > (r.leader_epoch, r.partition_epoch)
+
+
+def _apply_stop(r: Replica, controller_epoch: int, leader_epoch: int, partition_epoch: int) -> Replica:
+    """StopReplica(delete=true): no log, no role; the epochs stay, so older LeaderAndIsr are ignored."""
+    return evolve(r, known=True, controller_epoch=max(r.controller_epoch, controller_epoch), leader=NO_LEADER,
+                   leader_epoch=leader_epoch, partition_epoch=partition_epoch, isr=frozenset(), replicas=(),
+                   log=(), flushed=0, hw=0, needs_truncation=False, follower_leo=(), follower_broker_epoch=(),
+                   epoch_start=0, pending_isr=None)
+
+
+def _apply_leader_and_isr(r: Replica, p: Protocol, controller_epoch: int, leader: int, leader_epoch: int,
+                          partition_epoch: int, isr: frozenset[int], replicas: tuple[int, ...]) -> Replica:
+    new_epoch = not r.known or leader_epoch != r.leader_epoch
+    base = evolve(r, known=True, controller_epoch=max(r.controller_epoch, controller_epoch), leader=leader,
+                   leader_epoch=leader_epoch, partition_epoch=partition_epoch, isr=isr, replicas=replicas)
+    if leader == r.id:
+        if new_epoch:  # a new leader forgets what it knew of followers (reference-notes CHECK 3)
+            return evolve(base, follower_leo=(), follower_broker_epoch=(), epoch_start=r.leo,
+                           pending_isr=None, needs_truncation=False)
+        return evolve(base, pending_isr=None)
+    truncate_again = new_epoch and p.truncate_on(r, leader, leader_epoch)
+    return evolve(base, follower_leo=(), follower_broker_epoch=(), pending_isr=None,
+                   needs_truncation=r.needs_truncation or truncate_again or not r.known)
+
+
+def flush(s: State, p: Protocol, cfg: Config, broker: int) -> State | None:
+    """The log is flushed to disk (Kafka's background flush; healing)."""
+    r = s.replica(broker)
+    if not r.alive or r.flushed == r.leo:
+        return None
+    return s.with_replica(evolve(r, flushed=r.leo))
+
+
+def crash(s: State, p: Protocol, cfg: Config, broker: int, lossy: bool) -> State | None:
+    """A broker dies. A lossy crash (power loss) also loses the unflushed suffix of its log; its
+    checkpointed high watermark cannot exceed what survived. Its connections and requests die with it."""
+    r = s.replica(broker)
+    if not r.alive:
+        return None
+    s2 = _spend(s, cfg, "lossy_crashes" if lossy else "crashes")
+    if s2 is None:
+        return None
+    if lossy:
+        r = evolve(r.truncated(r.flushed), clean_shutdown=False)
+        s2 = evolve(s2, history=evolve(s2.history, lossy_crashes=s2.history.lossy_crashes + 1))
+    r = evolve(r, alive=False, known=False, flushed=r.leo, needs_truncation=False, pending_isr=None,
+                follower_leo=(), follower_broker_epoch=())
+    pool = frozenset(m for m in s2.pool if getattr(m, "to", None) != broker and getattr(m, "frm", None) != broker)
+    return evolve(s2.with_replica(r), pool=pool)
+
+
+def restart(s: State, p: Protocol, cfg: Config, broker: int) -> State | None:
+    """A dead broker starts again: it registers (the protocol decides what the controller learns) and
+    applies the partition's current state from the controller."""
+    r = s.replica(broker)
+    if r.alive:
+        return None
+    fence, unclean = p.registration(r.clean_shutdown)
+    r = evolve(r, alive=True, broker_epoch=r.broker_epoch + 1, clean_shutdown=True, hw=min(r.hw, r.leo))
+    s = s.with_replica(r)
+    reg = s.registry
+    epochs = list(reg.broker_epochs)
+    epochs[broker - 1] = r.broker_epoch  # the registration is recorded either way; fencing is the rule
+    s = evolve(s, registry=evolve(reg, broker_epochs=tuple(epochs)))
+    if fence:
+        reg = s.registry
+        s = evolve(s, registry=evolve(reg, fenced=reg.fenced | {broker}))
+        gone = frozenset({broker}) if (broker in reg.isr or broker == reg.leader or unclean) else frozenset()
+        if gone:
+            s2 = _remove_from_isr(s, p, cfg, gone, gone if unclean else frozenset())
+            if s2 is None:
+                return None
+            s = s2
+    reg = s.registry
+    r = s.replica(broker)
+    if broker not in reg.replicas:  # no longer (or never) a replica: a leftover log is deleted
+        return s.with_replica(_apply_stop(r, reg.controller_epoch, reg.leader_epoch, reg.partition_epoch))
+    return s.with_replica(_apply_leader_and_isr(r, p, reg.controller_epoch, reg.leader, reg.leader_epoch,
+                                                reg.partition_epoch, reg.isr, reg.replicas))
+
+
+def fence(s: State, p: Protocol, cfg: Config, broker: int) -> State | None:
+    """The controller fences a broker and takes it out of the ISR, electing a new leader if it led.
+    Fencing a dead broker is the controller noticing a failure (healing); fencing a live one is a
+    missed heartbeat or an expired session (a fault: budgeted; the broker lives on as a zombie)."""
+    reg = s.registry
+    if broker in reg.fenced:
+        return None
+    if s.replica(broker).alive:
+        s = _spend(s, cfg, "fences")
+        if s is None:
+            return None
+    s = evolve(s, registry=evolve(reg, fenced=reg.fenced | {broker}))
+    if broker in reg.isr or broker in reg.elr or broker == reg.leader:
+        return _remove_from_isr(s, p, cfg, frozenset({broker}), frozenset())
+    return s
+
+
+def unfence(s: State, p: Protocol, cfg: Config, broker: int) -> State | None:
+    """A live broker caught up with the metadata and is unfenced (healing)."""
+    reg = s.registry
+    if broker not in reg.fenced or not s.replica(broker).alive:
+        return None
+    return evolve(s, registry=evolve(reg, fenced=reg.fenced - {broker}))
+
+
+def elect(s: State, p: Protocol, cfg: Config) -> State | None:
+    """The controller elects a leader for a leaderless partition (healing, as soon as a candidate exists)."""
+    reg = s.registry
+    if reg.leader != NO_LEADER:
+        return None
+    choice = p.leader_choice(reg, cfg.brokers)
+    if choice is None:
+        return None
+    return write_partition(s, p, cfg, reg.controller_epoch, reg, *choice, target_isr=reg.isr)
+
+
+def move_leader(s: State, p: Protocol, cfg: Config, target: int) -> State | None:
+    """The controller moves leadership to another unfenced ISR member (a preferred-replica election or
+    an operator's election; budgeted)."""
+    reg = s.registry
+    if target == reg.leader or target not in reg.isr or target in reg.fenced or reg.leader == NO_LEADER:
+        return None
+    s2 = _spend(s, cfg, "elections")
+    if s2 is None:
+        return None
+    return write_partition(s2, p, cfg, reg.controller_epoch, reg, target, reg.isr, reg.elr)
+
+
+def failover(s: State, p: Protocol, cfg: Config) -> State | None:
+    """A new controller takes over with the next controller epoch; the old one may live on as a zombie
+    that still believes the partition looks as it last saw it."""
+    s2 = _spend(s, cfg, "failovers")
+    if s2 is None:
+        return None
+    reg = s2.registry
+    zombie = ZombieController(reg.controller_epoch, reg)
+    return evolve(s2, registry=evolve(reg, controller_epoch=reg.controller_epoch + 1),
+                   zombies=s2.zombies + (zombie,))
+
+
+def zombie_move_leader(s: State, p: Protocol, cfg: Config, zombie: int, target: int) -> State | None:
+    """A zombie controller moves leadership from its stale view (KAFKA-6082); budgeted as an election."""
+    if zombie >= len(s.zombies):
+        return None
+    z = s.zombies[zombie]
+    view = z.view
+    if target == view.leader or target not in view.isr:
+        return None
+    s2 = _spend(s, cfg, "elections")
+    if s2 is None:
+        return None
+    s3 = write_partition(s2, p, cfg, z.epoch, view, target, view.isr, view.elr)
+    if s3 is None:
+        return None
+    zombies = list(s3.zombies)
+    zombies[zombie] = evolve(z, view=s3.registry)
+    return evolve(s3, zombies=tuple(zombies))
+
+
+def consume(s: State, p: Protocol, cfg: Config, broker: int, offset: int) -> State | None:
+    """A consumer reads one offset below the high watermark of a broker that believes it leads."""
+    r = s.replica(broker)
+    if not r.is_leader or offset >= r.hw:
+        return None
+    read = (offset, r.log[offset].id)
+    if read in s.history.reads:
+        return None
+    s2 = _spend(s, cfg, "reads")
+    if s2 is None:
+        return None
+    return evolve(s2, history=evolve(s2.history, reads=s2.history.reads | {read}))
+
+
+def _online_leader(reg: Registry, p: Protocol, cfg: Config) -> tuple[int, frozenset[int], frozenset[int]]:
+    """ONLINE election of `PartitionChangeBuilder`: the current leader while it is a valid one (in the ISR
+    and unfenced), else the protocol's choice over the (new) replica set."""
+    if reg.leader in reg.isr and reg.leader not in reg.fenced:
+        return reg.leader, reg.isr, reg.elr
+    choice = p.leader_choice(reg, cfg.brokers)
+    return (NO_LEADER, reg.isr, reg.elr) if choice is None else choice
+
+
+def reassign(s: State, p: Protocol, cfg: Config, target: tuple[int, ...]) -> State | None:
+    """The operator's AlterPartitionReassignments with a target replica list (budgeted).
+
+    KRaft's `changePartitionReassignment`: one record sets RS = target ++ removing, AR and RR (sorted),
+    leaving the leader and ISR alone; it completes at once when the ISR already covers the target
+    (a reorder, or only removals). A request on top of an in-flight reassignment starts from the full
+    replica set. A request that changes nothing writes nothing (not enabled), unless the move in
+    flight can complete now: its ISR may have become enough in a record whose election (run after
+    the completion check) took an ELR member.
+    """
+    target = tuple(target)
+    if not target or len(set(target)) != len(target) or not all(1 <= b <= cfg.brokers for b in target):
+        return None
+    reg = s.registry
+    replicas, adding, removing = request_targets(reg, target)
+    if ((replicas, adding, removing) == (reg.replicas, reg.adding, reg.removing)
+            and (not reg.reassigning or p.reassignment_completion(replicas, adding, removing, reg.isr) is None)):
+        return None
+    s2 = _spend(s, cfg, "reassignments")
+    if s2 is None:
+        return None
+    leader, isr, elr = _online_leader(evolve(reg, replicas=replicas), p, cfg)
+    s3 = write_partition(s2, p, cfg, reg.controller_epoch, reg, leader, isr, elr, replicas=replicas, adding=adding,
+                         removing=removing, target_isr=reg.isr)
+    if s3 is None or not s3.registry.reassigning:
+        return s3
+    h = s3.history
+    first = not reg.reassigning
+    origin = frozenset(reg.replicas) if first else h.reassign_origin
+    seen = frozenset(reg.replicas) | (frozenset() if first else h.reassign_seen)
+    return evolve(s3, history=evolve(h, reassign_origin=origin, reassign_seen=seen))
+
+
+def cancel_reassignment(s: State, p: Protocol, cfg: Config) -> State | None:
+    """The operator cancels the reassignment in flight (budgeted): KRaft's `cancelPartitionReassignment`
+    writes the protocol's revert (RS and ISR without the adding replicas) and clears AR and RR."""
+    reg = s.registry
+    if not reg.reassigning:
+        return None  # NoReassignmentInProgressException
+    revert = p.reassignment_revert(reg)
+    if revert is None:
+        return None  # InvalidReplicaAssignmentException: the revert would need an unclean election
+    s2 = _spend(s, cfg, "cancels")
+    if s2 is None:
+        return None
+    replicas, target_isr = revert
+    left = reg.isr - target_isr
+    _, elr = p.isr_removal(evolve(reg, isr=target_isr | left), left, cfg.min_isr, frozenset())
+    elr = p.reassignment_elr(elr - target_isr, replicas)
+    leader, isr, elr = _online_leader(evolve(reg, replicas=replicas, isr=target_isr, elr=elr), p, cfg)
+    return write_partition(s2, p, cfg, reg.controller_epoch, reg, leader, isr, elr, replicas=replicas, adding=(),
+                           removing=(), target_isr=target_isr)
+
+
+def drop(s: State, p: Protocol, cfg: Config, m: Message) -> State | None:
+    """The network loses a message."""
+    return evolve(s, pool=s.pool - {m}) if m in s.pool else None
+
+
+# ---- the action table -----------------------------------------------------------------------
+
+class Action(NamedTuple):
+    kind: str
+    args: tuple[Any, ...]
+
+    def as_dict(self) -> dict[str, Any]:
+        spec = KINDS[self.kind]
+        out: dict[str, Any] = {"action": self.kind}
+        for name, value in zip(spec.params, self.args, strict=True):
+            out[name] = message_as_dict(value) if name == "message" else value
+        return out
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> Action:
+        kind = d.get("action")
+        if kind not in KINDS:
+            raise ValueError(f"unknown action {kind!r}")
+        args = []
+        for name in KINDS[kind].params:
+            if name not in d:
+                raise ValueError(f"action {kind} needs {name!r}")
+            value = d[name]
+            if name == "message":
+                value = message_from_dict(value)
+            elif isinstance(value, list):
+                value = tuple(value)
+            args.append(value)
+        return cls(kind, tuple(args))
+
+    def label(self) -> str:
+        parts = []
+        for name, value in zip(KINDS[self.kind].params, self.args, strict=True):
+            if name == "message":
+                parts.append(describe_message(value))
+            elif name == "keep":
+                if value:
+                    parts.append("(duplicate)")
+            elif name == "lossy":
+                parts.append("lossy" if value else "clean")
+            elif name == "target" and isinstance(value, tuple):  # a reassignment's target replica list
+                parts.append("to [" + ",".join(map(str, value)) + "]")
+            else:
+                parts.append(f"{name}={value}")
+        return " ".join([self.kind] + parts)
+
+
+def describe_message(m: Message) -> str:
+    if isinstance(m, LeaderAndIsr):
+        return (f"LeaderAndIsr to {m.to}: leader {m.leader} epoch {m.leader_epoch} "
+                f"ISR {{{','.join(map(str, m.isr))}}} replicas [{','.join(map(str, m.replicas))}] "
+                f"(controller epoch {m.controller_epoch})")
+    if isinstance(m, StopReplica):
+        return (f"StopReplica to {m.to} (delete): leader epoch {m.leader_epoch} "
+                f"(controller epoch {m.controller_epoch})")
+    if isinstance(m, FetchRequest):
+        epoch = "" if m.current_epoch < 0 else f" epoch {m.current_epoch}"
+        return f"Fetch {m.frm}->{m.to} offset {m.offset}{epoch}"
+    if isinstance(m, FetchResponse):
+        what = m.error or (" ".join(map(str, m.records)) or "no records") + f" hw {m.hw}"
+        return f"FetchResponse {m.frm}->{m.to} offset {m.offset}: {what}"
+    if isinstance(m, AlterPartition):
+        return f"AlterPartition from {m.frm}: ISR {{{','.join(map(str, m.isr))}}} (epoch {m.leader_epoch})"
+    return f"AlterPartitionResponse to {m.to}: " + (m.error or f"ISR {{{','.join(map(str, m.isr))}}}")
+
+
+@dataclass(frozen=True)
+class Kind:
+    name: str
+    fn: Callable[..., State | None]
+    params: tuple[str, ...]
+    candidates: Callable[[State, Config], Iterator[tuple[Any, ...]]]
+    needs: str | None = None  # a Config budget or switch without which this kind can never happen
+
+    def possible(self, cfg: Config) -> bool:
+        """False when the config rules this kind out altogether (never enabled; the explorer leaves its rule out)."""
+        return self.needs is None or getattr(cfg, self.needs) > 0
+
+
+def _each_broker(s: State, cfg: Config) -> Iterator[tuple[Any, ...]]:
+    for b in s.brokers:
+        yield (b,)
+
+
+def _messages(kind: type) -> Callable[[State, Config], Iterator[tuple[Any, ...]]]:
+    def gen(s: State, cfg: Config) -> Iterator[tuple[Any, ...]]:
+        for m in s.messages():
+            if isinstance(m, kind):
+                yield (m, False)
+                if cfg.duplicates:
+                    yield (m, True)
+    return gen
+
+
+@cache
+def _all_targets(n: int, size: int) -> tuple[tuple[int, ...], ...]:
+    """Every ordered target list of distinct brokers 1..n, moves of `size` replicas first (the explorer's
+    rule picks among the first options most often), then smaller and larger targets."""
+    out = [t for k in range(1, n + 1) for t in permutations(range(1, n + 1), k)]
+    return tuple(sorted(out, key=lambda t: (abs(len(t) - size), len(t), t)))
+
+
+def _targets(s: State, cfg: Config) -> Iterator[tuple[Any, ...]]:
+    if s.used.reassignments >= cfg.reassignments:
+        return
+    for t in _all_targets(cfg.brokers, len(s.registry.target)):
+        yield (t,)
+
+
+def _pairs(s: State, cfg: Config) -> Iterator[tuple[Any, ...]]:
+    for a in s.brokers:
+        for b in s.brokers:
+            if a != b:
+                yield (a, b)
+
+
+KINDS: dict[str, Kind] = {k.name: k for k in (
+    Kind("produce", produce, ("broker", "acks"),
+         lambda s, cfg: ((b, a) for b in s.brokers for a in cfg.acks)),
+    Kind("fetch", fetch, ("follower",), _each_broker, "split_fetch"),
+    Kind("handle_fetch", handle_fetch, ("message", "keep"), _messages(FetchRequest), "split_fetch"),
+    Kind("handle_fetch_response", handle_fetch_response, ("message", "keep"), _messages(FetchResponse),
+         "split_fetch"),
+    Kind("fetch_round", fetch_round, ("follower",), _each_broker, "atomic_fetch"),
+    Kind("truncate", truncate, ("follower",), _each_broker),
+    Kind("advance_hw", advance_hw, ("broker",), _each_broker),
+    Kind("expand_isr", expand_isr, ("leader", "follower"), _pairs),
+    Kind("shrink_isr", shrink_isr, ("leader", "follower"), _pairs),
+    Kind("handle_alter_partition", handle_alter_partition, ("message", "keep"), _messages(AlterPartition)),
+    Kind("handle_alter_partition_response", handle_alter_partition_response, ("message", "keep"),
+         _messages(AlterPartitionResponse)),
+    Kind("handle_leader_and_isr", handle_leader_and_isr, ("message", "keep"), _messages(LeaderAndIsr)),
+    Kind("handle_stop_replica", handle_stop_replica, ("message", "keep"), _messages(StopReplica),
+         "reassignments"),
+    # The flushed prefix matters only to a lossy crash: without one, flushing only multiplies states.
+    Kind("flush", flush, ("broker",), _each_broker, "lossy_crashes"),
+    Kind("crash", crash, ("broker", "lossy"),
+         lambda s, cfg: ((b, lossy) for b in s.brokers for lossy in (False, True))),
+    Kind("restart", restart, ("broker",), _each_broker),
+    Kind("fence", fence, ("broker",), _each_broker),
+    Kind("unfence", unfence, ("broker",), _each_broker),
+    Kind("elect", elect, (), lambda s, cfg: iter([()])),
+    Kind("move_leader", move_leader, ("target",), _each_broker),
+    Kind("failover", failover, (), lambda s, cfg: iter([()])),
+    Kind("zombie_move_leader", zombie_move_leader, ("zombie", "target"),
+         lambda s, cfg: ((z, b) for z in range(len(s.zombies)) for b in s.brokers)),
+    Kind("reassign", reassign, ("target",), _targets, "reassignments"),
+    Kind("cancel_reassignment", cancel_reassignment, (),
+         lambda s, cfg: iter([()] if s.registry.reassigning and s.used.cancels < cfg.cancels else []), "cancels"),
+    Kind("consume", consume, ("broker", "offset"),
+         lambda s, cfg: ((b, o) for b in s.brokers for o in range(s.replica(b).hw))),
+    Kind("drop", drop, ("message",), lambda s, cfg: ((m,) for m in s.messages())),
+)}
+
+
+def _prune(s: State) -> State:
+    """Remove messages their recipient can never act on (see the module docstring)."""
+    stale = set()
+    for m in s.pool:
+        if isinstance(m, (LeaderAndIsr, StopReplica)):
+            r = s.replica(m.to)
+            if not r.alive or not _applies(r, m):
+                stale.add(m)
+        elif isinstance(m, FetchResponse) and not _response_current(s, m):
+            stale.add(m)
+    return evolve(s, pool=s.pool - stale) if stale else s
+
+
+def _record_history(before: State, after: State) -> State:
+    """History variables that need the previous state: epochs seen, and who led each epoch."""
+    h, reg = after.history, after.registry
+    maxima = tuple(max(m, r.leader_epoch) if (r.alive and r.known) else m
+                   for m, r in zip(h.max_broker_epochs, before.replicas, strict=True))
+    leaders = h.epoch_leaders | {(reg.leader_epoch, reg.leader)} if reg.leader != NO_LEADER else h.epoch_leaders
+    h = evolve(h, max_leader_epoch=max(h.max_leader_epoch, before.registry.leader_epoch),
+                max_written_by=max(h.max_written_by, before.registry.written_by),
+                max_broker_epochs=maxima, epoch_leaders=leaders)
+    if not reg.reassigning and (h.reassign_origin or h.reassign_seen):  # the reassignment is over
+        h = evolve(h, reassign_origin=frozenset(), reassign_seen=frozenset())
+    return evolve(after, history=h)
+
+
+def apply(s: State, p: Protocol, cfg: Config, action: Action) -> State | None:
+    """The state after `action`, or None if its guard is false in `s` (or the config rules its kind out)."""
+    if not KINDS[action.kind].possible(cfg):
+        return None
+    if action.kind == "drop" and (not action.args or action.args[0] not in s.pool):
+        return None
+    if action.kind != "drop" and KINDS[action.kind].params[:1] == ("message",) and action.args[0] not in s.pool:
+        return None
+    after = KINDS[action.kind].fn(s, p, cfg, *action.args)
+    if after is None:
+        return None
+    return _prune(_record_history(s, after))
+
+
+def enabled(s: State, p: Protocol, cfg: Config, kind: str) -> list[tuple[Action, State]]:
+    spec = KINDS[kind]
+    out = []
+    for args in spec.candidates(s, cfg):
+        a = Action(kind, tuple(args))
+        nxt = apply(s, p, cfg, a)
+        if nxt is not None:
+            out.append((a, nxt))
+    return out
+
+
+def successors(s: State, p: Protocol, cfg: Config) -> list[tuple[Action, State]]:
+    out: list[tuple[Action, State]] = []
+    for kind, spec in KINDS.items():
+        if spec.possible(cfg):
+            out.extend(enabled(s, p, cfg, kind))
+    return out
+

@@ -1,0 +1,121 @@
+"""Assignors by name, all behind the client-side signature, so every engine can run any of them.
+
+`assign_partitions(partitions_per_topic, subscriptions) -> {member: [TopicPartition]}` is the
+contract. The KIP-848 server-side assignors take a `GroupSpec` instead; `ServerSideAdapter`
+builds one the way the group coordinator does (members in `HashMap` order of their ids, a
+member's owned partitions as its current assignment) and turns the result back.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from kcheck.model import PartitionInfo, Subscription, TopicPartition
+from kcheck.reference.assignors import server
+from kcheck.reference.assignors.client import RangeAssignor, RoundRobinAssignor
+from kcheck.reference.assignors.sticky import CooperativeStickyAssignor, StickyAssignor
+from kcheck.reference.assignors.uuid import Uuid
+from kcheck.reference.placers import load_object
+
+
+class ClientAssignor(Protocol):
+    def name(self) -> str: ...
+
+    def assign_partitions(
+        self, partitions_per_topic: Mapping[str, Sequence[PartitionInfo]], subscriptions: Mapping[str, Subscription]
+    ) -> dict[str, list[TopicPartition]]: ...
+
+
+def topic_id_for(topic: str) -> Uuid:
+    """A stable stand-in for the random topic id Kafka gives a topic: the name's SHA-256, first 16 bytes.
+
+    Server-side outputs depend on topic ids (HashSet<Uuid> order, signed Uuid order), so
+    runs stay reproducible; pass real ids to `ServerSideAdapter(topic_ids=...)` to match a cluster.
+    """
+    digest = hashlib.sha256(topic.encode()).digest()
+    return Uuid.of_unsigned(int.from_bytes(digest[:8], "big"), int.from_bytes(digest[8:16], "big"))
+
+
+class ServerSideAdapter:
+    """A KIP-848 assignor (`server.UniformAssignor`, `server.RangeAssignor`) behind the client signature."""
+
+    def __init__(self, assignor: Any, topic_ids: Mapping[str, Uuid] | None = None) -> None:
+        self.assignor = assignor
+        self.topic_ids = dict(topic_ids or {})
+
+    def name(self) -> str:
+        return self.assignor.name()
+
+    def _id(self, topic: str) -> Uuid:
+        topic_id = self.topic_ids.get(topic)
+        if topic_id is None:  # not setdefault(topic, topic_id_for(topic)): that hashes the name on every call
+            topic_id = self.topic_ids[topic] = topic_id_for(topic)
+        return topic_id
+
+    def assign_partitions(
+        self, partitions_per_topic: Mapping[str, Sequence[PartitionInfo]], subscriptions: Mapping[str, Subscription]
+    ) -> dict[str, list[TopicPartition]]:
+        names = {self._id(t): t for t in partitions_per_topic}
+        members = {}
+        for member_id, sub in subscriptions.items():
+            owned: dict[Uuid, list[int]] = {}
+            for tp in sub.owned_partitions:
+                owned.setdefault(self._id(tp.topic), []).append(tp.partition)
+            members[member_id] = server.MemberSubscriptionSpec(
+                tuple(self._id(t) for t in sub.topics if t in partitions_per_topic),
+                sub.rack_id, sub.group_instance_id, {t: tuple(ps) for t, ps in owned.items()})
+        # The coordinator's TargetAssignmentBuilder collects member specs in a HashMap keyed by member id.
+        spec = server.GroupSpec(server.hash_map_order(members))
+        racks = {self._id(t): {p.partition: frozenset(b.rack for b in p.replicas if b.rack) for p in parts}
+                 for t, parts in partitions_per_topic.items()}
+        describer = server.SubscribedTopicDescriber(
+            {self._id(t): len(parts) for t, parts in partitions_per_topic.items()}, racks)
+        result = self.assignor.assign(spec, describer)
+        out: dict[str, list[TopicPartition]] = {m: [] for m in subscriptions}
+        for member_id, by_topic in result.items():
+            out[member_id] = sorted((TopicPartition(names[t], p) for t, ps in by_topic.items() for p in ps),
+                                    key=lambda tp: (tp.topic, tp.partition))
+        return out
+
+
+@dataclass(frozen=True)
+class AssignorInfo:
+    name: str
+    factory: Callable[[], ClientAssignor]  # a fresh instance: Kafka's assignors keep state between calls
+    cooperative: bool  # the cooperative protocol: revoke in one rebalance, assign in the next
+    # Invariant ids Kafka documents or tests for this assignor; a violation of one is a bug,
+    # of any other a finding (as with placers).
+    guarantees: frozenset[str]
+
+
+_BASE = frozenset({"assignment.complete", "assignment.valid"})
+ASSIGNORS: dict[str, AssignorInfo] = {
+    "range": AssignorInfo("range", RangeAssignor, False, _BASE),
+    "roundrobin": AssignorInfo("roundrobin", RoundRobinAssignor, False, _BASE),
+    "sticky": AssignorInfo("sticky", StickyAssignor, False, _BASE | {"assignment.balanced"}),
+    "cooperative-sticky": AssignorInfo("cooperative-sticky", CooperativeStickyAssignor, True,
+                                       _BASE | {"assignment.balanced", "assignment.cooperative-safety"}),
+    "uniform": AssignorInfo("uniform", lambda: ServerSideAdapter(server.UniformAssignor()), False,
+                            _BASE | {"assignment.balanced"}),
+    "server-range": AssignorInfo("server-range", lambda: ServerSideAdapter(server.RangeAssignor()), False, _BASE),
+}
+
+
+def resolve_assignor(name: str) -> AssignorInfo:
+    """A built-in assignor by name, or `module:object` (a class or factory of an object with assign_partitions)."""
+    if name in ASSIGNORS:
+        return ASSIGNORS[name]
+    if ":" not in name:
+        raise ValueError(f"unknown assignor '{name}' (expected one of {', '.join(ASSIGNORS)}, or module:object)")
+    obj = load_object(name)
+    if isinstance(obj, AssignorInfo):
+        return obj
+    if not callable(obj):
+        raise ValueError(f"'{name}' is not a class or factory of assignors")
+    probe = obj()
+    if not hasattr(probe, "assign_partitions"):
+        raise ValueError(f"'{name}' does not make objects with assign_partitions(partitions_per_topic, subscriptions)")
+    return AssignorInfo(name, obj, False, frozenset())

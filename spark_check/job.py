@@ -1,0 +1,168 @@
+"""The sweep job: a Spark DataFrame of id ranges, each evaluated and stored by one task.
+
+Each task receives its ranges as Arrow record batches (`mapInArrow`), evaluates
+every configuration of a range through the space (`Space.evaluate`, vectorised
+where the space can), writes the range to the result store and answers one small
+row. The driver only plans ranges and reads the store back: nothing the job
+computes lives only in memory, so a sweep killed at any point resumes from the
+stored ranges.
+
+The master is `--master` when given; under `spark-submit` the submit flags rule;
+otherwise `$SPARK_MASTER` or `local[*]`.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import tempfile
+import time
+import warnings
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import pyarrow as pa
+
+from kcheck.spark_check.batch import Space
+from kcheck.spark_check.store import ResultStore, Stored, gaps, split
+
+TASK_SCHEMA = "start long, stop long, configurations long, violations long, seconds double"
+RANGE_TARGET = 1_000_000  # configurations per task at most, unless --tasks asks for fewer, larger ones
+
+_LOG4J = """\
+rootLogger.level = error
+rootLogger.appenderRef.stderr.ref = console
+appender.console.type = Console
+appender.console.name = console
+appender.console.target = SYSTEM_ERR
+appender.console.layout.type = PatternLayout
+appender.console.layout.pattern = %d{HH:mm:ss} %p %c{1}: %m%n
+logger.spark.name = org.apache.spark
+logger.spark.level = error
+"""
+
+
+def _quiet_log4j() -> str:
+    """A log4j2 configuration that keeps Spark's JVM to errors (no INFO/WARN banner on every run)."""
+    path = os.path.join(tempfile.gettempdir(), f"kcheck-log4j2-{os.getuid()}.properties")
+    current = None
+    if os.path.exists(path):
+        with open(path) as f:
+            current = f.read()
+    if current != _LOG4J:
+        with open(path + ".tmp", "w") as f:
+            f.write(_LOG4J)
+        os.replace(path + ".tmp", path)
+    return path
+
+
+def spark_session(master: str | None = None, progress: bool | None = None, app_name: str = "kcheck-sweep",
+                  extra: dict[str, str] | None = None) -> Any:
+    """A SparkSession for sweeps. Local workers run this Python, whose site-packages hold kcheck.
+
+    `progress` turns Spark's console progress bar on (default: when stderr is a terminal).
+    Under spark-submit (the gateway exists already) master and packaging come from the submit flags.
+    """
+    from pyspark.sql import SparkSession
+
+    submitted = "PYSPARK_GATEWAY_PORT" in os.environ
+    if not submitted:
+        # Local executors are Python processes started by the JVM: this interpreter has kcheck installed.
+        os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    if progress is None:
+        progress = sys.stderr.isatty()
+    builder = SparkSession.builder.appName(app_name)
+    if master is None and not submitted:
+        master = os.environ.get("SPARK_MASTER", "local[*]")
+    if master is not None:
+        builder = builder.master(master)
+    conf = {
+        # local mode: the console progress bar is the UI; skip the web UI's start-up and port
+        **({"spark.ui.enabled": "false"} if master is not None and master.startswith("local") else {}),
+        "spark.ui.showConsoleProgress": str(bool(progress)).lower(),
+        "spark.driver.extraJavaOptions": f"-Dlog4j2.configurationFile=file:{_quiet_log4j()}",
+        "spark.python.worker.reuse": "true",
+        **(extra or {}),
+    }
+    for key, value in conf.items():
+        builder = builder.config(key, value)
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message="PySpark does not yet fully support pandas")
+        spark = builder.getOrCreate()
+    spark.sparkContext.setLogLevel("ERROR")
+    return spark
+
+
+def plan(size: int, stored: list[tuple[int, int]], tasks: int) -> list[tuple[int, int]]:
+    """The ranges still to compute: the gaps between stored ranges, cut into about `tasks` pieces."""
+    missing = gaps(stored, size)
+    todo = sum(b - a for a, b in missing)
+    return split(missing, max(tasks, -(-todo // RANGE_TARGET)))
+
+
+def _evaluate_ranges(space: Space, root: str) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
+    """The function each task runs on its Arrow batches of (start, stop) rows."""
+
+    def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        store = ResultStore(root)
+        keys = space.invariant_ids()
+        for batch in batches:
+            for start, stop in zip(batch.column("start").to_pylist(), batch.column("stop").to_pylist(), strict=True):
+                began = time.perf_counter()
+                result = space.evaluate(start, stop)
+                store.write(result, keys)
+                yield pa.RecordBatch.from_pydict({
+                    "start": [start], "stop": [stop], "configurations": [result.size],
+                    "violations": [sum(result.violated.values())], "seconds": [time.perf_counter() - began]})
+
+    return run
+
+
+@dataclass(frozen=True)
+class JobStats:
+    ranges: int
+    configurations: int
+    seconds: float  # wall time of the Spark job
+    task_seconds: float  # time spent evaluating, summed over tasks
+
+
+def run_ranges(spark: Any, space: Space, store: ResultStore, ranges: list[tuple[int, int]]) -> JobStats:
+    """Evaluate and store every range, one task each."""
+    if not ranges:
+        return JobStats(0, 0, 0.0, 0.0)
+    began = time.perf_counter()
+    rdd = spark.sparkContext.parallelize(ranges, len(ranges))
+    frame = spark.createDataFrame(rdd, "start long, stop long")
+    with warnings.catch_warnings():  # PySpark 4 warns about pandas 3 on every Arrow UDF; the job uses no pandas
+        warnings.filterwarnings("ignore", message="PySpark does not yet fully support pandas")
+        rows = frame.mapInArrow(_evaluate_ranges(space, store.root), TASK_SCHEMA).collect()
+    return JobStats(len(rows), sum(r.configurations for r in rows), time.perf_counter() - began,
+                    sum(r.seconds for r in rows))
+
+
+@dataclass(frozen=True)
+class SweepOutcome:
+    stored: Stored
+    job: JobStats
+    resumed_ranges: int  # ranges found in the store before this run
+
+
+def sweep(space: Space, store: ResultStore, resume: bool = False, spark: Any = None, master: str | None = None,
+          tasks: int | None = None, progress: bool | None = None, opened: bool = False) -> SweepOutcome:
+    """Run (or resume) a sweep of `space` into `store`, then read back and verify every stored range.
+
+    Opens the store first (refusing to mix or overwrite results) unless the caller did (`opened`).
+    Starts a SparkSession only when some range is missing.
+    """
+    if not opened:
+        store.open(space, resume)
+    size = len(space)
+    before = store.stored_ranges()
+    stats = JobStats(0, 0, 0.0, 0.0)
+    if gaps(before, size):
+        spark = spark or spark_session(master, progress)
+        parallelism = spark.sparkContext.defaultParallelism
+        todo = plan(size, before, tasks or 4 * parallelism)
+        stats = run_ranges(spark, space, store, todo)
+    return SweepOutcome(store.load(size), stats, len(before))
