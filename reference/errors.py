@@ -19,3 +19,7 @@ class InvalidReplicationFactorException(KafkaError):
 
 class AdminOperationException(KafkaError):
     """org.apache.kafka.server.common.AdminOperationException (mixed rack / no-rack brokers)."""
+
+
+class IllegalArgumentException(KafkaError, ValueError):
+    """java.lang.IllegalArgumentException thrown inside Kafka's code (e.g. `new ArrayList<>(-1)`)."""

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 from kcheck.model import Broker
-from kcheck.reference.errors import InvalidReplicationFactorException
+from kcheck.reference.errors import IllegalArgumentException, InvalidReplicationFactorException
 from kcheck.reference.java import JavaHashMap, JavaRandom, optional_hash_code, shuffle, string_compare_key
 
 
@@ -284,6 +284,8 @@ class StripedReplicaPlacer:
         _check_positive(placement_spec.num_replicas)
         _check_some_unfenced(rack_list.num_unfenced_brokers)
         _check_enough_brokers(placement_spec.num_replicas, rack_list.num_total_brokers)
+        if placement_spec.num_partitions < 0:  # Kafka sizes its result list up front: new ArrayList<>(n)
+            raise IllegalArgumentException(f"Illegal Capacity: {placement_spec.num_partitions}")
         return TopicAssignment(
             tuple(
                 PartitionAssignment(tuple(rack_list.place(placement_spec.num_replicas)))
