@@ -9,9 +9,9 @@ import random
 import resource
 import time
 
-from kcheck.invariants import PlacementSubject, check_placement
 from kcheck.check import run_check
 from kcheck.formats import parse_describe
+from kcheck.invariants import PlacementSubject, check_placement
 from kcheck.model import Cluster, ReplicaAssignment
 from kcheck.reference.java import JavaRandom
 from kcheck.reference.placers import BUILTIN_PLACERS

@@ -50,7 +50,8 @@ def optimal_metrics(cluster: Cluster, partitions: int, rf: int, timeout_ms: int 
     """
     n = len(cluster)
     racks = list(cluster.racks) if cluster.rack_layout == "full" else []
-    rack_index = [racks.index(cluster.rack_of(b)) for b in cluster.broker_ids] if racks else []
+    rack_of = cluster.rack_map  # every broker has a rack when `racks` is not empty
+    rack_index = [racks.index(rack_of[b]) for b in cluster.broker_ids] if racks else []
     started = time.perf_counter()
 
     def racks_spanned(row: list[z3.ArithRef]) -> z3.ArithRef:
@@ -68,7 +69,7 @@ def optimal_metrics(cluster: Cluster, partitions: int, rf: int, timeout_ms: int 
         solver.add(*[x[p][0] <= x[p + 1][0] for p in range(partitions - 1)])  # partitions are interchangeable
         return solver, x
 
-    def first_feasible(values: range, feasible, diverse: bool = bool(racks)) -> int:  # type: ignore[no-untyped-def]
+    def first_feasible(values: range, feasible, diverse: bool = bool(racks)) -> int:
         for value in values:
             solver, x = placement_solver(diverse)
             solver.add(feasible(x, value))
@@ -79,8 +80,8 @@ def optimal_metrics(cluster: Cluster, partitions: int, rf: int, timeout_ms: int 
                 raise RuntimeError(f"solver gave up ({solver.reason_unknown()}) at value {value}")
         raise RuntimeError("no feasible value")
 
-    def spread_at_most(cells_of, total: int):  # type: ignore[no-untyped-def]
-        def feasible(x, spread):  # type: ignore[no-untyped-def]
+    def spread_at_most(cells_of, total: int):
+        def feasible(x, spread):
             # Named counts, so the arithmetic (n counts within `spread` of each other summing
             # to `total`) is visible to Z3 apart from the placement that realises them.
             counts = [z3.Int(f"count_{b}") for b in range(n)]

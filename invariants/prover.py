@@ -253,7 +253,7 @@ def prove_bounded(
             solver = z3.Solver()
             solver.set("timeout", timeout_ms)
             solver.add(*sp.constraints)
-            complete = getattr(sp, "complete", None)
+            complete = sp.complete
             if complete is not None:  # an unrolled search loop: trust it only if it always ends in time
                 solver.push()
                 solver.add(z3.Not(complete))

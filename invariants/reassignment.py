@@ -26,8 +26,10 @@ from typing import Any
 from kcheck.invariants.registry import Report, Severity, Violation, check_all, register
 from kcheck.model import NO_LEADER, Cluster, PartitionReplicas, ReplicaAssignment, TopicPartition
 from kcheck.reference.reassignment import (
+    KRaftControllerState,
     PartitionReassignmentReplicas,
     StepNotEnabled,
+    ZkControllerState,
     ZkReplicaAssignment,
     kraft_reassignment_steps,
     scala_hash_order,
@@ -118,13 +120,18 @@ class PartitionMove:
         cur = self.current
         if not self.in_flight or self.leader not in self.isr:
             return None
-        kwargs = dict(leader=self.leader, isr=self.isr, adding=cur.adding, removing=cur.removing)
         try:
             if self.controller == "zk":
-                rows = zk_reassignment_steps(cur.replicas, self.target, **kwargs)
-                return rows[-1].state.zk.assignment.replicas, min(len(r.state.zk.leader_and_isr.isr) for r in rows)
-            rows = kraft_reassignment_steps(cur.replicas, self.target, **kwargs)
-            return rows[-1].state.registration.replicas, min(len(r.state.registration.isr) for r in rows)
+                rows = zk_reassignment_steps(cur.replicas, self.target, leader=self.leader, isr=self.isr,
+                                             adding=cur.adding, removing=cur.removing)
+                zk = [r.state.zk for r in rows if isinstance(r.state, ZkControllerState)]
+                assert len(zk) == len(rows)
+                return zk[-1].assignment.replicas, min(len(z.leader_and_isr.isr) for z in zk)
+            rows = kraft_reassignment_steps(cur.replicas, self.target, leader=self.leader, isr=self.isr,
+                                            adding=cur.adding, removing=cur.removing)
+            kraft = [r.state.registration for r in rows if isinstance(r.state, KRaftControllerState)]
+            assert len(kraft) == len(rows)
+            return kraft[-1].replicas, min(len(k.isr) for k in kraft)
         except StepNotEnabled:  # the describe's state is not one the controller can be in
             return None
 

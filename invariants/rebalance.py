@@ -16,6 +16,16 @@ data) carries over as it does in a real group. After each rebalance the invarian
 guarantees (`AssignorInfo.guarantees`) must hold; a cooperative assignor is re-run while members
 revoke partitions, and every hand-over between consecutive cooperative rounds is checked.
 
+Stale-claim findings. A member whose session timed out rejoins with its client's state: the
+StickyAssignor's user data still claims its old partitions at its old generation. When some of them
+belong to topics it no longer subscribes to, Kafka's general sticky path (`performReassignments` with
+`prevAssignment` in AbstractStickyAssignor) can hand such a partition back to it (an invalid assignment)
+or dereference the assignment of a member it set aside as fixed (a NullPointerException at the leader).
+Kafka's tests never build such a history and its ConsumerCoordinator rejoins when an assignment does not
+match the subscription, so these are `Finding`s (read from Kafka's source and reproduced in this model,
+not run on a real cluster), kept in `ConsumerGroup.findings`, not failures: the round's other
+violations, and the same violations without such a claim, still fail.
+
 `ConsumerGroup` is the plain model (scripted tests use it directly); `rebalance_machine` wraps it in a
 `RuleBasedStateMachine`; `model_settings` is the CI size, or the deep one when
 `KCHECK_REBALANCE_EXAMPLES` (and optionally `KCHECK_REBALANCE_STEPS`) is set.
@@ -37,7 +47,13 @@ from kcheck.invariants.registry import Report, Violation
 from kcheck.model.group import PartitionInfo, Subscription
 from kcheck.model.vocabulary import Broker, TopicPartition
 from kcheck.reference.assignors.client import build_partitions_per_topic
-from kcheck.reference.assignors.registry import AssignorInfo, ServerSideAdapter, resolve_assignor
+from kcheck.reference.assignors.registry import (
+    AssignorInfo,
+    ServerSideAdapter,
+    resolve_assignor,
+    subscribed_topic_metadata,
+)
+from kcheck.reference.assignors.sticky import NullPointerException
 from kcheck.reference.errors import KafkaError
 
 EAGER, COOPERATIVE, CONSUMER = "eager", "cooperative", "consumer"  # the last: KIP-848's protocol
@@ -79,8 +95,53 @@ class Round:
         return self.report.violations + self.handover
 
 
-class AssignorFailed(AssertionError):
+class ModelFailure(AssertionError):
+    """The model's own verdict that something Kafka promises broke; engines catch this, never a bare
+    AssertionError (an `assert` failing inside the reference is a bug in kcheck and must surface)."""
+
+
+class AssignorFailed(ModelFailure):
     """The assignor threw (Kafka would fail the rebalance with the same exception)."""
+
+
+class GuaranteeBroken(ModelFailure):
+    """A round broke one of the assignor's guarantees, or the group's ownership safety."""
+
+
+class NotSettled(ModelFailure):
+    """A cooperative group still revoking after `MAX_FOLLOW_UPS` follow-up rebalances."""
+
+
+# The findings' ids (not in the invariant registry: they are never a guarantee) and names.
+STALE_INVALID, STALE_NPE = "assignment.stale-claim", "assignment.stale-claim-npe"
+STALE_CLAIM_KINDS = {STALE_INVALID: "stale-claim violation", STALE_NPE: "stale-claim NullPointerException"}
+
+
+@dataclass(frozen=True)
+class Finding:
+    """A known Kafka behaviour outside its guarantees (see the module docstring), with what replays it."""
+
+    kind: str  # STALE_INVALID or STALE_NPE (STALE_CLAIM_KINDS names them)
+    generation: int
+    member: str  # the member with the stale claim (STALE_INVALID: the one given a partition it dropped)
+    message: str
+    story: tuple[str, ...]  # the group's events up to this rebalance
+    topics: Mapping[str, int]  # the round's input: partition counts ...
+    replicas: Mapping[str, tuple[tuple[str | None, ...], ...]]  # ... each partition's replica racks ...
+    members: Mapping[str, Mapping[str, Any]]  # ... and per member (in join order) topics, rack, owned, generation
+
+    @property
+    def steps(self) -> int:
+        return len(self.story)
+
+    def group_file(self) -> dict[str, Any]:
+        """The failing rebalance's input as a `kcheck assign` group file (members in join order, as the
+        leader's HashMap receives them; a sticky member's `owned` and `generation` are its user data)."""
+        topics: dict[str, Any] = {t: n if t not in self.replicas else
+                                  {"partitions": n, "racks": [list(r) for r in self.replicas[t]]}
+                                  for t, n in self.topics.items()}
+        members = {m: {k: v for k, v in e.items() if v is not None} for m, e in self.members.items()}
+        return {"topics": topics, "members": members}
 
 
 def _note(text: str) -> None:
@@ -111,6 +172,7 @@ class ConsumerGroup:
     log: list[str] = field(default_factory=list)
     rounds: list[Round] = field(default_factory=list)  # every round so far
     pending: bool = False  # events since the last rebalance
+    findings: list[Finding] = field(default_factory=list)
     protocol: str = field(init=False, default=EAGER)
 
     def __post_init__(self) -> None:
@@ -164,15 +226,19 @@ class ConsumerGroup:
         self.pending = True
         self._event(f"{name}'s session times out (its client keeps its assignor state)")
 
-    def rejoin(self, name: str) -> None:
-        """The timed-out client rejoins: its generation was reset, so it gives up its partitions as lost
+    def rejoin(self, name: str, topics: Sequence[str] | None = None) -> None:
+        """The timed-out client rejoins, subscribing to `topics` if given (the application may call
+        `subscribe` meanwhile): its generation was reset, so it gives up its partitions as lost
         (`onJoinPrepare`), but its assignor keeps what it remembers (StickyAssignor: the old assignment
         and generation, sent again as user data - what KIP-341's generation marker is for)."""
         m = self.timed_out.pop(name)
         m.owned, m.generation = (), -1
+        if topics is not None:
+            m.topics = tuple(topics)
         self.members[name] = m
         self.pending = True
-        self._event(f"{name} rejoins with the client state of its timed-out session")
+        self._event(f"{name} rejoins with the client state of its timed-out session"
+                    + (f", subscribing to {_topics(topics)}" if topics is not None else ""))
 
     def stale_claims(self, name: str) -> tuple[TopicPartition, ...]:
         """The partitions a (timed-out) member's user data still claims."""
@@ -182,19 +248,53 @@ class ConsumerGroup:
             return ()
         return m.client.member_data(Subscription(m.topics, data(m.topics))).partitions
 
+    def stale_unsubscribed_claims(self) -> dict[str, tuple[TopicPartition, ...]]:
+        """Members that rejoined with older-generation user data claiming partitions of topics they no
+        longer subscribe to, with those partitions: the precondition of the stale-claim findings."""
+        out = {}
+        for name, m in self.members.items():
+            if m.generation < 0:  # rejoined (or new, whose client claims nothing) and not yet assigned
+                dropped = tuple(tp for tp in self.stale_claims(name) if tp.topic not in m.topics)
+                if dropped:
+                    out[name] = dropped
+        return out
+
+    def _finding(self, kind: str, member: str, message: str, sent: Mapping[str, Subscription]) -> None:
+        """Record a finding with the round's input, as a `kcheck assign` group file states it."""
+        members: dict[str, dict[str, Any]] = {}
+        for name, sub in sent.items():
+            m = self.members[name]
+            entry: dict[str, Any] = {"topics": list(m.topics), "rack": m.rack}
+            if sub.user_data is not None and self.protocol == EAGER:
+                md = m.client.member_data(sub)
+                entry |= {"owned": [str(tp) for tp in md.partitions], "generation": md.generation}
+            members[name] = entry
+        replicas = {t: tuple(tuple(b.rack for b in p.replicas) for p in ps)
+                    for t, ps in self.partition_infos().items()
+                    if any(b.rack for p in ps for b in p.replicas)}  # racks only where there are some
+        f = Finding(kind, self.generation, member, message, tuple(self.log), dict(self.partitions), replicas,
+                    members)
+        self.findings.append(f)
+        _note(f"finding ({STALE_CLAIM_KINDS[kind]}): {message}")
+
     # --- rebalances ---------------------------------------------------------------------------------------
 
     def rebalance(self) -> list[Round]:
         """One rebalance; cooperative assignors run follow-up rounds while members revoke partitions."""
         self.pending = False
-        out = [self._round()]
-        while self.protocol == COOPERATIVE and any(out[-1].revoked.values()):
+        first = self._round()
+        out = [first] if first is not None else []
+        while out and self.protocol == COOPERATIVE and any(out[-1].revoked.values()):
             if len(out) > MAX_FOLLOW_UPS:
-                raise AssertionError(f"still revoking after {MAX_FOLLOW_UPS} follow-up rebalances\n" + self.story())
-            out.append(self._round())
+                raise NotSettled(f"still revoking after {MAX_FOLLOW_UPS} follow-up rebalances\n" + self.story())
+            nxt = self._round()
+            if nxt is None:
+                break
+            out.append(nxt)
         return out
 
-    def _round(self) -> Round:
+    def _round(self) -> Round | None:
+        """One round; None when the leader's assignor failed with a stale-claim finding (see `_leader_fails`)."""
         protocol = self.protocol
         self.generation += 1
         leader = next(iter(self.members), None)
@@ -211,7 +311,8 @@ class ConsumerGroup:
                                       m.generation if m.generation >= 0 else None, m.rack)
         metadata = self.partition_infos()
         ppt = build_partitions_per_topic(metadata, sent) if protocol != CONSUMER else \
-            {t: metadata[t] for t in sorted({t for s in sent.values() for t in s.topics}) if t in metadata}
+            subscribed_topic_metadata(metadata, sent)
+        stale = self.stale_unsubscribed_claims()
         result: Mapping[str, Sequence[TopicPartition]] = {}
         if leader is not None:
             try:
@@ -219,11 +320,21 @@ class ConsumerGroup:
             except KafkaError as e:
                 self._event(f"rebalance: generation {self.generation}, leader {leader} -> "
                             f"{self.info.name} throws {type(e).__name__}")
+                if isinstance(e, NullPointerException) and stale:
+                    who = next(iter(stale))
+                    self._finding(STALE_NPE, who, f"{self.info.name} throws NullPointerException at leader "
+                                  f"{leader}: {who} rejoined claiming {_tps(stale[who])} of topics it dropped", sent)
+                    self._leader_fails(leader)
+                    return None
                 raise AssignorFailed(f"{self.info.name} threw {type(e).__name__}: {e}\n" + self.story()) from e
-        assignment = {name: [] for name in self.members} | {m: list(tps) for m, tps in result.items()}
+        assignment: dict[str, list[TopicPartition]] = (
+            {name: [] for name in self.members} | {m: list(tps) for m, tps in result.items()})
         checked = {name: replace(s, owned_partitions=held[name]) for name, s in sent.items()}
         subject = AssignmentSubject(ppt, checked, assignment, protocol == COOPERATIVE)
         report = check_assignment(subject, set(self.info.guarantees))
+        found: list[tuple[str, str]] = []
+        if stale:
+            report, found = self._split_stale_claims(report, stale)
         revoked = {}
         for name, m in self.members.items():
             new = tuple(assignment[name])
@@ -238,7 +349,44 @@ class ConsumerGroup:
         r = Round(self.generation, leader or "-", subject, report, revoked, handover)
         self.rounds.append(r)
         self._event(self._describe(r))
+        for member, message in found:
+            self._finding(STALE_INVALID, member, message, sent)
         return r
+
+    @staticmethod
+    def _split_stale_claims(report: Report, stale: Mapping[str, tuple[TopicPartition, ...]]
+                            ) -> tuple[Report, list[tuple[str, str]]]:
+        """Take out of `report` each `assignment.valid` violation that is exactly stale claims handed back,
+        and each `assignment.balanced` one that only counting those partitions as the member's would clear
+        (Kafka's balance counts them): (the report without them, [(member, message)])."""
+        handed: dict[str, int] = {}
+        found: list[tuple[str, str]] = []
+        rest = []
+        for v in report.violations:
+            member: str = v.detail.get("member", "")  # "" (no member) claims nothing
+            claimed = {str(tp) for tp in stale.get(member, ())}
+            if (v.invariant == "assignment.valid" and v.detail.get("reason") == "topic not subscribed"
+                    and claimed.issuperset(v.detail["partitions"])):
+                handed[member] = len(v.detail["partitions"])
+                found.append((member, f"{v.message}: its user data from an older generation claims "
+                                      f"{_tps(stale[member])}"))
+            else:
+                rest.append(v)
+
+        def explained(v: Violation) -> bool:
+            if v.invariant != "assignment.balanced":
+                return False
+            takers = v.detail.get("could_take") or {v.detail.get("min_member"): v.detail.get("min_count")}
+            return all(m in handed and n + handed[m] + 1 >= v.detail["count"] for m, n in takers.items())
+
+        return replace(report, violations=tuple(v for v in rest if not explained(v))), found
+
+    def _leader_fails(self, leader: str) -> None:
+        """The leader's poll() throws the assignor's exception (AbstractCoordinator.onJoinLeader fails the
+        join future, a non-retriable error): the application's consumer stops, so it leaves the group."""
+        del self.members[leader]
+        self.pending = True
+        self._event(f"{leader}'s poll() throws; its consumer stops and leaves the group")
 
     def _describe(self, r: Round) -> str:
         given = "; ".join(f"{m} {_tps(tps)}" for m, tps in r.subject.assignment.items()) or "no members"
@@ -255,102 +403,95 @@ class ConsumerGroup:
 # --- the state machine ------------------------------------------------------------------------------------
 
 
+class FindingsMachine(RuleBasedStateMachine):
+    """What rebalance_machine() builds: a state machine whose class keeps the findings of every example."""
+
+    findings: list[Finding]
+
+
 def rebalance_machine(
     assignor_name: str, max_members: int = 4, max_topics: int = 3, max_partitions: int = 6,
-    allow_stale_unsubscribed_claims: bool = False,
-) -> type[RuleBasedStateMachine]:
+) -> type[FindingsMachine]:
     """A state machine of one group driven by `assignor_name` (a built-in name or `module:object`).
 
-    `allow_stale_unsubscribed_claims` lets a timed-out StickyAssignor member rejoin while its stale
-    user data claims partitions of a topic it no longer subscribes to. Kafka's general sticky path
-    then hands such a partition back to it as its older-generation owner (`performReassignments`
-    checks neither the subscription nor that the member was set aside as fixed), breaking
-    `assignment.valid` or throwing a NullPointerException; see test_rebalance_model's finding tests.
-    Off by default so the model keeps checking everything else.
+    Every history is allowed, time-outs and rejoins with stale ownership included. A broken guarantee
+    raises `GuaranteeBroken` (or `AssignorFailed`, `NotSettled`); a stale-claim finding (see the module
+    docstring) does not: it is kept in `group.findings` and in the class's `findings` (every example's,
+    for the caller to report the smallest).
     """
     info = resolve_assignor(assignor_name)
     names = tuple(f"c{i}" for i in range(1, max_members + 1))
     topic_names = tuple(f"t{i}" for i in range(1, max_topics + 1))
     subscription = st.lists(st.sampled_from(topic_names), min_size=1, max_size=max_topics, unique=True)
 
-    class RebalanceModel(RuleBasedStateMachine):
+    class RebalanceModel(FindingsMachine):
+        findings: list[Finding] = []  # every example's, in the order found
+
         def __init__(self) -> None:
             super().__init__()
             self.group: ConsumerGroup | None = None
             self.failing = False  # teardown must not rebalance on top of a failure
 
+        @property
+        def g(self) -> ConsumerGroup:
+            """The group, for the rules: they run only after create_topics (the @initialize rule) made it."""
+            assert self.group is not None
+            return self.group
+
         @initialize(sizes=st.lists(st.integers(1, 4), min_size=max_topics, max_size=max_topics),
                     replication=st.integers(1, 3), broker_racks=st.booleans())
         def create_topics(self, sizes: list[int], replication: int, broker_racks: bool) -> None:
             self.group = ConsumerGroup(info, dict(zip(topic_names, sizes, strict=True)), replication, broker_racks)
+            self.group.findings = _Collecting(type(self).findings)
 
         @precondition(lambda self: len(self.group.members) + len(self.group.timed_out) < max_members)
         @rule(topics=subscription, rack=st.sampled_from((None, *RACKS)))
         def join(self, topics: list[str], rack: str | None) -> None:
             """A new consumer joins under the lowest free name (c1, c2, ...), so every join adds a member."""
-            member = next(n for n in names if n not in self.group.members and n not in self.group.timed_out)
-            self.group.join(member, topics, rack)
+            member = next(n for n in names if n not in self.g.members and n not in self.g.timed_out)
+            self.g.join(member, topics, rack)
 
         @precondition(lambda self: self.group.members)
         @rule(member=st.sampled_from(names))
         def leave(self, member: str) -> None:
-            if member in self.group.members:
-                self.group.leave(member)
+            if member in self.g.members:
+                self.g.leave(member)
 
         @precondition(lambda self: self.group.members)
         @rule(member=st.sampled_from(names), topics=subscription)
         def subscribe(self, member: str, topics: list[str]) -> None:
-            if member in self.group.members and not self._stale_unsubscribed(member, topics):
-                self.group.subscribe(member, topics)
-
-        def _stale_unsubscribed(self, member: str, topics: Sequence[str]) -> bool:
-            """Would `member` reach a rebalance with stale (older-generation) sticky user data claiming
-            partitions of topics it does not subscribe to? Kafka's general sticky path hands such a
-            partition back to it as its previous owner (`performReassignments` and `prevAssignment` in
-            AbstractStickyAssignor check neither the subscription nor that the owner was set aside as
-            fixed): a known finding with its own test. Unless allowed, the model avoids the state."""
-            if allow_stale_unsubscribed_claims:
-                return False
-            m = self.group.members.get(member) or self.group.timed_out[member]
-            if member in self.group.members and m.generation >= 0:
-                return False  # not stale: its user data carries the current generation
-            stale = [tp for tp in self.group.stale_claims(member) if tp.topic not in topics]
-            if stale:
-                _note(f"({member} would reach the rebalance claiming {_tps(stale)} of topics it dropped: skipped)")
-            return bool(stale)
+            if member in self.g.members:
+                self.g.subscribe(member, topics)
 
         @precondition(lambda self: min(self.group.partitions.values()) < max_partitions)
         @rule(topic=st.sampled_from(topic_names), count=st.integers(1, 2))
         def add_partitions(self, topic: str, count: int) -> None:
-            count = min(count, max_partitions - self.group.partitions[topic])
+            count = min(count, max_partitions - self.g.partitions[topic])
             if count > 0:
-                self.group.add_partitions(topic, count)
+                self.g.add_partitions(topic, count)
 
         @precondition(lambda self: self.group.members)
         @rule(member=st.sampled_from(names))
         def time_out(self, member: str) -> None:
-            if member in self.group.members:
-                self.group.time_out(member)
+            if member in self.g.members:
+                self.g.time_out(member)
 
         @precondition(lambda self: self.group.timed_out and len(self.group.members) < max_members)
-        @rule(member=st.sampled_from(names))
-        def rejoin(self, member: str) -> None:
-            if member not in self.group.timed_out:
-                return
-            if self._stale_unsubscribed(member, self.group.timed_out[member].topics):
-                return
-            self.group.rejoin(member)
+        @rule(member=st.sampled_from(names), topics=st.none() | subscription)
+        def rejoin(self, member: str, topics: list[str] | None) -> None:
+            if member in self.g.timed_out:
+                self.g.rejoin(member, topics)
 
         @precondition(lambda self: self.group.members)  # an empty group has nothing to assign
         @rule()
         def rebalance(self) -> None:
             self.failing = True
-            for r in self.group.rebalance():
+            for r in self.g.rebalance():
                 if r.broken:
-                    raise AssertionError(
+                    raise GuaranteeBroken(
                         f"{info.name} broke its guarantees in generation {r.generation}:\n"
                         + "\n".join(f"  {v.invariant} at {v.where}: {v.message}" for v in r.broken)
-                        + "\n" + self.group.story())
+                        + "\n" + self.g.story())
             self.failing = False
 
         @invariant()
@@ -363,7 +504,7 @@ def rebalance_machine(
                 for tp in m.owned:
                     if tp in seen:
                         self.failing = True
-                        raise AssertionError(f"{tp} is owned by {seen[tp]} and {name}\n" + self.group.story())
+                        raise GuaranteeBroken(f"{tp} is owned by {seen[tp]} and {name}\n" + self.group.story())
                     seen[tp] = name
 
         @invariant()
@@ -378,7 +519,7 @@ def rebalance_machine(
                        if TopicPartition(t, i) not in owned]
             if missing and "assignment.complete" in info.guarantees:
                 self.failing = True
-                raise AssertionError(f"settled group leaves {_tps(missing)} unowned\n" + g.story())
+                raise GuaranteeBroken(f"settled group leaves {_tps(missing)} unowned\n" + g.story())
 
         def teardown(self) -> None:
             # Swarm testing may switch the rebalance rule off: settle whatever happened last.
@@ -387,6 +528,29 @@ def rebalance_machine(
 
     RebalanceModel.__name__ = RebalanceModel.__qualname__ = f"Rebalance_{assignor_name.replace('-', '_')}"
     return RebalanceModel
+
+
+class _Collecting(list):
+    """A group's findings list that also appends to the machine class's list of every example's findings."""
+
+    def __init__(self, sink: list[Finding]) -> None:
+        super().__init__()
+        self.sink = sink
+
+    def append(self, item: Finding) -> None:
+        super().append(item)
+        self.sink.append(item)
+
+
+def smallest_findings(findings: Sequence[Finding]) -> dict[str, Finding]:
+    """Per kind, the finding with the shortest story (then the fewest members and partitions)."""
+    out: dict[str, Finding] = {}
+    for f in findings:
+        key = (f.steps, len(f.members), sum(f.topics.values()))
+        best = out.get(f.kind)
+        if best is None or key < (best.steps, len(best.members), sum(best.topics.values())):
+            out[f.kind] = f
+    return out
 
 
 CI_EXAMPLES, CI_STEPS = 200, 30
@@ -406,6 +570,7 @@ def model_settings() -> settings:
 
 
 __all__ = [
-    "AssignorFailed", "ConsumerGroup", "Member", "Round", "model_settings", "protocol_of",
-    "rebalance_machine",
+    "STALE_CLAIM_KINDS", "STALE_INVALID", "STALE_NPE", "AssignorFailed", "ConsumerGroup", "Finding", "GuaranteeBroken",
+    "Member", "ModelFailure", "NotSettled", "Round", "model_settings", "protocol_of", "rebalance_machine",
+    "smallest_findings",
 ]

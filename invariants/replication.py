@@ -2,7 +2,7 @@
 
 They read the controller's registry, the replicas' logs and high watermarks, and the history
 variables (acknowledged and committed records, consumer reads, leaders per epoch); never the
-protocol's own bookkeeping. Sources: the TLA+ models in reference-notes/formal-models.md
+protocol's own bookkeeping. Sources: the published TLA+ models of Kafka replication
 (hachikuji's `LeaderInIsr` and `StrongIsr`, Vanlightly's `LeaderCompleteness`,
 `NoCommittedRecordLostGlobally`, `LogMatching`, `ConsistentRead`) and Kafka's own simulation
 invariants (`MonotonicEpoch`, `SingleLeader` in `RaftEventSimulationTest`).

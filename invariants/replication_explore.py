@@ -14,7 +14,7 @@ import json
 import time
 from collections import deque
 from collections.abc import Callable
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field, fields, replace
 from typing import Any
 
 import networkx as nx
@@ -25,10 +25,18 @@ from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, 
 
 from kcheck.invariants.registry import Violation
 from kcheck.invariants.replication import check_replication
+from kcheck.invariants.trace_schema import check_trace
 from kcheck.model.replication.actions import KINDS, Action, Config, apply, initial_state, successors
 from kcheck.model.replication.protocol import VARIANTS, Protocol, Variant
-from kcheck.model.replication.state import AlterPartition, AlterPartitionResponse, LeaderAndIsr, State, StopReplica, evolve
-from kcheck.reference.placers import load_object
+from kcheck.model.replication.state import (
+    AlterPartition,
+    AlterPartitionResponse,
+    LeaderAndIsr,
+    State,
+    StopReplica,
+    evolve,
+)
+from kcheck.reference import plugins
 
 TRACE_FORMAT = 2  # 2: LeaderAndIsr names the replica set; StopReplica, reassign, cancel_reassignment
 
@@ -56,23 +64,18 @@ class Trace:
             data = json.loads(text)
         except json.JSONDecodeError as e:
             raise ValueError(f"not JSON ({e.msg} at line {e.lineno})") from None
-        if not isinstance(data, dict) or not isinstance(data.get("steps"), list):
-            raise ValueError("a trace is a JSON object with 'protocol', 'config' and 'steps'")
-        if data.get("format", TRACE_FORMAT) != TRACE_FORMAT:
+        except RecursionError:  # json's parser recurses once per nesting level
+            raise ValueError("JSON nested too deeply to be a trace") from None
+        if isinstance(data, dict) and data.get("format", TRACE_FORMAT) != TRACE_FORMAT:
             raise ValueError(f"trace format {data.get('format')!r} is not {TRACE_FORMAT}")
-        try:
-            config = Config.from_dict(data.get("config", {}))
-        except (TypeError, ValueError) as e:
-            raise ValueError(f"config: {e}") from None
+        config = check_trace(data)  # every field's type and range, before any of it is used
         steps = []
         for n, d in enumerate(data["steps"], 1):
-            if not isinstance(d, dict):
-                raise ValueError(f"step {n} is not an object")
             try:
                 steps.append(Action.from_dict(d))
-            except (KeyError, TypeError, ValueError) as e:
-                raise ValueError(f"step {n}: {e}") from None
-        return cls(str(data.get("protocol", "current")), config, tuple(steps))
+            except (KeyError, TypeError, ValueError) as e:  # not expected after check_trace; still one line
+                raise ValueError(f"step {n}: {type(e).__name__}: {e}") from None
+        return cls(data["protocol"], config, tuple(steps))
 
 
 @dataclass(frozen=True)
@@ -113,18 +116,21 @@ def split_fetches(trace: Trace, protocol: Protocol) -> Trace:
     cfg = replace(trace.config, atomic_fetch=False)
     s, steps = initial_state(cfg), []
     for n, a in enumerate(trace.steps, 1):
-        parts = [Action("fetch", a.args), "handle_fetch", "handle_fetch_response"] if a.kind == "fetch_round" else [a]
+        parts: list[Action | str] = (
+            [Action("fetch", a.args), "handle_fetch", "handle_fetch_response"] if a.kind == "fetch_round" else [a])
         sent: frozenset = frozenset()
         for part in parts:
             if isinstance(part, str):  # handle the one message the previous part sent
                 if len(sent) != 1:
                     raise ReplayError(f"step {n} ({a.label()}) is not enabled in the split model")
-                part = Action(part, (next(iter(sent)), False))
-            nxt = apply(s, protocol, cfg, part)
+                action = Action(part, (next(iter(sent)), False))
+            else:
+                action = part
+            nxt = apply(s, protocol, cfg, action)
             if nxt is None:
                 raise ReplayError(f"step {n} ({a.label()}) is not enabled in the split model")
             sent, s = nxt.pool - s.pool, nxt
-            steps.append(part)
+            steps.append(action)
     return Trace(trace.protocol, cfg, tuple(steps), trace.violations)
 
 
@@ -157,8 +163,8 @@ def _machine(protocol: Protocol, label: str, cfg: Config, only: set[str] | None,
     def __init__(self: Any) -> None:
         RuleBasedStateMachine.__init__(self)
         self.state = initial_state(cfg)
-        self.steps: list[Action] = []
-        self._enabled: dict[str, list[tuple[Action, State]]] | None = None
+        self.steps = []  # list[Action]
+        self._enabled = None  # dict[str, list[tuple[Action, State]]] | None
         result.examples += 1
 
     def enabled_of(self: Any, kind: str) -> list[tuple[Action, State]]:
@@ -323,21 +329,23 @@ class ResolvedProtocol:
     variant: Variant | None  # the historical variant, with its row's settings and properties
 
 
-def resolve_protocol(spec: str) -> ResolvedProtocol:
-    """`current`, a variant name (see VARIANTS), or `module:object` naming a Protocol, a Variant, or a
-    function returning either. Raises ValueError with one clear line."""
+def resolve_protocol(spec: str, *, allow_plugin: bool = True) -> ResolvedProtocol:
+    """`current`, a variant name (see VARIANTS), or (unless `allow_plugin` is False, as for a name read from a
+    trace file) `module:object` naming a Protocol, a Variant, or a function returning either. Raises ValueError
+    with one clear line; a user's module that fails is a PluginError, and so is a rule of its protocol that raises."""
     if spec == "current":
         return ResolvedProtocol(Protocol.current(), spec, None)
     if spec in VARIANTS:
         return ResolvedProtocol(VARIANTS[spec].protocol, spec, VARIANTS[spec])
-    if ":" not in spec:
-        raise ValueError(f"unknown protocol '{spec}' (expected current, one of {', '.join(VARIANTS)}, "
-                         "or module:object)")
-    obj = load_object(spec)
+    if ":" not in spec or not allow_plugin:
+        raise ValueError(f"unknown protocol '{spec}' (expected current, one of {', '.join(VARIANTS)}"
+                         + (", or module:object)" if allow_plugin else ")"))
+    obj = plugins.load(spec)
     if callable(obj) and not isinstance(obj, (Protocol, Variant)):
-        obj = obj()
+        obj = plugins.call(spec, obj)
+    rules = [f.name for f in fields(Protocol) if f.name not in ("name", "description", "send_leader_epoch")]
     if isinstance(obj, Variant):
-        return ResolvedProtocol(obj.protocol, spec, obj)
+        return ResolvedProtocol(plugins.guard_rules(spec, obj.protocol, rules), spec, obj)
     if isinstance(obj, Protocol):
-        return ResolvedProtocol(obj, spec, None)
+        return ResolvedProtocol(plugins.guard_rules(spec, obj, rules), spec, None)
     raise ValueError(f"'{spec}' is a {type(obj).__name__}, not a Protocol or Variant")

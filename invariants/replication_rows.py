@@ -1,5 +1,5 @@
 """The bug catalogue's rows as scripted scenarios: each row's own minimal event sequence, written out
-by hand from reference-notes/known-protocol-bugs.md in this model's steps.
+by hand from each row's JIRA or KIP in this model's steps.
 
 `run_script` plays (action kind, what to match) steps from the initial state; a step names its
 action by kind and the fields that pick it out (a broker, a message's recipient and offset). Under
@@ -13,7 +13,7 @@ from __future__ import annotations
 from typing import Any
 
 from kcheck.invariants.replication import check_replication
-from kcheck.model.replication.actions import KINDS, Action, Config, apply, enabled, initial_state
+from kcheck.model.replication.actions import KINDS, Action, Config, enabled, initial_state
 from kcheck.model.replication.protocol import VARIANTS, Protocol
 from kcheck.model.replication.state import State
 
@@ -39,12 +39,12 @@ def run_script(protocol: Protocol, cfg: Config, script: Script) -> tuple[int, li
     allow. Returns (steps played, invariants violated after the last one, last state)."""
     s = initial_state(cfg)
     for n, (kind, want) in enumerate(script, 1):
-        options = [a for a, _ in enabled(s, protocol, cfg, kind) if matches(a, want)]
+        options = [(a, after) for a, after in enabled(s, protocol, cfg, kind) if matches(a, want)]
         if not options:
             return n - 1, [], s
         if len(options) > 1:
             raise ValueError(f"step {n} ({kind} {want}) matches {len(options)} actions: name it more precisely")
-        s = apply(s, protocol, cfg, options[0])
+        s = options[0][1]  # the state after the step, as enabled() computed it
         violated = sorted({v.invariant for v in check_replication(s, cfg).hard_violations})
         if violated:
             return n, violated, s
@@ -64,7 +64,7 @@ def fetch_round(follower: int, offset: int, respond: bool = True) -> Script:
 
 
 # Row 1 (KIP-101 scenario 1), leader B = broker 1, follower A = broker 2.
-ROW_1 = [
+ROW_1: Script = [
     ("produce", {"broker": 1, "acks": "all"}),  # B appends x0
     *fetch_round(2, 0),  # A fetches x0; the response carries HW 0
     *fetch_round(2, 1, respond=False),  # A fetches again: B learns A has offset 0 ...
@@ -75,7 +75,7 @@ ROW_1 = [
 ]
 
 # Row 2 (KIP-101 scenario 2), leader A = broker 1, follower B = broker 2.
-ROW_2 = [
+ROW_2: Script = [
     ("produce", {"broker": 1, "acks": "all"}),  # m1
     *fetch_round(2, 0),
     ("flush", {"broker": 2}),  # B has flushed m1 only
@@ -94,7 +94,7 @@ ROW_2 = [
 ]
 
 # Row 3 (KIP-279): A = broker 1 leads epoch 1, B = broker 2.
-ROW_3 = [
+ROW_3: Script = [
     ("produce", {"broker": 1, "acks": "all"}),  # x0/1
     *fetch_round(2, 0, respond=False),
     ("produce", {"broker": 1, "acks": "all"}),  # x1/1
@@ -113,7 +113,7 @@ ROW_3 = [
 ]
 
 # Row 4 (KIP-320): e1 L=1 ISR{1,2,3}; broker 2 becomes a zombie follower that hears of no later epoch.
-ROW_4 = [
+ROW_4: Script = [
     ("produce", {"broker": 1, "acks": "all"}),  # x0
     *fetch_round(3, 0),  # 3 has [x0]
     ("produce", {"broker": 1, "acks": "all"}),  # x1
@@ -136,7 +136,7 @@ ROW_4 = [
 ]
 
 # Row 6 (KIP-497's rejected design): e1 L=A ISR{A}, B caught up with an empty log.
-ROW_6 = [
+ROW_6: Script = [
     *fetch_round(2, 0, respond=False),
     ("expand_isr", {"leader": 1, "follower": 2}),  # AlterIsr {A,B} in flight
     ("produce", {"broker": 1, "acks": "all"}),  # x0
@@ -145,7 +145,7 @@ ROW_6 = [
 ]
 
 # Row 8 (Jepsen 2013): the ISR shrinks to the leader, which acks alone and dies.
-ROW_8 = [
+ROW_8: Script = [
     ("produce", {"broker": 1, "acks": "all"}),
     ("shrink_isr", {"leader": 1, "follower": 2}),
     ("handle_alter_partition", {"frm": 1}),
@@ -156,7 +156,7 @@ ROW_8 = [
 ]
 
 # Row 9 (KIP-966 last replica standing), RF 2, min.insync.replicas 2.
-ROW_9 = [
+ROW_9: Script = [
     ("produce", {"broker": 1, "acks": "all"}),  # x0
     ("flush", {"broker": 1}),
     ("produce", {"broker": 1, "acks": "all"}),  # x1, never flushed on A
@@ -170,7 +170,7 @@ ROW_9 = [
 ]
 
 # Row 13 (KAFKA-6082): a zombie controller writes after the new one.
-ROW_13 = [
+ROW_13: Script = [
     ("failover", {}),
     ("move_leader", {"target": 2}),
     ("zombie_move_leader", {"zombie": 0, "target": 2}),

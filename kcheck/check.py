@@ -10,7 +10,11 @@ Then the guarantees that have a Z3 form are proved: by Z3 within small bounds
 (for every size where the encoding allows) and, for the striped placer, over
 every random draw within the same bounds. Then the rebalance model runs every
 consumer assignor through random group histories at a short budget, checking
-each assignor's guarantees after every step. Last, the replication model: today's
+each assignor's guarantees after every step, and every assignor runs on every small
+group where a member times out and rejoins with its old client state (the group sweep's
+rejoin events): a broken guarantee fails; StickyAssignor's stale-claim behaviours
+(`invariants/rebalance.py`) are findings, each with the smallest group and the
+`kcheck assign` file that replays its failing rebalance. Last, the replication model: today's
 protocol must survive random programs and every state within small bounds, and
 each historical variant must break the property of its bug's row.
 """
@@ -22,6 +26,7 @@ import io
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from typing import Any
 
 from kcheck.invariants import REGISTRY, PlacementSubject, Violation, check_placement, smt
 from kcheck.invariants.exhaustive import check_exhaustively
@@ -148,35 +153,95 @@ MODEL_EXAMPLES, MODEL_STEPS = 100, 25  # a short budget for the main job; the te
 
 @dataclass
 class ModelOutcome:
-    """The rebalance model run for one assignor: every guarantee after every step, or the shrunk story."""
+    """The rebalance model run for one assignor: every guarantee after every step, or the shrunk story;
+    the stale-claim findings it met on the way (the shortest story of each kind)."""
 
     assignor: str
     examples: int
     steps: int
     seconds: float
     failure: str | None = None
+    findings: list[Any] = field(default_factory=list)  # invariants.rebalance.Finding
 
 
 def run_rebalance_models(examples: int = MODEL_EXAMPLES, steps: int = MODEL_STEPS) -> list[ModelOutcome]:
     from hypothesis import HealthCheck, settings  # only the main job needs Hypothesis
     from hypothesis.stateful import run_state_machine_as_test
 
-    from kcheck.invariants.rebalance import rebalance_machine
+    from kcheck.invariants.rebalance import ModelFailure, rebalance_machine, smallest_findings
     from kcheck.reference.assignors.registry import ASSIGNORS
 
+    # One failure, re-raised as itself (not an exception group), so that only ModelFailure is caught.
     budget = settings(max_examples=examples, stateful_step_count=steps, derandomize=True, deadline=None,
-                      database=None, suppress_health_check=list(HealthCheck))
+                      database=None, suppress_health_check=list(HealthCheck), report_multiple_bugs=False)
     outcomes = []
     for name in ASSIGNORS:
         started, failure = time.perf_counter(), None
         printed = io.StringIO()
+        machine = rebalance_machine(name)
         try:
             with contextlib.redirect_stdout(printed):  # Hypothesis prints the shrunk steps; keep them for the report
-                run_state_machine_as_test(rebalance_machine(name), settings=budget)
-        except AssertionError as e:
+                run_state_machine_as_test(machine, settings=budget)
+        except ModelFailure as e:  # anything else (an assert inside the reference) is a kcheck bug: it propagates
             failure = f"{e}\n{printed.getvalue()}".strip()
-        outcomes.append(ModelOutcome(name, examples, steps, time.perf_counter() - started, failure))
+        outcomes.append(ModelOutcome(name, examples, steps, time.perf_counter() - started, failure,
+                                     list(smallest_findings(machine.findings).values())))
     return outcomes
+
+
+# Every assignor on every group of up to 2 earlier members, 2 topics of up to 2 partitions, where a member
+# times out and rejoins with its old client state (alone, or while a new member joins): 872 groups, ~10 s.
+REJOIN_SPACE = "max_members=2,max_topics=2,max_partitions=2,racks=none,events=rejoin,rejoin-join"
+
+
+@dataclass(frozen=True)
+class GroupOutcome:
+    """One result key of the rejoin sweep that is violated somewhere: a failure, or a stale-claim finding."""
+
+    assignor: str
+    invariant: str
+    fails: bool  # a guarantee or a hard invariant: the main job fails
+    checked: int
+    violated: int
+    message: str  # the smallest group's violation
+    config: dict[str, Any]  # that group, as GroupConfig.describe() tells it
+    replay: dict[str, Any] | None  # a `kcheck assign` group file of the failing rebalance (findings)
+
+
+@dataclass
+class RejoinSweep:
+    space: str
+    groups: int
+    seconds: float
+    outcomes: list[GroupOutcome]
+
+    @property
+    def failures(self) -> list[GroupOutcome]:
+        return [o for o in self.outcomes if o.fails]
+
+    @property
+    def findings(self) -> list[GroupOutcome]:
+        return [o for o in self.outcomes if not o.fails]
+
+
+def run_rejoin_sweep(space: str = REJOIN_SPACE) -> RejoinSweep:
+    """The group sweep's rejoin events over every assignor; reports each failure and stale-claim finding."""
+    from kcheck.invariants.rebalance import STALE_CLAIM_KINDS
+    from kcheck.spark_check.groups import GroupSpace, parse_group_bounds
+
+    started = time.perf_counter()
+    groups = GroupSpace(parse_group_bounds(space))
+    result = groups.evaluate(0, len(groups))
+    outcomes = []
+    for key in groups.invariant_ids():
+        info = groups.invariant_info(key)
+        first = result.first.get(key)
+        if first is None or not (info.fails or info.invariant in STALE_CLAIM_KINDS):
+            continue
+        outcomes.append(GroupOutcome(info.assignor, info.invariant, info.fails, result.checked[key],
+                                     result.violated[key], first.message, dict(first.config),
+                                     first.detail.get("replay")))
+    return RejoinSweep(space, groups.group_count, time.perf_counter() - started, outcomes)
 
 
 def run_proofs(bounds: Bounds = PROOF_BOUNDS) -> list[ProofResult]:
@@ -196,9 +261,9 @@ def run_proofs(bounds: Bounds = PROOF_BOUNDS) -> list[ProofResult]:
 # The replication model in the main job: today's protocol at these budgets, each variant at its row's setting.
 REPLICATION_EXAMPLES, REPLICATION_STEPS = 100, 50
 # Small enough to finish (3,332 states): a record, a crash and a restart on two brokers, no duplicates.
-SMALL_EXHAUSTIVE_BOUNDS = {"brokers": 2, "min_isr": 1, "records": 1, "max_leader_epoch": 2, "crashes": 1,
-                           "lossy_crashes": 0, "fences": 0, "elections": 0, "isr_shrinks": 0, "failovers": 0,
-                           "reads": 0, "duplicates": False}
+SMALL_EXHAUSTIVE_BOUNDS: dict[str, Any] = {
+    "brokers": 2, "min_isr": 1, "records": 1, "max_leader_epoch": 2, "crashes": 1, "lossy_crashes": 0, "fences": 0,
+    "elections": 0, "isr_shrinks": 0, "failovers": 0, "reads": 0, "duplicates": False}
 VARIANT_MAX_STATES = 150_000
 # Row 4's counterexamples are 20 steps or more on three brokers (27 in the row's own sequence), beyond the exact
 # search: `kcheck check --deep` finds one with the abstract search over atomic fetches (about 4 minutes and
@@ -294,6 +359,7 @@ class CheckResult:
     proofs: list[ProofResult] = field(default_factory=list)
     models: list[ModelOutcome] = field(default_factory=list)
     replication: list[ReplicationOutcome] = field(default_factory=list)
+    rejoins: RejoinSweep | None = None
 
     @property
     def failed_replication(self) -> list[ReplicationOutcome]:
@@ -308,6 +374,10 @@ class CheckResult:
         return [m for m in self.models if m.failure]
 
     @property
+    def failed_rejoins(self) -> list[GroupOutcome]:
+        return self.rejoins.failures if self.rejoins else []
+
+    @property
     def failures(self) -> list[Outcome]:
         return [o for o in self.outcomes if o.status == "FAILED"]
 
@@ -317,7 +387,8 @@ class CheckResult:
 
 
 def failed_any(result: CheckResult) -> bool:
-    return bool(result.failures or result.failed_proofs or result.failed_models or result.failed_replication)
+    return bool(result.failures or result.failed_proofs or result.failed_models or result.failed_replication
+                or result.failed_rejoins)
 
 
 def run_check(max_brokers: int = MAX_BROKERS, proofs: bool = True, deep: bool = False) -> CheckResult:
@@ -348,4 +419,5 @@ def run_check(max_brokers: int = MAX_BROKERS, proofs: bool = True, deep: bool = 
                 if out.smallest is None or case.size_key < out.smallest.size_key:
                     out.smallest, out.smallest_violations = case, found
     return CheckResult(n_cases, len(clusters), list(outcomes.values()), run_proofs() if proofs else [],
-                       run_rebalance_models() if proofs else [], run_replication_models(deep) if proofs else [])
+                       run_rebalance_models() if proofs else [], run_replication_models(deep) if proofs else [],
+                       run_rejoin_sweep() if proofs else None)

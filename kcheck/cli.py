@@ -6,35 +6,69 @@ violated, 2 on bad input (one line on stderr naming the place, never a traceback
 
 from __future__ import annotations
 
+import math
+import re
 import sys
+import traceback
 from collections import Counter
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
+from rich.markup import escape as _escape
 from rich.table import Table
 
-try:  # Typer >= 0.22 vendors Click; older releases use the click package
-    from typer._click.exceptions import ClickException
-except ImportError:  # pragma: no cover
-    from click.exceptions import ClickException
+# Typer vendors Click since 0.26 (pyproject requires 0.27): its Click, not the click package, runs this CLI
+from typer._click.core import Context as ClickContext
+from typer._click.exceptions import ClickException
 
-from kcheck.invariants import REGISTRY, BalanceSettings, PlacementSubject, Severity, check_placement
 from kcheck import formats, report
 from kcheck.check import MAX_BROKERS, failed_any, run_check
 from kcheck.formats import InputError
-from kcheck.replication_cli import exhaust_command, explore_command, replay_command, variants_command
-from kcheck.sweep import sweep_command
+from kcheck.invariants import REGISTRY, BalanceSettings, PlacementSubject, Severity, check_placement
 from kcheck.model import Cluster, ReplicaAssignment
 from kcheck.reference.errors import KafkaError
 from kcheck.reference.java import JavaRandom, MockRandom
 from kcheck.reference.placers import resolve_placer
+from kcheck.reference.plugins import PluginError
+from kcheck.replication_cli import (
+    exhaust_command,
+    explore_command,
+    hypothesis_home,
+    replay_command,
+    variants_command,
+)
+from kcheck.sweep import sweep_command
+
+
+class _Commands(typer.core.TyperGroup):
+    """Plain help lists each command's whole first sentence, wrapped (Click would cut it short with '...')."""
+
+    def format_commands(self, ctx: ClickContext, formatter: Any) -> None:  # Click's HelpFormatter
+        rows = [(name, cmd.get_short_help_str(limit=1_000)) for name in self.list_commands(ctx)
+                if (cmd := self.get_command(ctx, name)) is not None and not cmd.hidden]
+        if rows:
+            with formatter.section("Commands"):
+                formatter.write_dl(rows)
+
 
 app = typer.Typer(
+    cls=_Commands,
     add_completion=False,
     no_args_is_help=True,
     pretty_exceptions_enable=False,
+    # Click's plain help: Rich's option tables cut option names short at 80 columns ("--replication-fa…")
+    rich_markup_mode=None,
     help="Property-checked formal model and bit-exact reference of Apache Kafka's control plane.",
 )
+_debug = False  # --debug: a plug-in's failure is printed with its traceback (set by the callback below)
+
+
+@app.callback()
+def _options(
+    debug: Annotated[bool, typer.Option("--debug", help="Print the full traceback when a plug-in fails.")] = False,
+) -> None:
+    global _debug
+    _debug = debug
 
 
 # Options that `place` and `optimize` share.
@@ -45,13 +79,40 @@ Racks = Annotated[str | None, typer.Option(help="Broker racks: 0:r1,1:r2,...")]
 StartIndex = Annotated[int, typer.Option(help="AdminUtils fixed start index (also fixes the shift).")]
 PlacerName = Annotated[str, typer.Option(help="adminutils, striped, or module:object.")]
 Seed = Annotated[str, typer.Option(help="Seed of java.util.Random for random draws, or 'mock'.")]
+# Reports for CI, on the commands that check something (kcheck/junit.py, kcheck/html_report.py)
+JunitXml = Annotated[str | None, typer.Option("--junit-xml", metavar="FILE",
+                                              help="Also write the results as a JUnit XML report to FILE.")]
+
+
+# Refused before any work: sizes whose answer would not come in reasonable time (measured on 2 cores: `place`
+# takes 9 s for 200,000 partitions x RF 3 with --report, 26 s and 1 GB for 1,000,000; `optimize`'s Z3 takes
+# seconds up to ~1,000 partition-replica-broker triples, then minutes or gives up).
+MAX_PLACE_PARTITIONS = 200_000  # also the per-cluster partition count Kafka's ZooKeeper-era guidance names
+MAX_PLACE_REPLICAS = 1_000_000  # partitions x replication factor
+MAX_OPTIMIZE_PARTITIONS = 64
+MAX_OPTIMIZE_PRODUCT = 1_000  # partitions x replication factor x brokers given to Z3
+MAX_TIMEOUT = 86_400.0  # seconds per solver query: a day
+_ID_RE = re.compile(r"-?[0-9]+")  # not int() alone: it also takes '+1', '1_0' and non-ASCII digits
+
+
+def _bounded(option: str, value: int, low: int, high: int, what: str = "") -> int:
+    """An integer option within Kafka's type or the command's limit (the message names both ends)."""
+    if not low <= value <= high:
+        raise InputError(option, f"{value} is outside {low}..{high:,}" + (f" ({what})" if what else ""))
+    return value
+
+
+def _finite(option: str, value: float) -> float:
+    if not math.isfinite(value):
+        raise InputError(option, f"{value} is not a finite number")
+    return value
 
 
 def _int_list(text: str, option: str) -> list[int]:
-    try:
-        values = [int(tok) for tok in text.split(",") if tok.strip()]
-    except ValueError:
-        raise InputError(option, f"'{text}' is not a comma-separated list of broker ids") from None
+    tokens = [tok.strip() for tok in text.split(",") if tok.strip()]
+    if not all(_ID_RE.fullmatch(tok) for tok in tokens):
+        raise InputError(option, f"'{text}' is not a comma-separated list of broker ids")
+    values = [int(tok) for tok in tokens]
     if not values:
         raise InputError(option, "no broker ids given")
     dup = [b for b, n in Counter(values).items() if n > 1]
@@ -59,6 +120,8 @@ def _int_list(text: str, option: str) -> list[int]:
         raise InputError(option, f"broker {dup[0]} is listed twice")
     if any(v < 0 for v in values):
         raise InputError(option, f"broker id {min(values)} is negative")
+    if max(values) > formats.MAX_ID:  # Kafka's broker ids are Java ints
+        raise InputError(option, f"broker id {max(values)} is above {formats.MAX_ID} (Kafka's int32 maximum)")
     return values
 
 
@@ -68,10 +131,11 @@ def _rack_map(text: str, broker_ids: list[int]) -> dict[int, str]:
         broker, sep, rack = tok.partition(":")
         if not sep or not rack:
             raise InputError("--racks", f"'{tok}' is not of the form broker:rack")
-        try:
-            b = int(broker)
-        except ValueError:
-            raise InputError("--racks", f"'{broker}' in '{tok}' is not a broker id") from None
+        if not _ID_RE.fullmatch(broker.strip()):
+            raise InputError("--racks", f"'{broker}' in '{tok}' is not a broker id")
+        b = int(broker)
+        if (problem := formats.control_problem(rack)) is not None:
+            raise InputError("--racks", f"the rack of broker {b} {problem}")
         if b not in broker_ids:
             raise InputError("--racks", f"broker {b} is not in --brokers")
         if b in racks:
@@ -83,10 +147,11 @@ def _rack_map(text: str, broker_ids: list[int]) -> dict[int, str]:
 def _random(seed: str) -> JavaRandom:
     if seed == "mock":  # Kafka's test MockRandom, to replay Kafka's own placer test vectors
         return MockRandom()
-    try:
-        return JavaRandom(int(seed))
-    except ValueError:
-        raise InputError("--seed", f"'{seed}' is neither an integer nor 'mock'") from None
+    if not _ID_RE.fullmatch(seed.strip()):
+        raise InputError("--seed", f"'{seed}' is neither an integer nor 'mock'")
+    if not -(2**63) <= int(seed) < 2**63:  # java.util.Random's seed is a long
+        raise InputError("--seed", f"{seed.strip()} is outside Java's long range")
+    return JavaRandom(int(seed))
 
 
 @app.command()
@@ -95,9 +160,34 @@ def check(
     max_brokers: Annotated[int, typer.Option(min=1, max=12, help="Largest built-in cluster.")] = MAX_BROKERS,
     deep: Annotated[bool, typer.Option(
         help="Also find row 4 (KIP-320) with the abstract search: about 4 minutes and 4 GB more.")] = False,
+    junit_xml: JunitXml = None,
+    html_out: Annotated[str | None, typer.Option("--html", metavar="FILE",
+                                                 help="Also write a self-contained HTML report to FILE.")] = None,
 ) -> int:
     """Run every check kcheck has and print one summary (the main job)."""
-    result = run_check(max_brokers, deep=deep)
+    from kcheck import html_report, junit
+
+    # refused before minutes of work, not after
+    junit_path = junit.output_path(junit_xml, "--junit-xml") if junit_xml else None
+    html_path = junit.output_path(html_out, "--html", [junit_xml]) if html_out else None
+    with hypothesis_home():  # the replication model's Hypothesis run: its cache stays out of the user's directory
+        result = run_check(max_brokers, deep=deep)
+    hard_findings = [o for o in result.findings if REGISTRY[o.invariant].severity is Severity.HARD]
+    failed = failed_any(result)
+    summary = (
+        f"{'FAIL' if failed else 'OK'}: {len(result.failures)} guarantee(s) of Kafka's placers violated and "
+        f"{len(result.failed_proofs)} not proved; {len(result.failed_models)} assignor(s) broke a guarantee in "
+        f"the rebalance model and {len(result.failed_rejoins)} in the rejoin sweep; "
+        f"{len(result.rejoins.findings) if result.rejoins else 0} stale-claim finding(s) (model only); "
+        f"{len(result.failed_replication)} replication-model run(s) not as expected; "
+        f"{len(hard_findings)} hard and "
+        f"{len(result.findings) - len(hard_findings)} soft finding(s) about properties Kafka does not promise "
+        "(replay them with the commands shown)."
+    )
+    if junit_path:
+        junit.write(junit_path, "kcheck check", junit.check_suites(result))
+    if html_path:
+        junit.write_atomic(html_path, html_report.check_html(result, summary, failed).encode("utf-8"))
     if json_out:
         print(report.check_json(result))
     else:
@@ -105,18 +195,11 @@ def check(
         out.print(report.check_table(result))
         out.print(report.prove_table(result.proofs, "Kafka's placement guarantees, proved"))
         out.print(report.models_table(result.models))
+        if result.rejoins is not None:
+            out.print(report.rejoin_table(result.rejoins))
         out.print(report.replication_table(result.replication))
-        hard_findings = [o for o in result.findings if REGISTRY[o.invariant].severity is Severity.HARD]
-        failed = failed_any(result)
-        out.print(
-            f"{'FAIL' if failed else 'OK'}: {len(result.failures)} guarantee(s) of Kafka's placers violated and "
-            f"{len(result.failed_proofs)} not proved; {len(result.failed_models)} assignor(s) broke a guarantee in "
-            f"the rebalance model; {len(result.failed_replication)} replication-model run(s) not as expected; "
-            f"{len(hard_findings)} hard and "
-            f"{len(result.findings) - len(hard_findings)} soft finding(s) about properties Kafka does not promise "
-            "(replay them with the commands shown)."
-        )
-    return 1 if failed_any(result) else 0
+        out.print(summary)
+    return 1 if failed else 0
 
 
 @app.command()
@@ -134,6 +217,13 @@ def place(
     check_report: Annotated[bool, typer.Option("--report", help="Also check invariants; table on stderr.")] = False,
 ) -> int:
     """Place a topic's replicas as Kafka would; print the JSON kafka-reassign-partitions.sh --execute takes."""
+    _place_sizes(partitions, replication_factor, start_index)
+    _bounded("--start-partition", start_partition, -1, formats.MAX_ID, "-1: after the existing ones")
+    if start_partition >= 0 and start_partition + partitions - 1 > formats.MAX_ID:
+        raise InputError("--start-partition", f"partition ids {start_partition}..{start_partition + partitions - 1} "
+                                              f"go above {formats.MAX_ID} (Kafka's int32 maximum)")
+    if (problem := formats.topic_problem(topic)) is not None:
+        raise InputError("--topic", problem)
     ids = _int_list(brokers, "--brokers")
     rack_map = _rack_map(racks, ids) if racks else {}
     fenced_ids = _int_list(fenced, "--fenced") if fenced else []
@@ -151,7 +241,7 @@ def place(
         placement = info.place(list(cluster.brokers), partitions, replication_factor, start_index,
                                start_partition, _random(seed))
     except KafkaError as e:
-        raise InputError(f"{info.name} placer", f"{type(e).__name__}: {e}") from None
+        raise _placer_error(info.name, e) from None
     assignment = ReplicaAssignment.from_placement(topic, placement)
     print(formats.format_reassignment_json(assignment))
     if not check_report:
@@ -161,6 +251,38 @@ def place(
     err.print(report.violations_table(result, f"Invariants of this placement ({info.name})"))
     err.print(report.report_summary(result))
     return 0 if result.ok else 1
+
+
+def _place_sizes(partitions: int, replication_factor: int, start_index: int) -> None:
+    """Upper bounds (Kafka's types, and what finishes); the placer itself refuses zero and negative sizes."""
+    if partitions > MAX_PLACE_PARTITIONS:
+        raise InputError("--partitions", f"{partitions:,} is above kcheck's limit of {MAX_PLACE_PARTITIONS:,} "
+                                         "partitions per topic")
+    if replication_factor > formats.MAX_INT16:
+        raise InputError("--replication-factor", f"{replication_factor:,} is above {formats.MAX_INT16:,} "
+                                                  "(Kafka's replication factor is an int16)")
+    if partitions * replication_factor > MAX_PLACE_REPLICAS:
+        raise InputError("--partitions", f"{partitions:,} partitions x replication factor {replication_factor} is "
+                                         f"above kcheck's limit of {MAX_PLACE_REPLICAS:,} replicas")
+    _bounded("--start-index", start_index, -1, formats.MAX_ID, "-1: a random start")
+
+
+# The option behind each of Kafka's placement errors, so the one-line error names it.
+_PLACER_ERROR_OPTION = {"InvalidPartitionsException": "--partitions",
+                        "InvalidReplicationFactorException": "--replication-factor",
+                        "AdminOperationException": "--racks", "BrokerNotAvailableException": "--brokers"}
+
+
+def _placer_error(placer: str, e: KafkaError) -> InputError:
+    option = _PLACER_ERROR_OPTION.get(type(e).__name__, "--brokers")
+    return InputError(f"{option} ({placer} placer)", f"{type(e).__name__}: {e}")
+
+
+def balance_options(threshold: float, max_replicas_per_broker: int) -> None:
+    """verify's and verify-reassignment's shared options."""
+    if _finite("--threshold", threshold) < 1.0:
+        raise InputError("--threshold", f"{threshold} is below 1.0 (it is a ratio to the average, e.g. 1.10)")
+    _bounded("--max-replicas-per-broker", max_replicas_per_broker, 1, formats.MAX_ID)
 
 
 def _validate_against_cluster(assignment: ReplicaAssignment, cluster: Cluster, plan: str, brokers: str) -> None:
@@ -178,7 +300,9 @@ def _broker_table(subject: PlacementSubject) -> Table:
     for col in ("broker", "rack", "replicas", "preferred leaders"):
         table.add_column(col, justify="right" if col != "rack" else "left")
     for b in subject.broker_ids:
-        table.add_row(str(b), subject.rack_of.get(b, "-"), str(replicas.get(b, 0)), str(leaders.get(b, 0)))
+        rack = subject.rack_of.get(b)
+        table.add_row(str(b), "-" if rack is None else _escape(formats.shown(rack)), str(replicas.get(b, 0)),
+                      str(leaders.get(b, 0)))
     return table
 
 
@@ -189,10 +313,13 @@ def verify(
     json_out: Annotated[bool, typer.Option("--json", help="Print the violations as JSON.")] = False,
     threshold: Annotated[float, typer.Option(help="Replica and leader balance threshold (Cruise Control's).")] = 1.10,
     max_replicas_per_broker: Annotated[int, typer.Option(help="max.replicas.per.broker")] = 10_000,
+    junit_xml: JunitXml = None,
 ) -> int:
     """Check a reassignment plan or a cluster description against every placement invariant."""
-    if threshold < 1.0:
-        raise InputError("--threshold", f"{threshold} is below 1.0 (it is a ratio to the average, e.g. 1.10)")
+    from kcheck import junit
+
+    balance_options(threshold, max_replicas_per_broker)
+    junit_path = junit.output_path(junit_xml, "--junit-xml", [plan, brokers_file]) if junit_xml else None
     source = "<stdin>" if plan == "-" else plan
     text = sys.stdin.read() if plan == "-" else formats.read_text(plan)
     if not text.strip():
@@ -207,6 +334,10 @@ def verify(
                                follower_threshold=threshold, max_replicas_per_broker=max_replicas_per_broker)
     subject = PlacementSubject(cluster, assignment, settings)
     result = check_placement(subject)
+    if junit_path:
+        junit.write(junit_path, "kcheck verify", [junit.TestSuite(
+            f"kcheck verify {source}", junit.report_cases(result, "kcheck.verify"),
+            properties={"plan": source, "partitions": str(len(assignment)), "brokers": str(len(cluster))})])
     if json_out:
         print(report.report_json(result, {"plan": source, "partitions": len(assignment),
                                           "brokers": len(cluster)}))
@@ -214,7 +345,8 @@ def verify(
         out = report.console()
         out.print(_broker_table(subject))
         out.print(report.violations_table(
-            result, f"Violations in {source} ({len(assignment)} partitions, {len(cluster)} brokers)"))
+            result, f"Violations in {_escape(formats.shown(source))} ({len(assignment)} partitions, "
+                    f"{len(cluster)} brokers)"))
         out.print(report.report_summary(result))
     return 0 if result.ok else 1
 
@@ -233,14 +365,17 @@ def prove_command(
                                                   "instead of Z3.")] = False,
     timeout: Annotated[float, typer.Option(help="Seconds per solver query.")] = 120.0,
     json_out: Annotated[bool, typer.Option("--json", help="Print the results as JSON.")] = False,
+    junit_xml: JunitXml = None,
 ) -> int:
     """Prove placement invariants with Z3 for all clusters within bounds (or all sizes), or find the smallest
     cluster that breaks them, replayed through the concrete reference."""
+    from kcheck import junit
     from kcheck.invariants import smt
     from kcheck.invariants.exhaustive import check_exhaustively
     from kcheck.invariants.prover import ALGORITHMS, RACK_NAMES, Bounds
     from kcheck.invariants.prover import prove as prove_pair
 
+    junit_path = junit.output_path(junit_xml, "--junit-xml") if junit_xml else None
     names = [algorithm] if algorithm != "all" else list(ALGORITHMS)
     if placer is None and any(a not in ALGORITHMS for a in names):
         raise InputError("--algorithm", f"'{algorithm}' is not one of {', '.join(ALGORITHMS)}, all")
@@ -251,8 +386,10 @@ def prove_command(
                                ("--max-partitions", max_partitions, 64), ("--max-rf", max_rf, 10)):
         if not 1 <= value <= top:
             raise InputError(option, f"{value} is outside 1..{top}")
+    if not 0 < _finite("--timeout", timeout) <= MAX_TIMEOUT:
+        raise InputError("--timeout", f"{timeout} is outside (0, {MAX_TIMEOUT:,.0f}] seconds")
     bounds = Bounds(max_brokers, max_racks, max_partitions, max_rf)
-    timeout_ms = int(timeout * 1000)
+    timeout_ms = max(1, int(timeout * 1000))
     results = []
     if placer is not None:
         try:
@@ -272,6 +409,11 @@ def prove_command(
                 results.append(prove_pair(name, inv, info, bounds, timeout_ms=timeout_ms))
     hard = [r for r in results if REGISTRY[r.invariant].severity is Severity.HARD]
     ok = all(r.status in ("proved", "not applicable") for r in hard)
+    if junit_path:
+        cases = junit.prove_cases(results)
+        junit.write(junit_path, "kcheck prove", [junit.TestSuite(
+            "kcheck prove", cases, sum(c.seconds for c in cases),
+            properties={k: str(v) for k, v in bounds.as_dict().items()})])
     if json_out:
         import json
 
@@ -312,17 +454,28 @@ def optimize(
     if partitions < 1 or not 1 <= replication_factor <= len(ids):
         raise InputError("--replication-factor" if partitions >= 1 else "--partitions",
                          f"need partitions >= 1 and 1 <= RF <= {len(ids)} brokers")
+    _bounded("--partitions", partitions, 1, MAX_OPTIMIZE_PARTITIONS, "what Z3 optimises in reasonable time")
+    if partitions * replication_factor * len(ids) > MAX_OPTIMIZE_PRODUCT:
+        raise InputError("--partitions", f"partitions x replication factor x brokers = "
+                                         f"{partitions * replication_factor * len(ids):,} is above kcheck's limit "
+                                         f"of {MAX_OPTIMIZE_PRODUCT:,} for Z3 optimisation")
+    _bounded("--start-index", start_index, -1, formats.MAX_ID, "-1: a random start")
     try:
         placement = info.place(list(cluster.brokers), partitions, replication_factor, start_index, -1, _random(seed))
     except KafkaError as e:
-        raise InputError(f"{info.name} placer", f"{type(e).__name__}: {e}") from None
+        raise _placer_error(info.name, e) from None
     kafka = metrics(cluster, placement)
-    best, seconds = optimal_metrics(cluster, partitions, replication_factor)
+    try:
+        best, seconds = optimal_metrics(cluster, partitions, replication_factor)
+    except RuntimeError as e:  # Z3 gave up (its per-query timeout): too large a problem, not a crash
+        raise InputError("--partitions", f"Z3 could not optimise this size ({e}); try fewer partitions, "
+                                         "brokers or a smaller replication factor") from None
     table = Table(title=f"{info.name} against the best placement ({seconds:.2f} s of Z3)", title_justify="left")
     for col in ("metric", info.name, "best possible", "gap"):
         table.add_column(col)
-    rows = [("leader spread (max - min preferred leaders per broker)", kafka.leader_spread, best.leader_spread),
-            ("replica spread (max - min replicas per broker)", kafka.replica_spread, best.replica_spread)]
+    rows: list[tuple[str, int | None, int]] = [
+        ("leader spread (max - min preferred leaders per broker)", kafka.leader_spread, best.leader_spread),
+        ("replica spread (max - min replicas per broker)", kafka.replica_spread, best.replica_spread)]
     if best.min_racks_spanned is not None:
         rows.append(("fewest racks spanned by a partition", kafka.min_racks_spanned, best.min_racks_spanned))
     for name, got, opt in rows:
@@ -337,11 +490,15 @@ def assign(
     assignor: Annotated[str, typer.Option(
         help="range, roundrobin, sticky, cooperative-sticky, uniform, server-range, or module:object.")] = "range",
     json_out: Annotated[bool, typer.Option("--json", help="Print the assignment and violations as JSON.")] = False,
+    junit_xml: JunitXml = None,
 ) -> int:
     """Run a consumer assignor on a group as its leader (or the KIP-848 coordinator) would; check the result."""
-    from kcheck.invariants.assignment import AssignmentSubject, check_assignment
+    from kcheck import junit
     from kcheck.group_format import AssignorFailure, parse_group, partition_runs, run_assignor
+    from kcheck.invariants.assignment import AssignmentSubject, check_assignment
     from kcheck.reference.assignors.registry import resolve_assignor
+
+    junit_path = junit.output_path(junit_xml, "--junit-xml", [group]) if junit_xml else None
 
     try:
         info = resolve_assignor(assignor)
@@ -355,6 +512,9 @@ def assign(
     try:
         run = run_assignor(info, parsed)
     except AssignorFailure as e:  # a valid group the assignor cannot assign: Kafka's rebalance would fail
+        if junit_path:
+            junit.write(junit_path, "kcheck assign", [junit.TestSuite(f"kcheck assign {source}", [junit.TestCase(
+                f"kcheck.assign.{info.name}", "assignment", failure=str(e))])])
         if json_out:
             import json
 
@@ -367,6 +527,11 @@ def assign(
                                                 cooperative=run.cooperative))
     broken = sorted({v.invariant for v in result.violations if v.invariant in info.guarantees})
     code = 1 if result.hard_violations or broken else 0
+    if junit_path:  # a soft invariant Kafka guarantees for this assignor fails it, as the exit status does
+        junit.write(junit_path, "kcheck assign", [junit.TestSuite(
+            f"kcheck assign {source}", junit.report_cases(result, f"kcheck.assign.{info.name}", info.guarantees),
+            properties={"group": source, "assignor": info.name, "partitions": str(run.partitions),
+                        "members": str(len(run.subscriptions))})])
     if json_out:
         def names(by_member, every_member=False):
             return {m: [str(tp) for tp in tps] for m, tps in by_member.items() if tps or every_member}
@@ -387,14 +552,15 @@ def assign(
     for col in columns + (["revoked", "withheld"] if info.cooperative else []):
         table.add_column(col, justify="right" if col == "count" else "left", overflow="fold")
     for m, s in run.subscriptions.items():
-        row = [escape(m), *([escape(s.group_instance_id or "-")] if static else []), escape(s.rack_id or "-"),
+        row = [escape(formats.shown(m)), *([escape(formats.shown(s.group_instance_id or "-"))] if static else []),
+               escape(formats.shown(s.rack_id or "-")),
                partition_runs(run.assignment[m]), str(len(run.assignment[m]))]
         if info.cooperative:
             row += [partition_runs(run.revoked.get(m, [])), partition_runs(run.withheld.get(m, []))]
         table.add_row(*row)
     out = report.console()
-    out.print(f"{info.name} assignment of {source}: {run.partitions:,} partitions, {len(run.subscriptions):,} members",
-              markup=False)
+    out.print(f"{info.name} assignment of {formats.shown(source)}: {run.partitions:,} partitions, "
+              f"{len(run.subscriptions):,} members", markup=False)
     out.print(table)
     if run.withheld.get(""):
         out.print(f"Withheld until revoked (the assignor does not say for whom): {partition_runs(run.withheld[''])}")
@@ -443,12 +609,13 @@ def verify_reassignment(
     json_out: Annotated[bool, typer.Option("--json", help="Print the moves and violations as JSON.")] = False,
     threshold: Annotated[float, typer.Option(help="Replica and leader balance threshold (Cruise Control's).")] = 1.10,
     max_replicas_per_broker: Annotated[int, typer.Option(help="max.replicas.per.broker")] = 10_000,
+    junit_xml: JunitXml = None,
 ) -> int:
     """Check a reassignment plan against the cluster it would run on: each move's safety and the target placement."""
     from kcheck.reassign import run_verify_reassignment
 
     return run_verify_reassignment(current, proposed, brokers_file, min_insync_replicas, controller, json_out,
-                                   threshold, max_replicas_per_broker)
+                                   threshold, max_replicas_per_broker, junit_xml)
 
 
 app.command("sweep")(sweep_command)  # kcheck/sweep.py: PySpark sweeps over generated spaces
@@ -472,17 +639,28 @@ def list_invariants() -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
+    global _debug
+    _debug = False  # main() may run many times in one process (tests)
     command = typer.main.get_command(app)
     try:
         code = command.main(args=argv, prog_name="kcheck", standalone_mode=False)
     except ClickException as e:  # usage errors: unknown option, bad integer, missing argument
-        print(f"kcheck: error: {e.format_message()}", file=sys.stderr)
+        if type(e).__name__ == "NoArgsIsHelpError":  # bare `kcheck`: the help, as `kcheck --help` prints it
+            if e.format_message():
+                print(e.format_message())
+            return 0
+        print(f"kcheck: error: {formats.one_line(e.format_message())}", file=sys.stderr)
         return 2
     except InputError as e:
         print(f"kcheck: error: {e}", file=sys.stderr)
         return 2
+    except PluginError as e:  # the user's module:object failed; one line unless --debug
+        if _debug:
+            traceback.print_exception(e, file=sys.stderr)
+        print(f"kcheck: error: {e}", file=sys.stderr)
+        return 2
     except KafkaError as e:
-        print(f"kcheck: error: {type(e).__name__}: {e}", file=sys.stderr)
+        print(f"kcheck: error: {formats.one_line(f'{type(e).__name__}: {e}')}", file=sys.stderr)
         return 2
     except BrokenPipeError:  # e.g. `kcheck place ... | head`
         return 0

@@ -14,7 +14,9 @@ the place in it, so the CLI can print it as is.
 from __future__ import annotations
 
 import json
+import os
 import re
+import stat
 from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
@@ -22,6 +24,58 @@ from typing import Any
 from kcheck.model import NO_LEADER, Broker, Cluster, PartitionReplicas, ReplicaAssignment, TopicPartition
 
 MAX_ID = 2**31 - 1  # broker and partition ids are Java ints in Kafka
+MAX_INT16 = 2**15 - 1  # replication factors are Java shorts
+NAME_LIMIT = 200  # characters of a user's name shown to people; JSON output keeps names whole
+LINE_LIMIT = 2_000  # characters of an error line, names already shortened
+
+# C0/C1 controls, DEL, and the Unicode line separators and bidi overrides that can rewrite what a terminal shows.
+_CONTROL_RE = re.compile("[\x00-\x08\x0a-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
+_LONG_WORD_RE = re.compile(rf"\S{{{NAME_LIMIT + 1},}}")
+
+
+def _escape_control(m: re.Match[str]) -> str:
+    c = ord(m.group())
+    return {10: "\\n", 13: "\\r"}.get(c) or (f"\\x{c:02x}" if c < 0x100 else f"\\u{c:04x}")
+
+
+def _cut(text: str, limit: int) -> str:
+    return text if len(text) <= limit else f"{text[:limit]}…({len(text):,} chars)"
+
+
+def shown(name: str, limit: int = NAME_LIMIT) -> str:
+    """A user's name (topic, rack, member, path) as printed for people: controls escaped (ESC as \\x1b, so the
+    terminal is not driven by the input), and cut to `limit` characters with the full length noted."""
+    return _cut(_CONTROL_RE.sub(_escape_control, name), limit)
+
+
+def printable(text: str) -> str:
+    """A message that may quote users' names: controls escaped, and every word longer than NAME_LIMIT cut."""
+    escaped = _CONTROL_RE.sub(_escape_control, text)
+    return _LONG_WORD_RE.sub(lambda m: _cut(m.group(), NAME_LIMIT), escaped)
+
+
+# org.apache.kafka.common.internals.Topic.validate: what Kafka accepts as a topic name
+_LEGAL_TOPIC_RE = re.compile(r"[a-zA-Z0-9._-]{1,249}")
+
+
+def topic_problem(name: str) -> str | None:
+    """Why Kafka would refuse `name` as a topic name, or None."""
+    if _LEGAL_TOPIC_RE.fullmatch(name) and name not in (".", ".."):
+        return None
+    if len(name) > 249:
+        return f"topic name {shown(name)} is longer than 249 characters"
+    return f"{shown(name, 60)} is not a legal Kafka topic name (ASCII letters, digits, '.', '_' and '-' only)"
+
+
+def control_problem(name: str) -> str | None:
+    """A name with a control character is a corrupted file or paste, never a real Kafka name."""
+    m = _CONTROL_RE.search(name)
+    return None if m is None else f"contains the control character {_escape_control(m)}"
+
+
+def terminal_safe(text: str) -> str:
+    """Text for a terminal, line breaks and tabs kept: the last guard of every table and line kcheck prints."""
+    return _CONTROL_RE.sub(lambda m: m.group() if m.group() == "\n" else _escape_control(m), text)
 
 
 class InputError(Exception):
@@ -32,15 +86,33 @@ class InputError(Exception):
         self.message = message
         self.line = line
         where = source if line is None else f"{source} line {line}"
-        # User text (topic names, quoted lines) must not break the one-line promise.
-        super().__init__(f"{where}: {message}".replace("\r", "\\r").replace("\n", "\\n"))
+        # User text (names, quoted lines, paths) must not break the one-line promise nor drive the terminal.
+        super().__init__(one_line(f"{where}: {message}"))
+
+
+def one_line(text: str) -> str:
+    """An error message as one printable line of at most LINE_LIMIT characters."""
+    return _cut(printable(text), LINE_LIMIT)
+
+
+def _read_bytes(path: str) -> bytes:
+    """Open without blocking (a FIFO with no writer would wait forever), then refuse what is not a file or a pipe
+    (a directory, a device such as /dev/zero that never ends, a socket)."""
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+    with open(fd, "rb", closefd=True) as f:
+        mode = os.fstat(fd).st_mode
+        if stat.S_ISDIR(mode):
+            raise IsADirectoryError(path)
+        if not (stat.S_ISREG(mode) or stat.S_ISFIFO(mode)):
+            raise OSError(0, "not a regular file")
+        os.set_blocking(fd, True)  # a pipe with a writer is read to its end; one without reads as empty
+        return f.read()
 
 
 def read_text(path: str) -> str:
     """The text of a UTF-8 file (a BOM is dropped); an unreadable or blank file is an InputError."""
     try:
-        with open(path, "rb") as f:
-            data = f.read()
+        data = _read_bytes(path)
     except FileNotFoundError:
         raise InputError(path, "no such file") from None
     except IsADirectoryError:
@@ -57,7 +129,11 @@ def read_text(path: str) -> str:
         bad = f"byte 0x{data[e.start]:02x} at offset {e.start}"
         raise InputError(path, f"is not UTF-8 text ({bad})") from None
     if not text.strip():
-        raise InputError(path, "file is empty")
+        try:
+            fifo = stat.S_ISFIFO(os.stat(path).st_mode)
+        except OSError:
+            fifo = False
+        raise InputError(path, "is a named pipe that nothing wrote to" if fifo else "file is empty")
     return text
 
 
@@ -116,6 +192,8 @@ def _json_partition(entry: object, i: int, source: str) -> PartitionReplicas:
     topic, partition = entry["topic"], entry["partition"]
     if not isinstance(topic, str) or not topic:
         raise InputError(source, f'{where}: "topic" must be a non-empty string, got {_show(topic)}')
+    if (problem := topic_problem(topic)) is not None:
+        raise InputError(source, f"{where}: {problem}")
     if not _is_id(partition):
         raise InputError(source, f'{where} (topic {topic}): "partition" must be an integer >= 0, '
                                  f"got {_show(partition)}")
@@ -250,6 +328,8 @@ def _topic_name(value: str, source: str, n: int) -> str:
     # Kafka topic names never contain whitespace, so any is stray text between two fields.
     if not value or any(c.isspace() for c in value):
         raise InputError(source, f"Topic: {_quote(value)} is not a topic name", n)
+    if (problem := topic_problem(value)) is not None:
+        raise InputError(source, f"Topic: {problem}", n)
     return value
 
 
@@ -297,7 +377,7 @@ def _json_brokers(text: str, source: str) -> list[Broker]:
         where[broker_id] = place
         brokers.append(Broker(broker_id, rack))
 
-    if isinstance(doc, dict) and "brokers" not in doc:  # {"0": "r1", "1": null}
+    if isinstance(doc, _JsonObject) and "brokers" not in doc:  # {"0": "r1", "1": null}
         for key, count in Counter(k for k, _ in doc.pairs).items():
             if count > 1 and _UINT_RE.fullmatch(key):  # json.loads would silently keep the last one
                 raise InputError(source, f"broker {int(key)} is listed twice")
@@ -329,6 +409,8 @@ def _json_rack(rack: object, place: str, source: str) -> str | None:
         raise InputError(source, f"{place}: the rack must be a string or null, got {_show(rack)}")
     if not rack.strip():
         raise InputError(source, f"{place}: empty rack name (use null for a broker without a rack)")
+    if (problem := control_problem(rack)) is not None:
+        raise InputError(source, f"{place}: the rack {shown(rack, 60)} {problem}")
     return rack
 
 
@@ -339,6 +421,7 @@ def _line_brokers(text: str, source: str) -> list[Broker]:
         line = _COMMENT_RE.sub("", raw).strip()
         if not line:
             continue
+        rack: str | None
         if ":" in line:
             id_text, rack = (s.strip() for s in line.split(":", 1))
             if not rack:
@@ -352,6 +435,8 @@ def _line_brokers(text: str, source: str) -> list[Broker]:
         if not _UINT_RE.fullmatch(id_text) or int(id_text) > MAX_ID:
             raise InputError(source, f"{_quote(id_text)} is not a broker id (an integer >= 0)", n)
         broker_id = int(id_text)
+        if rack is not None and (problem := control_problem(rack)) is not None:
+            raise InputError(source, f"broker {broker_id}: the rack {shown(rack, 60)} {problem}", n)
         if broker_id in line_of:
             raise InputError(source, f"broker {broker_id} is listed twice "
                                      f"(lines {line_of[broker_id]} and {n})", n)

@@ -40,12 +40,14 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from kcheck.formats import InputError
+from kcheck.formats import InputError, control_problem
 from kcheck.model.group import PartitionInfo, Subscription
 from kcheck.model.vocabulary import Broker, TopicPartition
 
 MAX_INT = 2**31 - 1  # partition ids, counts and generations are Java ints
-MAX_TOTAL_PARTITIONS = 10_000_000  # far beyond any cluster; a typo should not look like a hang
+# KRaft's scale target is ~2 million partitions per cluster; measured, `assign` takes 15 s and 0.7 GB per million
+# (range), so 10 million would need minutes and ~7 GB: a typo should not look like a hang.
+MAX_TOTAL_PARTITIONS = 2_000_000
 # org.apache.kafka.common.internals.Topic.validate
 _TOPIC_RE = re.compile(r"[a-zA-Z0-9._-]{1,249}")
 _OWNED_RE = re.compile(r"(.+)-([0-9]+)")  # greedy: the partition is after the last '-'
@@ -173,6 +175,8 @@ def _racks(value: object, count: int, place: str, source: str) -> list[tuple[Bro
         for j, rack in enumerate(entry):
             if rack is not None and (not isinstance(rack, str) or not rack.strip()):
                 raise InputError(source, f"{where}: replica {j}'s rack must be a rack name or null, got {_show(rack)}")
+            if rack is not None and (problem := control_problem(rack)) is not None:
+                raise InputError(source, f"{where}: replica {j}'s rack {_show(rack)} {problem}")
             brokers.append(Broker(j, rack))
         out.append(tuple(brokers))
     return out
@@ -194,6 +198,8 @@ def _members(value: object, ppt: Mapping[str, Sequence[PartitionInfo]], source: 
         place = f"member {_name(member_id)}"
         if not member_id.strip():
             raise InputError(source, f"{place}: a member id cannot be empty")
+        if (problem := control_problem(member_id)) is not None:
+            raise InputError(source, f"{place}: the member id {problem}")
         if isinstance(spec, list):
             spec = {"topics": spec}
         obj = _object(spec, place, source, _MEMBER_KEYS, 'an object like {"topics": ["orders"]} or a topic list')
@@ -245,11 +251,12 @@ def _owned(value: object, ppt: Mapping[str, Sequence[PartitionInfo]], place: str
             topic, partition = m.group(1), int(m.group(2))
         elif isinstance(entry, dict):
             obj = _object(entry, where, source, ("topic", "partition"))
-            topic, partition = obj.get("topic"), obj.get("partition")
-            if not isinstance(topic, str):
-                raise InputError(source, f'{where}: "topic" must be a topic name, got {_show(topic)}')
-            if type(partition) is not int or not 0 <= partition <= MAX_INT:
-                raise InputError(source, f'{where}: "partition" must be an integer >= 0, got {_show(partition)}')
+            topic_value, partition_value = obj.get("topic"), obj.get("partition")
+            if not isinstance(topic_value, str):
+                raise InputError(source, f'{where}: "topic" must be a topic name, got {_show(topic_value)}')
+            if type(partition_value) is not int or not 0 <= partition_value <= MAX_INT:
+                raise InputError(source, f'{where}: "partition" must be an integer >= 0, got {_show(partition_value)}')
+            topic, partition = topic_value, partition_value
         else:
             raise InputError(source, f'{where}: expected "topic-partition" or {{"topic": ..., "partition": ...}}, '
                                      f"got {_show(entry)}")
@@ -274,6 +281,8 @@ def _optional_name(value: object, key: str, place: str, source: str) -> str | No
         raise InputError(source, f'{place}: "{key}" must be a string or null, got {_show(value)}')
     if not value.strip():
         raise InputError(source, f'{place}: "{key}" is empty (use null for none)')
+    if (problem := control_problem(value)) is not None:
+        raise InputError(source, f'{place}: "{key}" {_show(value)} {problem}')
     return value
 
 
@@ -381,6 +390,7 @@ def run_assignor(info: Any, group: Group) -> AssignmentRun:
     from kcheck.reference.assignors.registry import ASSIGNORS, ServerSideAdapter
     from kcheck.reference.assignors.sticky import CooperativeStickyAssignor, StickyAssignor
     from kcheck.reference.errors import KafkaError
+    from kcheck.reference.plugins import PluginError
 
     where = f"{info.name} assignor"
     ppt = {t: list(ps) for t, ps in group.partitions_per_topic.items()}
@@ -394,6 +404,8 @@ def run_assignor(info: Any, group: Group) -> AssignmentRun:
         result = assignor.assign_partitions(ppt, subs)
     except NotImplementedError as e:
         raise InputError(where, f"the reference does not model this group: {e}") from None
+    except PluginError:  # a user's assignor called sys.exit or was interrupted: kcheck reports it, exit 2
+        raise
     except KafkaError as e:  # what Kafka throws at the group leader
         raise AssignorFailure(f"{where} throws {type(e).__name__}: {e}") from None
     except Exception as e:
@@ -412,6 +424,12 @@ def run_assignor(info: Any, group: Group) -> AssignmentRun:
         bad = next((tp for tp in tps if not isinstance(tp, TopicPartition)), None)
         if bad is not None:
             raise AssignorFailure(f"{where} gave member {_name(member)} {_show(bad)}, not a TopicPartition")
+        # A TopicPartition does not check its fields; one Kafka could not serialize would break the checks later.
+        bad = next((tp for tp in tps if not isinstance(tp.topic, str) or isinstance(tp.partition, bool)
+                    or not isinstance(tp.partition, int)), None)
+        if bad is not None:
+            raise AssignorFailure(f"{where} gave member {_name(member)} TopicPartition({bad.topic!r}, "
+                                  f"{bad.partition!r}), not a topic name and partition number")
         assignment[member] = list(tps)
     revoked: dict[str, list[TopicPartition]] = {}
     withheld: dict[str, list[TopicPartition]] = {}

@@ -21,6 +21,8 @@ from typing import Any
 from rich.markup import escape
 from rich.table import Table
 
+from kcheck import formats, report
+from kcheck.formats import InputError
 from kcheck.invariants import BalanceSettings, PlacementSubject, Report, Severity, check_placement
 from kcheck.invariants.reassignment import (
     CONTROLLERS,
@@ -29,8 +31,6 @@ from kcheck.invariants.reassignment import (
     check_reassignment,
     target_assignment,
 )
-from kcheck import formats, report
-from kcheck.formats import InputError
 from kcheck.model import NO_LEADER, Cluster, ReplicaAssignment
 from kcheck.reference.reassignment import (
     KRaftControllerState,
@@ -125,6 +125,8 @@ def run_reassign(from_: list[int], to: list[int], leader: int | None, isr: list[
             raise InputError("--isr", "the ISR must contain the leader")
     if leader_epoch < 0:
         raise InputError("--leader-epoch", f"{leader_epoch} is negative")
+    if leader_epoch > formats.MAX_ID:
+        raise InputError("--leader-epoch", f"{leader_epoch} is above {formats.MAX_ID} (Kafka's int32 maximum)")
     steps = zk_reassignment_steps if controller == "zk" else kraft_reassignment_steps
     rows = steps(from_, to, leader=leader, isr=isr, leader_epoch=leader_epoch)
     if json_out:
@@ -143,6 +145,7 @@ def run_reassign(from_: list[int], to: list[int], leader: int | None, isr: list[
         out.print("ISR shown as a set; --all-steps shows every sub-step, Kafka's ISR order and the epochs.")
         return 0
     table = Table(title=title, title_justify="left")
+    cols: tuple[str, ...]
     if controller == "zk":
         cols = ("step", "RS", "AR", "RR", "leader", "ISR", "leader epoch", "zk version", "RS in memory", "row")
         detail = _zk_detail
@@ -225,7 +228,8 @@ def _moves_table(subject: ReassignmentSubject, violations: dict[str, list[str]])
             leader = _leader(m.leader)
         else:
             leader = f"{_leader(m.leader)} → {m.target[0]}*" if m.leader_must_move else _leader(m.leader)
-        table.add_row(escape(str(m.tp)), ",".join(map(str, m.current.replicas)), ",".join(map(str, m.target)),
+        table.add_row(escape(formats.shown(str(m.tp))), ",".join(map(str, m.current.replicas)),
+                      ",".join(map(str, m.target)),
                       ",".join(map(str, m.adding)) or "-", ",".join(map(str, m.removing)) or "-",
                       f"{len(m.transient)} ({','.join(map(str, m.transient))})", leader,
                       ",".join(map(str, m.isr)) + ("" if m.isr_known else " (assumed)"), str(m.lowest_isr),
@@ -238,13 +242,21 @@ def _merge(a: Report, b: Report) -> Report:
 
 
 def run_verify_reassignment(current_path: str, proposed_path: str, brokers_file: str | None, min_isr: int | None,
-                            controller: str, json_out: bool, threshold: float, max_replicas_per_broker: int) -> int:
+                            controller: str, json_out: bool, threshold: float, max_replicas_per_broker: int,
+                            junit_xml: str | None = None) -> int:
+    from kcheck import junit
+
+    junit_path = (junit.output_path(junit_xml, "--junit-xml", [current_path, proposed_path, brokers_file])
+                  if junit_xml else None)
     if controller not in CONTROLLERS:
         raise InputError("--controller", f"'{controller}' is not one of {', '.join(CONTROLLERS)}")
     if min_isr is not None and min_isr < 1:
         raise InputError("--min-insync-replicas", f"{min_isr} is below 1")
-    if threshold < 1.0:
-        raise InputError("--threshold", f"{threshold} is below 1.0 (it is a ratio to the average, e.g. 1.10)")
+    if min_isr is not None and min_isr > formats.MAX_ID:
+        raise InputError("--min-insync-replicas", f"{min_isr} is above {formats.MAX_ID} (Kafka's int32 maximum)")
+    from kcheck.cli import balance_options
+
+    balance_options(threshold, max_replicas_per_broker)
     if current_path == "-" and proposed_path == "-":
         raise InputError("PROPOSED", "CURRENT and PROPOSED cannot both be stdin")
     current_text, current_source = _read(current_path)
@@ -269,6 +281,11 @@ def run_verify_reassignment(current_path: str, proposed_path: str, brokers_file:
     placement = check_placement(PlacementSubject(cluster, target_assignment(subject), settings))
     result = _merge(safety, placement)
     code = 0 if result.ok else 1
+    if junit_path:
+        junit.write(junit_path, "kcheck verify-reassignment", [junit.TestSuite(
+            f"kcheck verify-reassignment {proposed_source}", junit.report_cases(result, "kcheck.verify_reassignment"),
+            properties={"current": current_source, "proposed": proposed_source, "controller": controller,
+                        "moves": str(len(subject.moves))})])
     note = ("brokers derived from CURRENT and PROPOSED (no --brokers-file): rack invariants not applicable"
             if derived else None)
     if json_out:
@@ -293,7 +310,8 @@ def run_verify_reassignment(current_path: str, proposed_path: str, brokers_file:
         shown = Report(result.checked, result.skipped, tuple(order[:MAX_VIOLATIONS]))
         out.print(f"Showing {MAX_VIOLATIONS:,} of {len(result.violations):,} violations, hard first (--json lists "
                   "them all).", markup=False)
-    out.print(report.violations_table(shown, f"Violations of {escape(proposed_source)} on {len(cluster)} brokers"))
+    out.print(report.violations_table(shown, f"Violations of {escape(formats.shown(proposed_source))} on "
+                                             f"{len(cluster)} brokers"))
     out.print(report.report_summary(result))
     return code
 

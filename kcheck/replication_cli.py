@@ -5,14 +5,18 @@ Exit status: 0 when no invariant is violated, 1 with a counterexample, 2 on bad 
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+from collections.abc import Iterator
 from typing import Annotated, Any
 
 import typer
 from rich.markup import escape
 from rich.table import Table
 
+from kcheck import report
+from kcheck.formats import InputError, read_text
 from kcheck.invariants import REGISTRY
 from kcheck.invariants.replication_explore import (
     ExhaustResult,
@@ -27,24 +31,28 @@ from kcheck.invariants.replication_explore import (
     resolve_protocol,
     split_run,
 )
-from kcheck import report
-from kcheck.formats import InputError, read_text
 from kcheck.model.replication.actions import Config
 from kcheck.model.replication.protocol import VARIANTS
 from kcheck.model.replication.state import NO_LEADER, State
+from kcheck.reference import plugins
+from kcheck.reference.plugins import PluginError
 
 ProtocolOpt = Annotated[str, typer.Option("--protocol", help="current, a variant (kcheck variants), or module:object.")]
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print the result as JSON.")]
 OutOpt = Annotated[str | None, typer.Option("--out", help="Write the counterexample trace (JSON) to this new file.")]
 InvariantOpt = Annotated[list[str] | None, typer.Option(
     "--invariant", help="Check only this invariant id (repeatable; default: all, or a variant's own row).")]
-Budget = Annotated[int | None, typer.Option(min=0)]
+_INT32 = 2**31 - 1  # budgets and sizes beyond a Java int mean nothing here
+Budget = Annotated[int | None, typer.Option(min=0, max=_INT32)]
 BrokersOpt = Annotated[int | None, typer.Option(help="Brokers 1..n (at most 6).")]
 ReplicationFactorOpt = Annotated[int | None, typer.Option(
-    "--replication-factor", min=0, help="Replicas at the start, on brokers 1..RF (default: every broker).")]
+    "--replication-factor", min=0, max=_INT32,
+    help="Replicas at the start, on brokers 1..RF (default: every broker).")]
 ReassignmentsOpt = Annotated[int | None, typer.Option(
-    min=0, help="Reassignment requests (AlterPartitionReassignments to any target list) the operator may make.")]
-CancelsOpt = Annotated[int | None, typer.Option(min=0, help="Requests cancelling the reassignment in flight.")]
+    min=0, max=_INT32,
+    help="Reassignment requests (AlterPartitionReassignments to any target list) the operator may make.")]
+CancelsOpt = Annotated[int | None, typer.Option(min=0, max=_INT32,
+                                                 help="Requests cancelling the reassignment in flight.")]
 AtomicFetchOpt = Annotated[bool | None, typer.Option(
     "--atomic-fetch/--split-fetch",
     help="One step per fetch (request, answer, follower applying it) instead of three: reaches deeper, "
@@ -113,12 +121,35 @@ def _run(what: str, resolved: ResolvedProtocol, fn: Any, *args: Any, **kwargs: A
     """Run an engine; a user's protocol whose rule raises is bad input, reported in one line."""
     try:
         return fn(*args, **kwargs)
-    except (InputError, KeyboardInterrupt):
+    except (InputError, PluginError, ReplayError, KeyboardInterrupt):  # ReplayError: the trace is at fault
         raise
-    except Exception as e:  # noqa: BLE001 - a user's rule may raise anything
-        if resolved.variant is None and resolved.label != "current":
-            raise InputError(resolved.label, f"a protocol rule raised {type(e).__name__}: {e} during {what}") from None
+    except Exception as e:  # noqa: BLE001 - a user's rule may raise anything, or return what the model cannot use
+        if ":" in resolved.label:  # a module:object protocol: its failure, in one line (--debug: the traceback)
+            err = plugins.failure(resolved.label, e)
+            raise PluginError(err.spec, err.message, err.exc_type, err.where, f"during {what}") from e
         raise
+
+
+@contextlib.contextmanager
+def hypothesis_home(directory: str | None = None) -> Iterator[None]:
+    """Hypothesis keeps a cache in ./.hypothesis by default: never write into the user's working directory.
+    The previous home is restored afterwards (tests run many commands in one process)."""
+    import hypothesis.configuration as hc
+
+    if directory is None and os.environ.get("HYPOTHESIS_STORAGE_DIRECTORY"):
+        yield  # the user's own choice, which Hypothesis reads itself
+        return
+    if directory is None:
+        cache = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+        directory = os.path.join(cache, "kcheck", "hypothesis")
+    elif os.path.exists(directory) and not os.path.isdir(directory):
+        raise InputError("--hypothesis-dir", f"{directory} exists and is not a directory")
+    previous = vars(hc).get("__hypothesis_home_directory")
+    hc.set_hypothesis_home_dir(directory)
+    try:
+        yield
+    finally:
+        hc.set_hypothesis_home_dir(previous)
 
 
 # ---- rendering ---------------------------------------------------------------------------------
@@ -206,8 +237,8 @@ def explore_command(
     min_isr: Annotated[int | None, typer.Option(help="min.insync.replicas.")] = None,
     acks: Annotated[str | None, typer.Option(help="Producer acks to try: all, 1, 0 (comma-separated).")] = None,
     seed: Annotated[int, typer.Option(help="Hypothesis seed: the same seed gives the same run.")] = 0,
-    examples: Annotated[int, typer.Option(min=1, help="Random programs to run.")] = 300,
-    steps: Annotated[int, typer.Option(min=1, help="Most steps per program.")] = 60,
+    examples: Annotated[int, typer.Option(min=1, max=_INT32, help="Random programs to run.")] = 300,
+    steps: Annotated[int, typer.Option(min=1, max=_INT32, help="Most steps per program.")] = 60,
     records: Budget = None, crashes: Budget = None, lossy_crashes: Budget = None, fences: Budget = None,
     elections: Budget = None, isr_shrinks: Budget = None, failovers: Budget = None,
     reassignments: ReassignmentsOpt = None, cancels: CancelsOpt = None,
@@ -215,6 +246,9 @@ def explore_command(
     invariant: InvariantOpt = None,
     out: OutOpt = None,
     json_out: JsonOpt = False,
+    hypothesis_dir: Annotated[str | None, typer.Option(
+        help="Hypothesis's cache directory (default: $HYPOTHESIS_STORAGE_DIRECTORY, else "
+             "$XDG_CACHE_HOME/kcheck/hypothesis or ~/.cache/kcheck/hypothesis).")] = None,
 ) -> int:
     """Explore the replication model with Hypothesis: random programs of actions, shrunk to a minimal
     counterexample when an invariant breaks."""
@@ -223,8 +257,9 @@ def explore_command(
         "records": records, "crashes": crashes, "lossy_crashes": lossy_crashes, "fences": fences,
         "elections": elections, "isr_shrinks": isr_shrinks, "failovers": failovers, "reassignments": reassignments,
         "cancels": cancels, "atomic_fetch": atomic_fetch})
-    result: ExploreResult = _run("exploration", resolved, explore, resolved.protocol, cfg, examples=examples,
-                                 steps=steps, seed_value=seed, label=resolved.label, only=only)
+    with hypothesis_home(hypothesis_dir):
+        result: ExploreResult = _run("exploration", resolved, explore, resolved.protocol, cfg, examples=examples,
+                                     steps=steps, seed_value=seed, label=resolved.label, only=only)
     _write_trace(out, result.trace)
     if json_out:
         print(json.dumps({"protocol": resolved.label, "config": cfg.as_dict(), "ok": result.trace is None,
@@ -258,7 +293,8 @@ def exhaust_command(
     abstract: Annotated[bool, typer.Option(
         help="Merge states that differ only in control messages in flight: finds much deeper "
              "counterexamples, but a clean result is no proof.")] = False,
-    max_states: Annotated[int, typer.Option(min=1, help="Stop after this many states (reported as incomplete).")
+    max_states: Annotated[int, typer.Option(min=1, max=_INT32,
+                                            help="Stop after this many states (reported as incomplete).")
                           ] = 2_000_000,
     invariant: InvariantOpt = None,
     out: OutOpt = None,
@@ -302,6 +338,24 @@ def exhaust_command(
     return 1
 
 
+def _replay_protocol(trace_file: str, label: str, given: str | None) -> ResolvedProtocol:
+    """A trace is data, never code: its protocol field is resolved only as a built-in name. A module:object
+    protocol is loaded only from --protocol on the command line; the trace's field is then a label that must
+    name the same plug-in (a built-in --protocol replays under that protocol instead)."""
+    if given is None:
+        if ":" in label:
+            raise InputError(trace_file, f"field 'protocol': the trace names the plug-in '{label}'; kcheck does not "
+                                         f"load code a trace names (pass --protocol {label} to load it yourself)")
+        try:
+            return resolve_protocol(label, allow_plugin=False)
+        except ValueError as e:
+            raise InputError(trace_file, f"field 'protocol': {e}") from None
+    if ":" in label and ":" in given and given != label:
+        raise InputError(trace_file, f"field 'protocol': the trace was recorded under '{label}', "
+                                     f"not --protocol '{given}'")
+    return _protocol(given)
+
+
 def replay_command(
     trace_file: Annotated[str, typer.Argument(help="A trace written by explore or exhaust --out.")],
     protocol: Annotated[str | None, typer.Option(help="Replay under another protocol than the trace's.")] = None,
@@ -310,15 +364,12 @@ def replay_command(
     """Replay a trace step by step and show every replica's log, the leader, epochs, ISR and high watermarks."""
     text = read_text(trace_file)
     try:
-        trace = Trace.from_json(text)
+        trace = Trace.from_json(text)  # checked against the trace schema first (invariants/trace_schema.py)
     except ValueError as e:
         raise InputError(trace_file, str(e)) from None
+    resolved = _replay_protocol(trace_file, trace.protocol, protocol)
     try:
-        resolved = resolve_protocol(protocol or trace.protocol)
-    except ValueError as e:
-        raise InputError("--protocol" if protocol else trace_file, str(e)) from None
-    try:
-        steps = replay(trace, resolved.protocol)
+        steps = _run("replay", resolved, replay, trace, resolved.protocol)
     except ReplayError as e:
         raise InputError(trace_file, f"{e} under protocol {resolved.label}") from None
     violations = steps[-1].violations
@@ -341,7 +392,7 @@ def variants_command(json_out: JsonOpt = False) -> int:
                            "settings": dict(v.settings), "rules": _changed_rules(v.name)}
                           for v in VARIANTS.values()], indent=2))
         return 0
-    table = Table(title="Protocol variants (reference-notes/known-protocol-bugs.md)", title_justify="left")
+    table = Table(title="Protocol variants (historical Kafka replication bugs)", title_justify="left")
     for col in ("variant", "row", "rules changed", "bug", "violates"):
         table.add_column(col, overflow="fold")
     for v in VARIANTS.values():

@@ -11,16 +11,25 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from kcheck.check import CheckResult, ModelOutcome, RejoinSweep, ReplicationOutcome, failed_any
+from kcheck.formats import printable, terminal_safe
 from kcheck.invariants import REGISTRY, Report, Severity
 from kcheck.invariants.prover import ProofResult
-from kcheck.check import CheckResult, ModelOutcome, ReplicationOutcome, failed_any
+
+
+class _SafeConsole(Console):
+    """Rich passes ESC, NUL and other controls through: a name from the user's file could drive the terminal.
+    Every string printed, table cells and titles included, goes through render_str."""
+
+    def render_str(self, text: str, **kwargs: Any) -> Any:
+        return super().render_str(terminal_safe(text), **kwargs)
 
 
 def console(stderr: bool = False) -> Console:
     """A console that does not wrap long lines into noise when output goes to a file or CI log."""
     stream = sys.stderr if stderr else sys.stdout
     width = None if stream.isatty() else max(shutil.get_terminal_size((200, 24)).columns, 200)
-    return Console(file=stream, width=width, soft_wrap=False, highlight=False)
+    return _SafeConsole(file=stream, width=width, soft_wrap=False, highlight=False)
 
 
 def violations_table(report: Report, title: str) -> Table:
@@ -31,7 +40,8 @@ def violations_table(report: Report, title: str) -> Table:
     for v in order:
         style = "bold red" if v.severity is Severity.HARD else "yellow"
         # names come from the user's files (members, topics, racks): never let them read as Rich markup
-        table.add_row(f"[{style}]{v.severity}[/]", v.invariant, escape(v.where), escape(v.message))
+        table.add_row(f"[{style}]{v.severity}[/]", v.invariant, escape(printable(v.where)),
+                      escape(printable(v.message)))
     return table
 
 
@@ -81,7 +91,17 @@ def check_json(result: CheckResult) -> str:
                                 "trace_steps": r.trace_steps, "detail": r.detail, "ok": r.ok}
                                for r in result.replication],
         "rebalance_models": [{"assignor": m.assignor, "examples": m.examples, "steps": m.steps,
-                              "seconds": round(m.seconds, 2), "failure": m.failure} for m in result.models],
+                              "seconds": round(m.seconds, 2), "failure": m.failure,
+                              "findings": [{"finding": f.kind, "message": f.message, "story": list(f.story),
+                                            "replay": f.group_file()} for f in m.findings]}
+                             for m in result.models],
+        "rejoin_sweep": None if result.rejoins is None else {
+            "space": result.rejoins.space, "groups": result.rejoins.groups,
+            "seconds": round(result.rejoins.seconds, 2),
+            "outcomes": [{"assignor": o.assignor, "invariant": o.invariant,
+                          "result": "FAILED" if o.fails else "finding", "checked": o.checked,
+                          "violated": o.violated, "message": o.message, "smallest_group": o.config,
+                          "replay": o.replay} for o in result.rejoins.outcomes]},
         "proofs": [r.as_dict() for r in result.proofs],
         "outcomes": [
             {
@@ -161,7 +181,28 @@ def models_table(models: list[ModelOutcome]) -> Table:
         table.add_column(col, overflow="fold")
     for m in models:
         result = "[green]holds[/]" if not m.failure else f"[bold red]FAILED[/]\n{m.failure}"
+        for f in m.findings:  # met by chance at this budget; the rejoin sweep below finds the smallest
+            result += f"\n[yellow]finding[/] {escape(f.message)} ({f.steps} events)"
         table.add_row(m.assignor, f"{m.examples} x {m.steps}", f"{m.seconds:.2f} s", result)
+    return table
+
+
+def rejoin_table(sweep: RejoinSweep) -> Table:
+    """Failures and stale-claim findings of the rejoin sweep, each with its smallest group and replay file."""
+    table = Table(title=f"Consumer assignors on {sweep.groups:,} groups with a time-out and stale rejoin per "
+                        f"assignor ({sweep.seconds:.1f} s): guarantees must hold; stale-claim findings are "
+                        "model only (Kafka's code as mirrored here, not run on a real cluster)",
+                  title_justify="left")
+    for col in ("assignor", "invariant", "checked", "violated", "result", "smallest group and replay"):
+        table.add_column(col, overflow="fold")
+    if not sweep.outcomes:
+        table.add_row("all", "every guarantee", "", "0", "[green]holds[/]", "")
+    for o in sweep.outcomes:
+        result = "[bold red]FAILED[/]" if o.fails else "[yellow]finding[/]"
+        example = escape(o.message) + "\n" + escape("; ".join(o.config.get("story", [])))
+        if o.replay is not None:
+            example += f"\n[dim]kcheck assign --assignor {o.assignor} <file>, file: {escape(json.dumps(o.replay))}[/]"
+        table.add_row(o.assignor, o.invariant, f"{o.checked:,}", f"{o.violated:,}", result, example)
     return table
 
 

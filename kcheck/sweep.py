@@ -11,13 +11,16 @@ from __future__ import annotations
 import os
 import sys
 import time
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.markup import escape
 from rich.table import Table
 
 from kcheck.formats import InputError
+
+if TYPE_CHECKING:
+    from kcheck.spark_check.batch import Space
 
 SPACES = ("placement", "assignors")
 
@@ -33,6 +36,7 @@ def build_space(kind: str, space: str, placers: list[str] | None, assignors: lis
     """The space a command line names; InputError (exit 2) for anything wrong with it."""
     if kind not in SPACES:
         raise InputError("SPACE", f"'{kind}' is not one of {', '.join(SPACES)}")
+    built: Space
     if kind == "placement":
         from kcheck.spark_check.placement_space import PlacementSpace, parse_placement_bounds
 
@@ -54,11 +58,11 @@ def build_space(kind: str, space: str, placers: list[str] | None, assignors: lis
         except ImportError as e:
             raise InputError("assignors", f"the consumer-group space is not available ({e})") from None
         try:
-            bounds = parse_group_bounds(space)
+            group_bounds = parse_group_bounds(space)
         except ValueError as e:
             raise InputError("--space", str(e)) from None
         try:
-            built = GroupSpace(bounds, assignors)
+            built = GroupSpace(group_bounds, assignors)
         except ValueError as e:
             raise InputError("--assignor", str(e)) from None
     if len(built) == 0:
@@ -114,32 +118,57 @@ def sweep_command(
     = None,
     out: Annotated[str | None, typer.Option(help="Result store and report directory "
                                                  "(default: ./kcheck-sweep/SPACE).")] = None,
-    resume: Annotated[bool, typer.Option(help="Continue the sweep stored in --out: compute only missing ranges.")]
+    resume: Annotated[bool, typer.Option(help="Continue the sweep stored in --out: compute only missing ranges "
+                                               "(stored ranges and manifest are never rewritten; the report is "
+                                               "regenerated).")]
     = False,
     tasks: Annotated[int | None, typer.Option(min=1, help="Spark tasks (id ranges) to cut the space into "
-                                                         "(default: 4 per core, at most 1,000,000 ids each).")]
+                                                         "(default: 4 per core, at most 1,000,000 ids each; "
+                                                         "at most one per stored range, a grid set by the space "
+                                                         "alone).")]
+    = None,
+    junit_xml: Annotated[str | None, typer.Option("--junit-xml", metavar="FILE",
+                                                  help="Also write the results as a JUnit XML report to FILE.")]
     = None,
 ) -> int:
     """Check every configuration of a generated space with PySpark; print a table per invariant and write a
     Markdown report with plots of the balance metrics."""
-    from kcheck.spark_check.job import sweep
-    from kcheck.spark_check.report import failures, invariant_rows, write_markdown
     from kcheck.spark_check.store import ResultStore, StoreError
 
     built = build_space(kind, space, _names(placer), _names(assignor))
     root = out or os.path.join("kcheck-sweep", built.name)
+    from kcheck import junit
+
+    junit_path = (junit.output_path(junit_xml, "--junit-xml", [os.path.join(root, "report.md"),
+                                                               os.path.join(root, "report.html")])
+                  if junit_xml else None)
     store = ResultStore(root)
     size = len(built)
     try:
-        store.open(built, resume)
+        lock = store.begin(built, resume)  # held to the end of the run, report included
     except StoreError as e:
         raise InputError("--out", str(e)) from None
+    try:
+        return _run(built, store, resume, master, tasks, size, junit_path)
+    finally:
+        lock.release()
+
+
+def _run(built: Any, store: Any, resume: bool, master: str | None, tasks: int | None, size: int,
+         junit_path: str | None) -> int:
+    """The sweep itself, under the store's lock."""
+    from kcheck import junit
+    from kcheck.spark_check.job import sweep
+    from kcheck.spark_check.report import failures, invariant_rows, write_markdown
+    from kcheck.spark_check.store import StoreError
+
+    # stdout: stderr carries nothing but a failing sweep's one line of error
     print(f"kcheck sweep {built.name}: {size:,} configurations ({_bounds_text(built)}; {_subjects(built)}) "
-          f"-> {store.root}", file=sys.stderr, flush=True)
+          f"-> {store.root}", flush=True)
     began = time.perf_counter()
     try:
         outcome = sweep(built, store, resume=resume, master=master, tasks=tasks, opened=True)
-    except StoreError as e:  # e.g. overlapping ranges written by two sweeps at once
+    except StoreError as e:  # a damaged stored file (read before any Spark starts), or overlapping ranges
         raise InputError("--out", str(e)) from None
     wall = time.perf_counter() - began
     stored, job = outcome.stored, outcome.job
@@ -166,6 +195,15 @@ def sweep_command(
         header = {"space": f"{built.name}, {_bounds_text(built)}", "subjects": _subjects(built),
                   "configurations": f"{size:,}", "coverage": coverage, "run": run}
         report_path = write_markdown(store.root, built, stored.result, header)
+        from kcheck.html_report import write_sweep_html
+
+        html_path = write_sweep_html(store.root, built, stored.result, header, verdict, bool(failed or not verified))
+        report_path += f" (and {html_path}, self-contained)"
+    if junit_path:
+        junit.write(junit_path, "kcheck sweep", [junit.TestSuite(
+            f"kcheck sweep {built.name}", junit.sweep_cases(rows, built.name, verified, coverage), job.seconds,
+            properties={"space": f"{built.name}, {_bounds_text(built)}", "subjects": _subjects(built),
+                        "configurations": str(size)})])
     for line in (coverage, run, verdict) + ((f"Report: {report_path}",) if report_path else ()):
         out_console.print(line, markup=False, highlight=False)
     return 1 if failed or not verified else 0

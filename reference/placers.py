@@ -8,12 +8,12 @@ A placer is a callable
 
 from __future__ import annotations
 
-import importlib
 import random as _py_random
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from kcheck.model import Broker
+from kcheck.reference import plugins
 from kcheck.reference.java import JavaRandom
 from kcheck.reference.placement import assign_replicas_to_brokers
 from kcheck.reference.striped import PlacementSpec, StaticCluster, StripedReplicaPlacer
@@ -78,20 +78,9 @@ BUILTIN_PLACERS: dict[str, PlacerInfo] = {
 
 
 def load_object(spec: str) -> object:
-    """Import `module:object` (object may be dotted). Raises ValueError with one clear line."""
-    module_name, sep, attr = spec.partition(":")
-    if not sep or not module_name or not attr:
-        raise ValueError(f"'{spec}' is not of the form module:object")
-    try:
-        obj: object = importlib.import_module(module_name)
-    except ImportError as e:
-        raise ValueError(f"cannot import module '{module_name}': {e}") from None
-    for part in attr.split("."):
-        try:
-            obj = getattr(obj, part)
-        except AttributeError:
-            raise ValueError(f"module '{module_name}' has no attribute '{attr}'") from None
-    return obj
+    """Import `module:object` (object may be dotted). A bad name is a ValueError with one clear line; anything
+    the module does wrong while importing is a `PluginError` (kcheck.reference.plugins)."""
+    return plugins.load(spec)
 
 
 def resolve_placer(name: str) -> PlacerInfo:
@@ -103,7 +92,10 @@ def resolve_placer(name: str) -> PlacerInfo:
         raise ValueError(f"unknown placer '{name}' (expected one of {known}, or module:object)")
     obj = load_object(name)
     if isinstance(obj, PlacerInfo):
-        return obj
+        if obj in BUILTIN_PLACERS.values():
+            return obj
+        return replace(obj, place=plugins.guard_placer(name, obj.place))
     if not callable(obj):
         raise ValueError(f"'{name}' is not callable")
-    return PlacerInfo(name, obj, True, frozenset())
+    # The user's code: whatever it raises or returns out of shape is reported as this plug-in's failure.
+    return PlacerInfo(name, plugins.guard_placer(name, obj), True, frozenset())

@@ -3,13 +3,16 @@
 A configuration is a group as the rebalance model (`invariants/rebalance.py`) runs it, cut to one
 event: topics with partition counts and replica racks, an earlier membership (members in join
 order, each with a subscription and `client.rack`), one group event (a member joins, leaves or
-changes its subscription, or a topic gains partitions) and the assignor. `evaluate` runs, through
+changes its subscription, a topic gains partitions, or a member's session times out, the group
+rebalances without it and it rejoins with its old client state and a subscription of the space, with
+`rejoin-join` while a new member joins too) and the assignor. `evaluate` runs, through
 the rebalance model's `ConsumerGroup` (so every protocol behaves as there: an eager member revokes
 everything before it rejoins, a cooperative one the partitions of topics it dropped, a KIP-848
 member keeps its current assignment as owned partitions; sticky members send their user data;
 the leader's assignor instance computes), the assignor on the earlier membership from scratch
 (round 1), applies the event, and rebalances again with round 1's assignment as each member's
-owned partitions (round 2, with a cooperative assignor's follow-up rounds while members revoke).
+owned partitions (round 2, with a cooperative assignor's follow-up rounds while members revoke; a
+rejoin event has two rebalances, the one after the time-out and the one after the rejoin).
 Every applicable assignment invariant is checked on every round, and the cooperative hand-over
 between consecutive rounds with `check_two_rounds`; a cooperative rebalance's stickiness is also
 checked as a whole, from the ownership before it to its settled assignment (`check_settled`).
@@ -25,6 +28,11 @@ every config checks `assignment.assignor-error` (hard; like the placement space'
 assignor threw (Kafka's would fail the rebalance at the group leader), a user's assignor returned
 something that is not member -> [TopicPartition], or a cooperative group was still revoking after
 `MAX_FOLLOW_UPS` follow-up rebalances. The rounds after a failed one are not run or checked.
+A rejoin event also records the rebalance model's stale-claim findings (soft, never a failure; see
+`invariants/rebalance.py` for why): `assignment.stale-claim`, StickyAssignor hands the rejoining member
+a partition of a topic it dropped that its old user data claims, and `assignment.stale-claim-npe`, it
+throws a NullPointerException for such a claim; each with the group file that replays the failing
+rebalance in `kcheck assign`.
 
 Result keys are `"<assignor>/<invariant id>"` (see `invariant_info`): an invariant that is hard in
 the registry or that Kafka guarantees for the assignor (`AssignorInfo.guarantees`) is a failure
@@ -43,7 +51,14 @@ from functools import cached_property
 from typing import Any
 
 from kcheck.invariants.assignment import AssignmentSubject
-from kcheck.invariants.rebalance import ConsumerGroup, Round, protocol_of
+from kcheck.invariants.rebalance import (
+    STALE_CLAIM_KINDS,
+    ConsumerGroup,
+    Finding,
+    ModelFailure,
+    Round,
+    protocol_of,
+)
 from kcheck.invariants.registry import Invariant, Report, Severity, Violation, invariants_for
 from kcheck.model.group import PartitionInfo
 from kcheck.model.vocabulary import Broker, TopicPartition
@@ -52,7 +67,9 @@ from kcheck.reference.errors import KafkaError
 from kcheck.spark_check.batch import BatchResult, FirstViolation
 from kcheck.spark_check.groups_fast import FastChecks
 
-EVENTS = ("join", "leave", "subscribe", "add-partitions")
+EVENTS = ("join", "leave", "subscribe", "add-partitions", "rejoin", "rejoin-join")
+# rejoin-join (a new member joins in the rejoin's rebalance) multiplies the default space by about 3: opt-in.
+DEFAULT_EVENTS = EVENTS[:-1]
 SUBSCRIPTION_PATTERNS = ("equal", "nested", "any")
 MAX_MEMBERS, MAX_TOPICS, MAX_PARTITIONS = 12, 6, 64  # far beyond any sweep; a typo should not look like a hang
 
@@ -125,7 +142,7 @@ class GroupBounds:
     subscriptions: str = "any"
     racks: tuple[RackLayout, ...] = (RackLayout(), RackLayout(2, 1))
     rackless_members: bool = False  # in a racked layout, may a member also have no client.rack?
-    events: tuple[str, ...] = EVENTS
+    events: tuple[str, ...] = DEFAULT_EVENTS
     max_added: int = 1  # a partitions-added event adds 1..max_added partitions to one topic
 
     def __post_init__(self) -> None:
@@ -249,11 +266,12 @@ class GroupMember:
 @dataclass(frozen=True)
 class GroupEvent:
     kind: str  # one of EVENTS
-    member: str | None = None  # join, leave, subscribe
-    topics: tuple[str, ...] = ()  # join, subscribe: the new subscription
+    member: str | None = None  # join, leave, subscribe, rejoin
+    topics: tuple[str, ...] = ()  # join, subscribe, rejoin: the new subscription
     rack: str | None = None  # join
     topic: str | None = None  # add-partitions
     count: int = 0  # add-partitions: how many
+    joiner: GroupMember | None = None  # rejoin-join: the member joining in the rejoin's rebalance
 
     @property
     def text(self) -> str:
@@ -264,14 +282,23 @@ class GroupEvent:
             return f"{self.member} leaves"
         if self.kind == "subscribe":
             return f"{self.member} subscribes to {_topics(self.topics)}"
+        if self.kind in ("rejoin", "rejoin-join"):
+            text = (f"{self.member}'s session times out, the group rebalances without it, and it rejoins "
+                    f"subscribing to {_topics(self.topics)} with its client's state")
+            if self.joiner is not None:
+                text += f", as {self.joiner.name} joins subscribing {_topics(self.joiner.topics)}" + (
+                    f" in rack {self.joiner.rack}" if self.joiner.rack else "")
+            return text
         return f"{self.topic} gains {self.count} partition{'s' if self.count > 1 else ''}"
 
     def describe(self) -> dict[str, Any]:
         out: dict[str, Any] = {"kind": self.kind}
-        if self.kind in ("join", "leave", "subscribe"):
+        if self.kind in ("join", "leave", "subscribe", "rejoin", "rejoin-join"):
             out["member"] = self.member
-        if self.kind in ("join", "subscribe"):
+        if self.kind in ("join", "subscribe", "rejoin", "rejoin-join"):
             out["topics"] = list(self.topics)
+        if self.joiner is not None:
+            out["joiner"] = {"member": self.joiner.name, "topics": list(self.joiner.topics), "rack": self.joiner.rack}
         if self.kind == "join":
             out["rack"] = self.rack
         if self.kind == "add-partitions":
@@ -298,6 +325,7 @@ class GroupConfig:
     def topics_after(self) -> dict[str, int]:
         out = self.topics
         if self.event.kind == "add-partitions":
+            assert self.event.topic is not None  # add-partitions names its topic
             out[self.event.topic] += self.event.count
         return out
 
@@ -318,6 +346,15 @@ class GroupConfig:
         story += [f"rebalance (round 1, generation 1): {self.assignor} assigns from scratch", self.event.text,
                   "rebalance (round 2, generation 2): owned partitions from round 1"
                   + (", and follow-up rounds while members revoke" if self._cooperative() else "")]
+        ev = self.event
+        if ev.kind in ("rejoin", "rejoin-join"):
+            story[-2:] = [f"{ev.member}'s session times out", story[-1] + f", without {ev.member}",
+                          f"{ev.member} rejoins subscribing to {_topics(ev.topics)} with its client's state "
+                          "from round 1 (a sticky member: its round-1 assignment and generation)"]
+            if ev.joiner is not None:
+                story.append(f"{ev.joiner.name} joins subscribing {_topics(ev.joiner.topics)}"
+                             + (f" in rack {ev.joiner.rack}" if ev.joiner.rack else ""))
+            story.append("rebalance again")
         out: dict[str, Any] = {
             "id": self.id,
             "assignor": self.assignor,
@@ -349,7 +386,9 @@ def _subscription_options(topics: Sequence[str], pattern: str) -> tuple[tuple[st
 
 # Event templates of a shape, resolved against a membership: ("join", subscription, rack), ("leave", member),
 # ("subscribe", member, k) = the k-th subscription other than the member's current one, ("add-partitions",
-# topic, count). A shape's size so does not depend on the membership.
+# topic, count), ("rejoin", member, k) = time out, then rejoin with the k-th subscription (its current one
+# included), ("rejoin-join", member, k * choices + j) = the same while a new member joins with the j-th
+# (subscription, rack). A shape's size so does not depend on the membership.
 _Template = tuple[str, int, int]
 
 
@@ -393,6 +432,13 @@ class _Shape:
         if kind == "subscribe":
             others = [s for s in self.subscriptions if s != members[a].topics]
             return GroupEvent(kind, members[a].name, others[b])
+        if kind == "rejoin":
+            return GroupEvent(kind, members[a].name, self.subscriptions[b])
+        if kind == "rejoin-join":
+            k, j = divmod(b, self.choices)
+            sub, rack = divmod(j, len(self.racks))
+            joiner = GroupMember(f"c{self.members + 1}", self.subscriptions[sub], self.racks[rack])
+            return GroupEvent(kind, members[a].name, self.subscriptions[k], joiner=joiner)
         return GroupEvent(kind, topic=f"t{a + 1}", count=b)
 
 
@@ -406,6 +452,10 @@ def _templates(bounds: GroupBounds, members: int, topics: int, subscriptions: in
         out += [("subscribe", m, k) for m in range(members) for k in range(subscriptions - 1)]
     if "add-partitions" in bounds.events:
         out += [("add-partitions", x, d) for x in range(topics) for d in range(1, bounds.max_added + 1)]
+    if "rejoin" in bounds.events and members >= 2:  # alone, the member's time-out leaves nothing to assign
+        out += [("rejoin", m, k) for m in range(members) for k in range(subscriptions)]
+    if "rejoin-join" in bounds.events and members >= 2:
+        out += [("rejoin-join", m, k) for m in range(members) for k in range(subscriptions ** 2 * racks)]
     return tuple(out)
 
 
@@ -584,9 +634,8 @@ def check_rounds(rounds: Sequence[Round], first_round: int, outcome: Outcome, fa
             else:
                 if inv.not_applicable(s) is not None:
                     continue
-                violated = fast.violated(inv.id, s)
-                if violated is None:
-                    violated = bool(inv.check(s))
+                decided = fast.violated(inv.id, s)
+                violated = bool(inv.check(s)) if decided is None else decided
             if inv.id == _COOPERATIVE_SAFETY and r.handover:
                 violated = True
             if outcome.get(inv.id) is None:
@@ -614,7 +663,7 @@ def check_settled(after: Sequence[Round], first_round: int, outcome: Outcome, fa
             if violated else None
 
 
-def _failure(info: AssignorInfo, error: AssertionError, round_no: int) -> Violation:
+def _failure(info: AssignorInfo, error: ModelFailure, round_no: int) -> Violation:
     cause = error.__cause__
     if isinstance(cause, KafkaError):
         text = str(cause) if isinstance(cause, UserAssignorError) else f"throws {type(cause).__name__}: {cause}"
@@ -627,7 +676,7 @@ def _failure(info: AssignorInfo, error: AssertionError, round_no: int) -> Violat
                      detail | {"excess": 1})
 
 
-def _fail(outcome: Outcome, info: AssignorInfo, error: AssertionError, round_no: int) -> None:
+def _fail(outcome: Outcome, info: AssignorInfo, error: ModelFailure, round_no: int) -> None:
     if outcome.get(ASSIGNOR_ERROR) is None:
         outcome[ASSIGNOR_ERROR] = Found(round_no, ASSIGNOR_ERROR, failure=_failure(info, error, round_no))
 
@@ -647,7 +696,7 @@ def _run_round1(config: GroupConfig, info: AssignorInfo, fast: FastChecks | None
     outcome: Outcome = {ASSIGNOR_ERROR: None}
     try:
         rounds = tuple(g.rebalance())
-    except AssertionError as e:  # AssignorFailed, or a cooperative group still revoking
+    except ModelFailure as e:  # AssignorFailed, or a cooperative group still revoking (NotSettled)
         _fail(outcome, info, e, 1)
         return _Round1(None, (), outcome)
     if fast is not None:
@@ -676,12 +725,15 @@ def _snapshot(g: _SweepGroup) -> _SweepGroup:
     h.timed_out = {}
     h.log = []
     h.rounds = list(g.rounds)
+    h.findings = []
     return h
 
 
 def _round2(config: GroupConfig, info: AssignorInfo, r1: _Round1, outcome: Outcome,
-            first_round: int) -> list[Round]:
-    """The event and the rebalance after it, with a cooperative assignor's follow-ups ([] if it fails)."""
+            first_round: int) -> list[list[Round]]:
+    """The event and the rebalances after it (two for a rejoin: after the time-out, after the rejoin), each
+    with a cooperative assignor's follow-ups; the rounds up to a failure. A rejoin's stale-claim findings
+    go to `outcome` under their ids (`STALE_CLAIM_KINDS`)."""
     if ASSIGNORS.get(info.name) is info:
         assert r1.group is not None
         g = _snapshot(r1.group)
@@ -692,23 +744,46 @@ def _round2(config: GroupConfig, info: AssignorInfo, r1: _Round1, outcome: Outco
                 outcome[ASSIGNOR_ERROR] = again.outcome[ASSIGNOR_ERROR]
             return []
         g = again.group
-    _apply(g, config.event)
+    out: list[list[Round]] = []
     try:
-        return g.rebalance()
-    except AssertionError as e:  # AssignorFailed, or a cooperative group still revoking
-        _fail(outcome, info, e, first_round)
-        return []
+        _apply(g, config.event, out)
+    except ModelFailure as e:  # AssignorFailed, or a cooperative group still revoking (NotSettled)
+        _fail(outcome, info, e, first_round + sum(map(len, out)))
+    for f in g.findings:  # only a rejoin brings stale claims
+        if outcome.get(f.kind) is None:
+            outcome[f.kind] = Found(first_round + len(out[0]), f.kind, failure=_stale_claim(f))  # after the time-out
+    return [rounds for rounds in out if rounds]
 
 
-def _apply(g: ConsumerGroup, event: GroupEvent) -> None:
-    if event.kind == "join":
-        g.join(event.member, event.topics, event.rack)
-    elif event.kind == "leave":
-        g.leave(event.member)
-    elif event.kind == "subscribe":
-        g.subscribe(event.member, event.topics)
-    else:
+def _stale_claim(f: Finding) -> Violation:
+    return Violation(f.kind, Severity.SOFT, f"member {f.member}", f"{STALE_CLAIM_KINDS[f.kind]}: {f.message}",
+                     {"kind": f.kind, "member": f.member, "generation": f.generation,
+                      "replay": f.group_file(), "excess": 1})
+
+
+def _apply(g: ConsumerGroup, event: GroupEvent, out: list[list[Round]]) -> None:
+    """Apply the event and rebalance after it, appending each rebalance's rounds to `out`: one rebalance,
+    or two for a rejoin (after the time-out, after the rejoin)."""
+    if event.kind not in ("join", "leave", "subscribe", "rejoin", "rejoin-join"):
+        assert event.topic is not None  # add-partitions names its topic
         g.add_partitions(event.topic, event.count)
+        out.append(g.rebalance())
+        return
+    member = event.member
+    assert member is not None  # every other event names its member
+    if event.kind == "join":
+        g.join(member, event.topics, event.rack)
+    elif event.kind == "leave":
+        g.leave(member)
+    elif event.kind == "subscribe":
+        g.subscribe(member, event.topics)
+    else:  # rejoin, rejoin-join
+        g.time_out(member)
+        out.append(g.rebalance())
+        g.rejoin(member, event.topics)
+        if event.joiner is not None:
+            g.join(event.joiner.name, event.joiner.topics, event.joiner.rack)
+    out.append(g.rebalance())
 
 
 def _assignments(rounds: Sequence[Round]) -> list[dict[str, list[str]]]:
@@ -811,14 +886,18 @@ class GroupSpace:
         return config, group_id - event
 
     def invariant_ids(self) -> list[str]:
-        return [f"{a}/{inv}" for a in self.assignors for inv in (ASSIGNOR_ERROR, *_BY_ID)]
+        stale = tuple(STALE_CLAIM_KINDS) if {"rejoin", "rejoin-join"} & set(self.bounds.events) else ()
+        return [f"{a}/{inv}" for a in self.assignors for inv in (ASSIGNOR_ERROR, *_BY_ID, *stale)]
 
     def invariant_info(self, key: str) -> GroupInvariant:
         assignor, _, inv = key.rpartition("/")
-        if assignor not in self.assignors or (inv not in _BY_ID and inv != ASSIGNOR_ERROR):
+        if assignor not in self.assignors or (inv not in _BY_ID and inv != ASSIGNOR_ERROR
+                                                   and inv not in STALE_CLAIM_KINDS):
             raise KeyError(f"unknown group-space invariant key '{key}'")
         if inv == ASSIGNOR_ERROR:  # a failed rebalance is never acceptable
             return GroupInvariant(key, assignor, inv, str(Severity.HARD), True)
+        if inv in STALE_CLAIM_KINDS:  # outside what Kafka promises (see invariants/rebalance.py): always a finding
+            return GroupInvariant(key, assignor, inv, str(Severity.SOFT), False)
         return GroupInvariant(key, assignor, inv, str(_BY_ID[inv].severity), inv in self._infos[assignor].guarantees)
 
     def metric_names(self) -> list[str]:
@@ -843,12 +922,16 @@ class GroupSpace:
 
     def _run(self, config: GroupConfig, info: AssignorInfo, r1: _Round1, result: BatchResult) -> None:
         outcome: Outcome = dict(r1.outcome)
+        if config.event.kind in ("rejoin", "rejoin-join"):
+            outcome |= dict.fromkeys(STALE_CLAIM_KINDS)  # only where a member rejoins with its old client state
         rounds = list(r1.rounds)
-        after = _round2(config, info, r1, outcome, len(rounds) + 1) if r1.group is not None else []
-        if after:
+        rebalances = _round2(config, info, r1, outcome, len(rounds) + 1) if r1.group is not None else []
+        for after in rebalances:
             check_rounds(after, len(rounds) + 1, outcome, _FAST)
             check_settled(after, len(rounds) + 1, outcome, _FAST)
             rounds += after
+        if rebalances:  # the metrics of the last rebalance, settled
+            after = rebalances[-1]
             for name, value in _metrics(config, after[0].subject, after[-1].subject, len(after) - 1).items():
                 result.add_metric(f"{config.assignor}/{name}", value)
         for inv, found in outcome.items():

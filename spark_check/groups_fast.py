@@ -20,13 +20,16 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Callable, Hashable
+from typing import TypeVar, cast
 
 from kcheck.invariants.assignment import AssignmentSubject, movement, optimal_counts, rack_placement
+from kcheck.model.vocabulary import TopicPartition
 
 MEMO_LIMIT = 500_000  # entries; a bounded space needs far fewer, an unbounded one must not eat the executor
+_T = TypeVar("_T")
 
 
-def _racks(s: AssignmentSubject, tp: object) -> frozenset[str]:
+def _racks(s: AssignmentSubject, tp: TopicPartition) -> frozenset[str]:
     return frozenset(b.rack for b in s.infos[tp].replicas if b.rack)
 
 
@@ -81,14 +84,15 @@ class FastChecks:
         self.memo: dict[Hashable, object] = {}
         self.flows = 0  # measures actually computed (memo misses), for the benchmark
 
-    def _best(self, key: Hashable, compute: Callable[[], object]) -> object:
+    def _best(self, key: Hashable, compute: Callable[[], _T]) -> _T:
+        """compute(), memoised; every key starts with its measure's name, so its value has that measure's type."""
         value = self.memo.get(key)
         if value is None:
             if len(self.memo) >= MEMO_LIMIT:
                 self.memo.clear()
             value = self.memo[key] = compute()
             self.flows += 1
-        return value
+        return cast(_T, value)
 
     def violated(self, invariant: str, s: AssignmentSubject) -> bool | None:
         """Whether the registry's check of `invariant` would report a violation; None: no fast form."""

@@ -13,7 +13,9 @@ otherwise `$SPARK_MASTER` or `local[*]`.
 
 from __future__ import annotations
 
+import atexit
 import os
+import shutil
 import sys
 import tempfile
 import time
@@ -25,7 +27,7 @@ from typing import Any
 import pyarrow as pa
 
 from kcheck.spark_check.batch import Space
-from kcheck.spark_check.store import ResultStore, Stored, gaps, split
+from kcheck.spark_check.store import ResultStore, Stored, cell_size, gaps, grid
 
 TASK_SCHEMA = "start long, stop long, configurations long, violations long, seconds double"
 RANGE_TARGET = 1_000_000  # configurations per task at most, unless --tasks asks for fewer, larger ones
@@ -43,18 +45,40 @@ logger.spark.level = error
 """
 
 
+_log4j_path: str | None = None
+
+
 def _quiet_log4j() -> str:
-    """A log4j2 configuration that keeps Spark's JVM to errors (no INFO/WARN banner on every run)."""
-    path = os.path.join(tempfile.gettempdir(), f"kcheck-log4j2-{os.getuid()}.properties")
-    current = None
-    if os.path.exists(path):
-        with open(path) as f:
-            current = f.read()
-    if current != _LOG4J:
-        with open(path + ".tmp", "w") as f:
+    """A log4j2 configuration that keeps Spark's JVM to errors (no INFO/WARN banner on every run).
+
+    Written into a fresh private directory (0700, file 0600) of this process, removed once the JVM has started
+    (or at exit): a fixed name in a shared $TMPDIR could be a symlink or a file planted by another user.
+    """
+    global _log4j_path
+    if _log4j_path is None or not os.path.exists(_log4j_path):
+        directory = tempfile.mkdtemp(prefix="kcheck-log4j2-")
+        atexit.register(shutil.rmtree, directory, True)
+        path = os.path.join(directory, "log4j2.properties")
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
+        with os.fdopen(fd, "w") as f:
             f.write(_LOG4J)
-        os.replace(path + ".tmp", path)
-    return path
+        _log4j_path = path
+    return _log4j_path
+
+
+def _drop_log4j() -> None:
+    """Remove the configuration once the JVM has read it (at start): a SIGKILLed sweep then leaves nothing."""
+    global _log4j_path
+    if _log4j_path is not None:
+        shutil.rmtree(os.path.dirname(_log4j_path), ignore_errors=True)
+        _log4j_path = None
+
+
+def _java_options_off_stderr(extra_java_options: str) -> str:
+    """The driver's JVM options with $JAVA_TOOL_OPTIONS/$_JAVA_OPTIONS moved into them: the JVM announces
+    those variables on stderr ("Picked up ..."), which would break a failing sweep's one line of error."""
+    moved = [os.environ.pop(name) for name in ("JAVA_TOOL_OPTIONS", "_JAVA_OPTIONS") if os.environ.get(name)]
+    return " ".join([*moved, extra_java_options])
 
 
 def spark_session(master: str | None = None, progress: bool | None = None, app_name: str = "kcheck-sweep",
@@ -77,11 +101,14 @@ def spark_session(master: str | None = None, progress: bool | None = None, app_n
         master = os.environ.get("SPARK_MASTER", "local[*]")
     if master is not None:
         builder = builder.master(master)
+    java_options = f"-Dlog4j2.configurationFile=file:{_quiet_log4j()}"
+    if not submitted:  # under spark-submit the JVM runs already
+        java_options = _java_options_off_stderr(java_options)
     conf = {
         # local mode: the console progress bar is the UI; skip the web UI's start-up and port
         **({"spark.ui.enabled": "false"} if master is not None and master.startswith("local") else {}),
         "spark.ui.showConsoleProgress": str(bool(progress)).lower(),
-        "spark.driver.extraJavaOptions": f"-Dlog4j2.configurationFile=file:{_quiet_log4j()}",
+        "spark.driver.extraJavaOptions": java_options,
         "spark.python.worker.reuse": "true",
         **(extra or {}),
     }
@@ -90,15 +117,25 @@ def spark_session(master: str | None = None, progress: bool | None = None, app_n
     with warnings.catch_warnings():
         warnings.filterwarnings("ignore", message="PySpark does not yet fully support pandas")
         spark = builder.getOrCreate()
+    _drop_log4j()
     spark.sparkContext.setLogLevel("ERROR")
     return spark
 
 
 def plan(size: int, stored: list[tuple[int, int]], tasks: int) -> list[tuple[int, int]]:
-    """The ranges still to compute: the gaps between stored ranges, cut into about `tasks` pieces."""
+    """The ranges still to compute: the gaps between stored ranges, cut into about `tasks` runs of whole grid
+    cells. Each task stores one file pair per cell (`_evaluate_ranges`), so the stored ranges do not depend
+    on `tasks` and sweeps run with different --tasks never overlap."""
     missing = gaps(stored, size)
     todo = sum(b - a for a, b in missing)
-    return split(missing, max(tasks, -(-todo // RANGE_TARGET)))
+    wanted = max(tasks, -(-todo // RANGE_TARGET))
+    out: list[tuple[int, int]] = []
+    for a, b in missing:
+        cells = grid(a, b, cell_size(size))
+        count = min(len(cells), max(1, round(wanted * (b - a) / todo)))  # tasks for this gap, by its share
+        cuts = [cells[i * len(cells) // count][0] for i in range(count)] + [b]
+        out += zip(cuts, cuts[1:], strict=False)
+    return out
 
 
 def _evaluate_ranges(space: Space, root: str) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
@@ -107,14 +144,19 @@ def _evaluate_ranges(space: Space, root: str) -> Callable[[Iterator[pa.RecordBat
     def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         store = ResultStore(root)
         keys = space.invariant_ids()
+        cell = cell_size(len(space))
         for batch in batches:
             for start, stop in zip(batch.column("start").to_pylist(), batch.column("stop").to_pylist(), strict=True):
                 began = time.perf_counter()
-                result = space.evaluate(start, stop)
-                store.write(result, keys)
+                configurations = violations = 0
+                for a, b in grid(start, stop, cell):  # one stored range per grid cell, whatever the task's size
+                    result = space.evaluate(a, b)
+                    store.write(result, keys)
+                    configurations += result.size
+                    violations += sum(result.violated.values())
                 yield pa.RecordBatch.from_pydict({
-                    "start": [start], "stop": [stop], "configurations": [result.size],
-                    "violations": [sum(result.violated.values())], "seconds": [time.perf_counter() - began]})
+                    "start": [start], "stop": [stop], "configurations": [configurations],
+                    "violations": [violations], "seconds": [time.perf_counter() - began]})
 
     return run
 
@@ -152,17 +194,23 @@ def sweep(space: Space, store: ResultStore, resume: bool = False, spark: Any = N
           tasks: int | None = None, progress: bool | None = None, opened: bool = False) -> SweepOutcome:
     """Run (or resume) a sweep of `space` into `store`, then read back and verify every stored range.
 
-    Opens the store first (refusing to mix or overwrite results) unless the caller did (`opened`).
-    Starts a SparkSession only when some range is missing.
+    Locks and opens the store first (refusing to mix or overwrite results) unless the caller did (`opened`).
+    Reads every stored range before computing, so a damaged store is refused before any Spark starts;
+    starts a SparkSession only when some range is missing. Stored files are never rewritten.
     """
-    if not opened:
-        store.open(space, resume)
-    size = len(space)
-    before = store.stored_ranges()
-    stats = JobStats(0, 0, 0.0, 0.0)
-    if gaps(before, size):
-        spark = spark or spark_session(master, progress)
-        parallelism = spark.sparkContext.defaultParallelism
-        todo = plan(size, before, tasks or 4 * parallelism)
-        stats = run_ranges(spark, space, store, todo)
-    return SweepOutcome(store.load(size), stats, len(before))
+    held = None if opened else store.begin(space, resume)
+    try:
+        size = len(space)
+        stored = store.load(size)
+        before = len(stored.ranges)
+        stats = JobStats(0, 0, 0.0, 0.0)
+        if stored.missing:
+            spark = spark or spark_session(master, progress)
+            parallelism = spark.sparkContext.defaultParallelism
+            todo = plan(size, stored.ranges, tasks or 4 * parallelism)
+            stats = run_ranges(spark, space, store, todo)
+            stored = store.load(size)
+        return SweepOutcome(stored, stats, before)
+    finally:
+        if held is not None:
+            held.release()

@@ -36,9 +36,10 @@ from kcheck.invariants.exhaustive import rack_layouts
 from kcheck.invariants.prover import RACK_NAMES, seed_for_draws
 from kcheck.invariants.registry import Violation
 from kcheck.model import Cluster, ReplicaAssignment
+from kcheck.reference.errors import KafkaError
 from kcheck.reference.java import JavaRandom
 from kcheck.reference.placement import assign_replicas_to_brokers, rack_alternated_broker_list
-from kcheck.reference.placers import PlacerInfo, resolve_placer, striped_assign
+from kcheck.reference.placers import BUILTIN_PLACERS, PlacerInfo, resolve_placer, striped_assign
 from kcheck.spark_check import vector
 from kcheck.spark_check.batch import BatchResult, FirstViolation
 
@@ -242,7 +243,7 @@ def skews(cluster: Cluster, placement: Mapping[int, Sequence[int]]) -> tuple[int
     """(leader skew, replica skew): max - min preferred leaders, and replicas, over the cluster's brokers."""
     from kcheck.invariants.optimal import metrics
 
-    m = metrics(cluster, dict(placement))
+    m = metrics(cluster, {p: list(replicas) for p, replicas in placement.items()})
     return m.leader_spread, m.replica_spread
 
 
@@ -257,10 +258,13 @@ class ScalarOutcome:
 def scalar_outcome(cfg: PlacementConfig, info: PlacerInfo, settings: BalanceSettings) -> ScalarOutcome:
     """Place and check one configuration through the reference and the registry's scalar checks."""
     cluster = cfg.cluster()
+    # Kafka's placers raise only Kafka's exceptions on purpose (anything else is a bug in the reference and
+    # propagates); a user's placer may raise anything, which is that placer's error.
+    expected = KafkaError if BUILTIN_PLACERS.get(cfg.placer) is info else Exception
     try:
         placement = cfg.place(info)
         assignment = ReplicaAssignment.from_placement(TOPIC, placement)
-    except Exception as e:  # a user's placer may raise anything; Kafka's do not within the space's bounds
+    except expected as e:
         return ScalarOutcome((), {}, {}, f"{type(e).__name__}: {e}")
     report = check_placement(PlacementSubject(cluster, assignment, settings, replication_factor=cfg.rf))
     by_id: dict[str, list[Violation]] = {}
@@ -270,10 +274,13 @@ def scalar_outcome(cfg: PlacementConfig, info: PlacerInfo, settings: BalanceSett
     metrics = {"leader-skew": leader, "replica-skew": replica}
     if cluster.rack_layout == "full":
         metrics["rack-spread"] = rack_spread(cluster, placement)
+    grown = cfg.grown()
     try:
-        metrics["moved-partitions"] = moved_partitions(placement, cfg.grown().place(info))
-    except Exception:  # noqa: BLE001 - the grown cluster is outside the space; a user's placer may refuse it
-        pass
+        again = grown.place(info)
+    except expected:  # the placer refuses the grown cluster (one broker more): no moved-partitions metric
+        again = None
+    if again is not None:
+        metrics["moved-partitions"] = moved_partitions(placement, again)
     return ScalarOutcome(report.checked, by_id, metrics)
 
 

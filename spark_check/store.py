@@ -14,14 +14,22 @@ moment leaves only whole ranges, and a task that Spark runs twice replaces its
 file with the same content. `load` refuses overlapping ranges and reports the
 ids not yet covered, so totals are never double-counted and a resumed sweep
 computes exactly the gaps.
+
+Ranges are stored as cells of a grid that depends on the space's size only
+(`cell_size`), never on the task count, so runs with different `--tasks` write the
+same files. A run holds an exclusive lock on a local store (`lock`); a second run
+is refused while the first lives, and the kernel drops the lock when its holder dies.
 """
 
 from __future__ import annotations
 
+import fcntl
 import hashlib
 import json
 import os
 import re
+import socket
+import time
 import uuid
 from collections import Counter
 from collections.abc import Iterable
@@ -36,6 +44,10 @@ from kcheck.spark_check.batch import BatchResult, FirstViolation, Space
 
 FORMAT = 1  # bump when the file layout changes: an old store is then refused, not misread
 _RANGE = re.compile(r"^(\d+)-(\d+)\.parquet$")
+LOCK_NAME = ".kcheck-sweep.lock"
+CELLS = 256  # grid cells per space (cells hold CELL_MIN..CELL_MAX ids): one file pair each, at most this many tasks
+CELL_MIN = 1_000
+CELL_MAX = 1_000_000
 
 VIOLATIONS_SCHEMA = pa.schema([
     ("range_start", pa.int64()), ("range_stop", pa.int64()), ("invariant", pa.string()),
@@ -125,18 +137,61 @@ class ResultStore:
         path = f"{root}/manifest.json"
         if fs.get_file_info(path).type == pafs.FileType.NotFound:
             return None
-        with fs.open_input_stream(path) as f:
-            try:
-                return json.loads(f.read().decode())
-            except ValueError:
-                raise StoreError(f"{self.root}/manifest.json is not valid JSON") from None
+        try:
+            with fs.open_input_stream(path) as f:
+                manifest = json.loads(f.read().decode())
+        except OSError as e:
+            raise StoreError(f"{self.root}/manifest.json: cannot read it ({_first_line(e)})") from None
+        except ValueError:  # also bytes that are not UTF-8
+            raise StoreError(f"{self.root}/manifest.json is not valid JSON") from None
+        if not isinstance(manifest, dict) or "fingerprint" not in manifest:
+            raise StoreError(f"{self.root}/manifest.json is not a kcheck sweep manifest")
+        return manifest
+
+    def lock(self) -> StoreLock:
+        """Hold the store for one run: a non-blocking exclusive flock on its lock file, which names the holder.
+
+        The kernel releases a flock when its process dies, so a killed sweep never blocks the next one.
+        Remote stores (URIs) have no lock: run one sweep at a time there.
+        """
+        if "://" in self.root:
+            return StoreLock(None)
+        path = os.path.join(self.root, LOCK_NAME)
+        try:
+            os.makedirs(self.root, exist_ok=True)
+            # O_NOFOLLOW: a planted symlink is not followed; no O_TRUNC: the holder's line is read when refused
+            fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644)
+        except FileExistsError:
+            raise StoreError(f"{self.root} is not a directory") from None
+        except OSError as e:
+            raise StoreError(f"{self.root}: cannot create the lock file {LOCK_NAME} ({e.strerror or e}); "
+                             "is the directory writable?") from None
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            holder = os.pread(fd, 300, 0).decode(errors="replace").strip().splitlines()
+            os.close(fd)
+            raise StoreError(f"{self.root} is in use by another sweep ({holder[0] if holder else 'holder unknown'}); "
+                             "wait for it or stop it") from None
+        started = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, f"pid {os.getpid()} on {socket.gethostname()}, started {started}\n".encode(), 0)
+        return StoreLock(fd)
 
     def open(self, space: Space, resume: bool) -> dict[str, Any]:
         """Prepare the store for a sweep of `space`; refuse anything that could lose or mix results."""
         fs, root = self._fs()
-        entries = self._list(fs, root)
+        # A kill before the manifest is renamed into place leaves only this run's lock, empty dataset
+        # folders and hidden temporary files: nothing to protect, so such a store starts afresh.
+        entries = [e for e in self._list(fs, root) if not _disposable(e) and not (
+            e.base_name in ("violations", "metrics") and e.type == pafs.FileType.Directory
+            and all(_disposable(f) for f in self._list(fs, e.path)))]
         wanted = describe_space(space)
         manifest = self.manifest()
+        if "://" not in root:  # refuse before computing, not when the first task fails to write
+            for path in (root, f"{root}/violations", f"{root}/metrics"):
+                if os.path.isdir(path) and not os.access(path, os.W_OK | os.X_OK):
+                    raise StoreError(f"{path} is not writable")
         if entries and not resume:
             raise StoreError(f"{self.root} already holds results (pass --resume to continue that sweep, "
                              "or choose another --out)")
@@ -146,10 +201,25 @@ class ResultStore:
             if manifest.get("fingerprint") != wanted["fingerprint"]:
                 raise StoreError(f"{self.root} holds a different sweep: {_difference(manifest, wanted)}")
             return manifest
-        fs.create_dir(f"{root}/violations", recursive=True)
-        fs.create_dir(f"{root}/metrics", recursive=True)
-        self._write_atomic(fs, f"{root}/manifest.json", json.dumps(wanted, indent=2).encode())
+        try:
+            fs.create_dir(f"{root}/violations", recursive=True)
+            fs.create_dir(f"{root}/metrics", recursive=True)
+            self._write_atomic(fs, f"{root}/manifest.json", json.dumps(wanted, indent=2).encode())
+        except OSError as e:
+            raise StoreError(f"{self.root}: cannot create the store ({_first_line(e)})") from None
         return wanted
+
+    def begin(self, space: Space, resume: bool) -> StoreLock:
+        """`open` and `lock`, for one run: opened first, so no lock file lands in a foreign directory; opened
+        again under the lock, since another sweep may have begun the store in between."""
+        self.open(space, resume)
+        held = self.lock()
+        try:
+            self.open(space, resume=True)
+        except BaseException:
+            held.release()
+            raise
+        return held
 
     def stored_ranges(self) -> list[tuple[int, int]]:
         fs, root = self._fs()
@@ -165,13 +235,14 @@ class ResultStore:
         fs, root = self._fs()
         ranges = self.stored_ranges()
         for (a, b), (c, d) in zip(ranges, ranges[1:], strict=False):
-            if c < b:
-                raise StoreError(f"{self.root}: stored ranges [{a}, {b}) and [{c}, {d}) overlap")
+            if c < b:  # only stores written by older versions (task-dependent ranges) or by hand
+                raise StoreError(f"{self.root}: stored ranges [{a}, {b}) and [{c}, {d}) overlap; delete "
+                                 f"violations/{_range_name(c, d)} and resume to recompute what it held")
         if ranges and (ranges[0][0] < 0 or ranges[-1][1] > size):
             raise StoreError(f"{self.root}: stored ranges run outside the space's ids 0..{size - 1}")
         result = BatchResult(0, size)
         for start, stop in ranges:
-            table = pq.read_table(f"{root}/violations/{_range_name(start, stop)}", filesystem=fs)
+            table = self._read(fs, f"{root}/violations/{_range_name(start, stop)}", VIOLATIONS_SCHEMA)
             for row in table.to_pylist():
                 key = row["invariant"]
                 result.checked[key] += row["checked"]
@@ -184,11 +255,24 @@ class ResultStore:
                         result.first[key] = first
             metrics_path = f"{root}/metrics/{_range_name(start, stop)}"
             if fs.get_file_info(metrics_path).type != pafs.FileType.NotFound:
-                for row in pq.read_table(metrics_path, filesystem=fs).to_pylist():
+                for row in self._read(fs, metrics_path, METRICS_SCHEMA).to_pylist():
                     value = row["value"]
                     result.metrics.setdefault(row["metric"], Counter())[int(value) if value.is_integer() else value] \
                         += row["count"]
         return Stored(result, ranges, gaps(ranges, size), size)
+
+    def _read(self, fs: pafs.FileSystem, path: str, schema: pa.Schema) -> pa.Table:
+        """One stored file; a damaged one is a one-line StoreError naming it (it is never rewritten here)."""
+        # the range counts as stored while its violations file exists (the metrics one is replaced on recompute)
+        redo = f"delete violations/{path.rpartition('/')[2]} and resume to recompute its range"
+        try:
+            table = pq.read_table(path, filesystem=fs)
+        except (OSError, ValueError, pa.ArrowException) as e:
+            reason = _first_line(e).replace(f" '{path}'", "").replace(path, "it")  # name the file once
+            raise StoreError(f"{path} is damaged ({reason}); {redo}") from None
+        if not table.schema.equals(schema, check_metadata=False):
+            raise StoreError(f"{path} is damaged (its columns are not a kcheck sweep's); {redo}")
+        return table
 
     # --- executor side ---------------------------------------------------------------------------------------
 
@@ -230,6 +314,39 @@ class ResultStore:
         with fs.open_output_stream(tmp) as f:
             f.write(data)
         fs.move(tmp, path)
+
+
+class StoreLock:
+    """A held store lock (or none, for remote stores); `release` ends it, as does the process's death."""
+
+    def __init__(self, fd: int | None) -> None:
+        self.fd = fd
+
+    def release(self) -> None:
+        # The lock file stays: unlinking it would let a waiter lock the old inode while a newcomer locks a new one.
+        if self.fd is not None:
+            os.close(self.fd)
+            self.fd = None
+
+
+def _disposable(info: pafs.FileInfo) -> bool:
+    return info.base_name == LOCK_NAME or info.base_name.startswith(".tmp-")
+
+
+def _first_line(error: BaseException) -> str:
+    text = str(error).strip()
+    return text.splitlines()[0] if text else type(error).__name__
+
+
+def cell_size(size: int) -> int:
+    """Ids per stored range: from the space's size only, so every run of a space cuts it on the same grid."""
+    return min(CELL_MAX, max(CELL_MIN, -(-size // CELLS)))
+
+
+def grid(start: int, stop: int, cell: int) -> list[tuple[int, int]]:
+    """[start, stop) cut at the multiples of `cell`."""
+    cuts = [start, *range((start // cell + 1) * cell, stop, cell), stop] if stop > start else []
+    return list(zip(cuts, cuts[1:], strict=False))
 
 
 def gaps(ranges: Iterable[tuple[int, int]], size: int) -> list[tuple[int, int]]:

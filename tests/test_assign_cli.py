@@ -391,7 +391,7 @@ BAD_GROUPS = [
     ('{"topics": {"' + "t" * 250 + '": 1}, ' + OK_MEMBERS + "}", "the name is longer than 249 characters"),
     ('{"topics": {"orders": 1, "orders": 2}, ' + OK_MEMBERS + "}", "topic orders is listed twice"),
     ('{"topics": {"orders": 6000000, "payments": 6000000}, ' + OK_MEMBERS + "}",
-     "topic payments: more than 10,000,000 partitions in all"),
+     "topic orders: more than 2,000,000 partitions in all"),
     ('{"topics": {"orders": 1}, "members": ["c1"]}', '"members" must be an object of member id -> subscription'),
     ('{"topics": {"orders": 1}, "members": {}}', '"members" is empty: the group has no member to assign to'),
     ('{"topics": {"orders": 1}, "members": {"c1": ["orders"], "c1": ["orders"]}}', "member c1 is listed twice"),

@@ -18,7 +18,6 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from kcheck.model import Broker, PartitionInfo, Subscription, TopicPartition
-from rack_checks import check_rack_assignment
 from kcheck.reference.assignors.client import (
     MemberInfo,
     RangeAssignor,
@@ -26,6 +25,7 @@ from kcheck.reference.assignors.client import (
     build_partitions_per_topic,
     sorted_members,
 )
+from rack_checks import check_rack_assignment
 
 ALL_RACKS = ("a", "b", "c", "d", "e", "f")
 
@@ -674,3 +674,31 @@ def test_round_robin_property_balanced_with_equal_subscriptions(group):
     check_valid(ppt, subs, out)
     sizes = [len(parts) for parts in out.values()]
     assert max(sizes) - min(sizes) <= 1
+
+
+# --- one calling convention -------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("name", ["range", "roundrobin", "sticky", "cooperative-sticky", "uniform", "server-range"])
+def test_every_assignor_has_kafkas_client_signature(name):
+    """`assign(metadata, subscriptions)` is ConsumerPartitionAssignor.assign(Cluster, GroupSubscription) for
+    every built-in assignor: metadata (topic -> PartitionInfos, here with an unsubscribed and an empty
+    topic) and subscriptions in, member -> [TopicPartition] out, the same as `assign_partitions` on the
+    topics Kafka hands over. The client assignors' count form is `assign_partition_counts`."""
+    from kcheck.reference.assignors.client import build_partitions_per_topic, partition_infos_without_racks
+    from kcheck.reference.assignors.registry import ASSIGNORS, ServerSideAdapter, subscribed_topic_metadata
+
+    metadata = {"a": [PartitionInfo("a", i) for i in range(3)], "b": [PartitionInfo("b", i) for i in range(2)],
+                "unsubscribed": [PartitionInfo("unsubscribed", 0)], "empty": []}
+    subs = {"c1": Subscription(("a", "b", "empty")), "c2": Subscription(("a",))}
+    assignor = ASSIGNORS[name].factory()
+    out = assignor.assign(metadata, subs)
+    ppt = subscribed_topic_metadata(metadata, subs) if isinstance(assignor, ServerSideAdapter) else \
+        build_partitions_per_topic(metadata, subs)
+    assert out == ASSIGNORS[name].factory().assign_partitions(ppt, subs)
+    assert sorted(tp for tps in out.values() for tp in tps) == \
+        [tp(t, i) for t, n in (("a", 3), ("b", 2)) for i in range(n)]
+    if not isinstance(assignor, ServerSideAdapter):
+        counts = {"a": 3, "b": 2}
+        assert ASSIGNORS[name].factory().assign_partition_counts(counts, subs) == \
+            ASSIGNORS[name].factory().assign_partitions(partition_infos_without_racks(counts), subs)

@@ -18,7 +18,6 @@ from hypothesis import strategies as st
 
 from kcheck.model.group import PartitionInfo, Subscription
 from kcheck.model.vocabulary import Broker, TopicPartition
-from rack_checks import check_rack_assignment
 from kcheck.reference.assignors.sticky import (
     DEFAULT_GENERATION,
     AbstractStickyAssignor,
@@ -32,6 +31,7 @@ from kcheck.reference.assignors.sticky import (
     use_rack_aware_assignment,
 )
 from kcheck.reference.java import JavaHashMap
+from rack_checks import check_rack_assignment
 
 ALL_RACKS = ("a", "b", "c", "d", "e", "f")  # AbstractPartitionAssignorTest.ALL_RACKS
 NO_BROKER_RACK, NO_CONSUMER_RACK, BROKER_AND_CONSUMER_RACK = "NO_BROKER_RACK", "NO_CONSUMER_RACK", "BOTH"
@@ -844,7 +844,7 @@ def test_no_exception_thrown_when_only_subscribed_topic_deleted(kind, rack_confi
     f.subscriptions.put(consumer_id, f.subscription([topic], 0))
     assignment = f.assign(ppt)
     f.subscriptions.put(consumer_id, f.v2([topic], assignment[consumer_id], GENERATION_ID, 0))
-    assignment = f.assignor.assign({}, f.subscriptions)
+    assignment = f.assignor.assign_partition_counts({}, f.subscriptions)
     assert f.assignor.partitions_transferring_ownership == {}
     assert assignment == {consumer_id: []}
 
@@ -1260,7 +1260,7 @@ def test_seed_seven_partitions_over_three_consumers():
     over. Fresh round robin over [c1, c2, c3]: t-0..t-2 to c1..c3; t-3, t-4, t-5 bring each to minQuota
     and move it to the 'exactly minQuota' queue; t-6 goes to that queue's head, c1."""
     subs = {c: Subscription(("t",)) for c in ("c1", "c2", "c3")}
-    a = StickyAssignor().assign({"t": 7}, subs)
+    a = StickyAssignor().assign_partition_counts({"t": 7}, subs)
     assert a == {"c1": [tp("t", 0), tp("t", 3), tp("t", 6)], "c2": [tp("t", 1), tp("t", 4)],
                  "c3": [tp("t", 2), tp("t", 5)]}
 
@@ -1268,8 +1268,8 @@ def test_seed_seven_partitions_over_three_consumers():
 def test_max_generation_is_never_reset():
     """Kafka's `maxGeneration()` keeps the largest generation an instance has ever seen."""
     a = CooperativeStickyAssignor()
-    a.assign({"t": 2}, {"c1": Subscription(("t",), None, (tp("t", 0),), 5)})
-    a.assign({"t": 2}, {"c1": Subscription(("t",), None, (tp("t", 0),), 3)})
+    a.assign_partition_counts({"t": 2}, {"c1": Subscription(("t",), None, (tp("t", 0),), 5)})
+    a.assign_partition_counts({"t": 2}, {"c1": Subscription(("t",), None, (tp("t", 0),), 3)})
     assert a.max_generation == 5
 
 
@@ -1283,7 +1283,7 @@ def test_tie_break_uses_raw_generation_of_the_earlier_claimant():
     data3 = serialize_topic_partition_assignment([tp("t", 0)], 3)
     subs = {consumer1: Subscription(("t",), data3), consumer2: Subscription(("t",), data5)}
     assert _java_map(subs).keys() == [consumer2, consumer1]
-    a = StickyAssignor().assign({"t": 2}, subs)
+    a = StickyAssignor().assign_partition_counts({"t": 2}, subs)
     assert a == {consumer1: [tp("t", 0)], consumer2: [tp("t", 1)]}
 
 

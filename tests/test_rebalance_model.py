@@ -2,27 +2,37 @@
 
 `test_model_keeps_guarantees` runs the state machine for each assignor at CI size; set
 `KCHECK_REBALANCE_EXAMPLES=2000` (and optionally `KCHECK_REBALANCE_STEPS`) for a deep run.
-The finding tests replay, step by step, the smallest histories the model found where Kafka's
-StickyAssignor breaks a guarantee; the model itself steers clear of them (see `rebalance_machine`).
+The finding tests replay, step by step, histories where Kafka's StickyAssignor hands a member a partition
+of a topic it dropped, or throws, because of its stale user data: the model records them as findings
+(they are not skipped, and they do not fail it), and the rejoin sweep that `kcheck check` runs finds the
+smallest of each, with a `kcheck assign` file that replays it.
 """
 
 from __future__ import annotations
 
+import json
+
 import pytest
 from hypothesis.stateful import run_state_machine_as_test
 
+from kcheck.check import REJOIN_SPACE, run_rebalance_models, run_rejoin_sweep
+from kcheck.group_format import parse_group, run_assignor
 from kcheck.invariants.assignment import movement
 from kcheck.invariants.rebalance import (
     CI_EXAMPLES,
     CI_STEPS,
+    STALE_INVALID,
+    STALE_NPE,
     AssignorFailed,
     ConsumerGroup,
+    GuaranteeBroken,
     model_settings,
     rebalance_machine,
 )
 from kcheck.model import TopicPartition
-from kcheck.reference.assignors.registry import ASSIGNORS
-from kcheck.reference.assignors.sticky import NullPointerException
+from kcheck.reference.assignors.client import RangeAssignor
+from kcheck.reference.assignors.registry import ASSIGNORS, AssignorInfo
+from kcheck.reference.assignors.sticky import IllegalStateException, StickyAssignor
 
 
 @pytest.mark.parametrize("name", list(ASSIGNORS))
@@ -100,8 +110,16 @@ def test_finding_sticky_hands_a_dropped_topic_back_to_an_older_generation_owner(
     g = _stale_sticky_member("sticky")
     (r,) = g.rebalance()
     assert r.subject.assignment["c1"] == [TopicPartition("t1", 0)]
-    valid = [v for v in r.broken if v.invariant == "assignment.valid"]
-    assert [(v.where, v.detail["partitions"]) for v in valid] == [("member c1", ["t1-0"])]
+    assert r.broken == ()  # a finding, not a broken guarantee: the claim is stale, from generation 1
+    (f,) = g.findings
+    assert (f.kind, f.member, f.generation) == (STALE_INVALID, "c1", 3)
+    assert f.message == ("member c1 is assigned t1-0 but subscribes only to [t2]: its user data from an older "
+                         "generation claims [t1-0, t1-1]")
+    assert f.story == tuple(g.log)  # the whole history, up to this rebalance
+    # The finding's group file replays the rebalance in `kcheck assign`: the same assignment.
+    assert f.group_file()["members"]["c1"] == {"topics": ["t2"], "owned": ["t1-0", "t1-1"], "generation": 1}
+    replay = run_assignor(ASSIGNORS["sticky"], parse_group(json.dumps(f.group_file()), "finding.json"))
+    assert replay.assignment == r.subject.assignment
     # The cooperative assignor is safe in the same story: the rejoining member lost its partitions
     # (onJoinPrepare after a reset generation) and ownership comes from owned_partitions, not user data.
     c = _stale_sticky_member("cooperative-sticky")
@@ -110,7 +128,8 @@ def test_finding_sticky_hands_a_dropped_topic_back_to_an_older_generation_owner(
 
 def test_finding_sticky_null_pointer_for_a_fixed_older_generation_owner():
     """The same prevAssignment check dereferences currentAssignment.get(prevOwner), which is null once the
-    previous owner is set aside as fixed: Java throws a NullPointerException and the rebalance fails.
+    previous owner is set aside as fixed: Java throws a NullPointerException and the rebalance fails. The
+    leader's poll() throws it, so its consumer stops and leaves; the model records the finding and goes on.
 
     Generation 3: c1 (user data: t1-0..3, t3-0 from generation 1) subscribes to [t3] only and holds t3-0,
     its whole topic, which nobody else subscribes to: c1 is fixed. c2 (generation 2) holds t1-0..3 and c3
@@ -125,14 +144,24 @@ def test_finding_sticky_null_pointer_for_a_fixed_older_generation_owner():
     g.rejoin("c1")
     g.subscribe("c1", ["t3"])
     g.join("c3", ["t1"])
-    with pytest.raises(AssignorFailed) as failed:
-        g.rebalance()
-    assert isinstance(failed.value.__cause__, NullPointerException)
-    assert g.log[-1] == "rebalance: generation 3, leader c2 -> sticky throws NullPointerException"
+    assert g.rebalance() == []
+    (f,) = g.findings
+    assert (f.kind, f.member, f.generation) == (STALE_NPE, "c1", 3)
+    assert g.log[-2:] == ["rebalance: generation 3, leader c2 -> sticky throws NullPointerException",
+                          "c2's poll() throws; its consumer stops and leaves the group"]
+    assert f.story[-1] == "rebalance: generation 3, leader c2 -> sticky throws NullPointerException"
+    with pytest.raises(Exception, match="NullPointerException"):  # `kcheck assign` replays the throw
+        run_assignor(ASSIGNORS["sticky"], parse_group(json.dumps(f.group_file()), "finding.json"))
+    assert list(g.members) == ["c1", "c3"] and g.pending
+    (r,) = g.rebalance()  # without the failed leader, c1 leads: no stale claim against a newer owner is left
+    assert r.broken == () and not g.findings[1:]
 
 
-def test_model_steers_clear_of_the_finding_unless_allowed():
+def test_model_records_the_finding_instead_of_skipping_it():
+    """The state machine allows the stale-claim history (a timed-out member rejoins, then drops t1) and
+    records the finding without failing; the other rules go on."""
     machine = rebalance_machine("sticky")
+    machine.findings.clear()
     state = machine()
     state.create_topics(sizes=[2, 1, 1], replication=1, broker_racks=False)
     state.join(topics=["t1"], rack=None)
@@ -141,21 +170,101 @@ def test_model_steers_clear_of_the_finding_unless_allowed():
     state.join(topics=["t1"], rack=None)
     state.join(topics=["t1", "t2", "t3"], rack=None)
     state.rebalance()
-    state.rejoin(member="c1")
-    state.subscribe(member="c1", topics=["t2"])  # skipped: would claim t1 while subscribing to t2 only
-    assert state.group.members["c1"].topics == ("t1",)
-    state.rebalance()
+    state.rejoin(member="c1", topics=["t2"])  # rejoining with a new subscription is a rule of its own
+    assert state.group.members["c1"].topics == ("t2",)
+    state.rebalance()  # no exception: a finding
+    state.ownership_is_exclusive()
     state.teardown()
+    assert [f.kind for f in machine.findings] == [STALE_INVALID]
+    assert machine.findings[0].story[-2] == ("c1 rejoins with the client state of its timed-out session, "
+                                             "subscribing to [t2]")
 
-    allowed = rebalance_machine("sticky", allow_stale_unsubscribed_claims=True)()
-    allowed.create_topics(sizes=[2, 1, 1], replication=1, broker_racks=False)
-    allowed.join(topics=["t1"], rack=None)
-    allowed.rebalance()
-    allowed.time_out(member="c1")
-    allowed.join(topics=["t1"], rack=None)
-    allowed.join(topics=["t1", "t2", "t3"], rack=None)
-    allowed.rebalance()
-    allowed.rejoin(member="c1")
-    allowed.subscribe(member="c1", topics=["t2"])
-    with pytest.raises(AssertionError, match="assignment.valid at member c1"):
-        allowed.rebalance()
+
+class _ForeignPartition(StickyAssignor):
+    """Also hands c1 a partition of t3, which nobody claims: not a stale claim, so a broken guarantee."""
+
+    def assign_partitions(self, ppt, subscriptions):
+        out = super().assign_partitions(ppt, subscriptions)
+        if "c1" in out and "t3" in ppt:
+            out["c1"] = [*out["c1"], TopicPartition("t3", 0)]
+            for m, tps in out.items():
+                if m != "c1":
+                    out[m] = [tp for tp in tps if tp != TopicPartition("t3", 0)]
+        return out
+
+
+def test_an_invalid_assignment_without_a_stale_claim_still_breaks_the_guarantee():
+    info = AssignorInfo("foreign", _ForeignPartition, False, ASSIGNORS["sticky"].guarantees)
+    g = ConsumerGroup(info, {"t1": 2, "t2": 1, "t3": 1})
+    g.join("c1", ["t1"])
+    g.join("c2", ["t3"])
+    (r,) = g.rebalance()
+    assert [v.where for v in r.broken if v.invariant == "assignment.valid"] == ["member c1"]
+    assert g.findings == []
+    # In a stale-claim round, a violation that is not only stale claims stays a failure, as a whole.
+    s = _stale_sticky_member("sticky")
+    s.info = info
+    for m in s.members.values():
+        m.client.__class__ = _ForeignPartition
+    (r,) = s.rebalance()
+    assert s.findings == []
+    assert [v.detail["partitions"] for v in r.broken if v.invariant == "assignment.valid"] == [["t1-0", "t3-0"]]
+
+
+def test_assignor_exceptions_other_than_the_stale_npe_fail_the_rebalance():
+    class Throws(StickyAssignor):
+        def assign_partitions(self, ppt, subscriptions):
+            raise IllegalStateException("No more unfilled consumers to be assigned.")
+
+    g = ConsumerGroup(AssignorInfo("throws", Throws, False, frozenset()), {"t1": 1})
+    g.join("c1", ["t1"])
+    with pytest.raises(AssignorFailed) as failed:
+        g.rebalance()
+    assert isinstance(failed.value.__cause__, IllegalStateException)
+
+
+def test_a_stray_assert_in_the_reference_propagates_out_of_check(monkeypatch):
+    """kcheck check catches the model's verdicts (ModelFailure), not any AssertionError: an `assert` failing
+    inside the reference is a bug in kcheck, not 'the assignor's rebalance fails'."""
+    def broken(self, ppt, subscriptions):
+        raise AssertionError("a bug in the reference")
+
+    monkeypatch.setattr(RangeAssignor, "assign_partitions", broken)  # the first assignor the check runs
+    with pytest.raises(AssertionError, match="a bug in the reference") as e:
+        run_rebalance_models(examples=10, steps=5)
+    assert not isinstance(e.value, GuaranteeBroken)
+
+
+def test_check_finds_both_stale_claim_findings_with_their_smallest_groups():
+    """`kcheck check`'s rejoin sweep: no guarantee breaks; the two findings, smallest group first, and each
+    group file replays its rebalance in `kcheck assign`."""
+    sweep = run_rejoin_sweep()
+    assert sweep.space == REJOIN_SPACE and sweep.groups == 872
+    assert sweep.failures == []
+    by_kind = {o.invariant: o for o in sweep.findings}
+    assert set(by_kind) == {STALE_INVALID, STALE_NPE} and {o.assignor for o in sweep.findings} == {"sticky"}
+    invalid, npe = by_kind[STALE_INVALID], by_kind[STALE_NPE]
+    # t1 (1), t2 (1); c1 [t1], c2 [t1, t2]. c1 times out: c2 holds both at generation 2. c1 rejoins on [t2] as
+    # c3 joins on [t1]; c2 keeps t2-0 and t1-0, c3 has none, so performReassignments hands t1-0 back to c1.
+    assert invalid.config["story"][1:] == [
+        "c1 joins subscribing [t1]", "c2 joins subscribing [t1, t2]",
+        "rebalance (round 1, generation 1): sticky assigns from scratch", "c1's session times out",
+        "rebalance (round 2, generation 2): owned partitions from round 1, without c1",
+        "c1 rejoins subscribing to [t2] with its client's state from round 1 (a sticky member: its round-1 "
+        "assignment and generation)",
+        "c3 joins subscribing [t1]", "rebalance again"]
+    assert invalid.message == ("round 3: stale-claim violation: member c1 is assigned t1-0 but subscribes only to "
+                               "[t2]: its user data from an older generation claims [t1-0]")
+    replay = run_assignor(ASSIGNORS["sticky"], parse_group(json.dumps(invalid.replay), "finding.json"))
+    assert replay.assignment["c1"] == [TopicPartition("t1", 0)]
+    # t1 (1), t2 (2); c1, c2 on [t2]. c1 times out; c1 rejoins on [t1] (it holds all of t1: set aside as fixed)
+    # as c3 joins on [t2]; c2 has 2, c3 0, and t2-0's previous owner is c1: currentAssignment.get(c1) is null.
+    assert npe.config["topics"] == {"t1": 1, "t2": 2}
+    assert npe.config["event"]["text"] == ("c1's session times out, the group rebalances without it, and it "
+                                           "rejoins subscribing to [t1] with its client's state, as c3 joins "
+                                           "subscribing [t2]")
+    assert npe.replay == {"topics": {"t1": 1, "t2": 2}, "members": {
+        "c2": {"topics": ["t2"], "owned": ["t2-1", "t2-0"], "generation": 2},
+        "c1": {"topics": ["t1"], "owned": ["t2-0"], "generation": 1}, "c3": {"topics": ["t2"]}}}
+    with pytest.raises(Exception, match="NullPointerException"):
+        run_assignor(ASSIGNORS["sticky"], parse_group(json.dumps(npe.replay), "finding.json"))

@@ -10,10 +10,18 @@ from dataclasses import replace
 
 import pytest
 
-from kcheck.invariants.replication import check_replication
-from kcheck.invariants.replication_explore import ReplayError, Trace, exhaust, explore, replay, resolve_protocol, split_fetches
-from kcheck.invariants.replication_rows import ROW_1, ROW_3, ROW_SCRIPTS, cfg_for, run_script
 from kcheck.check import SMALL_EXHAUSTIVE_BOUNDS
+from kcheck.invariants.replication import check_replication
+from kcheck.invariants.replication_explore import (
+    ReplayError,
+    Trace,
+    exhaust,
+    explore,
+    replay,
+    resolve_protocol,
+    split_fetches,
+)
+from kcheck.invariants.replication_rows import ROW_1, ROW_3, ROW_SCRIPTS, cfg_for, run_script
 from kcheck.model.replication import VARIANTS, Config, Protocol, initial_state
 from kcheck.model.replication.actions import Action, apply, enabled
 from kcheck.model.replication.protocol import (
@@ -73,6 +81,7 @@ def test_exhaustive_search_finds_each_variant_within_the_rows_length(name):
     assert steps[-1].violations and len(steps) == len(result.trace.steps) + 1
 
 
+@pytest.mark.slow  # about 4 minutes alone: `python -m pytest -m slow`
 def test_abstract_search_finds_row_4_in_fewer_steps_than_the_row():
     """Row 4 is beyond the exact search (depth 8 of 27 in 150,000 states); the abstract search over atomic
     fetches finds a KIP-320 violation (a broker acting on another's stale epoch), and its trace is a run of

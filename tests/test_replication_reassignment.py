@@ -15,10 +15,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from kcheck.cli import main
 from kcheck.invariants.replication import check_replication
 from kcheck.invariants.replication_explore import Trace, exhaust, explore, replay
 from kcheck.invariants.replication_rows import matches as _matches
-from kcheck.cli import main
 from kcheck.model.replication import Config, Protocol, apply, initial_state
 from kcheck.model.replication.actions import (
     cancel_reassignment,

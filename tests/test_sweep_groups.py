@@ -16,15 +16,16 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from kcheck.group_format import parse_group, run_assignor
 from kcheck.invariants import REGISTRY, AssignmentSubject
 from kcheck.invariants.assignment import renamed
-from kcheck.group_format import parse_group, run_assignor
 from kcheck.model import Broker, PartitionInfo, Subscription, TopicPartition
 from kcheck.reference.assignors.registry import ASSIGNORS, resolve_assignor
 from kcheck.spark_check import groups
 from kcheck.spark_check.batch import merge
 from kcheck.spark_check.groups import (
     ASSIGNOR_ERROR,
+    DEFAULT_EVENTS,
     EVENTS,
     GROUP_PRESETS,
     GroupBounds,
@@ -40,8 +41,10 @@ from kcheck.spark_check.groups_fast import (
 )
 
 NONE, TWO_RACKS = RackLayout(), RackLayout(2, 1)
-# One topic of 1 or 2 partitions, 1 or 2 members (every member subscribes to t1), no racks: 12 groups.
-TINY = GroupBounds(max_members=2, max_topics=1, max_partitions=2, racks=(NONE,))
+# One topic of 1 or 2 partitions, 1 or 2 members (every member subscribes to t1), no racks, the four
+# one-step events (rejoins have their own tests): 12 groups.
+TINY = GroupBounds(max_members=2, max_topics=1, max_partitions=2, racks=(NONE,),
+                   events=("join", "leave", "subscribe", "add-partitions"))
 
 
 # --- sizes ------------------------------------------------------------------------------------------------
@@ -58,7 +61,9 @@ def closed_form(b: GroupBounds) -> int:
                 events = ((s * r if "join" in b.events else 0)
                           + (m if "leave" in b.events and m >= 2 else 0)
                           + (m * (s - 1) if "subscribe" in b.events else 0)
-                          + (t * b.max_added if "add-partitions" in b.events else 0))
+                          + (t * b.max_added if "add-partitions" in b.events else 0)
+                          + (m * s if "rejoin" in b.events and m >= 2 else 0)
+                          + (m * s * s * r if "rejoin-join" in b.events and m >= 2 else 0))
                 total += b.max_partitions ** t * (s * r) ** m * events
     return total
 
@@ -89,6 +94,8 @@ def test_tiny_space_counted_by_hand():
     GroupBounds(max_members=3, max_topics=2, max_partitions=1, subscriptions="nested", rackless_members=True,
                 racks=(NONE, RackLayout(3, 2)), events=("join", "subscribe")),
     GroupBounds(max_members=2, max_topics=3, max_partitions=1, subscriptions="equal", events=("leave",)),
+    GroupBounds(max_members=3, max_topics=2, max_partitions=1, racks=(NONE, TWO_RACKS),
+                events=("rejoin", "rejoin-join")),
 ])
 def test_ids_enumerate_exactly_the_brute_force_configurations_in_order(bounds):
     space = GroupSpace(bounds, ["range", "sticky"])
@@ -99,8 +106,9 @@ def test_ids_enumerate_exactly_the_brute_force_configurations_in_order(bounds):
 
 def canonical(c):
     ev = c.event
+    joiner = None if ev.joiner is None else (ev.joiner.name, ev.joiner.topics, ev.joiner.rack)
     return (c.partitions, c.layout, tuple((m.name, m.topics, m.rack) for m in c.members),
-            (ev.kind, ev.member, ev.topics, ev.rack, ev.topic, ev.count), c.assignor)
+            (ev.kind, ev.member, ev.topics, ev.rack, ev.topic, ev.count, joiner), c.assignor)
 
 
 def brute_force(b: GroupBounds, assignors: list[str]) -> list[tuple]:
@@ -122,15 +130,20 @@ def brute_force(b: GroupBounds, assignors: list[str]) -> list[tuple]:
                         named = tuple((f"c{i + 1}", s, r) for i, (s, r) in enumerate(members))
                         events = []
                         if "join" in b.events:
-                            events += [("join", f"c{m + 1}", s, r, None, 0) for s in subs for r in racks]
+                            events += [("join", f"c{m + 1}", s, r, None, 0, None) for s in subs for r in racks]
                         if "leave" in b.events and m >= 2:
-                            events += [("leave", n, (), None, None, 0) for n, _, _ in named]
+                            events += [("leave", n, (), None, None, 0, None) for n, _, _ in named]
                         if "subscribe" in b.events:
-                            events += [("subscribe", n, s, None, None, 0) for n, cur, _ in named for s in subs
+                            events += [("subscribe", n, s, None, None, 0, None) for n, cur, _ in named for s in subs
                                        if s != cur]
                         if "add-partitions" in b.events:
-                            events += [("add-partitions", None, (), None, f"t{x + 1}", d)
+                            events += [("add-partitions", None, (), None, f"t{x + 1}", d, None)
                                        for x in range(t) for d in range(1, b.max_added + 1)]
+                        if "rejoin" in b.events and m >= 2:
+                            events += [("rejoin", n, s, None, None, 0, None) for n, _, _ in named for s in subs]
+                        if "rejoin-join" in b.events and m >= 2:
+                            events += [("rejoin-join", n, s, None, None, 0, (f"c{m + 1}", js, jr))
+                                       for n, _, _ in named for s in subs for js in subs for jr in racks]
                         for ev in events:
                             for a in assignors:
                                 out.append((key, (parts, layout, named, ev, a)))
@@ -198,13 +211,14 @@ def test_one_round_1_serves_every_event_as_a_fresh_group_would(fraction):
         info = ASSIGNORS[name]
         shared = groups._run_round1(configs[0], info, FastChecks())
         for c in configs:
-            after = groups._round2(c, info, shared, {}, 2)
+            after = [r for rounds in groups._round2(c, info, shared, {}, 2) for r in rounds]
             fresh = groups._SweepGroup(info, c.topics, layout=c.layout)
             for m in c.members:
                 fresh.join(m.name, m.topics, m.rack)
             fresh_rounds = fresh.rebalance()
-            groups._apply(fresh, c.event)
-            fresh_rounds += fresh.rebalance()
+            rebalances: list = []
+            groups._apply(fresh, c.event, rebalances)
+            fresh_rounds += [r for rounds in rebalances for r in rounds]
             assert [r.subject.assignment for r in [*shared.rounds, *after]] == \
                 [r.subject.assignment for r in fresh_rounds], (name, c.event.text)
 
@@ -553,7 +567,7 @@ def test_parse_presets_and_overrides():
     assert (small3.max_members, small3.max_partitions) == (3, GROUP_PRESETS["small"].max_partitions)
     for preset in GROUP_PRESETS.values():
         assert parse_group_bounds(preset.as_text()) == preset
-    assert set(EVENTS) == set(parse_group_bounds("default").events)
+    assert set(DEFAULT_EVENTS) == set(parse_group_bounds("default").events) == set(EVENTS) - {"rejoin-join"}
 
 
 @pytest.mark.parametrize("text, message", [
@@ -569,7 +583,7 @@ def test_parse_presets_and_overrides():
     ("racks=two", "rack layout 'two' is not 'none' or RACKS/REPLICATION like '3/2'"),
     ("racks=none,0", "group bounds: racks must list distinct rack layouts"),
     ("events=join,explode", "group bounds: events must be distinct names among join, leave, subscribe, "
-                            "add-partitions, got join, explode"),
+                            "add-partitions, rejoin, rejoin-join, got join, explode"),
     ("subscriptions=some", "group bounds: subscriptions must be one of equal, nested, any, got 'some'"),
     ("rackless_members=maybe", "group space: rackless_members must be true or false, got 'maybe'"),
 ])
@@ -577,3 +591,39 @@ def test_bad_bounds_are_one_clear_line(text, message):
     with pytest.raises(ValueError) as e:
         parse_group_bounds(text)
     assert str(e.value).startswith(message) and "\n" not in str(e.value)
+
+
+def test_a_stray_assert_in_the_reference_propagates_out_of_the_sweep(monkeypatch):
+    """The sweep records the model's verdicts (ModelFailure: a Kafka exception, a group that does not settle)
+    as assignment.assignor-error; an AssertionError from inside the reference is a kcheck bug and surfaces."""
+    from kcheck.reference.assignors.client import RangeAssignor
+
+    def broken(self, ppt, subscriptions):
+        raise AssertionError("a bug in the reference")
+
+    monkeypatch.setattr(RangeAssignor, "assign_partitions", broken)
+    with pytest.raises(AssertionError, match="a bug in the reference"):
+        GroupSpace(TINY, ["range"]).evaluate(0, 1)
+
+
+def test_rejoin_events_report_stale_claims_as_findings():
+    """A rejoin: c1 times out, the group rebalances without it, c1 rejoins with its client state (rounds 2
+    and 3). Kafka's StickyAssignor hands c1 back a stale claim of a topic it dropped: a soft finding, never
+    a failure, with the group file that replays round 3; validity does not count it as violated."""
+    space = GroupSpace(parse_group_bounds("max_members=3,max_topics=2,max_partitions=2,racks=none,events=rejoin"),
+                       ["sticky"])
+    r = space.evaluate(0, len(space))
+    key = "sticky/assignment.stale-claim"
+    info = space.invariant_info(key)
+    assert (info.severity, info.guaranteed, info.fails) == ("soft", False, False)
+    assert r.violated[key] > 0 and r.violated["sticky/assignment.valid"] == 0
+    assert not [k for k in r.first if space.invariant_info(k).fails]
+    first = r.first[key]
+    assert first.config["members"] == {"c1": {"topics": ["t1"], "rack": None},
+                                       "c2": {"topics": ["t1", "t2"], "rack": None},
+                                       "c3": {"topics": ["t1", "t2"], "rack": None}}
+    assert first.config["topics"] == {"t1": 1, "t2": 2} and first.config["event"]["topics"] == ["t2"]
+    assert first.message.startswith("round 3: stale-claim violation: member c1 is assigned t1-0")
+    replay = run_assignor(ASSIGNORS["sticky"], parse_group(json.dumps(first.detail["replay"]), "replay.json"))
+    assert replay.assignment["c1"] == [TopicPartition("t1", 0)]
+    assert first.detail["assignments"][-1]["c1"] == ["t1-0"]

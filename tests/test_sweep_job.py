@@ -7,11 +7,13 @@ correctness against the scalar reference is tests/test_sweep_vector.py).
 
 from __future__ import annotations
 
+import hashlib
 import os
 import signal
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import pytest
 
@@ -19,7 +21,7 @@ from kcheck.cli import main
 from kcheck.spark_check.batch import merge
 from kcheck.spark_check.job import plan, run_ranges, spark_session, sweep
 from kcheck.spark_check.placement_space import PLACEMENT_PRESETS, PlacementSpace, parse_placement_bounds
-from kcheck.spark_check.store import ResultStore
+from kcheck.spark_check.store import ResultStore, StoreError
 
 pytestmark = pytest.mark.spark
 
@@ -94,6 +96,42 @@ def test_kcheck_sweep_exits_1_on_a_hard_violation(spark, capsys, tmp_path):
     stdout, _ = capsys.readouterr()
     assert code == 1
     assert "FAIL: 1 invariant(s) that must hold are violated (adminutils/placement.rack-distribution)" in stdout
+
+
+def _hashes(root) -> dict[str, str]:
+    """Manifest and Parquet files by path: what a resumed sweep must leave alone."""
+    return {os.path.relpath(os.path.join(d, n), root): hashlib.sha256(Path(d, n).read_bytes()).hexdigest()
+            for d, _, names in os.walk(root) for n in names if n == "manifest.json" or n.endswith(".parquet")}
+
+
+def test_resumes_with_different_task_counts_never_overlap(spark, tmp_path, direct):
+    """Two resumes planned from one stored state with different --tasks (two at once on a store without a lock)
+    write the same grid cells; the lock refuses the second on a local store; nothing stored is rewritten."""
+    size = len(SMALL)
+    store = ResultStore(str(tmp_path))
+    store.open(SMALL, resume=False)
+    run_ranges(spark, SMALL, store, plan(size, [], 10)[:4])  # a run killed after 4 of its tasks
+    before = store.stored_ranges()
+    run_ranges(spark, SMALL, store, plan(size, before, 3)[:1])  # two resumes, both killed part-way
+    run_ranges(spark, SMALL, store, plan(size, before, 7)[:3])
+    assert not store.load(size).complete  # no overlap
+    stored = _hashes(tmp_path)
+    held = ResultStore(str(tmp_path)).lock()
+    with pytest.raises(StoreError, match=f"in use by another sweep \\(pid {os.getpid()} "):
+        sweep(SMALL, ResultStore(str(tmp_path)), resume=True, spark=spark, tasks=5)
+    held.release()
+    assert _hashes(tmp_path) == stored
+    outcome = sweep(SMALL, store, resume=True, spark=spark, tasks=5)
+    assert outcome.stored.complete and _totals(outcome.stored.result) == _totals(direct)
+    after = _hashes(tmp_path)
+    assert {k: after[k] for k in stored} == stored  # stored ranges and manifest untouched, new ranges added
+
+
+def test_a_store_of_empty_folders_resumes(spark, tmp_path, direct):
+    for name in ("violations", "metrics"):  # killed after creating them, before the manifest
+        (tmp_path / name).mkdir()
+    outcome = sweep(SMALL, ResultStore(str(tmp_path)), resume=True, spark=spark, tasks=4)
+    assert outcome.stored.complete and _totals(outcome.stored.result) == _totals(direct)
 
 
 @pytest.mark.slow

@@ -228,3 +228,38 @@ def test_space_rejects_bad_placers():
         PlacementSpace(PLACEMENT_PRESETS["small"], ["nope"])
     with pytest.raises(ValueError, match="listed twice"):
         PlacementSpace(PLACEMENT_PRESETS["small"], ["adminutils", "adminutils"])
+
+
+def _refusing_grown(error: Exception):
+    """AdminUtils, except on the grown cluster (one broker more), where it raises `error`."""
+    def place(brokers, n_partitions, replication_factor, fixed_start_index=-1, start_partition_id=-1, random=None):
+        if len(brokers) == 4:
+            raise error
+        return assign_replicas_to_brokers(brokers, n_partitions, replication_factor, fixed_start_index,
+                                          start_partition_id, random)
+    return place
+
+
+def test_only_kafkas_own_exceptions_drop_a_builtin_placers_metric(monkeypatch):
+    """The scalar path catches what Kafka's placers raise on purpose (KafkaError); anything else from a
+    built-in placer is a bug in the reference and propagates instead of silently dropping a metric."""
+    from dataclasses import replace
+
+    from kcheck.invariants import BalanceSettings
+    from kcheck.reference.errors import InvalidReplicationFactorException
+    from kcheck.spark_check import placement_space
+
+    cfg = PlacementConfig("adminutils", 3, None, 2, 2, start_index=0, shift=0)
+    builtin = placement_space.BUILTIN_PLACERS["adminutils"]
+    assert "moved-partitions" in placement_space.scalar_outcome(cfg, builtin, BalanceSettings()).metrics
+    refuses = replace(builtin, place=_refusing_grown(InvalidReplicationFactorException("refused")))
+    monkeypatch.setitem(placement_space.BUILTIN_PLACERS, "adminutils", refuses)
+    out = placement_space.scalar_outcome(cfg, refuses, BalanceSettings())
+    assert out.error is None and "moved-partitions" not in out.metrics
+    buggy = replace(builtin, place=_refusing_grown(AssertionError("a bug in the reference")))
+    monkeypatch.setitem(placement_space.BUILTIN_PLACERS, "adminutils", buggy)
+    with pytest.raises(AssertionError, match="a bug in the reference"):
+        placement_space.scalar_outcome(cfg, buggy, BalanceSettings())
+    # A user's placer may raise anything on the grown cluster: its metric is dropped, as before.
+    user = replace(builtin, name="user", place=_refusing_grown(RuntimeError("no")))
+    assert "moved-partitions" not in placement_space.scalar_outcome(cfg, user, BalanceSettings()).metrics

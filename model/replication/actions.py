@@ -253,9 +253,10 @@ def produce(s: State, p: Protocol, cfg: Config, broker: int, acks: str) -> State
         return None
     if acks == "all" and len(r.isr) < cfg.min_isr:
         return None  # NotEnoughReplicas: the write is refused, nothing is appended
-    s = _spend(s, cfg, "records")
-    if s is None:
+    spent = _spend(s, cfg, "records")
+    if spent is None:
         return None
+    s = spent
     rec = Record(s.used.records, r.leader_epoch)
     offset = r.leo
     s = s.with_replica(evolve(r, log=r.log + (rec,)))
@@ -314,7 +315,7 @@ def handle_fetch_response(s: State, p: Protocol, cfg: Config, m: FetchResponse, 
 
 
 def _response_current(s: State, m: FetchResponse) -> bool:
-    """The fetcher ignores a response if its leader, epoch or fetch offset moved on (reference-notes CHECK 5)."""
+    """The fetcher ignores a response if its leader, epoch or fetch offset moved on (KIP-320's fetch fencing)."""
     r = s.replica(m.to)
     return (r.alive and r.known and r.leader == m.frm and r.leader_epoch == m.follower_epoch
             and r.leo == m.offset and not r.needs_truncation)
@@ -326,10 +327,14 @@ def fetch_round(s: State, p: Protocol, cfg: Config, follower: int) -> State | No
     if sent is None:
         return None
     (request,) = sent.pool - s.pool
+    if not isinstance(request, FetchRequest):  # fetch() sends exactly one FetchRequest
+        return None
     answered = handle_fetch(sent, p, cfg, request)
     if answered is None:  # the believed leader is down: the split model's request would wait in the pool
         return None
     (response,) = answered.pool - sent.pool
+    if not isinstance(response, FetchResponse):  # handle_fetch answers with exactly one FetchResponse
+        return None
     return handle_fetch_response(answered, p, cfg, response)
 
 
@@ -504,7 +509,7 @@ def _apply_leader_and_isr(r: Replica, p: Protocol, controller_epoch: int, leader
     base = evolve(r, known=True, controller_epoch=max(r.controller_epoch, controller_epoch), leader=leader,
                    leader_epoch=leader_epoch, partition_epoch=partition_epoch, isr=isr, replicas=replicas)
     if leader == r.id:
-        if new_epoch:  # a new leader forgets what it knew of followers (reference-notes CHECK 3)
+        if new_epoch:  # a new leader forgets what it knew of followers (the leader's view starts empty each epoch)
             return evolve(base, follower_leo=(), follower_broker_epoch=(), epoch_start=r.leo,
                            pending_isr=None, needs_truncation=False)
         return evolve(base, pending_isr=None)
@@ -577,9 +582,10 @@ def fence(s: State, p: Protocol, cfg: Config, broker: int) -> State | None:
     if broker in reg.fenced:
         return None
     if s.replica(broker).alive:
-        s = _spend(s, cfg, "fences")
-        if s is None:
+        spent = _spend(s, cfg, "fences")
+        if spent is None:
             return None
+        s = spent
     s = evolve(s, registry=evolve(reg, fenced=reg.fenced | {broker}))
     if broker in reg.isr or broker in reg.elr or broker == reg.leader:
         return _remove_from_isr(s, p, cfg, frozenset({broker}), frozenset())
@@ -887,7 +893,7 @@ KINDS: dict[str, Kind] = {k.name: k for k in (
 
 def _prune(s: State) -> State:
     """Remove messages their recipient can never act on (see the module docstring)."""
-    stale = set()
+    stale: set[Message] = set()
     for m in s.pool:
         if isinstance(m, (LeaderAndIsr, StopReplica)):
             r = s.replica(m.to)

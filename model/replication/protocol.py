@@ -14,7 +14,7 @@ Reassignment has three rules (`model/replication/reassignment.py`): when a move 
 rule since KAFKA-15665; the one before it and KAFKA-19975's are there to swap in), what a cancel
 writes, and which ELR a completion or cancel keeps.
 
-`VARIANTS` holds the named historical protocols of reference-notes/known-protocol-bugs.md (rows
+`VARIANTS` holds the named historical protocols of kcheck's bug catalogue (rows
 1, 2, 3, 4, 6, 8, 9, 13), each with the cluster settings its row needs and the invariants it breaks.
 """
 
@@ -360,7 +360,7 @@ class Variant:
     """A historical Kafka protocol from the bug catalogue, with the smallest setting that shows its bug."""
 
     name: str
-    row: int  # the row of reference-notes/known-protocol-bugs.md
+    row: int  # the row of kcheck's bug catalogue (`kcheck variants`)
     bug: str
     protocol: Protocol
     settings: Mapping[str, Any]  # Config overrides (brokers, min ISR, budgets)

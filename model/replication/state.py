@@ -7,7 +7,8 @@ broker by default. A partition reassignment (KRaft's `PartitionReassignmentRepli
 target plus the replicas being removed, with `adding` and `removing` beside it, and shrinks it to the
 target when the reassignment completes; a broker outside the replica set holds no log.
 
-What is modelled, after the TLA+ models in reference-notes/formal-models.md:
+What is modelled, after the published TLA+ models of Kafka replication (hachikuji's kafka-specification,
+Vanlightly's kafka-tlaplus):
 - a broker's *belief* (leader, leader epoch, ISR from the last LeaderAndIsr / metadata update it
   applied) is kept apart from the controller's registry, so a zombie may act as a leader it no
   longer is;
@@ -251,7 +252,7 @@ class AlterPartitionResponse:
 
 
 Message = LeaderAndIsr | StopReplica | FetchRequest | FetchResponse | AlterPartition | AlterPartitionResponse
-MESSAGE_TYPES: dict[str, type] = {t.kind: t for t in (LeaderAndIsr, StopReplica, FetchRequest, FetchResponse,
+MESSAGE_TYPES: dict[str, type[Message]] = {t.kind: t for t in (LeaderAndIsr, StopReplica, FetchRequest, FetchResponse,
                                                       AlterPartition, AlterPartitionResponse)}
 
 

@@ -25,6 +25,10 @@ class SymbolicPlacement:
     rack_of: list[z3.ArithRef] | None
     params: dict[str, z3.ArithRef] = field(default_factory=dict)
     constraints: list[z3.BoolRef] = field(default_factory=list)
+    # Twins that unroll a search loop (the striped placer): true when every search ended within the unrolling
+    # (None: no such loop), and the random draws in order as (name, value, bound, used).
+    complete: z3.BoolRef | None = None
+    draw_order: list[tuple[str, z3.ArithRef, int | z3.ArithRef, z3.BoolRef]] = field(default_factory=list)
 
 
 def select(values: Sequence[z3.ArithRef | int], index: z3.ArithRef | int) -> z3.ArithRef:

@@ -159,6 +159,6 @@ def striped_twin(
     for b in range(n):
         rack_of[b] = z3.Sum([z3.If(b >= prefix[k] + sizes[k], 1, 0) for k in range(racks)])
     sp = SymbolicPlacement(n, partitions, rf, racks, replicas, rack_of, params, constraints)
-    sp.complete = z3.And(found_all) if found_all else z3.BoolVal(True)  # type: ignore[attr-defined]
-    sp.draw_order = draw_order  # type: ignore[attr-defined]
+    sp.complete = z3.And(found_all) if found_all else z3.BoolVal(True)
+    sp.draw_order = draw_order
     return sp

@@ -18,7 +18,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from itertools import islice
 
-from kcheck.model import PartitionInfo, Subscription, TopicPartition
+from kcheck.model import Broker, PartitionInfo, Subscription, TopicPartition
 from kcheck.reference.java import (
     JavaHashMap,
     JavaHashSet,
@@ -98,6 +98,15 @@ class AbstractPartitionAssignor:
         partitions_per_topic: Mapping[str, Sequence[PartitionInfo]],
         subscriptions: Mapping[str, Subscription],
     ) -> Assignment:
+        """`assignPartitions`: by default Kafka reduces each topic to its partition count."""
+        return self.assign_partition_counts({t: len(ps) for t, ps in partitions_per_topic.items()}, subscriptions)
+
+    def assign_partition_counts(
+        self,
+        partitions_per_topic: Mapping[str, int],
+        subscriptions: Mapping[str, Subscription],
+    ) -> Assignment:
+        """`assign(Map<String, Integer>, Map<String, Subscription>)`: abstract in Kafka."""
         raise NotImplementedError
 
     def assign(
@@ -121,6 +130,15 @@ class AbstractPartitionAssignor:
         if self.prefer_rack_aware_logic:
             return True
         return not all(set(racks) == partition_racks for racks in racks_per_partition.values())
+
+
+def partition_infos_without_racks(partitions_per_topic: Mapping[str, int]) -> dict[str, list[PartitionInfo]]:
+    """`AbstractPartitionAssignor.partitionInfosWithoutRacks`: partitions 0..n-1 on `Node.noNode()`, no racks.
+
+    Kafka collects them with `Collectors.toMap` (a HashMap); the assignors only sort or look up its topics.
+    """
+    no_node = (Broker(-1),)
+    return {t: [PartitionInfo(t, i, None, no_node) for i in range(n)] for t, n in partitions_per_topic.items()}
 
 
 def build_partitions_per_topic(
@@ -213,6 +231,14 @@ class RangeAssignor(AbstractPartitionAssignor):
 
     def name(self) -> str:
         return "range"
+
+    def assign_partition_counts(
+        self,
+        partitions_per_topic: Mapping[str, int],
+        subscriptions: Mapping[str, Subscription],
+    ) -> Assignment:
+        """`RangeAssignor.assign(Map<String, Integer>, ...)`: `assignPartitions` on partitions without racks."""
+        return self.assign_partitions(partition_infos_without_racks(partitions_per_topic), subscriptions)
 
     def assign_partitions(
         self,
@@ -342,16 +368,9 @@ class RoundRobinAssignor(AbstractPartitionAssignor):
     def name(self) -> str:
         return "roundrobin"
 
-    def assign_partitions(
-        self,
-        partitions_per_topic: Mapping[str, Sequence[PartitionInfo]],
-        subscriptions: Mapping[str, Subscription],
-    ) -> Assignment:
-        # RoundRobin only overrides assign(Map<String, Integer>, ...): the default assignPartitions
-        # reduces each topic to its partition count, and partitions are numbered 0..count-1.
-        return self.assign_counts({t: len(ps) for t, ps in partitions_per_topic.items()}, subscriptions)
-
-    def assign_counts(
+    # RoundRobin only overrides assign(Map<String, Integer>, ...): the inherited assignPartitions reduces
+    # each topic to its partition count, and partitions are numbered 0..count-1.
+    def assign_partition_counts(
         self,
         partitions_per_topic: Mapping[str, int],
         subscriptions: Mapping[str, Subscription],

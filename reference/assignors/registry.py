@@ -1,9 +1,13 @@
 """Assignors by name, all behind the client-side signature, so every engine can run any of them.
 
-`assign_partitions(partitions_per_topic, subscriptions) -> {member: [TopicPartition]}` is the
-contract. The KIP-848 server-side assignors take a `GroupSpec` instead; `ServerSideAdapter`
-builds one the way the group coordinator does (members in `HashMap` order of their ids, a
-member's owned partitions as its current assignment) and turns the result back.
+Every built-in assignor has Kafka's `ConsumerPartitionAssignor.assign(Cluster, GroupSubscription)` as
+`assign(metadata, subscriptions) -> {member: [TopicPartition]}` (`metadata`: topic -> its `PartitionInfo`s)
+and `AbstractPartitionAssignor.assignPartitions` as `assign_partitions(partitions_per_topic, subscriptions)`;
+the client ones also have the partition-count form `assign(Map<String, Integer>, ...)` as
+`assign_partition_counts`. The engines call `assign_partitions`, the one method a user's assignor needs.
+The KIP-848 server-side assignors take a `GroupSpec` instead; `ServerSideAdapter` builds one the way
+the group coordinator does (members in `HashMap` order of their ids, a member's owned partitions as
+its current assignment) and turns the result back.
 """
 
 from __future__ import annotations
@@ -14,6 +18,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from kcheck.model import PartitionInfo, Subscription, TopicPartition
+from kcheck.reference import plugins
 from kcheck.reference.assignors import server
 from kcheck.reference.assignors.client import RangeAssignor, RoundRobinAssignor
 from kcheck.reference.assignors.sticky import CooperativeStickyAssignor, StickyAssignor
@@ -22,7 +27,8 @@ from kcheck.reference.placers import load_object
 
 
 class ClientAssignor(Protocol):
-    def name(self) -> str: ...
+    """What the models call: only assign_partitions (a user's assignor needs nothing else; the names differ:
+    Kafka's `name()` method in client.py and server.py, a `name` attribute in sticky.py)."""
 
     def assign_partitions(
         self, partitions_per_topic: Mapping[str, Sequence[PartitionInfo]], subscriptions: Mapping[str, Subscription]
@@ -37,6 +43,15 @@ def topic_id_for(topic: str) -> Uuid:
     """
     digest = hashlib.sha256(topic.encode()).digest()
     return Uuid.of_unsigned(int.from_bytes(digest[:8], "big"), int.from_bytes(digest[8:16], "big"))
+
+
+def subscribed_topic_metadata(
+    metadata: Mapping[str, Sequence[PartitionInfo]], subscriptions: Mapping[str, Subscription]
+) -> dict[str, list[PartitionInfo]]:
+    """The topics (sorted by name) some member subscribes to and that have metadata, as a KIP-848 group
+    coordinator hands them to its assignor through `SubscribedTopicDescriber`."""
+    subscribed = sorted({t for s in subscriptions.values() for t in s.topics})
+    return {t: list(metadata[t]) for t in subscribed if t in metadata}
 
 
 class ServerSideAdapter:
@@ -54,6 +69,12 @@ class ServerSideAdapter:
         if topic_id is None:  # not setdefault(topic, topic_id_for(topic)): that hashes the name on every call
             topic_id = self.topic_ids[topic] = topic_id_for(topic)
         return topic_id
+
+    def assign(
+        self, metadata: Mapping[str, Sequence[PartitionInfo]], subscriptions: Mapping[str, Subscription]
+    ) -> dict[str, list[TopicPartition]]:
+        """The client signature: the coordinator describes only the topics some member subscribes to."""
+        return self.assign_partitions(subscribed_topic_metadata(metadata, subscriptions), subscriptions)
 
     def assign_partitions(
         self, partitions_per_topic: Mapping[str, Sequence[PartitionInfo]], subscriptions: Mapping[str, Subscription]
@@ -115,7 +136,11 @@ def resolve_assignor(name: str) -> AssignorInfo:
         return obj
     if not callable(obj):
         raise ValueError(f"'{name}' is not a class or factory of assignors")
-    probe = obj()
+    probe = plugins.call(name, obj)  # the user's constructor: sys.exit or an exception in it is its failure
     if not hasattr(probe, "assign_partitions"):
         raise ValueError(f"'{name}' does not make objects with assign_partitions(partitions_per_topic, subscriptions)")
-    return AssignorInfo(name, obj, False, frozenset())
+
+    def factory() -> ClientAssignor:
+        return plugins.guard_exits(name, plugins.call(name, obj), ("assign_partitions",))
+
+    return AssignorInfo(name, factory, False, frozenset())

@@ -32,7 +32,8 @@ from functools import lru_cache
 from typing import ClassVar, NamedTuple
 
 from kcheck.model.group import PartitionInfo, Subscription
-from kcheck.model.vocabulary import Broker, TopicPartition
+from kcheck.model.vocabulary import TopicPartition
+from kcheck.reference.assignors.client import build_partitions_per_topic, partition_infos_without_racks
 from kcheck.reference.errors import KafkaError
 from kcheck.reference.java import JavaHashMap, string_compare_key
 
@@ -70,7 +71,11 @@ def _generation_id(sub: Subscription) -> int | None:
     return None if g is None or g < 0 else g
 
 
-def _as_java_map(subscriptions: Mapping[str, Subscription]) -> JavaHashMap[str, Subscription]:
+# What assign_partitions takes: any mapping, or the JavaHashMap the cooperative assignor has built already
+Subscriptions = Mapping[str, Subscription] | JavaHashMap[str, Subscription]
+
+
+def _as_java_map(subscriptions: Subscriptions) -> JavaHashMap[str, Subscription]:
     if isinstance(subscriptions, JavaHashMap):
         return subscriptions
     m: JavaHashMap[str, Subscription] = JavaHashMap()
@@ -278,12 +283,14 @@ class _RackInfo:
                     if node.rack is not None:
                         partitions_by_rack.setdefault(node.rack, []).append(tp)
                         racks.add(node.rack)
+        self.consumer_racks: dict[str, str]
+        self.partition_racks: dict[TopicPartition, set[str]]
         if use_rack_aware_assignment(set(consumers_by_rack), set(partitions_by_rack), partition_racks, prefer):
             self.consumer_racks = {c: rack for rack, cs in consumers_by_rack.items() for c in cs}
             self.partition_racks = partition_racks
         else:
-            self.consumer_racks: dict[str, str] = {}
-            self.partition_racks: dict[TopicPartition, set[str]] = {}
+            self.consumer_racks = {}
+            self.partition_racks = {}
         # Kafka builds this from the *local* partition-rack map, i.e. even when rack awareness is off
         # (any consumer with a rack makes it non-empty, and then unassigned partitions get re-sorted).
         self.num_consumers_by_partition = {
@@ -476,7 +483,9 @@ class _ConstrainedAssignmentBuilder:
         target.append(tp)
         revoked_from = self.maybe_revoked.get(tp)
         if (revoked_from is not None and revoked_from != consumer) or tp in self.multi_owned:
-            self.assignor.partitions_transferring_ownership[tp] = consumer
+            transferring = self.assignor.partitions_transferring_ownership
+            assert transferring is not None  # the constrained path starts it as {}
+            transferring[tp] = consumer
         return len(target)
 
     def _verify_unfilled_members(self) -> None:
@@ -800,9 +809,11 @@ class _GeneralAssignmentBuilder:
         for consumer in self.consumer2topics.keys():
             if not self._can_consumer_participate(consumer):
                 self.sorted_subs.remove(consumer)
-                fixed.put(consumer, self.current.remove(consumer))
+                owned = self.current.remove(consumer)
+                assert owned is not None  # __init__ put every member in current
+                fixed.put(consumer, owned)
 
-        pre_balance = JavaHashMap()
+        pre_balance: JavaHashMap[str, list[TopicPartition]] = JavaHashMap()
         for c, tps in self.current.items():
             pre_balance.put(c, list(tps))
         pre_balance_consumers = dict(self.partition_consumer)
@@ -843,7 +854,7 @@ class _GeneralAssignmentBuilder:
                     self._reassign_to(tp, p.consumer)
                     performed = modified = True
                     continue
-                consumer_rack = self.rack.consumer_racks.get(consumer)
+                consumer_rack = None if consumer is None else self.rack.consumer_racks.get(consumer)
                 partition_racks = self.rack.partition_racks.get(tp)
                 found = False
                 if consumer_rack is not None and partition_racks and consumer_rack in partition_racks:
@@ -870,7 +881,9 @@ class _GeneralAssignmentBuilder:
             if tp.topic in self.topic_sets[c]:
                 self._reassign_to(tp, c)
                 return
-        raise AssertionError(f"no consumer for {tp}")
+        # Kafka: `assert newConsumer != null`; JVMs run clients without -ea, so the null goes on to
+        # `reassignPartition`, whose TreeSet comparator dereferences it.
+        raise NullPointerException(f"no consumer subscribed to {tp.topic} for {tp}")
 
     def _reassign_to(self, tp: TopicPartition, new: str) -> None:
         old = self.partition_consumer[tp]
@@ -914,17 +927,22 @@ class AbstractStickyAssignor:
         raise NotImplementedError
 
     def assign(
+        self, metadata: Mapping[str, Sequence[PartitionInfo]], subscriptions: Mapping[str, Subscription]
+    ) -> dict[str, list[TopicPartition]]:
+        """`AbstractPartitionAssignor.assign(Cluster, GroupSubscription)`, which AbstractStickyAssignor inherits:
+        `metadata` maps a topic to what `Cluster.partitionsForTopic` gives."""
+        return self.assign_partitions(build_partitions_per_topic(metadata, subscriptions), subscriptions)
+
+    def assign_partition_counts(
         self, partitions_per_topic: Mapping[str, int], subscriptions: Mapping[str, Subscription]
     ) -> dict[str, list[TopicPartition]]:
         """`assign(Map<String, Integer>, ...)`: partitions without replicas, hence without racks."""
-        no_node = (Broker(-1),)  # Node.noNode(): a replica list of one rack-less node
-        infos = {t: [PartitionInfo(t, i, None, no_node) for i in range(n)] for t, n in partitions_per_topic.items()}
-        return self.assign_partitions(infos, subscriptions)
+        return self.assign_partitions(partition_infos_without_racks(partitions_per_topic), subscriptions)
 
     def assign_partitions(
         self,
         partitions_per_topic: Mapping[str, Sequence[PartitionInfo]],
-        subscriptions: Mapping[str, Subscription],
+        subscriptions: Subscriptions,
     ) -> dict[str, list[TopicPartition]]:
         """`assignPartitions`: member -> partitions. Lists start with kept partitions."""
         subs = _as_java_map(subscriptions)
@@ -1057,7 +1075,7 @@ class CooperativeStickyAssignor(AbstractStickyAssignor):
     def assign_partitions(
         self,
         partitions_per_topic: Mapping[str, Sequence[PartitionInfo]],
-        subscriptions: Mapping[str, Subscription],
+        subscriptions: Subscriptions,
     ) -> dict[str, list[TopicPartition]]:
         subs = _as_java_map(subscriptions)
         assignments = super().assign_partitions(partitions_per_topic, subs)
