@@ -383,10 +383,13 @@ class AssignorFailure(Exception):
 def run_assignor(info: Any, group: Group) -> AssignmentRun:
     """Run `info` (a `reference.assignors.registry.AssignorInfo`) on the group, as its leader would.
 
-    A fresh assignor instance, as a newly elected leader has. The group is valid input, so an exception
-    from the assignor is the assignor failing (`AssignorFailure`), except where the reference says it
-    does not model the case (`NotImplementedError`), which is an `InputError`: kcheck cannot answer.
+    A fresh assignor instance, as a newly elected leader has. The group is valid input, so what Kafka's
+    assignor throws is the rebalance failing (`AssignorFailure`, exit 1), except where the reference says
+    it does not model the case (`NotImplementedError`), which is an `InputError`: kcheck cannot answer.
+    A user's `module:object` assignor that raises or answers something that is not member ->
+    [TopicPartition] is the plug-in failing: a `PluginError` (one line, exit 2).
     """
+    from kcheck.reference import plugins
     from kcheck.reference.assignors.registry import ASSIGNORS, ServerSideAdapter
     from kcheck.reference.assignors.sticky import CooperativeStickyAssignor, StickyAssignor
     from kcheck.reference.errors import KafkaError
@@ -400,37 +403,27 @@ def run_assignor(info: Any, group: Group) -> AssignmentRun:
                                "cooperative-sticky" if isinstance(assignor, CooperativeStickyAssignor) else info.name)
     if isinstance(assignor, ServerSideAdapter):
         group.single_owners()
+    users = ASSIGNORS.get(info.name) is not info  # a module:object assignor: its failures are its own (exit 2)
     try:
         result = assignor.assign_partitions(ppt, subs)
     except NotImplementedError as e:
+        if users:
+            raise plugins.failure(info.name, e) from e
         raise InputError(where, f"the reference does not model this group: {e}") from None
     except PluginError:  # a user's assignor called sys.exit or was interrupted: kcheck reports it, exit 2
         raise
-    except KafkaError as e:  # what Kafka throws at the group leader
-        raise AssignorFailure(f"{where} throws {type(e).__name__}: {e}") from None
     except Exception as e:
-        if ASSIGNORS.get(info.name) is info:  # a bug in the reference itself: keep the traceback
-            raise
-        raise AssignorFailure(f"{where} throws {type(e).__name__}: {e}") from None
-    if not isinstance(result, Mapping):
-        raise AssignorFailure(f"{where} returned {type(result).__name__}, not a map of member -> partitions")
+        if users:  # the user's code failed, not Kafka's: one line naming it and its frame
+            raise plugins.failure(info.name, e) from e
+        if isinstance(e, KafkaError):  # what Kafka throws at the group leader
+            raise AssignorFailure(f"{where} throws {type(e).__name__}: {e}") from None
+        raise  # a bug in the reference itself: keep the traceback
+
+    problem = plugins.assignment_problem(result, subs, _show, _name)
+    if problem is not None:
+        raise PluginError(info.name, problem, "bad result") if users else AssignorFailure(f"{where} {problem}")
     assignment: dict[str, list[TopicPartition]] = {m: [] for m in subs}
-    for member, tps in result.items():
-        if member not in subs:
-            raise AssignorFailure(f"{where} assigned partitions to {_show(member)}, which is not a member")
-        if isinstance(tps, str | bytes) or not isinstance(tps, Sequence | set | frozenset):
-            raise AssignorFailure(f"{where} gave member {_name(member)} a {type(tps).__name__}, "
-                                  "not a list of TopicPartition")
-        bad = next((tp for tp in tps if not isinstance(tp, TopicPartition)), None)
-        if bad is not None:
-            raise AssignorFailure(f"{where} gave member {_name(member)} {_show(bad)}, not a TopicPartition")
-        # A TopicPartition does not check its fields; one Kafka could not serialize would break the checks later.
-        bad = next((tp for tp in tps if not isinstance(tp.topic, str) or isinstance(tp.partition, bool)
-                    or not isinstance(tp.partition, int)), None)
-        if bad is not None:
-            raise AssignorFailure(f"{where} gave member {_name(member)} TopicPartition({bad.topic!r}, "
-                                  f"{bad.partition!r}), not a topic name and partition number")
-        assignment[member] = list(tps)
+    assignment.update((m, list(tps)) for m, tps in result.items())
     revoked: dict[str, list[TopicPartition]] = {}
     withheld: dict[str, list[TopicPartition]] = {}
     if info.cooperative:

@@ -206,7 +206,24 @@ def _run(built: Any, store: Any, resume: bool, master: str | None, tasks: int | 
                         "configurations": str(size)})])
     for line in (coverage, run, verdict) + ((f"Report: {report_path}",) if report_path else ()):
         out_console.print(line, markup=False, highlight=False)
+    _raise_plugin_failure(stored.result)
     return 1 if failed or not verified else 0
+
+
+def _raise_plugin_failure(result: Any) -> None:
+    """A user's placer or assignor (module:object) that raised or answered malformed data failed itself, not
+    Kafka: after everything is stored and reported, one line naming it and its smallest configuration, exit 2."""
+    from kcheck.reference.plugins import PluginError
+    from kcheck.spark_check.groups import ASSIGNOR_ERROR
+    from kcheck.spark_check.placement_space import PLACER_ERROR
+
+    broken = sorted((first.config_id, key.rpartition("/")[0], first) for key, first in result.first.items()
+                    if key.rpartition("/")[2] in (PLACER_ERROR, ASSIGNOR_ERROR) and ":" in key.rpartition("/")[0])
+    if broken:
+        config_id, spec, first = broken[0]
+        message = first.message.removeprefix(f"PluginError: plug-in {spec}: ")  # the space names it once already
+        raise PluginError(spec, f"{message} (the report has the whole configuration)", "",
+                          context=f"sweep configuration {config_id}, the smallest where it failed")
 
 
 def _counted(space: Any, result: Any) -> int | None:

@@ -19,8 +19,9 @@ Behaviour that differs between Kafka versions is a field of `KRaftVersion`.
 from __future__ import annotations
 
 from collections.abc import Callable, Collection, Sequence
-from dataclasses import dataclass, fields, replace
+from dataclasses import dataclass, fields, make_dataclass, replace
 from enum import IntEnum, StrEnum
+from typing import Any
 
 from kcheck.model import NO_LEADER
 from kcheck.reference.java import JavaHashSet
@@ -585,26 +586,13 @@ class PartitionChangeBuilder:
             rec.last_known_elr = ()
 
 
-@dataclass
-class _Record:
-    """A PartitionChangeRecord while it is being built: the same fields, mutable (PartitionChangeBuilder
-    sets them one rule at a time), frozen into the record at the end."""
-
-    leader: int = NO_LEADER_CHANGE
-    isr: tuple[int, ...] | None = None
-    replicas: tuple[int, ...] | None = None
-    removing_replicas: tuple[int, ...] | None = None
-    adding_replicas: tuple[int, ...] | None = None
-    elr: tuple[int, ...] | None = None
-    last_known_elr: tuple[int, ...] | None = None
-    leader_recovery_state: LeaderRecoveryState | None = None
-
-    def freeze(self) -> PartitionChangeRecord:
-        return PartitionChangeRecord(**vars(self))
-
-
-# the two stay field for field alike (names, order and defaults)
-assert [(f.name, f.default) for f in fields(_Record)] == [(f.name, f.default) for f in fields(PartitionChangeRecord)]
+# A PartitionChangeRecord while it is being built: the same fields, mutable (PartitionChangeBuilder
+# sets them one rule at a time), frozen into the record at the end. Made from the record's own fields so
+# the two cannot drift apart (typed Any: mypy cannot see a class built at run time).
+_Record: Any = make_dataclass(
+    "_Record", [(f.name, f.type, f.default) for f in fields(PartitionChangeRecord)],
+    namespace={"freeze": lambda self: PartitionChangeRecord(**vars(self))},
+)
 
 
 def elect_kraft(

@@ -17,7 +17,7 @@ import re
 import sys
 import sysconfig
 import traceback
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from typing import Any, TypeVar
 
 T = TypeVar("T")
@@ -168,6 +168,32 @@ def check_placement(spec: str, result: Any, broker_ids: Sequence[int], n_partiti
     if missing:
         raise bad_result(spec, f"no replicas for partition {missing[0]} ({len(missing)} of {n_partitions} missing)")
     return {p: list(r) for p, r in result.items()}
+
+
+def assignment_problem(result: Any, members: Collection[str], show: Callable[[Any], str] = repr,
+                       name: Callable[[Any], str] = str) -> str | None:
+    """What is wrong with an assignor's answer against the shape `ConsumerPartitionAssignor.assign` promises
+    (member id -> a list of TopicPartition, for members of the group only), or None. `show` renders a value
+    and `name` a member id in the message (the CLI and the sweep render them differently)."""
+    from kcheck.model import TopicPartition
+
+    if not isinstance(result, Mapping):
+        return f"returned {type(result).__name__}, not a map of member -> partitions"
+    for member, tps in result.items():
+        if member not in members:
+            return f"assigned partitions to {show(member)}, which is not a member"
+        if isinstance(tps, str | bytes) or not isinstance(tps, Sequence | set | frozenset):
+            return f"gave member {name(member)} a {type(tps).__name__}, not a list of TopicPartition"
+        wrong = next((tp for tp in tps if not isinstance(tp, TopicPartition)), None)
+        if wrong is not None:
+            return f"gave member {name(member)} {show(wrong)}, not a TopicPartition"
+        # A TopicPartition does not check its fields; one Kafka could not serialize would break the checks later.
+        wrong = next((tp for tp in tps if not isinstance(tp.topic, str) or isinstance(tp.partition, bool)
+                      or not isinstance(tp.partition, int)), None)
+        if wrong is not None:
+            return (f"gave member {name(member)} TopicPartition({wrong.topic!r}, {wrong.partition!r}), "
+                    "not a topic name and partition number")
+    return None
 
 
 def guard_placer(spec: str, fn: Callable[..., Any]) -> Callable[..., dict[int, list[int]]]:

@@ -64,6 +64,7 @@ from kcheck.model.group import PartitionInfo
 from kcheck.model.vocabulary import Broker, TopicPartition
 from kcheck.reference.assignors.registry import ASSIGNORS, AssignorInfo, resolve_assignor
 from kcheck.reference.errors import KafkaError
+from kcheck.reference.plugins import assignment_problem
 from kcheck.spark_check.batch import BatchResult, FirstViolation
 from kcheck.spark_check.groups_fast import FastChecks
 
@@ -521,16 +522,9 @@ class _Checked:
             raise
         except Exception as e:  # noqa: BLE001 - anything a user's code throws fails the rebalance
             raise UserAssignorError(f"throws {type(e).__name__}: {e}") from e
-        if not isinstance(result, Mapping):
-            raise UserAssignorError(f"returned {type(result).__name__}, not a map of member -> partitions")
-        for member, tps in result.items():
-            if member not in subscriptions:
-                raise UserAssignorError(f"assigned partitions to {member!r}, which is not a member")
-            if isinstance(tps, str | bytes) or not isinstance(tps, Sequence | set | frozenset):
-                raise UserAssignorError(f"gave member {member} a {type(tps).__name__}, not a list of TopicPartition")
-            bad = next((tp for tp in tps if not isinstance(tp, TopicPartition)), None)
-            if bad is not None:
-                raise UserAssignorError(f"gave member {member} {bad!r}, not a TopicPartition")
+        problem = assignment_problem(result, subscriptions)
+        if problem is not None:
+            raise UserAssignorError(problem)
         return {m: list(tps) for m, tps in result.items()}
 
 

@@ -14,10 +14,12 @@ otherwise `$SPARK_MASTER` or `local[*]`.
 from __future__ import annotations
 
 import atexit
+import contextlib
 import os
 import shutil
 import sys
 import tempfile
+import threading
 import time
 import warnings
 from collections.abc import Callable, Iterator
@@ -81,6 +83,44 @@ def _java_options_off_stderr(extra_java_options: str) -> str:
     return " ".join([*moved, extra_java_options])
 
 
+# The one line the JVM prints at start when Spark's launcher adds the incubating vector module (Spark 4 on
+# Java 17+); no JVM flag silences it, and it would make every sweep's one-line error two lines.
+_JVM_NOISE = b"WARNING: Using incubator modules: jdk.incubator.vector"
+
+
+@contextlib.contextmanager
+def _jvm_stderr_filtered(active: bool) -> Iterator[None]:
+    """Start the gateway JVM (it inherits fd 2) with its stderr on a pipe that a daemon thread forwards to ours,
+    minus `_JVM_NOISE`; everything else the JVM writes, for its whole life, reaches stderr unchanged."""
+    if not active:
+        yield
+        return
+    read_end, write_end = os.pipe()
+    saved = os.dup(2)
+    os.dup2(write_end, 2)
+    os.close(write_end)
+    try:
+        yield
+    finally:
+        os.dup2(saved, 2)  # our own stderr is ours again; only the JVM keeps the pipe
+        threading.Thread(target=_forward, args=(read_end, saved), name="kcheck-jvm-stderr", daemon=True).start()
+
+
+def _forward(read_end: int, out: int) -> None:
+    pending: bytes | None = b""  # the JVM's output until its first line is known not to be the noise
+    while chunk := os.read(read_end, 65536):
+        if pending is not None:
+            pending += chunk
+            if b"\n" not in pending and len(pending) < len(_JVM_NOISE) + 2:
+                continue
+            first, sep, rest = pending.partition(b"\n")
+            chunk = rest if first.rstrip(b"\r") == _JVM_NOISE else pending
+            pending = None
+        os.write(out, chunk)
+    if pending:
+        os.write(out, pending)
+
+
 def spark_session(master: str | None = None, progress: bool | None = None, app_name: str = "kcheck-sweep",
                   extra: dict[str, str] | None = None) -> Any:
     """A SparkSession for sweeps. Local workers run this Python, whose site-packages hold kcheck.
@@ -114,7 +154,7 @@ def spark_session(master: str | None = None, progress: bool | None = None, app_n
     }
     for key, value in conf.items():
         builder = builder.config(key, value)
-    with warnings.catch_warnings():
+    with warnings.catch_warnings(), _jvm_stderr_filtered(not submitted):
         warnings.filterwarnings("ignore", message="PySpark does not yet fully support pandas")
         spark = builder.getOrCreate()
     _drop_log4j()

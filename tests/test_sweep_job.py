@@ -154,3 +154,24 @@ def test_a_killed_kcheck_sweep_process_resumes(spark, tmp_path):
     outcome = sweep(space, ResultStore(out), resume=True, spark=spark)
     expected = merge(space.evaluate(a, min(len(space), a + 5_000)) for a in range(0, len(space), 5_000))
     assert outcome.stored.complete and _totals(outcome.stored.result) == _totals(expected)
+
+
+def test_a_users_placer_that_fails_in_a_sweep_is_one_line_exit_2(tmp_path):
+    """The sweep stores and reports every configuration, then names the plug-in, its exception and the smallest
+    configuration where it failed, in one stderr line with exit 2 (its own Spark, so the executors import the
+    placer from PYTHONPATH)."""
+    (tmp_path / "half_placer.py").write_text(
+        "def place(brokers, n, rf, start=-1, first=-1, random=None):\n"
+        "    if n == 2:\n"
+        "        raise ValueError('two partitions are too many')\n"
+        "    return {p: [b.id if hasattr(b, 'id') else b for b in brokers][:rf] for p in range(n)}\n")
+    out = tmp_path / "sweep"
+    env = {**os.environ, "PYTHONPATH": str(tmp_path)}
+    r = subprocess.run([sys.executable, "-m", "kcheck", "sweep", "placement", "--placer", "half_placer:place",
+                        "--space", "brokers=3,racks=1,partitions=2,rf=2", "--out", str(out)],
+                       cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
+    assert r.returncode == 2, r.stderr
+    lines = r.stderr.splitlines()  # the JVM's start-up warning about incubator modules is not among them
+    assert len(lines) == 1 and lines[0].startswith("kcheck: error: plug-in half_placer:place: sweep configuration ")
+    assert "ValueError: two partitions are too many" in lines[0] and "Traceback" not in r.stderr
+    assert (out / "report.md").exists() and (out / "report.html").exists()  # nothing computed is lost
