@@ -500,10 +500,15 @@ def test_explore_keeps_hypothesis_cache_out_of_the_working_directory(tmp_path: P
     monkeypatch.chdir(work)
     monkeypatch.delenv("HYPOTHESIS_STORAGE_DIRECTORY", raising=False)
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    import hypothesis.configuration as hc
+
+    homes: list[Any] = []  # where kcheck points Hypothesis (whether it writes anything there depends on its version)
+    set_home = hc.set_hypothesis_home_dir
+    monkeypatch.setattr(hc, "set_hypothesis_home_dir", lambda d: (homes.append(d), set_home(d))[1])
     assert main(["explore", "--examples", "2", "--steps", "3"]) == 0
     capsys.readouterr()
     assert list(work.iterdir()) == []  # no .hypothesis/ here
-    assert (tmp_path / "cache" / "kcheck" / "hypothesis").is_dir()
+    assert homes and homes[0] == str(tmp_path / "cache" / "kcheck" / "hypothesis")
 
 
 def test_no_arguments_prints_the_help_not_an_empty_error(capsys: Any) -> None:
