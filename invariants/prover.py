@@ -90,6 +90,13 @@ class ProofResult:
     counterexample: Counterexample | None = None
     reason: str = ""
 
+    @property
+    def replay_command(self) -> str | None:
+        """The `kcheck place` command that reproduces the counterexample (both AdminUtils paths are `adminutils`)."""
+        if self.counterexample is None:
+            return None
+        return self.counterexample.replay("adminutils" if self.algorithm.startswith("adminutils") else self.algorithm)
+
     def as_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {
             "algorithm": self.algorithm, "invariant": self.invariant, "status": self.status, "scope": self.scope,

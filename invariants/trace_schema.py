@@ -12,8 +12,10 @@ import json
 from dataclasses import MISSING, fields
 from typing import Any
 
+from kcheck.model import INT32_MAX
 from kcheck.model.replication.actions import KINDS, Config
 from kcheck.model.replication.state import ACKS, MESSAGE_TYPES, NO_LEADER
+from kcheck.reference.plugins import is_int
 
 TOP_LEVEL: dict[str, str] = {"format": "int", "protocol": "str", "config": "object", "steps": "list",
                              "violations": "list"}
@@ -40,12 +42,8 @@ def _show(value: Any) -> str:
     return text if len(text) <= 60 else text[:57] + "..."
 
 
-def _is_int(v: Any) -> bool:
-    return isinstance(v, int) and not isinstance(v, bool)
-
-
 def _broker(where: str, field: str, v: Any, n: int, *, leader: bool = False) -> int:
-    if not _is_int(v) or not (1 <= v <= n or (leader and v == NO_LEADER)):
+    if not is_int(v) or not (1 <= v <= n or (leader and v == NO_LEADER)):
         extra = f" or {NO_LEADER} (no leader)" if leader else ""
         raise TraceSchemaError(where, field, f"a broker id of the trace's cluster (1..{n}){extra}", v)
     return v
@@ -62,17 +60,14 @@ def _brokers(where: str, field: str, v: Any, n: int, *, non_empty: bool = False,
     return out
 
 
-INT32_MAX = 2**31 - 1  # budgets, offsets and epochs are int32 in Kafka's protocol; a larger one is a typo
-
-
 def _count(where: str, field: str, v: Any) -> int:
-    if not _is_int(v) or not 0 <= v <= INT32_MAX:
+    if not is_int(v) or not 0 <= v <= INT32_MAX:
         raise TraceSchemaError(where, field, f"an integer from 0 to {INT32_MAX}", v)
     return v
 
 
 def _integer(where: str, field: str, v: Any) -> int:
-    if not _is_int(v):
+    if not is_int(v):
         raise TraceSchemaError(where, field, "an integer", v)
     return v
 
@@ -172,7 +167,7 @@ def check_trace(data: Any) -> Config:
     for key in ("protocol", "config", "steps"):  # what explore and exhaust write: a trace without them is not one
         if key not in data:
             raise TraceSchemaError("", key, f"{'a list of steps' if key == 'steps' else 'a value'}")
-    checks = {"int": _is_int, "str": lambda v: isinstance(v, str), "object": lambda v: isinstance(v, dict),
+    checks = {"int": is_int, "str": lambda v: isinstance(v, str), "object": lambda v: isinstance(v, dict),
               "list": lambda v: isinstance(v, list)}
     words = {"int": "an integer", "str": "a string", "object": "an object", "list": "a list"}
     for key, word in TOP_LEVEL.items():

@@ -25,7 +25,7 @@ from kcheck import formats, report
 from kcheck.check import MAX_BROKERS, failed_any, run_check
 from kcheck.formats import InputError
 from kcheck.invariants import REGISTRY, BalanceSettings, PlacementSubject, Severity, check_placement
-from kcheck.model import Cluster, ReplicaAssignment
+from kcheck.model import INT16_MAX, INT32_MAX, Cluster, ReplicaAssignment
 from kcheck.reference.errors import KafkaError
 from kcheck.reference.java import JavaRandom, MockRandom
 from kcheck.reference.placers import resolve_placer
@@ -120,8 +120,8 @@ def _int_list(text: str, option: str) -> list[int]:
         raise InputError(option, f"broker {dup[0]} is listed twice")
     if any(v < 0 for v in values):
         raise InputError(option, f"broker id {min(values)} is negative")
-    if max(values) > formats.MAX_ID:  # Kafka's broker ids are Java ints
-        raise InputError(option, f"broker id {max(values)} is above {formats.MAX_ID} (Kafka's int32 maximum)")
+    if max(values) > INT32_MAX:  # Kafka's broker ids are Java ints
+        raise InputError(option, f"broker id {max(values)} is above {INT32_MAX} (Kafka's int32 maximum)")
     return values
 
 
@@ -218,10 +218,10 @@ def place(
 ) -> int:
     """Place a topic's replicas as Kafka would; print the JSON kafka-reassign-partitions.sh --execute takes."""
     _place_sizes(partitions, replication_factor, start_index)
-    _bounded("--start-partition", start_partition, -1, formats.MAX_ID, "-1: after the existing ones")
-    if start_partition >= 0 and start_partition + partitions - 1 > formats.MAX_ID:
+    _bounded("--start-partition", start_partition, -1, INT32_MAX, "-1: after the existing ones")
+    if start_partition >= 0 and start_partition + partitions - 1 > INT32_MAX:
         raise InputError("--start-partition", f"partition ids {start_partition}..{start_partition + partitions - 1} "
-                                              f"go above {formats.MAX_ID} (Kafka's int32 maximum)")
+                                              f"go above {INT32_MAX} (Kafka's int32 maximum)")
     if (problem := formats.topic_problem(topic)) is not None:
         raise InputError("--topic", problem)
     ids = _int_list(brokers, "--brokers")
@@ -258,13 +258,13 @@ def _place_sizes(partitions: int, replication_factor: int, start_index: int) -> 
     if partitions > MAX_PLACE_PARTITIONS:
         raise InputError("--partitions", f"{partitions:,} is above kcheck's limit of {MAX_PLACE_PARTITIONS:,} "
                                          "partitions per topic")
-    if replication_factor > formats.MAX_INT16:
-        raise InputError("--replication-factor", f"{replication_factor:,} is above {formats.MAX_INT16:,} "
+    if replication_factor > INT16_MAX:
+        raise InputError("--replication-factor", f"{replication_factor:,} is above {INT16_MAX:,} "
                                                   "(Kafka's replication factor is an int16)")
     if partitions * replication_factor > MAX_PLACE_REPLICAS:
         raise InputError("--partitions", f"{partitions:,} partitions x replication factor {replication_factor} is "
                                          f"above kcheck's limit of {MAX_PLACE_REPLICAS:,} replicas")
-    _bounded("--start-index", start_index, -1, formats.MAX_ID, "-1: a random start")
+    _bounded("--start-index", start_index, -1, INT32_MAX, "-1: a random start")
 
 
 # The option behind each of Kafka's placement errors, so the one-line error names it.
@@ -282,7 +282,7 @@ def balance_options(threshold: float, max_replicas_per_broker: int) -> None:
     """verify's and verify-reassignment's shared options."""
     if _finite("--threshold", threshold) < 1.0:
         raise InputError("--threshold", f"{threshold} is below 1.0 (it is a ratio to the average, e.g. 1.10)")
-    _bounded("--max-replicas-per-broker", max_replicas_per_broker, 1, formats.MAX_ID)
+    _bounded("--max-replicas-per-broker", max_replicas_per_broker, 1, INT32_MAX)
 
 
 def _validate_against_cluster(assignment: ReplicaAssignment, cluster: Cluster, plan: str, brokers: str) -> None:
@@ -459,7 +459,7 @@ def optimize(
         raise InputError("--partitions", f"partitions x replication factor x brokers = "
                                          f"{partitions * replication_factor * len(ids):,} is above kcheck's limit "
                                          f"of {MAX_OPTIMIZE_PRODUCT:,} for Z3 optimisation")
-    _bounded("--start-index", start_index, -1, formats.MAX_ID, "-1: a random start")
+    _bounded("--start-index", start_index, -1, INT32_MAX, "-1: a random start")
     try:
         placement = info.place(list(cluster.brokers), partitions, replication_factor, start_index, -1, _random(seed))
     except KafkaError as e:

@@ -21,10 +21,16 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
-from kcheck.model import NO_LEADER, Broker, Cluster, PartitionReplicas, ReplicaAssignment, TopicPartition
+from kcheck.model import (
+    INT32_MAX,
+    NO_LEADER,
+    Broker,
+    Cluster,
+    PartitionReplicas,
+    ReplicaAssignment,
+    TopicPartition,
+)
 
-MAX_ID = 2**31 - 1  # broker and partition ids are Java ints in Kafka
-MAX_INT16 = 2**15 - 1  # replication factors are Java shorts
 NAME_LIMIT = 200  # characters of a user's name shown to people; JSON output keeps names whole
 LINE_LIMIT = 2_000  # characters of an error line, names already shortened
 
@@ -334,7 +340,7 @@ def _topic_name(value: str, source: str, n: int) -> str:
 
 
 def _uint(value: str, key: str, what: str, source: str, n: int) -> int:
-    if not _UINT_RE.fullmatch(value) or int(value) > MAX_ID:
+    if not _UINT_RE.fullmatch(value) or int(value) > INT32_MAX:
         raise InputError(source, f"{key}: {_quote(value)} is not {what}", n)
     return int(value)
 
@@ -343,7 +349,7 @@ def _id_list(value: str, key: str, source: str, n: int) -> tuple[int, ...]:
     if not value:
         return ()
     items = [s.strip() for s in value.split(",")]
-    if not all(_UINT_RE.fullmatch(s) and int(s) <= MAX_ID for s in items):
+    if not all(_UINT_RE.fullmatch(s) and int(s) <= INT32_MAX for s in items):
         raise InputError(source, f"{key}: {_quote(value)} is not a list of broker ids", n)
     return tuple(int(s) for s in items)
 
@@ -383,7 +389,7 @@ def _json_brokers(text: str, source: str) -> list[Broker]:
                 raise InputError(source, f"broker {int(key)} is listed twice")
         for key, rack in doc.items():
             place = f"broker {_show(key)}"
-            if not _UINT_RE.fullmatch(key) or int(key) > MAX_ID:
+            if not _UINT_RE.fullmatch(key) or int(key) > INT32_MAX:
                 raise InputError(source, f"{place}: the key must be a broker id (an integer >= 0)")
             add(int(key), _json_rack(rack, place, source), place)
         return brokers
@@ -432,7 +438,7 @@ def _line_brokers(text: str, source: str) -> list[Broker]:
             if len(words) > 2:
                 raise InputError(source, f"expected 'id:rack', 'id rack' or 'id', got {_quote(line)}", n)
             id_text, rack = words[0], (words[1] if len(words) == 2 else None)
-        if not _UINT_RE.fullmatch(id_text) or int(id_text) > MAX_ID:
+        if not _UINT_RE.fullmatch(id_text) or int(id_text) > INT32_MAX:
             raise InputError(source, f"{_quote(id_text)} is not a broker id (an integer >= 0)", n)
         broker_id = int(id_text)
         if rack is not None and (problem := control_problem(rack)) is not None:
@@ -472,7 +478,7 @@ def _load_json(text: str, source: str, **kwargs: Any) -> Any:
 
 
 def _is_id(value: object) -> bool:
-    return type(value) is int and 0 <= value <= MAX_ID  # type() is not isinstance(): bools are not ids
+    return type(value) is int and 0 <= value <= INT32_MAX  # type() is not isinstance(): bools are not ids
 
 
 def _no_duplicate_broker(brokers: Sequence[int], error: Callable[[int], InputError]) -> None:

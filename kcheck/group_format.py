@@ -42,9 +42,9 @@ from typing import Any
 
 from kcheck.formats import InputError, control_problem
 from kcheck.model.group import PartitionInfo, Subscription
-from kcheck.model.vocabulary import Broker, TopicPartition
+from kcheck.model.vocabulary import INT32_MAX, Broker, TopicPartition
 
-MAX_INT = 2**31 - 1  # partition ids, counts and generations are Java ints
+MAX_INT = INT32_MAX  # partition ids, counts and generations
 # KRaft's scale target is ~2 million partitions per cluster; measured, `assign` takes 15 s and 0.7 GB per million
 # (range), so 10 million would need minutes and ~7 GB: a typo should not look like a hang.
 MAX_TOTAL_PARTITIONS = 2_000_000

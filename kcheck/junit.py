@@ -204,7 +204,7 @@ def check_suites(result: Any) -> list[TestSuite]:
         if r.status != "proved":
             case.failure = f"{r.status}{': ' + r.reason if r.reason else ''}"
             if r.counterexample is not None:
-                case.detail = f"{case.failure}\nreplay: {r.counterexample.replay(_placer(r.algorithm))}"
+                case.detail = f"{case.failure}\nreplay: {r.replay_command}"
         proofs.append(case)
     models = []
     for m in result.models:
@@ -246,10 +246,6 @@ def check_suites(result: Any) -> list[TestSuite]:
             TestSuite("kcheck check: replication model", replication, sum(c.seconds for c in replication))]
 
 
-def _placer(algorithm: str) -> str:
-    return "adminutils" if algorithm.startswith("adminutils") else algorithm
-
-
 def prove_cases(results: Sequence[Any]) -> list[TestCase]:
     """`kcheck prove`: per (algorithm, invariant). A hard invariant not proved fails (the exit status);
     a soft one refuted or unknown passes and says so."""
@@ -258,7 +254,7 @@ def prove_cases(results: Sequence[Any]) -> list[TestCase]:
         case = TestCase(f"kcheck.prove.{r.algorithm}", r.invariant, r.seconds)
         status = f"{r.status}{': ' + r.reason if r.reason else ''}"
         replay = "" if r.counterexample is None else (
-            f"\n{r.counterexample.violations[0].message}\nreplay: {r.counterexample.replay(_placer(r.algorithm))}")
+            f"\n{r.counterexample.violations[0].message}\nreplay: {r.replay_command}")
         if r.status == "not applicable":
             case.skipped = r.reason or "not applicable"
         elif r.status != "proved":

@@ -31,7 +31,7 @@ from kcheck.invariants.reassignment import (
     check_reassignment,
     target_assignment,
 )
-from kcheck.model import NO_LEADER, Cluster, ReplicaAssignment
+from kcheck.model import INT32_MAX, NO_LEADER, Cluster, ReplicaAssignment
 from kcheck.reference.reassignment import (
     KRaftControllerState,
     TraceRow,
@@ -125,8 +125,8 @@ def run_reassign(from_: list[int], to: list[int], leader: int | None, isr: list[
             raise InputError("--isr", "the ISR must contain the leader")
     if leader_epoch < 0:
         raise InputError("--leader-epoch", f"{leader_epoch} is negative")
-    if leader_epoch > formats.MAX_ID:
-        raise InputError("--leader-epoch", f"{leader_epoch} is above {formats.MAX_ID} (Kafka's int32 maximum)")
+    if leader_epoch > INT32_MAX:
+        raise InputError("--leader-epoch", f"{leader_epoch} is above {INT32_MAX} (Kafka's int32 maximum)")
     steps = zk_reassignment_steps if controller == "zk" else kraft_reassignment_steps
     rows = steps(from_, to, leader=leader, isr=isr, leader_epoch=leader_epoch)
     if json_out:
@@ -252,8 +252,8 @@ def run_verify_reassignment(current_path: str, proposed_path: str, brokers_file:
         raise InputError("--controller", f"'{controller}' is not one of {', '.join(CONTROLLERS)}")
     if min_isr is not None and min_isr < 1:
         raise InputError("--min-insync-replicas", f"{min_isr} is below 1")
-    if min_isr is not None and min_isr > formats.MAX_ID:
-        raise InputError("--min-insync-replicas", f"{min_isr} is above {formats.MAX_ID} (Kafka's int32 maximum)")
+    if min_isr is not None and min_isr > INT32_MAX:
+        raise InputError("--min-insync-replicas", f"{min_isr} is above {INT32_MAX} (Kafka's int32 maximum)")
     from kcheck.cli import balance_options
 
     balance_options(threshold, max_replicas_per_broker)

@@ -31,6 +31,7 @@ from kcheck.invariants.replication_explore import (
     resolve_protocol,
     split_run,
 )
+from kcheck.model import INT32_MAX
 from kcheck.model.replication.actions import Config
 from kcheck.model.replication.protocol import VARIANTS
 from kcheck.model.replication.state import NO_LEADER, State
@@ -42,16 +43,15 @@ JsonOpt = Annotated[bool, typer.Option("--json", help="Print the result as JSON.
 OutOpt = Annotated[str | None, typer.Option("--out", help="Write the counterexample trace (JSON) to this new file.")]
 InvariantOpt = Annotated[list[str] | None, typer.Option(
     "--invariant", help="Check only this invariant id (repeatable; default: all, or a variant's own row).")]
-_INT32 = 2**31 - 1  # budgets and sizes beyond a Java int mean nothing here
-Budget = Annotated[int | None, typer.Option(min=0, max=_INT32)]
+Budget = Annotated[int | None, typer.Option(min=0, max=INT32_MAX)]
 BrokersOpt = Annotated[int | None, typer.Option(help="Brokers 1..n (at most 6).")]
 ReplicationFactorOpt = Annotated[int | None, typer.Option(
-    "--replication-factor", min=0, max=_INT32,
+    "--replication-factor", min=0, max=INT32_MAX,
     help="Replicas at the start, on brokers 1..RF (default: every broker).")]
 ReassignmentsOpt = Annotated[int | None, typer.Option(
-    min=0, max=_INT32,
+    min=0, max=INT32_MAX,
     help="Reassignment requests (AlterPartitionReassignments to any target list) the operator may make.")]
-CancelsOpt = Annotated[int | None, typer.Option(min=0, max=_INT32,
+CancelsOpt = Annotated[int | None, typer.Option(min=0, max=INT32_MAX,
                                                  help="Requests cancelling the reassignment in flight.")]
 AtomicFetchOpt = Annotated[bool | None, typer.Option(
     "--atomic-fetch/--split-fetch",
@@ -237,8 +237,8 @@ def explore_command(
     min_isr: Annotated[int | None, typer.Option(help="min.insync.replicas.")] = None,
     acks: Annotated[str | None, typer.Option(help="Producer acks to try: all, 1, 0 (comma-separated).")] = None,
     seed: Annotated[int, typer.Option(help="Hypothesis seed: the same seed gives the same run.")] = 0,
-    examples: Annotated[int, typer.Option(min=1, max=_INT32, help="Random programs to run.")] = 300,
-    steps: Annotated[int, typer.Option(min=1, max=_INT32, help="Most steps per program.")] = 60,
+    examples: Annotated[int, typer.Option(min=1, max=INT32_MAX, help="Random programs to run.")] = 300,
+    steps: Annotated[int, typer.Option(min=1, max=INT32_MAX, help="Most steps per program.")] = 60,
     records: Budget = None, crashes: Budget = None, lossy_crashes: Budget = None, fences: Budget = None,
     elections: Budget = None, isr_shrinks: Budget = None, failovers: Budget = None,
     reassignments: ReassignmentsOpt = None, cancels: CancelsOpt = None,
@@ -293,7 +293,7 @@ def exhaust_command(
     abstract: Annotated[bool, typer.Option(
         help="Merge states that differ only in control messages in flight: finds much deeper "
              "counterexamples, but a clean result is no proof.")] = False,
-    max_states: Annotated[int, typer.Option(min=1, max=_INT32,
+    max_states: Annotated[int, typer.Option(min=1, max=INT32_MAX,
                                             help="Stop after this many states (reported as incomplete).")
                           ] = 2_000_000,
     invariant: InvariantOpt = None,

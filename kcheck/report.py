@@ -166,12 +166,8 @@ def counterexample_lines(r: ProofResult) -> list[object]:
         f"racks {layout}, {ce.partitions} partition(s), RF {ce.rf}, {how}",
         table,
         ce.violations[0].message,
-        f"replay: {ce.replay(_placer(r))}",
+        f"replay: {r.replay_command}",
     ]
-
-
-def _placer(r: ProofResult) -> str:
-    return "adminutils" if r.algorithm.startswith("adminutils") else r.algorithm
 
 
 def models_table(models: list[ModelOutcome]) -> Table:

@@ -6,6 +6,8 @@ of the project (see ARCHITECTURE.md); the formal models live in sub-packages.
 
 from kcheck.model.group import PartitionInfo, Subscription
 from kcheck.model.vocabulary import (
+    INT16_MAX,
+    INT32_MAX,
     NO_LEADER,
     Broker,
     Cluster,
@@ -15,6 +17,8 @@ from kcheck.model.vocabulary import (
 )
 
 __all__ = [
+    "INT16_MAX",
+    "INT32_MAX",
     "NO_LEADER",
     "PartitionInfo",
     "Subscription",

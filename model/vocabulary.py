@@ -14,6 +14,9 @@ from functools import cached_property
 from itertools import pairwise
 
 NO_LEADER = -1
+# Kafka's ids, counts, epochs and generations are Java ints; replication factors are Java shorts.
+INT32_MAX = 2**31 - 1
+INT16_MAX = 2**15 - 1
 
 
 @dataclass(frozen=True, order=True)

@@ -132,7 +132,8 @@ def _show(v: Any) -> str:
     return text if len(text) <= 40 else text[:37] + "..."
 
 
-def _is_int(v: Any) -> bool:
+def is_int(v: Any) -> bool:
+    """An int that is not a bool (JSON's true is not a broker id)."""
     return isinstance(v, int) and not isinstance(v, bool)
 
 
@@ -153,14 +154,14 @@ def check_placement(spec: str, result: Any, broker_ids: Sequence[int], n_partiti
     ids = set(broker_ids)
     cluster = ", ".join(map(str, sorted(ids)))
     for p, replicas in result.items():
-        if not _is_int(p):
+        if not is_int(p):
             raise bad_result(spec, f"partition id {_show(p)} ({type(p).__name__}), not an int")
         if p not in wanted:
             raise bad_result(spec, f"partition {p}, which was not requested ({first}..{first + n_partitions - 1})")
         if not isinstance(replicas, list | tuple):
             raise bad_result(spec, f"{_show(replicas)} for partition {p}, not a list of broker ids")
         for b in replicas:
-            if not _is_int(b):
+            if not is_int(b):
                 raise bad_result(spec, f"replica {_show(b)} ({type(b).__name__}) for partition {p}, not a broker id")
             if b not in ids:
                 raise bad_result(spec, f"broker {b} for partition {p}, not a broker of the cluster ({cluster})")
