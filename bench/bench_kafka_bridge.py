@@ -85,7 +85,7 @@ def main(versions: list[str]) -> None:
                     theirs(inputs[:2000])  # warm the JIT
                 k_rate, k_out = rate(theirs, inputs)
                 lines = [encode(x) for x in inputs]
-                jvm_rate, _ = rate(kafka._roundtrip, lines)
+                jvm_rate, _ = rate(kafka.roundtrip, lines)
                 one_rate, _ = rate(lambda xs, f=theirs: [f([x]) for x in xs], inputs[:500])
                 o_rate, o_out = rate(lambda xs, f=ours: [f(x) for x in xs], inputs)
                 same = sum(1 for a, b in zip(k_out, o_out, strict=True) if a == b)

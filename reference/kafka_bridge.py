@@ -1,4 +1,4 @@
-"""Real Kafka beside our reference: its placement code, run in one long-lived JVM.
+"""Real Kafka beside our reference: Kafka's own classes of a chosen release, run in one long-lived JVM.
 
 `KafkaBridge(version)` resolves the release's jars (`kafka_jars`), compiles kcheck's harness
 (`kafka_harness`) against them into the cache (keyed by release and harness source hash), starts
@@ -12,6 +12,11 @@ the `map_*` methods send a whole batch and read the answers back, so throughput 
 A Kafka exception comes back as `JavaException(class_name, message)`: raised by the single
 calls, returned in place of a result by the `map_*` methods. `shared_bridge(version)` gives one
 bridge per release per Python process, closed at exit.
+
+This module is the transport and placement; the other algorithms add their requests in modules of
+their own (`kafka_client_assignors`, `kafka_group_assignors`, `kafka_controller`, ...), each a
+handler in `reference/harness/` plus encoders here built on `encode_text`, `encode_ints`,
+`parse_error` and `KafkaBridge.roundtrip` / `require`.
 """
 
 from __future__ import annotations
@@ -87,13 +92,35 @@ class StripedRequest:
 
 
 @functools.lru_cache(maxsize=4096)
-def _rack(rack: str | None) -> str:
-    if rack is None:
+def encode_text(text: str | None) -> str:
+    """A string (a rack, a member id, a topic) as one harness token: KcheckCodec.text() reads it back."""
+    if text is None:
         return "-"
-    if rack == "":
+    if text == "":
         return "_"
-    b = rack.encode("utf-16-be", "surrogatepass")
+    b = text.encode("utf-16-be", "surrogatepass")
     return ".".join(f"{int.from_bytes(b[i:i + 2], 'big'):x}" for i in range(0, len(b), 2))
+
+
+def decode_text(token: str) -> str | None:
+    """The inverse of encode_text (KcheckCodec.encodeText's output)."""
+    if token == "-":
+        return None
+    if token == "_":
+        return ""
+    units = b"".join(int(u, 16).to_bytes(2, "big") for u in token.split("."))
+    return units.decode("utf-16-be", "surrogatepass")
+
+
+def encode_ints(xs: Iterable[int]) -> str:
+    """An int list as one token ('~' when empty): KcheckCodec.ints() reads it back."""
+    return ",".join(map(str, xs)) or "~"
+
+
+def parse_error(line: str) -> JavaException:
+    """An `ERR <class> <message>` answer."""
+    _, class_name, *rest = line.split(" ", 2)
+    return JavaException(class_name, _unescape(rest[0]) if rest else "")
 
 
 def _unescape(s: str) -> str:
@@ -111,20 +138,15 @@ def _unescape(s: str) -> str:
 
 def _encode_assign(r: AssignRequest) -> str:
     seed = "-" if r.seed is None else str(r.seed)
-    brokers = " ".join(f"{b.id}/{_rack(b.rack)}" for b in r.brokers)
+    brokers = " ".join(f"{b.id}/{encode_text(b.rack)}" for b in r.brokers)
     return (f"A {r.n_partitions} {r.replication_factor} {r.fixed_start_index} {r.start_partition_id} {seed} "
             f"{brokers}").rstrip()
 
 
 def _encode_striped(r: StripedRequest) -> str:
     specs = " ".join(f"{s.start_partition} {s.num_partitions} {s.num_replicas}" for s in r.specs)
-    brokers = " ".join(f"{b.id}/{_rack(b.rack)}/{int(b.fenced)}" for b in r.brokers)
+    brokers = " ".join(f"{b.id}/{encode_text(b.rack)}/{int(b.fenced)}" for b in r.brokers)
     return f"S {r.seed} {len(r.specs)} {specs} {brokers}".rstrip()
-
-
-def _parse_error(line: str) -> JavaException:
-    _, class_name, *rest = line.split(" ", 2)
-    return JavaException(class_name, _unescape(rest[0]) if rest else "")
 
 
 # The answers are rewritten into JSON and parsed by the json module's C code: several times faster
@@ -134,7 +156,7 @@ def _parse_error(line: str) -> JavaException:
 def _parse_assign(line: str) -> dict[int, list[int]] | JavaException:
     """`OK 0=1,2 1=2,0` -> {0: [1, 2], 1: [2, 0]}."""
     if line.startswith("ERR "):
-        return _parse_error(line)
+        return parse_error(line)
     body = line[3:]
     if not body:
         return {}
@@ -144,7 +166,7 @@ def _parse_assign(line: str) -> dict[int, list[int]] | JavaException:
 def _parse_striped(line: str) -> list[list[list[int]]] | JavaException:
     """`OK 1,2 3,4 | 5,6` -> [[[1, 2], [3, 4]], [[5, 6]]] (one list per spec)."""
     if line.startswith("ERR "):
-        return _parse_error(line)
+        return parse_error(line)
     specs = []
     for part in line[2:].split(" |"):
         part = part.strip()
@@ -152,44 +174,83 @@ def _parse_striped(line: str) -> list[list[list[int]]] | JavaException:
     return json.loads("[" + ",".join(specs) + "]")
 
 
-def compile_harness(release: ResolvedRelease) -> Path:
-    """The harness classes for this release, compiled once into the cache."""
+def compile_harness(release: ResolvedRelease) -> tuple[Path, list[str], dict[str, str]]:
+    """The harness classes for this release, compiled once into the cache.
+
+    Returns the class directory, the handler classes that compiled, and for each one that did not
+    (its Kafka classes are not in this release) javac's first error line.
+    """
     directory = release.directory / f"harness-{kafka_harness.source_hash()}"
     marker = directory / ".complete"
     if marker.is_file():
-        return directory
+        return directory, *_read_marker(marker)
     javac = require_tool("javac")
     directory.mkdir(parents=True, exist_ok=True)
+    sources = kafka_harness.sources()
+    compiled: list[str] = []
+    skipped: dict[str, str] = {}
     with tempfile.TemporaryDirectory(prefix="javac-", dir=directory) as work:
-        src = Path(work) / f"{kafka_harness.CLASS_NAME}.java"
-        src.write_text(kafka_harness.SOURCE, encoding="utf-8")
         classes = Path(work) / "classes"
-        proc = subprocess.run([javac, "-nowarn", "-encoding", "UTF-8", "-cp", release.classpath, "-d", str(classes),
-                               str(src)], capture_output=True, text=True, timeout=300)
-        if proc.returncode != 0:
-            first = next((ln for ln in proc.stderr.splitlines() if "error" in ln), proc.stderr.strip()[:200])
-            raise KafkaBridgeError(f"kafka {release.version}", f"javac could not compile the harness: {first}")
+        classes.mkdir()
+
+        def javac_run(names: Sequence[str]) -> str | None:
+            files = []
+            for name in names:
+                files.append(Path(work) / f"{name}.java")
+                files[-1].write_text(sources[name], encoding="utf-8")
+            cp = os.pathsep.join([str(classes), release.classpath])
+            proc = subprocess.run([javac, "-nowarn", "-encoding", "UTF-8", "-cp", cp, "-d", str(classes),
+                                   *map(str, files)], capture_output=True, text=True, timeout=300)
+            if proc.returncode == 0:
+                return None
+            return next((ln.strip() for ln in proc.stderr.splitlines() if "error" in ln), proc.stderr.strip()[:200])
+
+        error = javac_run(kafka_harness.BASE)
+        if error is not None:
+            raise KafkaBridgeError(f"kafka {release.version}", f"javac could not compile the harness: {error}")
+        for name in kafka_harness.handlers():
+            error = javac_run([name])
+            if error is None:
+                compiled.append(name)
+            else:
+                skipped[name] = error.split(": error: ", 1)[-1]
         for f in classes.iterdir():
             f.replace(directory / f.name)
-    marker.write_text(kafka_harness.source_hash() + "\n", encoding="utf-8")
-    return directory
+    lines = [f"handler {n}" for n in compiled] + [f"skipped {n} {why}" for n, why in skipped.items()]
+    marker.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return directory, compiled, skipped
+
+
+def _read_marker(marker: Path) -> tuple[list[str], dict[str, str]]:
+    compiled, skipped = [], {}
+    for line in marker.read_text(encoding="utf-8").splitlines():
+        kind, _, rest = line.partition(" ")
+        if kind == "handler":
+            compiled.append(rest)
+        elif kind == "skipped":
+            name, _, why = rest.partition(" ")
+            skipped[name] = why
+    return compiled, skipped
 
 
 class KafkaBridge:
-    """One JVM running one Kafka release's placement code for this Python process."""
+    """One JVM running one Kafka release's code (and the user's Java plug-ins) for this Python process."""
 
     def __init__(
         self,
         version: str | None = None,
         java_options: Sequence[str] = ("-XX:+UseSerialGC",),
         timeout: float = 30.0,
+        classpath: Sequence[str] = (),
     ) -> None:
         self.requested_version = version
+        self.user_classpath = tuple(classpath)  # the user's jars or class folders (Java plug-ins), after Kafka's
         self.timeout = timeout  # seconds the JVM may take for one answer before it is killed
         self.java_options = tuple(java_options)
         self.release: ResolvedRelease | None = None
         self.kafka_version: str | None = None  # as the jars report it (AppInfoParser)
-        self.has_admin_utils = False
+        self.words: frozenset[str] = frozenset()  # the request words this release's harness answers
+        self.skipped: dict[str, str] = {}  # handler class -> why it did not compile for this release
         self.start_seconds = 0.0  # JVM start until the harness answered READY
         self._proc: subprocess.Popen[str] | None = None
         self._stderr: IO[bytes] | None = None
@@ -207,12 +268,12 @@ class KafkaBridge:
         java = require_tool("java")
         require_tool("javac")
         self.release = resolve(self.requested_version or default_version())
-        classes = compile_harness(self.release)
+        classes, handlers, self.skipped = compile_harness(self.release)
         self._stderr = tempfile.TemporaryFile(mode="w+b")
         t0 = time.perf_counter()
         self._proc = subprocess.Popen(
-            [java, *self.java_options, "-cp", os.pathsep.join([str(classes), self.release.classpath]),
-             kafka_harness.CLASS_NAME],
+            [java, *self.java_options, "-cp", os.pathsep.join([str(classes), self.release.classpath, *self.user_classpath]),
+             kafka_harness.CLASS_NAME, *handlers],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._stderr, text=True, encoding="utf-8",
             bufsize=1 << 16,
         )
@@ -220,9 +281,20 @@ class KafkaBridge:
         if not hello.startswith("READY "):
             self._fail("did not start")
         self.start_seconds = time.perf_counter() - t0
-        _, self.kafka_version, admin = hello.split()
-        self.has_admin_utils = admin == "admin=1"
+        _, self.kafka_version, *words = hello.split()
+        self.words = frozenset(words[0].split(",")) if words else frozenset()
         return self
+
+    @property
+    def has_admin_utils(self) -> bool:
+        return "A" in self.start().words
+
+    def require(self, word: str, what: str) -> None:
+        """Raise KafkaBridgeError unless this release's harness answers `word` (`what` names it)."""
+        self.start()
+        if word not in self.words:
+            why = "; ".join(f"{k}: {v}" for k, v in self.skipped.items())
+            raise KafkaBridgeError(what, f"not available in Kafka {self.version}" + (f" ({why})" if why else ""))
 
     def close(self) -> None:
         proc, self._proc = self._proc, None
@@ -262,7 +334,7 @@ class KafkaBridge:
 
     # --- transport ---------------------------------------------------------------------------
 
-    def _roundtrip(self, lines: list[str]) -> list[str]:
+    def roundtrip(self, lines: list[str]) -> list[str]:
         self.start()
         proc = self._proc
         assert proc is not None and proc.stdin is not None and proc.stdout is not None
@@ -317,10 +389,9 @@ class KafkaBridge:
 
     def map_assign(self, requests: Iterable[AssignRequest]) -> list[dict[int, list[int]] | JavaException]:
         """AdminUtils.assignReplicasToBrokers on each request, in one batch; an exception in place of a result."""
-        self.start()
         if not self.has_admin_utils:
             raise KafkaBridgeError("AdminUtils", f"not in Kafka {self.version} (kafka-server-common has it up to 4.0)")
-        return [_parse_assign(a) for a in self._roundtrip([_encode_assign(r) for r in requests])]
+        return [_parse_assign(a) for a in self.roundtrip([_encode_assign(r) for r in requests])]
 
     def assign_replicas_to_brokers(
         self,
@@ -342,7 +413,7 @@ class KafkaBridge:
 
     def map_striped(self, requests: Iterable[StripedRequest]) -> list[list[list[list[int]]] | JavaException]:
         """Each request's placements (one replica list per partition, per spec), in one batch."""
-        return [_parse_striped(a) for a in self._roundtrip([_encode_striped(r) for r in requests])]
+        return [_parse_striped(a) for a in self.roundtrip([_encode_striped(r) for r in requests])]
 
     def striped_place(self, brokers: Sequence[Broker], spec: PlacementSpec, seed: int) -> list[list[int]]:
         """StripedReplicaPlacer(new Random(seed)).place(spec, brokers): a replica list per partition."""
@@ -352,17 +423,18 @@ class KafkaBridge:
         return out[0]
 
 
-_shared: dict[str | None, KafkaBridge] = {}
+_shared: dict[tuple[str | None, tuple[str, ...]], KafkaBridge] = {}
 _shared_lock = threading.Lock()
 
 
-def shared_bridge(version: str | None = None) -> KafkaBridge:
-    """The process's bridge for this release (started on first use, closed at exit)."""
+def shared_bridge(version: str | None = None, classpath: Sequence[str] = ()) -> KafkaBridge:
+    """The process's bridge for this release and user classpath (started on first use, closed at exit)."""
+    key = (version, tuple(classpath))
     with _shared_lock:
-        bridge = _shared.get(version)
+        bridge = _shared.get(key)
         if bridge is None or bridge._proc is None:
-            bridge = KafkaBridge(version).start()
-            _shared[version] = bridge
+            bridge = KafkaBridge(version, classpath=classpath).start()
+            _shared[key] = bridge
         return bridge
 
 
