@@ -9,17 +9,24 @@ dependencies into `${XDG_CACHE_HOME:-~/.cache}/kcheck/kafka/<version>/lib`. A `.
 marker is written last, so an interrupted download is redone on the next call, and a completed
 cache is reused without running Maven (or touching the network) at all.
 
+Maven itself is not a prerequisite: when `mvn` is not on PATH, Apache Maven's own binary
+distribution is fetched from Maven Central once (SHA-512 checked against the value pinned here)
+into `${XDG_CACHE_HOME:-~/.cache}/kcheck/maven/`, and run with the JDK the bridge needs anyway.
+
 Failures raise `KafkaBridgeError(what, message)`; `str()` of it is one line a CLI can print.
 """
 
 from __future__ import annotations
 
+import hashlib
 import os
 import re
 import shutil
 import subprocess
+import tarfile
 import tempfile
 import time
+import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -41,6 +48,13 @@ def artifacts(version: str) -> tuple[str, ...]:
 
 _MARKER = ".complete"
 
+# Apache Maven's binary distribution on Maven Central, used when no `mvn` is on PATH.
+MAVEN_VERSION = "3.9.9"
+MAVEN_URL = (f"https://repo1.maven.org/maven2/org/apache/maven/apache-maven/{MAVEN_VERSION}/"
+             f"apache-maven-{MAVEN_VERSION}-bin.tar.gz")
+MAVEN_SHA512 = ("a555254d6b53d267965a3404ecb14e53c3827c09c3b94b5678835887ab404556"
+                "bfaf78dcfe03ba76fa2508649dca8531c74bca4d5846513522404d48e8c4ac8b")
+
 
 class KafkaBridgeError(RuntimeError):
     """The bridge to real Kafka cannot run: `what` is missing or failed (a tool, a release, a class)."""
@@ -59,8 +73,40 @@ def cache_root() -> Path:
 def require_tool(name: str) -> str:
     path = shutil.which(name)
     if path is None:
-        raise KafkaBridgeError(name, f"`{name}` is not on PATH (the Kafka bridge needs a JDK 17+ and Maven)")
+        raise KafkaBridgeError(name, f"`{name}` is not on PATH (the Kafka bridge needs a JDK 17+)")
     return path
+
+
+def maven(timeout: float = 300.0) -> str:
+    """The `mvn` to run: the one on PATH, else Maven's own distribution fetched once into the cache."""
+    on_path = shutil.which("mvn")
+    if on_path is not None:
+        return on_path
+    require_tool("java")  # Maven runs on it; say what is really missing first
+    home = cache_root().parent / "maven" / f"apache-maven-{MAVEN_VERSION}"
+    mvn = home / "bin" / "mvn"
+    if (home / _MARKER).is_file() and mvn.is_file():
+        return str(mvn)
+    home.parent.mkdir(parents=True, exist_ok=True)
+    work = Path(tempfile.mkdtemp(prefix="maven-", dir=home.parent))
+    try:
+        archive = work / "maven.tar.gz"
+        try:
+            with urllib.request.urlopen(MAVEN_URL, timeout=timeout) as r, open(archive, "wb") as f:
+                shutil.copyfileobj(r, f)
+        except OSError as e:
+            raise KafkaBridgeError("mvn", f"not on PATH, and Maven could not be fetched from {MAVEN_URL}: {e}") from e
+        digest = hashlib.sha512(archive.read_bytes()).hexdigest()
+        if digest != MAVEN_SHA512:
+            raise KafkaBridgeError("mvn", f"the Maven {MAVEN_VERSION} download from {MAVEN_URL} has the wrong SHA-512")
+        with tarfile.open(archive) as tar:
+            tar.extractall(work, filter="data")
+        shutil.rmtree(home, ignore_errors=True)
+        (work / f"apache-maven-{MAVEN_VERSION}").rename(home)
+        (home / _MARKER).write_text(MAVEN_SHA512 + "\n", encoding="utf-8")
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    return str(mvn)
 
 
 def _pom(version: str) -> str:
@@ -115,7 +161,7 @@ def resolve(version: str, timeout: float = 900.0) -> ResolvedRelease:
     hit = cached(version)
     if hit is not None:
         return hit
-    mvn = require_tool("mvn")
+    mvn = maven()
     directory = cache_root() / version
     directory.mkdir(parents=True, exist_ok=True)
     (directory / _MARKER).unlink(missing_ok=True)
