@@ -35,6 +35,7 @@ from kcheck.model.smt import rack_aware_twin, rack_unaware_remainders, rack_unaw
 from kcheck.model.smt.common import SymbolicPlacement
 from kcheck.model.smt.striped import striped_twin
 from kcheck.reference.java import JavaHashMap, JavaRandom, optional_hash_code
+from kcheck.reference.jvm_plugins import replay_name  # a jvm: placer's replay needs its --classpath
 from kcheck.reference.placers import BUILTIN_PLACERS, PlacerInfo
 
 ALGORITHMS = ("adminutils", "adminutils-rack-aware", "striped")
@@ -67,7 +68,7 @@ class Counterexample:
 
     def replay(self, placer: str = "adminutils") -> str:
         c = self.cluster
-        cmd = f"kcheck place --placer {placer} --brokers {','.join(map(str, c.broker_ids))}"
+        cmd = f"kcheck place --placer {replay_name(placer)} --brokers {','.join(map(str, c.broker_ids))}"
         if c.rack_map:
             cmd += " --racks " + ",".join(f"{b}:{r}" for b, r in c.rack_map.items())
         cmd += f" --partitions {self.partitions} --replication-factor {self.rf}"

@@ -24,7 +24,7 @@ from __future__ import annotations
 import contextlib
 import io
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -93,7 +93,12 @@ class Case:
     def replay(self) -> str:
         """The `kcheck place` command that reproduces this case."""
         c = self.cluster
-        cmd = [f"kcheck place --placer {self.placer} --brokers {','.join(map(str, c.broker_ids))}"]
+        placer = self.placer
+        if placer.startswith("jvm:"):  # a Java placer: with the --classpath that finds it
+            from kcheck.reference.jvm_plugins import replay_name
+
+            placer = replay_name(placer)
+        cmd = [f"kcheck place --placer {placer} --brokers {','.join(map(str, c.broker_ids))}"]
         if c.rack_map:
             cmd.append("--racks " + ",".join(f"{b}:{r}" for b, r in c.rack_map.items()))
         fenced = [b.id for b in c.brokers if b.fenced]
@@ -126,6 +131,14 @@ def builtin_cases(clusters: list[Cluster]) -> Iterator[Case]:
                     yield Case("striped", fenced, partitions, rf, seed=STRIPED_SEEDS[0])
 
 
+def subject_cases(clusters: list[Cluster], name: str, info: PlacerInfo) -> Iterator[Case]:
+    """A user's placer (`kcheck check --placer`) on the cases of Kafka's: every fixed start index when it has one,
+    else the striped placer's seeds and its fenced-broker cases."""
+    for case in builtin_cases(clusters):
+        if (case.placer == "adminutils") == info.has_start_index:
+            yield Case(name, case.cluster, case.partitions, case.replication_factor, case.start_index, case.seed)
+
+
 @dataclass
 class Outcome:
     """Results of one invariant for one placer over all the cases."""
@@ -137,6 +150,7 @@ class Outcome:
     violated: int = 0
     smallest: Case | None = None
     smallest_violations: list[Violation] = field(default_factory=list)
+    must_hold: bool = False  # a user's placer and a hard invariant: it fails as in a sweep, guaranteed or not
 
     @property
     def status(self) -> str:
@@ -144,7 +158,7 @@ class Outcome:
             return "n/a"
         if not self.violated:
             return "holds"
-        return "FAILED" if self.guaranteed else "finding"
+        return "FAILED" if self.guaranteed or self.must_hold else "finding"
 
 
 PROOF_BOUNDS = Bounds(max_brokers=4, max_racks=3, max_partitions=6, max_rf=3)
@@ -164,7 +178,9 @@ class ModelOutcome:
     findings: list[Any] = field(default_factory=list)  # invariants.rebalance.Finding
 
 
-def run_rebalance_models(examples: int = MODEL_EXAMPLES, steps: int = MODEL_STEPS) -> list[ModelOutcome]:
+def run_rebalance_models(examples: int = MODEL_EXAMPLES, steps: int = MODEL_STEPS,
+                         assignors: Sequence[str] | None = None) -> list[ModelOutcome]:
+    """The rebalance model for each assignor (default: every built-in one)."""
     from hypothesis import HealthCheck, settings  # only the main job needs Hypothesis
     from hypothesis.stateful import run_state_machine_as_test
 
@@ -175,7 +191,7 @@ def run_rebalance_models(examples: int = MODEL_EXAMPLES, steps: int = MODEL_STEP
     budget = settings(max_examples=examples, stateful_step_count=steps, derandomize=True, deadline=None,
                       database=None, suppress_health_check=list(HealthCheck), report_multiple_bugs=False)
     outcomes = []
-    for name in ASSIGNORS:
+    for name in assignors or ASSIGNORS:
         started, failure = time.perf_counter(), None
         printed = io.StringIO()
         machine = rebalance_machine(name)
@@ -224,13 +240,14 @@ class RejoinSweep:
         return [o for o in self.outcomes if not o.fails]
 
 
-def run_rejoin_sweep(space: str = REJOIN_SPACE) -> RejoinSweep:
-    """The group sweep's rejoin events over every assignor; reports each failure and stale-claim finding."""
+def run_rejoin_sweep(space: str = REJOIN_SPACE, assignors: Sequence[str] | None = None) -> RejoinSweep:
+    """The group sweep's rejoin events over every assignor (or these); reports each failure and stale-claim
+    finding."""
     from kcheck.invariants.rebalance import STALE_CLAIM_KINDS
     from kcheck.spark_check.groups import GroupSpace, parse_group_bounds
 
     started = time.perf_counter()
-    groups = GroupSpace(parse_group_bounds(space))
+    groups = GroupSpace(parse_group_bounds(space), assignors)
     result = groups.evaluate(0, len(groups))
     outcomes = []
     for key in groups.invariant_ids():
@@ -391,19 +408,33 @@ def failed_any(result: CheckResult) -> bool:
                 or result.failed_rejoins)
 
 
-def run_check(max_brokers: int = MAX_BROKERS, proofs: bool = True, deep: bool = False) -> CheckResult:
+def run_check(max_brokers: int = MAX_BROKERS, proofs: bool = True, deep: bool = False,
+              placers: Sequence[str] | None = None, assignors: Sequence[str] | None = None) -> CheckResult:
     """The placement cases, then (unless `proofs` is False) the proofs and the rebalance and replication
-    models; `deep` adds the abstract search for the variants the exact search cannot reach."""
+    models; `deep` adds the abstract search for the variants the exact search cannot reach.
+
+    `placers` / `assignors` (a user's `module:object` or `jvm:<class>`, or built-in names) check those instead:
+    the placers on Kafka's placement cases, the assignors in the rebalance model and the rejoin sweep; a
+    user's plug-in fails a hard invariant as a sweep does (it has no guarantees of Kafka's to break)."""
+    from kcheck.invariants import Severity
+    from kcheck.reference.placers import resolve_placer
+
+    subjects = bool(placers or assignors)
     clusters = builtin_clusters(max_brokers)
+    chosen = {name: resolve_placer(name) for name in placers or ()} if subjects else dict(BUILTIN_PLACERS)
     outcomes: dict[tuple[str, str], Outcome] = {}
-    for name, info in BUILTIN_PLACERS.items():
+    for name, info in chosen.items():
+        users = BUILTIN_PLACERS.get(name) is not info
         for inv in REGISTRY.values():
             if inv.applies_to == "placement":
-                outcomes[(name, inv.id)] = Outcome(name, inv.id, inv.id in info.guarantees)
+                outcomes[(name, inv.id)] = Outcome(name, inv.id, inv.id in info.guarantees,
+                                                   must_hold=users and inv.severity is Severity.HARD)
+    cases: Iterator[Case] = (builtin_cases(clusters) if not subjects else
+                             (c for name, info in chosen.items() for c in subject_cases(clusters, name, info)))
     n_cases = 0
-    for case in builtin_cases(clusters):
+    for case in cases:
         n_cases += 1
-        placement = case.run(BUILTIN_PLACERS[case.placer])
+        placement = case.run(chosen[case.placer])
         subject = PlacementSubject(case.cluster, ReplicaAssignment.from_placement("topic", placement),
                                    replication_factor=case.replication_factor)
         report = check_placement(subject)
@@ -418,6 +449,10 @@ def run_check(max_brokers: int = MAX_BROKERS, proofs: bool = True, deep: bool = 
                 out.violated += 1
                 if out.smallest is None or case.size_key < out.smallest.size_key:
                     out.smallest, out.smallest_violations = case, found
+    if subjects:
+        return CheckResult(n_cases, len(clusters), list(outcomes.values()), [],
+                           run_rebalance_models(assignors=assignors) if assignors and proofs else [], [],
+                           run_rejoin_sweep(assignors=assignors) if assignors and proofs else None)
     return CheckResult(n_cases, len(clusters), list(outcomes.values()), run_proofs() if proofs else [],
                        run_rebalance_models() if proofs else [], run_replication_models(deep) if proofs else [],
                        run_rejoin_sweep() if proofs else None)

@@ -7,6 +7,7 @@ violated, 2 on bad input (one line on stderr naming the place, never a traceback
 from __future__ import annotations
 
 import math
+import os
 import re
 import sys
 import traceback
@@ -77,8 +78,21 @@ Partitions = Annotated[int, typer.Option(help="Number of partitions to place.")]
 ReplicationFactor = Annotated[int, typer.Option(help="Replicas per partition.")]
 Racks = Annotated[str | None, typer.Option(help="Broker racks: 0:r1,1:r2,...")]
 StartIndex = Annotated[int, typer.Option(help="AdminUtils fixed start index (also fixes the shift).")]
-PlacerName = Annotated[str, typer.Option(help="adminutils, striped, or module:object.")]
+PlacerName = Annotated[str, typer.Option(help="adminutils, striped, module:object, or jvm:<class> (a Java "
+                                              "ReplicaPlacer).")]
+# Java plug-ins (jvm:<class>): the user's jars or class folders, after Kafka's own jars (kcheck.reference.jvm_plugins)
+Classpath = Annotated[str | None, typer.Option(
+    "--classpath", metavar="PATHS", help=f"For jvm:<class> plug-ins: jars or class folders, '{os.pathsep}'-separated.")]
 Seed = Annotated[str, typer.Option(help="Seed of java.util.Random for random draws, or 'mock'.")]
+# The Kafka release a command's reference runs as (kcheck.reference.releases), and real Kafka beside it
+KafkaVersion = Annotated[str | None, typer.Option(
+    "--kafka-version", metavar="VERSION",
+    help="The Kafka release to run as (default: the newest, 4.4.0, or for AdminUtils the newest that has it, "
+         "4.0.2).")]
+AgainstKafka = Annotated[str | None, typer.Option(
+    "--against-kafka", metavar="VERSION",
+    help="Also run Kafka VERSION's own classes (its jars, through a JVM) on the same input: print both answers, "
+         "exit 1 when they differ.")]
 # Reports for CI, on the commands that check something (kcheck/junit.py, kcheck/html_report.py)
 JunitXml = Annotated[str | None, typer.Option("--junit-xml", metavar="FILE",
                                               help="Also write the results as a JUnit XML report to FILE.")]
@@ -144,6 +158,44 @@ def _rack_map(text: str, broker_ids: list[int]) -> dict[int, str]:
     return racks
 
 
+def _jvm(classpath: str | None, kafka_version: str | None = None) -> None:
+    """--classpath (and the release) for jvm:<class> plug-ins, checked now: a missing entry is one line."""
+    if not classpath and "kcheck.reference.jvm_plugins" not in sys.modules:
+        return  # nothing to set, nothing an earlier command set to reset
+    from kcheck.reference import jvm_plugins
+
+    try:
+        jvm_plugins.configure(jvm_plugins.parse_classpath(classpath), kafka_version)
+    except ValueError as e:
+        raise InputError("--classpath", str(e)) from None
+
+
+def _requested_release(kafka_version: str | None, against_kafka: str | None = None) -> str | None:
+    """The release --kafka-version or --against-kafka names (checked: one line for an unknown one), or None."""
+    from kcheck.reference import releases
+
+    if against_kafka is not None and kafka_version is not None and against_kafka != kafka_version:
+        raise InputError("--against-kafka", f"compares with Kafka {against_kafka}, but --kafka-version is "
+                                            f"{kafka_version}: give one release")
+    requested = against_kafka if against_kafka is not None else kafka_version
+    if requested is None:
+        return None
+    try:
+        return releases.check_version(requested)
+    except releases.UnknownRelease as e:
+        raise InputError("--against-kafka" if against_kafka is not None else "--kafka-version", str(e)) from None
+
+
+def _release_for(algorithm: str, requested: str | None, against: bool = False) -> Any:
+    """The release profile an algorithm runs as; InputError when the requested release lacks it."""
+    from kcheck.reference import releases
+
+    try:
+        return releases.release_for(algorithm, requested)
+    except releases.UnknownRelease as e:
+        raise InputError("--against-kafka" if against else "--kafka-version", str(e)) from None
+
+
 def _random(seed: str) -> JavaRandom:
     if seed == "mock":  # Kafka's test MockRandom, to replay Kafka's own placer test vectors
         return MockRandom()
@@ -163,27 +215,54 @@ def check(
     junit_xml: JunitXml = None,
     html_out: Annotated[str | None, typer.Option("--html", metavar="FILE",
                                                  help="Also write a self-contained HTML report to FILE.")] = None,
+    placer: Annotated[list[str] | None, typer.Option(
+        help="Check this placer (module:object, jvm:<class> or a built-in name) on Kafka's placement cases instead "
+             "of the whole job; repeat or comma-separate.")] = None,
+    assignor: Annotated[list[str] | None, typer.Option(
+        help="Check this assignor (module:object, jvm:<class> or a built-in name) in the rebalance model and the "
+             "rejoin sweep instead of the whole job; repeat or comma-separate.")] = None,
+    classpath: Classpath = None,
 ) -> int:
-    """Run every check kcheck has and print one summary (the main job)."""
+    """Run every check kcheck has and print one summary (the main job), or check the placers and assignors named."""
     from kcheck import html_report, junit
+    from kcheck.reference.assignors.registry import resolve_assignor
+    from kcheck.sweep import _names
 
     # refused before minutes of work, not after
     junit_path = junit.output_path(junit_xml, "--junit-xml") if junit_xml else None
     html_path = junit.output_path(html_out, "--html", [junit_xml]) if html_out else None
+    placers, assignors = _names(placer), _names(assignor)
+    _jvm(classpath)
+    for option, names, resolve in (("--placer", placers, resolve_placer), ("--assignor", assignors, resolve_assignor)):
+        for name in names or ():
+            try:
+                resolve(name)
+            except ValueError as e:
+                raise InputError(option, str(e)) from None
     with hypothesis_home():  # the replication model's Hypothesis run: its cache stays out of the user's directory
-        result = run_check(max_brokers, deep=deep)
+        result = run_check(max_brokers, deep=deep, placers=placers, assignors=assignors)
     hard_findings = [o for o in result.findings if REGISTRY[o.invariant].severity is Severity.HARD]
     failed = failed_any(result)
     summary = (
         f"{'FAIL' if failed else 'OK'}: {len(result.failures)} guarantee(s) of Kafka's placers violated and "
         f"{len(result.failed_proofs)} not proved; {len(result.failed_models)} assignor(s) broke a guarantee in "
         f"the rebalance model and {len(result.failed_rejoins)} in the rejoin sweep; "
-        f"{len(result.rejoins.findings) if result.rejoins else 0} stale-claim finding(s) (model only); "
+        f"{len(result.rejoins.findings) if result.rejoins else 0} stale-claim finding(s) (Kafka's own); "
         f"{len(result.failed_replication)} replication-model run(s) not as expected; "
         f"{len(hard_findings)} hard and "
         f"{len(result.findings) - len(hard_findings)} soft finding(s) about properties Kafka does not promise "
         "(replay them with the commands shown)."
     )
+    subjects = bool(placers or assignors)
+    if subjects:  # the named placers and assignors only: no proofs of Kafka's placers, no replication model
+        summary = (
+            f"{'FAIL' if failed else 'OK'}: {len(result.failures)} placement invariant(s) that must hold (hard, or "
+            f"guaranteed by Kafka) violated; {len(result.failed_models)} assignor(s) broke what must hold in the "
+            f"rebalance model and {len(result.failed_rejoins)} in the rejoin sweep; "
+            f"{len(result.rejoins.findings) if result.rejoins else 0} stale-claim finding(s) (Kafka's own); "
+            f"{len(result.findings)} finding(s) about properties Kafka does not promise (replay them with the "
+            "commands shown)."
+        )
     if junit_path:
         junit.write(junit_path, "kcheck check", junit.check_suites(result))
     if html_path:
@@ -192,12 +271,16 @@ def check(
         print(report.check_json(result))
     else:
         out = report.console()
-        out.print(report.check_table(result))
-        out.print(report.prove_table(result.proofs, "Kafka's placement guarantees, proved"))
-        out.print(report.models_table(result.models))
+        if placers or not subjects:
+            out.print(report.check_table(result))
+        if not subjects:
+            out.print(report.prove_table(result.proofs, "Kafka's placement guarantees, proved"))
+        if assignors or not subjects:
+            out.print(report.models_table(result.models))
         if result.rejoins is not None:
             out.print(report.rejoin_table(result.rejoins))
-        out.print(report.replication_table(result.replication))
+        if not subjects:
+            out.print(report.replication_table(result.replication))
         out.print(summary)
     return 1 if failed else 0
 
@@ -215,6 +298,9 @@ def place(
     placer: PlacerName = "adminutils",
     seed: Seed = "0",
     check_report: Annotated[bool, typer.Option("--report", help="Also check invariants; table on stderr.")] = False,
+    classpath: Classpath = None,
+    kafka_version: KafkaVersion = None,
+    against_kafka: AgainstKafka = None,
 ) -> int:
     """Place a topic's replicas as Kafka would; print the JSON kafka-reassign-partitions.sh --execute takes."""
     _place_sizes(partitions, replication_factor, start_index)
@@ -231,17 +317,23 @@ def place(
     if unknown:
         raise InputError("--fenced", f"broker {unknown[0]} is not in --brokers")
     cluster = Cluster.of(ids, rack_map, fenced_ids)
+    requested = _requested_release(kafka_version, against_kafka)
+    _jvm(classpath, requested)
     try:
         info = resolve_placer(placer)
     except ValueError as e:
         raise InputError("--placer", str(e)) from None
+    prof = _release_for(info.name, requested, against_kafka is not None)
     if start_index >= 0 and not info.has_start_index:
         raise InputError("--start-index", f"the {info.name} placer has no start index; use --seed")
+    if against_kafka is not None:
+        return _place_against_kafka(info.name, cluster, partitions, replication_factor, start_index, start_partition,
+                                    seed, topic, prof)
     try:
         placement = info.place(list(cluster.brokers), partitions, replication_factor, start_index,
                                start_partition, _random(seed))
     except KafkaError as e:
-        raise _placer_error(info.name, e) from None
+        raise _placer_error(info.name, e, prof) from None
     assignment = ReplicaAssignment.from_placement(topic, placement)
     print(formats.format_reassignment_json(assignment))
     if not check_report:
@@ -273,9 +365,86 @@ _PLACER_ERROR_OPTION = {"InvalidPartitionsException": "--partitions",
                         "AdminOperationException": "--racks", "BrokerNotAvailableException": "--brokers"}
 
 
-def _placer_error(placer: str, e: KafkaError) -> InputError:
+def _placer_error(placer: str, e: KafkaError, release: Any = None) -> InputError:
+    """A placer's refusal in one line, worded as the release words it (`release`: a ReleaseProfile)."""
     option = _PLACER_ERROR_OPTION.get(type(e).__name__, "--brokers")
-    return InputError(f"{option} ({placer} placer)", f"{type(e).__name__}: {e}")
+    message = release.striped_refusal(str(e)) if release is not None and placer == "striped" else str(e)
+    return InputError(f"{option} ({placer} placer)", f"{type(e).__name__}: {message}")
+
+
+def _assign_against_kafka(assignor: str, group: Any, prof: Any) -> int:
+    """`assign --against-kafka`: the reference's assignment and Kafka's own assignor's on the same inputs, both
+    printed; exit 1 when they differ."""
+    from kcheck.reference.kafka_bridge import shared_bridge
+    from kcheck.reference.kafka_jars import KafkaBridgeError
+    from kcheck.spark_check import against_kafka as ak
+
+    try:
+        _, cls = ak.kafka_class(assignor)
+    except ValueError as e:
+        raise InputError("--against-kafka", str(e)) from None
+    try:
+        call, theirs = ak.replay_group(assignor, group, shared_bridge(prof.version), prof)
+    except KafkaBridgeError as e:
+        raise InputError("--against-kafka", formats.one_line(str(e))) from None
+    if theirs == ak.NOT_MODELLED:
+        raise InputError(f"{assignor} assignor", "the reference does not model this group: nothing to compare")
+
+    def show(outcome: Any) -> list[str]:
+        outcome = ak.readable(call, outcome)
+        if isinstance(outcome, tuple):
+            return [f"  throws {outcome[0]}: {formats.one_line(outcome[1])}"]
+        return [f"  {formats.one_line(str(m))}: {', '.join(map(str, tps)) or '-'}" for m, tps in outcome.items()]
+
+    lines = [f"kcheck's reference ({assignor}, as Kafka {prof.version}):", *show(call.ours),
+             f"Kafka {prof.version} ({cls}, its own jars):", *show(theirs)]
+    for line in lines:
+        print(line)
+    if ak.same(call.ours, theirs):
+        print(f"SAME: Kafka {prof.version} answers as kcheck's reference does.")
+        return 0
+    where, message = ak.difference_text(ak.readable(call, call.ours), ak.readable(call, theirs), prof.version)
+    print(formats.one_line(f"DIFFERENT: {where}: {message}"))
+    return 1
+
+
+def _place_against_kafka(placer: str, cluster: Cluster, partitions: int, rf: int, start_index: int,
+                         start_partition: int, seed: str, topic: str, prof: Any) -> int:
+    """`place --against-kafka`: the reference's placement and Kafka's own (its jars through the bridge), both
+    printed; exit 1 when they differ."""
+    from kcheck.reference.kafka_bridge import shared_bridge
+    from kcheck.reference.kafka_jars import KafkaBridgeError
+    from kcheck.spark_check import against_kafka as ak
+
+    if placer not in ak.KAFKA_PLACERS:
+        raise InputError("--against-kafka", f"only Kafka's own placers ({', '.join(ak.KAFKA_PLACERS)}) have a "
+                                            f"Kafka answer, not '{placer}'")
+    if seed.strip() == "mock":
+        raise InputError("--seed", "'mock' is Kafka's test MockRandom, which its placers cannot be given; "
+                                   "use an integer seed with --against-kafka")
+    _random(seed)  # checked: an integer within Java's long range
+    inp = ak.PlaceInput(placer, tuple(cluster.brokers), partitions, rf, start_index, start_partition, int(seed))
+    ours = ak.reference_place(inp, prof)
+    try:
+        (theirs,) = ak.kafka_place(shared_bridge(prof.version), [inp])
+    except KafkaBridgeError as e:
+        raise InputError("--against-kafka", formats.one_line(str(e))) from None
+
+    def show(outcome: Any) -> str:
+        if isinstance(outcome, tuple):
+            return f"refuses: {outcome[0]}: {formats.one_line(outcome[1])}"
+        return formats.format_reassignment_json(ReplicaAssignment.from_placement(topic, outcome))
+
+    print(f"kcheck's reference ({placer}, as Kafka {prof.version}):")
+    print(show(ours))
+    print(f"Kafka {prof.version} ({ak.KAFKA_PLACERS[placer]}, its own jars):")
+    print(show(theirs))
+    if ak.same(ours, theirs):
+        print(f"SAME: Kafka {prof.version} answers as kcheck's reference does.")
+        return 0
+    where, message = ak.difference_text(ours, theirs, prof.version)
+    print(f"DIFFERENT: {where}: {message}")
+    return 1
 
 
 def balance_options(threshold: float, max_replicas_per_broker: int) -> None:
@@ -314,10 +483,16 @@ def verify(
     threshold: Annotated[float, typer.Option(help="Replica and leader balance threshold (Cruise Control's).")] = 1.10,
     max_replicas_per_broker: Annotated[int, typer.Option(help="max.replicas.per.broker")] = 10_000,
     junit_xml: JunitXml = None,
+    kafka_version: Annotated[str | None, typer.Option(
+        "--kafka-version", metavar="VERSION",
+        help="The Kafka release the cluster runs (default: the newest, 4.4.0), named in the reports; the placement "
+             "invariants are the same for every release.")] = None,
 ) -> int:
     """Check a reassignment plan or a cluster description against every placement invariant."""
     from kcheck import junit
+    from kcheck.reference.releases import DEFAULT_VERSION
 
+    release = _requested_release(kafka_version) or DEFAULT_VERSION
     balance_options(threshold, max_replicas_per_broker)
     junit_path = junit.output_path(junit_xml, "--junit-xml", [plan, brokers_file]) if junit_xml else None
     source = "<stdin>" if plan == "-" else plan
@@ -337,9 +512,10 @@ def verify(
     if junit_path:
         junit.write(junit_path, "kcheck verify", [junit.TestSuite(
             f"kcheck verify {source}", junit.report_cases(result, "kcheck.verify"),
-            properties={"plan": source, "partitions": str(len(assignment)), "brokers": str(len(cluster))})])
+            properties={"plan": source, "kafka_version": release, "partitions": str(len(assignment)),
+                        "brokers": str(len(cluster))})])
     if json_out:
-        print(report.report_json(result, {"plan": source, "partitions": len(assignment),
+        print(report.report_json(result, {"plan": source, "kafka_version": release, "partitions": len(assignment),
                                           "brokers": len(cluster)}))
     else:
         out = report.console()
@@ -359,13 +535,19 @@ def prove_command(
     max_racks: Annotated[int, typer.Option(help="Most racks searched.")] = 3,
     max_partitions: Annotated[int, typer.Option(help="Most partitions searched.")] = 6,
     max_rf: Annotated[int, typer.Option(help="Largest replication factor searched.")] = 4,
-    placer: Annotated[str | None, typer.Option(help="Check a module:object placer by exhaustive enumeration.")] = None,
+    placer: Annotated[str | None, typer.Option(help="Check a module:object or jvm:<class> placer by exhaustive "
+                                                    "enumeration.")] = None,
     labelled: Annotated[bool, typer.Option(help="With --placer: every broker-to-rack assignment.")] = False,
     exhaustive: Annotated[bool, typer.Option(help="Run Kafka's placers on every configuration and random draw "
                                                   "instead of Z3.")] = False,
     timeout: Annotated[float, typer.Option(help="Seconds per solver query.")] = 120.0,
     json_out: Annotated[bool, typer.Option("--json", help="Print the results as JSON.")] = False,
     junit_xml: JunitXml = None,
+    classpath: Classpath = None,
+    kafka_version: Annotated[str | None, typer.Option(
+        "--kafka-version", metavar="VERSION",
+        help="The Kafka release whose placers to prove (default: the newest that has each; with a release after "
+             "4.0, --algorithm all leaves AdminUtils out).")] = None,
 ) -> int:
     """Prove placement invariants with Z3 for all clusters within bounds (or all sizes), or find the smallest
     cluster that breaks them, replayed through the concrete reference."""
@@ -390,8 +572,18 @@ def prove_command(
         raise InputError("--timeout", f"{timeout} is outside (0, {MAX_TIMEOUT:,.0f}] seconds")
     bounds = Bounds(max_brokers, max_racks, max_partitions, max_rf)
     timeout_ms = max(1, int(timeout * 1000))
+    requested = _requested_release(kafka_version)
+    if placer is None and algorithm == "all" and requested is not None:
+        from kcheck.reference.releases import profile
+
+        names = [a for a in names if profile(requested).has(a)]  # the placers this release has
+    per_release = {a: _release_for(a, requested) for a in (names if placer is None else [])}
+    from kcheck.reference.releases import describe as describe_releases
+
+    release = requested or describe_releases(per_release)
     results = []
     if placer is not None:
+        _jvm(classpath, requested)
         try:
             info = resolve_placer(placer)
         except ValueError as e:
@@ -413,14 +605,15 @@ def prove_command(
         cases = junit.prove_cases(results)
         junit.write(junit_path, "kcheck prove", [junit.TestSuite(
             "kcheck prove", cases, sum(c.seconds for c in cases),
-            properties={k: str(v) for k, v in bounds.as_dict().items()})])
+            properties={**{k: str(v) for k, v in bounds.as_dict().items()}, "kafka_version": release})])
     if json_out:
         import json
 
-        print(json.dumps({"ok": ok, "bounds": bounds.as_dict(), "results": [r.as_dict() for r in results]},
-                         indent=2))
+        print(json.dumps({"ok": ok, "kafka_version": release, "bounds": bounds.as_dict(),
+                          "results": [r.as_dict() for r in results]}, indent=2))
     else:
         out = report.console()
+        out.print(f"Kafka release: {release}", markup=False, highlight=False)
         out.print(report.prove_table(results))
         for r in results:
             if r.counterexample is not None:
@@ -441,12 +634,14 @@ def optimize(
     placer: PlacerName = "adminutils",
     start_index: StartIndex = -1,
     seed: Seed = "0",
+    classpath: Classpath = None,
 ) -> int:
     """How far a placer's placement is from the best the cluster allows (Z3 optimisation)."""
     from kcheck.invariants.optimal import metrics, optimal_metrics
 
     ids = _int_list(brokers, "--brokers")
     cluster = Cluster.of(ids, _rack_map(racks, ids) if racks else {})
+    _jvm(classpath)
     try:
         info = resolve_placer(placer)
     except ValueError as e:
@@ -488,9 +683,15 @@ def optimize(
 def assign(
     group: Annotated[str, typer.Argument(help="Group description JSON: topics and members ('-': stdin).")],
     assignor: Annotated[str, typer.Option(
-        help="range, roundrobin, sticky, cooperative-sticky, uniform, server-range, or module:object.")] = "range",
+        help="range, roundrobin, sticky, cooperative-sticky, uniform, server-range, module:object, or jvm:<class> "
+             "(a Java ConsumerPartitionAssignor or KIP-848 ConsumerGroupPartitionAssignor).")] = "range",
     json_out: Annotated[bool, typer.Option("--json", help="Print the assignment and violations as JSON.")] = False,
     junit_xml: JunitXml = None,
+    classpath: Classpath = None,
+    kafka_version: Annotated[str | None, typer.Option(
+        "--kafka-version", metavar="VERSION", help="The Kafka release to run as (default: the newest, 4.4.0).")]
+    = None,
+    against_kafka: AgainstKafka = None,
 ) -> int:
     """Run a consumer assignor on a group as its leader (or the KIP-848 coordinator) would; check the result."""
     from kcheck import junit
@@ -500,15 +701,21 @@ def assign(
 
     junit_path = junit.output_path(junit_xml, "--junit-xml", [group]) if junit_xml else None
 
+    requested = _requested_release(kafka_version, against_kafka)
+    _jvm(classpath, requested)
     try:
         info = resolve_assignor(assignor)
     except ValueError as e:
         raise InputError("--assignor", str(e)) from None
+    prof = _release_for(info.name, requested, against_kafka is not None)
+    info = prof.assignor(info)  # a built-in one as the release runs it
     source = "<stdin>" if group == "-" else group
     text = sys.stdin.read() if group == "-" else formats.read_text(group)
     if not text.strip():
         raise InputError(source, "is empty")
     parsed = parse_group(text, source)
+    if against_kafka is not None:
+        return _assign_against_kafka(info.name, parsed, prof)
     try:
         run = run_assignor(info, parsed)
     except AssignorFailure as e:  # a valid group the assignor cannot assign: Kafka's rebalance would fail
@@ -530,8 +737,8 @@ def assign(
     if junit_path:  # a soft invariant Kafka guarantees for this assignor fails it, as the exit status does
         junit.write(junit_path, "kcheck assign", [junit.TestSuite(
             f"kcheck assign {source}", junit.report_cases(result, f"kcheck.assign.{info.name}", info.guarantees),
-            properties={"group": source, "assignor": info.name, "partitions": str(run.partitions),
-                        "members": str(len(run.subscriptions))})])
+            properties={"group": source, "assignor": info.name, "kafka_version": prof.version,
+                        "partitions": str(run.partitions), "members": str(len(run.subscriptions))})])
     if json_out:
         def names(by_member, every_member=False):
             return {m: [str(tp) for tp in tps] for m, tps in by_member.items() if tps or every_member}
@@ -586,15 +793,20 @@ def reassign(
     leader_epoch: Annotated[int, typer.Option(help="Leader epoch before the move.")] = 0,
     all_steps: Annotated[bool, typer.Option("--all-steps", help="Every sub-step, epochs and memory.")] = False,
     json_out: Annotated[bool, typer.Option("--json", help="Print every step as JSON.")] = False,
+    kafka_version: Annotated[str | None, typer.Option(
+        "--kafka-version", metavar="VERSION",
+        help="The Kafka release whose controller runs the move (default: the newest, 4.4.0; zk: 3.9.1, the last "
+             "with ZooKeeper).")] = None,
 ) -> int:
     """Run one partition's reassignment through Kafka's controller and print what it stores, step by step."""
     from kcheck.reassign import run_reassign
 
     if controller not in ("zk", "kraft"):
         raise InputError("--controller", f"'{controller}' is neither zk nor kraft")
+    prof = _release_for(controller, _requested_release(kafka_version))
     return run_reassign(_int_list(from_, "--from"), _int_list(to, "--to"), leader,
                         _int_list(isr, "--isr") if isr is not None else None, controller, all_steps, json_out,
-                        leader_epoch)
+                        leader_epoch, prof)
 
 
 @app.command("verify-reassignment")
@@ -610,12 +822,17 @@ def verify_reassignment(
     threshold: Annotated[float, typer.Option(help="Replica and leader balance threshold (Cruise Control's).")] = 1.10,
     max_replicas_per_broker: Annotated[int, typer.Option(help="max.replicas.per.broker")] = 10_000,
     junit_xml: JunitXml = None,
+    kafka_version: Annotated[str | None, typer.Option(
+        "--kafka-version", metavar="VERSION",
+        help="The Kafka release the cluster runs (default: the newest, 4.4.0; zk: 3.9.1); shown in the reports.")]
+    = None,
 ) -> int:
     """Check a reassignment plan against the cluster it would run on: each move's safety and the target placement."""
     from kcheck.reassign import run_verify_reassignment
 
+    prof = _release_for(controller, _requested_release(kafka_version)) if controller in ("zk", "kraft") else None
     return run_verify_reassignment(current, proposed, brokers_file, min_insync_replicas, controller, json_out,
-                                   threshold, max_replicas_per_broker, junit_xml)
+                                   threshold, max_replicas_per_broker, junit_xml, prof)
 
 
 app.command("sweep")(sweep_command)  # kcheck/sweep.py: PySpark sweeps over generated spaces
@@ -624,6 +841,23 @@ app.command("explore")(explore_command)
 app.command("exhaust")(exhaust_command)
 app.command("replay")(replay_command)
 app.command("variants")(variants_command)
+
+
+@app.command("kafka-classpath")
+def kafka_classpath(
+    kafka_version: Annotated[str | None, typer.Option(
+        help="The Kafka release (default: the newest kcheck knows that resolves).")] = None,
+) -> int:
+    """Print a Kafka release's jars as a classpath, to compile jvm:<class> plug-ins against:
+    javac -cp "$(kcheck kafka-classpath)" -d classes MyPlacer.java."""
+    from kcheck.reference.kafka_jars import KafkaBridgeError, default_version, resolve
+
+    try:
+        release = resolve(kafka_version) if kafka_version else resolve(default_version())
+    except KafkaBridgeError as e:
+        raise InputError("--kafka-version", formats.one_line(str(e))) from None
+    print(release.classpath)
+    return 0
 
 
 @app.command("invariants")

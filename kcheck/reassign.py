@@ -114,7 +114,8 @@ def _row_json(r: TraceRow) -> dict[str, Any]:
 
 
 def run_reassign(from_: list[int], to: list[int], leader: int | None, isr: list[int] | None,
-                 controller: str, all_steps: bool, json_out: bool, leader_epoch: int) -> int:
+                 controller: str, all_steps: bool, json_out: bool, leader_epoch: int, release: Any = None) -> int:
+    """`release`: the Kafka release's profile (`reference.releases`); its KRaft rules run a kraft move."""
     if leader is not None and leader not in from_:
         raise InputError("--leader", f"broker {leader} is not in --from")
     if isr is not None:
@@ -127,14 +128,19 @@ def run_reassign(from_: list[int], to: list[int], leader: int | None, isr: list[
         raise InputError("--leader-epoch", f"{leader_epoch} is negative")
     if leader_epoch > INT32_MAX:
         raise InputError("--leader-epoch", f"{leader_epoch} is above {INT32_MAX} (Kafka's int32 maximum)")
-    steps = zk_reassignment_steps if controller == "zk" else kraft_reassignment_steps
-    rows = steps(from_, to, leader=leader, isr=isr, leader_epoch=leader_epoch)
+    if controller == "zk":
+        rows = zk_reassignment_steps(from_, to, leader=leader, isr=isr, leader_epoch=leader_epoch)
+    else:
+        version = {} if release is None else {"version": release.kraft_version()}
+        rows = kraft_reassignment_steps(from_, to, leader=leader, isr=isr, leader_epoch=leader_epoch, **version)
+    kafka = None if release is None else release.version
     if json_out:
-        print(json.dumps({"controller": controller, "from": from_, "to": to,
+        print(json.dumps({"controller": controller, "kafka_version": kafka, "from": from_, "to": to,
                           "steps": [_row_json(r) for r in rows]}, indent=2))
         return 0
     out = report.console()
-    title = f"{'ZooKeeper' if controller == 'zk' else 'KRaft'} controller: {fmt_set(from_)} to {fmt_set(to)}"
+    title = (f"{'ZooKeeper' if controller == 'zk' else 'KRaft'} controller{f' (Kafka {kafka})' if kafka else ''}: "
+             f"{fmt_set(from_)} to {fmt_set(to)}")
     if controller == "zk" and not all_steps:
         table = Table(title=title + ", as stored in ZooKeeper", title_justify="left")
         for col in ("#", "RS", "AR", "RR", "leader", "ISR", "phase"):
@@ -243,7 +249,9 @@ def _merge(a: Report, b: Report) -> Report:
 
 def run_verify_reassignment(current_path: str, proposed_path: str, brokers_file: str | None, min_isr: int | None,
                             controller: str, json_out: bool, threshold: float, max_replicas_per_broker: int,
-                            junit_xml: str | None = None) -> int:
+                            junit_xml: str | None = None, release: Any = None) -> int:
+    """`release`: the Kafka release's profile (`reference.releases`), named in the reports. The in-flight moves'
+    simulation runs the rules of `invariants.reassignment.PartitionMove` (Kafka 3.9/4.0's KRaft rules)."""
     from kcheck import junit
 
     junit_path = (junit.output_path(junit_xml, "--junit-xml", [current_path, proposed_path, brokers_file])
@@ -285,13 +293,15 @@ def run_verify_reassignment(current_path: str, proposed_path: str, brokers_file:
         junit.write(junit_path, "kcheck verify-reassignment", [junit.TestSuite(
             f"kcheck verify-reassignment {proposed_source}", junit.report_cases(result, "kcheck.verify_reassignment"),
             properties={"current": current_source, "proposed": proposed_source, "controller": controller,
+                        "kafka_version": "" if release is None else release.version,
                         "moves": str(len(subject.moves))})])
     note = ("brokers derived from CURRENT and PROPOSED (no --brokers-file): rack invariants not applicable"
             if derived else None)
     if json_out:
         print(report.report_json(result, {
             "current": current_source, "proposed": proposed_source, "controller": controller,
-            "brokers": list(cluster.broker_ids), "brokers_derived_from_plan": derived,
+            "kafka_version": None if release is None else release.version, "brokers": list(cluster.broker_ids),
+            "brokers_derived_from_plan": derived,
             "moves": [_move_json(m, subject) for m in subject.moves], "exit_status": code}))
         return code
     out = report.console()
@@ -311,7 +321,8 @@ def run_verify_reassignment(current_path: str, proposed_path: str, brokers_file:
         out.print(f"Showing {MAX_VIOLATIONS:,} of {len(result.violations):,} violations, hard first (--json lists "
                   "them all).", markup=False)
     out.print(report.violations_table(shown, f"Violations of {escape(formats.shown(proposed_source))} on "
-                                             f"{len(cluster)} brokers"))
+                                             f"{len(cluster)} brokers"
+                                             + (f" (Kafka {release.version}, {controller})" if release else "")))
     out.print(report.report_summary(result))
     return code
 

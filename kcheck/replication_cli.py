@@ -34,11 +34,17 @@ from kcheck.invariants.replication_explore import (
 from kcheck.model import INT32_MAX
 from kcheck.model.replication.actions import Config
 from kcheck.model.replication.protocol import VARIANTS
+from kcheck.model.replication.reassignment import complete_when_adding_unless_shrinking
 from kcheck.model.replication.state import NO_LEADER, State
-from kcheck.reference import plugins
+from kcheck.reference import plugins, releases
 from kcheck.reference.plugins import PluginError
 
-ProtocolOpt = Annotated[str, typer.Option("--protocol", help="current, a variant (kcheck variants), or module:object.")]
+ProtocolOpt = Annotated[str, typer.Option("--protocol", help="current (the --kafka-version release's rules), a variant "
+                                                          "(kcheck variants), or module:object.")]
+KafkaVersionOpt = Annotated[str | None, typer.Option(
+    "--kafka-version", metavar="VERSION",
+    help=f"The Kafka release whose controller rules --protocol current follows (default: the newest, "
+         f"{releases.DEFAULT_VERSION}): ELR off before 4.1, KAFKA-19975's reassignment completion from 4.3.")]
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print the result as JSON.")]
 OutOpt = Annotated[str | None, typer.Option("--out", help="Write the counterexample trace (JSON) to this new file.")]
 InvariantOpt = Annotated[list[str] | None, typer.Option(
@@ -59,7 +65,39 @@ AtomicFetchOpt = Annotated[bool | None, typer.Option(
          "explores fewer interleavings.")]
 
 
-def _protocol(spec: str) -> ResolvedProtocol:
+def _release(option: str, version: str, prefix: str = "") -> releases.ReleaseProfile:
+    try:
+        return releases.profile(version)
+    except releases.UnknownRelease as e:
+        raise InputError(option, prefix + str(e)) from None
+
+
+def _current(spec: str, kafka_version: str | None, option: str, prefix: str = "") -> ResolvedProtocol | None:
+    """`current` or `current@VERSION` as a release's rules (labelled `current@VERSION`, which a trace keeps);
+    `kafka_version` (--kafka-version) wins over a release in the name. None for any other protocol."""
+    base, at, named = spec.partition("@")
+    if base != "current" or (not at and spec != "current"):
+        return None
+    if kafka_version is not None:
+        prof = _release("--kafka-version", kafka_version)
+    else:
+        prof = _release(option, named, prefix) if at else releases.profile()
+    return ResolvedProtocol(prof.protocol(), f"current@{prof.version}", None)
+
+
+def _not_current(spec: str, kafka_version: str | None) -> None:
+    """--kafka-version with a variant or a user's protocol: refused (they carry every rule themselves)."""
+    if kafka_version is not None:
+        _release("--kafka-version", kafka_version)
+        raise InputError("--kafka-version", f"applies to --protocol current only, not '{spec}' (a variant or a "
+                                            "module:object protocol sets every rule itself)")
+
+
+def _protocol(spec: str, kafka_version: str | None = None) -> ResolvedProtocol:
+    current = _current(spec, kafka_version, "--protocol")
+    if current is not None:
+        return current
+    _not_current(spec, kafka_version)
     try:
         return resolve_protocol(spec)
     except ValueError as e:
@@ -88,7 +126,15 @@ def _only(resolved: ResolvedProtocol, invariants: list[str] | None) -> set[str] 
                 known = ", ".join(i for i, v in REGISTRY.items() if v.applies_to == "replication")
                 raise InputError("--invariant", f"'{inv}' is not a replication invariant ({known})")
         return set(invariants)
-    return set(resolved.variant.violates) if resolved.variant is not None else None
+    if resolved.variant is not None:
+        return set(resolved.variant.violates)
+    if resolved.protocol.reassignment_completion is complete_when_adding_unless_shrinking:
+        # Since 4.3.0 (KAFKA-19975) Kafka completes a move that adds at least as many replicas as it removes
+        # once the adding ones are in sync, by design: a lagging target that was already a replica is no
+        # longer a broken promise. `--invariant replication.reassignment-in-sync` still checks it.
+        return {i for i, v in REGISTRY.items()
+                if v.applies_to == "replication" and i != "replication.reassignment-in-sync"}
+    return None
 
 
 def _check_out(path: str | None) -> None:
@@ -98,10 +144,11 @@ def _check_out(path: str | None) -> None:
 
 
 def _prepare(out: str | None, protocol: str, invariant: list[str] | None, defaults: dict[str, Any],
-             given: dict[str, Any]) -> tuple[ResolvedProtocol, Config, set[str] | None]:
+             given: dict[str, Any], kafka_version: str | None = None
+             ) -> tuple[ResolvedProtocol, Config, set[str] | None]:
     """What explore and exhaust check first: the --out file, the protocol, the settings, the invariants."""
     _check_out(out)
-    resolved = _protocol(protocol)
+    resolved = _protocol(protocol, kafka_version)
     return resolved, _config(resolved, defaults, given), _only(resolved, invariant)
 
 
@@ -249,6 +296,7 @@ def explore_command(
     hypothesis_dir: Annotated[str | None, typer.Option(
         help="Hypothesis's cache directory (default: $HYPOTHESIS_STORAGE_DIRECTORY, else "
              "$XDG_CACHE_HOME/kcheck/hypothesis or ~/.cache/kcheck/hypothesis).")] = None,
+    kafka_version: KafkaVersionOpt = None,
 ) -> int:
     """Explore the replication model with Hypothesis: random programs of actions, shrunk to a minimal
     counterexample when an invariant breaks."""
@@ -256,7 +304,7 @@ def explore_command(
         "brokers": brokers, "replication_factor": replication_factor, "min_isr": min_isr, "acks": acks,
         "records": records, "crashes": crashes, "lossy_crashes": lossy_crashes, "fences": fences,
         "elections": elections, "isr_shrinks": isr_shrinks, "failovers": failovers, "reassignments": reassignments,
-        "cancels": cancels, "atomic_fetch": atomic_fetch})
+        "cancels": cancels, "atomic_fetch": atomic_fetch}, kafka_version)
     with hypothesis_home(hypothesis_dir):
         result: ExploreResult = _run("exploration", resolved, explore, resolved.protocol, cfg, examples=examples,
                                      steps=steps, seed_value=seed, label=resolved.label, only=only)
@@ -299,6 +347,7 @@ def exhaust_command(
     invariant: InvariantOpt = None,
     out: OutOpt = None,
     json_out: JsonOpt = False,
+    kafka_version: KafkaVersionOpt = None,
 ) -> int:
     """Explore every reachable state within the bounds, breadth first; a violation comes with the
     shortest trace that reaches it."""
@@ -308,7 +357,8 @@ def exhaust_command(
         "brokers": brokers, "replication_factor": replication_factor, "min_isr": min_isr, "acks": acks,
         "records": records, "max_leader_epoch": max_leader_epoch, "crashes": crashes, "lossy_crashes": lossy_crashes,
         "fences": fences, "elections": elections, "isr_shrinks": isr_shrinks, "failovers": failovers, "reads": reads,
-        "reassignments": reassignments, "cancels": cancels, "duplicates": duplicates, "atomic_fetch": atomic_fetch})
+        "reassignments": reassignments, "cancels": cancels, "duplicates": duplicates, "atomic_fetch": atomic_fetch},
+        kafka_version)
     result: ExhaustResult = _run("exhaustive search", resolved, exhaust, resolved.protocol, cfg,
                                  max_states=max_states, label=resolved.label, only=only, abstract=abstract)
     _write_trace(out, result.trace)
@@ -338,11 +388,17 @@ def exhaust_command(
     return 1
 
 
-def _replay_protocol(trace_file: str, label: str, given: str | None) -> ResolvedProtocol:
+def _replay_protocol(trace_file: str, label: str, given: str | None, kafka_version: str | None = None
+                     ) -> ResolvedProtocol:
     """A trace is data, never code: its protocol field is resolved only as a built-in name. A module:object
     protocol is loaded only from --protocol on the command line; the trace's field is then a label that must
-    name the same plug-in (a built-in --protocol replays under that protocol instead)."""
+    name the same plug-in (a built-in --protocol replays under that protocol instead). `current@VERSION` replays
+    under that release's rules, plain `current` under the newest's; --kafka-version overrides both."""
     if given is None:
+        current = _current(label, kafka_version, trace_file, "field 'protocol': ")
+        if current is not None:
+            return current
+        _not_current(label, kafka_version)
         if ":" in label:
             raise InputError(trace_file, f"field 'protocol': the trace names the plug-in '{label}'; kcheck does not "
                                          f"load code a trace names (pass --protocol {label} to load it yourself)")
@@ -353,13 +409,17 @@ def _replay_protocol(trace_file: str, label: str, given: str | None) -> Resolved
     if ":" in label and ":" in given and given != label:
         raise InputError(trace_file, f"field 'protocol': the trace was recorded under '{label}', "
                                      f"not --protocol '{given}'")
-    return _protocol(given)
+    return _protocol(given, kafka_version)
 
 
 def replay_command(
     trace_file: Annotated[str, typer.Argument(help="A trace written by explore or exhaust --out.")],
     protocol: Annotated[str | None, typer.Option(help="Replay under another protocol than the trace's.")] = None,
     json_out: JsonOpt = False,
+    kafka_version: Annotated[str | None, typer.Option(
+        "--kafka-version", metavar="VERSION",
+        help="Replay a current-protocol trace under this release's rules (default: the release the trace "
+             "names, else the newest).")] = None,
 ) -> int:
     """Replay a trace step by step and show every replica's log, the leader, epochs, ISR and high watermarks."""
     text = read_text(trace_file)
@@ -367,7 +427,7 @@ def replay_command(
         trace = Trace.from_json(text)  # checked against the trace schema first (invariants/trace_schema.py)
     except ValueError as e:
         raise InputError(trace_file, str(e)) from None
-    resolved = _replay_protocol(trace_file, trace.protocol, protocol)
+    resolved = _replay_protocol(trace_file, trace.protocol, protocol, kafka_version)
     try:
         steps = _run("replay", resolved, replay, trace, resolved.protocol)
     except ReplayError as e:

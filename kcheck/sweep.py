@@ -110,10 +110,11 @@ def sweep_command(
     space: Annotated[str, typer.Option(help="small, default, large, or bounds, e.g. "
                                             "'default,brokers=1..8,rf=2..3' (placement) or "
                                             "'max_members=3' (assignors).")] = "default",
-    placer: Annotated[list[str] | None, typer.Option(help="adminutils, striped or module:object; repeat or "
-                                                          "comma-separate (default: adminutils).")] = None,
-    assignor: Annotated[list[str] | None, typer.Option(help="An assignor name or module:object; repeat or "
-                                                            "comma-separate (default: every built-in one).")] = None,
+    placer: Annotated[list[str] | None, typer.Option(help="adminutils, striped, module:object or jvm:<class>; "
+                                                          "repeat or comma-separate (default: adminutils).")] = None,
+    assignor: Annotated[list[str] | None, typer.Option(help="An assignor name, module:object or jvm:<class>; repeat "
+                                                            "or comma-separate (default: every built-in one).")]
+    = None,
     master: Annotated[str | None, typer.Option(help="Spark master URL (default: local[*], or spark-submit's).")]
     = None,
     out: Annotated[str | None, typer.Option(help="Result store and report directory "
@@ -130,13 +131,29 @@ def sweep_command(
     junit_xml: Annotated[str | None, typer.Option("--junit-xml", metavar="FILE",
                                                   help="Also write the results as a JUnit XML report to FILE.")]
     = None,
+    classpath: Annotated[str | None, typer.Option(
+        "--classpath", metavar="PATHS", help=f"For jvm:<class> plug-ins: jars or class folders, '{os.pathsep}'-"
+                                             "separated (each Spark worker starts its own JVM with them).")] = None,
+    kafka_version: Annotated[str | None, typer.Option(
+        "--kafka-version", metavar="VERSION", help="The Kafka release the reference runs as (default: the newest, "
+                                                   "4.4.0; AdminUtils: the newest that has it, 4.0.2).")] = None,
+    against_kafka: Annotated[str | None, typer.Option(
+        "--against-kafka", metavar="VERSION",
+        help="Run Kafka VERSION's own placers or assignors (its jars, one JVM per Spark worker) beside the "
+             "reference on every configuration and report each difference (default placers: those the "
+             "release has).")] = None,
 ) -> int:
     """Check every configuration of a generated space with PySpark; print a table per invariant and write a
     Markdown report with plots of the balance metrics."""
+    from kcheck.cli import _jvm, _requested_release
     from kcheck.spark_check.store import ResultStore, StoreError
 
+    _jvm(classpath, _requested_release(kafka_version, against_kafka))  # before the space resolves its plug-ins
+    if against_kafka is not None and kind == "placement" and not placer:
+        placer = _kafka_placers(against_kafka)  # every Kafka placer the release has
     built = build_space(kind, space, _names(placer), _names(assignor))
-    root = out or os.path.join("kcheck-sweep", built.name)
+    built, release = with_release(built, kafka_version, against_kafka)
+    root = out or os.path.join("kcheck-sweep", built.name + (f"-{against_kafka}" if against_kafka else ""))
     from kcheck import junit
 
     junit_path = (junit.output_path(junit_xml, "--junit-xml", [os.path.join(root, "report.md"),
@@ -149,13 +166,59 @@ def sweep_command(
     except StoreError as e:
         raise InputError("--out", str(e)) from None
     try:
-        return _run(built, store, resume, master, tasks, size, junit_path)
+        return _run(built, store, resume, master, tasks, size, junit_path, release)
     finally:
         lock.release()
 
 
+def _kafka_placers(version: str) -> list[str]:
+    """The Kafka placers a release has (AdminUtils up to 4.0, the striped placer in every release)."""
+    from kcheck.reference import releases
+
+    try:
+        prof = releases.profile(version)
+    except releases.UnknownRelease as e:
+        raise InputError("--against-kafka", str(e)) from None
+    return [p for p in ("adminutils", "striped") if prof.has(p)]
+
+
+def with_release(built: Any, kafka_version: str | None, against_kafka: str | None) -> tuple[Any, str]:
+    """The space as the release runs it (`--against-kafka`: wrapped to compare with Kafka's own classes), and the
+    release(s) for the report; InputError (exit 2) for an unknown release or an algorithm the release lacks."""
+    from kcheck.reference import releases
+
+    if against_kafka is not None and kafka_version is not None and against_kafka != kafka_version:
+        raise InputError("--against-kafka", f"compares with Kafka {against_kafka}, but --kafka-version is "
+                                            f"{kafka_version}: give one release")
+    option = "--against-kafka" if against_kafka is not None else "--kafka-version"
+    requested = against_kafka or kafka_version
+    subjects = list(getattr(built, "placers", None) or getattr(built, "assignors", None) or ())
+    try:
+        per = releases.releases_for([s for s in subjects if ":" not in s], requested)
+        if requested is not None:
+            releases.profile(requested)
+    except releases.UnknownRelease as e:
+        raise InputError(option, str(e)) from None
+    release = requested or releases.describe(per)
+    if against_kafka is None:
+        return built, release
+    from kcheck.formats import one_line
+    from kcheck.reference.kafka_jars import KafkaBridgeError
+    from kcheck.spark_check.against_kafka import against_kafka as wrap
+
+    try:
+        wrapped = wrap(built, against_kafka)
+    except ValueError as e:
+        raise InputError("--placer" if built.name == "placement" else "--assignor", str(e)) from None
+    try:
+        wrapped.prepare()  # jars and harness ready before Spark starts: its workers only start JVMs
+    except KafkaBridgeError as e:
+        raise InputError("--against-kafka", one_line(str(e))) from None
+    return wrapped, f"{against_kafka} (Kafka's own jars beside the reference)"
+
+
 def _run(built: Any, store: Any, resume: bool, master: str | None, tasks: int | None, size: int,
-         junit_path: str | None) -> int:
+         junit_path: str | None, release: str = "") -> int:
     """The sweep itself, under the store's lock."""
     from kcheck import junit
     from kcheck.spark_check.job import sweep
@@ -163,8 +226,8 @@ def _run(built: Any, store: Any, resume: bool, master: str | None, tasks: int | 
     from kcheck.spark_check.store import StoreError
 
     # stdout: stderr carries nothing but a failing sweep's one line of error
-    print(f"kcheck sweep {built.name}: {size:,} configurations ({_bounds_text(built)}; {_subjects(built)}) "
-          f"-> {store.root}", flush=True)
+    print(f"kcheck sweep {built.name}: {size:,} configurations ({_bounds_text(built)}; {_subjects(built)}; "
+          f"Kafka {release}) -> {store.root}", flush=True)
     began = time.perf_counter()
     try:
         outcome = sweep(built, store, resume=resume, master=master, tasks=tasks, opened=True)
@@ -193,7 +256,7 @@ def _run(built: Any, store: Any, resume: bool, master: str | None, tasks: int | 
     report_path = None
     if "://" not in store.root:
         header = {"space": f"{built.name}, {_bounds_text(built)}", "subjects": _subjects(built),
-                  "configurations": f"{size:,}", "coverage": coverage, "run": run}
+                  "kafka release": release, "configurations": f"{size:,}", "coverage": coverage, "run": run}
         report_path = write_markdown(store.root, built, stored.result, header)
         from kcheck.html_report import write_sweep_html
 
@@ -203,7 +266,7 @@ def _run(built: Any, store: Any, resume: bool, master: str | None, tasks: int | 
         junit.write(junit_path, "kcheck sweep", [junit.TestSuite(
             f"kcheck sweep {built.name}", junit.sweep_cases(rows, built.name, verified, coverage), job.seconds,
             properties={"space": f"{built.name}, {_bounds_text(built)}", "subjects": _subjects(built),
-                        "configurations": str(size)})])
+                        "kafka_version": release, "configurations": str(size)})])
     for line in (coverage, run, verdict) + ((f"Report: {report_path}",) if report_path else ()):
         out_console.print(line, markup=False, highlight=False)
     _raise_plugin_failure(stored.result)

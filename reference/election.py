@@ -205,8 +205,9 @@ class Election(StrEnum):
 class KRaftVersion:
     """The behaviours of the KRaft partition-change rules that changed between Kafka versions.
 
-    The defaults are apache/kafka at 1eb7644349 (between 3.9 and 4.0), with ELR off as it is
-    unless `eligible.leader.replicas.version` is enabled.
+    The defaults are the rules of Kafka 3.9.x and 4.0.x (ELR off, as a new cluster of those releases has
+    it); `KRaftVersion.for_release(v)` gives any known release's, and `kcheck.reference.releases` says
+    since which release each field changed (and `profile(v).kraft_version()`, ELR as a new cluster has it).
     """
 
     leader_recovery_supported: bool = True  # metadata.version >= 3.2-IV0 (KIP-704)
@@ -214,16 +215,35 @@ class KRaftVersion:
     zk_migration_enabled: bool = False  # during a ZK migration an ISR shrink also bumps the epoch (KAFKA-15109)
     eligible_leader_replicas: bool = False  # KIP-966 ELR enabled
     use_last_known_leader_in_balanced_recovery: bool = True
-    # KAFKA-19522 (fixed by apache/kafka#20200, 2025-07): before the fix the last-known leader is
-    # elected even when it is fenced; the check only logs.
+    # KAFKA-19522 (fixed by apache/kafka#20200, 2025-07; in Kafka since 4.1.0): before the fix the
+    # last-known leader is elected even when it is fenced; the check only logs.
     last_known_leader_must_be_acceptable: bool = False
     # When a reassignment completes (PartitionReassignmentReplicas.maybeCompleteReassignment):
     # "adding": every adding replica in the ISR (before KAFKA-15665, apache/kafka#15359, 2024-02);
     # "all-targets": every target replica in the ISR (the default here);
-    # "adding-unless-shrinking": every adding replica, and every target replica too when the target is
-    # smaller than the original set (KAFKA-19975, apache/kafka#21114, 2025-12; rule as its description
-    # and tests state it).
+    # "adding-unless-shrinking": every adding replica, and every target replica too when fewer replicas
+    # are added than removed (KAFKA-19975, apache/kafka#21114, 2025-12; in Kafka since 4.3.0).
     reassignment_completion: str = "all-targets"
+    # When the last known leader is written (maybeUpdateLastKnownLeader, with ELR and the last known
+    # leader in use): "isr-emptied" (up to 4.1.0): when the record empties the ISR, cleared when a leader
+    # stays or comes; "leaderless" (apache/kafka#20629, 2025-10; in Kafka since 4.1.1): when the record
+    # takes the leader away and none is remembered, cleared when the record names a leader.
+    last_known_leader_update: str = "isr-emptied"
+
+    @classmethod
+    def for_release(cls, kafka_version: str = "4.4.0", **overrides: Any) -> KRaftVersion:
+        """The rules of a Kafka release's `PartitionChangeBuilder` (checked against its jars through the
+        bridge, tests/test_kafka_conformance.py), plus `overrides` (ELR on, a metadata version's rules).
+
+        ELR stays off unless overridden (it is a cluster setting); the release's rules come from
+        `kcheck.reference.releases` (the one table of release differences; tests/test_releases.py)."""
+        from kcheck.reference.releases import UnknownRelease, profile
+
+        try:
+            rules = profile(kafka_version).kraft_rules()
+        except UnknownRelease as e:
+            raise ValueError(str(e)) from None
+        return replace(rules, **overrides)
 
 
 KRAFT_DEFAULT = KRaftVersion()
@@ -350,8 +370,7 @@ def maybe_complete_reassignment(
         return (new_replicas, new_isr) if set(new_replicas) <= in_sync else None
     if not set(adding) <= in_sync:
         return None
-    shrinking = len(new_replicas) < len(replicas) - len(adding)
-    if rule == "adding-unless-shrinking" and shrinking and not set(new_replicas) <= in_sync:
+    if rule == "adding-unless-shrinking" and len(adding) < len(removing) and not set(new_replicas) <= in_sync:
         return None
     return new_replicas, new_isr
 
@@ -580,8 +599,13 @@ class PartitionChangeBuilder:
         if not v.use_last_known_leader_in_balanced_recovery or not v.eligible_leader_replicas:
             return
         p = self.partition
-        if rec.isr is not None and not rec.isr and (len(p.last_known_elr) != 1 or p.last_known_elr[0] != p.leader):
-            rec.last_known_elr = (p.leader,)  # first time leaderless: remember who led
+        if v.last_known_leader_update == "leaderless":
+            if rec.leader == NO_LEADER and not p.last_known_elr:
+                rec.last_known_elr = (p.leader,)  # first time leaderless: remember who led
+            elif rec.leader >= 0 and p.last_known_elr:
+                rec.last_known_elr = ()
+        elif rec.isr is not None and not rec.isr and (len(p.last_known_elr) != 1 or p.last_known_elr[0] != p.leader):
+            rec.last_known_elr = (p.leader,)  # the ISR empties: remember who led
         elif (rec.leader >= 0 or (p.leader != NO_LEADER and rec.leader != NO_LEADER)) and p.last_known_elr:
             rec.last_known_elr = ()
 

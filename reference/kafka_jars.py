@@ -38,7 +38,7 @@ ZK_ARTIFACTS = ("kafka_2.13",)  # 3.x only: the ZooKeeper controller's election 
 # AdminUtils left kafka-server-common after 4.0 (4.1's `kafka-reassign-partitions --generate`
 # places with StripedReplicaPlacer), so AdminUtils is only bridged on 4.0.x.
 # 3.9.x is the last ZooKeeper release; it is never the default.
-KNOWN_RELEASES = ("4.4.0", "4.3.1", "4.3.0", "4.2.2", "4.1.2", "4.1.1", "4.1.0", "4.0.2", "4.0.1", "4.0.0")
+KNOWN_RELEASES = ("4.4.0", "4.3.1", "4.3.0", "4.2.2", "4.2.0", "4.1.2", "4.1.1", "4.1.0", "4.0.2", "4.0.1", "4.0.0")
 ZK_RELEASES = ("3.9.1", "3.9.0")
 
 

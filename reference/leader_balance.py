@@ -12,24 +12,34 @@ whose preferred replica is live and in the ISR gets a preferred election.
 KRaft controller (`metadata/.../controller/ReplicationControlManager.java`,
 `maybeBalancePartitionLeaders`): the percentage is ignored. Every partition whose leader is not
 `replicas[0]` (leaderless ones too) is imbalanced; a run builds PREFERRED elections, with their
-fall-backs, until it holds `max_elections` (1000) records, and asks to run again at once if it
-stopped there.
+fall-backs, in the order the controller's `imbalancedPartitions` set iterates, until it holds
+`max_elections` (1000) records, and asks to run again at once whenever it holds that many (even
+when nothing was left). `ImbalancedPartitions` is that set (`server-common/.../timeline/
+TimelineHashSet.java` over `BaseHashTable.java`, keyed by `TopicIdPartition`, whose hash code
+changed in 4.1); `KRaftLeaderBalancer` replays topics and partitions into it as the controller
+does and runs the balance with each topic's effective `min.insync.replicas`.
+Checked against Kafka's own classes through the bridge: tests/test_kafka_elections.py.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Iterable, Mapping
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 
 from kcheck.model import NO_LEADER, PartitionReplicas, TopicPartition
+from kcheck.reference.assignors.uuid import Uuid
 from kcheck.reference.election import (
     KRAFT_DEFAULT,
     Election,
     KRaftVersion,
     PartitionChangeBuilder,
+    PartitionChangeRecord,
     PartitionRegistration,
     preferred_replica_partition_leader_election,
 )
+from kcheck.reference.errors import IllegalArgumentException
+from kcheck.reference.java import to_int32
+from kcheck.reference.releases import profile
 
 MAX_ELECTIONS_PER_IMBALANCE = 1000  # ReplicationControlManager's default maxElectionsPerImbalance
 
@@ -59,7 +69,8 @@ class RebalanceResult:
     moves: tuple[LeaderMove, ...]
     leaders: Mapping[TopicPartition, int]  # every partition's leader after the run
     brokers: tuple[BrokerImbalance, ...] = ()  # ZK only: the per-broker ratios
-    reschedule_immediately: bool = False  # KRaft only: the run stopped at the cap
+    reschedule_immediately: bool = False  # KRaft only: the run holds max_elections records
+    records: tuple[tuple[TopicPartition, PartitionChangeRecord], ...] = ()  # KRaft only: in Kafka's order
 
 
 def zk_auto_leader_rebalance(
@@ -109,32 +120,174 @@ def kraft_balance_partition_leaders(
 ) -> RebalanceResult:
     """One `maybeBalancePartitionLeaders` run.
 
-    `partitions` come in the order the controller's `imbalancedPartitions` set yields them (a
-    TimelineHashSet of topic-id partitions; kcheck takes the caller's order). Only partitions
-    whose leader is not their first replica are considered. A record whose leader field is the
-    current leader is still counted against the cap, as Kafka counts records, not moves.
+    `partitions` come in the order the controller's `imbalancedPartitions` set yields them
+    (`ImbalancedPartitions`, or the caller's order). Only partitions whose leader is not their first
+    replica are considered. A record whose leader field is the current leader (a reassignment
+    completed on the way) still counts against the cap, as Kafka counts records, not moves; the run
+    asks to be rescheduled when it holds `max_elections` records, whether or not any were left.
+    `min_isr` is each topic's effective minimum ISR (see `effective_min_isr`; it matters with ELR).
     """
     moves: list[LeaderMove] = []
+    records: list[tuple[TopicPartition, PartitionChangeRecord]] = []
     leaders: dict[TopicPartition, int] = {}
-    records = 0
-    reschedule = False
     for tp, part in partitions:
         leaders[tp] = part.leader
-        if part.has_preferred_leader:
-            continue
-        if records >= max_elections:
-            reschedule = True
-            continue  # Kafka stops here; the rest keep their leaders until the next run
+        if part.has_preferred_leader or len(records) >= max_elections:
+            continue  # at the cap Kafka stops; the rest keep their leaders until the next run
+        if len(set(part.replicas)) != len(part.replicas):
+            # Kafka's PartitionChangeBuilder constructor maps replicas to their log dirs and refuses a
+            # repeated one (DirectoryId.createAssignmentMap); the whole run fails.
+            raise IllegalArgumentException("Duplicate broker ID in assignment")
         isr_min = min_isr if isinstance(min_isr, int) else min_isr.get(tp.topic, 1)
         record = PartitionChangeBuilder(part, acceptable, version, isr_min).set_election(Election.PREFERRED).build()
         if record is None:
             continue
-        records += 1
+        records.append((tp, record))
         after = part.merge(record)
         if after.leader != part.leader:
             moves.append(LeaderMove(tp, part.leader, after.leader))
             leaders[tp] = after.leader
-    return RebalanceResult(tuple(moves), leaders, (), reschedule)
+    return RebalanceResult(tuple(moves), leaders, (), len(records) >= max_elections, tuple(records))
+
+
+def effective_min_isr(min_insync_replicas: int, partition_zero_replicas: Sequence[int]) -> int:
+    """`ReplicationControlManager.getTopicEffectiveMinIsr`: the topic's `min.insync.replicas`, at most the
+    replication factor, which Kafka reads from partition 0."""
+    return min(min_insync_replicas, len(partition_zero_replicas))
+
+
+# --- the order of the controller's imbalanced set ---------------------------------------------
+
+_FIBONACCI = -7046029254386353131  # BaseHashTable.findSlot's multiplier (a Java long)
+_MASK64 = (1 << 64) - 1
+RECORD_HASH_SINCE = (4, 1, 0)  # TopicIdPartition became a Java record in 4.1: its hashCode changed
+
+
+def _release(kafka_version: str) -> tuple[int, ...]:
+    try:
+        return tuple(int(x) for x in kafka_version.split(".")[:3])
+    except ValueError:
+        raise ValueError(f"not a Kafka release: {kafka_version!r}") from None
+
+
+def topic_id_partition_hash(topic_id: Uuid, partition: int, kafka_version: str = "4.4.0") -> int:
+    """`org.apache.kafka.server.common.TopicIdPartition.hashCode` of a release.
+
+    Up to 4.0 `Objects.hash(topicId, partitionId)` (31 * (31 + h) + p); from 4.1 the class is a record,
+    whose generated hashCode on OpenJDK 17 is 31 * h + p.
+    """
+    h = topic_id.java_hash_code()
+    if _release(kafka_version) >= RECORD_HASH_SINCE:
+        return to_int32(31 * h + partition)
+    return to_int32(31 * (31 + h) + partition)
+
+
+class ImbalancedPartitions:
+    """The iteration order of the controller's `imbalancedPartitions` (a `TimelineHashSet`, no snapshots).
+
+    `BaseHashTable`: a power-of-two array of slots (2 at first, doubled before an add that would
+    take the load past 0.75, never shrunk), the slot taken from the top bits of the hash times a
+    64-bit Fibonacci constant, colliding entries appended to the slot's array. Iteration walks the
+    slots in order and each slot's array from its end.
+    """
+
+    def __init__(self, kafka_version: str = "4.4.0") -> None:
+        self.kafka_version = kafka_version
+        self._slots: list[list[tuple[Uuid, int]]] = [[], []]
+        self._size = 0
+
+    def _slot(self, key: tuple[Uuid, int], capacity: int) -> int:
+        h = topic_id_partition_hash(key[0], key[1], self.kafka_version)
+        shift = 65 - capacity.bit_length()
+        return ((h * _FIBONACCI) & _MASK64) >> shift
+
+    def add(self, topic_id: Uuid, partition: int) -> bool:
+        key = (topic_id, partition)
+        if key in self._slots[self._slot(key, len(self._slots))]:
+            return False
+        if (self._size + 1) * 0.75 > len(self._slots):
+            old, self._slots = self._slots, [[] for _ in range(2 * len(self._slots))]
+            for chain in old:
+                for k in chain:
+                    self._slots[self._slot(k, len(self._slots))].append(k)
+        self._slots[self._slot(key, len(self._slots))].append(key)
+        self._size += 1
+        return True
+
+    def remove(self, topic_id: Uuid, partition: int) -> bool:
+        key = (topic_id, partition)
+        chain = self._slots[self._slot(key, len(self._slots))]
+        if key not in chain:
+            return False
+        chain.remove(key)
+        self._size -= 1
+        return True
+
+    def __len__(self) -> int:
+        return self._size
+
+    def __iter__(self) -> Iterator[tuple[Uuid, int]]:
+        for chain in self._slots:
+            yield from reversed(chain)
+
+
+@dataclass(frozen=True)
+class KRaftTopic:
+    """A topic as the balance needs it: name, id and its `min.insync.replicas` (None: the default, 1)."""
+
+    name: str
+    topic_id: Uuid
+    min_insync_replicas: int | None = None
+
+
+class KRaftLeaderBalancer:
+    """The part of the KRaft controller the leader balance reads: topics, partitions, the imbalanced set.
+
+    `replay` takes a partition's registration as a `PartitionRecord` (or the registration after a
+    change record) would leave it; the imbalanced set follows (added when the leader is not the
+    first replica, removed otherwise), as `ReplicationControlManager.replay` does.
+    """
+
+    def __init__(self, kafka_version: str = "4.4.0") -> None:
+        self.kafka_version = kafka_version
+        self.topics: dict[Uuid, KRaftTopic] = {}
+        self.partitions: dict[tuple[Uuid, int], PartitionRegistration] = {}
+        self.imbalanced = ImbalancedPartitions(kafka_version)
+
+    def add_topic(self, topic: KRaftTopic) -> None:
+        self.topics[topic.topic_id] = topic
+
+    def replay(self, topic_id: Uuid, partition: int, registration: PartitionRegistration) -> None:
+        if topic_id not in self.topics:
+            raise ValueError(f"no topic with id {topic_id}")
+        self.partitions[(topic_id, partition)] = registration
+        if registration.has_preferred_leader:
+            self.imbalanced.remove(topic_id, partition)
+        else:
+            self.imbalanced.add(topic_id, partition)
+
+    def min_isr(self, topic_id: Uuid) -> int:
+        zero = self.partitions.get((topic_id, 0))
+        if zero is None:  # Kafka throws a NullPointerException here
+            raise ValueError(f"topic {self.topics[topic_id].name} has no partition 0")
+        configured = self.topics[topic_id].min_insync_replicas
+        return effective_min_isr(1 if configured is None else configured, zero.replicas)
+
+    def balance(
+        self, acceptable: Callable[[int], bool] | Collection[int], max_elections: int = MAX_ELECTIONS_PER_IMBALANCE,
+        version: KRaftVersion | None = None,
+    ) -> RebalanceResult:
+        """One `maybeBalancePartitionLeaders` run (the state is left as it was: Kafka returns records).
+
+        `version`: the `PartitionChangeBuilder` rules; by default the release's, for a new cluster.
+        """
+        if version is None:
+            version = profile(self.kafka_version).kraft_version()
+        order = [(TopicPartition(self.topics[t].name, p), self.partitions[(t, p)]) for t, p in self.imbalanced]
+        # Kafka reads partition 0 of each topic it elects in (and throws without one); this asks it of
+        # every imbalanced topic.
+        min_isr = {self.topics[t].name: self.min_isr(t) for t in {t for t, _ in self.imbalanced}}
+        return kraft_balance_partition_leaders(order, acceptable, max_elections, version, min_isr)
 
 
 def registration_of(p: PartitionReplicas) -> PartitionRegistration:

@@ -84,12 +84,17 @@ def load_object(spec: str) -> object:
 
 
 def resolve_placer(name: str) -> PlacerInfo:
-    """A built-in placer by name, or a user's callable given as `module:object`."""
+    """A built-in placer by name, a user's callable given as `module:object`, or a Java ReplicaPlacer class given as
+    `jvm:<class>` (kcheck.reference.jvm_plugins)."""
     if name in BUILTIN_PLACERS:
         return BUILTIN_PLACERS[name]
+    if name.startswith("jvm:"):
+        from kcheck.reference import jvm_plugins
+
+        return jvm_plugins.resolve_placer(name)
     if ":" not in name:
         known = ", ".join(sorted(BUILTIN_PLACERS))
-        raise ValueError(f"unknown placer '{name}' (expected one of {known}, or module:object)")
+        raise ValueError(f"unknown placer '{name}' (expected one of {known}, module:object or jvm:<class>)")
     obj = load_object(name)
     if isinstance(obj, PlacerInfo):
         if obj in BUILTIN_PLACERS.values():

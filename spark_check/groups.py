@@ -64,7 +64,7 @@ from kcheck.model.group import PartitionInfo
 from kcheck.model.vocabulary import Broker, TopicPartition
 from kcheck.reference.assignors.registry import ASSIGNORS, AssignorInfo, resolve_assignor
 from kcheck.reference.errors import KafkaError
-from kcheck.reference.plugins import assignment_problem
+from kcheck.reference.plugins import PluginError, assignment_problem
 from kcheck.spark_check.batch import BatchResult, FirstViolation
 from kcheck.spark_check.groups_fast import FastChecks
 
@@ -521,6 +521,8 @@ class _Checked:
         except KafkaError:
             raise
         except Exception as e:  # noqa: BLE001 - anything a user's code throws fails the rebalance
+            if isinstance(e, PluginError) and e.exc_type:  # a jvm: class's Java exception: its class and message
+                raise UserAssignorError(f"throws {e.exc_type}: {e.message}") from e
             raise UserAssignorError(f"throws {type(e).__name__}: {e}") from e
         problem = assignment_problem(result, subscriptions)
         if problem is not None:
@@ -841,9 +843,15 @@ class GroupSpace:
 
     # Only the bounds and names travel to Spark executors; tables and assignors are rebuilt there.
     def __getstate__(self) -> dict[str, Any]:
-        return {"bounds": self.bounds, "assignors": self.assignors}
+        from kcheck.reference.jvm_plugins import travel  # jvm:<class> assignors: the classpath goes along
+
+        return {"bounds": self.bounds, "assignors": self.assignors, **travel(self.assignors)}
 
     def __setstate__(self, state: dict[str, Any]) -> None:
+        if "jvm" in state:  # on a Spark worker: its own bridge, with the driver's classpath and release
+            from kcheck.reference.jvm_plugins import arrive
+
+            arrive(state)
         self.bounds, self.assignors = state["bounds"], state["assignors"]
 
     @cached_property

@@ -149,7 +149,10 @@ def spark_session(master: str | None = None, progress: bool | None = None, app_n
         **({"spark.ui.enabled": "false"} if master is not None and master.startswith("local") else {}),
         "spark.ui.showConsoleProgress": str(bool(progress)).lower(),
         "spark.driver.extraJavaOptions": java_options,
-        "spark.python.worker.reuse": "true",
+        "spark.python.worker.reuse": "true",  # a worker keeps its state (memos, a Kafka bridge's JVM) across tasks
+        # local mode listens on the loopback interface only
+        **({"spark.driver.host": "127.0.0.1", "spark.driver.bindAddress": "127.0.0.1"}
+           if master is not None and master.startswith("local") else {}),
         **(extra or {}),
     }
     for key, value in conf.items():

@@ -182,7 +182,12 @@ class PlacementConfig:
 
     def replay(self) -> str:
         """The `kcheck place` command that makes this placement."""
-        cmd = f"kcheck place --placer {self.placer} --brokers {','.join(map(str, range(self.brokers)))}"
+        placer = self.placer
+        if placer.startswith("jvm:"):  # a Java placer: with the --classpath that finds it
+            from kcheck.reference.jvm_plugins import replay_name
+
+            placer = replay_name(placer)
+        cmd = f"kcheck place --placer {placer} --brokers {','.join(map(str, range(self.brokers)))}"
         if self.rack_map:
             cmd += " --racks " + ",".join(f"{b}:{r}" for b, r in self.rack_map.items())
         cmd += f" --partitions {self.partitions} --replication-factor {self.rf}"
@@ -355,9 +360,15 @@ class PlacementSpace:
 
     # Pickle only the bounds and names: Spark ships the space to every task.
     def __getstate__(self) -> dict[str, Any]:
-        return {"bounds": self.bounds, "placers": self.placers, "settings": self.settings}
+        from kcheck.reference.jvm_plugins import travel  # jvm:<class> placers: the classpath goes along
+
+        return {"bounds": self.bounds, "placers": self.placers, "settings": self.settings, **travel(self.placers)}
 
     def __setstate__(self, state: dict[str, Any]) -> None:
+        if "jvm" in state:  # on a Spark worker: its own bridge, with the driver's classpath and release
+            from kcheck.reference.jvm_plugins import arrive
+
+            arrive(state)
         self.__dict__.update(state)
 
     def __repr__(self) -> str:

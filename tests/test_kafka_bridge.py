@@ -1,14 +1,18 @@
 """Our placement reference against real Kafka, bit for bit (marker `kafka`).
 
 Kafka's own jars run in one JVM per release (kcheck.reference.kafka_bridge). Hypothesis draws
-batches of inputs Kafka's unit tests never try: uneven racks, many one-broker racks, RF equal
-to the broker count, odd and large sizes, unicode rack names, fenced brokers, start indexes,
-seeds and start partition ids across their range. Each input must give the same replica lists
-in the same order, or the same exception class and message. A deterministic sweep of small
-clusters adds every fixed start index.
+batches of inputs Kafka's unit tests never try: uneven racks (one big rack beside single-broker
+ones, weighted rack pools, racks on some brokers only), RF equal to the broker count, odd and large
+sizes, unicode rack names, fenced brokers, many specs placed in turn by one striped placer, start
+indexes, seeds and start partition ids across their range. Each input must give the same replica
+lists in the same order, or the same exception class and message; where releases word a refusal
+differently, the expected wording is the release's (`releases.profile(version).striped_refusal`).
+A deterministic sweep of small clusters adds every fixed start index.
 
+Default run: AdminUtils on 4.0.2 (the newest release that has it) and the striped placer on 4.4.0;
+3.9.1, 4.0.2 and 4.1.2 are `slow`. KCHECK_KAFKA_RELEASES="3.9.1,4.0.2,4.4.0" overrides the list
+(AdminUtils runs on the 3.x and 4.0.x ones). Million-input runs: bench/bench_kafka_bridge.py.
 Skipped only when `java`, `javac` or `mvn` is missing; a failed download fails loudly.
-Releases: KCHECK_KAFKA_RELEASES="4.0.2,4.4.0" overrides the list below.
 """
 
 from __future__ import annotations
@@ -26,16 +30,22 @@ from kcheck.model import Broker
 from kcheck.reference.java import JavaRandom
 from kcheck.reference.kafka_bridge import AssignRequest, JavaException, StripedRequest, shared_bridge
 from kcheck.reference.placement import assign_replicas_to_brokers
+from kcheck.reference.releases import profile
 from kcheck.reference.striped import PlacementSpec, StaticCluster, StripedReplicaPlacer
 
 pytestmark = pytest.mark.kafka
 
 _env = [v.strip() for v in os.environ.get("KCHECK_KAFKA_RELEASES", "").split(",") if v.strip()]
-# AdminUtils is in kafka-server-common up to 4.0 only; the striped placer in every 4.x.
-ADMIN_RELEASES = [v for v in _env if v.startswith(("3.", "4.0."))] if _env else ["4.0.2"]
-STRIPED_RELEASES = _env or ["4.0.2", "4.1.2", "4.4.0"]
+_slow = pytest.mark.slow
+# AdminUtils is in kafka-server-common up to 4.0 only (3.9.1 has it too); the striped placer in all.
+if _env:
+    ADMIN_RELEASES: list = [v for v in _env if v.startswith(("3.", "4.0."))]
+    STRIPED_RELEASES: list = list(_env)
+else:
+    ADMIN_RELEASES = ["4.0.2", pytest.param("3.9.1", marks=_slow)]
+    STRIPED_RELEASES = ["4.4.0", *(pytest.param(v, marks=_slow) for v in ("4.1.2", "4.0.2", "3.9.1"))]
 
-BATCH = settings(max_examples=50, deadline=None, suppress_health_check=list(HealthCheck))
+BATCH = settings(max_examples=12, deadline=None, suppress_health_check=list(HealthCheck))
 
 
 def _kafka(version: str):
@@ -78,32 +88,18 @@ def release(version: str) -> tuple[int, ...]:
     return tuple(int(x) for x in version.split(".")[:3])
 
 
-# Known release differences, applied to our answer before comparing. Our reference has Kafka 4.0's
-# striped placer; since 4.3.0 two refusals also name log directories cordoned (KIP-1066), which
-# our describer never has, so only the wording differs.
-CORDONED_SINCE = (4, 3, 0)
-CORDONED = {
-    "All brokers are currently fenced.": "All brokers are currently fenced, or have all their log directories "
-                                         "cordoned.",
-    " broker(s) are registered.": " broker(s) are registered or some brokers have all their log directories "
-                                  "cordoned.",
-}
-
-
 def as_release(version: str, mine):
-    if not isinstance(mine, tuple) or release(version) < CORDONED_SINCE:
+    """Our answer as this release gives it: the reference words refusals as 4.0 does."""
+    if not isinstance(mine, tuple):
         return mine
     name, message = mine
-    for old, new in CORDONED.items():
-        if message.endswith(old):
-            return name, message[: -len(old)] + new
-    return mine
+    return name, profile(version).striped_refusal(message)
 
 
-def assert_same(ours, kafka, requests, version="4.0.0"):
+def assert_same(ours, kafka, requests, version="4.0.2"):
     for r, mine, real in zip(requests, ours, kafka, strict=True):
         mine = as_release(version, mine)
-        assert mine == theirs(real), f"\ninput: {r}\nours:  {mine}\nkafka: {theirs(real)}"
+        assert mine == theirs(real), f"\nKafka {version}\ninput: {r}\nours:  {mine}\nkafka: {theirs(real)}"
 
 
 # --- strategies --------------------------------------------------------------------------------
@@ -123,9 +119,9 @@ def _rack_name(rng):
 @st.composite
 def clusters(draw, striped: bool):
     """Distinct broker ids in a drawn order, with a rack layout and (striped) fenced flags."""
-    n = draw(st.one_of(st.integers(1, 12), st.integers(1, 40), st.sampled_from([64, 97, 128])))
+    n = draw(st.one_of(st.integers(1, 12), st.integers(1, 40), st.sampled_from([64, 97, 128, 211])))
     id_mode = draw(st.sampled_from(["dense", "dense", "sparse", "wide"]))
-    layout = draw(st.sampled_from(["none", "uneven", "one-per-rack", "few", "mixed"]))
+    layout = draw(st.sampled_from(["none", "uneven", "one-per-rack", "few", "mixed", "one-big-rack"]))
     fencing = draw(st.sampled_from(["none", "some", "some", "all-but-one", "all"])) if striped else "none"
     rng = random.Random(draw(st.integers(0, 2**32 - 1)))
     if id_mode == "dense":
@@ -145,6 +141,8 @@ def clusters(draw, striped: bool):
     elif layout == "few":
         k = rng.randint(1, 4)
         racks = [f"rack{rng.randrange(k)}" for _ in range(n)]
+    elif layout == "one-big-rack":  # most brokers in one rack, the rest one or two to a rack
+        racks = ["big" if rng.random() < 0.7 else f"small{rng.randrange(max(1, n // 3))}" for _ in range(n)]
     else:
         pool = list({_rack_name(rng) for _ in range(rng.randint(1, 6))})
         options = pool + [None] if layout == "mixed" else pool
@@ -171,7 +169,7 @@ def _rf(draw, n):
 def assign_requests(draw):
     brokers = draw(clusters(striped=False))
     n = len(brokers)
-    parts = draw(st.one_of(st.integers(1, 3 * n), st.integers(-1, 400), st.sampled_from([1000, 2 * n + 1])))
+    parts = draw(st.one_of(st.integers(1, 3 * n), st.integers(-1, 400), st.sampled_from([997, 1000, 2 * n + 1])))
     rf = _rf(draw, n)
     seeded = draw(st.booleans())
     if seeded:
@@ -189,8 +187,10 @@ def striped_requests(draw):
     brokers = draw(clusters(striped=True))
     n = len(brokers)
     specs = []
-    for _ in range(draw(st.integers(1, 3))):
-        parts = draw(st.one_of(st.integers(1, 2 * n + 3), st.integers(-1, 300), st.just(n)))
+    n_specs = draw(st.one_of(st.integers(1, 3), st.integers(4, 12)))  # one placer places them in turn
+    for _ in range(n_specs):
+        big = st.sampled_from([n, 997]) if n_specs == 1 else st.just(n)
+        parts = draw(st.one_of(st.integers(1, 2 * n + 3), st.integers(-1, 300 // n_specs), big))
         rf = draw(st.one_of(st.just(_rf(draw, n)), st.integers(-3, 3)))
         specs.append(PlacementSpec("t", draw(st.integers(0, 5000)), parts, rf))
     seed = draw(st.one_of(st.integers(-1000, 1000), st.integers(-(2**63), 2**63 - 1)))
@@ -270,7 +270,7 @@ def test_striped_small_sweep_matches_kafka(version):
 
 
 def test_bridge_reports_release_and_refuses_adminutils_after_4_0():
-    kafka = _kafka(STRIPED_RELEASES[-1])
+    kafka = _kafka("4.4.0")
     assert kafka.kafka_version == kafka.version
     if not kafka.has_admin_utils:
         from kcheck.reference.kafka_jars import KafkaBridgeError
@@ -281,12 +281,15 @@ def test_bridge_reports_release_and_refuses_adminutils_after_4_0():
 
 @pytest.mark.parametrize("version", STRIPED_RELEASES)
 def test_striped_refusals_name_cordoned_dirs_from_4_3(version):
-    """The wording difference above is real (and only from 4.3.0): our reference keeps 4.0's."""
+    """Since 4.3.0 (KIP-1066) two refusals also name cordoned log directories: the release profile says
+    which wording a release has, Kafka's jars agree, and our reference (4.0's wording) maps to it."""
     fenced = tuple(Broker(i, "r", True) for i in range(3))
     requests = [StripedRequest(fenced, (PlacementSpec("t", 0, 1, 1),), 1),
                 StripedRequest(fenced[:1], (PlacementSpec("t", 0, 1, 2),), 1),
                 StripedRequest((Broker(0, "r"),), (PlacementSpec("t", 0, -1, 1),), 1)]  # IllegalArgumentException
     kafka = [theirs(a) for a in _kafka(version).map_striped(requests)]
     ours = [ours_striped(r) for r in requests]
-    assert kafka[0][1].endswith("cordoned.") == (release(version) >= CORDONED_SINCE)
+    assert profile(version).striped_cordoned_wording == (release(version) >= (4, 3, 0))
+    assert kafka[0][1].endswith("cordoned.") == profile(version).striped_cordoned_wording
+    assert kafka[1][1].endswith("cordoned.") == profile(version).striped_cordoned_wording
     assert kafka == [as_release(version, o) for o in ours]

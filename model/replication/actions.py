@@ -213,8 +213,10 @@ def write_partition(s: State, p: Protocol, cfg: Config, writer_epoch: int, base:
     leader_epoch = base.leader_epoch + (1 if leader != base.leader or shrinks else 0)
     if leader_epoch > cfg.max_leader_epoch:
         return None
+    last_known = p.last_known_leader(base, leader, leader_epoch != base.leader_epoch)
     new = evolve(reg, leader=leader, leader_epoch=leader_epoch, partition_epoch=base.partition_epoch + 1,
-                  isr=isr, elr=elr, written_by=writer_epoch, replicas=replicas, adding=adding, removing=removing)
+                  isr=isr, elr=elr, written_by=writer_epoch, replicas=replicas, adding=adding, removing=removing,
+                  last_known_leader=last_known)
     s = evolve(s, registry=new)
     if completed is not None:
         h = s.history

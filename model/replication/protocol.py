@@ -28,11 +28,12 @@ from kcheck.model.replication.reassignment import (
     Completion,
     ElrFilter,
     Revert,
+    complete_when_adding_unless_shrinking,
     complete_when_targets_in_sync,
     elr_as_computed,
     revert_clean,
 )
-from kcheck.model.replication.state import Registry, Replica, epoch_cache
+from kcheck.model.replication.state import NO_LEADER, Registry, Replica, epoch_cache
 
 UNDEFINED = -1
 
@@ -206,13 +207,22 @@ def _first(registry: Registry, candidates: frozenset[int], n: int) -> int | None
 
 
 def clean_or_eligible(registry: Registry, n: int) -> Choice | None:
-    """KIP-966: an unfenced ISR member, else an unfenced eligible leader replica (which joins the ISR)."""
+    """KIP-966: an unfenced ISR member, else an unfenced eligible leader replica (which joins the ISR), else,
+    with neither an ISR nor an ELR left, the last known leader if it is unfenced.
+
+    The last one is `PartitionChangeBuilder.canElectLastKnownLeader` ("balanced recovery", on whenever ELR
+    is: the controller never turns it off): an unclean election (Kafka marks the partition RECOVERING) that
+    needs no unclean.leader.election.enable, and Kafka does not ask whether that broker is still a replica.
+    """
     b = _first(registry, registry.isr, n)
     if b is not None:
         return b, registry.isr, registry.elr
     b = _first(registry, registry.elr, n)
     if b is not None:
         return b, frozenset({b}), registry.elr - {b}
+    b = registry.last_known_leader
+    if not registry.isr and not registry.elr and b != NO_LEADER and b not in registry.fenced:
+        return b, frozenset({b}), frozenset()
     return None
 
 
@@ -247,6 +257,25 @@ def keep_last_replica(registry: Registry, removed: frozenset[int], min_isr: int,
     """Before KIP-966: the ISR never shrinks below one member, whatever happened to that member."""
     isr = registry.isr - removed
     return (isr if isr else registry.isr), frozenset()
+
+
+# ---- the last known leader (KIP-966) ------------------------------------------------------------
+
+def remember_last_known_leader(base: Registry, leader: int, leader_written: bool) -> int:
+    """`PartitionChangeBuilder.maybeUpdateLastKnownLeader` as Kafka 4.1.2 on has it (apache/kafka#20629): a
+    write that takes the leader away remembers who led, unless someone is remembered already; a write that
+    names a leader forgets. `leader_written`: the record carries a leader (a new one, or the same one for
+    an epoch bump)."""
+    if not leader_written:
+        return base.last_known_leader
+    if leader == NO_LEADER:
+        return base.leader if base.last_known_leader == NO_LEADER else base.last_known_leader
+    return NO_LEADER
+
+
+def no_last_known_leader(base: Registry, leader: int, leader_written: bool) -> int:
+    """Without ELR nothing is remembered."""
+    return NO_LEADER
 
 
 def added_replicas_current_epoch(registry: Registry, isr: frozenset[int],
@@ -326,10 +355,21 @@ class Protocol:
     reassignment_revert: Revert = revert_clean
     # the ELR a completion or a cancel writes, given the replica set it writes
     reassignment_elr: ElrFilter = elr_as_computed
+    # the last known leader a write leaves: (registry before, leader written, does the record carry a leader)
+    last_known_leader: Callable[[Registry, int, bool], int] = remember_last_known_leader
     send_leader_epoch: bool = True  # fetches carry the follower's leader epoch (KIP-320)
 
     @classmethod
-    def current(cls) -> Protocol:
+    def current(cls, kafka_version: str | None = None) -> Protocol:
+        """Today's rules: Kafka 4.1's, or a named 4.x release's (checked against its PartitionChangeBuilder,
+        tests/test_kafka_conformance.py). From 4.3.0 a reassignment completes by KAFKA-19975's rule."""
+        completion = complete_when_targets_in_sync
+        if kafka_version is not None:
+            release = tuple(int(x) for x in kafka_version.split(".")[:3])
+            if release < (4, 0, 0):
+                raise ValueError(f"Protocol.current knows Kafka 4.0.0 and later, not {kafka_version}")
+            if release >= (4, 3, 0):
+                completion = complete_when_adding_unless_shrinking
         return cls(
             name="current",
             description="today's Kafka: KRaft with KIP-101/279/320/497/966 and epoch-fenced controller writes",
@@ -344,9 +384,10 @@ class Protocol:
             isr_removal=eligible_leader_replicas,
             registration=register_fenced,
             controller_write=fenced_by_controller_epoch,
-            reassignment_completion=complete_when_targets_in_sync,
+            reassignment_completion=completion,
             reassignment_revert=revert_clean,
             reassignment_elr=elr_as_computed,
+            last_known_leader=remember_last_known_leader,
         )
 
     def rules(self) -> dict[str, str]:
@@ -418,7 +459,7 @@ VARIANTS: dict[str, Variant] = {v.name: v for v in (
              ("replication.leader-has-acked", "replication.no-acked-lost"), 7,
              {"brokers": 2, "min_isr": 1, "crashes": 1, "lossy_crashes": 0, "fences": 0, "elections": 0,
               "isr_shrinks": 1, "failovers": 0, "records": 1},
-             leader_choice=unclean_allowed, isr_removal=keep_last_replica),
+             leader_choice=unclean_allowed, isr_removal=keep_last_replica, last_known_leader=no_last_known_leader),
     _variant("last-replica-standing", 9,
              "KIP-966: without eligible leader replicas the last ISR member stays electable after it lost "
              "committed records in a lossy shutdown",
@@ -426,7 +467,8 @@ VARIANTS: dict[str, Variant] = {v.name: v for v in (
              13,
              {"brokers": 2, "min_isr": 2, "crashes": 0, "lossy_crashes": 1, "fences": 1, "elections": 0,
               "isr_shrinks": 0, "failovers": 0, "records": 2},
-             leader_choice=clean_only, isr_removal=keep_last_replica, high_watermark=over_maximal_isr),
+             leader_choice=clean_only, isr_removal=keep_last_replica, high_watermark=over_maximal_isr,
+             last_known_leader=no_last_known_leader),
     _variant("zombie-controller", 13,
              "KAFKA-6082: a controller that lost its ZooKeeper session keeps writing partition state after a "
              "new controller took over",

@@ -82,15 +82,14 @@ def complete_when_adding_in_sync(replicas: Ids, adding: Ids, removing: Ids, isr:
 
 def complete_when_adding_unless_shrinking(replicas: Ids, adding: Ids, removing: Ids, isr: frozenset[int]
                                           ) -> tuple[Ids, frozenset[int]] | None:
-    """KAFKA-19975 (apache/kafka#21114, 2025-12, after 4.1): the adding replicas in the ISR, and every
-    target replica too when the target is smaller than the original set (rule as the PR states it)."""
+    """KAFKA-19975 (apache/kafka#21114, 2025-12; Kafka 4.3.0 on): the adding replicas in the ISR, and every
+    target replica too when fewer replicas are added than removed (the target is smaller)."""
     if not adding and not removing:
         return None
     done = _completed(replicas, removing, isr)
     if done is None or not set(adding) <= done[1]:
         return None
-    shrinking = len(done[0]) < len(replicas) - len(adding)
-    return None if shrinking and not set(done[0]) <= done[1] else done
+    return None if len(adding) < len(removing) and not set(done[0]) <= done[1] else done
 
 
 def revert_clean(reg: Registry) -> tuple[Ids, frozenset[int]] | None:

@@ -142,6 +142,9 @@ class Registry:
     replicas: tuple[int, ...] = ()  # RS in Kafka's order; during a reassignment the target first, then removing
     adding: tuple[int, ...] = ()  # AR, ascending (KRaft builds it in a TreeSet)
     removing: tuple[int, ...] = ()  # RR, ascending
+    # KIP-966's last known leader (KRaft's lastKnownElr, which then has one member): who led when the
+    # partition lost its leader; NO_LEADER when none is remembered.
+    last_known_leader: int = NO_LEADER
 
     @property
     def reassigning(self) -> bool:

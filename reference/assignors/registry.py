@@ -87,7 +87,9 @@ class ServerSideAdapter:
                 owned.setdefault(self._id(tp.topic), []).append(tp.partition)
             members[member_id] = server.MemberSubscriptionSpec(
                 tuple(self._id(t) for t in sub.topics if t in partitions_per_topic),
-                sub.rack_id, sub.group_instance_id, {t: tuple(ps) for t, ps in owned.items()})
+                sub.rack_id, sub.group_instance_id,
+                # As the coordinator holds a target assignment (Assignment.fromRecord): a HashMap of HashSets.
+                server.hash_map_order({t: server.hash_set_order(ps) for t, ps in owned.items()}))
         # The coordinator's TargetAssignmentBuilder collects member specs in a HashMap keyed by member id.
         spec = server.GroupSpec(server.hash_map_order(members))
         racks = {self._id(t): {p.partition: frozenset(b.rack for b in p.replicas if b.rack) for p in parts}
@@ -126,9 +128,14 @@ ASSIGNORS: dict[str, AssignorInfo] = {
 
 
 def resolve_assignor(name: str) -> AssignorInfo:
-    """A built-in assignor by name, or `module:object` (a class or factory of an object with assign_partitions)."""
+    """A built-in assignor by name, `module:object` (a class or factory of an object with assign_partitions), or
+    `jvm:<class>`: a Java ConsumerPartitionAssignor or KIP-848 ConsumerGroupPartitionAssignor (`jvm_plugins`)."""
     if name in ASSIGNORS:
         return ASSIGNORS[name]
+    if name.startswith("jvm:"):
+        from kcheck.reference import jvm_plugins
+
+        return jvm_plugins.resolve_assignor(name)
     if ":" not in name:
         raise ValueError(f"unknown assignor '{name}' (expected one of {', '.join(ASSIGNORS)}, or module:object)")
     obj = load_object(name)

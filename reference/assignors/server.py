@@ -1,15 +1,17 @@
 """Kafka's KIP-848 server-side assignors, run by the group coordinator for consumer groups.
 
 Mirrors, in `group-coordinator/src/main/java/org/apache/kafka/coordinator/group/assignor/`
-at apache/kafka 1eb7644349 (2024-10): `UniformAssignor.java` with
-`UniformHomogeneousAssignmentBuilder.java` and `UniformHeterogeneousAssignmentBuilder.java`,
-and `RangeAssignor.java` (not sticky at that commit). The inputs mirror
-`group-coordinator-api`'s `GroupSpec` and `SubscribedTopicDescriber`. At that commit
-none of these assignors looks at racks; members and topics carry them anyway.
+of Kafka 4.0.0 to 4.4.0: `UniformAssignor.java` with `UniformHomogeneousAssignmentBuilder.java`
+and `UniformHeterogeneousAssignmentBuilder.java`, and `RangeAssignor.java` (not sticky). The
+inputs mirror `group-coordinator-api`'s `GroupSpec` and `SubscribedTopicDescriber`. No release
+of these assignors looks at racks; members and topics carry them anyway. Checked bit for bit
+against the releases' jars (`tests/test_kafka_group_assignors.py`); the one difference between
+releases, the homogeneous builder's +1 slots before 4.0.1, is `UniformAssignor(kafka_version=...)`.
 
 Java's iteration orders that decide outputs, and where they come from here:
 * `GroupSpec.memberIds()` is the key set of the caller's members map: the `members` dict
-  is taken in that order (`tree_map_order` / `hash_map_order` give a TreeMap's or HashMap's).
+  is taken in that order (`tree_map_order` / `hash_map_order` give a TreeMap's or HashMap's;
+  the coordinator's are HashMaps, checked against real ones by the bridge's `GH` request).
 * A member's subscribed topic ids (a `Set<Uuid>`) and its current assignment
   (`Map<Uuid, Set<Integer>>`) are iterated in the order the caller gives them.
 * The homogeneous builder copies the first member's topics into a `HashSet<Uuid>`; that
@@ -23,7 +25,7 @@ from dataclasses import dataclass, field
 from enum import Enum
 
 from kcheck.reference.assignors.uuid import Uuid
-from kcheck.reference.errors import KafkaError
+from kcheck.reference.errors import IllegalArgumentException, KafkaError
 from kcheck.reference.java import JavaHashMap, JavaHashSet, string_compare_key
 
 GroupAssignment = dict[str, dict[Uuid, frozenset[int]]]
@@ -32,6 +34,31 @@ GroupAssignment = dict[str, dict[Uuid, frozenset[int]]]
 
 class PartitionAssignorException(KafkaError):
     """org.apache.kafka.coordinator.group.api.assignor.PartitionAssignorException"""
+
+    java_class = "org.apache.kafka.coordinator.group.api.assignor.PartitionAssignorException"
+
+
+class ArrayIndexOutOfBoundsException(KafkaError, IndexError):
+    """java.lang.ArrayIndexOutOfBoundsException, as the JVM words it (a partition beyond a topic's count)."""
+
+    java_class = "java.lang.ArrayIndexOutOfBoundsException"
+
+    def __init__(self, index: int, length: int) -> None:
+        super().__init__(f"Index {index} out of bounds for length {length}")
+
+
+NEWEST_RELEASE = "4.4.0"
+HETEROGENEOUS_BUILDER_SINCE = (4, 0, 0)
+"""The heterogeneous uniform builder modelled here (KAFKA-17710); 3.x had another algorithm."""
+EXTRA_SLOT_DEFERRED_SINCE = (4, 0, 1)
+"""Since 4.0.1 (KAFKA-18688) the homogeneous uniform builder passes a member's +1 slot on to later members."""
+
+
+def _release(kafka_version: str) -> tuple[int, ...]:
+    try:
+        return tuple(int(x) for x in kafka_version.split(".")[:3])
+    except ValueError:
+        raise ValueError(f"not a Kafka release: {kafka_version!r}") from None
 
 
 class SubscriptionType(Enum):
@@ -95,7 +122,7 @@ class GroupSpec:
         try:
             return self.members[member_id]
         except KeyError:
-            raise ValueError(f"Member Id {member_id} not found.") from None  # Java: IllegalArgumentException
+            raise IllegalArgumentException(f"Member Id {member_id} not found.") from None
 
     def member_assignment(self, member_id: str) -> Mapping[Uuid, tuple[int, ...]]:
         spec = self.members.get(member_id)
@@ -155,7 +182,16 @@ def _freeze(assignment: Mapping[str, Mapping[Uuid, Iterable[int]]]) -> GroupAssi
 
 
 class UniformAssignor:
-    """`UniformAssignor.java` ("uniform"): balance first, then stickiness."""
+    """`UniformAssignor.java` ("uniform"): balance first, then stickiness.
+
+    `kafka_version`: the release to mirror (default the newest). Releases before 4.0.1 hand the
+    homogeneous builder's +1 slots to the first members (see `EXTRA_SLOT_DEFERRED_SINCE`); their
+    heterogeneous builder (3.x) is a different algorithm, not modelled here (NotImplementedError).
+    """
+
+    def __init__(self, kafka_version: str = NEWEST_RELEASE) -> None:
+        self.kafka_version = kafka_version
+        self.defer_extra_slots = _release(kafka_version) >= EXTRA_SLOT_DEFERRED_SINCE
 
     def name(self) -> str:
         return "uniform"
@@ -164,16 +200,22 @@ class UniformAssignor:
         if not group_spec.members:
             return {}
         if group_spec.subscription_type is SubscriptionType.HOMOGENEOUS:
-            return UniformHomogeneousAssignmentBuilder(group_spec, describer).build()
+            return UniformHomogeneousAssignmentBuilder(group_spec, describer, self.defer_extra_slots).build()
+        if _release(self.kafka_version) < HETEROGENEOUS_BUILDER_SINCE:
+            raise NotImplementedError(f"Kafka {self.kafka_version}'s heterogeneous uniform builder (before 4.0) "
+                                      "is not modelled")
         return UniformHeterogeneousAssignmentBuilder(group_spec, describer).build()
 
 
 class UniformHomogeneousAssignmentBuilder:
     """`UniformHomogeneousAssignmentBuilder.java`: every member subscribes to the same topics."""
 
-    def __init__(self, group_spec: GroupSpec, describer: SubscribedTopicDescriber) -> None:
+    def __init__(
+        self, group_spec: GroupSpec, describer: SubscribedTopicDescriber, defer_extra_slots: bool = True
+    ) -> None:
         self.group_spec = group_spec
         self.describer = describer
+        self.defer_extra_slots = defer_extra_slots
         first = group_spec.member_ids()[0]
         # `new HashSet<>(firstMember.subscribedTopicIds())`: from here on the topics come in
         # HashSet<Uuid> order (by Uuid.hashCode), whatever order the members listed them in.
@@ -203,12 +245,17 @@ class UniformHomogeneousAssignmentBuilder:
 
         target: dict[str, dict[Uuid, list[int]]] = {}
         unfilled: list[tuple[str, int]] = []
-        for member_id in member_ids:
-            # The +1 slots go to the first members in memberIds() order, whatever they own.
+        for index, member_id in enumerate(member_ids):
+            # A member in memberIds() order is offered a +1 slot while some are left. Before 4.0.1 it
+            # kept it whatever it owned; since, one that cannot fill it from what it already holds
+            # passes it on while more members remain than slots, so it lands on a member that
+            # holds min + 1 already instead of moving a partition there.
             quota = min_quota
-            if extra > 0:
+            has_extra = extra > 0
+            if has_extra:
                 quota += 1
-                extra -= 1
+                if not self.defer_extra_slots:
+                    extra -= 1
             new = {t: list(ps) for t, ps in self.group_spec.member_assignment(member_id).items()}
             for topic_id, partitions in self.group_spec.member_assignment(member_id).items():
                 if topic_id not in self.subscribed_topic_ids:
@@ -226,6 +273,11 @@ class UniformHomogeneousAssignmentBuilder:
                             if not new[topic_id]:
                                 del new[topic_id]
                             unassigned.append((topic_id, p))
+            if self.defer_extra_slots and has_extra:
+                if quota > 0 and len(member_ids) - index > extra:
+                    quota -= 1  # passed on
+                else:
+                    extra -= 1
             if quota > 0:
                 unfilled.append((member_id, quota))
             target[member_id] = new
@@ -264,7 +316,7 @@ class _MemberAssignmentBalancer:
 
     def initialize(self, members: list[int]) -> int:
         if not members:
-            raise ValueError("Cannot balance an empty subscriber list.")  # Java: IllegalArgumentException
+            raise IllegalArgumentException("Cannot balance an empty subscriber list.")
         self.sorted_members = sorted(members, key=lambda m: (self.sizes[m], m))
         first, last = self.sorted_members[0], self.sorted_members[-1]
         self.least_end = 0
@@ -381,7 +433,7 @@ class UniformHeterogeneousAssignmentBuilder:
                     self.sizes[index] += len(partitions)
                     for p in partitions:
                         if not 0 <= p < len(self.owners[topic_id]):
-                            raise IndexError(f"partition {p} of topic {topic_id} does not exist")
+                            raise ArrayIndexOutOfBoundsException(p, len(self.owners[topic_id]))
                         self.owners[topic_id][p] = index
                     new[topic_id] = set(partitions)
             self.target[member_id] = new

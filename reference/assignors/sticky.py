@@ -8,7 +8,9 @@ Mirrors, in apache/kafka at 1eb7644349 (2024-10):
 `.../consumer/internals/AbstractPartitionAssignor.java` they use (`useRackAwareAssignment`,
 `partitionInfosWithoutRacks`). That version has KAFKA-15106 (isBalanced), KAFKA-16277 (kept partitions
 sorted by partition, then topic) and KAFKA-15170 (rack-mismatched owned partitions count as revoked;
-the rack-aware round robin counts the members it fills to maxQuota).
+the rack-aware round robin counts the members it fills to maxQuota). Kafka's own classes of 3.9.1,
+4.0.2, 4.1.2 and 4.4.0 give the same answers, exceptions and user-data bytes, bit for bit
+(tests/test_kafka_client_assignors.py); exceptions carry Java's messages (the JVM's, for an NPE).
 
 Inputs are Python dicts standing for the caller's Java HashMaps, filled in dict order; every place
 where Java's iteration order decides an output goes through `reference.java`. A `JavaHashMap` may be
@@ -35,7 +37,7 @@ from kcheck.model.group import PartitionInfo, Subscription
 from kcheck.model.vocabulary import TopicPartition
 from kcheck.reference.assignors.client import build_partitions_per_topic, partition_infos_without_racks
 from kcheck.reference.errors import KafkaError
-from kcheck.reference.java import JavaHashMap, string_compare_key
+from kcheck.reference.java import JavaHashMap, spread, string_compare_key, string_hash_code
 
 DEFAULT_GENERATION = -1
 EAGER = "EAGER"
@@ -47,7 +49,24 @@ class IllegalStateException(KafkaError):
 
 
 class NullPointerException(KafkaError):
-    """Where Kafka's code dereferences null: a stale previous owner set aside as 'fixed' (see `_size`)."""
+    """Where Kafka's code dereferences null: a stale previous owner set aside as 'fixed' (see `_size`).
+
+    The message is the JVM's (JDK 14+ helpful NPE text for that bytecode, checked against Kafka's jars
+    through the bridge); `member` says whose assignment was missing.
+    """
+
+    def __init__(self, message: str, member: str | None = None) -> None:
+        super().__init__(message)
+        self.member = member
+
+
+# What the JVM says when `currentAssignment.get(c).size()` finds no list (also inside the TreeSet's comparator)
+NO_ASSIGNMENT_NPE = ('Cannot invoke "java.util.List.size()" because the return value of '
+                      '"java.util.Map.get(Object)" is null')
+
+
+class NoSuchElementException(KafkaError):
+    """`java.util.NoSuchElementException` (no message) from `TreeSet.first()`/`last()` on an empty set."""
 
 
 class SchemaException(KafkaError):
@@ -176,15 +195,44 @@ def _write_string(s: str) -> bytes:
 
 
 def _group_partitions_by_topic(partitions: Iterable[TopicPartition]) -> list[tuple[str, list[int]]]:
-    """`CollectionUtils.groupPartitionsByTopic`: a default HashMap, so topics come out in hash order."""
-    by_topic: JavaHashMap[str, list[int]] = JavaHashMap()
+    """`CollectionUtils.groupPartitionsByTopic`: `computeIfAbsent` on a default HashMap, per partition.
+
+    Unlike `put`, `computeIfAbsent` links a new key at the head of its bin (colliding topics come out
+    newest first), resizes at the start of a call once the size is past the threshold (not right after
+    the insert that passed it), and treeifies a bin one entry earlier; a resize keeps each bin's order.
+    Checked against Kafka's StickyAssignor.subscriptionUserData through the bridge.
+    """
+    table: list[list[str]] = []
+    threshold = 0
+    hashes: dict[str, int] = {}
+    groups: dict[str, list[int]] = {}
+
+    def resized() -> tuple[list[list[str]], int]:
+        cap, thr = (2 * len(table), 2 * threshold) if table else (16, 12)
+        new: list[list[str]] = [[] for _ in range(cap)]
+        for b in table:
+            for t in b:
+                new[hashes[t] & (cap - 1)].append(t)
+        return new, thr
+
     for tp in partitions:
-        lst = by_topic.get(tp.topic)
-        if lst is None:
-            lst = []
-            by_topic.put(tp.topic, lst)
-        lst.append(tp.partition)
-    return by_topic.items()
+        if not table or len(groups) > threshold:
+            table, threshold = resized()
+        parts = groups.get(tp.topic)
+        if parts is None:
+            h = hashes[tp.topic] = spread(string_hash_code(tp.topic))
+            b = table[h & (len(table) - 1)]
+            b.insert(0, tp.topic)
+            groups[tp.topic] = parts = []
+            if len(b) > _TREEIFY_BIN:  # treeifyBin: a small table grows instead
+                if len(table) >= 64:
+                    raise NotImplementedError("HashMap bin would become a tree bin; its order is not modelled")
+                table, threshold = resized()
+        parts.append(tp.partition)
+    return [(t, groups[t]) for b in table for t in b]
+
+
+_TREEIFY_BIN = 7  # computeIfAbsent treeifies once a bin held 7 entries before the new one
 
 
 def _serialize_assignment(partitions: Iterable[TopicPartition]) -> bytes:
@@ -590,9 +638,13 @@ class _SortedMembers:
             del self.keys[i]
 
     def first(self) -> str:
+        if not self.keys:  # every member set aside as fixed, with partitions left to look at
+            raise NoSuchElementException()
         return self.keys[0][2]
 
     def last(self) -> str:
+        if not self.keys:
+            raise NoSuchElementException()
         return self.keys[-1][2]
 
     def members(self) -> list[str]:
@@ -644,7 +696,7 @@ class _GeneralAssignmentBuilder:
         happens when such a member is the prevAssignment owner of a partition that can move."""
         lst = self.current.get(consumer) if consumer is not None else None
         if lst is None:
-            raise NullPointerException(f"no current assignment for {consumer!r}")
+            raise NullPointerException(NO_ASSIGNMENT_NPE, consumer)
         return len(lst)
 
     def build(self) -> dict[str, list[TopicPartition]]:
@@ -725,31 +777,39 @@ class _GeneralAssignmentBuilder:
         return sum(len(self.ppt[t]) for t in topics)
 
     def _is_balanced(self) -> bool:
-        """Kafka's `isBalanced`. Its scan looks for a partition of one of a non-full member's topics whose
-        owner has at least 2 more partitions than the member; that owner cannot be the member itself, so
-        the per-topic maximum owner size decides the same answer."""
+        """Kafka's `isBalanced`. For each non-full member (TreeSet order) and each of its topics, Kafka scans
+        partitions 0..count-1 for one whose owner has at least 2 more partitions than the member (False),
+        and dereferences the owner's list on the way: a partition nobody in the current assignment holds
+        (its holder set aside as fixed, or a number missing from the metadata) throws there. So per topic,
+        the largest owner size before the first ownerless partition, and whether there is one, decide."""
         if self._size(self.sorted_subs.first()) >= self._size(self.sorted_subs.last()) - 1:
             return True
         owner: dict[TopicPartition, str] = {}
         for consumer, tps in self.current.items():
             for tp in tps:
                 owner[tp] = consumer
-        topic_max: dict[str, int] = {}
+        scanned: dict[str, tuple[int, bool]] = {}
         for consumer in self.sorted_subs.members():
             count = self._size(consumer)
             topics = self.consumer2topics[consumer]
             if count == self._max_assignment_size(topics):
                 continue
             for topic in topics:
-                m = topic_max.get(topic)
-                if m is None:
-                    m = max(
-                        (self._size(owner.get(TopicPartition(topic, i))) for i in range(len(self.ppt[topic]))),
-                        default=0,
-                    )
-                    topic_max[topic] = m
-                if count + 1 < m:
+                seen = scanned.get(topic)
+                if seen is None:
+                    biggest, ownerless = 0, False
+                    for i in range(len(self.ppt[topic])):
+                        lst = self.current.get(owner.get(TopicPartition(topic, i)))  # type: ignore[arg-type]
+                        if lst is None:
+                            ownerless = True
+                            break
+                        biggest = max(biggest, len(lst))
+                    scanned[topic] = seen = (biggest, ownerless)
+                # The member's own partitions (Kafka skips them) have its own size: never "2 more".
+                if count + 1 < seen[0]:
                     return False
+                if seen[1]:
+                    raise NullPointerException(NO_ASSIGNMENT_NPE)
         return True
 
     @staticmethod
@@ -882,8 +942,9 @@ class _GeneralAssignmentBuilder:
                 self._reassign_to(tp, c)
                 return
         # Kafka: `assert newConsumer != null`; JVMs run clients without -ea, so the null goes on to
-        # `reassignPartition`, whose TreeSet comparator dereferences it.
-        raise NullPointerException(f"no consumer subscribed to {tp.topic} for {tp}")
+        # `reassignPartition`, whose TreeSet comparator dereferences it. (Not met in differential runs:
+        # a subscriber set aside as fixed fails `_size` first.)
+        raise NullPointerException(NO_ASSIGNMENT_NPE)
 
     def _reassign_to(self, tp: TopicPartition, new: str) -> None:
         old = self.partition_consumer[tp]

@@ -1,0 +1,353 @@
+"""The Kafka releases kcheck knows, and every behaviour the reference models that differs between them.
+
+`--kafka-version VERSION` on the commands picks a release; `profile(VERSION)` is its `ReleaseProfile`:
+one field per difference, each declared once in `DIFFERENCES` with the JIRA/KIP that changed it, the
+first release that has each value, and how that was confirmed (running the release's own jars through
+the bridge, `reference/kafka_bridge.py`, where it can show it: tests/test_releases.py). Nothing here is
+Kafka's code; the values are facts about Kafka's jars.
+
+The known releases are `kafka_jars.KNOWN_RELEASES` (4.x) and `kafka_jars.ZK_RELEASES` (3.9.x, the last
+with the ZooKeeper controller). The default is the newest 4.x, `DEFAULT_VERSION`. An algorithm a release
+lacks (AdminUtils after 4.0, the ZooKeeper controller after 3.9) is refused for it with one line; without
+`--kafka-version`, such an algorithm runs as the newest release that has it (`release_for`).
+
+To add a difference: a field on `ReleaseProfile` and its `Difference` in `DIFFERENCES` (a test checks the
+two agree), then use the field where the reference or the CLI behaves differently.
+
+The replication model's controller rules per release (`ReleaseProfile.protocol`) and the KRaft
+`PartitionChangeBuilder` rules (`ReleaseProfile.kraft_version`, `reference/election.py`) are built from
+these fields.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, fields, replace
+from functools import cache
+from typing import TYPE_CHECKING, Any
+
+from kcheck.reference.kafka_jars import KNOWN_RELEASES, ZK_RELEASES
+
+if TYPE_CHECKING:
+    from kcheck.model.replication.protocol import Protocol
+    from kcheck.reference.assignors.registry import AssignorInfo
+    from kcheck.reference.election import KRaftVersion
+
+__all__ = [
+    "DEFAULT_VERSION",
+    "DIFFERENCES",
+    "RELEASES",
+    "Difference",
+    "ReleaseProfile",
+    "Step",
+    "UnknownRelease",
+    "check_version",
+    "describe",
+    "difference",
+    "profile",
+    "release_for",
+    "releases_for",
+    "releases_with",
+    "version_key",
+]
+
+
+
+def _key(version: str) -> tuple[int, ...]:
+    return tuple(int(x) for x in version.split("."))
+
+
+RELEASES: tuple[str, ...] = tuple(sorted({*KNOWN_RELEASES, *ZK_RELEASES}, key=_key, reverse=True))
+DEFAULT_VERSION = "4.4.0"  # the newest 4.x; kept equal to KNOWN_RELEASES[0] (tests/test_releases.py)
+
+
+def version_key(version: str) -> tuple[int, ...]:
+    """`"4.1.2"` -> (4, 1, 2), for ordering releases."""
+    return _key(version)
+
+
+class UnknownRelease(ValueError):
+    """A `--kafka-version` kcheck has no profile for; str() is one line listing the known ones."""
+
+
+def check_version(text: str) -> str:
+    """The release a `--kafka-version` value names; UnknownRelease (one line) for anything else."""
+    version = text.strip()
+    if version not in RELEASES:
+        shown = (text if len(text) <= 40 else text[:40] + "...").encode("unicode_escape").decode("ascii")
+        raise UnknownRelease(f"'{shown}' is not a Kafka release kcheck knows (known: {', '.join(RELEASES)})")
+    return version
+
+
+@dataclass(frozen=True)
+class Step:
+    """From release `since` on (until the next step), the field has `value`; `source` says what changed it."""
+
+    since: str
+    value: Any
+    source: str  # the JIRA, KIP or pull request
+    evidence: str  # how the first release with it was found and confirmed
+
+
+@dataclass(frozen=True)
+class Difference:
+    """One behaviour that differs between releases: its value in the oldest known release, then each change."""
+
+    field: str  # the ReleaseProfile field
+    what: str  # what the field says, in one line
+    initial: Any  # the value in the oldest known release (3.9.0)
+    steps: tuple[Step, ...] = ()
+    evidence: str = ""  # for `initial`
+
+    def value(self, version: str) -> Any:
+        out = self.initial
+        for step in self.steps:
+            if _key(version) >= _key(step.since):
+                out = step.value
+        return out
+
+
+# Every difference the reference models. Confirmed against the jars of 3.9.1, 4.0.0, 4.0.2, 4.1.0, 4.1.2,
+# 4.2.0, 4.2.2, 4.3.0, 4.3.1 and 4.4.0 (the checks in tests/test_releases.py run through the bridge).
+DIFFERENCES: tuple[Difference, ...] = (
+    Difference(
+        "admin_utils",
+        "AdminUtils.assignReplicasToBrokers is in the release (kafka-server-common's org.apache.kafka.admin)",
+        True, (Step("4.1.0", False, "KAFKA-18798 (apache/kafka#18914): kafka-reassign-partitions --generate places "
+                                    "with StripedReplicaPlacer, AdminUtils removed",
+                    "the bridge's AdminUtils handler compiles against 3.9.1 and 4.0.x and not 4.1.0+"),),
+        "3.9.x and 4.0.x: the harness's AdminUtils request answers"),
+    Difference(
+        "zk_controller",
+        "the ZooKeeper controller (kafka_2.13's kafka.controller) ships with the release",
+        True, (Step("4.0.0", False, "KIP-500 / KIP-833: ZooKeeper mode removed in 4.0.0",
+                    "kafka_jars resolves kafka_2.13 with the controller for 3.x only; 4.0's core has no "
+                    "kafka.controller.KafkaController"),),
+        "3.9.x is the last release with ZooKeeper mode"),
+    Difference(
+        "eligible_leader_replicas",
+        "KIP-966 eligible leader replicas are on for a new cluster (the release's default)",
+        False, (Step("4.1.0", True, "KIP-966; apache/kafka#18954 (ELR's default version moved to 4.1) and "
+                                   "#20174 (latest production metadata.version 4.1-IV1 enables it)",
+                     "Feature.ELIGIBLE_LEADER_REPLICAS_VERSION.defaultLevel(latest production MV) is 0 in 4.0.0 "
+                     "and 4.0.2, 1 in 4.1.0 through 4.4.0"),),
+        "3.9.x: static config eligible.leader.replicas.enable, default false; 4.0.x: feature level 0 by default"),
+    Difference(
+        "last_known_leader_must_be_acceptable",
+        "PartitionChangeBuilder elects the last known leader (ELR, balanced recovery) only when the "
+        "LeaderAcceptor admits it (before: even when fenced; the check only logged)",
+        False, (Step("4.1.0", True, "KAFKA-19522 (apache/kafka#20200)",
+                     "PartitionChangeBuilder with ELR on, ISR and ELR empty, last known ELR [1] fenced: 3.9.1, 4.0.0 "
+                     "and 4.0.2 elect 1; 4.1.0 through 4.4.0 build no record"),)),
+    Difference(
+        "last_known_leader_update",
+        "when PartitionChangeBuilder writes the last known leader (ELR and balanced recovery on): when the record "
+        "empties the ISR (isr-emptied), or when it takes the leader away and none is remembered (leaderless)",
+        "isr-emptied", (Step("4.1.1", "leaderless", "apache/kafka#20629 (last known ELR update simplified)",
+                             "ELR on, replicas [1,2] leader 1 ISR [1,2], target ISR [2] with no acceptable broker: "
+                             "3.9.0 to 4.1.0 leave the last known ELR alone, 4.1.1 through 4.4.0 write [1]"),)),
+    Difference(
+        "reassignment_completion",
+        "when a reassignment completes (KRaftVersion.reassignment_completion): every target replica in the ISR "
+        "(all-targets), or the adding replicas, and every target too when the target is smaller than the "
+        "original set (adding-unless-shrinking)",
+        "all-targets", (Step("4.3.0", "adding-unless-shrinking", "KAFKA-19975 (apache/kafka#21114)",
+                             "replicas [1,2,3] adding [3], target ISR [1,3]: 4.2.2 and older keep the move in "
+                             "flight, 4.3.0+ complete it (adding=[]); a shrinking move with a target out of the "
+                             "ISR stays in flight in every release"),),
+        "KAFKA-15665 (apache/kafka#15359, all targets in the ISR) is in 3.8.0 and later (git tag --contains)"),
+    Difference(
+        "striped_cordoned_wording",
+        "StripedReplicaPlacer's refusals for fenced brokers and too few brokers also name log directories "
+        "cordoned",
+        False, (Step("4.3.0", True, "KAFKA-19774 / KIP-1066 (apache/kafka#21273): cordoned log directories",
+                     "the same refusal through the bridge: 4.2.2 and older say 'All brokers are currently fenced.', "
+                     "4.3.0+ add ', or have all their log directories cordoned.'"),)),
+    Difference(
+        "striped_continues_from_existing",
+        "StripedReplicaPlacer continues striping after a topic's existing partitions "
+        "(StripedReplicaPlacer(random, continue_from_existing=True) in the reference)",
+        False, (), "ClusterDescriber has no replicasForTopicName in any known release (javap, 3.9.1 to 4.4.0): "
+                   "newer trunk only"),
+    Difference(
+        "uniform_extra_slot_deferred",
+        "KIP-848 UniformAssignor's homogeneous builder passes a member's +1 slot on to later members (before: the "
+        "first members take the +1 slots)",
+        False, (Step("4.0.1", True, "KAFKA-18688",
+                     "reference/assignors/server.py EXTRA_SLOT_DEFERRED_SINCE, checked against each release's "
+                     "UniformAssignor through the bridge (G request, tests/test_kafka_group_assignors.py)"),)),
+    Difference(
+        "uniform_heterogeneous_builder",
+        "KIP-848 UniformAssignor's heterogeneous builder (members subscribing to different topics): the 4.0 "
+        "rewrite the reference models, or 3.x's algorithm, which it does not (its calls are not compared)",
+        "3.x", (Step("4.0.0", "KAFKA-17710", "KAFKA-17710",
+                     "reference/assignors/server.py HETEROGENEOUS_BUILDER_SINCE, checked through the bridge "
+                     "(G request)"),)),
+    Difference(
+        "topic_id_partition_record_hash",
+        "org.apache.kafka.server.common.TopicIdPartition is a Java record (hashCode 31*h+p instead of "
+        "Objects.hash): the order in which the controller's leader rebalance visits imbalanced partitions",
+        False, (Step("4.1.0", True, "TopicIdPartition rewritten as a record",
+                     "reference/leader_balance.py RECORD_HASH_SINCE, checked through the bridge (LB request)"),)),
+    Difference(
+        "metadata_version",
+        "the release's latest production metadata.version (MetadataVersion.latestProduction()), which a new "
+        "cluster starts with",
+        "3.9-IV0", (Step("4.0.0", "4.0-IV3", "MetadataVersion", "MetadataVersion.latestProduction() in the jars"),
+                    Step("4.1.0", "4.1-IV1", "MetadataVersion", "MetadataVersion.latestProduction() in the jars"),
+                    Step("4.2.0", "4.2-IV1", "MetadataVersion", "MetadataVersion.latestProduction() in the jars"),
+                    Step("4.3.0", "4.3-IV0", "MetadataVersion", "MetadataVersion.latestProduction() in the jars"),
+                    Step("4.4.0", "4.4-IV2", "MetadataVersion", "MetadataVersion.latestProduction() in the jars")),
+        "MetadataVersion.latestProduction() in the jars"),
+)
+
+_BY_FIELD: dict[str, Difference] = {d.field: d for d in DIFFERENCES}
+
+# The reference's refusals (Kafka 4.0's wording) and how KIP-1066 (4.3.0+) ends them instead.
+_CORDONED = {
+    "All brokers are currently fenced.":
+        "All brokers are currently fenced, or have all their log directories cordoned.",
+    " broker(s) are registered.":
+        " broker(s) are registered or some brokers have all their log directories cordoned.",
+}
+
+# Algorithms only some releases have: the profile field that says whether a release has it.
+_ALGORITHM_FIELD = {"adminutils": "admin_utils", "adminutils-rack-aware": "admin_utils", "zk": "zk_controller"}
+_ALGORITHM_NAME = {"admin_utils": "AdminUtils", "zk_controller": "the ZooKeeper controller"}
+
+
+@dataclass(frozen=True)
+class ReleaseProfile:
+    """What one Kafka release does where releases differ (see `DIFFERENCES` for each field's history)."""
+
+    version: str
+    admin_utils: bool
+    zk_controller: bool
+    eligible_leader_replicas: bool
+    last_known_leader_must_be_acceptable: bool
+    last_known_leader_update: str
+    reassignment_completion: str
+    striped_cordoned_wording: bool
+    striped_continues_from_existing: bool
+    uniform_extra_slot_deferred: bool
+    uniform_heterogeneous_builder: str
+    topic_id_partition_record_hash: bool
+    metadata_version: str
+
+    def as_dict(self) -> dict[str, Any]:
+        return {f.name: getattr(self, f.name) for f in fields(self)}
+
+    def has(self, algorithm: str) -> bool:
+        """Whether the release has this placer, election or controller (`adminutils`, `striped`, `zk`, ...)."""
+        name = _ALGORITHM_FIELD.get(algorithm)
+        return True if name is None else bool(getattr(self, name))
+
+    def kraft_version(self) -> KRaftVersion:
+        """The KRaft PartitionChangeBuilder rules of this release, for a new cluster (reference/election.py)."""
+        return replace(self.kraft_rules(), eligible_leader_replicas=self.eligible_leader_replicas)
+
+    def kraft_rules(self) -> KRaftVersion:
+        """This release's PartitionChangeBuilder code rules with ELR off (ELR is a cluster setting: `kraft_version`
+        turns it on where a new cluster has it)."""
+        from kcheck.reference.election import KRaftVersion
+
+        return KRaftVersion(last_known_leader_must_be_acceptable=self.last_known_leader_must_be_acceptable,
+                            last_known_leader_update=self.last_known_leader_update,
+                            reassignment_completion=self.reassignment_completion)
+
+    def protocol(self) -> Protocol:
+        """The replication model's rules for a new cluster of this release: `Protocol.current()` (4.1 and 4.2's
+        defaults) with the controller rules this release differs in. The model has the last known leader as
+        4.1.1 on write it (`remember_last_known_leader`), also for 4.1.0, whose rule (isr-emptied) it lacks."""
+        from kcheck.model.replication import protocol as p
+        from kcheck.model.replication import reassignment as r
+
+        rules: dict[str, Any] = {}
+        if not self.eligible_leader_replicas:  # KIP-966 off: no ELR, the ISR keeps its last member, no last leader
+            rules.update(leader_choice=p.clean_only, isr_removal=p.keep_last_replica,
+                         last_known_leader=p.no_last_known_leader)
+        rules["reassignment_completion"] = {
+            "all-targets": r.complete_when_targets_in_sync,
+            "adding-unless-shrinking": r.complete_when_adding_unless_shrinking,
+            "adding": r.complete_when_adding_in_sync,
+        }[self.reassignment_completion]
+        elr = "ELR on" if self.eligible_leader_replicas else "ELR off"
+        description = (f"Kafka {self.version} (KRaft, a new cluster's defaults: {elr}, reassignment completion "
+                       f"{self.reassignment_completion})")
+        return replace(p.Protocol.current(), name="current", description=description, **rules)
+
+    def assignor(self, assignor: str | AssignorInfo) -> AssignorInfo:
+        """The reference's assignor (a name, or a registry AssignorInfo) as this release runs it: the KIP-848 uniform
+        one takes the release (`server.UniformAssignor(kafka_version=...)`); the others are the same in every
+        release the reference models."""
+        from kcheck.reference.assignors import server
+        from kcheck.reference.assignors.registry import ASSIGNORS, ServerSideAdapter, resolve_assignor
+
+        info = resolve_assignor(assignor) if isinstance(assignor, str) else assignor
+        name = info.name
+        newest = _profile(DEFAULT_VERSION)
+        same = (self.uniform_extra_slot_deferred, self.uniform_heterogeneous_builder) == (
+            newest.uniform_extra_slot_deferred, newest.uniform_heterogeneous_builder)
+        if name != "uniform" or ASSIGNORS.get(name) is not info or same:
+            return info  # the registry's own object where the release runs it as the newest does
+        version = self.version
+
+        def factory() -> ServerSideAdapter:
+            return ServerSideAdapter(server.UniformAssignor(kafka_version=version))
+
+        return replace(ASSIGNORS[name], factory=factory)
+
+    def striped_refusal(self, message: str) -> str:
+        """A refusal of the reference's StripedReplicaPlacer as this release words it."""
+        if not self.striped_cordoned_wording:
+            return message
+        for old, new in _CORDONED.items():
+            if message.endswith(old):
+                return message[: -len(old)] + new
+        return message
+
+
+def profile(version: str | None = None) -> ReleaseProfile:
+    """The profile of a known release (default: the newest 4.x); UnknownRelease for any other."""
+    return _profile(DEFAULT_VERSION if version is None else check_version(version))
+
+
+@cache
+def _profile(version: str) -> ReleaseProfile:
+    return ReleaseProfile(version=version, **{d.field: d.value(version) for d in DIFFERENCES})
+
+
+def difference(field: str) -> Difference:
+    return _BY_FIELD[field]
+
+
+def release_for(algorithm: str, requested: str | None = None) -> ReleaseProfile:
+    """The release an algorithm runs as: `requested` when it has the algorithm (else UnknownRelease naming the
+    releases that do), or without a request the newest release that has it."""
+    if requested is not None:
+        prof = profile(requested)
+        if not prof.has(algorithm):
+            raise UnknownRelease(f"{_ALGORITHM_NAME[_ALGORITHM_FIELD[algorithm]]} is not in Kafka {prof.version} "
+                                 f"(it is in {', '.join(releases_with(algorithm))})")
+        return prof
+    if profile().has(algorithm):
+        return profile()
+    return profile(releases_with(algorithm)[0])
+
+
+def releases_with(algorithm: str) -> list[str]:
+    """The known releases that have this algorithm, newest first."""
+    return [v for v in RELEASES if profile(v).has(algorithm)]
+
+
+def releases_for(algorithms: Iterable[str], requested: str | None = None) -> dict[str, ReleaseProfile]:
+    """`release_for` of each algorithm."""
+    return {a: release_for(a, requested) for a in algorithms}
+
+
+def describe(per_algorithm: Mapping[str, ReleaseProfile]) -> str:
+    """`4.4.0`, or `4.0.2 (adminutils), 4.4.0 (striped)` when algorithms run as different releases."""
+    versions = {p.version for p in per_algorithm.values()}
+    if len(versions) <= 1:
+        return next(iter(versions), DEFAULT_VERSION)
+    return ", ".join(f"{p.version} ({a})" for a, p in per_algorithm.items())
