@@ -27,6 +27,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from kafka_support import require_jdk
 from kcheck.cli import main
 from kcheck.invariants import smt
 from kcheck.invariants.exhaustive import check_exhaustively
@@ -121,9 +122,7 @@ public class ThrowingAssignor implements ConsumerPartitionAssignor {
 
 
 def _require_tools() -> None:
-    for tool in ("java", "javac", "mvn"):
-        if shutil.which(tool) is None:
-            pytest.skip(f"`{tool}` not on PATH: Java plug-ins need a JDK 17+ and Maven")
+    require_jdk()
 
 
 def _kafka_classpath() -> str:

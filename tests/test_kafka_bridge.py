@@ -18,24 +18,24 @@ Skipped only when `java`, `javac` or `mvn` is missing; a failed download fails l
 from __future__ import annotations
 
 import itertools
-import os
 import random
-import shutil
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from kafka_support import ENV_RELEASES
+from kafka_support import kafka_bridge as _kafka
 from kcheck.model import Broker
 from kcheck.reference.java import JavaRandom
-from kcheck.reference.kafka_bridge import AssignRequest, JavaException, StripedRequest, shared_bridge
+from kcheck.reference.kafka_bridge import AssignRequest, JavaException, StripedRequest
 from kcheck.reference.placement import assign_replicas_to_brokers
 from kcheck.reference.releases import profile
 from kcheck.reference.striped import PlacementSpec, StaticCluster, StripedReplicaPlacer
 
 pytestmark = pytest.mark.kafka
 
-_env = [v.strip() for v in os.environ.get("KCHECK_KAFKA_RELEASES", "").split(",") if v.strip()]
+_env = ENV_RELEASES
 _slow = pytest.mark.slow
 # AdminUtils is in kafka-server-common up to 4.0 only (3.9.1 has it too); the striped placer in all.
 if _env:
@@ -48,11 +48,6 @@ else:
 BATCH = settings(max_examples=12, deadline=None, suppress_health_check=list(HealthCheck))
 
 
-def _kafka(version: str):
-    for tool in ("java", "javac", "mvn"):
-        if shutil.which(tool) is None:
-            pytest.skip(f"`{tool}` not on PATH: the Kafka bridge needs a JDK 17+ and Maven")
-    return shared_bridge(version)  # a resolve or compile failure raises: loud, never a skip
 
 
 # --- our reference, answering as the bridge does --------------------------------------------

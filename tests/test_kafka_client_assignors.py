@@ -33,9 +33,7 @@ from __future__ import annotations
 
 import itertools
 import json
-import os
 import random
-import shutil
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 
@@ -43,6 +41,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from kafka_support import ENV_RELEASES
+from kafka_support import kafka_bridge as _kafka
 from kcheck.group_format import parse_group
 from kcheck.model import Broker, PartitionInfo, Subscription, TopicPartition
 from kcheck.reference.assignors.registry import ASSIGNORS
@@ -53,7 +53,7 @@ from kcheck.reference.assignors.sticky import (
     serialize_topic_partition_assignment_v0,
 )
 from kcheck.reference.java import string_compare_key
-from kcheck.reference.kafka_bridge import JavaException, shared_bridge
+from kcheck.reference.kafka_bridge import JavaException
 from kcheck.reference.kafka_client_assignors import (
     CLIENT_ASSIGNOR_CLASSES,
     kafka_assign,
@@ -66,17 +66,12 @@ pytestmark = pytest.mark.kafka
 NAMES = tuple(CLIENT_ASSIGNOR_CLASSES)
 NEWEST = "4.4.0"
 OTHER_RELEASES = ("4.0.2", "4.1.2", "3.9.1")
-_env = [v.strip() for v in os.environ.get("KCHECK_KAFKA_RELEASES", "").split(",") if v.strip()]
+_env = ENV_RELEASES
 RELEASES = _env or [NEWEST]
 
 BATCH = settings(max_examples=20, deadline=None, suppress_health_check=list(HealthCheck), database=None)
 
 
-def _kafka(version: str):
-    for tool in ("java", "javac", "mvn"):
-        if shutil.which(tool) is None:
-            pytest.skip(f"`{tool}` not on PATH: the Kafka bridge needs a JDK 17+ and Maven")
-    return shared_bridge(version)
 
 
 # --- inputs ---------------------------------------------------------------------------------------

@@ -19,22 +19,22 @@ Default: release 4.4.0. `KCHECK_KAFKA_RELEASES=4.0.2,4.1.2` picks others; 4.0.2 
 
 from __future__ import annotations
 
-import os
 import random
-import shutil
 from collections.abc import Iterable
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from kafka_support import ENV_RELEASES
+from kafka_support import kafka_bridge as _kafka
 from kcheck.invariants.replication_explore import exhaust, replay
 from kcheck.invariants.replication_rows import ROW_SCRIPTS, cfg_for, matches
 from kcheck.model.replication import VARIANTS, Config, Protocol, initial_state
 from kcheck.model.replication.actions import KINDS, Action, enabled, successors
 from kcheck.model.replication.state import NO_LEADER, State
 from kcheck.reference.election import Election, PartitionRegistration
-from kcheck.reference.kafka_bridge import JavaException, shared_bridge
+from kcheck.reference.kafka_bridge import JavaException
 from kcheck.reference.kafka_controller import (
     MODEL_FIELDS,
     Carried,
@@ -61,7 +61,7 @@ def _rel(version: str) -> tuple[int, ...]:
     return tuple(int(x) for x in version.split(".")[:3])
 
 
-_env = [v.strip() for v in os.environ.get("KCHECK_KAFKA_RELEASES", "").split(",") if v.strip()]
+_env = ENV_RELEASES
 SLOW = pytest.mark.slow
 RELEASES = [pytest.param(v) for v in _env] if _env else [
     pytest.param("4.4.0"), pytest.param("4.1.2", marks=SLOW), pytest.param("4.0.2", marks=SLOW)]
@@ -70,11 +70,6 @@ MODEL_RELEASES = [p for p in RELEASES if _rel(str(p.values[0])) >= (4, 1, 2)]
 BATCH = settings(max_examples=20, deadline=None, suppress_health_check=list(HealthCheck), database=None)
 
 
-def _kafka(version: str):
-    for tool in ("java", "javac", "mvn"):
-        if shutil.which(tool) is None:
-            pytest.skip(f"`{tool}` not on PATH: the Kafka bridge needs a JDK 17+ and Maven")
-    return shared_bridge(version)
 
 
 def _ours(change: PartitionChange, version: str) -> ChangeResult | tuple[str, str]:

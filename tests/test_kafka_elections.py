@@ -17,9 +17,7 @@ Skipped only when `java`, `javac` or `mvn` is missing; a failed download fails l
 
 from __future__ import annotations
 
-import os
 import random
-import shutil
 from collections import Counter
 from dataclasses import replace
 
@@ -27,9 +25,11 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from kafka_support import ENV_RELEASES
+from kafka_support import kafka_bridge as _kafka
 from kcheck.reference.assignors.uuid import Uuid
 from kcheck.reference.election import LeaderAndIsr, LeaderRecoveryState, PartitionRegistration
-from kcheck.reference.kafka_bridge import JavaException, shared_bridge
+from kcheck.reference.kafka_bridge import JavaException
 from kcheck.reference.kafka_elections import (
     ZK_KINDS,
     BalanceAnswer,
@@ -47,7 +47,7 @@ from kcheck.reference.leader_balance import KRaftTopic, topic_id_partition_hash
 
 pytestmark = pytest.mark.kafka
 
-_env = [v.strip() for v in os.environ.get("KCHECK_KAFKA_RELEASES", "").split(",") if v.strip()]
+_env = ENV_RELEASES
 if _env:
     KRAFT_RELEASES = list(_env)
     ZK_RELEASES = [v for v in _env if v.startswith("3.")]
@@ -73,11 +73,6 @@ NEWEST = _version(KRAFT_RELEASES[0]) if KRAFT_RELEASES else "4.4.0"
 BATCH = settings(max_examples=12, deadline=None, suppress_health_check=list(HealthCheck))
 
 
-def _kafka(version: str):
-    for tool in ("java", "javac", "mvn"):
-        if shutil.which(tool) is None:
-            pytest.skip(f"`{tool}` not on PATH: the Kafka bridge needs a JDK 17+ and Maven")
-    return shared_bridge(version)  # a resolve or compile failure raises: loud, never a skip
 
 
 def _ours(fn, *args):

@@ -23,14 +23,13 @@ from __future__ import annotations
 
 import atexit
 import dataclasses
-import os
 import random
-import shutil
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from kafka_support import ENV_RELEASES, require_jdk
 from kcheck.model import PartitionInfo, Subscription, TopicPartition
 from kcheck.reference.assignors import server
 from kcheck.reference.assignors.registry import ServerSideAdapter, topic_id_for
@@ -49,7 +48,7 @@ from kcheck.reference.kafka_group_assignors import GROUP_ASSIGNOR_CLASSES, kafka
 
 pytestmark = pytest.mark.kafka
 
-_env = [v.strip() for v in os.environ.get("KCHECK_KAFKA_RELEASES", "").split(",") if v.strip()]
+_env = ENV_RELEASES
 NEWEST = "4.4.0"
 RELEASES = _env or [NEWEST]
 OTHER_RELEASES = [] if _env else ["4.0.2", "4.1.2"]
@@ -67,9 +66,7 @@ _bridges: dict[str, KafkaBridge] = {}
 
 
 def _kafka(version: str) -> KafkaBridge:
-    for tool in ("java", "javac", "mvn"):
-        if shutil.which(tool) is None:
-            pytest.skip(f"`{tool}` not on PATH: the Kafka bridge needs a JDK 17+ and Maven")
+    require_jdk()
     bridge = _bridges.get(version)
     if bridge is None:
         bridge = _bridges[version] = KafkaBridge(version, java_options=JAVA_OPTIONS)

@@ -12,13 +12,13 @@ import dataclasses
 import itertools
 import json
 import os
-import shutil
 import subprocess
 import zipfile
 from pathlib import Path
 
 import pytest
 
+from kafka_support import ENV_RELEASES, require_jdk
 from kcheck.cli import main
 from kcheck.model.replication import protocol as model_protocol
 from kcheck.model.replication import reassignment as model_reassignment
@@ -265,7 +265,7 @@ def test_elr_off_before_4_1_keeps_the_last_isr_member():
 
 # --- each field against the real jars (marker kafka) ----------------------------------------------------------
 
-_env = [v.strip() for v in os.environ.get("KCHECK_KAFKA_RELEASES", "").split(",") if v.strip()]
+_env = ENV_RELEASES
 JAR_RELEASES = _env or [DEFAULT_VERSION]
 
 # Values no harness request returns, read by a few lines of Java against the release's jars (reflection, so one
@@ -299,9 +299,7 @@ public class KcheckReleaseProbe {
 
 
 def _tools():
-    for tool in ("java", "javac", "mvn"):
-        if shutil.which(tool) is None:
-            pytest.skip(f"`{tool}` not on PATH: the Kafka bridge needs a JDK 17+ and Maven")
+    require_jdk()
 
 
 def probe(version: str, work: Path) -> dict[str, str]:
