@@ -18,7 +18,6 @@ import os
 import pickle
 import random
 import shlex
-import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -127,7 +126,7 @@ def _require_tools() -> None:
 
 def _kafka_classpath() -> str:
     """What `kcheck kafka-classpath --kafka-version 4.4.0` prints (the command a user compiles with)."""
-    proc = subprocess.run([shutil.which("kcheck") or "kcheck", "kafka-classpath", "--kafka-version", VERSION],
+    proc = subprocess.run([sys.executable, "-m", "kcheck", "kafka-classpath", "--kafka-version", VERSION],
                           capture_output=True, text=True, timeout=900)
     assert proc.returncode == 0, proc.stderr
     return proc.stdout.strip()
