@@ -431,10 +431,8 @@ def map_place(bridge: KafkaBridge, placer_class: str, requests: Sequence[Striped
 # --- assignors ----------------------------------------------------------------------------------------
 
 
-class JvmClientAssignor:
-    """A ConsumerPartitionAssignor class behind the client signature (`registry.ClientAssignor`)."""
-
-    user_data: str | None = None  # "sticky" / "cooperative-sticky": see JvmStickyAssignor
+class _JvmAssignor:
+    """A user's assignor class found in the JVM: its name is the one it reports, else its class name."""
 
     def __init__(self, found: JvmClass) -> None:
         self.found = found
@@ -445,6 +443,12 @@ class JvmClientAssignor:
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.found.class_name})"
+
+
+class JvmClientAssignor(_JvmAssignor):
+    """A ConsumerPartitionAssignor class behind the client signature (`registry.ClientAssignor`)."""
+
+    user_data: str | None = None  # "sticky" / "cooperative-sticky": see JvmStickyAssignor
 
     def _with_user_data(self, s: Subscription) -> Subscription:
         return s
@@ -519,18 +523,8 @@ class JvmStickyAssignor(JvmClientAssignor):
         return dataclasses.replace(s, user_data=data)
 
 
-class JvmGroupAssignor:
+class JvmGroupAssignor(_JvmAssignor):
     """A KIP-848 ConsumerGroupPartitionAssignor class: what `registry.ServerSideAdapter` runs."""
-
-    def __init__(self, found: JvmClass) -> None:
-        self.found = found
-        self.spec = found.spec
-
-    def name(self) -> str:
-        return self.found.assignor_name or self.found.class_name
-
-    def __repr__(self) -> str:
-        return f"JvmGroupAssignor({self.found.class_name})"
 
     def assign(self, group_spec: Any, describer: Any) -> Any:
         from kcheck.reference.kafka_group_assignors import kafka_group_assign

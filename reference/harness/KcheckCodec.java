@@ -1,6 +1,11 @@
 import java.util.ArrayList;
+import java.util.Iterator;
 import java.util.List;
 import java.util.Optional;
+
+import org.apache.kafka.common.Uuid;
+import org.apache.kafka.metadata.placement.ClusterDescriber;
+import org.apache.kafka.metadata.placement.UsableBroker;
 
 /** The wire format shared by every handler (see kafka_harness.py for the grammar). */
 public final class KcheckCodec {
@@ -59,5 +64,25 @@ public final class KcheckCodec {
     public static void joinIntsToken(StringBuilder out, List<Integer> xs) {
         if (xs.isEmpty()) out.append('~');
         else joinInts(out, xs);
+    }
+
+    /** The usable brokers t[from..] (each id/rack/fenced 0|1) as a ClusterDescriber, every directory ZERO_UUID. */
+    public static ClusterDescriber cluster(String[] t, int from) {
+        List<UsableBroker> brokers = new ArrayList<>();
+        for (int i = from; i < t.length; i++) {
+            String[] p = t[i].split("/");
+            brokers.add(new UsableBroker(Integer.parseInt(p[0]), rack(p[1]), p[2].equals("1")));
+        }
+        return new ClusterDescriber() {
+            @Override
+            public Iterator<UsableBroker> usableBrokers() {
+                return brokers.iterator();
+            }
+
+            @Override
+            public Uuid defaultDir(int brokerId) {
+                return Uuid.ZERO_UUID;
+            }
+        };
     }
 }

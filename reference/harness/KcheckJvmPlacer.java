@@ -3,18 +3,15 @@ import java.lang.reflect.InvocationTargetException;
 import java.lang.reflect.Modifier;
 import java.util.ArrayList;
 import java.util.HashMap;
-import java.util.Iterator;
 import java.util.List;
 import java.util.Map;
 import java.util.Random;
 
-import org.apache.kafka.common.Uuid;
 import org.apache.kafka.metadata.placement.ClusterDescriber;
 import org.apache.kafka.metadata.placement.PartitionAssignment;
 import org.apache.kafka.metadata.placement.PlacementSpec;
 import org.apache.kafka.metadata.placement.ReplicaPlacer;
 import org.apache.kafka.metadata.placement.TopicAssignment;
-import org.apache.kafka.metadata.placement.UsableBroker;
 
 /**
  * A user's Java plug-ins (kcheck's `jvm:<class>`), loaded by name from Kafka's jars plus the user's classpath.
@@ -217,25 +214,6 @@ public final class KcheckJvmPlacer {
                + (protocols.length() == 0 ? "~" : protocols);
     }
 
-    private static ClusterDescriber cluster(String[] t, int from) {
-        List<UsableBroker> brokers = new ArrayList<>();
-        for (int i = from; i < t.length; i++) {
-            String[] p = t[i].split("/");
-            brokers.add(new UsableBroker(Integer.parseInt(p[0]), KcheckCodec.rack(p[1]), p[2].equals("1")));
-        }
-        return new ClusterDescriber() {
-            @Override
-            public Iterator<UsableBroker> usableBrokers() {
-                return brokers.iterator();
-            }
-
-            @Override
-            public Uuid defaultDir(int brokerId) {
-                return Uuid.ZERO_UUID;
-            }
-        };
-    }
-
     private static KcheckRandom random(String tok) {
         char mode = tok.charAt(0);
         String rest = tok.substring(1);
@@ -273,7 +251,7 @@ public final class KcheckJvmPlacer {
             specs.add(new PlacementSpec(Integer.parseInt(t[i]), Integer.parseInt(t[i + 1]),
                                         (short) Integer.parseInt(t[i + 2])));
         }
-        ClusterDescriber cluster = cluster(t, i);
+        ClusterDescriber cluster = KcheckCodec.cluster(t, i);
         boolean seeded = hasConstructor(c, Random.class);
         ReplicaPlacer placer = (ReplicaPlacer) instantiate(c, r);
         StringBuilder out = new StringBuilder("OK ");
@@ -294,7 +272,7 @@ public final class KcheckJvmPlacer {
         List<Integer> prefix = KcheckCodec.ints(t[3]);
         PlacementSpec spec = new PlacementSpec(Integer.parseInt(t[4]), Integer.parseInt(t[5]),
                                                (short) Integer.parseInt(t[6]));
-        ClusterDescriber cluster = cluster(t, 7);
+        ClusterDescriber cluster = KcheckCodec.cluster(t, 7);
         StringBuilder runs = new StringBuilder();
         for (int run = 0; run < maxRuns; run++) {
             KcheckRandom r = new KcheckRandom('D', 0L, prefix);

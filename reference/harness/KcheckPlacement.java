@@ -4,19 +4,16 @@ import java.lang.reflect.InvocationTargetException;
 import java.lang.reflect.Method;
 import java.util.ArrayList;
 import java.util.Collection;
-import java.util.Iterator;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
 import java.util.Random;
 
-import org.apache.kafka.common.Uuid;
 import org.apache.kafka.metadata.placement.ClusterDescriber;
 import org.apache.kafka.metadata.placement.PartitionAssignment;
 import org.apache.kafka.metadata.placement.PlacementSpec;
 import org.apache.kafka.metadata.placement.StripedReplicaPlacer;
 import org.apache.kafka.metadata.placement.TopicAssignment;
-import org.apache.kafka.metadata.placement.UsableBroker;
 
 /**
  * Placement: AdminUtils.assignReplicasToBrokers (request A, only where the release has it) and
@@ -92,22 +89,7 @@ public final class KcheckPlacement {
             short replicas = (short) Integer.parseInt(t[i + 2]);
             specs.add(new PlacementSpec(Integer.parseInt(t[i]), Integer.parseInt(t[i + 1]), replicas));
         }
-        List<UsableBroker> brokers = new ArrayList<>();
-        for (; i < t.length; i++) {
-            String[] p = t[i].split("/");
-            brokers.add(new UsableBroker(Integer.parseInt(p[0]), KcheckCodec.rack(p[1]), p[2].equals("1")));
-        }
-        ClusterDescriber cluster = new ClusterDescriber() {
-            @Override
-            public Iterator<UsableBroker> usableBrokers() {
-                return brokers.iterator();
-            }
-
-            @Override
-            public Uuid defaultDir(int brokerId) {
-                return Uuid.ZERO_UUID;
-            }
-        };
+        ClusterDescriber cluster = KcheckCodec.cluster(t, i);
         StripedReplicaPlacer placer = new StripedReplicaPlacer(new Random(seed));
         StringBuilder out = new StringBuilder("OK");
         for (int s = 0; s < specs.size(); s++) {
