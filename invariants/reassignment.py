@@ -10,7 +10,15 @@ rules in `reference/reassignment.py`:
   new target drops) are taken out of the ISR at once (U3); at completion TRS is in the ISR and
   RR leaves it one by one (B4), so the ISR ends as TRS.
 * KRaft controller: the current full replica list is the starting point; nothing leaves the ISR
-  before completion, when the ISR becomes ISR minus removing (which equals TRS).
+  before completion, when the ISR becomes ISR minus removing. When a move completes depends on the
+  release (`reference/releases.py`, `reassignment_completion`): up to 4.2 when every target replica
+  is in the ISR (KAFKA-15665), so the ISR ends as TRS; from 4.3.0 when the adding replicas are
+  (KAFKA-19975), every target replica too only when the move removes more than it adds. A move that
+  replaces one in flight keeps the old adding list when the new plan adds nothing
+  (`changePartitionReassignment` sets only non-empty lists): from 4.3.0 such a move whose adding
+  replica is also being removed never completes. `PartitionMove(kafka_version=...)` runs the
+  release's `PartitionChangeBuilder` rules, ELR as a new cluster of that release has it (checked
+  against Kafka's own builder per release: tests/test_release_gaps.py).
 
 The invariants are registered with `applies_to="reassignment"`; `check_reassignment` runs them.
 """
@@ -35,6 +43,7 @@ from kcheck.reference.reassignment import (
     scala_hash_order,
     zk_reassignment_steps,
 )
+from kcheck.reference.releases import DEFAULT_VERSION, profile
 
 CONTROLLERS = ("kraft", "zk")
 
@@ -46,6 +55,8 @@ class PartitionMove:
     current: PartitionReplicas  # replicas (RS), leader, ISR, adding/removing when a move is in flight
     target: tuple[int, ...]
     controller: str = "kraft"
+    kafka_version: str = DEFAULT_VERSION  # whose KRaft controller rules run the move (zk: 3.9's, the only ones)
+    min_isr: int = 1  # the topic's min.insync.replicas: KIP-966's ELR (4.1+) reads it
 
     @property
     def tp(self) -> TopicPartition:
@@ -113,10 +124,23 @@ class PartitionMove:
         return bool(self.current.adding or self.current.removing)
 
     @cached_property
-    def simulated(self) -> tuple[tuple[int, ...], int] | None:
-        """(final replicas, lowest ISR size) from running the reference controller, every target replica catching
-        up in target order. Only for moves that replace an in-flight reassignment: there the stored lists decide
-        the outcome; a move from rest provably ends on the target (tests/test_reassignment.py)."""
+    def completion_rule(self) -> str:
+        """When the KRaft controller of `kafka_version` completes a move (KRaftVersion.reassignment_completion)."""
+        return profile(self.kafka_version).reassignment_completion
+
+    @cached_property
+    def catch_up_order(self) -> tuple[int, ...]:
+        """The order in which the simulation lets replicas join the ISR: the target's, then the other replicas of
+        the transient set (a replica the move removes still fetches, and a stale adding one must be in sync
+        before a 4.3+ controller completes the move)."""
+        return (*self.target, *(r for r in self.transient if r not in self.target))
+
+    @cached_property
+    def simulated(self) -> tuple[tuple[int, ...], int, bool] | None:
+        """(final replicas, lowest ISR size, completed) from running the reference controller (the release's rules),
+        every replica catching up in `catch_up_order`. Only for moves that replace an in-flight reassignment: there
+        the stored lists decide the outcome; a move from rest provably ends on the target
+        (tests/test_reassignment.py)."""
         cur = self.current
         if not self.in_flight or self.leader not in self.isr:
             return None
@@ -126,14 +150,36 @@ class PartitionMove:
                                              adding=cur.adding, removing=cur.removing)
                 zk = [r.state.zk for r in rows if isinstance(r.state, ZkControllerState)]
                 assert len(zk) == len(rows)
-                return zk[-1].assignment.replicas, min(len(z.leader_and_isr.isr) for z in zk)
+                end = zk[-1].assignment
+                return (end.replicas, min(len(z.leader_and_isr.isr) for z in zk),
+                        not (end.adding_replicas or end.removing_replicas))
             rows = kraft_reassignment_steps(cur.replicas, self.target, leader=self.leader, isr=self.isr,
-                                            adding=cur.adding, removing=cur.removing)
+                                            adding=cur.adding, removing=cur.removing,
+                                            version=profile(self.kafka_version).kraft_version(), min_isr=self.min_isr,
+                                            catch_up_order=self.catch_up_order)
             kraft = [r.state.registration for r in rows if isinstance(r.state, KRaftControllerState)]
             assert len(kraft) == len(rows)
-            return kraft[-1].replicas, min(len(k.isr) for k in kraft)
+            return kraft[-1].replicas, min(len(k.isr) for k in kraft), not kraft[-1].is_reassigning
         except StepNotEnabled:  # the describe's state is not one the controller can be in
             return None
+
+    @cached_property
+    def completes(self) -> bool:
+        """Whether the move completes once every replica is in sync (a 4.3+ KRaft controller never completes one
+        whose adding replica is also being removed)."""
+        return True if self.simulated is None else self.simulated[2]
+
+    @cached_property
+    def kept_lagging_block(self) -> bool:
+        """Whether target replicas kept from the current set hold the move back while out of sync: always up to
+        4.2 (and ZK); from 4.3.0 (KAFKA-19975) only when the move adds fewer replicas than it removes."""
+        if self.controller == "zk":
+            return True
+        if not (self.adding or self.removing):
+            return False  # a KRaft reorder: nothing is in flight, the new order is written at once
+        if self.completion_rule == "all-targets":
+            return True
+        return len(self.adding) < len(self.removing)
 
     @cached_property
     def final_replicas(self) -> tuple[int, ...]:
@@ -205,11 +251,21 @@ def _reaches_target(s: ReassignmentSubject) -> list[Violation]:
     out = []
     for m in s.moves:
         if m.final_replicas != m.target:
+            where = (f"replacing the reassignment in flight (adding {list(m.current.adding)}, removing "
+                     f"{list(m.current.removing)})")
+            if not m.completes:  # a 4.3+ KRaft controller waits for a replica it also removes
+                stuck = sorted(set(m.adding) & set(m.removing))
+                outcome = (f"never completes: it stays on {list(m.final_replicas)} with adding {list(m.adding)} and "
+                           f"removing {list(m.removing)}; Kafka {m.kafka_version}'s controller completes a move only "
+                           "once its adding replicas are in the ISR left after the removing ones go, and "
+                           f"{', '.join(map(str, stuck))} {'is' if len(stuck) == 1 else 'are'} both (KAFKA-19975)")
+            else:
+                controller = "zk controller" if m.controller == "zk" else f"KRaft controller, Kafka {m.kafka_version}"
+                outcome = f"ends on {list(m.final_replicas)}, not {list(m.target)} ({controller})"
             out.append(Violation("reassignment.reaches-target", Severity.HARD, _where(m),
-                                 f"partition {m.tp}: replacing the reassignment in flight "
-                                 f"(adding {list(m.current.adding)}, removing {list(m.current.removing)}) ends on "
-                                 f"{list(m.final_replicas)}, not {list(m.target)} ({m.controller} controller)",
-                                 {"partition": str(m.tp), "final": list(m.final_replicas), "target": list(m.target)}))
+                                 f"partition {m.tp}: {where} {outcome}",
+                                 {"partition": str(m.tp), "final": list(m.final_replicas), "target": list(m.target),
+                                  "completes": m.completes}))
     return out
 
 
@@ -260,7 +316,7 @@ def _headroom(s: ReassignmentSubject) -> list[Violation]:
 
 
 @_register("reassignment.target-in-sync-catch-up", "target replicas already in the replica set are in sync",
-           Severity.SOFT, "completion needs every target replica in the ISR (isReassignmentComplete)")
+           Severity.SOFT, "PartitionReassignmentReplicas.maybeCompleteReassignment (KAFKA-15665; KAFKA-19975 in 4.3.0)")
 def _stale_kept(s: ReassignmentSubject) -> list[Violation]:
     out = []
     for m in s.moves:
@@ -268,10 +324,19 @@ def _stale_kept(s: ReassignmentSubject) -> list[Violation]:
             continue
         lagging = [r for r in m.target if r in m.current.replicas and r not in m.isr]
         if lagging:
+            if not m.completes:
+                what = "the move never completes anyway (reassignment.reaches-target)"
+            elif m.kept_lagging_block:
+                what = "the move cannot complete until they catch up"
+            elif m.controller == "kraft" and not (m.adding or m.removing):
+                what = "the move only reorders the replicas: it completes at once and they stay out of sync"
+            else:
+                what = (f"Kafka {m.kafka_version} completes the move without them (KAFKA-19975: it adds no fewer "
+                        "replicas than it removes), leaving the partition under-replicated until they catch up")
             out.append(Violation("reassignment.target-in-sync-catch-up", Severity.SOFT, _where(m),
                                  f"partition {m.tp}: kept replica(s) {', '.join(map(str, lagging))} are out of sync; "
-                                 "the move cannot complete until they catch up",
-                                 {"partition": str(m.tp), "lagging": lagging}))
+                                 + what, {"partition": str(m.tp), "lagging": lagging,
+                                          "blocks_completion": m.kept_lagging_block}))
     return out
 
 

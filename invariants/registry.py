@@ -4,6 +4,22 @@ A check never answers a bare bool: it returns the violations, each saying what
 is wrong, where (partition, broker, rack, topic) and by how much. Faster or
 symbolic forms of a property (vectorised, Z3) are twins of the scalar check and
 are tested against it.
+
+Users add their own invariants the same way, in a module of theirs loaded with `--invariants MODULE`
+(`load_module`); a replication invariant gets a `ReplicationSubject` (`invariants/replication.py`: the
+model's `state` and the run's `config`)::
+
+    from kcheck.invariants.registry import Severity, Violation, register
+
+    @register("user.hw-within-isr-logs", "The high watermark is on every ISR member", Severity.HARD,
+              "my design note", "replication")
+    def hw_within_isr_logs(s):
+        reg = s.state.registry
+        ...
+        return [Violation("user.hw-within-isr-logs", Severity.HARD, "broker 2", "what is wrong")]
+
+An id may be registered once; `not_applicable(subject)` returns why the invariant does not apply to a
+subject (every run reports it), or None.
 """
 
 from __future__ import annotations
@@ -47,6 +63,7 @@ class Invariant:
     check: Callable[[Any], list[Violation]]
     # Returns why the invariant does not apply to a subject (e.g. "no rack information"), or None.
     not_applicable: Callable[[Any], str | None] = lambda subject: None
+    module: str = ""  # the module that registered it (a user's, loaded with --invariants, or kcheck's own)
 
 
 REGISTRY: dict[str, Invariant] = {}
@@ -62,10 +79,98 @@ def register(
         if id in REGISTRY:
             raise ValueError(f"invariant {id} is registered twice")
         REGISTRY[id] = Invariant(id, title, severity, source, applies_to, check,
-                                 not_applicable or (lambda subject: None))
+                                 not_applicable or (lambda subject: None), getattr(check, "__module__", "") or "")
         return check
 
     return wrap
+
+
+def load_module(name: str) -> list[str]:
+    """Import a user's module of invariants (`--invariants MODULE`) through the plug-in path: a name that does
+    not import is a ValueError (one line); whatever the module does wrong while importing, and whatever its
+    checks do wrong later (raise, exit, answer something that is not a list of its own Violations), is a
+    PluginError naming the module and the invariant. Returns the ids the module registered (also when it
+    was imported before)."""
+    import importlib
+
+    from kcheck.reference import plugins
+
+    if name.endswith(".py"):
+        raise ValueError(f"'{name}' is a file name: give the module's name ('{name[:-3]}'), with its directory on "
+                         "PYTHONPATH")
+    if not name or not all(part.isidentifier() for part in name.split(".")):
+        raise ValueError(f"'{name}' is not a module name (a dotted Python name on sys.path, without .py)")
+    import sys
+
+    before = set(REGISTRY)
+    try:
+        if name in sys.modules and not any(v.module == name for v in REGISTRY.values()):
+            importlib.reload(sys.modules[name])  # imported before, its ids since removed (tests restore the registry)
+        else:
+            importlib.import_module(name)
+    except ModuleNotFoundError as e:
+        missing = e.name or ""
+        if missing == name or name.startswith(missing + "."):
+            raise ValueError(f"cannot import module '{name}': {e}") from None
+        raise plugins.failure(name, e) from e
+    except BaseException as e:  # noqa: BLE001 - SyntaxError, a duplicate id, sys.exit, KeyboardInterrupt
+        raise plugins.failure(name, e) from e
+    ids = [i for i in REGISTRY if i not in before or REGISTRY[i].module == name]
+    for i in ids:
+        if not getattr(REGISTRY[i].check, "_kcheck_guarded", False):
+            REGISTRY[i] = _guarded(name, REGISTRY[i])
+    return ids
+
+
+def _guarded(spec: str, inv: Invariant) -> Invariant:
+    """The user's invariant with its check and not_applicable reporting their failures as the plug-in's."""
+    import dataclasses
+
+    from kcheck.reference import plugins
+
+    def fail(e: BaseException, what: str) -> plugins.PluginError:
+        err = plugins.failure(spec, e)
+        return plugins.PluginError(spec, err.message, err.exc_type, err.where, f"invariant {inv.id}{what}")
+
+    def check(subject: Any) -> list[Violation]:
+        try:
+            out = inv.check(subject)
+        except BaseException as e:  # noqa: BLE001 - the user's code: its failure, in one line
+            raise fail(e, "") from e
+        if not isinstance(out, list | tuple) or not all(isinstance(v, Violation) for v in out):
+            raise plugins.PluginError(spec, f"returned {type(out).__name__}, not a list of Violation",
+                                      "bad result", context=f"invariant {inv.id}")
+        wrong = next((v.invariant for v in out if v.invariant != inv.id), None)
+        if wrong is not None:
+            raise plugins.PluginError(spec, f"returned a Violation of '{wrong}', not of '{inv.id}'", "bad result",
+                                      context=f"invariant {inv.id}")
+        return list(out)
+
+    def not_applicable(subject: Any) -> str | None:
+        try:
+            why = inv.not_applicable(subject)
+        except BaseException as e:  # noqa: BLE001
+            raise fail(e, " (not_applicable)") from e
+        if why is not None and not isinstance(why, str):
+            raise plugins.PluginError(spec, f"not_applicable returned {type(why).__name__}, not a str or None",
+                                      "bad result", context=f"invariant {inv.id}")
+        return why
+
+    check._kcheck_guarded = True  # type: ignore[attr-defined]
+    return dataclasses.replace(inv, check=check, not_applicable=not_applicable)
+
+
+def unknown_ids(ids: list[str] | tuple[str, ...] | set[str], applies_to: str) -> str | None:
+    """The first id that is not a registered invariant of `applies_to`, with the one-line reason; else None."""
+    for i in ids:
+        inv = REGISTRY.get(i) if isinstance(i, str) else None
+        if inv is None or inv.applies_to != applies_to:
+            known = ", ".join(k for k, v in REGISTRY.items() if v.applies_to == applies_to)
+            what = f"a {inv.applies_to} invariant, not a {applies_to} one" if inv is not None else \
+                f"not a {applies_to} invariant kcheck knows"
+            shown = repr(i) if not isinstance(i, str) else "'" + i.encode("unicode_escape").decode("ascii")[:80] + "'"
+            return f"{shown} is {what} (known: {known}; load a user's module of invariants with --invariants MODULE)"
+    return None
 
 
 def invariants_for(applies_to: str) -> list[Invariant]:

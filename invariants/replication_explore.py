@@ -6,11 +6,18 @@
 - `exhaust` walks every reachable state breadth first within the config's bounds, keeps the
   transition graph in networkx, and returns the shortest path to the first violating state.
 - `Trace` is a counterexample as data: JSON in and out, replayable step by step.
+- `InvariantTally` says which invariants a run checked, in how many states, and which its bounds switched
+  off and why; `ChangeProbe` says, for a protocol that differs from today's, in how many visited states
+  each changed rule was asked and answered differently from today's rule, with the shortest run to a
+  differing answer.
 """
 
 from __future__ import annotations
 
+import functools
+import inspect
 import json
+import sys
 import time
 from collections import deque
 from collections.abc import Callable
@@ -20,10 +27,10 @@ from typing import Any
 import networkx as nx
 from hypothesis import HealthCheck, Phase, seed, settings
 from hypothesis import strategies as st
-from hypothesis.errors import Flaky
+from hypothesis.errors import Flaky, StopTest, UnsatisfiedAssumption
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule, run_state_machine_as_test
 
-from kcheck.invariants.registry import Violation
+from kcheck.invariants.registry import REGISTRY, Report, Violation
 from kcheck.invariants.replication import check_replication
 from kcheck.invariants.trace_schema import check_trace
 from kcheck.model.replication.actions import KINDS, Action, Config, apply, initial_state, successors
@@ -47,15 +54,19 @@ class Trace:
     config: Config
     steps: tuple[Action, ...]
     violations: tuple[Violation, ...] = ()
+    invariants: tuple[str, ...] | None = None  # the ids the run checked (replay checks the same); None: all
 
     def to_json(self) -> str:
-        return json.dumps({
+        out: dict[str, Any] = {
             "format": TRACE_FORMAT,
             "protocol": self.protocol,
             "config": self.config.as_dict(),
             "steps": [a.as_dict() for a in self.steps],
             "violations": [v.as_dict() for v in self.violations],
-        }, indent=2)
+        }
+        if self.invariants is not None:
+            out["invariants"] = sorted(self.invariants)
+        return json.dumps(out, indent=2)
 
     @classmethod
     def from_json(cls, text: str) -> Trace:
@@ -75,7 +86,8 @@ class Trace:
                 steps.append(Action.from_dict(d))
             except (KeyError, TypeError, ValueError) as e:  # not expected after check_trace; still one line
                 raise ValueError(f"step {n}: {type(e).__name__}: {e}") from None
-        return cls(data["protocol"], config, tuple(steps))
+        checked = data.get("invariants")
+        return cls(data["protocol"], config, tuple(steps), (), None if checked is None else tuple(checked))
 
 
 @dataclass(frozen=True)
@@ -90,17 +102,253 @@ class ReplayError(ValueError):
     """A trace step is not enabled where the trace puts it."""
 
 
-def replay(trace: Trace, protocol: Protocol, only: set[str] | None = None) -> list[ReplayStep]:
+# ---- what a run checked, and what it exercised ---------------------------------------------------
+
+def replication_ids(only: set[str] | None = None) -> tuple[str, ...]:
+    """The replication invariants a run with `only` checks (all registered ones when None), in registry order."""
+    return tuple(i for i, v in REGISTRY.items() if v.applies_to == "replication" and (only is None or i in only))
+
+
+@dataclass
+class InvariantTally:
+    """Which invariants a run checked: the states checked, and per invariant the states in which its own
+    condition switched it off (`not_applicable`: durability once min.insync.replicas replicas lost unflushed
+    records, the reassignment invariants when nothing reassigns, ...), with the first reason given."""
+
+    states: int = 0
+    off: dict[str, int] = field(default_factory=dict)
+    reasons: dict[str, str] = field(default_factory=dict)
+
+    def check(self, s: State, cfg: Config, only: set[str] | None) -> tuple[Violation, ...]:
+        report: Report = check_replication(s, cfg, only)
+        self.states += 1
+        for i, why in report.skipped.items():
+            self.off[i] = self.off.get(i, 0) + 1
+            self.reasons.setdefault(i, why)
+        return report.hard_violations
+
+    def summary(self, only: set[str] | None, not_selected: dict[str, str] | None = None) -> dict[str, Any]:
+        """`checked`: ids checked in every state; `switched_off`: checked in some states only (how many were
+        not, and why); `not_checked`: ids no state checked, or that the run did not select, and why."""
+        checked, partly, never = [], [], []
+        for i in replication_ids(only):
+            n = self.off.get(i, 0)
+            if n == 0:
+                checked.append(i)
+            elif n < self.states:
+                partly.append({"invariant": i, "states_off": n, "states": self.states, "reason": self.reasons[i]})
+            else:
+                never.append({"invariant": i, "reason": self.reasons[i]})
+        for i, why in (not_selected or {}).items():
+            never.append({"invariant": i, "reason": why})
+        return {"states": self.states, "checked": checked, "switched_off": partly, "not_checked": never}
+
+
+class _Raised:
+    """Today's rule raised on inputs the changed rule was asked with: an answer that differs from any value."""
+
+    def __init__(self, e: BaseException) -> None:
+        self.text = f"raised {type(e).__name__}: {e}"
+
+    def __repr__(self) -> str:
+        return self.text
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, _Raised) and other.text == self.text
+
+    def __hash__(self) -> int:
+        return hash(self.text)
+
+
+def _short(value: Any, limit: int = 120) -> str:
+    text = repr(value)
+    return text if len(text) <= limit else text[:limit - 3] + "..."
+
+
+@dataclass
+class RuleCoverage:
+    """One changed rule in a run: in how many visited states it was asked and answered differently from today's
+    rule, and the shortest run found to a differing answer (`trace`: its last step is the action in which the
+    rule answered, unless that action was not enabled under the protocol, `enabled` False)."""
+
+    rule: str
+    yours: str  # the function the protocol uses
+    today: str  # today's function for the rule
+    asked: int = 0  # visited states in which the rule was asked
+    differed: int = 0  # visited states in which one of its answers differed from today's rule's
+    calls: int = 0
+    differing_calls: int = 0
+    trace: Trace | None = None
+    enabled: bool = True
+    where: str = ""  # the action being decided and both answers, for the shortest differing run
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"rule": self.rule, "function": self.yours, "today": self.today, "asked_states": self.asked,
+                "differed_states": self.differed, "calls": self.calls, "differing_calls": self.differing_calls,
+                "where": self.where or None, "last_step_enabled": self.enabled if self.trace else None,
+                "trace": json.loads(self.trace.to_json()) if self.trace else None}
+
+
+def changed_rules(protocol: Protocol, baseline: Protocol) -> list[str]:
+    """Every callable field of `protocol` whose function is not `baseline`'s (through any wrappers: a user's
+    rules are guarded, `plugins.guard_rules`)."""
+    out = []
+    for f in fields(Protocol):
+        mine, today = getattr(protocol, f.name), getattr(baseline, f.name)
+        if callable(mine) and inspect.unwrap(mine) is not inspect.unwrap(today):
+            out.append(f.name)
+    return out
+
+
+def today_for(protocol: Protocol) -> tuple[Protocol, str]:
+    """Today's rules to compare a changed protocol with: of the releases kcheck knows (`current@VERSION`, newest
+    first) and `Protocol.current()`, the one it differs from in the fewest rules (a user's protocol written as
+    `replace(Protocol.current(), ...)` is compared with that release, not with one whose controller rules differ)."""
+    from kcheck.reference import releases
+
+    candidates = [(releases.profile(v).protocol(), f"current@{v}") for v in releases.RELEASES]
+    candidates.append((Protocol.current(), "current"))
+    return min(candidates, key=lambda c: len(changed_rules(protocol, c[0])))  # min keeps the first (newest) tie
+
+
+class ChangeProbe:
+    """Change coverage: `protocol` is the given protocol with every rule that differs from `baseline` wrapped
+    so that each call also asks today's rule (with the same arguments) and records whether the answers differ.
+    The engines call `visit` once per state whose successors they compute (a `key` seen before is not counted
+    again), `begin` before and `end` after computing each action."""
+
+    def __init__(self, protocol: Protocol, baseline: Protocol, baseline_label: str) -> None:
+        self.baseline_label = baseline_label
+        names = changed_rules(protocol, baseline)
+        self.coverage = {n: RuleCoverage(n, _fn_name(getattr(protocol, n)), _fn_name(getattr(baseline, n)))
+                         for n in names}
+        self.visited = 0  # distinct states visited with the probe recording
+        self.steps: list[tuple[int, str, str]] = []  # replay: (step, rule, both answers)
+        self._seen: set[int] = set()
+        self._recording = True
+        self._shadow = 0
+        self._asked_in = dict.fromkeys(names, -1)
+        self._differed_in = dict.fromkeys(names, -1)
+        self._pending: list[tuple[str, Any, Any]] = []
+        wrapped: dict[str, Any] = {n: self._wrap(n, getattr(protocol, n), getattr(baseline, n)) for n in names}
+        self.protocol = replace(protocol, **wrapped)
+
+    @property
+    def unexercised(self) -> list[str]:
+        """The changed rules that never answered differently from today's rule."""
+        return [n for n, c in self.coverage.items() if not c.differed]
+
+    def _wrap(self, name: str, mine: Callable[..., Any], today: Callable[..., Any]) -> Callable[..., Any]:
+        cov = self.coverage[name]
+
+        def probed(*args: Any, **kwargs: Any) -> Any:
+            answer = mine(*args, **kwargs)
+            if self._shadow or not self._recording:  # today's rule calling rules back, or a state seen before
+                return answer
+            self._shadow += 1
+            try:
+                theirs = today(*args, **kwargs)
+            except Exception as e:  # noqa: BLE001 - inputs today's rule never gets; a difference
+                theirs = _Raised(e)
+            finally:
+                self._shadow -= 1
+            cov.calls += 1
+            if self._asked_in[name] != self.visited:
+                self._asked_in[name] = self.visited
+                cov.asked += 1
+            try:
+                same = bool(answer == theirs)
+            except Exception:  # noqa: BLE001 - an answer that cannot be compared is not today's
+                same = False
+            if not same:
+                cov.differing_calls += 1
+                if self._differed_in[name] != self.visited:
+                    self._differed_in[name] = self.visited
+                    cov.differed += 1
+                self._pending.append((name, answer, theirs))
+            return answer
+
+        probed.__wrapped__ = inspect.unwrap(mine)  # type: ignore[attr-defined]
+        probed.__name__ = _fn_name(mine)
+        return probed
+
+    def visit(self, key: int | None = None) -> None:
+        if key is not None:
+            if key in self._seen:
+                self._recording = False
+                return
+            self._seen.add(key)
+        self._recording = True
+        self.visited += 1
+
+    def begin(self) -> None:
+        self._pending = []
+
+    def end(self, action: Action, nxt: State | None, path: Callable[[], tuple[Action, ...] | list[Action]],
+            label: str, cfg: Config, *, depth: int | None = None, step: int | None = None) -> None:
+        """After computing `action` from the visited state (reached by `path()`, `depth` steps): the shortest
+        run to each differing answer is kept as a trace."""
+        pending, self._pending = self._pending, []
+        for name, answer, theirs in pending:
+            if step is not None:
+                self.steps.append((step, name, f"today's rule answered {_short(theirs)}, this protocol's "
+                                                f"{_short(answer)}"))
+            cov = self.coverage[name]
+            length = (depth if depth is not None else len(path())) + (nxt is not None)
+            if cov.trace is None or length < len(cov.trace.steps):
+                steps = tuple(path()) + ((action,) if nxt is not None else ())
+                cov.trace, cov.enabled = Trace(label, cfg, steps), nxt is not None
+                cov.where = (f"{action.label()}: today's rule ({cov.today}) answered {_short(theirs)}, this "
+                             f"protocol's ({cov.yours}) {_short(answer)}")
+
+
+def _fn_name(fn: Any) -> str:
+    return getattr(inspect.unwrap(fn), "__name__", type(fn).__name__)
+
+
+def probed_successors(s: State, p: Protocol, cfg: Config, probe: ChangeProbe, path: Callable[[], Any], label: str,
+                      depth: int | None = None) -> list[tuple[Action, State]]:
+    """`actions.successors` one action at a time, so that each differing answer is tied to the action being
+    computed (the same enumeration: tests/test_change_coverage.py compares the two)."""
+    out: list[tuple[Action, State]] = []
+    for kind, spec in KINDS.items():
+        if not spec.possible(cfg):
+            continue
+        for args in spec.candidates(s, cfg):
+            a = Action(kind, tuple(args))
+            probe.begin()
+            nxt = apply(s, p, cfg, a)
+            probe.end(a, nxt, path, label, cfg, depth=depth)
+            if nxt is not None:
+                out.append((a, nxt))
+    return out
+
+
+def _prefix(steps: tuple[Action, ...], n: int) -> tuple[Action, ...]:
+    return steps[:n]
+
+
+def replay(trace: Trace, protocol: Protocol, only: set[str] | None = None, tally: InvariantTally | None = None,
+           probe: ChangeProbe | None = None) -> list[ReplayStep]:
     """Re-run a trace from the initial state; every step must be enabled. Stops after the first
-    step that violates an invariant (the rest of the trace could not have happened in a checker run)."""
+    step that violates an invariant (the rest of the trace could not have happened in a checker run).
+    With a `probe` (whose `protocol` must be the one given), each step records whether a changed rule
+    answered differently from today's (`probe.steps`)."""
+    tally = tally if tally is not None else InvariantTally()
     s = initial_state(trace.config)
-    out = [ReplayStep(0, None, s, check_replication(s, trace.config, only).hard_violations)]
+    out = [ReplayStep(0, None, s, tally.check(s, trace.config, only))]
     for n, a in enumerate(trace.steps, 1):
+        if probe is not None:
+            probe.visit()
+            probe.begin()
         nxt = apply(s, protocol, trace.config, a)
+        if probe is not None:
+            probe.end(a, nxt, functools.partial(_prefix, trace.steps, n - 1), trace.protocol, trace.config,
+                      depth=n - 1, step=n)
         if nxt is None:
             raise ReplayError(f"step {n} ({a.label()}) is not enabled in the state before it")
         s = nxt
-        violations = check_replication(s, trace.config, only).hard_violations
+        violations = tally.check(s, trace.config, only)
         out.append(ReplayStep(n, a, s, violations))
         if violations:
             break
@@ -146,10 +394,14 @@ def split_run(trace: Trace, protocol: Protocol, only: set[str] | None = None) ->
 @dataclass
 class ExploreResult:
     protocol: str
-    examples: int = 0  # test cases run (including shrinking)
-    steps: int = 0  # actions taken in all
+    examples: int = 0  # programs run to their end, or to the violation found: at most `examples` asked for
+    abandoned: int = 0  # programs Hypothesis abandoned part-way (no rule it could draw, its size limit): checked
+    steps: int = 0  # actions taken before the counterexample was found (abandoned programs' included)
+    shrink_runs: int = 0  # programs run while shrinking the counterexample
+    shrink_steps: int = 0
     seconds: float = 0.0
     trace: Trace | None = None  # shrunk counterexample
+    tally: InvariantTally = field(default_factory=InvariantTally)
 
 
 class _Found(AssertionError):
@@ -157,31 +409,49 @@ class _Found(AssertionError):
 
 
 def _machine(protocol: Protocol, label: str, cfg: Config, only: set[str] | None,
-             result: ExploreResult) -> type[RuleBasedStateMachine]:
+             result: ExploreResult, probe: ChangeProbe | None = None) -> type[RuleBasedStateMachine]:
     """A state machine class with one rule per action kind; `i` picks among that kind's enabled steps."""
+    checked = None if only is None else tuple(sorted(only))
 
     def __init__(self: Any) -> None:
         RuleBasedStateMachine.__init__(self)
         self.state = initial_state(cfg)
         self.steps = []  # list[Action]
         self._enabled = None  # dict[str, list[tuple[Action, State]]] | None
-        result.examples += 1
+        self._shrinking = result.trace is not None  # a counterexample was found: Hypothesis is shrinking it
+
+    def teardown(self: Any) -> None:
+        # Hypothesis counts towards max_examples only the programs it did not abandon; an abandoned one ends by
+        # its StopTest (no rule it could draw, or its size limit), which is propagating while teardown runs.
+        if self._shrinking:
+            result.shrink_runs += 1
+        elif isinstance(sys.exc_info()[1], (StopTest, UnsatisfiedAssumption)):
+            result.abandoned += 1
+        else:
+            result.examples += 1
 
     def enabled_of(self: Any, kind: str) -> list[tuple[Action, State]]:
         if self._enabled is None:
             grouped: dict[str, list[tuple[Action, State]]] = {}
-            for a, nxt in successors(self.state, protocol, cfg):
+            if probe is None:
+                succ = successors(self.state, protocol, cfg)
+            else:
+                probe.visit(hash(self.state))
+                succ = probed_successors(self.state, protocol, cfg, probe, lambda: self.steps, label,
+                                         len(self.steps))
+            for a, nxt in succ:
                 grouped.setdefault(a.kind, []).append((a, nxt))
             self._enabled = grouped
         return self._enabled.get(kind, [])
 
     def holds(self: Any) -> None:
-        violations = check_replication(self.state, cfg, only).hard_violations
+        violations = result.tally.check(self.state, cfg, only)
         if violations:
-            result.trace = Trace(label, cfg, tuple(self.steps), violations)
+            result.trace = Trace(label, cfg, tuple(self.steps), violations, checked)
             raise _Found(violations[0].message)
 
-    namespace: dict[str, Any] = {"__init__": __init__, "enabled_of": enabled_of, "holds": invariant()(holds)}
+    namespace: dict[str, Any] = {"__init__": __init__, "teardown": teardown, "enabled_of": enabled_of,
+                                 "holds": invariant()(holds)}
 
     def make_rule(kind: str) -> Callable[..., None]:
         def step(self: Any, i: int) -> None:
@@ -190,7 +460,10 @@ def _machine(protocol: Protocol, label: str, cfg: Config, only: set[str] | None,
             self.steps.append(action)
             self.state = nxt
             self._enabled = None
-            result.steps += 1
+            if self._shrinking:
+                result.shrink_steps += 1
+            else:
+                result.steps += 1
 
         step.__name__ = kind
         return precondition(lambda self: bool(self.enabled_of(kind)))(rule(i=st.integers(0, 15))(step))
@@ -210,11 +483,13 @@ def _machine(protocol: Protocol, label: str, cfg: Config, only: set[str] | None,
 
 
 def explore(protocol: Protocol, cfg: Config, *, examples: int = 200, steps: int = 50, seed_value: int = 0,
-            label: str | None = None, only: set[str] | None = None, shrink: bool = True) -> ExploreResult:
-    """Run `examples` random programs of up to `steps` actions; on a violation, shrink and return the trace."""
+            label: str | None = None, only: set[str] | None = None, shrink: bool = True,
+            probe: ChangeProbe | None = None) -> ExploreResult:
+    """Run `examples` random programs of up to `steps` actions; on a violation, shrink and return the trace.
+    With a `probe`, `probe.protocol` is run (pass it as `protocol`) and each changed rule's answers recorded."""
     label = label or protocol.name
     result = ExploreResult(label)
-    machine = seed(seed_value)(_machine(protocol, label, cfg, only, result))
+    machine = seed(seed_value)(_machine(protocol, label, cfg, only, result, probe))
     phases = [Phase.generate, Phase.shrink] if shrink else [Phase.generate]
     conf = settings(max_examples=examples, stateful_step_count=steps, deadline=None, database=None,
                     suppress_health_check=list(HealthCheck), phases=phases, print_blob=False, derandomize=False,
@@ -243,11 +518,13 @@ class ExhaustResult:
     abstract: bool = False  # one representative per abstract state (`abstract_key`): finds, never proves
     trace: Trace | None = None  # shortest path to a violating state (within the abstraction, if abstract)
     graph: nx.DiGraph = field(default_factory=nx.DiGraph, repr=False)
+    tally: InvariantTally = field(default_factory=InvariantTally)
 
     @property
     def complete(self) -> bool:
-        """Every reachable state was visited (or the first violation found): a clean result is a proof."""
-        return not (self.stopped or self.abstract)
+        """Every reachable state within the bounds was visited: not stopped by --max-states, not merged by the
+        abstraction, and not cut short by a violation (the search stops at the first one it finds)."""
+        return not (self.stopped or self.abstract or self.trace is not None)
 
 
 _CONTROL = (LeaderAndIsr, StopReplica, AlterPartition, AlterPartitionResponse)
@@ -267,7 +544,7 @@ def abstract_key(s: State) -> State:
 
 
 def exhaust(protocol: Protocol, cfg: Config, *, max_states: int | None = None, label: str | None = None,
-            only: set[str] | None = None, abstract: bool = False) -> ExhaustResult:
+            only: set[str] | None = None, abstract: bool = False, probe: ChangeProbe | None = None) -> ExhaustResult:
     """Breadth-first search of every state reachable within the config's bounds.
 
     States are compared as values (they are canonical: sorted tuples and frozensets throughout, with
@@ -279,9 +556,14 @@ def exhaust(protocol: Protocol, cfg: Config, *, max_states: int | None = None, l
     far fewer states, so counterexamples far deeper than the exact search reaches (row 4's with
     `Config.atomic_fetch`), but no proof. The graph is then the BFS tree of the representatives, so
     every path in it is a run of the model.
+
+    With a `probe`, `probe.protocol` is run (pass it as `protocol`): every expanded state records each changed
+    rule's answers, and the first differing answer found is at the smallest depth (a shortest run to it).
     """
     label = label or protocol.name
+    checked = None if only is None else tuple(sorted(only))
     result = ExhaustResult(label, abstract=abstract)
+    tally = result.tally
     key: Callable[[State], State] = abstract_key if abstract else (lambda st_: st_)
     start = time.perf_counter()
     init = initial_state(cfg)
@@ -289,14 +571,25 @@ def exhaust(protocol: Protocol, cfg: Config, *, max_states: int | None = None, l
     states: list[State] = [init]
     graph = result.graph
     graph.add_node(0)
-    found = check_replication(init, cfg, only).hard_violations
+    found = tally.check(init, cfg, only)
     if found:
-        result.trace = Trace(label, cfg, (), found)
+        result.trace = Trace(label, cfg, (), found, checked)
+
+    def path_to(node: int) -> tuple[Action, ...]:
+        path = nx.shortest_path(graph, 0, node)
+        return tuple(graph.edges[u, v]["action"] for u, v in zip(path, path[1:], strict=False))
+
     queue: deque[tuple[int, int]] = deque([(0, 0)])
     while queue and result.trace is None:
         node, depth = queue.popleft()
         result.depth = max(result.depth, depth)
-        for action, nxt in successors(states[node], protocol, cfg):
+        if probe is None:
+            succ = successors(states[node], protocol, cfg)
+        else:
+            probe.visit()
+            succ = probed_successors(states[node], protocol, cfg, probe, functools.partial(path_to, node), label,
+                                     depth)
+        for action, nxt in succ:
             result.transitions += 1
             k = key(nxt)
             known = ids.get(k)
@@ -309,11 +602,9 @@ def exhaust(protocol: Protocol, cfg: Config, *, max_states: int | None = None, l
                 states.append(nxt)
                 queue.append((known, depth + 1))
                 graph.add_edge(node, known, action=action)
-                violations = check_replication(nxt, cfg, only).hard_violations
+                violations = tally.check(nxt, cfg, only)
                 if violations:
-                    path = nx.shortest_path(graph, 0, known)
-                    steps = tuple(graph.edges[u, v]["action"] for u, v in zip(path, path[1:], strict=False))
-                    result.trace = Trace(label, cfg, steps, violations)
+                    result.trace = Trace(label, cfg, path_to(known), violations, checked)
                     break
             elif not abstract and not graph.has_edge(node, known):
                 graph.add_edge(node, known, action=action)
@@ -343,7 +634,7 @@ def resolve_protocol(spec: str, *, allow_plugin: bool = True) -> ResolvedProtoco
     obj = plugins.load(spec)
     if callable(obj) and not isinstance(obj, (Protocol, Variant)):
         obj = plugins.call(spec, obj)
-    rules = [f.name for f in fields(Protocol) if f.name not in ("name", "description", "send_leader_epoch")]
+    rules = [f.name for f in fields(Protocol) if f.name not in ("name", "description")]
     if isinstance(obj, Variant):
         return ResolvedProtocol(plugins.guard_rules(spec, obj.protocol, rules), spec, obj)
     if isinstance(obj, Protocol):

@@ -4,6 +4,10 @@ A trace is data: a protocol label, a config and steps. Every field is checked fo
 range here, so a malformed trace is refused with one line naming the step and the field instead of
 replaying something else (broker -1 would index the last replica; "yes" is truthy) or failing deep in
 the model with Python's own words. Nothing in a trace is ever imported or called.
+
+Invariant ids (the optional `invariants` a run checked, each violation's `invariant`) must be registered
+replication invariants: a typo would otherwise replay checking nothing. A user's invariant is known once
+its module is loaded (`--invariants MODULE`).
 """
 
 from __future__ import annotations
@@ -12,13 +16,14 @@ import json
 from dataclasses import MISSING, fields
 from typing import Any
 
+from kcheck.invariants.registry import unknown_ids
 from kcheck.model import INT32_MAX
 from kcheck.model.replication.actions import KINDS, Config
 from kcheck.model.replication.state import ACKS, MESSAGE_TYPES, NO_LEADER
 from kcheck.reference.plugins import is_int
 
 TOP_LEVEL: dict[str, str] = {"format": "int", "protocol": "str", "config": "object", "steps": "list",
-                             "violations": "list"}
+                             "violations": "list", "invariants": "list"}
 # Message fields whose value is a broker of the cluster (or a list of them); other int fields are epochs/offsets.
 _MESSAGE_BROKER = {"to", "frm"}
 _MESSAGE_BROKERS = {"isr", "replicas"}
@@ -156,6 +161,25 @@ def _check_arg(where: str, kind: str, name: str, v: Any, n: int) -> None:
         raise TraceSchemaError(where, name, "a parameter kcheck knows how to check", v)
 
 
+def _check_invariant_ids(data: dict[str, Any]) -> None:
+    for n, v in enumerate(data.get("violations", ())):
+        where = f"violations[{n}]"
+        if not isinstance(v, dict):
+            raise TraceSchemaError("", where, "an object with 'invariant', 'where' and 'message'", v)
+        if not isinstance(v.get("invariant"), str):
+            raise TraceSchemaError(where, "invariant", "an invariant id (a string)", v.get("invariant", MISSING))
+        problem = unknown_ids([v["invariant"]], "replication")
+        if problem:
+            raise ValueError(f"{where}: field 'invariant': {problem}")
+    ids = data.get("invariants")
+    if ids is not None:
+        if not ids or not all(isinstance(i, str) for i in ids):
+            raise TraceSchemaError("", "invariants", "a non-empty list of invariant ids", ids)
+        problem = unknown_ids(ids, "replication")
+        if problem:
+            raise ValueError(f"field 'invariants': {problem}")
+
+
 def check_trace(data: Any) -> Config:
     """The trace's Config; raises TraceSchemaError or ValueError (one line) at the first field of `data` that
     breaks the schema."""
@@ -173,6 +197,7 @@ def check_trace(data: Any) -> Config:
     for key, word in TOP_LEVEL.items():
         if key in data and not checks[word](data[key]):
             raise TraceSchemaError("", key, words[word], data[key])
+    _check_invariant_ids(data)
     check_config(data["config"])
     try:
         config = Config.from_dict(data["config"])

@@ -409,13 +409,18 @@ def failed_any(result: CheckResult) -> bool:
 
 
 def run_check(max_brokers: int = MAX_BROKERS, proofs: bool = True, deep: bool = False,
-              placers: Sequence[str] | None = None, assignors: Sequence[str] | None = None) -> CheckResult:
+              placers: Sequence[str] | None = None, assignors: Sequence[str] | None = None,
+              user_invariants: Sequence[str] = ()) -> CheckResult:
     """The placement cases, then (unless `proofs` is False) the proofs and the rebalance and replication
     models; `deep` adds the abstract search for the variants the exact search cannot reach.
 
     `placers` / `assignors` (a user's `module:object` or `jvm:<class>`, or built-in names) check those instead:
     the placers on Kafka's placement cases, the assignors in the rebalance model and the rejoin sweep; a
-    user's plug-in fails a hard invariant as a sweep does (it has no guarantees of Kafka's to break)."""
+    user's plug-in fails a hard invariant as a sweep does (it has no guarantees of Kafka's to break).
+
+    `user_invariants` (ids a user's `--invariants` module registered) are checked wherever their kind is: a
+    hard one that breaks fails the job (a placement one on any placer; a replication one in today's protocol's
+    runs), since the user asked for it to hold."""
     from kcheck.invariants import Severity
     from kcheck.reference.placers import resolve_placer
 
@@ -428,7 +433,8 @@ def run_check(max_brokers: int = MAX_BROKERS, proofs: bool = True, deep: bool = 
         for inv in REGISTRY.values():
             if inv.applies_to == "placement":
                 outcomes[(name, inv.id)] = Outcome(name, inv.id, inv.id in info.guarantees,
-                                                   must_hold=users and inv.severity is Severity.HARD)
+                                                   must_hold=(users or inv.id in user_invariants)
+                                                   and inv.severity is Severity.HARD)
     cases: Iterator[Case] = (builtin_cases(clusters) if not subjects else
                              (c for name, info in chosen.items() for c in subject_cases(clusters, name, info)))
     n_cases = 0

@@ -32,12 +32,15 @@ from kcheck.reference.java import JavaRandom, MockRandom
 from kcheck.reference.placers import resolve_placer
 from kcheck.reference.plugins import PluginError
 from kcheck.replication_cli import (
+    InvariantsOpt,
     exhaust_command,
     explore_command,
     hypothesis_home,
+    load_invariants,
     replay_command,
     variants_command,
 )
+from kcheck.rules_cli import rules_command
 from kcheck.sweep import sweep_command
 
 
@@ -222,6 +225,7 @@ def check(
         help="Check this assignor (module:object, jvm:<class> or a built-in name) in the rebalance model and the "
              "rejoin sweep instead of the whole job; repeat or comma-separate.")] = None,
     classpath: Classpath = None,
+    invariants: InvariantsOpt = None,
 ) -> int:
     """Run every check kcheck has and print one summary (the main job), or check the placers and assignors named."""
     from kcheck import html_report, junit
@@ -232,6 +236,7 @@ def check(
     junit_path = junit.output_path(junit_xml, "--junit-xml") if junit_xml else None
     html_path = junit.output_path(html_out, "--html", [junit_xml]) if html_out else None
     placers, assignors = _names(placer), _names(assignor)
+    user_invariants = load_invariants(invariants, applies_to=None)  # a user's invariants hold or fail the job
     _jvm(classpath)
     for option, names, resolve in (("--placer", placers, resolve_placer), ("--assignor", assignors, resolve_assignor)):
         for name in names or ():
@@ -240,7 +245,8 @@ def check(
             except ValueError as e:
                 raise InputError(option, str(e)) from None
     with hypothesis_home():  # the replication model's Hypothesis run: its cache stays out of the user's directory
-        result = run_check(max_brokers, deep=deep, placers=placers, assignors=assignors)
+        result = run_check(max_brokers, deep=deep, placers=placers, assignors=assignors,
+                           user_invariants=user_invariants)
     hard_findings = [o for o in result.findings if REGISTRY[o.invariant].severity is Severity.HARD]
     failed = failed_any(result)
     summary = (
@@ -725,8 +731,8 @@ def assign(
         if json_out:
             import json
 
-            print(json.dumps({"group": source, "assignor": info.name, "ok": False, "error": str(e),
-                              "exit_status": 1}, indent=2))
+            print(json.dumps({"group": source, "assignor": info.name, "kafka_version": prof.version, "ok": False,
+                              "error": str(e), "exit_status": 1}, indent=2))
         else:
             report.console().print(f"FAIL: {e}", markup=False)
         return 1
@@ -743,7 +749,8 @@ def assign(
         def names(by_member, every_member=False):
             return {m: [str(tp) for tp in tps] for m, tps in by_member.items() if tps or every_member}
 
-        extra = {"group": source, "assignor": info.name, "cooperative": info.cooperative,
+        extra = {"group": source, "assignor": info.name, "kafka_version": prof.version,
+                 "cooperative": info.cooperative,
                  "partitions": run.partitions, "members": len(run.subscriptions),
                  "assignment": names(run.assignment, every_member=True)}
         if info.cooperative:
@@ -841,6 +848,7 @@ app.command("explore")(explore_command)
 app.command("exhaust")(exhaust_command)
 app.command("replay")(replay_command)
 app.command("variants")(variants_command)
+app.command("rules")(rules_command)  # kcheck/rules_cli.py: the protocol's rules, for rule writers
 
 
 @app.command("kafka-classpath")

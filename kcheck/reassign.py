@@ -39,6 +39,7 @@ from kcheck.reference.reassignment import (
     kraft_reassignment_steps,
     zk_reassignment_steps,
 )
+from kcheck.reference.releases import DEFAULT_VERSION
 
 # ---------------------------------------------------------------------------------------------
 # kcheck reassign
@@ -196,7 +197,9 @@ def _read(path: str) -> tuple[str, str]:
 
 def build_subject(current: ReplicaAssignment, proposed: ReplicaAssignment, cluster: Cluster, proposed_source: str,
                   controller: str, min_isr: int | None, topic_min: dict[str, int],
-                  max_replicas_per_broker: int) -> ReassignmentSubject:
+                  max_replicas_per_broker: int, kafka_version: str | None = None) -> ReassignmentSubject:
+    """The plan's moves against the current state; `kafka_version`: whose KRaft controller rules run the moves
+    (default the newest release)."""
     by_tp = {p.tp: p for p in current}
     moves = []
     for p in proposed:
@@ -208,7 +211,8 @@ def build_subject(current: ReplicaAssignment, proposed: ReplicaAssignment, clust
             stray = [b for b in cur.isr if b not in cur.replicas]
             if stray:
                 raise InputError("CURRENT", f"partition {cur.tp}: ISR broker {stray[0]} is not a replica")
-        moves.append(PartitionMove(cur, p.replicas, controller))
+        need = min_isr if min_isr is not None else topic_min.get(p.tp.topic, 1)
+        moves.append(PartitionMove(cur, p.replicas, controller, kafka_version or DEFAULT_VERSION, need))
     per_topic = {} if min_isr is not None else topic_min
     return ReassignmentSubject(tuple(moves), cluster, per_topic, 1 if min_isr is None else min_isr,
                                max_replicas_per_broker, current)
@@ -218,10 +222,10 @@ MAX_ROWS = 200  # above this, the table shows only the moves with problems (--js
 MAX_VIOLATIONS = 500
 
 
-def _moves_table(subject: ReassignmentSubject, violations: dict[str, list[str]]) -> Table:
+def _moves_table(subject: ReassignmentSubject, violations: dict[str, list[str]], whose: str = "") -> Table:
     shown = subject.moves
     n = len(subject.moves)
-    title = f"Moves ({n:,} partition{'' if n == 1 else 's'})"
+    title = f"Moves ({n:,} partition{'' if n == 1 else 's'}{whose})"
     if len(shown) > MAX_ROWS:
         shown = tuple(m for m in shown if str(m.tp) in violations)[:MAX_ROWS]
         title += f"; {len(shown):,} shown, those with problems first (--json lists every move)"
@@ -250,8 +254,8 @@ def _merge(a: Report, b: Report) -> Report:
 def run_verify_reassignment(current_path: str, proposed_path: str, brokers_file: str | None, min_isr: int | None,
                             controller: str, json_out: bool, threshold: float, max_replicas_per_broker: int,
                             junit_xml: str | None = None, release: Any = None) -> int:
-    """`release`: the Kafka release's profile (`reference.releases`), named in the reports. The in-flight moves'
-    simulation runs the rules of `invariants.reassignment.PartitionMove` (Kafka 3.9/4.0's KRaft rules)."""
+    """`release`: the Kafka release's profile (`reference.releases`), named in the reports; a KRaft move runs its
+    controller rules (`invariants.reassignment.PartitionMove`), the newest release's without one."""
     from kcheck import junit
 
     junit_path = (junit.output_path(junit_xml, "--junit-xml", [current_path, proposed_path, brokers_file])
@@ -282,7 +286,8 @@ def run_verify_reassignment(current_path: str, proposed_path: str, brokers_file:
         ids = set(current.broker_ids()) | set(proposed.broker_ids())
         cluster = Cluster.of(sorted(ids))
     subject = build_subject(current, proposed, cluster, proposed_source, controller, min_isr,
-                            topic_min_isr(current_text), max_replicas_per_broker)
+                            topic_min_isr(current_text), max_replicas_per_broker,
+                            None if release is None else release.version)
     safety = check_reassignment(subject)
     settings = BalanceSettings(replica_threshold=threshold, leader_threshold=threshold,
                                follower_threshold=threshold, max_replicas_per_broker=max_replicas_per_broker)
@@ -312,7 +317,9 @@ def run_verify_reassignment(current_path: str, proposed_path: str, brokers_file:
         if v.where.startswith("partition "):
             by_partition.setdefault(v.where.removeprefix("partition "), []).append(
                 f"{v.invariant}{'' if v.severity is Severity.HARD else ' (soft)'}")
-    out.print(_moves_table(subject, by_partition))
+    whose = (f"; Kafka {release.version}'s {'ZooKeeper' if controller == 'zk' else 'KRaft'} controller"
+             if release is not None else "")
+    out.print(_moves_table(subject, by_partition, whose))
     out.print("* the new leader: the first target replica in the ISR at completion (ONLINE/reassign election).")
     shown = result
     if len(result.violations) > MAX_VIOLATIONS:  # Rich takes minutes over tens of thousands of rows
@@ -332,4 +339,5 @@ def _move_json(m: PartitionMove, s: ReassignmentSubject) -> dict[str, Any]:
             "adding": list(m.adding), "removing": list(m.removing), "transient_replicas": list(m.transient),
             "transient_size": len(m.transient), "leader": m.leader, "leader_must_move": m.leader_must_move,
             "isr": list(m.isr), "isr_known": m.isr_known, "lowest_isr_during_move": m.lowest_isr,
+            "final_replicas": list(m.final_replicas), "completes": m.completes,
             "min_insync_replicas": s.min_isr(m.tp.topic)}

@@ -1,6 +1,12 @@
 """`kcheck explore`, `exhaust`, `replay` and `variants`: the replication model from the command line.
 
-Exit status: 0 when no invariant is violated, 1 with a counterexample, 2 on bad input.
+Exit status: 0 when no invariant is violated, 1 with a counterexample, 2 on bad input, 3 (explore and
+exhaust, `UNEXERCISED`) when no invariant is violated but the protocol differs from today's and one of its
+changed rules never answered differently from today's rule in the states visited: the run says nothing
+about that change.
+
+Every run says which invariants it checked, which its bounds switched off in some or all states and why,
+and which it did not select; `--invariants MODULE` loads a user's invariants (`invariants/registry.py`).
 """
 
 from __future__ import annotations
@@ -9,6 +15,7 @@ import contextlib
 import json
 import os
 from collections.abc import Iterator
+from dataclasses import dataclass, fields, replace
 from typing import Annotated, Any
 
 import typer
@@ -18,19 +25,26 @@ from rich.table import Table
 from kcheck import report
 from kcheck.formats import InputError, read_text
 from kcheck.invariants import REGISTRY
+from kcheck.invariants.registry import Severity, load_module, unknown_ids
 from kcheck.invariants.replication_explore import (
+    ChangeProbe,
     ExhaustResult,
     ExploreResult,
+    InvariantTally,
     ReplayError,
     ReplayStep,
     ResolvedProtocol,
     Trace,
+    changed_rules,
     exhaust,
     explore,
     replay,
+    replication_ids,
     resolve_protocol,
     split_run,
+    today_for,
 )
+from kcheck.invariants.trace_schema import check_trace
 from kcheck.model import INT32_MAX
 from kcheck.model.replication.actions import Config
 from kcheck.model.replication.protocol import VARIANTS
@@ -48,17 +62,72 @@ KafkaVersionOpt = Annotated[str | None, typer.Option(
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print the result as JSON.")]
 OutOpt = Annotated[str | None, typer.Option("--out", help="Write the counterexample trace (JSON) to this new file.")]
 InvariantOpt = Annotated[list[str] | None, typer.Option(
-    "--invariant", help="Check only this invariant id (repeatable; default: all, or a variant's own row).")]
-Budget = Annotated[int | None, typer.Option(min=0, max=INT32_MAX)]
+    "--invariant", help="Check only this invariant id (repeatable; default: all, or a variant's own row and the "
+                        "--invariants modules' ones).")]
+InvariantsOpt = Annotated[list[str] | None, typer.Option(
+    "--invariants", metavar="MODULE",
+    help="Load a module of your invariants (registered with kcheck.invariants.registry.register) and check "
+         "them too (repeatable). It is your code: whatever it does wrong is one line, exit 2.")]
+CoverageDirOpt = Annotated[str | None, typer.Option(
+    "--coverage-dir", metavar="DIR",
+    help="For a protocol that differs from today's: write each changed rule's shortest run to an answer that "
+         "differs from today's rule as DIR/RULE.json, a trace kcheck replay reads (DIR is created; existing "
+         "files are never overwritten).")]
+
+# What each Config field means, shown in the settings line next to its option.
+MEANINGS: dict[str, str] = {
+    "brokers": "brokers 1..n",
+    "replication_factor": "replicas at the start, on brokers 1..RF",
+    "min_isr": "min.insync.replicas",
+    "initial_isr": "the first replicas in the ISR at the start",
+    "acks": "producer acks tried",
+    "records": "records produced in all",
+    "max_leader_epoch": "highest leader epoch a controller write may reach",
+    "crashes": "crashes keeping the page cache",
+    "lossy_crashes": "crashes losing unflushed records",
+    "fences": "live brokers fenced",
+    "elections": "leader moves nobody asked for",
+    "isr_shrinks": "followers dropped from the ISR as too slow",
+    "failovers": "controller failovers",
+    "reads": "consumer reads",
+    "reassignments": "reassignment requests",
+    "cancels": "reassignment cancels",
+    "duplicates": "messages may be delivered twice",
+    "atomic_fetch": "one step per fetch, not three",
+}
+
+
+def _int_option(help: str) -> Any:
+    return typer.Option(min=0, max=INT32_MAX, help=help)
+
+
 BrokersOpt = Annotated[int | None, typer.Option(help="Brokers 1..n (at most 6).")]
 ReplicationFactorOpt = Annotated[int | None, typer.Option(
     "--replication-factor", min=0, max=INT32_MAX,
     help="Replicas at the start, on brokers 1..RF (default: every broker).")]
-ReassignmentsOpt = Annotated[int | None, typer.Option(
-    min=0, max=INT32_MAX,
-    help="Reassignment requests (AlterPartitionReassignments to any target list) the operator may make.")]
-CancelsOpt = Annotated[int | None, typer.Option(min=0, max=INT32_MAX,
-                                                 help="Requests cancelling the reassignment in flight.")]
+MinIsrOpt = Annotated[int | None, typer.Option(help="min.insync.replicas (1..brokers).")]
+InitialIsrOpt = Annotated[int | None, typer.Option(
+    "--initial-isr", min=0, max=INT32_MAX,
+    help="Replicas in the ISR at the start: the first N of the replica set (default 0: every replica).")]
+AcksOpt = Annotated[str | None, typer.Option(help="Producer acks to try: all, 1, 0 (comma-separated).")]
+RecordsOpt = Annotated[int | None, _int_option("Records the producers write in all.")]
+MaxLeaderEpochOpt = Annotated[int | None, _int_option(
+    "Highest leader epoch a controller write may reach (at least 1); bounds elections.")]
+CrashesOpt = Annotated[int | None, _int_option("Broker crashes that keep the page cache (a process crash).")]
+LossyCrashesOpt = Annotated[int | None, _int_option(
+    "Unclean shutdowns that lose the unflushed suffix (power loss); once min.insync.replicas of them happened, "
+    "the durability invariants no longer apply (reported).")]
+FencesOpt = Annotated[int | None, _int_option("Live brokers the controller fences (missed heartbeats).")]
+ElectionsOpt = Annotated[int | None, _int_option(
+    "Leader moves nobody asked for (a preferred election, a zombie controller's move).")]
+IsrShrinksOpt = Annotated[int | None, _int_option("Followers a leader drops from the ISR as too slow.")]
+FailoversOpt = Annotated[int | None, _int_option("Controller failovers.")]
+ReadsOpt = Annotated[int | None, _int_option("Consumer reads.")]
+ReassignmentsOpt = Annotated[int | None, _int_option(
+    "Reassignment requests (AlterPartitionReassignments to any target list) the operator may make.")]
+CancelsOpt = Annotated[int | None, _int_option("Requests cancelling the reassignment in flight.")]
+DuplicatesOpt = Annotated[bool | None, typer.Option(
+    "--duplicates/--no-duplicates", help="Let messages be delivered twice (default: yes).")]
 AtomicFetchOpt = Annotated[bool | None, typer.Option(
     "--atomic-fetch/--split-fetch",
     help="One step per fetch (request, answer, follower applying it) instead of three: reaches deeper, "
@@ -105,7 +174,8 @@ def _protocol(spec: str, kafka_version: str | None = None) -> ResolvedProtocol:
 
 
 def _config(resolved: ResolvedProtocol, defaults: dict[str, Any], given: dict[str, Any]) -> Config:
-    """Config defaults, then the command's own defaults, then a variant's row settings, then the options given."""
+    """Config defaults, then the command's own defaults (or a trace's config), then a variant's row settings,
+    then the options given. A bad value or combination is one line naming the option."""
     settings = dict(defaults)
     if resolved.variant is not None:
         settings.update(resolved.variant.settings)
@@ -113,28 +183,80 @@ def _config(resolved: ResolvedProtocol, defaults: dict[str, Any], given: dict[st
     if isinstance(settings.get("acks"), str):
         settings["acks"] = tuple(a.strip() for a in settings["acks"].split(",") if a.strip())
     try:
-        return Config(**settings)
-    except ValueError as e:
-        name = str(e).split()[0]
-        raise InputError(f"--{name.replace('_', '-')}", str(e)) from None
+        return Config.from_dict(settings)
+    except (TypeError, ValueError) as e:
+        name = str(e).split()[0].strip("'")
+        option = f"--{name.replace('_', '-')}" if name in MEANINGS else "--protocol"
+        raise InputError(option, str(e)) from None
 
 
-def _only(resolved: ResolvedProtocol, invariants: list[str] | None) -> set[str] | None:
+def config_options(**given: Any) -> dict[str, Any]:
+    """The Config fields given as options (None: not given), checked to be exactly Config's fields: every
+    field is an option of explore, exhaust and replay (tests/test_verdicts.py checks the --help too)."""
+    assert set(given) == set(MEANINGS) == {f.name for f in fields(Config)}, sorted(set(given) ^ set(MEANINGS))
+    return given
+
+
+def load_invariants(modules: list[str] | None, applies_to: str | None = "replication") -> list[str]:
+    """Load each --invariants module (the plug-in path: a name that does not import is one line, and so is
+    whatever the module does wrong); the ids it registered. For the replication commands a module must register
+    a hard replication invariant: a soft one would never fail a run."""
+    ids: list[str] = []
+    for module in modules or ():
+        try:
+            got = load_module(module)
+        except ValueError as e:
+            raise InputError("--invariants", str(e)) from None
+        if applies_to is not None:
+            kinds = sorted({REGISTRY[i].applies_to for i in got})
+            got = [i for i in got if REGISTRY[i].applies_to == applies_to]
+            if not got:
+                raise InputError("--invariants", f"module '{module}' registers no {applies_to} invariant "
+                                 + (f"(only {', '.join(kinds)} ones)" if kinds else
+                                    f"(register each with kcheck.invariants.registry.register(..., '{applies_to}'))"))
+            soft = [i for i in got if REGISTRY[i].severity is not Severity.HARD]
+            if soft:
+                raise InputError("--invariants", f"invariant '{soft[0]}' of module '{module}' is soft; explore, "
+                                 "exhaust and replay fail on hard invariants only (register it with Severity.HARD)")
+        elif not got:
+            raise InputError("--invariants", f"module '{module}' registers no invariant")
+        ids += [i for i in got if i not in ids]
+    return ids
+
+
+def _only(resolved: ResolvedProtocol, invariants: list[str] | None, users: list[str] | None = None
+          ) -> tuple[set[str] | None, dict[str, str]]:
+    """The invariants a run checks (None: every registered replication invariant) and, for the ones it leaves
+    out, why. An id that is not a registered replication invariant is refused, wherever it comes from."""
+    users = users or []
+    variant = resolved.variant
+    if variant is not None:
+        if not variant.violates:
+            raise InputError("--protocol", f"variant '{resolved.label}' names no invariant in its violates (name the "
+                                           "properties its bug breaks)")
+        problem = unknown_ids(variant.violates, "replication")
+        if problem:
+            raise InputError("--protocol", f"variant '{resolved.label}' names an invariant that does not exist: "
+                                           f"{problem}")
     if invariants:
-        for inv in invariants:
-            if inv not in REGISTRY or REGISTRY[inv].applies_to != "replication":
-                known = ", ".join(i for i, v in REGISTRY.items() if v.applies_to == "replication")
-                raise InputError("--invariant", f"'{inv}' is not a replication invariant ({known})")
-        return set(invariants)
-    if resolved.variant is not None:
-        return set(resolved.variant.violates)
-    if resolved.protocol.reassignment_completion is complete_when_adding_unless_shrinking:
+        problem = unknown_ids(invariants, "replication")
+        if problem:
+            raise InputError("--invariant", problem)
+        only = set(invariants)
+        why = "not chosen by --invariant"
+    elif variant is not None:
+        only = set(variant.violates) | set(users)
+        why = f"not a property variant {variant.name}'s row names (--invariant ID checks it)"
+    elif resolved.protocol.reassignment_completion is complete_when_adding_unless_shrinking:
         # Since 4.3.0 (KAFKA-19975) Kafka completes a move that adds at least as many replicas as it removes
         # once the adding ones are in sync, by design: a lagging target that was already a replica is no
         # longer a broken promise. `--invariant replication.reassignment-in-sync` still checks it.
-        return {i for i, v in REGISTRY.items()
-                if v.applies_to == "replication" and i != "replication.reassignment-in-sync"}
-    return None
+        only = set(replication_ids()) - {"replication.reassignment-in-sync"}
+        why = ("this release completes a reassignment once the adding replicas are in sync, by design (KAFKA-19975, "
+               "4.3.0); --invariant replication.reassignment-in-sync checks it")
+    else:
+        return None, {}
+    return only, {i: why for i in replication_ids() if i not in only}
 
 
 def _check_out(path: str | None) -> None:
@@ -143,13 +265,54 @@ def _check_out(path: str | None) -> None:
         raise InputError(path, "already exists; kcheck does not overwrite files (choose another --out)")
 
 
-def _prepare(out: str | None, protocol: str, invariant: list[str] | None, defaults: dict[str, Any],
-             given: dict[str, Any], kafka_version: str | None = None
-             ) -> tuple[ResolvedProtocol, Config, set[str] | None]:
-    """What explore and exhaust check first: the --out file, the protocol, the settings, the invariants."""
+@dataclass
+class Prepared:
+    resolved: ResolvedProtocol
+    config: Config
+    only: set[str] | None
+    not_selected: dict[str, str]
+    probe: ChangeProbe | None
+    unchanged: str  # for a protocol that is not `current` but has no changed rule: which release it equals
+
+
+def _probe(resolved: ResolvedProtocol) -> tuple[ChangeProbe | None, str]:
+    """Change coverage for a protocol that differs from today's (`today_for`: the closest release)."""
+    if resolved.label == "current" or resolved.label.startswith("current@"):
+        return None, ""
+    baseline, label = today_for(resolved.protocol)
+    if not changed_rules(resolved.protocol, baseline):
+        return None, label
+    return ChangeProbe(resolved.protocol, baseline, label), ""
+
+
+def _check_coverage_dir(directory: str | None, probe: ChangeProbe | None) -> None:
+    """Refuse, before any work, a --coverage-dir that is a file or already holds a trace this run would write."""
+    if directory is None:
+        return
+    if probe is None:
+        raise InputError("--coverage-dir", "applies to a protocol that differs from today's (a variant or a "
+                                           "module:object protocol with changed rules)")
+    if os.path.exists(directory) and not os.path.isdir(directory):
+        raise InputError("--coverage-dir", f"{directory} exists and is not a directory")
+    for rule in probe.coverage:
+        path = os.path.join(directory, f"{rule}.json")
+        if os.path.exists(path):
+            raise InputError(path, "already exists; kcheck does not overwrite files (choose another --coverage-dir)")
+
+
+def _prepare(out: str | None, protocol: str, invariant: list[str] | None, modules: list[str] | None,
+             defaults: dict[str, Any], given: dict[str, Any], kafka_version: str | None = None,
+             coverage_dir: str | None = None) -> Prepared:
+    """What explore and exhaust check first: the --out file, the protocol, the users' invariants, the settings,
+    the invariants checked, the change-coverage directory."""
     _check_out(out)
     resolved = _protocol(protocol, kafka_version)
-    return resolved, _config(resolved, defaults, given), _only(resolved, invariant)
+    users = load_invariants(modules)
+    cfg = _config(resolved, defaults, given)
+    only, not_selected = _only(resolved, invariant, users)
+    probe, unchanged = _probe(resolved)
+    _check_coverage_dir(coverage_dir, probe)
+    return Prepared(resolved, cfg, only, not_selected, probe, unchanged)
 
 
 def _write_trace(path: str | None, trace: Trace | None) -> None:
@@ -272,7 +435,97 @@ def _print_trace(trace: Trace, resolved: ResolvedProtocol, header: str, only: se
 
 
 def _config_line(cfg: Config) -> str:
-    return ", ".join(f"{k}={','.join(v) if isinstance(v, list) else v}" for k, v in cfg.as_dict().items())
+    """Every setting as its option, its value and what it means: `--min-isr 2 (min.insync.replicas)`."""
+    out = []
+    for k, v in cfg.as_dict().items():
+        if isinstance(v, bool):
+            option = {"duplicates": "--duplicates" if v else "--no-duplicates",
+                      "atomic_fetch": "--atomic-fetch" if v else "--split-fetch"}[k]
+            out.append(f"{option} ({MEANINGS[k]}: {'yes' if v else 'no'})")
+            continue
+        value = ",".join(v) if isinstance(v, list) else str(v)
+        if k == "replication_factor" and v == 0:
+            value += f" = {cfg.rf}"
+        elif k == "initial_isr" and v == 0:
+            value += f" = {cfg.rf}"
+        out.append(f"--{k.replace('_', '-')} {value} ({MEANINGS[k]})")
+    return ", ".join(out)
+
+
+def _print_invariants(summary: dict[str, Any]) -> None:
+    """Which invariants the run checked, which its bounds switched off (in how many states, and why), and which
+    it did not check at all."""
+    con = report.console()
+    checked = summary["checked"]
+    con.print(f"invariants checked in every state ({len(checked)}): " + (escape(", ".join(checked)) or "none"))
+    for off in summary["switched_off"]:
+        con.print(f"switched off by the bounds in {off['states_off']:,} of {off['states']:,} states: "
+                  f"{escape(off['invariant'])} ({escape(off['reason'])})")
+    by_reason: dict[str, list[str]] = {}
+    for off in summary["not_checked"]:
+        by_reason.setdefault(off["reason"], []).append(off["invariant"])
+    for reason, ids in by_reason.items():
+        con.print(f"NOT checked ({escape(reason)}): {escape(', '.join(ids))}")
+
+
+def _coverage_json(probe: ChangeProbe | None, unchanged: str) -> dict[str, Any] | None:
+    if probe is None:
+        return {"today": unchanged, "rules": [], "unexercised": []} if unchanged else None
+    return {"today": probe.baseline_label, "visited_states": probe.visited,
+            "rules": [c.as_dict() for c in probe.coverage.values()], "unexercised": probe.unexercised}
+
+
+def _write_coverage(directory: str | None, probe: ChangeProbe | None) -> dict[str, str]:
+    """Each changed rule's shortest differing run as DIR/RULE.json; rule -> path written."""
+    if directory is None or probe is None:
+        return {}
+    written = {}
+    try:
+        os.makedirs(directory, exist_ok=True)
+    except OSError as e:
+        raise InputError("--coverage-dir", f"cannot create {directory}: {e.strerror or e}") from None
+    for rule, cov in probe.coverage.items():
+        if cov.trace is not None:
+            path = os.path.join(directory, f"{rule}.json")
+            _write_trace(path, cov.trace)
+            written[rule] = path
+    return written
+
+
+def _print_coverage(probe: ChangeProbe | None, unchanged: str, label: str, written: dict[str, str]) -> None:
+    con = report.console()
+    if probe is None:
+        if unchanged:
+            con.print(f"change coverage: protocol {escape(label)} has no rule that differs from today's "
+                      f"({unchanged}): nothing to cover")
+        return
+    con.print(f"change coverage: {len(probe.coverage)} rule(s) differ from today's ({probe.baseline_label}); "
+              f"{probe.visited:,} states visited")
+    for cov in probe.coverage.values():
+        head = (f"  {cov.rule} ({escape(cov.yours)}, today {escape(cov.today)}): asked in {cov.asked:,} states, "
+                f"answered differently in {cov.differed:,}")
+        if cov.trace is None:
+            con.print(head + (" [bold]-- never differed from today's rule[/]" if cov.asked else
+                              " [bold]-- never asked[/]"))
+            continue
+        n = len(cov.trace.steps)
+        con.print(head + f"; shortest run to a differing answer: {n} step(s)"
+                  + ("" if cov.enabled else ", then an action this protocol does not enable"))
+        con.print(f"    {escape(cov.where)}")
+        if cov.trace.steps:
+            con.print("    " + escape("; ".join(f"{i}. {a.label()}" for i, a in enumerate(cov.trace.steps, 1))))
+        if cov.rule in written:
+            con.print(f"    written to {escape(written[cov.rule])} (kcheck replay {escape(written[cov.rule])} "
+                      f"--protocol {escape(label)})")
+
+
+def _unexercised_line(probe: ChangeProbe | None) -> str | None:
+    if probe is None or not probe.unexercised:
+        return None
+    rules = ", ".join(probe.unexercised)
+    return (f"UNEXERCISED: no invariant violated, but the changed rule(s) {rules} never answered differently from "
+            f"today's ({probe.baseline_label}) in the {probe.visited:,} states visited: this run says nothing about "
+            "that change (exit 3).")
 
 
 # ---- commands ----------------------------------------------------------------------------------
@@ -281,17 +534,22 @@ def explore_command(
     protocol: ProtocolOpt = "current",
     brokers: BrokersOpt = None,
     replication_factor: ReplicationFactorOpt = None,
-    min_isr: Annotated[int | None, typer.Option(help="min.insync.replicas.")] = None,
-    acks: Annotated[str | None, typer.Option(help="Producer acks to try: all, 1, 0 (comma-separated).")] = None,
+    min_isr: MinIsrOpt = None,
+    initial_isr: InitialIsrOpt = None,
+    acks: AcksOpt = None,
     seed: Annotated[int, typer.Option(help="Hypothesis seed: the same seed gives the same run.")] = 0,
-    examples: Annotated[int, typer.Option(min=1, max=INT32_MAX, help="Random programs to run.")] = 300,
+    examples: Annotated[int, typer.Option(
+        min=1, max=INT32_MAX, help="Random programs to run (Hypothesis may abandon more part-way; reported).")] = 300,
     steps: Annotated[int, typer.Option(min=1, max=INT32_MAX, help="Most steps per program.")] = 60,
-    records: Budget = None, crashes: Budget = None, lossy_crashes: Budget = None, fences: Budget = None,
-    elections: Budget = None, isr_shrinks: Budget = None, failovers: Budget = None,
-    reassignments: ReassignmentsOpt = None, cancels: CancelsOpt = None,
+    records: RecordsOpt = None, max_leader_epoch: MaxLeaderEpochOpt = None, crashes: CrashesOpt = None,
+    lossy_crashes: LossyCrashesOpt = None, fences: FencesOpt = None, elections: ElectionsOpt = None,
+    isr_shrinks: IsrShrinksOpt = None, failovers: FailoversOpt = None, reads: ReadsOpt = None,
+    reassignments: ReassignmentsOpt = None, cancels: CancelsOpt = None, duplicates: DuplicatesOpt = None,
     atomic_fetch: AtomicFetchOpt = None,
     invariant: InvariantOpt = None,
+    invariants: InvariantsOpt = None,
     out: OutOpt = None,
+    coverage_dir: CoverageDirOpt = None,
     json_out: JsonOpt = False,
     hypothesis_dir: Annotated[str | None, typer.Option(
         help="Hypothesis's cache directory (default: $HYPOTHESIS_STORAGE_DIRECTORY, else "
@@ -299,31 +557,51 @@ def explore_command(
     kafka_version: KafkaVersionOpt = None,
 ) -> int:
     """Explore the replication model with Hypothesis: random programs of actions, shrunk to a minimal
-    counterexample when an invariant breaks."""
-    resolved, cfg, only = _prepare(out, protocol, invariant, {}, {
-        "brokers": brokers, "replication_factor": replication_factor, "min_isr": min_isr, "acks": acks,
-        "records": records, "crashes": crashes, "lossy_crashes": lossy_crashes, "fences": fences,
-        "elections": elections, "isr_shrinks": isr_shrinks, "failovers": failovers, "reassignments": reassignments,
-        "cancels": cancels, "atomic_fetch": atomic_fetch}, kafka_version)
+    counterexample when an invariant breaks. Exit status: 0 no invariant violated, 1 a counterexample, 2 bad
+    input, 3 no invariant violated but a rule the protocol changes never answered differently from today's
+    rule in the states visited."""
+    given = config_options(
+        brokers=brokers, replication_factor=replication_factor, min_isr=min_isr, initial_isr=initial_isr, acks=acks,
+        records=records, max_leader_epoch=max_leader_epoch, crashes=crashes, lossy_crashes=lossy_crashes,
+        fences=fences, elections=elections, isr_shrinks=isr_shrinks, failovers=failovers, reads=reads,
+        reassignments=reassignments, cancels=cancels, duplicates=duplicates, atomic_fetch=atomic_fetch)
+    prep = _prepare(out, protocol, invariant, invariants, {}, given, kafka_version, coverage_dir)
+    resolved, cfg, only, probe = prep.resolved, prep.config, prep.only, prep.probe
     with hypothesis_home(hypothesis_dir):
-        result: ExploreResult = _run("exploration", resolved, explore, resolved.protocol, cfg, examples=examples,
-                                     steps=steps, seed_value=seed, label=resolved.label, only=only)
+        result: ExploreResult = _run("exploration", resolved, explore,
+                                     probe.protocol if probe else resolved.protocol, cfg, examples=examples,
+                                     steps=steps, seed_value=seed, label=resolved.label, only=only, probe=probe)
     _write_trace(out, result.trace)
+    written = _write_coverage(coverage_dir, probe)
+    summary = result.tally.summary(only, prep.not_selected)
+    code = 1 if result.trace is not None else (3 if probe is not None and probe.unexercised else 0)
     if json_out:
         print(json.dumps({"protocol": resolved.label, "config": cfg.as_dict(), "ok": result.trace is None,
-                          "examples": result.examples, "steps": result.steps, "seconds": round(result.seconds, 3),
+                          "exit_status": code, "examples": result.examples, "examples_asked": examples,
+                          "abandoned": result.abandoned, "steps": result.steps, "shrink_runs": result.shrink_runs,
+                          "seconds": round(result.seconds, 3), "invariants": summary,
+                          "coverage": _coverage_json(probe, prep.unchanged),
                           "trace": json.loads(result.trace.to_json()) if result.trace else None}, indent=2))
-        return 0 if result.trace is None else 1
+        return code
     con = report.console()
     con.print(f"protocol {escape(resolved.label)}: {escape(resolved.protocol.description)}")
-    con.print(f"settings: {_config_line(cfg)}")
+    con.print(f"settings: {escape(_config_line(cfg))}")
+    programs = (f"{result.examples:,} programs (--examples {examples:,})"
+                + (f" and {result.abandoned:,} Hypothesis abandoned part-way (their steps checked too)"
+                   if result.abandoned else ""))
+    _print_invariants(summary)
+    _print_coverage(probe, prep.unchanged, resolved.label, written)
     if result.trace is None:
-        con.print(f"OK: no invariant violated in {result.examples:,} programs, {result.steps:,} steps "
-                  f"({result.seconds:.1f} s, seed {seed}).")
-        return 0
+        con.print(f"OK: no invariant violated in {programs}, {result.steps:,} steps ({result.seconds:.1f} s, "
+                  f"seed {seed}).")
+        line = _unexercised_line(probe)
+        if line:
+            con.print(escape(line))
+        return code
     _print_trace(result.trace, resolved, f"Counterexample, shrunk to {len(result.trace.steps)} steps", only)
-    con.print(f"FAIL: found after {result.examples:,} programs, {result.steps:,} steps ({result.seconds:.1f} s, "
-              f"seed {seed})" + (f"; trace written to {escape(out)}" if out else "; --out FILE saves the trace."))
+    con.print(f"FAIL: found after {programs}, {result.steps:,} steps; shrunk in {result.shrink_runs:,} more runs "
+              f"({result.seconds:.1f} s, seed {seed})"
+              + (f"; trace written to {escape(out)}" if out else "; --out FILE saves the trace."))
     return 1
 
 
@@ -331,12 +609,13 @@ def exhaust_command(
     protocol: ProtocolOpt = "current",
     brokers: BrokersOpt = None,
     replication_factor: ReplicationFactorOpt = None,
-    min_isr: Annotated[int | None, typer.Option(help="min.insync.replicas.")] = None,
-    acks: Annotated[str | None, typer.Option(help="Producer acks to try: all, 1, 0 (comma-separated).")] = None,
-    records: Budget = None, max_leader_epoch: Budget = None, crashes: Budget = None, lossy_crashes: Budget = None,
-    fences: Budget = None, elections: Budget = None, isr_shrinks: Budget = None, failovers: Budget = None,
-    reads: Budget = None, reassignments: ReassignmentsOpt = None, cancels: CancelsOpt = None,
-    duplicates: Annotated[bool | None, typer.Option(help="Let messages be delivered twice.")] = None,
+    min_isr: MinIsrOpt = None,
+    initial_isr: InitialIsrOpt = None,
+    acks: AcksOpt = None,
+    records: RecordsOpt = None, max_leader_epoch: MaxLeaderEpochOpt = None, crashes: CrashesOpt = None,
+    lossy_crashes: LossyCrashesOpt = None, fences: FencesOpt = None, elections: ElectionsOpt = None,
+    isr_shrinks: IsrShrinksOpt = None, failovers: FailoversOpt = None, reads: ReadsOpt = None,
+    reassignments: ReassignmentsOpt = None, cancels: CancelsOpt = None, duplicates: DuplicatesOpt = None,
     atomic_fetch: AtomicFetchOpt = None,
     abstract: Annotated[bool, typer.Option(
         help="Merge states that differ only in control messages in flight: finds much deeper "
@@ -345,44 +624,68 @@ def exhaust_command(
                                             help="Stop after this many states (reported as incomplete).")
                           ] = 2_000_000,
     invariant: InvariantOpt = None,
+    invariants: InvariantsOpt = None,
     out: OutOpt = None,
+    coverage_dir: CoverageDirOpt = None,
     json_out: JsonOpt = False,
     kafka_version: KafkaVersionOpt = None,
 ) -> int:
     """Explore every reachable state within the bounds, breadth first; a violation comes with the
-    shortest trace that reaches it."""
+    shortest trace that reaches it. Exit status: 0 no invariant violated, 1 a counterexample, 2 bad input, 3 no
+    invariant violated but a rule the protocol changes never answered differently from today's rule in the
+    states visited."""
     small = {"brokers": 2, "min_isr": 1, "records": 2, "max_leader_epoch": 3, "crashes": 1, "lossy_crashes": 1,
              "fences": 1, "elections": 1, "isr_shrinks": 1, "failovers": 1, "reads": 1}
-    resolved, cfg, only = _prepare(out, protocol, invariant, small, {
-        "brokers": brokers, "replication_factor": replication_factor, "min_isr": min_isr, "acks": acks,
-        "records": records, "max_leader_epoch": max_leader_epoch, "crashes": crashes, "lossy_crashes": lossy_crashes,
-        "fences": fences, "elections": elections, "isr_shrinks": isr_shrinks, "failovers": failovers, "reads": reads,
-        "reassignments": reassignments, "cancels": cancels, "duplicates": duplicates, "atomic_fetch": atomic_fetch},
-        kafka_version)
-    result: ExhaustResult = _run("exhaustive search", resolved, exhaust, resolved.protocol, cfg,
-                                 max_states=max_states, label=resolved.label, only=only, abstract=abstract)
+    given = config_options(
+        brokers=brokers, replication_factor=replication_factor, min_isr=min_isr, initial_isr=initial_isr, acks=acks,
+        records=records, max_leader_epoch=max_leader_epoch, crashes=crashes, lossy_crashes=lossy_crashes,
+        fences=fences, elections=elections, isr_shrinks=isr_shrinks, failovers=failovers, reads=reads,
+        reassignments=reassignments, cancels=cancels, duplicates=duplicates, atomic_fetch=atomic_fetch)
+    prep = _prepare(out, protocol, invariant, invariants, small, given, kafka_version, coverage_dir)
+    resolved, cfg, only, probe = prep.resolved, prep.config, prep.only, prep.probe
+    result: ExhaustResult = _run("exhaustive search", resolved, exhaust,
+                                 probe.protocol if probe else resolved.protocol, cfg, max_states=max_states,
+                                 label=resolved.label, only=only, abstract=abstract, probe=probe)
     _write_trace(out, result.trace)
+    written = _write_coverage(coverage_dir, probe)
+    summary = result.tally.summary(only, prep.not_selected)
     rate = result.states / result.seconds if result.seconds else 0.0
+    code = 1 if result.trace is not None else (3 if probe is not None and probe.unexercised else 0)
     if json_out:
         print(json.dumps({"protocol": resolved.label, "config": cfg.as_dict(), "ok": result.trace is None,
-                          "complete": result.complete, "abstract": result.abstract, "states": result.states,
-                          "transitions": result.transitions,
-                          "depth": result.depth, "seconds": round(result.seconds, 3),
+                          "exit_status": code, "complete": result.complete,
+                          "violation_found": result.trace is not None, "stopped_at_max_states": result.stopped,
+                          "abstract": result.abstract, "states": result.states, "transitions": result.transitions,
+                          "depth": result.depth, "seconds": round(result.seconds, 3), "invariants": summary,
+                          "coverage": _coverage_json(probe, prep.unchanged),
                           "trace": json.loads(result.trace.to_json()) if result.trace else None}, indent=2))
-        return 1 if result.trace else 0
+        return code
     con = report.console()
     con.print(f"protocol {escape(resolved.label)}: {escape(resolved.protocol.description)}")
-    con.print(f"bounds: {_config_line(cfg)}")
+    con.print(f"bounds: {escape(_config_line(cfg))}")
     con.print(f"{result.states:,} {'abstract ' if result.abstract else ''}states, {result.transitions:,} transitions, "
-              f"depth {result.depth}, {result.seconds:.1f} s ({rate:,.0f} states/s)"
-              + (f"; INCOMPLETE: stopped at --max-states {max_states:,}" if result.stopped else ""))
+              f"depth {result.depth}, {result.seconds:.1f} s ({rate:,.0f} states/s)")
+    if result.complete:
+        con.print("search complete: every reachable state within the bounds was visited.")
+    elif result.trace is not None:
+        con.print("search stopped at the first violation: not every reachable state was visited.")
+    elif result.stopped:
+        con.print(f"search INCOMPLETE: stopped at --max-states {max_states:,}.")
+    else:
+        con.print("search INCOMPLETE: the abstract search keeps one state per abstract state.")
+    _print_invariants(summary)
+    _print_coverage(probe, prep.unchanged, resolved.label, written)
     if result.trace is None:
         if result.abstract:
             con.print("OK so far: no invariant violated in any state the abstract search kept (not a proof: "
                       "it explores one state per abstract state).")
         else:
-            con.print(f"{'OK' if result.complete else 'OK so far'}: no invariant violated in any reachable state.")
-        return 0
+            con.print(f"{'OK' if result.complete else 'OK so far'}: no invariant violated in any "
+                      f"{'reachable state' if result.complete else 'state visited'}.")
+        line = _unexercised_line(probe)
+        if line:
+            con.print(escape(line))
+        return code
     _print_trace(result.trace, resolved, f"Shortest counterexample ({len(result.trace.steps)} steps)", only)
     con.print("FAIL" + (f"; trace written to {escape(out)}" if out else "; --out FILE saves the trace."))
     return 1
@@ -413,34 +716,80 @@ def _replay_protocol(trace_file: str, label: str, given: str | None, kafka_versi
 
 
 def replay_command(
-    trace_file: Annotated[str, typer.Argument(help="A trace written by explore or exhaust --out.")],
+    trace_file: Annotated[str, typer.Argument(help="A trace written by explore or exhaust --out (or --coverage-dir).")],
     protocol: Annotated[str | None, typer.Option(help="Replay under another protocol than the trace's.")] = None,
+    brokers: BrokersOpt = None,
+    replication_factor: ReplicationFactorOpt = None,
+    min_isr: MinIsrOpt = None,
+    initial_isr: InitialIsrOpt = None,
+    acks: AcksOpt = None,
+    records: RecordsOpt = None, max_leader_epoch: MaxLeaderEpochOpt = None, crashes: CrashesOpt = None,
+    lossy_crashes: LossyCrashesOpt = None, fences: FencesOpt = None, elections: ElectionsOpt = None,
+    isr_shrinks: IsrShrinksOpt = None, failovers: FailoversOpt = None, reads: ReadsOpt = None,
+    reassignments: ReassignmentsOpt = None, cancels: CancelsOpt = None, duplicates: DuplicatesOpt = None,
+    atomic_fetch: AtomicFetchOpt = None,
+    invariants: InvariantsOpt = None,
     json_out: JsonOpt = False,
     kafka_version: Annotated[str | None, typer.Option(
         "--kafka-version", metavar="VERSION",
         help="Replay a current-protocol trace under this release's rules (default: the release the trace "
              "names, else the newest).")] = None,
 ) -> int:
-    """Replay a trace step by step and show every replica's log, the leader, epochs, ISR and high watermarks."""
+    """Replay a trace step by step and show every replica's log, the leader, epochs, ISR and high watermarks.
+    A setting given as an option replaces the trace's; the invariants checked are the ones the trace's run
+    checked (its `invariants`), else all."""
+    given = config_options(
+        brokers=brokers, replication_factor=replication_factor, min_isr=min_isr, initial_isr=initial_isr, acks=acks,
+        records=records, max_leader_epoch=max_leader_epoch, crashes=crashes, lossy_crashes=lossy_crashes,
+        fences=fences, elections=elections, isr_shrinks=isr_shrinks, failovers=failovers, reads=reads,
+        reassignments=reassignments, cancels=cancels, duplicates=duplicates, atomic_fetch=atomic_fetch)
     text = read_text(trace_file)
+    load_invariants(invariants)  # before the trace's invariant ids are checked
     try:
         trace = Trace.from_json(text)  # checked against the trace schema first (invariants/trace_schema.py)
     except ValueError as e:
         raise InputError(trace_file, str(e)) from None
     resolved = _replay_protocol(trace_file, trace.protocol, protocol, kafka_version)
+    cfg = _config(ResolvedProtocol(resolved.protocol, resolved.label, None), trace.config.as_dict(), given)
+    if cfg != trace.config:  # the steps again, against the settings given (a broker the cluster no longer has)
+        data = json.loads(trace.to_json())
+        data["config"] = cfg.as_dict()
+        try:
+            check_trace(data)
+        except ValueError as e:
+            named = ", ".join(f"--{k.replace('_', '-')}" for k, v in given.items() if v is not None)
+            raise InputError(trace_file, f"with {named}: {e}") from None
+    trace = replace(trace, config=cfg)
+    only = None if trace.invariants is None else set(trace.invariants)
+    probe, unchanged = _probe(resolved)
+    tally = InvariantTally()
     try:
-        steps = _run("replay", resolved, replay, trace, resolved.protocol)
+        steps = _run("replay", resolved, replay, trace, probe.protocol if probe else resolved.protocol, only, tally,
+                     probe)
     except ReplayError as e:
         raise InputError(trace_file, f"{e} under protocol {resolved.label}") from None
     violations = steps[-1].violations
+    summary = tally.summary(only)
+    differing: list[dict[str, Any]] = [{"step": n, "rule": rule, "answers": answers}
+                                       for n, rule, answers in (probe.steps if probe else [])]
     if json_out:
-        print(json.dumps({"protocol": resolved.label, "steps": len(steps) - 1, "ok": not violations,
-                          "violations": [v.as_dict() for v in violations]}, indent=2))
+        print(json.dumps({"protocol": resolved.label, "config": cfg.as_dict(), "steps": len(steps) - 1,
+                          "ok": not violations, "violations": [v.as_dict() for v in violations],
+                          "invariants": summary, "differing_answers": differing if probe else None}, indent=2))
         return 1 if violations else 0
     con = report.console()
     con.print(trace_table(steps, f"{escape(trace_file)} under protocol {escape(resolved.label)}"))
+    if given != dict.fromkeys(given):
+        con.print(f"settings: {escape(_config_line(cfg))}")
     for v in violations:
         con.print(f"[bold red]{v.invariant}[/] at {escape(v.where)}: {escape(v.message)}")
+    _print_invariants(summary)
+    if probe is not None:
+        if not differing:
+            con.print(f"no changed rule answered differently from today's ({probe.baseline_label}) in this run")
+        for d in differing:
+            con.print(f"step {d['step']}: rule {d['rule']} answered differently from today's "
+                      f"({probe.baseline_label}): {escape(str(d['answers']))}")
     con.print("FAIL" if violations else f"OK: all {len(steps) - 1} steps replayed, no invariant violated.")
     return 1 if violations else 0
 
@@ -467,10 +816,7 @@ def _changed_rules(name: str) -> dict[str, str]:
 
     current = Protocol.current()
     v = VARIANTS[name].protocol
-    out = {k: fn for k, fn in v.rules().items() if current.rules()[k] != fn}
-    if v.send_leader_epoch != current.send_leader_epoch:
-        out["send_leader_epoch"] = str(v.send_leader_epoch)
-    return out
+    return {k: fn for k, fn in v.rules().items() if current.rules()[k] != fn}
 
 
 __all__ = ["exhaust_command", "explore_command", "replay_command", "trace_table", "variants_command"]

@@ -32,8 +32,10 @@ def _names(values: list[str] | None) -> list[str] | None:
     return [v.strip() for value in values for v in value.split(",") if v.strip()]
 
 
-def build_space(kind: str, space: str, placers: list[str] | None, assignors: list[str] | None) -> Any:
-    """The space a command line names; InputError (exit 2) for anything wrong with it."""
+def build_space(kind: str, space: str, placers: list[str] | None, assignors: list[str] | None,
+                kafka_version: str | None = None) -> Any:
+    """The space a command line names; InputError (exit 2) for anything wrong with it. `kafka_version` (checked):
+    the release the assignors space runs its built-in assignors as (default the newest)."""
     if kind not in SPACES:
         raise InputError("SPACE", f"'{kind}' is not one of {', '.join(SPACES)}")
     built: Space
@@ -62,7 +64,7 @@ def build_space(kind: str, space: str, placers: list[str] | None, assignors: lis
         except ValueError as e:
             raise InputError("--space", str(e)) from None
         try:
-            built = GroupSpace(group_bounds, assignors)
+            built = GroupSpace(group_bounds, assignors, kafka_version)
         except ValueError as e:
             raise InputError("--assignor", str(e)) from None
     if len(built) == 0:
@@ -148,10 +150,12 @@ def sweep_command(
     from kcheck.cli import _jvm, _requested_release
     from kcheck.spark_check.store import ResultStore, StoreError
 
-    _jvm(classpath, _requested_release(kafka_version, against_kafka))  # before the space resolves its plug-ins
+    requested = _requested_release(kafka_version, against_kafka)
+    _jvm(classpath, requested)  # before the space resolves its plug-ins
     if against_kafka is not None and kind == "placement" and not placer:
         placer = _kafka_placers(against_kafka)  # every Kafka placer the release has
-    built = build_space(kind, space, _names(placer), _names(assignor))
+    # --against-kafka runs the reference as the release itself (and compares only the calls it models)
+    built = build_space(kind, space, _names(placer), _names(assignor), None if against_kafka else requested)
     built, release = with_release(built, kafka_version, against_kafka)
     root = out or os.path.join("kcheck-sweep", built.name + (f"-{against_kafka}" if against_kafka else ""))
     from kcheck import junit

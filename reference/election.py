@@ -24,6 +24,7 @@ from enum import IntEnum, StrEnum
 from typing import Any
 
 from kcheck.model import NO_LEADER
+from kcheck.reference.errors import IllegalArgumentException
 from kcheck.reference.java import JavaHashSet
 
 NO_LEADER_CHANGE = -2  # LeaderConstants.NO_LEADER_CHANGE: a record field that leaves the leader alone
@@ -385,13 +386,18 @@ class PartitionChangeBuilder:
 
     The registration is never modified; `build()` may be called more than once. `is_acceptable_leader`
     is the controller's `LeaderAcceptor` (broker unfenced, not shutting down, log dir online):
-    a predicate, or the collection of acceptable broker ids.
+    a predicate, or the collection of acceptable broker ids. A registration that names a broker twice is
+    refused as Kafka's constructor refuses it (IllegalArgumentException); target lists are not checked.
     """
 
     def __init__(
         self, partition: PartitionRegistration, is_acceptable_leader: Callable[[int], bool] | Collection[int],
         version: KRaftVersion = KRAFT_DEFAULT, min_isr: int = 1,
     ) -> None:
+        if len(set(partition.replicas)) != len(partition.replicas):
+            # Kafka's constructor maps the registration's replicas to their log directories
+            # (DirectoryId.createAssignmentMap) and refuses a repeated broker, in every known release.
+            raise IllegalArgumentException("Duplicate broker ID in assignment")
         self.partition = partition
         if callable(is_acceptable_leader):
             self._acceptable = is_acceptable_leader

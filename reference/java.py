@@ -9,6 +9,7 @@ suite compares this module with a real JVM.
 
 from __future__ import annotations
 
+import functools
 import struct
 from collections.abc import Callable, Hashable, Iterable, Iterator, MutableSequence
 from typing import Any, Generic, TypeVar
@@ -42,6 +43,7 @@ def _f32(x: float) -> float:
 # --- hash codes -------------------------------------------------------------
 
 
+@functools.lru_cache(maxsize=1 << 16)  # ids and topic names repeat across a run's many inputs
 def string_hash_code(s: str) -> int:
     """`String.hashCode`: h = 31*h + c over UTF-16 code units, wrapping at 32 bits."""
     h = 0

@@ -47,7 +47,12 @@ from kcheck.reference.election import (
     reassign_partition_leader_election,
 )
 from kcheck.reference.kafka_bridge import JavaException, KafkaBridge, encode_ints, parse_error
-from kcheck.reference.leader_balance import MAX_ELECTIONS_PER_IMBALANCE, KRaftLeaderBalancer, KRaftTopic
+from kcheck.reference.leader_balance import (
+    MAX_ELECTIONS_PER_IMBALANCE,
+    RECORD_HASH_SINCE,
+    KRaftLeaderBalancer,
+    KRaftTopic,
+)
 from kcheck.reference.reassignment import ZkReplicaAssignment
 from kcheck.reference.releases import profile, version_key
 
@@ -63,6 +68,7 @@ __all__ = [
     "map_zk_algorithm",
     "map_zk_election",
     "reference_leader_balance",
+    "reference_leader_balance_releases",
     "reference_zk_algorithm",
     "reference_zk_election",
 ]
@@ -167,6 +173,48 @@ def reference_leader_balance(r: BalanceRequest, kafka_version: str = "4.4.0") ->
     result = balancer.balance(active, r.max_elections, kraft_version_for(kafka_version, r.elr))
     records = tuple((index[tp.topic], tp.partition, rec) for tp, rec in result.records)
     return BalanceAnswer(result.reschedule_immediately, order, records)
+
+
+def reference_leader_balance_releases(r: BalanceRequest, versions: Iterable[str]
+                                      ) -> dict[str, BalanceAnswer | Exception]:
+    """`reference_leader_balance(r, v)` for each release `v` (an exception in place of the answer it raises),
+    computed once per distinct profile: the controller's replay once per imbalanced-set hash (it changed
+    in 4.1), the run once per set of `PartitionChangeBuilder` rules."""
+    out: dict[str, BalanceAnswer | Exception] = {}
+    by_hash: dict[bool, list[str]] = {}
+    for v in versions:
+        if r.metadata_version is not None or (r.elr and version_key(v) < (4, 0, 0)):
+            try:
+                out[v] = reference_leader_balance(r, v)  # raises: our reference refuses the request
+            except Exception as e:  # noqa: BLE001 - the caller compares it with Kafka's answer
+                out[v] = e
+            continue
+        by_hash.setdefault(version_key(v) >= RECORD_HASH_SINCE, []).append(v)
+    for group in by_hash.values():
+        try:
+            balancer = KRaftLeaderBalancer(group[0])
+            for i, topic in enumerate(r.topics):
+                balancer.add_topic(KRaftTopic(f"t{i}", topic.topic_id, topic.min_insync_replicas))
+            for t, p, reg in r.partitions:
+                balancer.replay(r.topics[t].topic_id, p, reg)
+        except Exception as e:  # noqa: BLE001
+            out.update(dict.fromkeys(group, e))
+            continue
+        ids = {topic.topic_id: i for i, topic in enumerate(r.topics)}
+        order = tuple((ids[topic_id], p) for topic_id, p in balancer.imbalanced)
+        active = {b for b, state in r.brokers if state == "active"}
+        runs: dict[KRaftVersion, BalanceAnswer | Exception] = {}
+        for v in group:
+            rules = kraft_version_for(v, r.elr)
+            if rules not in runs:
+                try:
+                    result = balancer.balance(active, r.max_elections, rules)
+                    records = tuple((int(tp.topic[1:]), tp.partition, rec) for tp, rec in result.records)
+                    runs[rules] = BalanceAnswer(result.reschedule_immediately, order, records)
+                except Exception as e:  # noqa: BLE001
+                    runs[rules] = e
+            out[v] = runs[rules]
+    return out
 
 
 # --- ZooKeeper controller ----------------------------------------------------------------------

@@ -37,7 +37,6 @@ from kcheck.reference.election import (
     PartitionRegistration,
     preferred_replica_partition_leader_election,
 )
-from kcheck.reference.errors import IllegalArgumentException
 from kcheck.reference.java import to_int32
 from kcheck.reference.releases import profile
 
@@ -134,11 +133,8 @@ def kraft_balance_partition_leaders(
         leaders[tp] = part.leader
         if part.has_preferred_leader or len(records) >= max_elections:
             continue  # at the cap Kafka stops; the rest keep their leaders until the next run
-        if len(set(part.replicas)) != len(part.replicas):
-            # Kafka's PartitionChangeBuilder constructor maps replicas to their log dirs and refuses a
-            # repeated one (DirectoryId.createAssignmentMap); the whole run fails.
-            raise IllegalArgumentException("Duplicate broker ID in assignment")
         isr_min = min_isr if isinstance(min_isr, int) else min_isr.get(tp.topic, 1)
+        # A registration with a repeated replica: the builder refuses it, and the whole run fails, as in Kafka.
         record = PartitionChangeBuilder(part, acceptable, version, isr_min).set_election(Election.PREFERRED).build()
         if record is None:
             continue
@@ -160,6 +156,7 @@ def effective_min_isr(min_insync_replicas: int, partition_zero_replicas: Sequenc
 
 _FIBONACCI = -7046029254386353131  # BaseHashTable.findSlot's multiplier (a Java long)
 _MASK64 = (1 << 64) - 1
+_MASK32 = (1 << 32) - 1
 RECORD_HASH_SINCE = (4, 1, 0)  # TopicIdPartition became a Java record in 4.1: its hashCode changed
 
 
@@ -193,42 +190,57 @@ class ImbalancedPartitions:
 
     def __init__(self, kafka_version: str = "4.4.0") -> None:
         self.kafka_version = kafka_version
-        self._slots: list[list[tuple[Uuid, int]]] = [[], []]
+        self._record_hash = _release(kafka_version) >= RECORD_HASH_SINCE
+        # Each slot's array holds (spread, key): the key's hash times the constant, 64 bits, kept so that
+        # neither a lookup nor a resize computes a hash twice.
+        self._slots: list[list[tuple[int, tuple[Uuid, int]]]] = [[], []]
         self._size = 0
 
-    def _slot(self, key: tuple[Uuid, int], capacity: int) -> int:
-        h = topic_id_partition_hash(key[0], key[1], self.kafka_version)
-        shift = 65 - capacity.bit_length()
-        return ((h * _FIBONACCI) & _MASK64) >> shift
+    def _spread(self, topic_id: Uuid, partition: int) -> int:
+        """`topic_id_partition_hash` times the constant, 64 bits, in int arithmetic modulo 2**32 as Java's."""
+        x = topic_id.most_significant_bits ^ topic_id.least_significant_bits
+        h = (x >> 32) ^ x  # Uuid.hashCode, its low 32 bits
+        h = (31 * h + partition if self._record_hash else 31 * (31 + h) + partition) & _MASK32
+        if h & 0x80000000:
+            h -= 1 << 32
+        return (h * _FIBONACCI) & _MASK64
 
     def add(self, topic_id: Uuid, partition: int) -> bool:
         key = (topic_id, partition)
-        if key in self._slots[self._slot(key, len(self._slots))]:
-            return False
-        if (self._size + 1) * 0.75 > len(self._slots):
-            old, self._slots = self._slots, [[] for _ in range(2 * len(self._slots))]
-            for chain in old:
-                for k in chain:
-                    self._slots[self._slot(k, len(self._slots))].append(k)
-        self._slots[self._slot(key, len(self._slots))].append(key)
+        spread = self._spread(topic_id, partition)
+        slots = self._slots
+        for s, k in slots[spread >> (65 - len(slots).bit_length())]:
+            if s == spread and k == key:
+                return False
+        if (self._size + 1) * 0.75 > len(slots):
+            self._slots = [[] for _ in range(2 * len(slots))]
+            shift = 65 - len(self._slots).bit_length()
+            for chain in slots:
+                for entry in chain:
+                    self._slots[entry[0] >> shift].append(entry)
+            slots = self._slots
+        slots[spread >> (65 - len(slots).bit_length())].append((spread, key))
         self._size += 1
         return True
 
     def remove(self, topic_id: Uuid, partition: int) -> bool:
         key = (topic_id, partition)
-        chain = self._slots[self._slot(key, len(self._slots))]
-        if key not in chain:
-            return False
-        chain.remove(key)
-        self._size -= 1
-        return True
+        spread = self._spread(topic_id, partition)
+        chain = self._slots[spread >> (65 - len(self._slots).bit_length())]
+        for i, (s, k) in enumerate(chain):
+            if s == spread and k == key:
+                del chain[i]
+                self._size -= 1
+                return True
+        return False
 
     def __len__(self) -> int:
         return self._size
 
     def __iter__(self) -> Iterator[tuple[Uuid, int]]:
         for chain in self._slots:
-            yield from reversed(chain)
+            for _, key in reversed(chain):
+                yield key
 
 
 @dataclass(frozen=True)

@@ -37,6 +37,12 @@ rebalance in `kcheck assign`.
 Result keys are `"<assignor>/<invariant id>"` (see `invariant_info`): an invariant that is hard in
 the registry or that Kafka guarantees for the assignor (`AssignorInfo.guarantees`) is a failure
 when violated; any other violation is a soft finding about Kafka, as in `kcheck check`.
+
+The built-in assignors run as one Kafka release, `GroupSpace(kafka_version=...)` (default the newest):
+`reference/releases.py` `ReleaseProfile.assignor` (the KIP-848 uniform assignor's +1 slots moved in 4.0.1,
+KAFKA-18688). The release is part of the store's fingerprint (`settings`). Before 4.0.0 the uniform
+assignor's heterogeneous builder is not modelled (KAFKA-17710 rewrote it), so such a release leaves
+`uniform` out of the default assignors and refuses it by name.
 """
 
 from __future__ import annotations
@@ -65,6 +71,7 @@ from kcheck.model.vocabulary import Broker, TopicPartition
 from kcheck.reference.assignors.registry import ASSIGNORS, AssignorInfo, resolve_assignor
 from kcheck.reference.errors import KafkaError
 from kcheck.reference.plugins import PluginError, assignment_problem
+from kcheck.reference.releases import DEFAULT_VERSION, profile
 from kcheck.spark_check.batch import BatchResult, FirstViolation
 from kcheck.spark_check.groups_fast import FastChecks
 
@@ -563,10 +570,11 @@ class _SweepGroup(ConsumerGroup):
         return {t: list(ps) for t, ps in infos.items()}  # fresh lists: an assignor may sort them
 
 
-def _runnable(name: str) -> AssignorInfo:
+def _runnable(name: str, kafka_version: str = DEFAULT_VERSION) -> AssignorInfo:
     info = resolve_assignor(name)
     if ASSIGNORS.get(info.name) is info:
-        return info  # Kafka's own: an exception other than Kafka's is a bug in the reference, and surfaces
+        # Kafka's own, as the release runs it: an exception other than Kafka's is a bug in the reference, and surfaces
+        return profile(kafka_version).assignor(info)
     factory = info.factory
     return AssignorInfo(info.name, lambda: _Checked(factory()), info.cooperative, info.guarantees)
 
@@ -726,11 +734,12 @@ def _snapshot(g: _SweepGroup) -> _SweepGroup:
 
 
 def _round2(config: GroupConfig, info: AssignorInfo, r1: _Round1, outcome: Outcome,
-            first_round: int) -> list[list[Round]]:
+            first_round: int, builtin: bool | None = None) -> list[list[Round]]:
     """The event and the rebalances after it (two for a rejoin: after the time-out, after the rejoin), each
     with a cooperative assignor's follow-ups; the rounds up to a failure. A rejoin's stale-claim findings
-    go to `outcome` under their ids (`STALE_CLAIM_KINDS`)."""
-    if ASSIGNORS.get(info.name) is info:
+    go to `outcome` under their ids (`STALE_CLAIM_KINDS`). `builtin`: a built-in assignor (its instances
+    copy), by default when `info` is the registry's own."""
+    if (ASSIGNORS.get(info.name) is info) if builtin is None else builtin:
         assert r1.group is not None
         g = _snapshot(r1.group)
     else:  # a user's assignor instance may not copy: run round 1 again (it was checked once already)
@@ -832,20 +841,27 @@ class GroupSpace:
 
     name = "assignors"
 
-    def __init__(self, bounds: GroupBounds | None = None, assignors: Sequence[str] | None = None) -> None:
+    def __init__(self, bounds: GroupBounds | None = None, assignors: Sequence[str] | None = None,
+                 kafka_version: str | None = None) -> None:
         self.bounds = bounds if bounds is not None else GROUP_PRESETS["default"]
-        names = list(assignors) if assignors else list(ASSIGNORS)
+        self.kafka_version = profile(kafka_version).version  # UnknownRelease (a ValueError) for an unknown one
+        modelled = profile(self.kafka_version).uniform_heterogeneous_builder != "3.x"
+        names = list(assignors) if assignors else [n for n in ASSIGNORS if modelled or n != "uniform"]
         if len(set(names)) != len(names):
             raise ValueError(f"assignor '{next(n for n in names if names.count(n) > 1)}' is given twice")
+        if not modelled and "uniform" in names:
+            raise ValueError(f"uniform: Kafka {self.kafka_version}'s heterogeneous uniform builder (before 4.0.0, "
+                             "KAFKA-17710) is not modelled; sweep uniform as 4.0.0 or later")
         for n in names:
             resolve_assignor(n)  # ValueError with one line for an unknown name or a bad module:object
         self.assignors = tuple(names)
 
-    # Only the bounds and names travel to Spark executors; tables and assignors are rebuilt there.
+    # Only the bounds, names and release travel to Spark executors; tables and assignors are rebuilt there.
     def __getstate__(self) -> dict[str, Any]:
         from kcheck.reference.jvm_plugins import travel  # jvm:<class> assignors: the classpath goes along
 
-        return {"bounds": self.bounds, "assignors": self.assignors, **travel(self.assignors)}
+        return {"bounds": self.bounds, "assignors": self.assignors, "kafka_version": self.kafka_version,
+                **travel(self.assignors)}
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         if "jvm" in state:  # on a Spark worker: its own bridge, with the driver's classpath and release
@@ -853,6 +869,11 @@ class GroupSpace:
 
             arrive(state)
         self.bounds, self.assignors = state["bounds"], state["assignors"]
+        self.kafka_version = state.get("kafka_version", DEFAULT_VERSION)
+
+    @property
+    def settings(self) -> dict[str, Any]:  # in the store's manifest and fingerprint: another release is another sweep
+        return {"kafka_version": self.kafka_version}
 
     @cached_property
     def _tables(self) -> _Tables:
@@ -860,7 +881,17 @@ class GroupSpace:
 
     @cached_property
     def _infos(self) -> dict[str, AssignorInfo]:
-        return {n: _runnable(n) for n in self.assignors}
+        return {n: _runnable(n, self.kafka_version) for n in self.assignors}
+
+    @cached_property
+    def _builtin(self) -> frozenset[str]:
+        """The built-in assignors (their instances copy); `_infos` holds them as the release runs them."""
+        out = set()
+        for n in self.assignors:
+            info = resolve_assignor(n)
+            if ASSIGNORS.get(info.name) is info:
+                out.add(n)
+        return frozenset(out)
 
     @property
     def group_count(self) -> int:
@@ -927,7 +958,8 @@ class GroupSpace:
         if config.event.kind in ("rejoin", "rejoin-join"):
             outcome |= dict.fromkeys(STALE_CLAIM_KINDS)  # only where a member rejoins with its old client state
         rounds = list(r1.rounds)
-        rebalances = _round2(config, info, r1, outcome, len(rounds) + 1) if r1.group is not None else []
+        rebalances = (_round2(config, info, r1, outcome, len(rounds) + 1, config.assignor in self._builtin)
+                      if r1.group is not None else [])
         for after in rebalances:
             check_rounds(after, len(rounds) + 1, outcome, _FAST)
             check_settled(after, len(rounds) + 1, outcome, _FAST)

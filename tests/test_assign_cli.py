@@ -330,8 +330,8 @@ def test_kafka_exception_exits_1(capsys, tmp_path):
 def test_json_shape(capsys):
     code, doc = assign_json(capsys, "cooperative-sticky", DATA / "group_owned.json")
     assert code == 0
-    assert list(doc) == ["group", "assignor", "cooperative", "partitions", "members", "assignment", "revoked",
-                         "withheld", "guarantees", "broken_guarantees", "exit_status", "ok", "checked",
+    assert list(doc) == ["group", "assignor", "kafka_version", "cooperative", "partitions", "members", "assignment",
+                         "revoked", "withheld", "guarantees", "broken_guarantees", "exit_status", "ok", "checked",
                          "not_applicable", "violations"]
     assert doc["group"] == str(DATA / "group_owned.json") and doc["assignor"] == "cooperative-sticky"
     assert doc["cooperative"] is True and doc["partitions"] == 7 and doc["members"] == 3

@@ -55,7 +55,8 @@ PLACE = ["place", "--brokers", "0,1,2", "--partitions", "3", "--replication-fact
 OPTIMIZE = ["optimize", "--brokers", "0,1,2", "--partitions", "3", "--replication-factor", "2"]
 
 OPTIONS: dict[str, tuple[list[str], dict[str, list[str]]]] = {
-    "check": (["check"], {"--max-brokers": [*INT, "0", "13", "-1"]}),
+    "check": (["check"], {"--max-brokers": [*INT, "0", "13", "-1"],
+                          "--invariants": ["", "no_such_module_kcheck_inv", "a b", "\x1b[31m"]}),
     "place": (PLACE, {
         "--brokers": IDS,
         "--partitions": [*INT, "0", "-1", "200001", "100000000", "2147483647"],
@@ -129,6 +130,11 @@ OPTIONS: dict[str, tuple[list[str], dict[str, list[str]]]] = {
         "--invariant": ["nope", "placement.distinct-brokers", "\x1b[31m"],
         "--out": ["plan.json", "subdir"],
         "--hypothesis-dir": ["plan.json"],
+        "--initial-isr": ["-1", "4", "x", "2147483648"],
+        "--max-leader-epoch": ["0", "-1", "x"],
+        "--reads": ["-1", "x"],
+        "--invariants": ["", "no_such_module_kcheck_inv", "a b", "mod.py", "kcheck.model", *CONTROLS, LONG],
+        "--coverage-dir": ["plan.json"],
     }),
     "exhaust": (["exhaust", "--max-states", "1"], {
         "--protocol": ["nope", "\x1b[31m"],
@@ -141,8 +147,20 @@ OPTIONS: dict[str, tuple[list[str], dict[str, list[str]]]] = {
         "--max-states": ["0", "-1", "x", "2147483648"],
         "--invariant": ["nope"],
         "--out": ["plan.json"],
+        "--initial-isr": ["-1", "3", "x"],
+        "--invariants": ["", "no_such_module_kcheck_inv", "\x1b[31m"],
+        "--coverage-dir": ["plan.json"],
     }),
-    "replay": (["replay", "trace.json"], {"--protocol": ["", "nope", "\x1b[31m", LONG]}),
+    "replay": (["replay", "trace.json"], {
+        "--protocol": ["", "nope", "\x1b[31m", LONG],
+        "--brokers": ["0", "7", "1", "x"],
+        "--min-isr": ["0", "3", "x"],
+        "--initial-isr": ["3", "-1"],
+        "--max-leader-epoch": ["0"],
+        "--acks": ["x", ""],
+        "--records": ["-1"],
+        "--invariants": ["", "no_such_module_kcheck_inv", "\x1b[31m"],
+    }),
 }
 # Options that take no value, extra arguments and unknown options, for every command (and none).
 EXTRA: list[tuple[list[str], str]] = [

@@ -40,6 +40,7 @@ from kcheck.reference.kafka_elections import (
     map_zk_algorithm,
     map_zk_election,
     reference_leader_balance,
+    reference_leader_balance_releases,
     reference_zk_algorithm,
     reference_zk_election,
 )
@@ -92,11 +93,29 @@ def balance_requests(draw, elr: bool):
     n = draw(st.integers(1, 9))
     n_topics = draw(st.integers(1, 4))
     per_topic = draw(st.one_of(st.integers(1, 8), st.integers(1, 40), st.just(150)))
-    fencing = draw(st.sampled_from(["none", "some", "some", "most", "all"]))
-    leaders = draw(st.sampled_from(["mixed", "mixed", "leaderless", "not-preferred"]))
+    fencing = draw(st.sampled_from(FENCING))
+    leaders = draw(st.sampled_from(LEADERS))
     max_elections = draw(st.one_of(st.just(1000), st.integers(0, 6), st.integers(1, 60)))
     rng = random.Random(draw(st.integers(0, 2**32 - 1)))
+    return balance_request(rng, elr, n, n_topics, per_topic, fencing, leaders, max_elections)
 
+
+FENCING = ["none", "some", "some", "most", "all"]
+LEADERS = ["mixed", "mixed", "leaderless", "not-preferred"]
+
+
+def random_balance_request(rng: random.Random, elr: bool) -> BalanceRequest:
+    """`balance_requests` with the shape drawn from `rng` too, 150-partition topics rarer (1 in 20): the
+    million-input bench's generator."""
+    n, n_topics = rng.randint(1, 9), rng.randint(1, 4)
+    per_topic = 150 if rng.random() < 0.05 else rng.choice([rng.randint(1, 8), rng.randint(1, 40)])
+    fencing, leaders = rng.choice(FENCING), rng.choice(LEADERS)
+    max_elections = rng.choice([1000, rng.randint(0, 6), rng.randint(1, 60)])
+    return balance_request(rng, elr, n, n_topics, per_topic, fencing, leaders, max_elections)
+
+
+def balance_request(rng: random.Random, elr: bool, n: int, n_topics: int, per_topic: int, fencing: str, leaders: str,
+                    max_elections: int) -> BalanceRequest:
     ids = list(range(n)) if rng.random() < 0.6 else rng.sample(range(0, 60), n)
     p_fenced = {"none": 0.0, "some": 0.25, "most": 0.7, "all": 1.0}[fencing]
     brokers = []
@@ -207,6 +226,25 @@ def test_leader_balance_matches_kafka(version, elr):
     assert seen["record with ELR"] > 0 if elr else seen["record with ELR"] == 0
 
 
+def test_one_reference_run_for_many_releases_answers_as_each_release_alone():
+    """`reference_leader_balance_releases` (the million-input bench's: one replay per imbalanced-set hash, one run
+    per set of builder rules) gives every release the answer, or the refusal, `reference_leader_balance` gives."""
+    releases = ["4.4.0", "4.1.2", "4.0.2", "3.9.1"]
+    rng = random.Random(4)
+    kinds: Counter[str] = Counter()
+    for _ in range(300):
+        r = random_balance_request(rng, rng.random() < 0.5)
+        shared = reference_leader_balance_releases(r, releases)
+        for v in releases:
+            alone = _ours(reference_leader_balance, r, v)
+            kinds[type(alone).__name__] += 1
+            if isinstance(alone, Exception):
+                assert (type(shared[v]), str(shared[v])) == (type(alone), str(alone)), (v, r)
+            else:
+                assert shared[v] == alone, (v, r)
+    assert kinds["BalanceAnswer"] > 500 and len(kinds) > 2, kinds  # answers and two kinds of refusal
+
+
 def _one_partition_cluster(max_elections: int) -> BalanceRequest:
     reg = PartitionRegistration((0, 1), (0, 1), 1)
     return BalanceRequest(((0, "active"), (1, "active")), (KRaftTopic("", Uuid(1, 2)),), ((0, 0, reg),), max_elections)
@@ -269,7 +307,10 @@ def _some(rng: random.Random, k: int) -> list[int]:
 @st.composite
 def zk_algorithm_requests(draw):
     kind = draw(st.sampled_from(ZK_KINDS))
-    rng = random.Random(draw(st.integers(0, 2**32 - 1)))
+    return zk_algorithm_request(random.Random(draw(st.integers(0, 2**32 - 1))), kind)
+
+
+def zk_algorithm_request(rng: random.Random, kind: str) -> ZkAlgorithmRequest:
     assignment = _some(rng, rng.randint(0, 6))
     if assignment and rng.random() < 0.1:
         assignment.append(assignment[0])  # a Seq: Kafka takes whatever it is given
@@ -285,7 +326,10 @@ def zk_algorithm_requests(draw):
 @st.composite
 def zk_election_requests(draw):
     kind = draw(st.sampled_from(ZK_KINDS))
-    rng = random.Random(draw(st.integers(0, 2**32 - 1)))
+    return zk_election_request(random.Random(draw(st.integers(0, 2**32 - 1))), kind)
+
+
+def zk_election_request(rng: random.Random, kind: str) -> ZkElectionRequest:
     replicas = _some(rng, rng.randint(1, 6))
     adding: list[int] = []
     removing: list[int] = []

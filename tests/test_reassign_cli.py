@@ -105,14 +105,16 @@ def test_verify_reassignment_unsafe_plan_exits_1_and_names_each_problem(capsys):
 
 def test_verify_reassignment_zk_and_kraft_differ_on_replacing_a_move(capsys):
     """In flight 1,3,5 -> 2,4,6 with ISR 1,2,4; new plan 1,3,6. ZK rebuilds from the origin and stops 2 and 4 at
-    once (ISR 1 < 2); KRaft keeps them as removing replicas until 3 and 6 catch up."""
+    once (ISR 1 < 2); KRaft up to 4.2 keeps them as removing replicas until 3 and 6 catch up (from 4.3 the move
+    never completes: tests/test_release_gaps.py)."""
     args = [str(DATA / "describe_inflight.txt"), str(DATA / "plan_inflight.json"), "--brokers-file", BROKERS]
     code, out, _ = run(capsys, "verify-reassignment", *args, "--controller", "zk", "--json")
     assert code == 1
     (move,) = json.loads(out)["moves"]
     assert (move["transient_replicas"], move["adding"], move["removing"], move["lowest_isr_during_move"]) == (
         [1, 3, 6, 5], [6], [5], 1)
-    code, out, _ = run(capsys, "verify-reassignment", *args, "--controller", "kraft", "--json")
+    code, out, _ = run(capsys, "verify-reassignment", *args, "--controller", "kraft", "--kafka-version", "4.2.2",
+                       "--json")
     assert code == 0
     (move,) = json.loads(out)["moves"]
     assert (move["transient_replicas"], move["adding"], move["removing"], move["lowest_isr_during_move"]) == (

@@ -384,12 +384,13 @@ def in_flight_moves(draw):
 
 
 @settings(max_examples=80)
-@given(in_flight_moves(), st.sampled_from(["zk", "kraft"]))
-def test_plan_safety_lowest_isr_matches_running_the_controller(case, controller):
+@given(in_flight_moves(), st.sampled_from(["zk", "kraft"]), st.sampled_from(["4.2.2", "4.4.0"]))
+def test_plan_safety_lowest_isr_matches_running_the_controller(case, controller, release):
     """invariants.reassignment computes the lowest ISR in closed form; the reference controller, run step by
-    step with every target replica catching up, must never go lower and must reach it."""
+    step with every target replica catching up, must never go lower and must reach it (a KRaft move under the
+    release's completion rule: KAFKA-15665 up to 4.2, KAFKA-19975 from 4.3)."""
     current, target = case
-    move = PartitionMove(current, target, controller)
+    move = PartitionMove(current, target, controller, release)
     kwargs = dict(leader=current.leader, isr=current.isr, adding=current.adding, removing=current.removing)
     if controller == "zk":
         rows = zk_reassignment_steps(current.replicas, target, **kwargs)
@@ -401,7 +402,8 @@ def test_plan_safety_lowest_isr_matches_running_the_controller(case, controller)
         if first is not None:
             assert (first.replicas, first.adding_replicas, first.removing_replicas) == move.plan
     else:
-        rows = kraft_reassignment_steps(current.replicas, target, **kwargs)
+        rows = kraft_reassignment_steps(current.replicas, target, **kwargs, catch_up_order=move.catch_up_order,
+                                        version=KRaftVersion.for_release(release))
         sizes = [len(r.state.registration.isr) for r in rows]
         reg = rows[-1].state.registration
         done = (reg.replicas, reg.adding_replicas, reg.removing_replicas) == (target, (), ())

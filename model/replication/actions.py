@@ -9,6 +9,18 @@ Faults spend a budget (`Config`); healing actions (fetching, unfencing a live br
 flushing, electing a leader for a leaderless partition) do not, so a run cannot end in an outage
 the model forbids to repair.
 
+Every protocol decision goes through a rule of the `Protocol` (`kcheck rules` lists them). What stays
+fixed here is what is not a protocol's choice: the faults and their budgets (who may crash, lose its
+unflushed suffix, be fenced, be dropped from the ISR: the environment); the network (any order, loss,
+duplicates; AlterPartition's one request in flight per connection, which TCP gives); what a fetch is (the
+leader records the fetch offset and broker epoch the request carries, answers with its log from that
+offset and its high watermark, and refuses an offset past its log end or a fetcher that is not a
+replica); the log itself (appends, truncation, the epoch cache derived from the log, the epoch's start
+offset being the log end when it starts, a follower's high watermark bounded by its log end); the
+controller's bookkeeping (the partition epoch goes up on every write, an ISR must be a subset of the
+replicas, a fenced broker leaves the ISR); the reassignment plan (`reassignment.request_targets`,
+checked against Kafka's); and the history variables the invariants read.
+
 Simplifications, each chosen because the invariants cannot tell the difference:
 - OffsetsForLeaderEpoch is one atomic step against the believed leader's current log (modern
   Kafka folds it into the fetch response as a diverging epoch; the answer is the same).
@@ -206,11 +218,13 @@ def write_partition(s: State, p: Protocol, cfg: Config, writer_epoch: int, base:
             left = base.isr - final
             _, elr = p.isr_removal(evolve(base, isr=final | left), left, cfg.min_isr, unclean)
             isr, elr = final, p.reassignment_elr(elr - final, replicas)
-            if leader not in isr or leader in reg.fenced:  # ONLINE election over the new replica set
-                choice = p.leader_choice(evolve(reg, replicas=replicas, isr=isr, elr=elr), cfg.brokers)
+            completed_reg = evolve(reg, replicas=replicas, isr=isr, elr=elr)
+            if not p.valid_leader(completed_reg, leader):  # ONLINE election over the new replica set
+                choice = p.leader_choice(completed_reg, cfg.brokers)
                 leader, isr, elr = (NO_LEADER, isr, elr) if choice is None else choice
-    shrinks = not set(reg.replicas) <= set(replicas)  # a replica leaves: the leader epoch must move
-    leader_epoch = base.leader_epoch + (1 if leader != base.leader or shrinks else 0)
+    before = base if base.replicas == reg.replicas else evolve(base, replicas=reg.replicas)  # the stored assignment
+    after = evolve(before, leader=leader, isr=isr, elr=elr, replicas=replicas, adding=adding, removing=removing)
+    leader_epoch = base.leader_epoch + (1 if p.leader_epoch_bump(before, after) else 0)
     if leader_epoch > cfg.max_leader_epoch:
         return None
     last_known = p.last_known_leader(base, leader, leader_epoch != base.leader_epoch)
@@ -253,8 +267,8 @@ def produce(s: State, p: Protocol, cfg: Config, broker: int, acks: str) -> State
     r = s.replica(broker)
     if not r.is_leader or acks not in cfg.acks:
         return None
-    if acks == "all" and len(r.isr) < cfg.min_isr:
-        return None  # NotEnoughReplicas: the write is refused, nothing is appended
+    if not p.produce_accepted(r, acks, cfg.min_isr):
+        return None  # e.g. NotEnoughReplicas: the write is refused, nothing is appended
     spent = _spend(s, cfg, "records")
     if spent is None:
         return None
@@ -278,7 +292,7 @@ def fetch(s: State, p: Protocol, cfg: Config, follower: int) -> State | None:
     for m in s.pool:
         if (isinstance(m, FetchRequest) and m.frm == follower) or (isinstance(m, FetchResponse) and m.to == follower):
             return None
-    epoch = r.leader_epoch if p.send_leader_epoch else -1
+    epoch = p.fetch_leader_epoch(r)
     return _send(s, FetchRequest(follower, r.leader, r.leo, epoch, r.broker_epoch))
 
 
@@ -298,7 +312,8 @@ def handle_fetch(s: State, p: Protocol, cfg: Config, m: FetchRequest, keep: bool
     if not error:
         leader = leader.with_view(m.frm, m.offset, m.broker_epoch)
         s = s.with_replica(leader)
-    follower_epoch = m.current_epoch if p.send_leader_epoch else s.replica(m.frm).leader_epoch
+    # Without an epoch in the request, the response is tagged with the follower's epoch when the leader answers.
+    follower_epoch = m.current_epoch if m.current_epoch >= 0 else s.replica(m.frm).leader_epoch
     records = () if error else leader.log[m.offset:]
     return _send(s, FetchResponse(m.frm, m.to, m.offset, follower_epoch, records, leader.hw, error))
 
@@ -306,7 +321,7 @@ def handle_fetch(s: State, p: Protocol, cfg: Config, m: FetchRequest, keep: bool
 def handle_fetch_response(s: State, p: Protocol, cfg: Config, m: FetchResponse, keep: bool = False
                           ) -> State | None:
     """The follower appends what it fetched and takes the leader's high watermark (bounded by its log end)."""
-    if not isinstance(m, FetchResponse) or not _response_current(s, m):
+    if not isinstance(m, FetchResponse) or not p.accept_fetch_response(s.replica(m.to), m):
         return None
     s = _consume(s, m, keep)
     if m.error:
@@ -314,13 +329,6 @@ def handle_fetch_response(s: State, p: Protocol, cfg: Config, m: FetchResponse, 
     r = s.replica(m.to)
     log = r.log + m.records
     return s.with_replica(evolve(r, log=log, hw=min(m.hw, len(log))))
-
-
-def _response_current(s: State, m: FetchResponse) -> bool:
-    """The fetcher ignores a response if its leader, epoch or fetch offset moved on (KIP-320's fetch fencing)."""
-    r = s.replica(m.to)
-    return (r.alive and r.known and r.leader == m.frm and r.leader_epoch == m.follower_epoch
-            and r.leo == m.offset and not r.needs_truncation)
 
 
 def fetch_round(s: State, p: Protocol, cfg: Config, follower: int) -> State | None:
@@ -360,13 +368,13 @@ def advance_hw(s: State, p: Protocol, cfg: Config, broker: int) -> State | None:
     hw = min(p.high_watermark(r, cfg.min_isr), r.leo)
     if hw <= r.hw:
         return None
-    s = s.with_replica(evolve(r, hw=hw))
+    r = evolve(r, hw=hw)
+    s = s.with_replica(r)
     h = s.history
     committed = {(o, r.log[o].id) for o in range(hw)}
-    # acks=all completes once the high watermark passes the record, and only with the ISR at least
-    # min.insync.replicas (else NOT_ENOUGH_REPLICAS_AFTER_APPEND: `Partition.checkEnoughReplicasReachOffset`).
+    # acks=all writes get their answer once the high watermark passes them; the rule says whether it is a success.
     done = {(b, o, i) for (b, o, i) in h.pending_acks if b == broker and o < hw}
-    acked = {(o, i) for (_, o, i) in done if r.log[o].id == i} if len(r.isr) >= cfg.min_isr else set()
+    acked = {(o, i) for (_, o, i) in done if r.log[o].id == i} if p.ack_complete(r, cfg.min_isr) else set()
     h = evolve(h, committed=h.committed | committed, true_hw=max(h.true_hw, hw),
                 pending_acks=h.pending_acks - done, acked=h.acked | acked)
     return evolve(s, history=h)
@@ -412,16 +420,11 @@ def handle_alter_partition(s: State, p: Protocol, cfg: Config, m: AlterPartition
     # so an answer to it still travelling belongs to a connection that failed, and never arrives.
     s = evolve(s, pool=s.pool - {q for q in s.pool if isinstance(q, AlterPartitionResponse) and q.to == m.frm})
     isr = frozenset(m.isr)
-    if m.frm != reg.leader or m.leader_epoch != reg.leader_epoch:
-        error = "FENCED_LEADER_EPOCH"
-    elif m.partition_epoch != reg.partition_epoch:
-        error = "INVALID_UPDATE_VERSION"
-    elif not isr <= set(reg.replicas):
+    error = p.alter_partition_fencing(reg, m)
+    if not error and not isr <= set(reg.replicas):
         error = "INVALID_REQUEST"  # `Replicas.validateIsr`: every ISR member must be a replica
-    elif not p.alter_partition_validation(reg, isr, dict(m.broker_epochs)):
+    if not error and not p.alter_partition_validation(reg, isr, dict(m.broker_epochs)):
         error = "INELIGIBLE_REPLICA"
-    else:
-        error = ""
     if error:
         return _send(s, AlterPartitionResponse(m.frm, m.leader_epoch, m.partition_epoch, m.isr, error))
     # ELR follows the new ISR (KIP-966): members leaving a below-min ISR stay eligible.
@@ -465,7 +468,7 @@ def handle_alter_partition_response(s: State, p: Protocol, cfg: Config, m: Alter
                                  and q.leader_epoch == m.leader_epoch and q.isr == m.isr})
     if frozenset(m.isr) != r.pending_isr:
         return s
-    if m.error in ("INELIGIBLE_REPLICA", "OPERATION_NOT_ATTEMPTED"):
+    if m.error and p.alter_partition_rollback(m.error):
         return s.with_replica(evolve(r, pending_isr=None))
     if m.error or m.partition_epoch <= r.partition_epoch:
         return s
@@ -476,7 +479,7 @@ def handle_leader_and_isr(s: State, p: Protocol, cfg: Config, m: LeaderAndIsr, k
                           ) -> State | None:
     """A broker applies a newer leader/ISR: it becomes leader, or follower (and must truncate), or
     just learns the new ISR. Older controller or partition epochs are ignored."""
-    if not isinstance(m, LeaderAndIsr) or not _applies(s.replica(m.to), m):
+    if not isinstance(m, LeaderAndIsr) or not p.partition_state_applies(s.replica(m.to), m):
         return None
     s = _consume(s, m, keep)
     return s.with_replica(_apply_leader_and_isr(s.replica(m.to), p, m.controller_epoch, m.leader,
@@ -485,16 +488,10 @@ def handle_leader_and_isr(s: State, p: Protocol, cfg: Config, m: LeaderAndIsr, k
 
 def handle_stop_replica(s: State, p: Protocol, cfg: Config, m: StopReplica, keep: bool = False) -> State | None:
     """A broker taken out of the replica set stops fetching (or leading) and deletes its log."""
-    if not isinstance(m, StopReplica) or not _applies(s.replica(m.to), m):
+    if not isinstance(m, StopReplica) or not p.partition_state_applies(s.replica(m.to), m):
         return None
     s = _consume(s, m, keep)
     return s.with_replica(_apply_stop(s.replica(m.to), m.controller_epoch, m.leader_epoch, m.partition_epoch))
-
-
-def _applies(r: Replica, m: LeaderAndIsr | StopReplica) -> bool:
-    if not r.alive or m.controller_epoch < r.controller_epoch:
-        return False
-    return not r.known or (m.leader_epoch, m.partition_epoch) > (r.leader_epoch, r.partition_epoch)
 
 
 def _apply_stop(r: Replica, controller_epoch: int, leader_epoch: int, partition_epoch: int) -> Replica:
@@ -511,9 +508,10 @@ def _apply_leader_and_isr(r: Replica, p: Protocol, controller_epoch: int, leader
     base = evolve(r, known=True, controller_epoch=max(r.controller_epoch, controller_epoch), leader=leader,
                    leader_epoch=leader_epoch, partition_epoch=partition_epoch, isr=isr, replicas=replicas)
     if leader == r.id:
-        if new_epoch:  # a new leader forgets what it knew of followers (the leader's view starts empty each epoch)
-            return evolve(base, follower_leo=(), follower_broker_epoch=(), epoch_start=r.leo,
-                           pending_isr=None, needs_truncation=False)
+        if new_epoch:  # the epoch starts at the log end (`maybeAssignEpochStartOffset`); the rule: what it keeps
+            if not p.leader_keeps_follower_state(r, leader_epoch):
+                base = evolve(base, follower_leo=(), follower_broker_epoch=())
+            return evolve(base, epoch_start=r.leo, pending_isr=None, needs_truncation=False)
         return evolve(base, pending_isr=None)
     truncate_again = new_epoch and p.truncate_on(r, leader, leader_epoch)
     return evolve(base, follower_leo=(), follower_broker_epoch=(), pending_isr=None,
@@ -542,7 +540,7 @@ def crash(s: State, p: Protocol, cfg: Config, broker: int, lossy: bool) -> State
         s2 = evolve(s2, history=evolve(s2.history, lossy_crashes=s2.history.lossy_crashes + 1))
     r = evolve(r, alive=False, known=False, flushed=r.leo, needs_truncation=False, pending_isr=None,
                 follower_leo=(), follower_broker_epoch=())
-    pool = frozenset(m for m in s2.pool if getattr(m, "to", None) != broker and getattr(m, "frm", None) != broker)
+    pool = frozenset(m for m in s2.pool if not p.crash_drops(broker, m))
     return evolve(s2.with_replica(r), pool=pool)
 
 
@@ -570,6 +568,11 @@ def restart(s: State, p: Protocol, cfg: Config, broker: int) -> State | None:
             s = s2
     reg = s.registry
     r = s.replica(broker)
+    if not p.restart_reads_metadata(r, reg):  # the controller tells it, in a message that may come late or never
+        if broker not in reg.replicas:
+            return _send(s, StopReplica(broker, reg.controller_epoch, reg.leader_epoch, reg.partition_epoch))
+        return _send(s, LeaderAndIsr(broker, reg.controller_epoch, reg.leader, reg.leader_epoch, reg.partition_epoch,
+                                     tuple(sorted(reg.isr)), reg.replicas))
     if broker not in reg.replicas:  # no longer (or never) a replica: a leftover log is deleted
         return s.with_replica(_apply_stop(r, reg.controller_epoch, reg.leader_epoch, reg.partition_epoch))
     return s.with_replica(_apply_leader_and_isr(r, p, reg.controller_epoch, reg.leader, reg.leader_epoch,
@@ -617,7 +620,7 @@ def move_leader(s: State, p: Protocol, cfg: Config, target: int) -> State | None
     """The controller moves leadership to another unfenced ISR member (a preferred-replica election or
     an operator's election; budgeted)."""
     reg = s.registry
-    if target == reg.leader or target not in reg.isr or target in reg.fenced or reg.leader == NO_LEADER:
+    if target == reg.leader or reg.leader == NO_LEADER or not p.valid_leader(reg, target):
         return None
     s2 = _spend(s, cfg, "elections")
     if s2 is None:
@@ -659,7 +662,7 @@ def zombie_move_leader(s: State, p: Protocol, cfg: Config, zombie: int, target: 
 def consume(s: State, p: Protocol, cfg: Config, broker: int, offset: int) -> State | None:
     """A consumer reads one offset below the high watermark of a broker that believes it leads."""
     r = s.replica(broker)
-    if not r.is_leader or offset >= r.hw:
+    if not r.is_leader or offset >= min(p.consumer_read_limit(r), r.leo):
         return None
     read = (offset, r.log[offset].id)
     if read in s.history.reads:
@@ -673,7 +676,7 @@ def consume(s: State, p: Protocol, cfg: Config, broker: int, offset: int) -> Sta
 def _online_leader(reg: Registry, p: Protocol, cfg: Config) -> tuple[int, frozenset[int], frozenset[int]]:
     """ONLINE election of `PartitionChangeBuilder`: the current leader while it is a valid one (in the ISR
     and unfenced), else the protocol's choice over the (new) replica set."""
-    if reg.leader in reg.isr and reg.leader not in reg.fenced:
+    if p.valid_leader(reg, reg.leader):
         return reg.leader, reg.isr, reg.elr
     choice = p.leader_choice(reg, cfg.brokers)
     return (NO_LEADER, reg.isr, reg.elr) if choice is None else choice
@@ -888,20 +891,21 @@ KINDS: dict[str, Kind] = {k.name: k for k in (
     Kind("cancel_reassignment", cancel_reassignment, (),
          lambda s, cfg: iter([()] if s.registry.reassigning and s.used.cancels < cfg.cancels else []), "cancels"),
     Kind("consume", consume, ("broker", "offset"),
-         lambda s, cfg: ((b, o) for b in s.brokers for o in range(s.replica(b).hw))),
+         lambda s, cfg: ((b, o) for b in s.brokers for o in range(s.replica(b).leo))),
     Kind("drop", drop, ("message",), lambda s, cfg: ((m,) for m in s.messages())),
 )}
 
 
-def _prune(s: State) -> State:
-    """Remove messages their recipient can never act on (see the module docstring)."""
+def _prune(s: State, p: Protocol) -> State:
+    """Remove messages their recipient would refuse now (see the module docstring): the protocol's
+    `partition_state_applies` and `accept_fetch_response` decide."""
     stale: set[Message] = set()
     for m in s.pool:
         if isinstance(m, (LeaderAndIsr, StopReplica)):
             r = s.replica(m.to)
-            if not r.alive or not _applies(r, m):
+            if not r.alive or not p.partition_state_applies(r, m):
                 stale.add(m)
-        elif isinstance(m, FetchResponse) and not _response_current(s, m):
+        elif isinstance(m, FetchResponse) and not p.accept_fetch_response(s.replica(m.to), m):
             stale.add(m)
     return evolve(s, pool=s.pool - stale) if stale else s
 
@@ -931,7 +935,7 @@ def apply(s: State, p: Protocol, cfg: Config, action: Action) -> State | None:
     after = KINDS[action.kind].fn(s, p, cfg, *action.args)
     if after is None:
         return None
-    return _prune(_record_history(s, after))
+    return _prune(_record_history(s, after), p)
 
 
 def enabled(s: State, p: Protocol, cfg: Config, kind: str) -> list[tuple[Action, State]]:

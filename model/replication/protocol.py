@@ -21,19 +21,32 @@ writes, and which ELR a completion or cancel keeps.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, fields, replace
 from typing import Any
 
 from kcheck.model.replication.reassignment import (
     Completion,
     ElrFilter,
     Revert,
+    complete_when_adding_in_sync,
     complete_when_adding_unless_shrinking,
     complete_when_targets_in_sync,
     elr_as_computed,
+    elr_within_replicas,
     revert_clean,
+    revert_unclean,
 )
-from kcheck.model.replication.state import NO_LEADER, Registry, Replica, epoch_cache
+from kcheck.model.replication.state import (
+    NO_LEADER,
+    AlterPartition,
+    FetchResponse,
+    LeaderAndIsr,
+    Message,
+    Registry,
+    Replica,
+    StopReplica,
+    epoch_cache,
+)
 
 UNDEFINED = -1
 
@@ -49,7 +62,7 @@ def lookup_cache(r: Replica) -> tuple[tuple[int, int], ...]:
     return cache
 
 
-def end_offset_for_epoch(cache: tuple[tuple[int, int], ...], leo: int, epoch: int) -> tuple[int, int]:
+def end_offset_for_epoch(cache: tuple[tuple[int, int], ...], leo: int, epoch: int) -> tuple[int | None, int]:
     """KIP-279's answer: (the largest epoch <= `epoch` the log has, the offset where it ends).
 
     Mirrors `LeaderEpochFileCache.endOffsetFor`: the latest epoch ends at the log end; an epoch the
@@ -126,9 +139,12 @@ def truncate_on_leader_change(before: Replica, leader: int, leader_epoch: int) -
 
 
 def validate_leader_epoch(leader: Replica, current_epoch: int) -> str:
-    """KIP-320: the fetcher's current leader epoch must equal the leader's."""
+    """KIP-320: the fetcher's current leader epoch must equal the leader's (`Partition.checkCurrentLeaderEpoch`;
+    a request without one, -1, is not checked)."""
     if not leader.is_leader:
         return "NOT_LEADER_OR_FOLLOWER"
+    if current_epoch < 0:
+        return ""
     if current_epoch < leader.leader_epoch:
         return "FENCED_LEADER_EPOCH"
     if current_epoch > leader.leader_epoch:
@@ -139,6 +155,133 @@ def validate_leader_epoch(leader: Replica, current_epoch: int) -> str:
 def no_leader_epoch(leader: Replica, current_epoch: int) -> str:
     """Before KIP-320 a fetch carried no leader epoch: any broker that believes it leads serves it."""
     return "" if leader.is_leader else "NOT_LEADER_OR_FOLLOWER"
+
+
+def send_own_leader_epoch(follower: Replica) -> int:
+    """KIP-320: a follower's fetch carries the leader epoch it believes current (`AbstractFetcherThread`
+    builds each partition's `FetchRequest.PartitionData` with its fetch state's `currentLeaderEpoch`)."""
+    return follower.leader_epoch
+
+
+def no_epoch_in_fetch(follower: Replica) -> int:
+    """Before KIP-320: fetches carry no leader epoch (-1)."""
+    return -1
+
+
+def response_matches_fetch_state(follower: Replica, response: FetchResponse) -> bool:
+    """`AbstractFetcherThread.processFetchRequest`: the follower applies a response only while its fetch
+    state is the one it fetched with: the same leader, leader epoch and fetch offset, and no truncation
+    pending. Anything else is ignored (and the model drops it)."""
+    return (follower.alive and follower.known and follower.leader == response.frm
+            and follower.leader_epoch == response.follower_epoch and follower.leo == response.offset
+            and not follower.needs_truncation)
+
+
+def response_matches_offset(follower: Replica, response: FetchResponse) -> bool:
+    """Before KIP-320 the fetcher compared only the fetch offset (and that it still fetched from that leader),
+    not the leader epoch the request was sent in."""
+    return (follower.alive and follower.known and follower.leader == response.frm
+            and follower.leo == response.offset and not follower.needs_truncation)
+
+
+# ---- the leader's own state ---------------------------------------------------------------------
+
+
+def forget_followers_every_epoch(before: Replica, leader_epoch: int) -> bool:
+    """The model's rule: a leader starts every leader epoch with no view of its followers, so each must
+    fetch again in the new epoch before it counts for the high watermark or the ISR. Kafka 4.x's
+    `Partition.makeLeader` resets the views (`Replica.resetReplicaState`) only when the broker was not
+    leader before (`keep_followers_when_reelected`); this rule is stricter, never looser."""
+    return False
+
+
+def keep_followers_when_reelected(before: Replica, leader_epoch: int) -> bool:
+    """`Partition.makeLeader` as Kafka has it: when a broker that already leads gets a new leader epoch
+    (isNewLeader false), `Replica.resetReplicaState` keeps each follower's log end offset and broker epoch."""
+    return before.is_leader
+
+
+def refuse_acks_all_below_min_isr(leader: Replica, acks: str, min_isr: int) -> bool:
+    """`Partition.appendRecordsToLeader`: an acks=all write to a leader whose ISR is below
+    min.insync.replicas is refused (NotEnoughReplicasException) before anything is appended."""
+    return acks != "all" or len(leader.isr) >= min_isr
+
+
+def accept_every_write(leader: Replica, acks: str, min_isr: int) -> bool:
+    """Before min.insync.replicas (KAFKA-1555, Kafka 0.8.2): a leader appends every write."""
+    return True
+
+
+def ack_with_min_isr(leader: Replica, min_isr: int) -> bool:
+    """`Partition.checkEnoughReplicasReachOffset`: an acks=all write below the high watermark is acknowledged
+    only while the ISR has min.insync.replicas members (else NOT_ENOUGH_REPLICAS_AFTER_APPEND)."""
+    return len(leader.isr) >= min_isr
+
+
+def ack_at_high_watermark(leader: Replica, min_isr: int) -> bool:
+    """Before KAFKA-1555: an acks=all write is acknowledged once the high watermark passes it, whatever
+    the ISR's size."""
+    return True
+
+
+def read_below_high_watermark(leader: Replica) -> int:
+    """Consumers read below the leader's high watermark (`FetchIsolation.HIGH_WATERMARK`: `UnifiedLog.read`
+    is bounded by it for a consumer's fetch)."""
+    return leader.hw
+
+
+def read_to_log_end(leader: Replica) -> int:
+    """Consumers read what the leader has appended (`FetchIsolation.LOG_END`, a follower's bound)."""
+    return leader.leo
+
+
+# ---- what a broker applies from the controller --------------------------------------------------
+
+
+def newer_partition_state(r: Replica, m: LeaderAndIsr | StopReplica) -> bool:
+    """A broker applies a partition state from a controller epoch it has not seen superseded and with a
+    newer (leader epoch, partition epoch) than its own; after a restart (nothing known) any state
+    (`ReplicaManager.becomeLeaderOrFollower`'s epoch checks; KRaft brokers get them in metadata-log order,
+    `ReplicaManager.applyDelta`)."""
+    if not r.alive or m.controller_epoch < r.controller_epoch:
+        return False
+    return not r.known or (m.leader_epoch, m.partition_epoch) > (r.leader_epoch, r.partition_epoch)
+
+
+def newer_leader_epoch_only(r: Replica, m: LeaderAndIsr | StopReplica) -> bool:
+    """ZooKeeper-era `ReplicaManager.becomeLeaderOrFollower`: a LeaderAndIsr is applied only with a newer
+    leader epoch; one with the same leader epoch and a new ISR is ignored."""
+    if not r.alive or m.controller_epoch < r.controller_epoch:
+        return False
+    return not r.known or m.leader_epoch > r.leader_epoch
+
+
+# ---- crash and restart --------------------------------------------------------------------------
+
+
+def connections_die(broker: int, m: Message) -> bool:
+    """A crash closes the broker's connections: every request and response to or from it is lost
+    (`NetworkClient` fails in-flight requests on a disconnect; the peer's `SocketServer` drops the channel)."""
+    return getattr(m, "to", None) == broker or getattr(m, "frm", None) == broker
+
+
+def sent_requests_survive(broker: int, m: Message) -> bool:
+    """Messages the broker already sent survive its crash (the bytes reached the peer, which processes them
+    after the sender died); only messages to it are lost."""
+    return getattr(m, "to", None) == broker
+
+
+def catch_up_before_acting(before: Replica, registry: Registry) -> bool:
+    """KRaft: a restarted broker replays the metadata log up to the controller's high watermark before it
+    acts (`BrokerLifecycleManager`'s initial catch-up, awaited in `BrokerServer.startup`), so it applies
+    the partition's current state at once."""
+    return True
+
+
+def await_leader_and_isr(before: Replica, registry: Registry) -> bool:
+    """ZooKeeper era: the controller sends a restarted broker a LeaderAndIsr (`KafkaController.onBrokerStartup`)
+    that it applies whenever it arrives; until then it knows nothing of the partition."""
+    return False
 
 
 # ---- the ISR join rule -----------------------------------------------------------------------
@@ -174,7 +317,7 @@ def _min_leo(leader: Replica, quorum: frozenset[int]) -> int:
 
 def over_maximal_isr_strict(leader: Replica, min_isr: int) -> int:
     """Today: the minimum over the maximal ISR (current plus proposed, KIP-497), and no advance while
-    the ISR is below min.insync.replicas (KIP-966 part 1)."""
+    the ISR is below min.insync.replicas (KIP-966 part 1; `Partition.maybeIncrementLeaderHW`)."""
     if len(leader.isr) < min_isr:
         return leader.hw
     return max(leader.hw, _min_leo(leader, leader.isr | (leader.pending_isr or frozenset())))
@@ -242,6 +385,34 @@ def unclean_allowed(registry: Registry, n: int) -> Choice | None:
     return None if b is None else (b, frozenset({b}), frozenset())
 
 
+def in_isr_and_unfenced(registry: Registry, broker: int) -> bool:
+    """The model's `PartitionChangeBuilder.isValidNewLeader`: an unfenced ISR member. Asked whether the
+    current leader may stay (a reassignment's record, its completion) and whether a preferred or operator's
+    election may move leadership to `broker`."""
+    return broker in registry.isr and broker not in registry.fenced
+
+
+def in_isr_or_elr_unfenced(registry: Registry, broker: int) -> bool:
+    """`PartitionChangeBuilder.isValidNewLeader` in full (KIP-966): an unfenced ISR member, or, when the ISR
+    is empty, an unfenced eligible leader replica."""
+    in_sync = broker in registry.isr or (not registry.isr and broker in registry.elr)
+    return in_sync and broker not in registry.fenced
+
+
+def bump_on_leader_change_or_removal(before: Registry, after: Registry) -> bool:
+    """`PartitionChangeBuilder.build()` in KRaft from metadata version 3.6: the leader epoch goes up when the
+    leader changes, or when the replica set loses a member
+    (`triggerLeaderEpochBumpForReplicaReassignmentIfNeeded`). `before` is the partition as the writer saw it,
+    `after` the leader, ISR and replica set it writes (its epochs not yet set)."""
+    return after.leader != before.leader or not set(before.replicas) <= set(after.replicas)
+
+
+def bump_on_isr_shrink_too(before: Registry, after: Registry) -> bool:
+    """Metadata versions before 3.6 (`triggerLeaderEpochBumpForIsrShrinkIfNeeded`, KAFKA-15021): an ISR that
+    loses a member bumps the leader epoch as well."""
+    return bump_on_leader_change_or_removal(before, after) or not before.isr <= after.isr
+
+
 def eligible_leader_replicas(registry: Registry, removed: frozenset[int], min_isr: int,
                              unclean: frozenset[int]) -> tuple[frozenset[int], frozenset[int]]:
     """KIP-966 (`PartitionChangeBuilder.maybePopulateTargetElr`): the ISR may empty; replicas leaving an
@@ -262,10 +433,12 @@ def keep_last_replica(registry: Registry, removed: frozenset[int], min_isr: int,
 # ---- the last known leader (KIP-966) ------------------------------------------------------------
 
 def remember_last_known_leader(base: Registry, leader: int, leader_written: bool) -> int:
-    """`PartitionChangeBuilder.maybeUpdateLastKnownLeader` as Kafka 4.1.2 on has it (apache/kafka#20629): a
+    """`PartitionChangeBuilder.maybeUpdateLastKnownLeader` as Kafka 4.1.1 on has it (apache/kafka#20629): a
     write that takes the leader away remembers who led, unless someone is remembered already; a write that
     names a leader forgets. `leader_written`: the record carries a leader (a new one, or the same one for
-    an epoch bump)."""
+    an epoch bump). Also 4.1.0's: its rule (remember when the ISR empties) differs only when a write leaves
+    ISR members none of which is acceptable, which the model never reaches (its ISR members are unfenced),
+    so both write the same here (checked against 4.1.0's jars: tests/test_release_gaps.py)."""
     if not leader_written:
         return base.last_known_leader
     if leader == NO_LEADER:
@@ -280,8 +453,9 @@ def no_last_known_leader(base: Registry, leader: int, leader_written: bool) -> i
 
 def added_replicas_current_epoch(registry: Registry, isr: frozenset[int],
                                  broker_epochs: Mapping[int, int]) -> bool:
-    """KRaft's AlterPartition check with KIP-903: replicas joining the ISR must be unfenced, and the broker
-    epoch the leader saw in their fetches must be the registered one (a restart in between refuses it)."""
+    """KRaft's AlterPartition check with KIP-903 (`ReplicationControlManager.ineligibleReplicasForIsr`, answered
+    INELIGIBLE_REPLICA): replicas joining the ISR must be unfenced, and the broker epoch the leader saw in their
+    fetches must be the registered one (a restart in between refuses it)."""
     added = isr - registry.isr
     if added & registry.fenced:
         return False
@@ -298,11 +472,44 @@ def accept_any_isr(registry: Registry, isr: frozenset[int], broker_epochs: Mappi
     return True
 
 
+def leader_and_partition_epoch(registry: Registry, request: AlterPartition) -> str:
+    """`ReplicationControlManager.validateAlterPartitionData`: the request must come from the registered
+    leader in its leader epoch (else FENCED_LEADER_EPOCH) and be computed from the current partition epoch
+    (else INVALID_UPDATE_VERSION). "" = accepted, for the membership check next."""
+    if request.frm != registry.leader or request.leader_epoch != registry.leader_epoch:
+        return "FENCED_LEADER_EPOCH"
+    if request.partition_epoch != registry.partition_epoch:
+        return "INVALID_UPDATE_VERSION"
+    return ""
+
+
+def leader_epoch_only(registry: Registry, request: AlterPartition) -> str:
+    """A relaxation: the controller checks the leader and its leader epoch, not the partition epoch, so an ISR
+    computed from an older partition state of the same leader epoch is accepted."""
+    if request.frm != registry.leader or request.leader_epoch != registry.leader_epoch:
+        return "FENCED_LEADER_EPOCH"
+    return ""
+
+
+def roll_back_when_not_applied(error: str) -> bool:
+    """`Partition.handleAlterPartitionError`: the leader drops its proposed ISR and returns to the last
+    committed one only when the controller says it applied nothing (INELIGIBLE_REPLICA,
+    OPERATION_NOT_ATTEMPTED); after any other error the proposal stays pending (so the high watermark
+    still counts it) until new metadata arrives, since the request may have been applied."""
+    return error in ("INELIGIBLE_REPLICA", "OPERATION_NOT_ATTEMPTED")
+
+
+def roll_back_on_any_error(error: str) -> bool:
+    """A proposed simplification: every error answer returns the leader to its last committed ISR."""
+    return True
+
+
 # ---- registration after a restart -------------------------------------------------------------
 
 def register_fenced(clean_shutdown: bool) -> tuple[bool, bool]:
-    """KRaft: a restarted broker registers with a new broker epoch and starts fenced; whether its last
-    shutdown was clean is reported (KIP-966 uses it). Returns (fence it, report unclean shutdown)."""
+    """KRaft: a restarted broker registers with a new broker epoch and starts fenced
+    (`ClusterControlManager.registerBroker`); whether its last shutdown was clean is reported (KIP-966 uses it).
+    Returns (fence it, report unclean shutdown)."""
     return True, not clean_shutdown
 
 
@@ -314,7 +521,8 @@ def rejoin_unnoticed(clean_shutdown: bool) -> tuple[bool, bool]:
 # ---- controller write fencing ------------------------------------------------------------------
 
 def fenced_by_controller_epoch(registry: Registry, writer_epoch: int) -> bool:
-    """KAFKA-6082's fix (and KRaft): a write from an older controller epoch is refused."""
+    """KAFKA-6082's fix (and KRaft, where only the active `QuorumController` appends to the metadata log): a write
+    from an older controller epoch is refused."""
     return writer_epoch >= registry.controller_epoch
 
 
@@ -323,41 +531,128 @@ def unfenced_controller_writes(registry: Registry, writer_epoch: int) -> bool:
     return True
 
 
-@dataclass(frozen=True)
+def _rule(doc: str, *alternatives: Callable[..., Any], default: Any = None) -> Any:
+    """A `Protocol` field holding a rule: `doc` says what it decides, `alternatives` are the other functions kcheck
+    ships for it (`kcheck rules` prints both, with each function's docstring). Without `default` the field is
+    required."""
+    meta = {"doc": doc, "alternatives": alternatives}
+    return field(metadata=meta) if default is None else field(default=default, metadata=meta)
+
+
+@dataclass(frozen=True, kw_only=True)
 class Protocol:
+    """A replication protocol: every decision of the model (`model/replication/actions.py`) is one of these
+    rules, a plain function from what the deciding party knows to its decision. Replace any with
+    `dataclasses.replace`; `kcheck rules` lists them, with the state each may read."""
+
     name: str
     description: str
-    # on becoming follower (and after a restart): where to truncate the log
-    truncation: Callable[[Replica, Replica | None, Protocol], int | None]
-    # OffsetsForLeaderEpoch: the leader's answer
-    epoch_lookup: Callable[[tuple[tuple[int, int], ...], int, int], tuple[int | None, int]]
-    # which LeaderAndIsr changes make a follower truncate again
-    truncate_on: Callable[[Replica, int, int], bool]
-    # the leader's check of a fetch's (and an epoch lookup's) leader epoch; "" = accepted
-    fetch_validation: Callable[[Replica, int], str]
-    # may the leader propose this follower for the ISR
-    isr_join: Callable[[Replica, int, Registry], bool]
-    # may the controller accept this ISR from the leader
-    alter_partition_validation: Callable[[Registry, frozenset[int], Mapping[int, int]], bool]
-    # the leader's high watermark
-    high_watermark: Callable[[Replica, int], int]
-    # the controller's leader choice when the leader is gone (clean, unclean, ELR)
-    leader_choice: Callable[[Registry, int], Choice | None]
-    # the controller's ISR (and ELR) after brokers leave it
-    isr_removal: Callable[[Registry, frozenset[int], int, frozenset[int]], tuple[frozenset[int], frozenset[int]]]
-    # what the controller learns when a broker comes back
-    registration: Callable[[bool], tuple[bool, bool]]
-    # may a controller of this epoch write the partition state
-    controller_write: Callable[[Registry, int], bool]
-    # when a reassignment completes: run on every controller write, as KRaft's PartitionChangeBuilder does
-    reassignment_completion: Completion = complete_when_targets_in_sync
-    # what cancelling a reassignment writes (None: refused)
-    reassignment_revert: Revert = revert_clean
-    # the ELR a completion or a cancel writes, given the replica set it writes
-    reassignment_elr: ElrFilter = elr_as_computed
-    # the last known leader a write leaves: (registry before, leader written, does the record carry a leader)
-    last_known_leader: Callable[[Registry, int, bool], int] = remember_last_known_leader
-    send_leader_epoch: bool = True  # fetches carry the follower's leader epoch (KIP-320)
+    # ---- the follower -------------------------------------------------------------------------------
+    truncation: Callable[[Replica, Replica | None, Protocol], int | None] = _rule(
+        "Where a follower truncates its log before it fetches from a new leader (and after a restart); None: "
+        "it cannot tell yet and waits. Gets the believed leader's replica (None if there is none) and the "
+        "protocol, whose fetch_validation and epoch_lookup it may call.", truncate_to_high_watermark)
+    epoch_lookup: Callable[[tuple[tuple[int, int], ...], int, int], tuple[int | None, int]] = _rule(
+        "The leader's answer to OffsetsForLeaderEpoch: from its epoch cache ((epoch, start offset) pairs, "
+        "`lookup_cache`), its log end offset and the epoch asked for, (epoch or None, end offset).",
+        first_offset_after_epoch)
+    truncate_on: Callable[[Replica, int, int], bool] = _rule(
+        "Whether a follower truncates again when it applies a new leader epoch (its replica before, the new "
+        "leader, the new leader epoch).", truncate_on_leader_change)
+    fetch_leader_epoch: Callable[[Replica], int] = _rule(
+        "The leader epoch a follower's fetch carries (-1: none).", no_epoch_in_fetch,
+        default=send_own_leader_epoch)
+    accept_fetch_response: Callable[[Replica, FetchResponse], bool] = _rule(
+        "Whether a follower applies a fetch response (records and high watermark); a response it refuses "
+        "is dropped at once.", response_matches_offset, default=response_matches_fetch_state)
+    partition_state_applies: Callable[[Replica, LeaderAndIsr | StopReplica], bool] = _rule(
+        "Whether a broker applies a LeaderAndIsr or StopReplica (its replica, the message); one it refuses "
+        "is dropped at once.", newer_leader_epoch_only, default=newer_partition_state)
+    # ---- the leader ---------------------------------------------------------------------------------
+    fetch_validation: Callable[[Replica, int], str] = _rule(
+        "The leader's check of the leader epoch a fetch (or an epoch lookup) carries: an error code, or \"\" "
+        "to serve it.", no_leader_epoch)
+    isr_join: Callable[[Replica, int, Registry], bool] = _rule(
+        "Whether the leader may propose this follower for the ISR (the leader's replica, the follower's id, "
+        "the controller's registry for fencing and broker epochs).", caught_up_to_high_watermark)
+    high_watermark: Callable[[Replica, int], int] = _rule(
+        "The leader's high watermark (given min.insync.replicas); the model bounds it by the log end and "
+        "never moves it back.", over_maximal_isr, over_committed_isr)
+    leader_keeps_follower_state: Callable[[Replica, int], bool] = _rule(
+        "Whether a leader keeps its view of the followers (their fetch offsets and broker epochs) when it "
+        "applies a new leader epoch (its replica before, the new epoch).", keep_followers_when_reelected,
+        default=forget_followers_every_epoch)
+    produce_accepted: Callable[[Replica, str, int], bool] = _rule(
+        "Whether the leader appends a producer's write (its replica, the acks, min.insync.replicas).",
+        accept_every_write, default=refuse_acks_all_below_min_isr)
+    ack_complete: Callable[[Replica, int], bool] = _rule(
+        "Whether acks=all writes the high watermark has passed are acknowledged (else the producer gets an "
+        "error), given min.insync.replicas.", ack_at_high_watermark, default=ack_with_min_isr)
+    consumer_read_limit: Callable[[Replica], int] = _rule(
+        "The offset below which a leader serves consumers (bounded by its log end).", read_to_log_end,
+        default=read_below_high_watermark)
+    alter_partition_rollback: Callable[[str], bool] = _rule(
+        "Whether an error answer to AlterPartition returns the leader to its last committed ISR (else its "
+        "proposal stays pending until new metadata arrives).", roll_back_on_any_error,
+        default=roll_back_when_not_applied)
+    # ---- the controller -----------------------------------------------------------------------------
+    alter_partition_fencing: Callable[[Registry, AlterPartition], str] = _rule(
+        "The controller's epoch checks of an AlterPartition: an error code, or \"\" to go on to "
+        "alter_partition_validation.", leader_epoch_only, default=leader_and_partition_epoch)
+    alter_partition_validation: Callable[[Registry, frozenset[int], Mapping[int, int]], bool] = _rule(
+        "Whether the controller accepts the members an AlterPartition adds to the ISR (the registry, the "
+        "proposed ISR, the broker epoch the leader saw in each member's fetches).",
+        added_replicas_unfenced, accept_any_isr)
+    leader_choice: Callable[[Registry, int], Choice | None] = _rule(
+        "The controller's choice of a leader when the partition has none or its leader left: (leader, ISR, "
+        "ELR) to write, or None (no candidate). The second argument is the broker count.",
+        clean_only, unclean_allowed)
+    valid_leader: Callable[[Registry, int], bool] = _rule(
+        "Whether a broker is a valid leader for the partition state being written: asked for the current "
+        "leader when a reassignment's record or completion is written, and for the target of a preferred or "
+        "operator's election.", in_isr_or_elr_unfenced, default=in_isr_and_unfenced)
+    isr_removal: Callable[[Registry, frozenset[int], int, frozenset[int]],
+                          tuple[frozenset[int], frozenset[int]]] = _rule(
+        "The ISR and ELR after brokers leave the ISR (the registry, the brokers leaving, min.insync.replicas, "
+        "the ones whose last shutdown was unclean).", keep_last_replica)
+    leader_epoch_bump: Callable[[Registry, Registry], bool] = _rule(
+        "Whether a controller write bumps the leader epoch (the partition as the writer saw it, and with the "
+        "leader, ISR and replicas it writes); the partition epoch goes up on every write.",
+        bump_on_isr_shrink_too, default=bump_on_leader_change_or_removal)
+    controller_write: Callable[[Registry, int], bool] = _rule(
+        "Whether a controller of this epoch may write the partition state.", unfenced_controller_writes)
+    last_known_leader: Callable[[Registry, int, bool], int] = _rule(
+        "The last known leader a write leaves (the registry before, the leader written, whether the record "
+        "carries a leader).", no_last_known_leader, default=remember_last_known_leader)
+    # ---- reassignment (model/replication/reassignment.py) ---------------------------------------------
+    reassignment_completion: Completion = _rule(
+        "When a reassignment completes: asked on every controller write while one is in flight, as KRaft's "
+        "PartitionChangeBuilder does (replicas, adding, removing, the ISR about to be written) -> the "
+        "replicas and ISR once complete, else None.",
+        complete_when_adding_in_sync, complete_when_adding_unless_shrinking, default=complete_when_targets_in_sync)
+    reassignment_revert: Revert = _rule(
+        "What cancelling a reassignment writes: (replicas, ISR), or None to refuse the cancel.", revert_unclean,
+        default=revert_clean)
+    reassignment_elr: ElrFilter = _rule(
+        "The ELR a completion or a cancel writes, given the ELR computed and the replica set it writes.",
+        elr_within_replicas, default=elr_as_computed)
+    # ---- broker lifecycle ---------------------------------------------------------------------------
+    registration: Callable[[bool], tuple[bool, bool]] = _rule(
+        "What the controller does when a broker registers again after a restart, given whether its last "
+        "shutdown was clean: (fence it, report an unclean shutdown).", rejoin_unnoticed)
+    crash_drops: Callable[[int, Message], bool] = _rule(
+        "Whether a message in flight is lost when this broker crashes.", sent_requests_survive,
+        default=connections_die)
+    restart_reads_metadata: Callable[[Replica, Registry], bool] = _rule(
+        "Whether a restarted broker applies the controller's current partition state before it acts (else "
+        "the controller sends it a LeaderAndIsr or StopReplica, applied whenever it arrives).",
+        await_leader_and_isr, default=catch_up_before_acting)
+
+    @property
+    def send_leader_epoch(self) -> bool:
+        """Whether fetches carry a leader epoch: False only with `no_epoch_in_fetch` (for callers written before
+        the fetch_leader_epoch rule)."""
+        return getattr(self.fetch_leader_epoch, "__wrapped__", self.fetch_leader_epoch) is not no_epoch_in_fetch
 
     @classmethod
     def current(cls, kafka_version: str | None = None) -> Protocol:
@@ -376,24 +671,41 @@ class Protocol:
             truncation=truncate_by_epoch_lookup,
             epoch_lookup=end_offset_for_epoch,
             truncate_on=truncate_on_every_epoch_change,
+            fetch_leader_epoch=send_own_leader_epoch,
+            accept_fetch_response=response_matches_fetch_state,
+            partition_state_applies=newer_partition_state,
             fetch_validation=validate_leader_epoch,
             isr_join=caught_up_in_leader_epoch,
-            alter_partition_validation=added_replicas_current_epoch,
             high_watermark=over_maximal_isr_strict,
+            leader_keeps_follower_state=forget_followers_every_epoch,
+            produce_accepted=refuse_acks_all_below_min_isr,
+            ack_complete=ack_with_min_isr,
+            consumer_read_limit=read_below_high_watermark,
+            alter_partition_rollback=roll_back_when_not_applied,
+            alter_partition_fencing=leader_and_partition_epoch,
+            alter_partition_validation=added_replicas_current_epoch,
             leader_choice=clean_or_eligible,
+            valid_leader=in_isr_and_unfenced,
             isr_removal=eligible_leader_replicas,
-            registration=register_fenced,
+            leader_epoch_bump=bump_on_leader_change_or_removal,
             controller_write=fenced_by_controller_epoch,
+            last_known_leader=remember_last_known_leader,
             reassignment_completion=completion,
             reassignment_revert=revert_clean,
             reassignment_elr=elr_as_computed,
-            last_known_leader=remember_last_known_leader,
+            registration=register_fenced,
+            crash_drops=connections_die,
+            restart_reads_metadata=catch_up_before_acting,
         )
+
+    @classmethod
+    def rule_names(cls) -> tuple[str, ...]:
+        """Every rule, in declaration order (every field but name and description)."""
+        return tuple(f.name for f in fields(cls) if f.name not in ("name", "description"))
 
     def rules(self) -> dict[str, str]:
         """Rule name -> the function in use, for reports."""
-        skip = {"name", "description", "send_leader_epoch"}
-        return {k: getattr(self, k).__name__ for k in self.__dataclass_fields__ if k not in skip}
+        return {k: getattr(self, k).__name__ for k in self.rule_names()}
 
 
 @dataclass(frozen=True)
@@ -445,7 +757,7 @@ VARIANTS: dict[str, Variant] = {v.name: v for v in (
              ("replication.log-matching", "replication.electable-has-committed"), 27,
              {"brokers": 3, "min_isr": 1, "crashes": 0, "lossy_crashes": 0, "fences": 0, "elections": 2,
               "isr_shrinks": 1, "failovers": 0, "records": 3, "duplicates": False},
-             fetch_validation=no_leader_epoch, send_leader_epoch=False),
+             fetch_validation=no_leader_epoch, fetch_leader_epoch=no_epoch_in_fetch),
     _variant("hw-over-committed-isr", 6,
              "KIP-497's rejected design: while an ISR expansion is in flight the leader counts only the "
              "committed ISR, acknowledges a write, and the controller then adds a follower that lacks it",

@@ -69,19 +69,19 @@ def epoch_cache(log: tuple[Record, ...]) -> tuple[tuple[int, int], ...]:
 class Replica:
     """One broker and its replica of the partition."""
 
-    id: int
-    alive: bool = True
+    id: int  # the broker id, 1..n
+    alive: bool = True  # False between a crash and the restart
     broker_epoch: int = 1  # bumped at every registration (restart)
     clean_shutdown: bool = True  # False after a lossy crash, until the broker registers again
-    log: tuple[Record, ...] = ()
+    log: tuple[Record, ...] = ()  # the records, offset 0 first; each knows the leader epoch it was appended in
     flushed: int = 0  # records [0, flushed) are on disk and survive a lossy crash
     hw: int = 0  # local high watermark (exclusive)
     # What the broker believes, from the newest LeaderAndIsr it applied.
     known: bool = True  # False between a restart and the first state it applies
-    leader: int = NO_LEADER
-    leader_epoch: int = 0
-    partition_epoch: int = 0
-    isr: frozenset[int] = frozenset()
+    leader: int = NO_LEADER  # the leader it believes in (NO_LEADER: none)
+    leader_epoch: int = 0  # the leader epoch it believes current
+    partition_epoch: int = 0  # the partition epoch of the state it applied
+    isr: frozenset[int] = frozenset()  # the ISR it believes committed (a leader's own last committed ISR)
     controller_epoch: int = 0  # newest controller epoch it has seen
     needs_truncation: bool = False  # became follower; must truncate before fetching
     replicas: tuple[int, ...] = ()  # the partition's replica set, as the broker last learned it
@@ -93,6 +93,7 @@ class Replica:
 
     @property
     def leo(self) -> int:
+        """The log end offset: the offset the next record gets."""
         return len(self.log)
 
     @property
@@ -102,6 +103,7 @@ class Replica:
 
     @property
     def last_epoch(self) -> int:
+        """The leader epoch of the last record (0 for an empty log)."""
         return self.log[-1].epoch if self.log else 0
 
     @property
@@ -110,9 +112,11 @@ class Replica:
         return self.id in self.replicas
 
     def view_of(self, follower: int) -> int | None:
+        """A leader's view of a follower: the offset of its last fetch in this leader epoch (None: no fetch yet)."""
         return dict(self.follower_leo).get(follower)
 
     def with_view(self, follower: int, leo: int, broker_epoch: int) -> Replica:
+        """This replica with a follower's fetch recorded (offset and broker epoch)."""
         leos = dict(self.follower_leo)
         leos[follower] = leo
         epochs = dict(self.follower_broker_epoch)
@@ -121,6 +125,7 @@ class Replica:
                        follower_broker_epoch=tuple(sorted(epochs.items())))
 
     def truncated(self, offset: int) -> Replica:
+        """This replica with its log cut at `offset` (high watermark and flushed prefix bounded by it)."""
         offset = max(0, min(offset, self.leo))
         return evolve(self, log=self.log[:offset], flushed=min(self.flushed, offset), hw=min(self.hw, offset))
 
@@ -130,10 +135,10 @@ class Registry:
     """What the controller persisted (ZooKeeper znodes / the KRaft metadata log) for the partition."""
 
     controller_epoch: int = 1  # the active controller's epoch (ZK: /controller_epoch)
-    leader: int = NO_LEADER
-    leader_epoch: int = 0
+    leader: int = NO_LEADER  # the partition's leader (NO_LEADER: none)
+    leader_epoch: int = 0  # bumped when the leader changes (and when the replica set loses a member)
     partition_epoch: int = 0  # ZK: the znode version; KRaft: PartitionRecord's partition epoch
-    isr: frozenset[int] = frozenset()
+    isr: frozenset[int] = frozenset()  # the committed ISR
     elr: frozenset[int] = frozenset()  # eligible leader replicas (KIP-966), empty unless those rules are on
     written_by: int = 1  # controller epoch stored with the partition state (ZK: LeaderAndIsr znode)
     fenced: frozenset[int] = frozenset()  # broker registrations the controller fenced

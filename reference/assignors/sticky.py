@@ -778,34 +778,49 @@ class _GeneralAssignmentBuilder:
 
     def _is_balanced(self) -> bool:
         """Kafka's `isBalanced`. For each non-full member (TreeSet order) and each of its topics, Kafka scans
-        partitions 0..count-1 for one whose owner has at least 2 more partitions than the member (False),
-        and dereferences the owner's list on the way: a partition nobody in the current assignment holds
-        (its holder set aside as fixed, or a number missing from the metadata) throws there. So per topic,
-        the largest owner size before the first ownerless partition, and whether there is one, decide."""
+        partitions 0..count-1, skipping the member's own, for one whose owner has at least 2 more partitions
+        than the member (False), and dereferences the owner's list on the way: a partition nobody in the
+        current assignment holds (its holder set aside as fixed, or a number missing from the metadata) throws
+        there. The owner is the last member listing the partition. So per topic, the largest owner size before
+        the first ownerless partition, and whether there is one, decide, for every member whose own partitions
+        are all recorded as its own (their size is its own: never "2 more"); a member sharing a partition with
+        a later one (stale claims) is scanned exactly."""
         if self._size(self.sorted_subs.first()) >= self._size(self.sorted_subs.last()) - 1:
             return True
-        owner: dict[TopicPartition, str] = {}
+        owner: dict[tuple[str, int], str] = {}  # plain tuples: hashing the dataclass costs a Python call
         for consumer, tps in self.current.items():
             for tp in tps:
-                owner[tp] = consumer
+                owner[tp.topic, tp.partition] = consumer
+        shared = {c for c, tps in self.current.items() for tp in tps if owner[tp.topic, tp.partition] != c}
         scanned: dict[str, tuple[int, bool]] = {}
         for consumer in self.sorted_subs.members():
             count = self._size(consumer)
             topics = self.consumer2topics[consumer]
             if count == self._max_assignment_size(topics):
                 continue
+            if consumer in shared:
+                own = {(tp.topic, tp.partition) for tp in self.current[consumer]}
+                for topic in topics:
+                    for i in range(len(self.ppt[topic])):
+                        if (topic, i) in own:
+                            continue
+                        lst = self.current.get(owner.get((topic, i)))  # type: ignore[arg-type]
+                        if lst is None:
+                            raise NullPointerException(NO_ASSIGNMENT_NPE)
+                        if count + 1 < len(lst):
+                            return False
+                continue
             for topic in topics:
                 seen = scanned.get(topic)
                 if seen is None:
                     biggest, ownerless = 0, False
                     for i in range(len(self.ppt[topic])):
-                        lst = self.current.get(owner.get(TopicPartition(topic, i)))  # type: ignore[arg-type]
+                        lst = self.current.get(owner.get((topic, i)))  # type: ignore[arg-type]
                         if lst is None:
                             ownerless = True
                             break
                         biggest = max(biggest, len(lst))
                     scanned[topic] = seen = (biggest, ownerless)
-                # The member's own partitions (Kafka skips them) have its own size: never "2 more".
                 if count + 1 < seen[0]:
                     return False
                 if seen[1]:

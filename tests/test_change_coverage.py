@@ -1,0 +1,152 @@
+"""Change coverage (issue 20, point 5): for a protocol that differs from today's, explore and exhaust report per
+changed rule in how many visited states it was asked and answered differently from today's rule, with the shortest
+run to a differing answer (a replayable trace); a run in which a changed rule never differed exits 3."""
+
+from __future__ import annotations
+
+import json
+import uuid
+from dataclasses import fields, replace
+
+import pytest
+
+from kcheck.cli import main
+from kcheck.invariants.replication_explore import (
+    ChangeProbe,
+    changed_rules,
+    exhaust,
+    probed_successors,
+    today_for,
+)
+from kcheck.model.replication.actions import Config, initial_state, successors
+from kcheck.model.replication.protocol import VARIANTS, Protocol, caught_up_in_leader_epoch
+from kcheck.reference import releases
+
+SMALL = ["--brokers", "2", "--min-isr", "2", "--records", "1", "--crashes", "0", "--fences", "0", "--elections", "0",
+         "--isr-shrinks", "0", "--failovers", "0", "--reads", "0", "--max-leader-epoch", "2", "--no-duplicates",
+         "--atomic-fetch"]
+
+
+def run(capsys, *args):
+    code = main(list(args))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def write_module(tmp_path, monkeypatch, body: str) -> str:
+    name = "cov_" + uuid.uuid4().hex[:10]
+    (tmp_path / f"{name}.py").write_text(body)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    return name
+
+
+RULES = '''
+from dataclasses import replace
+from kcheck.model.replication.protocol import Protocol, caught_up_in_leader_epoch
+
+def join_without_broker_epoch(leader, follower, registry):
+    leo = leader.view_of(follower)
+    return leo is not None and leo >= leader.hw and leo >= leader.epoch_start and follower not in registry.fenced
+
+def same_as_today(leader, follower, registry):
+    return caught_up_in_leader_epoch(leader, follower, registry)
+
+proposed = replace(Protocol.current(), name="proposed", isr_join=join_without_broker_epoch)
+unchanged_answers = replace(Protocol.current(), name="same", isr_join=same_as_today)
+'''
+
+
+def test_a_changed_rule_is_covered_with_a_replayable_shortest_run(capsys, tmp_path, monkeypatch):
+    mod = write_module(tmp_path, monkeypatch, RULES)
+    cov_dir = tmp_path / "cov"
+    code, out, err = run(capsys, "exhaust", "--protocol", f"{mod}:proposed", *SMALL, "--lossy-crashes", "1",
+                         "--coverage-dir", str(cov_dir), "--json")
+    assert (code, err) == (0, "")
+    rep = json.loads(out)
+    cov = rep["coverage"]
+    assert cov["unexercised"] == [] and [r["rule"] for r in cov["rules"]] == ["isr_join"]
+    rule = cov["rules"][0]
+    assert rule["function"] == "join_without_broker_epoch" and rule["today"] == "caught_up_in_leader_epoch"
+    assert 0 < rule["differed_states"] < rule["asked_states"] <= cov["visited_states"] == rep["states"]
+    steps = rule["trace"]["steps"]
+    assert steps[-1] == {"action": "expand_isr", "leader": 1, "follower": 2} and rule["last_step_enabled"]
+    assert [s["action"] for s in steps].count("crash") == 1  # a lossy restart is what changes the broker epoch
+    # the file replays, and the replay names the step where the rule answered differently
+    path = cov_dir / "isr_join.json"
+    assert json.loads(path.read_text())["steps"] == steps
+    code, out, err = run(capsys, "replay", str(path), "--protocol", f"{mod}:proposed", "--json")
+    assert (code, err) == (0, "")
+    differing = json.loads(out)["differing_answers"]
+    assert differing and differing[-1]["step"] == len(steps) and differing[-1]["rule"] == "isr_join"
+    # under today's rules the run stops before its last step: the follower is refused for the ISR there
+    code, out, err = run(capsys, "replay", str(path), "--protocol", "current")
+    assert code == 2 and f"step {len(steps)} (expand_isr leader=1 follower=2) is not enabled" in err
+
+
+def test_a_changed_rule_that_never_differs_exits_3(capsys, tmp_path, monkeypatch):
+    mod = write_module(tmp_path, monkeypatch, RULES)
+    # a rule that answers as today's does, and a rule that differs only after a lossy crash the bounds forbid
+    for spec, extra in ((f"{mod}:unchanged_answers", ["--lossy-crashes", "1"]),
+                        (f"{mod}:proposed", ["--lossy-crashes", "0"])):
+        code, out, err = run(capsys, "exhaust", "--protocol", spec, *SMALL, *extra)
+        assert (code, err) == (3, ""), out
+        assert "UNEXERCISED" in out and "isr_join" in out and "never" in out
+        code, out, _ = run(capsys, "exhaust", "--protocol", spec, *SMALL, *extra, "--json")
+        rep = json.loads(out)
+        assert code == 3 and rep["exit_status"] == 3 and rep["coverage"]["unexercised"] == ["isr_join"]
+    code, out, _ = run(capsys, "explore", "--protocol", f"{mod}:unchanged_answers", "--examples", "10", "--steps",
+                       "10")
+    assert code == 3 and "UNEXERCISED" in out
+    code, out, _ = run(capsys, "exhaust", "--help")
+    assert "3 no invariant violated but a rule" in " ".join(out.split())
+
+
+def test_a_violation_wins_over_coverage(capsys):
+    code, out, _ = run(capsys, "exhaust", "--protocol", "zombie-controller", "--json")
+    rep = json.loads(out)
+    assert code == 1 and rep["coverage"]["rules"][0]["rule"] == "controller_write"
+
+
+def test_today_is_the_closest_release():
+    base, label = today_for(replace(Protocol.current(), isr_join=lambda leader, f, reg: True))
+    assert changed_rules(base, Protocol.current()) == [] and label.startswith("current@")
+    newest = releases.profile(releases.DEFAULT_VERSION).protocol()
+    base, label = today_for(replace(newest, isr_join=lambda leader, f, reg: True))
+    assert label == f"current@{releases.DEFAULT_VERSION}"
+
+
+def test_every_callable_rule_is_covered_generically():
+    # Any rule Protocol has (helper rules added later included) is wrapped when it differs from today's.
+    current = Protocol.current()
+    rules = [f.name for f in fields(Protocol) if callable(getattr(current, f.name))]
+
+    def shadow(fn):
+        return lambda *a, **k: fn(*a, **k)
+
+    everything = replace(current, **{r: shadow(getattr(current, r)) for r in rules})
+    assert changed_rules(everything, current) == rules
+    probe = ChangeProbe(everything, current, "current")
+    assert set(probe.coverage) == set(rules)
+    cfg = Config(brokers=2, min_isr=1, records=1, crashes=0, lossy_crashes=1, fences=0, elections=0, isr_shrinks=0,
+                 failovers=0, reads=0, max_leader_epoch=2, duplicates=False, atomic_fetch=True)
+    r = exhaust(probe.protocol, cfg, probe=probe)
+    assert r.complete and probe.unexercised == rules  # same answers everywhere
+    assert sum(c.asked for c in probe.coverage.values()) > 0
+
+
+@pytest.mark.parametrize("name", ["truncate-to-hw", "hw-over-committed-isr"])
+def test_probed_successors_enumerate_what_successors_does(name):
+    v = VARIANTS[name]
+    cfg = Config(**v.settings)
+    probe = ChangeProbe(v.protocol, Protocol.current(), "current")
+    s = initial_state(cfg)
+    for _ in range(6):
+        plain = successors(s, v.protocol, cfg)
+        probed = probed_successors(s, probe.protocol, cfg, probe, lambda: (), "x", 0)
+        assert plain == probed
+        s = plain[len(plain) // 2][1]
+
+
+def test_same_as_today_is_still_a_change():
+    assert changed_rules(replace(Protocol.current(), isr_join=lambda *a: caught_up_in_leader_epoch(*a)),
+                         Protocol.current()) == ["isr_join"]
