@@ -5,12 +5,11 @@ run to a differing answer (a replayable trace); a run in which a changed rule ne
 from __future__ import annotations
 
 import json
-import uuid
 from dataclasses import fields, replace
 
 import pytest
 
-from kcheck.cli import main
+from cli_support import run, write_module
 from kcheck.invariants.replication_explore import (
     ChangeProbe,
     changed_rules,
@@ -25,19 +24,6 @@ from kcheck.reference import releases
 SMALL = ["--brokers", "2", "--min-isr", "2", "--records", "1", "--crashes", "0", "--fences", "0", "--elections", "0",
          "--isr-shrinks", "0", "--failovers", "0", "--reads", "0", "--max-leader-epoch", "2", "--no-duplicates",
          "--atomic-fetch"]
-
-
-def run(capsys, *args):
-    code = main(list(args))
-    out, err = capsys.readouterr()
-    return code, out, err
-
-
-def write_module(tmp_path, monkeypatch, body: str) -> str:
-    name = "cov_" + uuid.uuid4().hex[:10]
-    (tmp_path / f"{name}.py").write_text(body)
-    monkeypatch.syspath_prepend(str(tmp_path))
-    return name
 
 
 RULES = '''

@@ -10,22 +10,15 @@ import json
 import os
 import subprocess
 import sys
-import uuid
 from pathlib import Path
 
 import pytest
 
-from kcheck.cli import main
+from cli_support import one_error_line, run, write_module
 
 DATA = Path(__file__).parent / "data"
 PLACE = ["--brokers", "0,1,2", "--partitions", "3", "--replication-factor", "2"]
 SIGNATURE = "(brokers, n, rf, fixed_start_index=-1, start_partition_id=-1, random=None)"
-
-
-def run(capsys, *args):
-    code = main(list(args))
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 def subprocess_kcheck(*args, cwd, env_path=None, timeout=60):
@@ -34,21 +27,6 @@ def subprocess_kcheck(*args, cwd, env_path=None, timeout=60):
         env["PYTHONPATH"] = os.pathsep.join(filter(None, [env_path, env.get("PYTHONPATH")]))
     return subprocess.run([sys.executable, "-m", "kcheck", *args], cwd=cwd, env=env, capture_output=True,
                           text=True, timeout=timeout)
-
-
-def one_error_line(err: str, *fragments: str) -> None:
-    assert err.count("\n") == 1 and err.startswith("kcheck: error: "), err
-    assert "Traceback" not in err
-    for f in fragments:
-        assert f in err, (f, err)
-
-
-def write_module(tmp_path, monkeypatch, body: str) -> str:
-    """A fresh module (unique name: modules stay imported between tests) on sys.path; returns its name."""
-    name = "plug_" + uuid.uuid4().hex[:10]
-    (tmp_path / f"{name}.py").write_text(body)
-    monkeypatch.syspath_prepend(str(tmp_path))
-    return name
 
 
 # ---- traces are data ---------------------------------------------------------------------------

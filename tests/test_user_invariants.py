@@ -9,8 +9,8 @@ import uuid
 
 import pytest
 
+from cli_support import one_error_line, run
 from kcheck.check import run_check
-from kcheck.cli import main
 from kcheck.invariants.registry import REGISTRY
 
 SMALL = ["--brokers", "2", "--min-isr", "1", "--records", "1", "--crashes", "0", "--lossy-crashes", "0", "--fences",
@@ -18,17 +18,12 @@ SMALL = ["--brokers", "2", "--min-isr", "1", "--records", "1", "--crashes", "0",
          "--no-duplicates", "--atomic-fetch"]
 
 
-def run(capsys, *args):
-    code = main(list(args))
-    out, err = capsys.readouterr()
-    return code, out, err
-
-
-def one_error_line(err: str, *fragments: str) -> None:
-    assert err.count("\n") == 1 and err.startswith("kcheck: error: "), err
-    assert "Traceback" not in err
-    for f in fragments:
-        assert f in err, (f, err)
+def write_module(tmp_path, monkeypatch, body: str, prefix: str = "inv_") -> str:
+    """A fresh module (unique name and ids: modules and the registry stay loaded between tests)."""
+    name = prefix + uuid.uuid4().hex[:10]
+    (tmp_path / f"{name}.py").write_text(body.replace("ID", f"user.{name}"))
+    monkeypatch.syspath_prepend(str(tmp_path))
+    return name
 
 
 BUILT_IN = dict(REGISTRY)
@@ -45,14 +40,6 @@ def _registry():
     forget_users_invariants()
     yield
     forget_users_invariants()
-
-
-def write_module(tmp_path, monkeypatch, body: str, prefix: str = "inv_") -> str:
-    """A fresh module (unique name and ids: modules and the registry stay loaded between tests)."""
-    name = prefix + uuid.uuid4().hex[:10]
-    (tmp_path / f"{name}.py").write_text(body.replace("ID", f"user.{name}"))
-    monkeypatch.syspath_prepend(str(tmp_path))
-    return name
 
 
 # A property today's protocol breaks at once: nothing is ever written (a produce breaks it).

@@ -7,37 +7,16 @@ from __future__ import annotations
 
 import json
 import re
-import uuid
 from dataclasses import fields
 
 import pytest
 
-from kcheck.cli import main
+from cli_support import one_error_line, run, write_module
 from kcheck.model.replication.actions import Config
 
 SMALL = ["--brokers", "2", "--min-isr", "1", "--records", "1", "--crashes", "0", "--fences", "0", "--elections", "0",
          "--isr-shrinks", "0", "--failovers", "0", "--reads", "0", "--max-leader-epoch", "2", "--no-duplicates",
          "--atomic-fetch"]
-
-
-def run(capsys, *args):
-    code = main(list(args))
-    out, err = capsys.readouterr()
-    return code, out, err
-
-
-def one_error_line(err: str, *fragments: str) -> None:
-    assert err.count("\n") == 1 and err.startswith("kcheck: error: "), err
-    assert "Traceback" not in err
-    for f in fragments:
-        assert f in err, (f, err)
-
-
-def write_module(tmp_path, monkeypatch, body: str) -> str:
-    name = "verdict_" + uuid.uuid4().hex[:10]
-    (tmp_path / f"{name}.py").write_text(body)
-    monkeypatch.syspath_prepend(str(tmp_path))
-    return name
 
 
 # ---- unknown invariant ids ------------------------------------------------------------------------
