@@ -43,6 +43,11 @@ class PlacementSubject:
     assignment: ReplicaAssignment
     settings: BalanceSettings = field(default_factory=BalanceSettings)
     replication_factor: int | None = None  # the RF a placer was asked for, when known
+    leaving: frozenset[int] = frozenset()  # brokers being decommissioned (--decommission): balance ignores them
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.leaving, frozenset):  # a set or list given by a caller: keep the subject hashable
+            object.__setattr__(self, "leaving", frozenset(self.leaving))
 
     @cached_property
     def broker_ids(self) -> tuple[int, ...]:
@@ -53,9 +58,10 @@ class PlacementSubject:
 
     @cached_property
     def eligible_brokers(self) -> tuple[int, ...]:
-        """Brokers that balance goals count: fenced brokers are expected to hold nothing new."""
+        """Brokers that balance goals count: fenced brokers are expected to hold nothing new, leaving brokers
+        (--decommission) nothing at all."""
         fenced = {b.id for b in self.cluster.brokers if b.fenced}
-        return tuple(b for b in self.broker_ids if b not in fenced) or self.broker_ids
+        return tuple(b for b in self.broker_ids if b not in fenced and b not in self.leaving) or self.broker_ids
 
     @cached_property
     def rack_of(self) -> dict[int, str]:
@@ -63,7 +69,9 @@ class PlacementSubject:
 
     @cached_property
     def racks(self) -> tuple[str, ...]:
-        return self.cluster.racks
+        """The racks a placement can use: a rack whose brokers are all leaving (--decommission) is not one."""
+        staying = {self.rack_of.get(b) for b in self.broker_ids if b not in self.leaving}
+        return tuple(r for r in self.cluster.racks if r in staying) if self.leaving else self.cluster.racks
 
     def replicas(self, p: PartitionReplicas) -> tuple[int, ...]:
         return p.target_replicas
@@ -352,3 +360,30 @@ def max_replicas_per_broker(s: PlacementSubject) -> list[Violation]:
                   {"broker": b, "count": n, "limit": limit, "excess": n - limit})
         for b, n in sorted(counts.items()) if n > limit
     ]
+
+
+LEAVING = "placement.leaving-broker-emptied"
+
+
+def _none_leaving(s: PlacementSubject) -> str | None:
+    return None if s.leaving else "no broker is leaving (--decommission)"
+
+
+@register("placement.leaving-broker-emptied", "No replica is placed on a broker being decommissioned",
+          Severity.HARD, "Kafka docs/ops.html 'Decommissioning brokers' (every replica moved off with "
+          "kafka-reassign-partitions before the broker goes); ReplicaPlacer's usable brokers", "placement",
+          _none_leaving)
+def leaving_broker_emptied(s: PlacementSubject) -> list[Violation]:
+    held: dict[int, list[str]] = {}
+    for p in s.assignment:
+        for b in s.replicas(p):
+            if b in s.leaving:
+                held.setdefault(b, []).append(str(p.tp))
+    out = []
+    for b, parts in sorted(held.items()):
+        shown = ", ".join(parts[:5]) + (f" and {len(parts) - 5} more" if len(parts) > 5 else "")
+        out.append(Violation("placement.leaving-broker-emptied", Severity.HARD, f"broker {b}",
+                             f"broker {b} is leaving (--decommission) but still holds {len(parts)} replica(s): {shown}",
+                             {"broker": b, "count": len(parts), "partitions": parts}))
+    return out
+

@@ -202,6 +202,17 @@ class PartitionMove:
         return self.leader == NO_LEADER or self.leader not in self.target
 
     @cached_property
+    def predicted_leader(self) -> int:
+        """The leader once the move completes: the current one when it stays a target replica, else the first target
+        replica (every one is in the ISR at completion; the reassign / ONLINE election prefers it). NO_LEADER for a
+        partition without one: nothing replicates until a replica it may elect (in the ISR, or KIP-966's ELR when the
+        ISR is empty: PartitionChangeBuilder.isValidNewLeader) comes back, so the move waits and elects nobody;
+        only an unclean election (unclean.leader.election.enable) would pick another replica."""
+        if self.leader == NO_LEADER:
+            return NO_LEADER
+        return self.target[0] if self.leader_must_move else self.leader
+
+    @cached_property
     def is_no_op(self) -> bool:
         return self.target == self.current.replicas and not self.current.adding and not self.current.removing
 

@@ -215,3 +215,11 @@ def check_all(subject: Any, applies_to: str, only: set[str] | None = None) -> Re
         checked.append(inv.id)
         violations.extend(inv.check(subject))
     return Report(tuple(checked), skipped, tuple(violations))
+
+
+def fails_when_violated(severity: Severity | str, guaranteed: bool, kafkas_own: bool) -> bool:
+    """The one rule for whether a violated invariant fails `check` and `sweep`: when Kafka guarantees it for the
+    subject, or when it is hard and the subject is not Kafka's own code (a user's placer or assignor). A hard
+    property Kafka's own placer breaks without promising it is a finding about Kafka, reported with its smallest
+    case, not a failure of the gate."""
+    return guaranteed or (str(severity) == Severity.HARD and not kafkas_own)

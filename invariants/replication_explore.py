@@ -2,9 +2,14 @@
 
 - `explore` generates a `RuleBasedStateMachine` with one rule per action kind (so Hypothesis's
   swarm testing switches whole kinds of steps off per test case), checks every replication
-  invariant after each step, and returns the shrunk failing trace.
+  invariant after each step, and returns the shrunk failing trace. Guided (`kcheck explore`), it runs
+  rounds of programs with seeds of their own, steers programs to states earlier rounds did not reach,
+  takes whole fetch exchanges as one rule, and reports its coverage (`ExploreResult.coverage`): a clean
+  run is never a proof.
 - `exhaust` walks every reachable state breadth first within the config's bounds, keeps the
-  transition graph in networkx, and returns the shortest path to the first violating state.
+  transition graph in networkx, and returns the shortest path to the first violating state; a state,
+  time or memory cap stops it as incomplete (`ExhaustResult.stop_reason`).
+- Both hand a `progress` callback a `SearchProgress` snapshot every few seconds.
 - `Trace` is a counterexample as data: JSON in and out, replayable step by step.
 - `InvariantTally` says which invariants a run checked, in how many states, and which its bounds switched
   off and why; `ChangeProbe` says, for a protocol that differs from today's, in how many visited states
@@ -17,6 +22,7 @@ from __future__ import annotations
 import functools
 import inspect
 import json
+import os
 import sys
 import time
 from collections import deque
@@ -25,7 +31,7 @@ from dataclasses import dataclass, field, fields, replace
 from typing import Any
 
 import networkx as nx
-from hypothesis import HealthCheck, Phase, seed, settings
+from hypothesis import HealthCheck, Phase, reject, seed, settings
 from hypothesis import strategies as st
 from hypothesis.errors import Flaky, StopTest, UnsatisfiedAssumption
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule, run_state_machine_as_test
@@ -402,6 +408,50 @@ class ExploreResult:
     seconds: float = 0.0
     trace: Trace | None = None  # shrunk counterexample
     tally: InvariantTally = field(default_factory=InvariantTally)
+    # Coverage of the generating runs (not the shrinking ones): what a clean result says it covered.
+    rounds: int = 0  # independent Hypothesis runs (seeds) the programs were spread over
+    kinds_possible: tuple[str, ...] = ()  # action kinds the bounds allow
+    kinds_enabled: set[str] = field(default_factory=set)  # kinds enabled in some state visited
+    kinds_fired: dict[str, int] = field(default_factory=dict)  # steps taken per kind
+    budgets_spent: dict[str, int] = field(default_factory=dict)  # per fault budget: the most one program used
+    bounds: dict[str, int] = field(default_factory=dict)  # the config's fault budgets
+    seen: set[int] = field(default_factory=set, repr=False)  # hashes of the states visited in earlier rounds
+    pending: set[int] = field(default_factory=set, repr=False)  # ... and in this round
+    longest: int = 0  # steps of the longest program
+    found_at: float = 0.0  # perf_counter when the first violation was found
+    minimized_from: int = 0  # the trace's length when Hypothesis's shrinking ended
+    peak_rss: int = 0
+
+    @property
+    def distinct_states(self) -> int:
+        return len(self.seen | self.pending)
+
+    @property
+    def never_fired(self) -> list[str]:
+        """Kinds the bounds allow that no program took (enabled somewhere or not)."""
+        return [k for k in self.kinds_possible if not self.kinds_fired.get(k)]
+
+    @property
+    def budgets_unspent(self) -> dict[str, tuple[int, int]]:
+        """Fault budgets no program used in full: budget -> (most used, bound)."""
+        return {b: (used, bound) for b, (used, bound) in self._budgets().items() if used < bound}
+
+    def _budgets(self) -> dict[str, tuple[int, int]]:
+        return {b: (self.budgets_spent.get(b, 0), bound) for b, bound in self.bounds.items() if bound}
+
+    def coverage(self) -> dict[str, Any]:
+        """What a clean run covered, as JSON: a random search's coverage, never a proof."""
+        return {"proof": False, "rounds": self.rounds, "programs": self.examples, "abandoned": self.abandoned,
+                "steps": self.steps, "distinct_states": self.distinct_states, "longest_program": self.longest,
+                "kinds_fired": dict(sorted(self.kinds_fired.items())),
+                "kinds_never_fired": self.never_fired,
+                "kinds_never_enabled": [k for k in self.kinds_possible if k not in self.kinds_enabled],
+                "budgets_most_used": {b: {"used": u, "bound": n} for b, (u, n) in self._budgets().items()},
+                "budgets_never_used_in_full": sorted(self.budgets_unspent)}
+
+
+BUDGETS = ("records", "crashes", "lossy_crashes", "fences", "elections", "isr_shrinks", "failovers", "reads",
+           "reassignments", "cancels")
 
 
 class _Found(AssertionError):
@@ -409,8 +459,17 @@ class _Found(AssertionError):
 
 
 def _machine(protocol: Protocol, label: str, cfg: Config, only: set[str] | None,
-             result: ExploreResult, probe: ChangeProbe | None = None) -> type[RuleBasedStateMachine]:
-    """A state machine class with one rule per action kind; `i` picks among that kind's enabled steps."""
+             result: ExploreResult, probe: ChangeProbe | None = None,
+             progress: Callable[[], None] | None = None, guided: bool = False,
+             novelty: bool = False) -> type[RuleBasedStateMachine]:
+    """A state machine class with one rule per action kind; `i` picks among that kind's enabled steps.
+
+    `guided` (the CLI's explore) caps Hypothesis's shrinking and, with split fetches, adds `fetch_exchange`:
+    a fetch, the leader handling it and the follower handling the answer, taken back to back (each a step of
+    the trace, each state checked). Every historical row needs several complete fetches, and three independent
+    draws rarely line up among a dozen other kinds; the separate kinds stay, so every interleaving remains
+    reachable. `novelty` steers: NOVEL_RULES extra rules take a step of any kind to a state not covered yet
+    (the rules per kind draw as before: ordering each kind's steps by novelty found fewer rows)."""
     checked = None if only is None else tuple(sorted(only))
 
     def __init__(self: Any) -> None:
@@ -419,16 +478,30 @@ def _machine(protocol: Protocol, label: str, cfg: Config, only: set[str] | None,
         self.steps = []  # list[Action]
         self._enabled = None  # dict[str, list[tuple[Action, State]]] | None
         self._shrinking = result.trace is not None  # a counterexample was found: Hypothesis is shrinking it
+        # this program's states, guided only (novelty: not in result.seen, not here; the distinct-state count)
+        self._visited = {_novelty(self.state)} if guided else set()
+        if guided and self._shrinking and (result.shrink_runs >= SHRINK_RUNS
+                                or time.perf_counter() - result.found_at >= SHRINK_SECONDS):
+            reject()  # Hypothesis has shrunk enough; `minimize` finishes on the concrete trace, far faster
 
     def teardown(self: Any) -> None:
         # Hypothesis counts towards max_examples only the programs it did not abandon; an abandoned one ends by
         # its StopTest (no rule it could draw, or its size limit), which is propagating while teardown runs.
         if self._shrinking:
             result.shrink_runs += 1
-        elif isinstance(sys.exc_info()[1], (StopTest, UnsatisfiedAssumption)):
+            return
+        if isinstance(sys.exc_info()[1], (StopTest, UnsatisfiedAssumption)):
             result.abandoned += 1
         else:
             result.examples += 1
+        result.longest = max(result.longest, len(self.steps))
+        if result.trace is None:
+            result.pending |= self._visited  # into `seen` after this round: within a round programs replay exactly
+        used = self.state.used
+        for b in result.bounds:
+            result.budgets_spent[b] = max(result.budgets_spent.get(b, 0), getattr(used, b))
+        if progress is not None:
+            progress()
 
     def enabled_of(self: Any, kind: str) -> list[tuple[Action, State]]:
         if self._enabled is None:
@@ -442,28 +515,51 @@ def _machine(protocol: Protocol, label: str, cfg: Config, only: set[str] | None,
             for a, nxt in succ:
                 grouped.setdefault(a.kind, []).append((a, nxt))
             self._enabled = grouped
+            if not self._shrinking:
+                result.kinds_enabled.update(grouped)
         return self._enabled.get(kind, [])
 
-    def holds(self: Any) -> None:
+    def novel_first(self: Any, options: list[tuple[Action, State]]) -> list[tuple[Action, State]]:
+        """Steps to states no earlier round and not this program reached, else all: each program pushes past
+        what the run has covered. `result.seen` grows only between rounds (each a Hypothesis run of its own), so
+        within a round the same choices replay the same program, as Hypothesis and its shrinking need."""
+        fresh = [o for o in options if (h := _novelty(o[1])) not in result.seen and h not in self._visited]
+        return fresh or options
+
+    def novel_options(self: Any) -> list[tuple[Action, State]]:
+        self.enabled_of("produce")
+        everything = [o for k in kinds for o in self._enabled.get(k, [])]
+        return self.novel_first(everything)
+
+    def check(self: Any) -> None:
         violations = result.tally.check(self.state, cfg, only)
         if violations:
-            result.trace = Trace(label, cfg, tuple(self.steps), violations, checked)
+            if result.trace is None:
+                result.found_at = time.perf_counter()
+            if result.trace is None or len(self.steps) <= len(result.trace.steps):
+                result.trace = Trace(label, cfg, tuple(self.steps), violations, checked)
             raise _Found(violations[0].message)
 
+    def take(self: Any, action: Action, nxt: State) -> None:
+        self.steps.append(action)
+        self.state = nxt
+        self._enabled = None
+        if guided:
+            self._visited.add(_novelty(nxt))
+        if self._shrinking:
+            result.shrink_steps += 1
+        else:
+            result.steps += 1
+            result.kinds_fired[action.kind] = result.kinds_fired.get(action.kind, 0) + 1
+
     namespace: dict[str, Any] = {"__init__": __init__, "teardown": teardown, "enabled_of": enabled_of,
-                                 "holds": invariant()(holds)}
+                                 "take": take, "novel_first": novel_first, "novel_options": novel_options,
+                                 "holds": invariant()(check)}
 
     def make_rule(kind: str) -> Callable[..., None]:
         def step(self: Any, i: int) -> None:
             options = self.enabled_of(kind)
-            action, nxt = options[i % len(options)]
-            self.steps.append(action)
-            self.state = nxt
-            self._enabled = None
-            if self._shrinking:
-                result.shrink_steps += 1
-            else:
-                result.steps += 1
+            self.take(*options[i % len(options)])
 
         step.__name__ = kind
         return precondition(lambda self: bool(self.enabled_of(kind)))(rule(i=st.integers(0, 15))(step))
@@ -471,6 +567,37 @@ def _machine(protocol: Protocol, label: str, cfg: Config, only: set[str] | None,
     kinds = [k for k, spec in KINDS.items() if spec.possible(cfg)]  # e.g. no reassign rule without a budget
     for kind in kinds:
         namespace[kind] = make_rule(kind)
+
+    # Weighting: a step of any kind to a state not covered yet, offered as NOVEL_RULES rules beside the one rule
+    # per kind (about 20), so about a fifth of the steps push into new states whatever their kind (Hypothesis's
+    # swarm testing switches all of them off together in some programs: they share one name).
+    def novel(self: Any, i: int) -> None:
+        options = self.novel_options()
+        self.take(*options[i % len(options)])
+
+    for n in range(NOVEL_RULES if novelty else 0):
+        namespace[f"novel_{n}"] = precondition(lambda self: any(self.enabled_of(k) for k in kinds))(
+            rule(i=st.integers(0, 255))(novel))
+
+    def fetch_exchange(self: Any, i: int) -> None:
+        options = self.enabled_of("fetch")
+        before = self.state
+        self.take(*options[i % len(options)])
+        for part in ("handle_fetch", "handle_fetch_response"):
+            sent = self.state.pool - before.pool  # the request, then its answer (none if dropped as stale)
+            if len(sent) != 1:
+                return
+            action = Action(part, (next(iter(sent)), False))
+            nxt = apply(self.state, protocol, cfg, action)
+            if nxt is None:
+                return
+            check(self)  # the state between two parts is a state of the run too
+            before = self.state
+            self.take(action, nxt)
+
+    if guided and cfg.split_fetch:
+        namespace["fetch_exchange"] = precondition(lambda self: bool(self.enabled_of("fetch")))(
+            rule(i=st.integers(0, 15))(fetch_exchange))
 
     # A quiescent state (budgets spent, nothing left to heal) may have no step at all; Hypothesis
     # needs one enabled rule, so the run idles there. Idling is not recorded in the trace.
@@ -482,30 +609,175 @@ def _machine(protocol: Protocol, label: str, cfg: Config, only: set[str] | None,
     return type("ReplicationModel", (RuleBasedStateMachine,), namespace)
 
 
+NOVEL_RULES = 5
+
+
+def _novelty(s: State) -> int:
+    """What counts as a new state for guidance: the whole state (a key without the messages in flight found
+    fewer rows in the measurements)."""
+    return hash(s)
+
+# Hypothesis's shrinking replays whole programs, computing every enabled step of every state; past this budget
+# `minimize` removes steps from the concrete trace instead (a replay is a few applies per step).
+SHRINK_RUNS = 200
+SHRINK_SECONDS = 10.0
+
+
+def _first_violation(steps: list[Action], protocol: Protocol, cfg: Config, only: set[str] | None
+                     ) -> tuple[int, tuple[Violation, ...]] | None:
+    """Replay `steps`; the number of steps to the first state violating a checked invariant, or None (a step
+    not enabled, or no violation)."""
+    s = initial_state(cfg)
+    found = check_replication(s, cfg, only).hard_violations
+    if found:
+        return 0, found
+    for n, a in enumerate(steps, 1):
+        nxt = apply(s, protocol, cfg, a)
+        if nxt is None:
+            return None
+        s = nxt
+        found = check_replication(s, cfg, only).hard_violations
+        if found:
+            return n, found
+    return None
+
+
+def minimize(trace: Trace, protocol: Protocol, only: set[str] | None = None) -> Trace:
+    """A shorter trace to a violation of the same checked invariants: drop runs of steps (halves, then
+    smaller), keeping a candidate when its replay still reaches a violation, until no single step can go.
+    Every candidate is replayed through `apply`, so the result is a run of the model."""
+    steps = list(trace.steps)
+    first = _first_violation(steps, protocol, trace.config, only)
+    if first is None:
+        return trace
+    steps, violations = steps[:first[0]], first[1]
+    size = max(1, len(steps) // 2)
+    while size >= 1:
+        i, cut = 0, False
+        while i < len(steps):
+            candidate = steps[:i] + steps[i + size:]
+            got = _first_violation(candidate, protocol, trace.config, only)
+            if got is not None:
+                steps, violations, cut = candidate[:got[0]], got[1], True
+            else:
+                i += size
+        if not cut or size > 1:
+            size //= 2
+    return replace(trace, steps=tuple(steps), violations=violations)
+
+
+# Programs per independent Hypothesis run: a seed-independent schedule. One long run narrows onto what its
+# first programs found; several shorter runs (seeds derived from --seed) each start afresh.
+ROUND_PROGRAMS = 25
+
+
 def explore(protocol: Protocol, cfg: Config, *, examples: int = 200, steps: int = 50, seed_value: int = 0,
             label: str | None = None, only: set[str] | None = None, shrink: bool = True,
-            probe: ChangeProbe | None = None) -> ExploreResult:
+            probe: ChangeProbe | None = None, progress: ProgressFn | None = None,
+            guided: bool = False, round_programs: int | None = None) -> ExploreResult:
     """Run `examples` random programs of up to `steps` actions; on a violation, shrink and return the trace.
-    With a `probe`, `probe.protocol` is run (pass it as `protocol`) and each changed rule's answers recorded."""
+    With a `probe`, `probe.protocol` is run (pass it as `protocol`) and each changed rule's answers recorded.
+    `progress` gets a snapshot at most every PROGRESS_SECONDS and at the end.
+
+    `guided` (what `kcheck explore` runs) spreads the programs over rounds of `round_programs` (default
+    ROUND_PROGRAMS), each a Hypothesis run with its own seed derived from `seed_value`, steers its programs
+    towards states earlier rounds did not reach (`novelty`), takes whole fetch exchanges as one rule, and caps
+    Hypothesis's shrinking (SHRINK_RUNS, SHRINK_SECONDS) before `minimize` finishes it. (Guiding every other
+    round only traded rows 1 and 2 for row 9 in the measurements.) Unguided is one plain Hypothesis run, as
+    `kcheck check` uses."""
     label = label or protocol.name
     result = ExploreResult(label)
-    machine = seed(seed_value)(_machine(protocol, label, cfg, only, result, probe))
-    phases = [Phase.generate, Phase.shrink] if shrink else [Phase.generate]
-    conf = settings(max_examples=examples, stateful_step_count=steps, deadline=None, database=None,
-                    suppress_health_check=list(HealthCheck), phases=phases, print_blob=False, derandomize=False,
-                    report_multiple_bugs=False)
+    result.kinds_possible = tuple(k for k, spec in KINDS.items() if spec.possible(cfg))
+    result.bounds = {b: getattr(cfg, b) for b in BUDGETS}
     start = time.perf_counter()
+    last = [start]
+
+    def snapshot(final: bool = False) -> SearchProgress:
+        rss = rss_bytes()
+        result.peak_rss = max(result.peak_rss, rss)
+        return SearchProgress("explore", result.distinct_states, result.longest, time.perf_counter() - start, rss,
+                              (("programs", result.examples), ("of", examples), ("steps", result.steps)), final)
+
+    def tick() -> None:
+        now = time.perf_counter()
+        if progress is not None and now - last[0] >= PROGRESS_SECONDS:
+            last[0] = now
+            progress(snapshot())
+
+    per_round = (round_programs or ROUND_PROGRAMS) if guided else examples
+    phases = [Phase.generate, Phase.shrink] if shrink else [Phase.generate]
     try:
-        run_state_machine_as_test(machine, settings=conf)
-    except (_Found, Flaky):
-        if result.trace is None:
-            raise
+        while result.examples < examples and result.trace is None:
+            asked = min(per_round, examples - result.examples)
+            machine = seed(seed_value * 1_000_003 + result.rounds)(
+                _machine(protocol, label, cfg, only, result, probe, tick, guided, novelty=guided))
+            result.rounds += 1
+            before = result.examples + result.abandoned
+            conf = settings(max_examples=asked, stateful_step_count=steps, deadline=None, database=None,
+                            suppress_health_check=list(HealthCheck), phases=phases, print_blob=False,
+                            derandomize=False, report_multiple_bugs=False)
+            try:
+                run_state_machine_as_test(machine, settings=conf)
+            except (_Found, Flaky):
+                if result.trace is None:
+                    raise
+            result.seen |= result.pending
+            result.pending = set()
+            if result.examples + result.abandoned == before:  # Hypothesis ran nothing more: stop, not spin
+                break
+        if result.trace is not None and shrink and guided:
+            result.minimized_from = len(result.trace.steps)
+            recording = probe._recording if probe is not None else False
+            if probe is not None:
+                probe._recording = False  # replays while minimizing are not visits
+            try:
+                result.trace = minimize(result.trace, protocol, only)
+            finally:
+                if probe is not None:
+                    probe._recording = recording
     finally:
         result.seconds = time.perf_counter() - start
+        if progress is not None:
+            progress(snapshot(final=True))
     return result
 
 
+# ---- how far a search got: progress and caps ------------------------------------------------------
+
+def rss_bytes() -> int:
+    """This process's resident memory now (Linux /proc), else its peak (getrusage): what a memory cap compares."""
+    try:
+        with open("/proc/self/statm", encoding="ascii") as f:
+            return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+    except (OSError, ValueError, IndexError):
+        import resource
+
+        peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+        return peak if sys.platform == "darwin" else peak * 1024  # bytes on macOS, KiB elsewhere
+
+
+@dataclass(frozen=True)
+class SearchProgress:
+    """A snapshot a long search hands its `progress` callback (at most every `PROGRESS_SECONDS`, and once at
+    the end with `final`)."""
+
+    engine: str  # "exhaust" or "explore"
+    states: int  # exhaust: states stored; explore: distinct states seen
+    depth: int  # exhaust: the BFS level being expanded; explore: the longest program so far
+    seconds: float
+    rss: int  # bytes
+    counts: tuple[tuple[str, int], ...] = ()  # engine-specific figures: transitions, queue, programs, steps
+    final: bool = False
+
+
+PROGRESS_SECONDS = 3.0
+ProgressFn = Callable[[SearchProgress], None]
+
+
 # ---- exhaustive ----------------------------------------------------------------------------
+
+STOP_REASONS = {"max-states": "--max-states", "max-seconds": "--max-seconds", "max-memory": "--max-memory"}
+
 
 @dataclass
 class ExhaustResult:
@@ -515,6 +787,8 @@ class ExhaustResult:
     depth: int = 0  # BFS levels fully explored
     seconds: float = 0.0
     stopped: bool = False  # max_states refused a new state
+    stop_reason: str | None = None  # what stopped the search before its bounds: a key of STOP_REASONS
+    peak_rss: int = 0  # bytes, sampled while searching
     abstract: bool = False  # one representative per abstract state (`abstract_key`): finds, never proves
     trace: Trace | None = None  # shortest path to a violating state (within the abstraction, if abstract)
     graph: nx.DiGraph = field(default_factory=nx.DiGraph, repr=False)
@@ -524,7 +798,7 @@ class ExhaustResult:
     def complete(self) -> bool:
         """Every reachable state within the bounds was visited: not stopped by --max-states, not merged by the
         abstraction, and not cut short by a violation (the search stops at the first one it finds)."""
-        return not (self.stopped or self.abstract or self.trace is not None)
+        return not (self.stopped or self.stop_reason or self.abstract or self.trace is not None)
 
 
 _CONTROL = (LeaderAndIsr, StopReplica, AlterPartition, AlterPartitionResponse)
@@ -544,7 +818,9 @@ def abstract_key(s: State) -> State:
 
 
 def exhaust(protocol: Protocol, cfg: Config, *, max_states: int | None = None, label: str | None = None,
-            only: set[str] | None = None, abstract: bool = False, probe: ChangeProbe | None = None) -> ExhaustResult:
+            only: set[str] | None = None, abstract: bool = False, probe: ChangeProbe | None = None,
+            max_seconds: float | None = None, max_rss: int | None = None,
+            progress: ProgressFn | None = None) -> ExhaustResult:
     """Breadth-first search of every state reachable within the config's bounds.
 
     States are compared as values (they are canonical: sorted tuples and frozensets throughout, with
@@ -559,6 +835,10 @@ def exhaust(protocol: Protocol, cfg: Config, *, max_states: int | None = None, l
 
     With a `probe`, `probe.protocol` is run (pass it as `protocol`): every expanded state records each changed
     rule's answers, and the first differing answer found is at the smallest depth (a shortest run to it).
+
+    `max_seconds` and `max_rss` (bytes of resident memory) stop the search where it is (`stop_reason`); a
+    state cap instead refuses new states and finishes the states already queued. `progress` gets a snapshot
+    at most every PROGRESS_SECONDS and one at the end.
     """
     label = label or protocol.name
     checked = None if only is None else tuple(sorted(only))
@@ -579,8 +859,31 @@ def exhaust(protocol: Protocol, cfg: Config, *, max_states: int | None = None, l
         path = nx.shortest_path(graph, 0, node)
         return tuple(graph.edges[u, v]["action"] for u, v in zip(path, path[1:], strict=False))
 
+    def snapshot(final: bool = False) -> SearchProgress:
+        rss = rss_bytes()
+        result.peak_rss = max(result.peak_rss, rss)
+        return SearchProgress("exhaust", len(states), result.depth, time.perf_counter() - start, rss,
+                              (("transitions", result.transitions), ("queue", len(queue))), final)
+
     queue: deque[tuple[int, int]] = deque([(0, 0)])
+    last_report = start
+    expanded = 0
     while queue and result.trace is None:
+        expanded += 1
+        if expanded % 256 == 0:  # the caps and the clock, often enough and cheaply
+            now = time.perf_counter()
+            if max_seconds is not None and now - start >= max_seconds:
+                result.stop_reason = "max-seconds"
+                break
+            if max_rss is not None:
+                rss = rss_bytes()
+                result.peak_rss = max(result.peak_rss, rss)
+                if rss >= max_rss:
+                    result.stop_reason = "max-memory"
+                    break
+            if progress is not None and now - last_report >= PROGRESS_SECONDS:
+                last_report = now
+                progress(snapshot())
         node, depth = queue.popleft()
         result.depth = max(result.depth, depth)
         if probe is None:
@@ -608,8 +911,14 @@ def exhaust(protocol: Protocol, cfg: Config, *, max_states: int | None = None, l
                     break
             elif not abstract and not graph.has_edge(node, known):
                 graph.add_edge(node, known, action=action)
+    if result.stopped and result.stop_reason is None:
+        result.stop_reason = "max-states"
     result.states = len(states)
     result.seconds = time.perf_counter() - start
+    if progress is not None:
+        progress(snapshot(final=True))
+    else:
+        result.peak_rss = max(result.peak_rss, rss_bytes())
     return result
 
 
@@ -633,6 +942,7 @@ def resolve_protocol(spec: str, *, allow_plugin: bool = True) -> ResolvedProtoco
                          + (", or module:object)" if allow_plugin else ")"))
     obj = plugins.load(spec)
     if callable(obj) and not isinstance(obj, (Protocol, Variant)):
+        plugins.takes(spec, obj, 0, plugins.PROTOCOL_SIGNATURE)  # a factory takes nothing: say so, in one line
         obj = plugins.call(spec, obj)
     rules = [f.name for f in fields(Protocol) if f.name not in ("name", "description")]
     if isinstance(obj, Variant):

@@ -24,9 +24,12 @@ from typer._click.exceptions import ClickException
 
 from kcheck import formats, report
 from kcheck.check import MAX_BROKERS, failed_any, run_check
+from kcheck.cluster import cluster_command
 from kcheck.formats import InputError
+from kcheck.gate import AllowlistOpt, BaselineOpt, DecommissionOpt, FailOnOpt, gate_settings
 from kcheck.invariants import REGISTRY, BalanceSettings, PlacementSubject, Severity, check_placement
 from kcheck.model import INT16_MAX, INT32_MAX, Cluster, ReplicaAssignment
+from kcheck.plan import plan_command
 from kcheck.reference.errors import KafkaError
 from kcheck.reference.java import JavaRandom, MockRandom
 from kcheck.reference.placers import resolve_placer
@@ -67,9 +70,35 @@ app = typer.Typer(
 _debug = False  # --debug: a plug-in's failure is printed with its traceback (set by the callback below)
 
 
+def _version(value: bool) -> None:
+    """--version: kcheck's own version (the installed package's metadata) and the Kafka releases it knows."""
+    if not value:
+        return
+    from importlib.metadata import PackageNotFoundError, version
+
+    from kcheck.exit_codes import Exit
+    from kcheck.reference.releases import DEFAULT_VERSION, RELEASES, releases_with
+
+    try:
+        mine = version("kcheck")
+    except PackageNotFoundError:  # run from a source tree that was never installed
+        mine = "(not installed: no package metadata)"
+    print(f"kcheck {mine}")
+    print("Kafka releases the reference runs as (--kafka-version): "
+          + ", ".join(v + (" (default)" if v == DEFAULT_VERSION else "") for v in RELEASES))
+    print(f"  AdminUtils: {', '.join(releases_with('adminutils'))}")
+    print(f"  ZooKeeper controller: {', '.join(releases_with('zk'))}")
+    print("Kafka's own jars run beside the reference for each of them (--against-kafka; a JDK 17+, the jars from "
+          "Maven Central)")
+    raise typer.Exit(Exit.OK)
+
+
 @app.callback()
 def _options(
     debug: Annotated[bool, typer.Option("--debug", help="Print the full traceback when a plug-in fails.")] = False,
+    show_version: Annotated[bool, typer.Option(
+        "--version", is_eager=True, callback=_version,
+        help="Print kcheck's version and the Kafka releases it supports, then exit.")] = False,
 ) -> None:
     global _debug
     _debug = debug
@@ -453,6 +482,27 @@ def _place_against_kafka(placer: str, cluster: Cluster, partitions: int, rf: int
     return 1
 
 
+BootstrapOpt = Annotated[str | None, typer.Option(
+    "--bootstrap-server", metavar="HOST:PORT",
+    help="Read the cluster now from a live cluster (topics, replicas, leaders, ISR, ELR, racks, min.insync.replicas, "
+         "reassignments in flight) instead of a describe file; the same checks and reports follow.")]
+CommandConfigOpt = Annotated[str | None, typer.Option(
+    "--command-config", metavar="FILE",
+    help="Kafka client properties for --bootstrap-server (security.protocol, sasl.*, ssl.* with PEM files), as "
+         "kafka-topics.sh --command-config takes them.")]
+
+
+def read_live(bootstrap_server: str | None, command_config: str | None) -> Any:
+    """The live cluster (kcheck.live.LiveState) when --bootstrap-server is given, else None."""
+    if bootstrap_server is None:
+        if command_config is not None:
+            raise InputError("--command-config", "applies only with --bootstrap-server")
+        return None
+    from kcheck.live import read_cluster
+
+    return read_cluster(bootstrap_server, command_config)
+
+
 def balance_options(threshold: float, max_replicas_per_broker: int) -> None:
     """verify's and verify-reassignment's shared options."""
     if _finite("--threshold", threshold) < 1.0:
@@ -483,7 +533,9 @@ def _broker_table(subject: PlacementSubject) -> Table:
 
 @app.command()
 def verify(
-    plan: Annotated[str, typer.Argument(help="Reassignment JSON or kafka-topics --describe output ('-': stdin).")],
+    plan: Annotated[str | None, typer.Argument(
+        help="Reassignment JSON, kafka-topics --describe output (any release), or kafka-reassign-partitions "
+             "--generate/--execute/--verify output as pasted ('-': stdin); or none with --bootstrap-server.")] = None,
     brokers_file: Annotated[str | None, typer.Option(help="Broker racks: JSON, or id:rack lines.")] = None,
     json_out: Annotated[bool, typer.Option("--json", help="Print the violations as JSON.")] = False,
     threshold: Annotated[float, typer.Option(help="Replica and leader balance threshold (Cruise Control's).")] = 1.10,
@@ -492,45 +544,94 @@ def verify(
     kafka_version: Annotated[str | None, typer.Option(
         "--kafka-version", metavar="VERSION",
         help="The Kafka release the cluster runs (default: the newest, 4.4.0), named in the reports; the placement "
-             "invariants are the same for every release.")] = None,
+             "invariants are the same for every release, a reassignment in flight completes by its controller's "
+             "rule.")] = None,
+    baseline: BaselineOpt = None,
+    allowlist: AllowlistOpt = None,
+    decommission: DecommissionOpt = None,
+    fail_on: FailOnOpt = "hard",
+    min_insync_replicas: Annotated[int | None, typer.Option(
+        help="min.insync.replicas of topics whose describe has none in Configs (default: the broker default, 1).")]
+    = None,
+    controller: Annotated[str, typer.Option(help="kraft or zk: whose leader-imbalance and reassignment rules the "
+                                                 "health checks apply.")] = "kraft",
+    block: Annotated[str, typer.Option(help="Which block of pasted kafka-reassign-partitions output to check: "
+                                            "proposed or current.")] = "proposed",
+    bootstrap_server: BootstrapOpt = None,
+    command_config: CommandConfigOpt = None,
 ) -> int:
-    """Check a reassignment plan or a cluster description against every placement invariant."""
-    from kcheck import junit
+    """Check a reassignment plan or a cluster description against every placement invariant and, for a describe,
+    every partition's health (against a baseline's findings when given)."""
+    from kcheck import gate, junit
+    from kcheck.invariants.partition_health import CONTROLLERS, check_partition_health
+    from kcheck.reassign import _merge, topic_min_isr
     from kcheck.reference.releases import DEFAULT_VERSION
 
     release = _requested_release(kafka_version) or DEFAULT_VERSION
     balance_options(threshold, max_replicas_per_broker)
-    junit_path = junit.output_path(junit_xml, "--junit-xml", [plan, brokers_file]) if junit_xml else None
-    source = "<stdin>" if plan == "-" else plan
-    text = sys.stdin.read() if plan == "-" else formats.read_text(plan)
-    if not text.strip():
-        raise InputError(source, "is empty")
-    assignment = formats.parse_plan(text, source)
+    gs = gate_settings(baseline, allowlist, decommission, fail_on, "verify")
+    if (plan is None) == (bootstrap_server is None):
+        raise InputError("plan", "give a PLAN file or --bootstrap-server, not both" if plan else
+                                 "missing argument: a plan or describe file ('-': stdin), or --bootstrap-server "
+                                 "HOST:PORT")
+    junit_path = (junit.output_path(junit_xml, "--junit-xml", [plan, brokers_file, baseline, allowlist,
+                                                               command_config])
+                  if junit_xml else None)
+    live = read_live(bootstrap_server, command_config)
+    if live is not None:  # the live cluster as kafka-topics --describe would print it: one parser, one set of checks
+        source, text = live.source, live.describe_text
+        if not text.strip():
+            raise InputError("--bootstrap-server", f"{live.source} has no topics to check")
+    else:
+        assert plan is not None
+        source = "<stdin>" if plan == "-" else plan
+        text = sys.stdin.read() if plan == "-" else formats.read_text(plan)
+        if not text.strip():
+            raise InputError(source, "is empty")
+    if controller not in CONTROLLERS:
+        raise InputError("--controller", f"'{controller}' is not one of {', '.join(CONTROLLERS)}")
+    if block not in formats.PASTED_WANTS:
+        raise InputError("--block", f"'{block}' is not one of {', '.join(formats.PASTED_WANTS)}")
+    if min_insync_replicas is not None:
+        _bounded("--min-insync-replicas", min_insync_replicas, 1, INT32_MAX)
+    assignment, block_used = formats.parse_pasted(text, source, block)
     if brokers_file:
         cluster = formats.parse_brokers(formats.read_text(brokers_file), brokers_file)
+    elif live is not None:  # the brokers the cluster reports, with their racks
+        cluster = formats.parse_brokers(live.brokers_text, live.source)
     else:
         cluster = Cluster.of(assignment.broker_ids())
     _validate_against_cluster(assignment, cluster, source, brokers_file or "the plan")
+    gate.check_decommission(gs, cluster.broker_ids)
     settings = BalanceSettings(replica_threshold=threshold, leader_threshold=threshold,
                                follower_threshold=threshold, max_replicas_per_broker=max_replicas_per_broker)
-    subject = PlacementSubject(cluster, assignment, settings)
+    subject = PlacementSubject(cluster, assignment, settings, leaving=gs.decommission)
     result = check_placement(subject)
+    # The partitions' live state (a describe): leader, ISR, ELR, reassignments in flight.
+    result = _merge(result, check_partition_health(assignment, topic_min_isr(text), min_insync_replicas, controller,
+                                                   release))
+    # Against the baseline's findings when given; without one every finding is new (nothing is known).
+    judged = gate.judge(result, gs.baseline_report, gs, f"the baseline {baseline}" if baseline else None)
     if junit_path:
         junit.write(junit_path, "kcheck verify", [junit.TestSuite(
-            f"kcheck verify {source}", junit.report_cases(result, "kcheck.verify"),
-            properties={"plan": source, "kafka_version": release, "partitions": str(len(assignment)),
-                        "brokers": str(len(cluster))})])
+            f"kcheck verify {source}", junit.judged_cases(result, judged, "kcheck.verify"),
+            properties={"plan": source, "block": block_used, "kafka_version": release,
+                        "partitions": str(len(assignment)), "brokers": str(len(cluster)), "fail_on": gs.fail_on})])
     if json_out:
-        print(report.report_json(result, {"plan": source, "kafka_version": release, "partitions": len(assignment),
-                                          "brokers": len(cluster)}))
+        print(report.report_json(result, {"plan": source, "block": block_used, "kafka_version": release,
+                                          "partitions": len(assignment),
+                                          "brokers": len(cluster), "decommission": sorted(gs.decommission),
+                                          **gate.report_json_fields(result, judged, "verify")}))
     else:
         out = report.console()
+        out.print(f"Read {formats.shown(source)}: {block_used}.", markup=False)
         out.print(_broker_table(subject))
-        out.print(report.violations_table(
-            result, f"Violations in {_escape(formats.shown(source))} ({len(assignment)} partitions, "
-                    f"{len(cluster)} brokers)"))
-        out.print(report.report_summary(result))
-    return 0 if result.ok else 1
+        out.print(gate.judged_table(
+            judged, f"Findings in {_escape(formats.shown(source))} ({len(assignment)} partitions, "
+                    f"{len(cluster)} brokers)" + (f", against the baseline {_escape(formats.shown(baseline))}"
+                                                   if baseline else "")))
+        out.print(report.gate_summary(result, judged))
+    return int(judged.exit)
 
 
 @app.command("prove")
@@ -783,9 +884,11 @@ def assign(
     out.print(report.report_summary(result))
     held = sorted(g for g in info.guarantees if g in result.checked and g not in broken)
     skipped = sorted(g for g in info.guarantees if g in result.skipped)
-    verdict = f"FAIL: {info.name} breaks what Kafka guarantees for it: {', '.join(broken)}" if broken else \
-        f"Kafka's guarantees for {info.name}: " + ("none declared" if not info.guarantees else
-                                                   f"{', '.join(held) or 'none'} hold")
+    kafkas = ":" not in assignor  # module:object and jvm:<class> are the user's: held to what they declare
+    verdict = (f"FAIL: {info.name} breaks what {'Kafka guarantees for it' if kafkas else 'it declares'}: "
+               f"{', '.join(broken)}") if broken else \
+        (f"Kafka's guarantees for {info.name}: " if kafkas else f"The guarantees {info.name} declares: ") + \
+        ("none declared" if not info.guarantees else f"{', '.join(held) or 'none'} hold")
     out.print(verdict + (f"; not applicable here: {', '.join(skipped)}" if skipped else ""))
     return code
 
@@ -818,9 +921,12 @@ def reassign(
 
 @app.command("verify-reassignment")
 def verify_reassignment(
-    current: Annotated[str, typer.Argument(help="The cluster now: kafka-topics --describe output or a "
-                                                "reassignment JSON ('-': stdin).")],
-    proposed: Annotated[str, typer.Argument(help="The plan: a reassignment JSON ('-': stdin).")],
+    current: Annotated[str | None, typer.Argument(
+        help="The cluster now: kafka-topics --describe output, a reassignment JSON, or kafka-reassign-partitions "
+             "output (its Current block) ('-': stdin). With --bootstrap-server give PROPOSED only.")] = None,
+    proposed: Annotated[str | None, typer.Argument(help="The plan: a reassignment JSON or kafka-reassign-partitions "
+                                                        "--generate output (its Proposed block) ('-': stdin).")]
+    = None,
     brokers_file: Annotated[str | None, typer.Option(help="Broker racks: JSON, or id:rack lines.")] = None,
     min_insync_replicas: Annotated[int | None, typer.Option(
         help="min.insync.replicas for every topic (default: the describe's Configs, else 1).")] = None,
@@ -833,13 +939,32 @@ def verify_reassignment(
         "--kafka-version", metavar="VERSION",
         help="The Kafka release the cluster runs (default: the newest, 4.4.0; zk: 3.9.1); shown in the reports.")]
     = None,
+    baseline: BaselineOpt = None,
+    allowlist: AllowlistOpt = None,
+    decommission: DecommissionOpt = None,
+    fail_on: FailOnOpt = "hard",
+    bootstrap_server: BootstrapOpt = None,
+    command_config: CommandConfigOpt = None,
 ) -> int:
-    """Check a reassignment plan against the cluster it would run on: each move's safety and the target placement."""
+    """Check a reassignment plan against the cluster it would run on: each move's safety and the target placement,
+    and what the plan introduces, fixes and leaves unchanged."""
     from kcheck.reassign import run_verify_reassignment
 
+    if bootstrap_server is not None:  # the cluster now is the live one: the one file given is the plan
+        if current is None or proposed is not None:
+            raise InputError("proposed", "with --bootstrap-server give only the plan (PROPOSED)" if current else
+                                         "missing argument: the plan (PROPOSED)")
+        current, proposed = None, current
+    elif current is None or proposed is None:
+        raise InputError("current" if current is None else "proposed",
+                         "missing argument: give CURRENT and PROPOSED files ('-': stdin for one), or "
+                         "--bootstrap-server HOST:PORT and PROPOSED")
+    gs = gate_settings(baseline, allowlist, decommission, fail_on, "verify-reassignment")
     prof = _release_for(controller, _requested_release(kafka_version)) if controller in ("zk", "kraft") else None
+    live = read_live(bootstrap_server, command_config)
+    assert proposed is not None  # both given, or the live cluster and the plan
     return run_verify_reassignment(current, proposed, brokers_file, min_insync_replicas, controller, json_out,
-                                   threshold, max_replicas_per_broker, junit_xml, prof)
+                                   threshold, max_replicas_per_broker, junit_xml, prof, gs, live)
 
 
 app.command("sweep")(sweep_command)  # kcheck/sweep.py: PySpark sweeps over generated spaces
@@ -849,6 +974,8 @@ app.command("exhaust")(exhaust_command)
 app.command("replay")(replay_command)
 app.command("variants")(variants_command)
 app.command("rules")(rules_command)  # kcheck/rules_cli.py: the protocol's rules, for rule writers
+app.command("plan")(plan_command)  # kcheck/plan.py: the fewest moves that clear the hard violations
+app.add_typer(cluster_command, name="cluster")  # kcheck/cluster.py: a real KRaft cluster on 127.0.0.1
 
 
 @app.command("kafka-classpath")

@@ -324,10 +324,12 @@ def _describe_partition(fields: dict[str, str], source: str, n: int) -> Partitio
     isr = _id_list(fields["Isr"], "Isr", source, n) if "Isr" in fields else None
     adding = _id_list(fields.get("Adding Replicas", ""), "Adding Replicas", source, n)
     removing = _id_list(fields.get("Removing Replicas", ""), "Removing Replicas", source, n)
-    for key in ("Elr", "LastKnownElr", "Offline"):  # validated, not kept: the model has no use for them
-        if fields.get(key, "N/A") != "N/A":
-            _id_list(fields[key], key, source, n)
-    return PartitionReplicas(topic, partition, replicas, leader, isr, adding, removing)
+    # Elr/LastKnownElr (3.8+, KIP-966): 'N/A' when the broker does not report them, empty when ELR is empty.
+    # Offline: Confluent Platform's kafka-topics prints it (Apache Kafka's never did).
+    extra = {key: None if key not in fields or fields[key] == "N/A" else _id_list(fields[key], key, source, n)
+             for key in ("Elr", "LastKnownElr", "Offline")}
+    return PartitionReplicas(topic, partition, replicas, leader, isr, adding, removing, elr=extra["Elr"],
+                             last_known_elr=extra["LastKnownElr"], offline=extra["Offline"])
 
 
 def _topic_name(value: str, source: str, n: int) -> str:
@@ -352,6 +354,145 @@ def _id_list(value: str, key: str, source: str, n: int) -> tuple[int, ...]:
     if not all(_UINT_RE.fullmatch(s) and int(s) <= INT32_MAX for s in items):
         raise InputError(source, f"{key}: {_quote(value)} is not a list of broker ids", n)
     return tuple(int(s) for s in items)
+
+
+# ---------------------------------------------------------------------------------------------
+# Pasted tool output: kafka-reassign-partitions --generate / --execute / --verify, or any of the above
+
+PASTED_WANTS = ("current", "proposed")
+_CURRENT_HEADER = "Current partition replica assignment"
+_PROPOSED_HEADER = "Proposed partition reassignment configuration"
+_STATUS_HEADER = "Status of partition reassignment:"
+_ROLLBACK_LINE = "Save this to use as the --reassignment-json-file option during rollback"
+# --verify's partition lines, every release: 'foo-0' (TopicPartition) or '[foo,0]' (0.8's TopicAndPartition).
+_TP = r"(?:\[(?P<t1>[^,\]\s]+),(?P<p1>[0-9]+)\]|(?P<t2>\S+)-(?P<p2>[0-9]+))"
+_STATUS_RE = re.compile(rf"Reassignment of partition {_TP} (?P<state>is complete|is completed|completed successfully"
+                        rf"|is still in progress|failed)\.?\s*$")
+_ELSEWHERE_RE = re.compile(rf"There is no active reassignment of partition {_TP}, but replica set is "
+                           r"(?P<now>[0-9,]*) rather than (?P<target>[0-9,]*)\.\s*$")
+# Lines the tool prints around its blocks, and a shell prompt line of the paste: not data, skipped.
+_TOOL_NOISE_RE = re.compile(r"(Successfully started (partition )?reassignments? |Warning: "
+                            r"|The (inter-broker|replica-alter-dir) throttle |Reassignment of replica "
+                            r"|Partition \S+ (on broker|is not found|cannot "
+                            r"be found)|Current partition reassignments:|There are no ongoing|Clearing broker-level "
+                            r"throttles|Clearing topic-level throttles|\$ |> )")
+
+
+def parse_pasted(text: str, source: str, want: str) -> tuple[ReplicaAssignment, str]:
+    """Kafka's own tool output as pasted, auto-detected; returns the assignment and the name of the block used.
+
+    * `kafka-reassign-partitions --generate` (its "Current partition replica assignment" and "Proposed partition
+      reassignment configuration" blocks, each a reassignment JSON): `want` picks the block.
+    * `--execute` output: its only block, the replicas before the plan (the rollback JSON), is the current state.
+    * `--verify` output ("Status of partition reassignment:" lines) with the reassignment JSON it verified in the
+      same paste: "proposed" is that JSON; "current" is each partition as --verify states it (completed: on its
+      target; "no active reassignment ... rather than": on the replicas it names). A partition still in progress
+      has no replica list in that output, so "current" refuses it (kafka-topics --describe shows its Adding and
+      Removing Replicas). --verify output alone names no replicas and is refused.
+    * Otherwise a reassignment JSON or `kafka-topics --describe` text of any release (`parse_plan`).
+    """
+    if want not in PASTED_WANTS:
+        raise ValueError(f"want must be one of {PASTED_WANTS}, not {want!r}")
+    lines = _lines(text)
+    headers = {h: [n for n, line in enumerate(lines, 1) if line.strip().rstrip(":") == h]
+               for h in (_CURRENT_HEADER, _PROPOSED_HEADER)}
+    status_at = [n for n, line in enumerate(lines, 1) if line.strip().startswith(_STATUS_HEADER.rstrip(":"))]
+    if not (headers[_CURRENT_HEADER] or headers[_PROPOSED_HEADER] or status_at):
+        return parse_plan(text, source), ("reassignment JSON" if text.removeprefix("\ufeff").lstrip()[:1] in ("{", "[")
+                      else "kafka-topics --describe")
+    for h, at in headers.items():
+        if len(at) > 1:
+            raise InputError(source, f'"{h}" appears twice (lines {at[0]} and {at[1]}): paste one run\'s output',
+                             at[1])
+    blocks, statuses, elsewhere = _pasted_blocks(lines, source)
+    rollback = any(line.strip() == _ROLLBACK_LINE for line in lines)
+    if headers[_PROPOSED_HEADER] or (headers[_CURRENT_HEADER] and not rollback):
+        tool = "--generate output"
+        name = _PROPOSED_HEADER if want == "proposed" else _CURRENT_HEADER
+        if name not in blocks:
+            raise InputError(source, f'kafka-reassign-partitions {tool} without its "{name}" block')
+        return blocks[name], f"{tool}: {name}"
+    if headers[_CURRENT_HEADER]:
+        if want == "proposed":
+            raise InputError(source, "kafka-reassign-partitions --execute output holds only the replicas before the "
+                                     'plan ("Current partition replica assignment", the rollback JSON), not a plan')
+        return blocks[_CURRENT_HEADER], f"--execute output: {_CURRENT_HEADER} (before the plan)"
+    plan = blocks.get("")
+    if plan is None:
+        raise InputError(source, "kafka-reassign-partitions --verify output names each partition's status, not its "
+                                 "replicas: paste it with the reassignment JSON it verified, or paste "
+                                 "kafka-topics --describe")
+    if want == "proposed":
+        return plan, "--verify output: the reassignment JSON it verified"
+    by_tp = {p.tp: p for p in plan}
+    parts: list[PartitionReplicas] = []
+    for tp, (state, n) in sorted(statuses.items()):
+        if tp not in by_tp:
+            raise InputError(source, f"partition {tp}: --verify status without an entry in the reassignment JSON", n)
+        if state in ("is still in progress", "failed"):
+            raise InputError(source, f"partition {tp}: --verify says its reassignment {state.removeprefix('is ')}; "
+                                     "that output has no replica list for it (kafka-topics --describe shows its "
+                                     "Adding and Removing Replicas)", n)
+        parts.append(PartitionReplicas(tp.topic, tp.partition, by_tp[tp].replicas))
+    for tp, (now, _) in sorted(elsewhere.items()):
+        parts.append(PartitionReplicas(tp.topic, tp.partition, now))
+    missing = sorted(set(by_tp) - set(statuses) - set(elsewhere))
+    if missing:
+        raise InputError(source, f"partition {missing[0]}: in the reassignment JSON but without a --verify status")
+    return ReplicaAssignment(tuple(parts)), "--verify output: the partitions as it states them"
+
+
+def _pasted_blocks(lines: list[str], source: str) -> tuple[
+        dict[str, ReplicaAssignment], dict[TopicPartition, tuple[str, int]], dict[TopicPartition, tuple[tuple[int, ...],
+                                                                                                         int]]]:
+    """The JSON blocks by the header before them ('' when none), --verify statuses and 'rather than' lines."""
+    blocks: dict[str, ReplicaAssignment] = {}
+    statuses: dict[TopicPartition, tuple[str, int]] = {}
+    elsewhere: dict[TopicPartition, tuple[tuple[int, ...], int]] = {}
+    header = ""
+    decoder = json.JSONDecoder()
+    n = 0
+    while n < len(lines):
+        line = lines[n].strip()
+        n += 1
+        if not line or line == _ROLLBACK_LINE or line.startswith(_STATUS_HEADER) or _TOOL_NOISE_RE.match(line):
+            continue
+        if line.rstrip(":") in (_CURRENT_HEADER, _PROPOSED_HEADER):
+            header = line.rstrip(":")
+            continue
+        if line.startswith("{"):
+            rest = "\n".join(lines[n - 1:])
+            start = rest.index("{")
+            try:
+                _, end = decoder.raw_decode(rest, start)
+            except json.JSONDecodeError as e:
+                raise InputError(source, f"invalid JSON in the {header or 'reassignment'} block: {e.msg}",
+                                 n - 1 + e.lineno) from None
+            where = f"{header} block" if header else "reassignment JSON"
+            if header in blocks or (not header and "" in blocks):
+                raise InputError(source, f"a second {where}", n)
+            try:
+                blocks[header] = parse_reassignment_json(rest[start:end], source)
+            except InputError as e:
+                raise InputError(source, f"{where}: {e.message}", n) from None
+            n += rest[start:end].count("\n")
+            header = ""
+            continue
+        m = _STATUS_RE.match(line) or _ELSEWHERE_RE.match(line)
+        if m is None:
+            raise InputError(source, f"not part of kafka-reassign-partitions output: {_quote(line)}", n)
+        topic = m.group("t1") or m.group("t2")
+        tp = TopicPartition(_topic_name(topic, source, n), int(m.group("p1") or m.group("p2")))
+        if tp in statuses or tp in elsewhere:
+            raise InputError(source, f"partition {tp} has two --verify statuses", n)
+        if "now" in m.groupdict():
+            now = _id_list(m.group("now"), "replica set", source, n)
+            if not now:
+                raise InputError(source, f"partition {tp}: empty replica set", n)
+            elsewhere[tp] = (now, n)
+        else:
+            statuses[tp] = (m.group("state"), n)
+    return blocks, statuses, elsewhere
 
 
 # ---------------------------------------------------------------------------------------------

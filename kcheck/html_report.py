@@ -194,10 +194,12 @@ def sweep_html(space: Any, result: Any, header: Mapping[str, Any], verdict_text:
             [[name, f"{s['configurations']:,}", f"{s['mean']:.3f}", f"{s['median']:g}", f"{s['p99']:g}",
               f"{s['max']:g}"] for (name, _), s in zip(sorted(result.metrics.items()), stats, strict=True)],
             numeric=("configurations", "mean", "median", "p99", "max"))]
+        body.append("<h2>Pictures</h2>")
         with tempfile.TemporaryDirectory() as tmp:  # rendered apart from report.md's PNGs: the page needs none
-            for name, file in plot_metrics(result.metrics, tmp).items():
-                with open(os.path.join(tmp, file), "rb") as f:
-                    body.append(f"<figure>{png(f.read(), name)}<figcaption>{esc(name)}</figcaption></figure>")
+            for picture in plot_metrics(result.metrics, tmp, space.name):
+                with open(os.path.join(tmp, picture.file), "rb") as f:
+                    body.append(f"<figure>{png(f.read(), picture.metric)}<figcaption><b>{esc(picture.metric)}"
+                                f"</b>: {esc(picture.caption)}</figcaption></figure>")
     return page(f"kcheck sweep: {space.name}", body)
 
 

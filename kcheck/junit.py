@@ -180,6 +180,41 @@ def report_cases(report: Report, classname: str, fails: Iterable[str] = ()) -> l
     return cases
 
 
+def judged_cases(report: Report, judged: Any, classname: str) -> list[TestCase]:
+    """A gated command (kcheck/gate.py): one case per invariant, a failure exactly when one of its findings fails
+    the gate (`--fail-on`); introduced, unchanged, suppressed (with the reason) and fixed findings that do not
+    fail it are listed in <system-out> of a passing case."""
+    fails = {id(v) for v in judged.counted}
+    by_invariant: dict[str, list[tuple[str, Violation]]] = {}
+    for change, found in (("introduced", judged.introduced), ("unchanged", judged.unchanged),
+                          ("fixed", judged.fixed)):
+        for v in found:
+            by_invariant.setdefault(v.invariant, []).append((change, v))
+    for v, reason in judged.suppressed:
+        by_invariant.setdefault(v.invariant, []).append((f"suppressed ({reason})", v))
+    cases = []
+    for inv in dict.fromkeys([*report.checked, *by_invariant]):
+        found = by_invariant.get(inv, [])
+        failing = [v for _, v in found if id(v) in fails]
+        case = TestCase(classname, inv)
+        if failing:
+            case.failure = (f"{len(failing):,} finding(s) fail the gate (--fail-on {judged.fail_on}); first: "
+                            f"{failing[0].message}")
+            case.detail = _violation_lines(failing)
+        passing = [(change, v) for change, v in found if id(v) not in fails]
+        if passing:
+            lines = [f"{change}: {v.where}: {v.message}" for change, v in passing[:MAX_DETAIL_LINES]]
+            if len(passing) > MAX_DETAIL_LINES:
+                lines.append(f"... and {len(passing) - MAX_DETAIL_LINES:,} more (--json lists them all)")
+            case.output = (f"{len(passing):,} finding(s) that do not fail the gate (--fail-on {judged.fail_on}):\n"
+                           + "\n".join(lines))
+        cases.append(case)
+    for inv, reason in report.skipped.items():
+        if inv not in by_invariant:
+            cases.append(TestCase(classname, inv, skipped=f"not applicable: {reason}"))
+    return cases
+
+
 def check_suites(result: Any) -> list[TestSuite]:
     """`kcheck check`: per (placer, invariant), per proof, per assignor model, per rejoin-sweep result that is
     violated somewhere, per replication run."""

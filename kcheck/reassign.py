@@ -21,9 +21,12 @@ from typing import Any
 from rich.markup import escape
 from rich.table import Table
 
-from kcheck import formats, report
+from kcheck import formats, gate, report
 from kcheck.formats import InputError
+from kcheck.gate import GateSettings
 from kcheck.invariants import BalanceSettings, PlacementSubject, Report, Severity, check_placement
+from kcheck.invariants.partition_health import check_partition_health
+from kcheck.invariants.placement import LEAVING
 from kcheck.invariants.reassignment import (
     CONTROLLERS,
     PartitionMove,
@@ -219,7 +222,6 @@ def build_subject(current: ReplicaAssignment, proposed: ReplicaAssignment, clust
 
 
 MAX_ROWS = 200  # above this, the table shows only the moves with problems (--json has them all)
-MAX_VIOLATIONS = 500
 
 
 def _moves_table(subject: ReassignmentSubject, violations: dict[str, list[str]], whose: str = "") -> Table:
@@ -234,10 +236,12 @@ def _moves_table(subject: ReassignmentSubject, violations: dict[str, list[str]],
                 "lowest ISR", "min ISR", "problems"):
         table.add_column(col, overflow="fold")
     for m in shown:
-        if m.is_no_op:
+        if m.is_no_op or not m.leader_must_move:
             leader = _leader(m.leader)
+        elif m.predicted_leader == NO_LEADER:
+            leader = "none (no ISR replica to elect)"
         else:
-            leader = f"{_leader(m.leader)} → {m.target[0]}*" if m.leader_must_move else _leader(m.leader)
+            leader = f"{_leader(m.leader)} → {m.predicted_leader}*"
         table.add_row(escape(formats.shown(str(m.tp))), ",".join(map(str, m.current.replicas)),
                       ",".join(map(str, m.target)),
                       ",".join(map(str, m.adding)) or "-", ",".join(map(str, m.removing)) or "-",
@@ -251,14 +255,20 @@ def _merge(a: Report, b: Report) -> Report:
     return Report((*a.checked, *b.checked), {**a.skipped, **b.skipped}, (*a.violations, *b.violations))
 
 
-def run_verify_reassignment(current_path: str, proposed_path: str, brokers_file: str | None, min_isr: int | None,
-                            controller: str, json_out: bool, threshold: float, max_replicas_per_broker: int,
-                            junit_xml: str | None = None, release: Any = None) -> int:
+def run_verify_reassignment(current_path: str | None, proposed_path: str, brokers_file: str | None,
+                            min_isr: int | None, controller: str, json_out: bool, threshold: float,
+                            max_replicas_per_broker: int, junit_xml: str | None = None, release: Any = None,
+                            gate_settings: GateSettings | None = None, live: Any = None) -> int:
     """`release`: the Kafka release's profile (`reference.releases`), named in the reports; a KRaft move runs its
-    controller rules (`invariants.reassignment.PartitionMove`), the newest release's without one."""
+    controller rules (`invariants.reassignment.PartitionMove`), the newest release's without one.
+
+    `gate_settings` (kcheck/gate.py): the findings of the target and the moves are judged against those of the
+    current placement (introduced, fixed, unchanged), known ones suppressed, and `--fail-on` sets the exit."""
     from kcheck import junit
 
-    junit_path = (junit.output_path(junit_xml, "--junit-xml", [current_path, proposed_path, brokers_file])
+    gs = gate_settings or gate.gate_settings(None, None, None, "hard")
+    junit_path = (junit.output_path(junit_xml, "--junit-xml", [current_path, proposed_path, brokers_file,
+                                                               gs.baseline, gs.allowlist])
                   if junit_xml else None)
     if controller not in CONTROLLERS:
         raise InputError("--controller", f"'{controller}' is not one of {', '.join(CONTROLLERS)}")
@@ -271,47 +281,77 @@ def run_verify_reassignment(current_path: str, proposed_path: str, brokers_file:
     balance_options(threshold, max_replicas_per_broker)
     if current_path == "-" and proposed_path == "-":
         raise InputError("PROPOSED", "CURRENT and PROPOSED cannot both be stdin")
-    current_text, current_source = _read(current_path)
+    if live is not None:  # kcheck.live.LiveState: the live cluster as kafka-topics --describe would print it
+        current_text, current_source = live.describe_text, live.source
+    else:
+        assert current_path is not None
+        current_text, current_source = _read(current_path)
     proposed_text, proposed_source = _read(proposed_path)
-    current = formats.parse_plan(current_text, current_source)
-    if proposed_text.removeprefix("\ufeff").lstrip()[:1] != "{":
+    # Kafka's tool output as pasted: CURRENT takes a --generate output's Current block, PROPOSED its Proposed one.
+    current, current_block = formats.parse_pasted(current_text, current_source, "current")
+    proposed, proposed_block = formats.parse_pasted(proposed_text, proposed_source, "proposed")
+    if proposed_block == "kafka-topics --describe":
         raise InputError(proposed_source, "PROPOSED must be a reassignment JSON "
-                                          '({"version":1,"partitions":[...]})')
-    proposed = formats.parse_reassignment_json(proposed_text, proposed_source)
-    derived = brokers_file is None
-    if brokers_file:
-        cluster = formats.parse_brokers(formats.read_text(brokers_file), brokers_file)
-        formats.check_plan_brokers(current, cluster, current_source, brokers_file)
+                                          '({"version":1,"partitions":[...]}) or kafka-reassign-partitions output')
+    derived = brokers_file is None and live is None
+    if brokers_file or live is not None:  # the brokers file, else the brokers the live cluster reports
+        cluster = (formats.parse_brokers(formats.read_text(brokers_file), brokers_file) if brokers_file else
+                   formats.parse_brokers(live.brokers_text, live.source))
+        formats.check_plan_brokers(current, cluster, current_source, brokers_file or live.source)
     else:
         ids = set(current.broker_ids()) | set(proposed.broker_ids())
         cluster = Cluster.of(sorted(ids))
+    gate.check_decommission(gs, cluster.broker_ids)
     subject = build_subject(current, proposed, cluster, proposed_source, controller, min_isr,
                             topic_min_isr(current_text), max_replicas_per_broker,
                             None if release is None else release.version)
     safety = check_reassignment(subject)
     settings = BalanceSettings(replica_threshold=threshold, leader_threshold=threshold,
                                follower_threshold=threshold, max_replicas_per_broker=max_replicas_per_broker)
-    placement = check_placement(PlacementSubject(cluster, target_assignment(subject), settings))
+    target = PlacementSubject(cluster, target_assignment(subject), settings, leaving=gs.decommission)
+    placement = check_placement(target)
     result = _merge(safety, placement)
-    code = 0 if result.ok else 1
+    # The cluster as it is, by the same placement checks: what the plan introduces, fixes and leaves unchanged.
+    # Replicas on a leaving broker are what a decommission plan must remove: never "unchanged" (--fail-on new).
+    before = check_placement(PlacementSubject(cluster, current, settings, leaving=gs.decommission),
+                             {i for i in placement.checked if i != LEAVING})
+    # CURRENT's health (leader, ISR, ELR, moves in flight) on the partitions the plan moves: a finding of the
+    # cluster before the plan, so it is in both reports (unchanged as far as a describe can tell). The health of
+    # partitions the plan leaves alone is `kcheck verify`'s to report, not this plan's.
+    moved = ReplicaAssignment(tuple(m.current for m in subject.moves), current.replication_factors)
+    health = check_partition_health(moved, subject.min_insync_replicas, subject.default_min_insync_replicas,
+                                    controller, DEFAULT_VERSION if release is None else release.version)
+    # reassignment.min-isr-now already reports an ISR below min.insync.replicas on a moved partition
+    health = Report(tuple(i for i in health.checked if i != "health.under-min-isr"), health.skipped,
+                    tuple(v for v in health.violations if v.invariant != "health.under-min-isr"))
+    result, before = _merge(result, health), _merge(before, health)
+    judged = gate.judge(result, before, gs, f"the current placement ({current_source})")
+    code = int(judged.exit)
     if junit_path:
         junit.write(junit_path, "kcheck verify-reassignment", [junit.TestSuite(
-            f"kcheck verify-reassignment {proposed_source}", junit.report_cases(result, "kcheck.verify_reassignment"),
-            properties={"current": current_source, "proposed": proposed_source, "controller": controller,
+            f"kcheck verify-reassignment {proposed_source}",
+            junit.judged_cases(result, judged, "kcheck.verify_reassignment"),
+            properties={"current": current_source, "proposed": proposed_source, "current_block": current_block,
+                        "proposed_block": proposed_block, "controller": controller,
                         "kafka_version": "" if release is None else release.version,
-                        "moves": str(len(subject.moves))})])
+                        "moves": str(len(subject.moves)), "fail_on": gs.fail_on})])
     note = ("brokers derived from CURRENT and PROPOSED (no --brokers-file): rack invariants not applicable"
             if derived else None)
     if json_out:
         print(report.report_json(result, {
-            "current": current_source, "proposed": proposed_source, "controller": controller,
+            "current": current_source, "proposed": proposed_source, "current_block": current_block,
+            "proposed_block": proposed_block, "controller": controller,
             "kafka_version": None if release is None else release.version, "brokers": list(cluster.broker_ids),
             "brokers_derived_from_plan": derived,
-            "moves": [_move_json(m, subject) for m in subject.moves], "exit_status": code}))
+            "decommission": sorted(gs.decommission),
+            "moves": [_move_json(m, subject) for m in subject.moves],
+            **gate.report_json_fields(result, judged, "verify-reassignment")}))
         return code
     out = report.console()
     if note:
         out.print(f"Note: {note}.", markup=False)
+    out.print(f"Read CURRENT {formats.shown(current_source)}: {current_block}; PROPOSED "
+              f"{formats.shown(proposed_source)}: {proposed_block}.", markup=False)
     by_partition: dict[str, list[str]] = {}
     for v in result.violations:
         if v.where.startswith("partition "):
@@ -321,16 +361,10 @@ def run_verify_reassignment(current_path: str, proposed_path: str, brokers_file:
              if release is not None else "")
     out.print(_moves_table(subject, by_partition, whose))
     out.print("* the new leader: the first target replica in the ISR at completion (ONLINE/reassign election).")
-    shown = result
-    if len(result.violations) > MAX_VIOLATIONS:  # Rich takes minutes over tens of thousands of rows
-        order = sorted(result.violations, key=lambda v: v.severity is not Severity.HARD)
-        shown = Report(result.checked, result.skipped, tuple(order[:MAX_VIOLATIONS]))
-        out.print(f"Showing {MAX_VIOLATIONS:,} of {len(result.violations):,} violations, hard first (--json lists "
-                  "them all).", markup=False)
-    out.print(report.violations_table(shown, f"Violations of {escape(formats.shown(proposed_source))} on "
-                                             f"{len(cluster)} brokers"
-                                             + (f" (Kafka {release.version}, {controller})" if release else "")))
-    out.print(report.report_summary(result))
+    out.print(gate.judged_table(judged, f"Findings of {escape(formats.shown(proposed_source))} on {len(cluster)} "
+                                        "brokers" + (f" (Kafka {release.version}, {controller})" if release else "")
+                                        + ", against the current placement's"))
+    out.print(report.gate_summary(result, judged))
     return code
 
 
@@ -338,6 +372,7 @@ def _move_json(m: PartitionMove, s: ReassignmentSubject) -> dict[str, Any]:
     return {"partition": str(m.tp), "current": list(m.current.replicas), "target": list(m.target),
             "adding": list(m.adding), "removing": list(m.removing), "transient_replicas": list(m.transient),
             "transient_size": len(m.transient), "leader": m.leader, "leader_must_move": m.leader_must_move,
+            "predicted_leader": None if m.predicted_leader == NO_LEADER else m.predicted_leader,
             "isr": list(m.isr), "isr_known": m.isr_known, "lowest_isr_during_move": m.lowest_isr,
             "final_replicas": list(m.final_replicas), "completes": m.completes,
             "min_insync_replicas": s.min_isr(m.tp.topic)}

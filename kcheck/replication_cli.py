@@ -1,9 +1,16 @@
 """`kcheck explore`, `exhaust`, `replay` and `variants`: the replication model from the command line.
 
-Exit status: 0 when no invariant is violated, 1 with a counterexample, 2 on bad input, 3 (explore and
-exhaust, `UNEXERCISED`) when no invariant is violated but the protocol differs from today's and one of its
-changed rules never answered differently from today's rule in the states visited: the run says nothing
-about that change.
+Exit status (`kcheck.exit_codes.Exit`): 0 when no invariant is violated and the search was complete (exhaust
+visited every reachable state within its bounds; replay ran the whole trace), 1 with a counterexample, 2 on bad
+input, 3 (explore and exhaust, `UNEXERCISED`) when no invariant is violated but the protocol differs from
+today's and one of its changed rules never answered differently from today's rule in the states visited,
+4 (`INCOMPLETE`) when no invariant is violated but the search did not cover its bounds: exhaust stopped by
+--max-states, --max-seconds or --max-memory, an abstract exhaust, and every clean explore (a random search
+never covers its bounds; it prints what it did cover). A search never ends in a state that looks like a pass
+unless it is one.
+
+Long searches print progress on stderr (states, depth, rate, resident memory, elapsed time) every few seconds
+when stderr is a terminal or with --progress; --no-progress or --quiet turns it off. Never on stdout.
 
 Every run says which invariants it checked, which its bounds switched off in some or all states and why,
 and which it did not select; `--invariants MODULE` loads a user's invariants (`invariants/registry.py`).
@@ -14,6 +21,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import sys
 from collections.abc import Iterator
 from dataclasses import dataclass, fields, replace
 from typing import Annotated, Any
@@ -23,6 +31,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from kcheck import report
+from kcheck.exit_codes import Exit
 from kcheck.formats import InputError, read_text
 from kcheck.invariants import REGISTRY
 from kcheck.invariants.registry import Severity, load_module, unknown_ids
@@ -34,6 +43,7 @@ from kcheck.invariants.replication_explore import (
     ReplayError,
     ReplayStep,
     ResolvedProtocol,
+    SearchProgress,
     Trace,
     changed_rules,
     exhaust,
@@ -60,6 +70,11 @@ KafkaVersionOpt = Annotated[str | None, typer.Option(
     help=f"The Kafka release whose controller rules --protocol current follows (default: the newest, "
          f"{releases.DEFAULT_VERSION}): ELR off before 4.1, KAFKA-19975's reassignment completion from 4.3.")]
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print the result as JSON.")]
+ProgressOpt = Annotated[bool | None, typer.Option(
+    "--progress/--no-progress",
+    help="Progress lines on stderr every few seconds: states, depth, rate, memory, elapsed (default: when "
+         "stderr is a terminal).")]
+QuietOpt = Annotated[bool, typer.Option("--quiet", "-q", help="No progress lines (as --no-progress).")]
 OutOpt = Annotated[str | None, typer.Option("--out", help="Write the counterexample trace (JSON) to this new file.")]
 InvariantOpt = Annotated[list[str] | None, typer.Option(
     "--invariant", help="Check only this invariant id (repeatable; default: all, or a variant's own row and the "
@@ -73,6 +88,11 @@ CoverageDirOpt = Annotated[str | None, typer.Option(
     help="For a protocol that differs from today's: write each changed rule's shortest run to an answer that "
          "differs from today's rule as DIR/RULE.json, a trace kcheck replay reads (DIR is created; existing "
          "files are never overwritten).")]
+
+# explore's defaults: six of the eight built-in variants are found with them at seed 0 (all but rows 4 and 9); the
+# others exit 4 with what the run covered (tests/test_search_status.py).
+EXPLORE_EXAMPLES = 300
+EXPLORE_STEPS = 60
 
 # What each Config field means, shown in the settings line next to its option.
 MEANINGS: dict[str, str] = {
@@ -362,6 +382,115 @@ def hypothesis_home(directory: str | None = None) -> Iterator[None]:
         hc.set_hypothesis_home_dir(previous)
 
 
+# ---- how far a search got ----------------------------------------------------------------------
+
+def _size(n: float) -> str:
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if n < 1024 or unit == "GiB":
+            return f"{n:,.0f} {unit}" if unit == "B" else f"{n:,.1f} {unit}"
+        n /= 1024
+    return f"{n:,.1f} GiB"  # not reached
+
+
+def _elapsed(seconds: float) -> str:
+    m, sec = divmod(int(seconds), 60)
+    h, m = divmod(m, 60)
+    return f"{h}:{m:02d}:{sec:02d}" if h else f"{m}:{sec:02d}"
+
+
+def progress_printer(progress: bool | None, quiet: bool) -> Any:
+    """The progress callback a search gets: lines on stderr when asked (--progress) or when stderr is a terminal
+    (None), never with --quiet / --no-progress; None when off."""
+    on = (sys.stderr.isatty() if progress is None else progress) and not quiet
+    if not on:
+        return None
+
+    def show(p: SearchProgress) -> None:
+        counts = dict(p.counts)
+        if p.engine == "exhaust":
+            rate = p.states / p.seconds if p.seconds else 0.0
+            what = (f"{p.states:,} states, depth {p.depth}, {counts.get('transitions', 0):,} transitions, "
+                    f"queue {counts.get('queue', 0):,}, {rate:,.0f} states/s")
+        else:
+            steps = counts.get("steps", 0)
+            rate = steps / p.seconds if p.seconds else 0.0
+            what = (f"{counts.get('programs', 0):,}/{counts.get('of', 0):,} programs, {steps:,} steps, "
+                    f"{p.states:,} distinct states, longest program {p.depth}, {rate:,.0f} steps/s")
+        done = "done: " if p.final else ""
+        print(f"kcheck {p.engine}: {done}{what}, RSS {_size(p.rss)}, {_elapsed(p.seconds)} elapsed",
+              file=sys.stderr, flush=True)
+
+    return show
+
+
+def machine_memory() -> int | None:
+    """Physical memory in bytes, or None where the system does not say."""
+    try:
+        return int(os.sysconf("SC_PHYS_PAGES")) * int(os.sysconf("SC_PAGE_SIZE"))
+    except (AttributeError, OSError, ValueError):
+        return None
+
+
+# A default exhaust stops at a quarter of the machine's memory: about 4.3 KB a state, so 2,000,000 states need
+# about 9 GB, which filled an 8-16 GB machine long before the state cap.
+DEFAULT_MEMORY_SHARE = 4
+
+
+def parse_memory(text: str) -> tuple[int | None, str]:
+    """--max-memory: `auto` (a quarter of the machine's memory), `0`/`none` (no cap), or a size like 4G, 512M,
+    2.5GiB. (bytes or None, how to say it)."""
+    t = text.strip().lower()
+    if t == "auto":
+        total = machine_memory()
+        if total is None:
+            return None, "none (the system does not report its memory)"
+        cap = total // DEFAULT_MEMORY_SHARE
+        return cap, f"{_size(cap)} (auto: a quarter of this machine's {_size(total)})"
+    if t in ("0", "none"):
+        return None, "none"
+    units = {"": 1, "b": 1, "k": 1 << 10, "kb": 1 << 10, "kib": 1 << 10, "m": 1 << 20, "mb": 1 << 20,
+             "mib": 1 << 20, "g": 1 << 30, "gb": 1 << 30, "gib": 1 << 30, "t": 1 << 40, "tb": 1 << 40,
+             "tib": 1 << 40}
+    number = t.rstrip("kmgtib")
+    unit = t[len(number):]
+    try:
+        value = float(number)
+    except ValueError:
+        value = -1.0
+    if unit not in units or not value > 0 or value != value or value * units[unit] > 1 << 50:
+        raise InputError("--max-memory", f"expected auto, 0 (no cap) or a size such as 4G or 512M, not '{text}'")
+    cap = int(value * units[unit])
+    return cap, _size(cap)
+
+
+def exit_for(found: bool, probe: ChangeProbe | None, complete: bool) -> Exit:
+    """The one order every search command follows: a counterexample, then a change never exercised, then a search
+    that did not cover its bounds; only a complete, clean search is OK."""
+    if found:
+        return Exit.FAILED
+    if probe is not None and probe.unexercised:
+        return Exit.CHANGE_NOT_EXERCISED
+    return Exit.OK if complete else Exit.INCOMPLETE
+
+
+def _explore_coverage_lines(result: ExploreResult) -> list[str]:
+    """What a clean random search covered, and what it never did."""
+    cov = result.coverage()
+    lines = [f"covered: {cov['programs']:,} programs in {cov['rounds']} round(s), {cov['steps']:,} steps, "
+             f"{cov['distinct_states']:,} distinct states, longest program {cov['longest_program']} steps"]
+    never = cov["kinds_never_fired"]
+    if never:
+        enabled = [k for k in never if k not in cov["kinds_never_enabled"]]
+        lines.append("action kinds never taken: " + ", ".join(never)
+                     + (f" (enabled somewhere but never drawn: {', '.join(enabled)})" if enabled else
+                        " (never enabled in any state visited)"))
+    unspent = {b: v for b, v in cov["budgets_most_used"].items() if b in cov["budgets_never_used_in_full"]}
+    if unspent:
+        lines.append("budgets no program used in full: " + ", ".join(
+            f"--{b.replace('_', '-')} (at most {v['used']} of {v['bound']})" for b, v in unspent.items()))
+    return lines
+
+
 # ---- rendering ---------------------------------------------------------------------------------
 
 def _replica_cell(s: State, broker: int) -> str:
@@ -539,8 +668,12 @@ def explore_command(
     acks: AcksOpt = None,
     seed: Annotated[int, typer.Option(help="Hypothesis seed: the same seed gives the same run.")] = 0,
     examples: Annotated[int, typer.Option(
-        min=1, max=INT32_MAX, help="Random programs to run (Hypothesis may abandon more part-way; reported).")] = 300,
-    steps: Annotated[int, typer.Option(min=1, max=INT32_MAX, help="Most steps per program.")] = 60,
+        min=1, max=INT32_MAX, help="Random programs to run (Hypothesis may abandon more part-way; reported), "
+                                   "in independent rounds of 25, each with its own seed derived from --seed."
+    )] = EXPLORE_EXAMPLES,
+    steps: Annotated[int, typer.Option(
+        min=1, max=INT32_MAX, help="Most rules per program (a fetch taken with its handling and answer, three "
+                                   "steps, is one).")] = EXPLORE_STEPS,
     records: RecordsOpt = None, max_leader_epoch: MaxLeaderEpochOpt = None, crashes: CrashesOpt = None,
     lossy_crashes: LossyCrashesOpt = None, fences: FencesOpt = None, elections: ElectionsOpt = None,
     isr_shrinks: IsrShrinksOpt = None, failovers: FailoversOpt = None, reads: ReadsOpt = None,
@@ -555,11 +688,15 @@ def explore_command(
         help="Hypothesis's cache directory (default: $HYPOTHESIS_STORAGE_DIRECTORY, else "
              "$XDG_CACHE_HOME/kcheck/hypothesis or ~/.cache/kcheck/hypothesis).")] = None,
     kafka_version: KafkaVersionOpt = None,
+    progress: ProgressOpt = None,
+    quiet: QuietOpt = False,
 ) -> int:
     """Explore the replication model with Hypothesis: random programs of actions, shrunk to a minimal
-    counterexample when an invariant breaks. Exit status: 0 no invariant violated, 1 a counterexample, 2 bad
-    input, 3 no invariant violated but a rule the protocol changes never answered differently from today's
-    rule in the states visited."""
+    counterexample when an invariant breaks. A random search finds, it never proves: with no violation it
+    prints what it covered (programs, steps, distinct states, action kinds never taken, budgets never used in
+    full) and exits 4. Exit status: 1 a counterexample, 2 bad input, 3 no invariant violated but a rule the
+    protocol changes never answered differently from today's rule in the states visited, 4 no invariant
+    violated (not a proof: kcheck exhaust proves within its bounds)."""
     given = config_options(
         brokers=brokers, replication_factor=replication_factor, min_isr=min_isr, initial_isr=initial_isr, acks=acks,
         records=records, max_leader_epoch=max_leader_epoch, crashes=crashes, lossy_crashes=lossy_crashes,
@@ -570,16 +707,20 @@ def explore_command(
     with hypothesis_home(hypothesis_dir):
         result: ExploreResult = _run("exploration", resolved, explore,
                                      probe.protocol if probe else resolved.protocol, cfg, examples=examples,
-                                     steps=steps, seed_value=seed, label=resolved.label, only=only, probe=probe)
+                                     steps=steps, seed_value=seed, label=resolved.label, only=only, probe=probe,
+                                     progress=progress_printer(progress, quiet), guided=True)
     _write_trace(out, result.trace)
     written = _write_coverage(coverage_dir, probe)
     summary = result.tally.summary(only, prep.not_selected)
-    code = 1 if result.trace is not None else (3 if probe is not None and probe.unexercised else 0)
+    code = exit_for(result.trace is not None, probe, complete=False)
     if json_out:
         print(json.dumps({"protocol": resolved.label, "config": cfg.as_dict(), "ok": result.trace is None,
-                          "exit_status": code, "examples": result.examples, "examples_asked": examples,
+                          "exit_status": int(code), "complete": False,
+                          "stopped_by": "violation" if result.trace else "examples",
+                          "examples": result.examples, "examples_asked": examples,
                           "abandoned": result.abandoned, "steps": result.steps, "shrink_runs": result.shrink_runs,
-                          "seconds": round(result.seconds, 3), "invariants": summary,
+                          "seconds": round(result.seconds, 3), "peak_rss_bytes": result.peak_rss,
+                          "search": result.coverage(), "invariants": summary,
                           "coverage": _coverage_json(probe, prep.unchanged),
                           "trace": json.loads(result.trace.to_json()) if result.trace else None}, indent=2))
         return code
@@ -592,8 +733,11 @@ def explore_command(
     _print_invariants(summary)
     _print_coverage(probe, prep.unchanged, resolved.label, written)
     if result.trace is None:
-        con.print(f"OK: no invariant violated in {programs}, {result.steps:,} steps ({result.seconds:.1f} s, "
-                  f"seed {seed}).")
+        for covered in _explore_coverage_lines(result):
+            con.print(escape(covered))
+        con.print(f"INCOMPLETE: no invariant violated in {programs}, {result.steps:,} steps ({result.seconds:.1f} s, "
+                  f"seed {seed}). A random search proves nothing: `kcheck exhaust` with these bounds visits every "
+                  "reachable state" + ("." if code != Exit.INCOMPLETE else " (exit 4)."))
         line = _unexercised_line(probe)
         if line:
             con.print(escape(line))
@@ -602,7 +746,7 @@ def explore_command(
     con.print(f"FAIL: found after {programs}, {result.steps:,} steps; shrunk in {result.shrink_runs:,} more runs "
               f"({result.seconds:.1f} s, seed {seed})"
               + (f"; trace written to {escape(out)}" if out else "; --out FILE saves the trace."))
-    return 1
+    return Exit.FAILED
 
 
 def exhaust_command(
@@ -621,19 +765,28 @@ def exhaust_command(
         help="Merge states that differ only in control messages in flight: finds much deeper "
              "counterexamples, but a clean result is no proof.")] = False,
     max_states: Annotated[int, typer.Option(min=1, max=INT32_MAX,
-                                            help="Stop after this many states (reported as incomplete).")
+                                            help="Store at most this many states (then incomplete, exit 4).")
                           ] = 2_000_000,
+    max_seconds: Annotated[float, typer.Option(
+        min=0, max=1e9, help="Stop after this many seconds (0: no limit; then incomplete, exit 4).")] = 0,
+    max_memory: Annotated[str, typer.Option(
+        metavar="SIZE", help="Stop when kcheck's resident memory reaches SIZE (4G, 512M; 0: no cap; then "
+                             "incomplete, exit 4). Default auto: a quarter of this machine's memory.")] = "auto",
     invariant: InvariantOpt = None,
     invariants: InvariantsOpt = None,
     out: OutOpt = None,
     coverage_dir: CoverageDirOpt = None,
     json_out: JsonOpt = False,
     kafka_version: KafkaVersionOpt = None,
+    progress: ProgressOpt = None,
+    quiet: QuietOpt = False,
 ) -> int:
     """Explore every reachable state within the bounds, breadth first; a violation comes with the
-    shortest trace that reaches it. Exit status: 0 no invariant violated, 1 a counterexample, 2 bad input, 3 no
-    invariant violated but a rule the protocol changes never answered differently from today's rule in the
-    states visited."""
+    shortest trace that reaches it. Exit status: 0 no invariant violated in any reachable state (a proof within
+    the bounds), 1 a counterexample, 2 bad input, 3 no invariant violated but a rule the protocol changes never
+    answered differently from today's rule in the states visited, 4 no invariant violated but the search did not
+    cover its bounds (--max-states, --max-seconds, --max-memory, or --abstract)."""
+    mem_cap, mem_text = parse_memory(max_memory)
     small = {"brokers": 2, "min_isr": 1, "records": 2, "max_leader_epoch": 3, "crashes": 1, "lossy_crashes": 1,
              "fences": 1, "elections": 1, "isr_shrinks": 1, "failovers": 1, "reads": 1}
     given = config_options(
@@ -645,16 +798,22 @@ def exhaust_command(
     resolved, cfg, only, probe = prep.resolved, prep.config, prep.only, prep.probe
     result: ExhaustResult = _run("exhaustive search", resolved, exhaust,
                                  probe.protocol if probe else resolved.protocol, cfg, max_states=max_states,
-                                 label=resolved.label, only=only, abstract=abstract, probe=probe)
+                                 label=resolved.label, only=only, abstract=abstract, probe=probe,
+                                 max_seconds=max_seconds or None, max_rss=mem_cap,
+                                 progress=progress_printer(progress, quiet))
     _write_trace(out, result.trace)
     written = _write_coverage(coverage_dir, probe)
     summary = result.tally.summary(only, prep.not_selected)
     rate = result.states / result.seconds if result.seconds else 0.0
-    code = 1 if result.trace is not None else (3 if probe is not None and probe.unexercised else 0)
+    code = exit_for(result.trace is not None, probe, result.complete)
+    stopped_by = ("violation" if result.trace is not None else result.stop_reason
+                  or ("abstract" if result.abstract else None))
+    caps = {"max_states": max_states, "max_seconds": max_seconds or None, "max_memory_bytes": mem_cap}
     if json_out:
         print(json.dumps({"protocol": resolved.label, "config": cfg.as_dict(), "ok": result.trace is None,
-                          "exit_status": code, "complete": result.complete,
+                          "exit_status": int(code), "complete": result.complete, "stopped_by": stopped_by,
                           "violation_found": result.trace is not None, "stopped_at_max_states": result.stopped,
+                          "caps": caps, "peak_rss_bytes": result.peak_rss,
                           "abstract": result.abstract, "states": result.states, "transitions": result.transitions,
                           "depth": result.depth, "seconds": round(result.seconds, 3), "invariants": summary,
                           "coverage": _coverage_json(probe, prep.unchanged),
@@ -663,32 +822,43 @@ def exhaust_command(
     con = report.console()
     con.print(f"protocol {escape(resolved.label)}: {escape(resolved.protocol.description)}")
     con.print(f"bounds: {escape(_config_line(cfg))}")
+    con.print(f"caps: --max-states {max_states:,}, --max-seconds {f'{max_seconds:g}' if max_seconds else 'none'}, "
+              f"--max-memory {escape(mem_text)}")
     con.print(f"{result.states:,} {'abstract ' if result.abstract else ''}states, {result.transitions:,} transitions, "
-              f"depth {result.depth}, {result.seconds:.1f} s ({rate:,.0f} states/s)")
+              f"depth {result.depth}, {result.seconds:.1f} s ({rate:,.0f} states/s), peak memory "
+              f"{_size(result.peak_rss)}")
+    stop_line = {
+        "max-states": f"stopped at --max-states {max_states:,} (new states refused; the queued ones finished)",
+        "max-seconds": f"stopped by --max-seconds {max_seconds:g} while expanding depth {result.depth}",
+        "max-memory": f"stopped by --max-memory {mem_text} while expanding depth {result.depth}",
+    }
     if result.complete:
         con.print("search complete: every reachable state within the bounds was visited.")
     elif result.trace is not None:
         con.print("search stopped at the first violation: not every reachable state was visited.")
-    elif result.stopped:
-        con.print(f"search INCOMPLETE: stopped at --max-states {max_states:,}.")
+    elif result.stop_reason in stop_line:
+        con.print(f"search INCOMPLETE: {escape(stop_line[result.stop_reason])}; every state up to depth "
+                  f"{max(result.depth - 1, 0)} was visited, deeper ones only in part.")
     else:
         con.print("search INCOMPLETE: the abstract search keeps one state per abstract state.")
     _print_invariants(summary)
     _print_coverage(probe, prep.unchanged, resolved.label, written)
     if result.trace is None:
-        if result.abstract:
-            con.print("OK so far: no invariant violated in any state the abstract search kept (not a proof: "
-                      "it explores one state per abstract state).")
+        if result.abstract and result.stop_reason is None:
+            con.print("INCOMPLETE: no invariant violated in any state the abstract search kept (not a proof: "
+                      "it explores one state per abstract state; exit 4).")
+        elif result.complete:
+            con.print("OK: no invariant violated in any reachable state.")
         else:
-            con.print(f"{'OK' if result.complete else 'OK so far'}: no invariant violated in any "
-                      f"{'reachable state' if result.complete else 'state visited'}.")
+            con.print(f"INCOMPLETE: no invariant violated in the {result.states:,} states visited, but the search "
+                      "did not cover its bounds: not a pass (exit 4). Raise the cap, or narrow the bounds.")
         line = _unexercised_line(probe)
         if line:
             con.print(escape(line))
         return code
     _print_trace(result.trace, resolved, f"Shortest counterexample ({len(result.trace.steps)} steps)", only)
     con.print("FAIL" + (f"; trace written to {escape(out)}" if out else "; --out FILE saves the trace."))
-    return 1
+    return Exit.FAILED
 
 
 def _replay_protocol(trace_file: str, label: str, given: str | None, kafka_version: str | None = None

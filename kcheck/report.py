@@ -54,10 +54,27 @@ def report_summary(report: Report) -> str:
                if report.skipped else ""))
 
 
+def gate_summary(report: Report, judged: Any) -> str:
+    """The verdict of a gated command (kcheck/gate.py): the findings that stand (not suppressed, not fixed), how
+    many of them fail the gate (--fail-on), and what the change did."""
+    from kcheck.exit_codes import Exit
+
+    standing = (*judged.introduced, *judged.unchanged)
+    hard = sum(v.severity is Severity.HARD for v in standing)
+    verdict = "FAIL" if judged.exit is Exit.FAILED else "OK"
+    return (f"{verdict}: {hard} hard and {len(standing) - hard} soft violation(s) over {len(report.checked)} "
+            f"invariant(s); {len(judged.counted)} fail the gate (--fail-on {judged.fail_on}): "
+            f"{len(judged.introduced)} introduced, {len(judged.unchanged)} unchanged, {len(judged.fixed)} fixed, "
+            f"{len(judged.suppressed)} suppressed"
+            + (f" (compared with {judged.against})" if judged.against else "")
+            + (f"; not applicable: {', '.join(f'{k} ({v})' for k, v in report.skipped.items())}"
+               if report.skipped else ""))
+
+
 def report_json(report: Report, extra: dict[str, Any]) -> str:
     return json.dumps({
         **extra,
-        "ok": report.ok,
+        "ok": extra.get("ok", report.ok),  # a gated command says whether its gate passed
         "checked": list(report.checked),
         "not_applicable": dict(report.skipped),
         "violations": [v.as_dict() for v in report.violations],

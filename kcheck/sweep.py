@@ -117,7 +117,8 @@ def sweep_command(
     assignor: Annotated[list[str] | None, typer.Option(help="An assignor name, module:object or jvm:<class>; repeat "
                                                             "or comma-separate (default: every built-in one).")]
     = None,
-    master: Annotated[str | None, typer.Option(help="Spark master URL (default: local[*], or spark-submit's).")]
+    master: Annotated[str | None, typer.Option(help="Spark master URL (default: local[*], or spark-submit's); "
+                                                    "module:object plug-ins are shipped to its executors.")]
     = None,
     out: Annotated[str | None, typer.Option(help="Result store and report directory "
                                                  "(default: ./kcheck-sweep/SPACE).")] = None,
@@ -233,8 +234,13 @@ def _run(built: Any, store: Any, resume: bool, master: str | None, tasks: int | 
     print(f"kcheck sweep {built.name}: {size:,} configurations ({_bounds_text(built)}; {_subjects(built)}; "
           f"Kafka {release}) -> {store.root}", flush=True)
     began = time.perf_counter()
+    from kcheck.reference.plugins import shippable_paths
+
+    # The user's module:object plug-ins (imported here when the space resolved them) go to the executors too.
+    subjects = list(getattr(built, "placers", None) or getattr(built, "assignors", None) or ())
     try:
-        outcome = sweep(built, store, resume=resume, master=master, tasks=tasks, opened=True)
+        outcome = sweep(built, store, resume=resume, master=master, tasks=tasks, opened=True,
+                        py_files=shippable_paths(subjects))
     except StoreError as e:  # a damaged stored file (read before any Spark starts), or overlapping ranges
         raise InputError("--out", str(e)) from None
     wall = time.perf_counter() - began

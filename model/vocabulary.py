@@ -116,14 +116,18 @@ class PartitionReplicas:
     adding: tuple[int, ...] = ()  # reassignment in progress: replicas being added ...
     removing: tuple[int, ...] = ()  # ... and removed
     log_dirs: tuple[str, ...] | None = None
+    # KIP-966 (kafka-topics --describe from 3.8): the eligible leader replicas and the last known ones;
+    # None when the source does not say (older releases print nothing, newer ones 'N/A' when ELR is off).
+    elr: tuple[int, ...] | None = None
+    last_known_elr: tuple[int, ...] | None = None
+    offline: tuple[int, ...] | None = None  # replicas on offline brokers or log dirs, when the source says
 
     def __post_init__(self) -> None:
         for name in ("replicas", "adding", "removing"):
             object.__setattr__(self, name, tuple(getattr(self, name)))
-        if self.isr is not None:
-            object.__setattr__(self, "isr", tuple(self.isr))
-        if self.log_dirs is not None:
-            object.__setattr__(self, "log_dirs", tuple(self.log_dirs))
+        for name in ("isr", "log_dirs", "elr", "last_known_elr", "offline"):
+            if getattr(self, name) is not None:
+                object.__setattr__(self, name, tuple(getattr(self, name)))
 
     @property
     def tp(self) -> TopicPartition:

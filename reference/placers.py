@@ -101,6 +101,6 @@ def resolve_placer(name: str) -> PlacerInfo:
             return obj
         return replace(obj, place=plugins.guard_placer(name, obj.place))
     if not callable(obj):
-        raise ValueError(f"'{name}' is not callable")
+        raise ValueError(f"'{name}' is not callable (kcheck expected {plugins.PLACER_SIGNATURE})")
     # The user's code: whatever it raises or returns out of shape is reported as this plug-in's failure.
     return PlacerInfo(name, plugins.guard_placer(name, obj), True, frozenset())

@@ -4,7 +4,16 @@ A plug-in is the user's code running inside kcheck, so whatever it does at impor
 `sys.exit`, a KeyboardInterrupt, return something of the wrong shape) is reported as that plug-in's
 failure: a `PluginError`, which the command line prints as one line naming the plug-in, the exception
 and the user's own file and line (`--debug` prints the traceback instead). A typo in the name (no such
-module or attribute) stays a ValueError about the option, as before.
+module or attribute, or a module not on the path) stays a ValueError about the option.
+
+Each kind's signature (README, "Plug-ins"; the minimal examples are in examples/plugins/) is checked when the
+plug-in is loaded, before any work: a callable that cannot take the arguments kcheck passes is refused in one
+line that names the signature kcheck expected (`PLACER_SIGNATURE`, `ASSIGNOR_SIGNATURE`).
+
+An assignor declares what it promises as attributes of its class (`declarations`): `cooperative = True`
+(KIP-429's protocol: Kafka's `ConsumerPartitionAssignor.supportedProtocols()` listing COOPERATIVE) and
+`guarantees`, assignment invariant ids that must hold for it; the engines hold it to them, and an undeclared
+property is only a finding.
 """
 
 from __future__ import annotations
@@ -12,6 +21,7 @@ from __future__ import annotations
 import functools
 import importlib
 import importlib.util
+import inspect
 import os
 import re
 import sys
@@ -29,6 +39,15 @@ _OURS = tuple(os.path.join(os.path.dirname(_HERE), d) + os.sep
               for d in ("model", "reference", "invariants", "spark_check", "kcheck"))
 _LIBRARY = tuple({os.path.abspath(p) + os.sep for k in ("stdlib", "platstdlib", "purelib", "platlib")
                   if (p := sysconfig.get_paths().get(k))})
+
+
+# What kcheck calls each kind with; printed in the one line that refuses a plug-in of the wrong shape.
+PLACER_SIGNATURE = ("place(brokers, n_partitions, replication_factor, fixed_start_index=-1, start_partition_id=-1, "
+                    "random=None) -> {partition id: [broker id, ...]}")
+ASSIGNOR_SIGNATURE = ("a class (or a function of no arguments) making objects with "
+                      "assign_partitions(partitions_per_topic, subscriptions) -> {member id: [TopicPartition, ...]}")
+PROTOCOL_SIGNATURE = "a Protocol (dataclasses.replace(Protocol.current(), rule=function, ...)) or a Variant"
+INVARIANTS_SIGNATURE = "a module whose import calls kcheck.invariants.registry.register(..., 'replication')"
 
 
 class PluginError(Exception):
@@ -100,7 +119,8 @@ def load(spec: str) -> object:
     except ModuleNotFoundError as e:
         missing = e.name or ""
         if missing == module_name or module_name.startswith(missing + "."):  # the plug-in itself is not there
-            raise ValueError(f"cannot import module '{module_name}': {e}") from None
+            raise ValueError(f"cannot import module '{module_name}': {e} (kcheck imports plug-ins from the current "
+                             "directory and PYTHONPATH)") from None
         raise failure(spec, e) from e  # the plug-in exists but imports something that does not
     except BaseException as e:  # noqa: BLE001 - SyntaxError, its own exceptions, sys.exit, KeyboardInterrupt
         raise failure(spec, e) from e
@@ -146,7 +166,8 @@ def check_placement(spec: str, result: Any, broker_ids: Sequence[int], n_partiti
     placement.replication-factor and placement.distinct-brokers are there to find (exit 1, with a counterexample),
     so it is left to them rather than refused here."""
     if not isinstance(result, Mapping):
-        raise bad_result(spec, f"a {type(result).__name__}, not a mapping partition id -> replica list")
+        raise bad_result(spec, f"a {type(result).__name__}, not a mapping partition id -> replica list (kcheck "
+                               f"expected {PLACER_SIGNATURE})")
     first = max(0, start_partition_id)
     wanted = set(range(first, first + n_partitions))
     if not result and wanted:
@@ -197,8 +218,27 @@ def assignment_problem(result: Any, members: Collection[str], show: Callable[[An
     return None
 
 
+def takes(spec: str, fn: Callable[..., Any], n_args: int, expected: str, what: str = "") -> None:
+    """Refuse (PluginError, one line naming `expected`) a callable that cannot be called with `n_args` positional
+    arguments, before kcheck calls it deep inside a search or on a Spark executor. A callable whose signature
+    Python cannot read (some builtins) is let through: calling it reports what it raises."""
+    try:
+        signature = inspect.signature(fn)
+    except (TypeError, ValueError):
+        return
+    try:
+        signature.bind(*range(n_args))
+    except TypeError as e:
+        name = getattr(fn, "__qualname__", None) or type(fn).__name__
+        raise PluginError(spec, f"wrong signature: {what or name}{signature} cannot be called with {n_args} "
+                                f"positional argument{'s' if n_args != 1 else ''} ({e}); kcheck expected {expected}",
+                          "TypeError") from None
+
+
 def guard_placer(spec: str, fn: Callable[..., Any]) -> Callable[..., dict[int, list[int]]]:
-    """A user's placer behind AdminUtils' signature: called through `call`, its result checked."""
+    """A user's placer behind AdminUtils' signature: called through `call`, its result checked. A placer that
+    cannot take AdminUtils' six arguments is refused here, when it is loaded."""
+    takes(spec, fn, 6, PLACER_SIGNATURE)
 
     @functools.wraps(fn)
     def place(brokers: Sequence[Any], n_partitions: int, replication_factor: int, fixed_start_index: int = -1,
@@ -254,3 +294,27 @@ def guard_exits(spec: str, obj: T, methods: Sequence[str]) -> T:
         except (AttributeError, TypeError):  # __slots__ or a frozen instance: left as it is
             pass
     return obj
+
+
+def shippable_paths(specs: Sequence[str]) -> list[str]:
+    """What to ship to Spark executors so they can import the user's `module:object` plug-ins (already imported
+    here): a plain module's file, or the folder of a package's top level (the executor imports `pkg.mod` from its
+    zip). kcheck's own modules and installed libraries are left out: a cluster that runs kcheck has them."""
+    out: list[str] = []
+    for spec in specs:
+        if spec.startswith("jvm:") or ":" not in spec:
+            continue
+        module_name = spec.partition(":")[0]
+        top = module_name.partition(".")[0]
+        mod = sys.modules.get(top)
+        path = getattr(mod, "__file__", None)
+        if path is None:
+            continue
+        path = os.path.abspath(path)
+        if path.startswith(_OURS + _LIBRARY):
+            continue
+        if os.path.basename(path) == "__init__.py":
+            path = os.path.dirname(path)
+        if path not in out:
+            out.append(path)
+    return out

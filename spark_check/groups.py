@@ -65,7 +65,7 @@ from kcheck.invariants.rebalance import (
     Round,
     protocol_of,
 )
-from kcheck.invariants.registry import Invariant, Report, Severity, Violation, invariants_for
+from kcheck.invariants.registry import Invariant, Report, Severity, Violation, fails_when_violated, invariants_for
 from kcheck.model.group import PartitionInfo
 from kcheck.model.vocabulary import Broker, TopicPartition
 from kcheck.reference.assignors.registry import ASSIGNORS, AssignorInfo, resolve_assignor
@@ -829,11 +829,13 @@ class GroupInvariant:
     invariant: str
     severity: str  # the registry's: "hard" or "soft"
     guaranteed: bool  # Kafka documents or tests it for this assignor (AssignorInfo.guarantees)
+    kafkas_own: bool = False  # one of Kafka's assignors (not a user's)
 
     @property
     def fails(self) -> bool:
-        """A violation fails the sweep (hard, or guaranteed); otherwise it is a finding about the assignor."""
-        return self.severity == Severity.HARD or self.guaranteed
+        """Whether a violation fails the sweep: `registry.fails_when_violated`, the rule `kcheck check` uses too;
+        otherwise it is a finding about the assignor."""
+        return fails_when_violated(self.severity, self.guaranteed, self.kafkas_own)
 
 
 class GroupSpace:
@@ -931,7 +933,8 @@ class GroupSpace:
             return GroupInvariant(key, assignor, inv, str(Severity.HARD), True)
         if inv in STALE_CLAIM_KINDS:  # outside what Kafka promises (see invariants/rebalance.py): always a finding
             return GroupInvariant(key, assignor, inv, str(Severity.SOFT), False)
-        return GroupInvariant(key, assignor, inv, str(_BY_ID[inv].severity), inv in self._infos[assignor].guarantees)
+        return GroupInvariant(key, assignor, inv, str(_BY_ID[inv].severity), inv in self._infos[assignor].guarantees,
+                              assignor in ASSIGNORS)
 
     def metric_names(self) -> list[str]:
         return [f"{a}/{n}" for a in self.assignors for n in METRICS]

@@ -8,7 +8,10 @@ computes lives only in memory, so a sweep killed at any point resumes from the
 stored ranges.
 
 The master is `--master` when given; under `spark-submit` the submit flags rule;
-otherwise `$SPARK_MASTER` or `local[*]`.
+otherwise `$SPARK_MASTER` or `local[*]`. On any master but a local one, the user's plug-in modules
+(`py_files`: a module's file, or a package's folder, zipped here) are shipped to the executors with
+`SparkContext.addPyFile`, as `spark-submit --py-files` would: the executors unpickle the space, which
+refers to the user's placer or assignor by module name.
 """
 
 from __future__ import annotations
@@ -22,7 +25,8 @@ import tempfile
 import threading
 import time
 import warnings
-from collections.abc import Callable, Iterator
+import zipfile
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -122,11 +126,12 @@ def _forward(read_end: int, out: int) -> None:
 
 
 def spark_session(master: str | None = None, progress: bool | None = None, app_name: str = "kcheck-sweep",
-                  extra: dict[str, str] | None = None) -> Any:
+                  extra: dict[str, str] | None = None, py_files: Sequence[str] = ()) -> Any:
     """A SparkSession for sweeps. Local workers run this Python, whose site-packages hold kcheck.
 
     `progress` turns Spark's console progress bar on (default: when stderr is a terminal).
     Under spark-submit (the gateway exists already) master and packaging come from the submit flags.
+    `py_files` (modules' files or packages' folders) are shipped to the executors of a non-local master.
     """
     from pyspark.sql import SparkSession
 
@@ -162,7 +167,42 @@ def spark_session(master: str | None = None, progress: bool | None = None, app_n
         spark = builder.getOrCreate()
     _drop_log4j()
     spark.sparkContext.setLogLevel("ERROR")
+    ship(spark.sparkContext, py_files)
     return spark
+
+
+def ship(sc: Any, paths: Sequence[str]) -> None:
+    """addPyFile each module file, or a zip of each package folder (made in a private temporary directory,
+    removed at exit), unless the master is local: local executors run this interpreter with its sys.path."""
+    if not paths or str(sc.master).startswith("local"):
+        return
+    try:  # what spark-submit --py-files (or an earlier sweep of this process) shipped already: Spark refuses a name
+        shipped = {os.path.basename(uri) for uri in sc.listFiles}  # twice, and the executors have it
+    except Exception:  # noqa: BLE001 - PySpark before 3.4 has no listFiles
+        shipped = set()
+    directory = None
+    for path in paths:
+        if os.path.isdir(path):
+            if directory is None:
+                directory = tempfile.mkdtemp(prefix="kcheck-pyfiles-")
+                atexit.register(shutil.rmtree, directory, True)
+            path = _zip_package(path, directory)
+        if os.path.basename(path) not in shipped:
+            sc.addPyFile(path)
+
+
+def _zip_package(folder: str, directory: str) -> str:
+    """`folder` (a package) as `<name>.zip` holding `<name>/...`: the layout zipimport needs for `import name`."""
+    name = os.path.basename(os.path.normpath(folder))
+    target = os.path.join(directory, f"{name}.zip")
+    with zipfile.ZipFile(target, "w", zipfile.ZIP_DEFLATED) as z:
+        for here, dirs, files in os.walk(folder):
+            dirs[:] = sorted(d for d in dirs if d != "__pycache__")
+            for f in sorted(files):
+                if not f.endswith((".pyc", ".pyo")):
+                    full = os.path.join(here, f)
+                    z.write(full, os.path.join(name, os.path.relpath(full, folder)))
+    return target
 
 
 def plan(size: int, stored: list[tuple[int, int]], tasks: int) -> list[tuple[int, int]]:
@@ -234,10 +274,12 @@ class SweepOutcome:
 
 
 def sweep(space: Space, store: ResultStore, resume: bool = False, spark: Any = None, master: str | None = None,
-          tasks: int | None = None, progress: bool | None = None, opened: bool = False) -> SweepOutcome:
+          tasks: int | None = None, progress: bool | None = None, opened: bool = False,
+          py_files: Sequence[str] = ()) -> SweepOutcome:
     """Run (or resume) a sweep of `space` into `store`, then read back and verify every stored range.
 
     Locks and opens the store first (refusing to mix or overwrite results) unless the caller did (`opened`).
+    `py_files`: the user's plug-in modules, shipped to the executors of a session started here (`ship`).
     Reads every stored range before computing, so a damaged store is refused before any Spark starts;
     starts a SparkSession only when some range is missing. Stored files are never rewritten.
     """
@@ -248,7 +290,7 @@ def sweep(space: Space, store: ResultStore, resume: bool = False, spark: Any = N
         before = len(stored.ranges)
         stats = JobStats(0, 0, 0.0, 0.0)
         if stored.missing:
-            spark = spark or spark_session(master, progress)
+            spark = spark or spark_session(master, progress, py_files=py_files)
             parallelism = spark.sparkContext.defaultParallelism
             todo = plan(size, stored.ranges, tasks or 4 * parallelism)
             stats = run_ranges(spark, space, store, todo)

@@ -34,7 +34,7 @@ import numpy as np
 from kcheck.invariants import BalanceSettings, PlacementSubject, Severity, check_placement, invariants_for
 from kcheck.invariants.exhaustive import rack_layouts
 from kcheck.invariants.prover import RACK_NAMES, seed_for_draws
-from kcheck.invariants.registry import Violation
+from kcheck.invariants.registry import Violation, fails_when_violated
 from kcheck.model import Cluster, ReplicaAssignment
 from kcheck.reference.errors import KafkaError
 from kcheck.reference.java import JavaRandom
@@ -298,11 +298,13 @@ class PlacementInvariant:
     invariant: str
     severity: str  # the registry's ("hard" or "soft"); a placer error is hard
     guaranteed: bool  # Kafka documents or tests it for this placer (PlacerInfo.guarantees)
+    kafkas_own: bool = False  # one of Kafka's placers (not a user's)
 
     @property
     def fails(self) -> bool:
-        """A violation fails the sweep (hard, or guaranteed); any other is a finding about the placer."""
-        return self.severity == Severity.HARD or self.guaranteed
+        """Whether a violation fails the sweep: `registry.fails_when_violated`, the rule `kcheck check` uses too;
+        any other violation is a finding about the placer."""
+        return fails_when_violated(self.severity, self.guaranteed, self.kafkas_own)
 
 
 # --- the space ----------------------------------------------------------------------------------------------------
@@ -421,7 +423,7 @@ class PlacementSpace:
             raise KeyError(f"unknown placement-space invariant key '{key}'")
         severity = REGISTRY[inv].severity if inv in REGISTRY else Severity.HARD
         guaranteed = inv in self._infos[self.placers.index(placer)].guarantees or inv == PLACER_ERROR
-        return PlacementInvariant(key, placer, inv, str(severity), guaranteed)
+        return PlacementInvariant(key, placer, inv, str(severity), guaranteed, placer in BUILTIN_PLACERS)
 
     def _locate(self, config_id: int) -> tuple[_Block, int, int, int, int]:
         """(block, layout index, partitions, rf, draw) of an id."""

@@ -1,5 +1,7 @@
 import os
+import shutil
 
+import pytest
 from hypothesis import HealthCheck, settings
 
 # "ci": deterministic and bounded; "dev": the default; "deep": for long local runs.
@@ -8,3 +10,22 @@ settings.register_profile("ci", max_examples=100, derandomize=True, deadline=Non
 settings.register_profile("dev", max_examples=100, deadline=None)
 settings.register_profile("deep", max_examples=5_000, deadline=None)
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci" if os.environ.get("CI") else "dev"))
+
+
+@pytest.fixture(scope="session")
+def kafka_cluster():
+    """A real KRaft cluster (kcheck.cluster.LocalCluster) for the session: one controller and brokers 1, 2, 3 in
+    racks a, b, c, Kafka KCHECK_CLUSTER_RELEASE (default 4.4.0); besides PLAINTEXT, a SASL_PLAINTEXT listener
+    (PLAIN, user alice, password alice-secret) at `sasl_bootstrap`. Stopped at the end, also when tests fail.
+    Skipped only without `java`; a cluster that does not start fails the tests that use it."""
+    if shutil.which("java") is None:
+        pytest.skip("`java` not on PATH: a Kafka cluster needs a JDK 17+")
+    from kcheck.cluster import LocalCluster
+
+    cluster = LocalCluster(os.environ.get("KCHECK_CLUSTER_RELEASE", "4.4.0"), 3, ("a", "b", "c"),
+                           sasl_users={"alice": "alice-secret"})
+    cluster.start()
+    try:
+        yield cluster
+    finally:
+        cluster.stop()

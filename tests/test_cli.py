@@ -109,6 +109,8 @@ def test_verify_describe_with_uneven_racks_reports_numbers(capsys):
         ("placement.replica-spread", "broker 4"),
         ("placement.leader-spread", "broker 1"),
         ("placement.follower-spread", "broker 1"),
+        # orders-3 is led by 2, not its preferred replica 1 (Leader: 2, Replicas: 1,2,4): partition health
+        ("health.preferred-leader", "partition orders-3"),
     }
     assert got[("placement.rack-diversity", "partition orders-3")]["replicas_per_rack"] == {
         "us-east-1a": 2, "us-east-1b": 1}

@@ -115,7 +115,8 @@ def test_reassignment_in_progress_is_checked_on_its_target():
 
 def test_every_invariant_is_documented():
     for inv in REGISTRY.values():
-        assert inv.title and inv.source and inv.applies_to in {"placement", "assignment", "replication", "reassignment"}
+        assert inv.title and inv.source and inv.applies_to in {"placement", "assignment", "replication", "reassignment",
+                                                                 "partition-health"}
 
 
 assignments = st.dictionaries(

@@ -285,7 +285,7 @@ def test_exhaust_abstract_atomic_from_the_command_line(capsys):
     assert any(step["action"] == "fetch_round" for step in rep["trace"]["steps"])
     args = ["exhaust", "--brokers", "2", "--records", "1", "--crashes", "1", "--lossy-crashes", "0", "--fences", "0",
             "--elections", "0", "--isr-shrinks", "0", "--failovers", "0", "--reads", "0", "--abstract"]
-    assert main(args) == 0
+    assert main(args) == 4  # clean, but the abstract search is no proof: incomplete
     assert "not a proof" in capsys.readouterr().out
 
 

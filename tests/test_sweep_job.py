@@ -80,7 +80,7 @@ def test_kcheck_sweep_end_to_end(spark, capsys, tmp_path):
     assert "Verified: " in stdout and f"cover all {len(SMALL):,} configurations" in stdout
     assert "placement.follower-spread" in stdout and "finding" in stdout
     assert os.path.exists(os.path.join(out, "report.md"))
-    assert os.path.exists(os.path.join(out, "adminutils-leader-skew.png"))
+    assert os.path.exists(os.path.join(out, "leader-skew.png"))
     code = main(["sweep", "placement", "--space", "small", "--placer", "adminutils,striped", "--out", out])
     _, err = capsys.readouterr()
     assert code == 2 and "already holds results" in err
@@ -90,12 +90,24 @@ def test_kcheck_sweep_end_to_end(spark, capsys, tmp_path):
     assert code == 0 and "This run: 0 configurations" in stdout2
 
 
-def test_kcheck_sweep_exits_1_on_a_hard_violation(spark, capsys, tmp_path):
-    # AdminUtils on 5 brokers in 2 racks with RF 4 (Kafka's 3+2 rack finding lives here)
-    code = main(["sweep", "placement", "--space", "brokers=5,racks=2,partitions=1,rf=4", "--out", str(tmp_path)])
-    stdout, _ = capsys.readouterr()
-    assert code == 1
-    assert "FAIL: 1 invariant(s) that must hold are violated (adminutils/placement.rack-distribution)" in stdout
+def test_sweep_judges_a_hard_violation_as_check_does(tmp_path):
+    """One rule for `check` and `sweep` (registry.fails_when_violated): Kafka's AdminUtils breaking the hard
+    placement.rack-distribution, which Kafka does not promise, is a finding (as in `check`); the same placements
+    from a user's placer fail the sweep, exit 1 (its own Spark, so the executors import the placer from
+    PYTHONPATH). 5 brokers in 2 racks with RF 4: Kafka's 3+2 rack finding."""
+    (tmp_path / "same_as_kafka.py").write_text(
+        "from kcheck.reference.placement import assign_replicas_to_brokers as place\n")
+    env = {**os.environ, "PYTHONPATH": str(tmp_path)}
+    r = subprocess.run([sys.executable, "-m", "kcheck", "sweep", "placement", "--placer",
+                        "adminutils,same_as_kafka:place", "--space", "brokers=5,racks=2,partitions=1,rf=4",
+                        "--out", str(tmp_path / "sweep")], cwd=tmp_path, env=env, capture_output=True, text=True,
+                       timeout=300)
+    assert r.returncode == 1, r.stderr
+    assert ("FAIL: 1 invariant(s) that must hold are violated (same_as_kafka:place/placement.rack-distribution)"
+            in r.stdout)
+    row = next(line for line in r.stdout.splitlines()
+               if "adminutils" in line and "placement.rack-distribution" in line)
+    assert "finding" in row and "FAILED" not in row
 
 
 def _hashes(root) -> dict[str, str]:

@@ -13,7 +13,7 @@ its current assignment) and turns the result back.
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -142,12 +142,53 @@ def resolve_assignor(name: str) -> AssignorInfo:
     if isinstance(obj, AssignorInfo):
         return obj
     if not callable(obj):
-        raise ValueError(f"'{name}' is not a class or factory of assignors")
+        raise ValueError(f"'{name}' is not a class or factory of assignors (kcheck expected "
+                         f"{plugins.ASSIGNOR_SIGNATURE})")
+    plugins.takes(name, obj, 0, plugins.ASSIGNOR_SIGNATURE)
     probe = plugins.call(name, obj)  # the user's constructor: sys.exit or an exception in it is its failure
-    if not hasattr(probe, "assign_partitions"):
+    if not callable(getattr(probe, "assign_partitions", None)):
         raise ValueError(f"'{name}' does not make objects with assign_partitions(partitions_per_topic, subscriptions)")
+    plugins.takes(name, probe.assign_partitions, 2, plugins.ASSIGNOR_SIGNATURE, "assign_partitions")
+    cooperative, guarantees = declarations(name, probe)
 
     def factory() -> ClientAssignor:
         return plugins.guard_exits(name, plugins.call(name, obj), ("assign_partitions",))
 
-    return AssignorInfo(name, factory, False, frozenset())
+    return AssignorInfo(name, factory, cooperative, guarantees)
+
+
+COOPERATIVE_SAFETY = "assignment.cooperative-safety"
+
+
+def declarations(name: str, assignor: object) -> tuple[bool, frozenset[str]]:
+    """What a user's assignor declares about itself, as attributes of its class (or instance):
+
+    - `cooperative = True`: it speaks KIP-429's cooperative protocol (as a Java assignor whose
+      `supportedProtocols()` lists COOPERATIVE): members keep what they own while they rebalance, so it must
+      never give a partition to a new owner in the round its owner gives it up (`assignment.cooperative-safety`,
+      then one of its guarantees), and the engines run the follow-up rounds;
+    - `guarantees = ("assignment.balanced", ...)`: assignment invariants that must hold for it: a violation
+      is a failure (exit 1) rather than a finding. `kcheck invariants` lists the ids; the `assignment.` prefix may
+      be left out.
+
+    Undeclared: an eager assignor held to the hard invariants only. A malformed declaration is a ValueError (one
+    line, exit 2)."""
+    import kcheck.invariants.assignment  # noqa: F401 - registers the assignment invariants
+    from kcheck.invariants.registry import invariants_for
+
+    cooperative = getattr(assignor, "cooperative", False)
+    if not isinstance(cooperative, bool):
+        raise ValueError(f"'{name}' declares cooperative = {cooperative!r}; kcheck expected True or False")
+    declared = getattr(assignor, "guarantees", ())
+    if isinstance(declared, str) or not isinstance(declared, Collection):
+        raise ValueError(f"'{name}' declares guarantees = {declared!r}; kcheck expected a tuple of assignment "
+                         "invariant ids, e.g. ('assignment.balanced', 'assignment.sticky')")
+    known = sorted(inv.id for inv in invariants_for("assignment"))
+    ids = set()
+    for g in declared:
+        full = g if isinstance(g, str) and g.startswith("assignment.") else f"assignment.{g}"
+        if full not in known:
+            raise ValueError(f"'{name}' declares the guarantee {g!r}, which is not an assignment invariant "
+                             f"(one of {', '.join(known)})")
+        ids.add(full)
+    return cooperative, frozenset(ids | ({COOPERATIVE_SAFETY} if cooperative else set()))
