@@ -44,6 +44,7 @@ from kcheck.model.replication.protocol import VARIANTS, Protocol, Variant
 from kcheck.model.replication.state import (
     AlterPartition,
     AlterPartitionResponse,
+    Budget,
     LeaderAndIsr,
     State,
     StopReplica,
@@ -450,8 +451,7 @@ class ExploreResult:
                 "budgets_never_used_in_full": sorted(self.budgets_unspent)}
 
 
-BUDGETS = ("records", "crashes", "lossy_crashes", "fences", "elections", "isr_shrinks", "failovers", "reads",
-           "reassignments", "cancels")
+BUDGETS = tuple(f.name for f in fields(Budget))  # the fault budgets a Config bounds and a State counts
 
 
 class _Found(AssertionError):
@@ -623,23 +623,16 @@ SHRINK_RUNS = 200
 SHRINK_SECONDS = 10.0
 
 
-def _first_violation(steps: list[Action], protocol: Protocol, cfg: Config, only: set[str] | None
+def _first_violation(trace: Trace, steps: list[Action], protocol: Protocol, only: set[str] | None
                      ) -> tuple[int, tuple[Violation, ...]] | None:
-    """Replay `steps`; the number of steps to the first state violating a checked invariant, or None (a step
-    not enabled, or no violation)."""
-    s = initial_state(cfg)
-    found = check_replication(s, cfg, only).hard_violations
-    if found:
-        return 0, found
-    for n, a in enumerate(steps, 1):
-        nxt = apply(s, protocol, cfg, a)
-        if nxt is None:
-            return None
-        s = nxt
-        found = check_replication(s, cfg, only).hard_violations
-        if found:
-            return n, found
-    return None
+    """Replay `steps` under the trace's config; the number of steps to the first state violating a checked
+    invariant, or None (a step not enabled, or no violation)."""
+    try:
+        run = replay(replace(trace, steps=tuple(steps)), protocol, only)
+    except ReplayError:
+        return None
+    last = run[-1]
+    return (last.number, last.violations) if last.violations else None
 
 
 def minimize(trace: Trace, protocol: Protocol, only: set[str] | None = None) -> Trace:
@@ -647,7 +640,7 @@ def minimize(trace: Trace, protocol: Protocol, only: set[str] | None = None) -> 
     smaller), keeping a candidate when its replay still reaches a violation, until no single step can go.
     Every candidate is replayed through `apply`, so the result is a run of the model."""
     steps = list(trace.steps)
-    first = _first_violation(steps, protocol, trace.config, only)
+    first = _first_violation(trace, steps, protocol, only)
     if first is None:
         return trace
     steps, violations = steps[:first[0]], first[1]
@@ -656,7 +649,7 @@ def minimize(trace: Trace, protocol: Protocol, only: set[str] | None = None) -> 
         i, cut = 0, False
         while i < len(steps):
             candidate = steps[:i] + steps[i + size:]
-            got = _first_violation(candidate, protocol, trace.config, only)
+            got = _first_violation(trace, candidate, protocol, only)
             if got is not None:
                 steps, violations, cut = candidate[:got[0]], got[1], True
             else:

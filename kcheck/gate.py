@@ -41,7 +41,6 @@ from dataclasses import dataclass
 from typing import Annotated, Any
 
 import typer
-from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
@@ -49,7 +48,6 @@ from kcheck import formats
 from kcheck.exit_codes import Exit
 from kcheck.formats import InputError
 from kcheck.invariants import REGISTRY, Report, Severity, Violation
-from kcheck.invariants.registry import fails_when_violated  # noqa: F401 - check.py and the sweeps share it
 
 FAIL_ON = ("hard", "soft", "new")
 
@@ -247,18 +245,6 @@ def judged_json(j: Judged) -> dict[str, Any]:
     }
 
 
-def summary(j: Judged) -> str:
-    """One line: the verdict, what it counted, and the change."""
-    def n(vs: Sequence[Violation]) -> str:
-        hard = sum(v.severity is Severity.HARD for v in vs)
-        return f"{len(vs)} ({hard} hard)"
-
-    verdict = "FAIL" if j.exit is Exit.FAILED else "OK"
-    return (f"{verdict} (--fail-on {j.fail_on}): {len(j.counted)} finding(s) fail the gate; "
-            f"{n(j.introduced)} introduced, {n(j.unchanged)} unchanged, {len(j.fixed)} fixed, "
-            f"{len(j.suppressed)} suppressed" + (f"; compared with {j.against}" if j.against else ""))
-
-
 MAX_ROWS = 500  # Rich takes minutes over tens of thousands of rows (--json lists them all)
 
 
@@ -284,11 +270,6 @@ def judged_table(j: Judged, title: str) -> Table:
         table.caption = f"{MAX_ROWS:,} of {len(rows):,} findings shown, those failing the gate first (--json " \
                         "lists them all)"
     return table
-
-
-def print_judged(console: Console, j: Judged, title: str = "Findings") -> None:
-    console.print(judged_table(j, title))
-    console.print(summary(j), markup=False)
 
 
 def report_json_fields(result: Report, j: Judged, command: str) -> dict[str, Any]:

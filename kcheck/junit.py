@@ -150,8 +150,11 @@ def write(path: str, name: str, suites: Sequence[TestSuite]) -> None:
 # Test cases from each command's results
 
 
-def _violation_lines(violations: Sequence[Violation]) -> str:
-    lines = [f"{v.where}: {v.message}" for v in violations[:MAX_DETAIL_LINES]]
+def _violation_lines(violations: Sequence[Violation], change: Sequence[str] = ()) -> str:
+    """The first MAX_DETAIL_LINES findings, one a line (each after its `change`, when given)."""
+    prefixes = change or [""] * len(violations)
+    lines = [(f"{c}: " if c else "") + f"{v.where}: {v.message}"
+             for v, c in zip(violations[:MAX_DETAIL_LINES], prefixes, strict=False)]
     if len(violations) > MAX_DETAIL_LINES:
         lines.append(f"... and {len(violations) - MAX_DETAIL_LINES:,} more (--json lists them all)")
     return "\n".join(lines)
@@ -203,11 +206,8 @@ def judged_cases(report: Report, judged: Any, classname: str) -> list[TestCase]:
             case.detail = _violation_lines(failing)
         passing = [(change, v) for change, v in found if id(v) not in fails]
         if passing:
-            lines = [f"{change}: {v.where}: {v.message}" for change, v in passing[:MAX_DETAIL_LINES]]
-            if len(passing) > MAX_DETAIL_LINES:
-                lines.append(f"... and {len(passing) - MAX_DETAIL_LINES:,} more (--json lists them all)")
             case.output = (f"{len(passing):,} finding(s) that do not fail the gate (--fail-on {judged.fail_on}):\n"
-                           + "\n".join(lines))
+                           + _violation_lines([v for _, v in passing], [c for c, _ in passing]))
         cases.append(case)
     for inv, reason in report.skipped.items():
         if inv not in by_invariant:

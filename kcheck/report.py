@@ -45,13 +45,17 @@ def violations_table(report: Report, title: str) -> Table:
     return table
 
 
+def _not_applicable(report: Report) -> str:
+    return (f"; not applicable: {', '.join(f'{k} ({v})' for k, v in report.skipped.items())}"
+            if report.skipped else "")
+
+
 def report_summary(report: Report) -> str:
     hard = len(report.hard_violations)
     soft = len(report.violations) - hard
     verdict = "FAIL" if hard else "OK"
     return (f"{verdict}: {hard} hard and {soft} soft violation(s) over {len(report.checked)} invariant(s)"
-            + (f"; not applicable: {', '.join(f'{k} ({v})' for k, v in report.skipped.items())}"
-               if report.skipped else ""))
+            + _not_applicable(report))
 
 
 def gate_summary(report: Report, judged: Any) -> str:
@@ -66,9 +70,7 @@ def gate_summary(report: Report, judged: Any) -> str:
             f"invariant(s); {len(judged.counted)} fail the gate (--fail-on {judged.fail_on}): "
             f"{len(judged.introduced)} introduced, {len(judged.unchanged)} unchanged, {len(judged.fixed)} fixed, "
             f"{len(judged.suppressed)} suppressed"
-            + (f" (compared with {judged.against})" if judged.against else "")
-            + (f"; not applicable: {', '.join(f'{k} ({v})' for k, v in report.skipped.items())}"
-               if report.skipped else ""))
+            + (f" (compared with {judged.against})" if judged.against else "") + _not_applicable(report))
 
 
 def report_json(report: Report, extra: dict[str, Any]) -> str:
