@@ -1,6 +1,7 @@
 """Every property kcheck checks, defined once in a registry, and the engines that check them."""
 
 from kcheck.invariants import assignment as _assignment  # noqa: F401  (registers the assignment invariants)
+from kcheck.invariants import log_storage as _log_storage  # noqa: F401  (registers the log-storage invariants)
 from kcheck.invariants import partition_health as _partition_health  # noqa: F401  (registers the health invariants)
 from kcheck.invariants import placement as _placement  # noqa: F401  (registers the placement invariants)
 from kcheck.invariants import reassignment as _reassignment  # noqa: F401  (registers the plan-safety invariants)

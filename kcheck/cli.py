@@ -23,11 +23,13 @@ from typer._click.core import Context as ClickContext
 from typer._click.exceptions import ClickException
 
 from kcheck import formats, report
+from kcheck.chaos import chaos_command
 from kcheck.check import MAX_BROKERS, failed_any, run_check
 from kcheck.cluster import cluster_command
 from kcheck.formats import InputError
 from kcheck.gate import AllowlistOpt, BaselineOpt, DecommissionOpt, FailOnOpt, gate_settings
 from kcheck.invariants import REGISTRY, BalanceSettings, PlacementSubject, Severity, check_placement
+from kcheck.log_formats import verify_log_command
 from kcheck.model import INT16_MAX, INT32_MAX, Cluster, ReplicaAssignment
 from kcheck.plan import plan_command
 from kcheck.reference.errors import KafkaError
@@ -976,6 +978,8 @@ app.command("variants")(variants_command)
 app.command("rules")(rules_command)  # kcheck/rules_cli.py: the protocol's rules, for rule writers
 app.command("plan")(plan_command)  # kcheck/plan.py: the fewest moves that clear the hard violations
 app.add_typer(cluster_command, name="cluster")  # kcheck/cluster.py: a real KRaft cluster on 127.0.0.1
+app.command("chaos")(chaos_command)  # kcheck/chaos.py: fault campaigns with history checking
+app.command("verify-log")(verify_log_command)  # kcheck/log_formats.py: kafka-dump-log output checked
 
 
 @app.command("kafka-classpath")

@@ -904,10 +904,20 @@ def replay_command(
         "--kafka-version", metavar="VERSION",
         help="Replay a current-protocol trace under this release's rules (default: the release the trace "
              "names, else the newest).")] = None,
+    on_cluster: Annotated[bool, typer.Option(
+        "--on-cluster", help="Play the trace's faults and operator steps on real KRaft brokers (the cluster in "
+                             "--dir if one runs there, else a new one of --kafka-version, default 4.4.0; a variant's "
+                             "rules stay its own) and compare the cluster with the model step by step.")] = False,
+    cluster_dir: Annotated[str | None, typer.Option(
+        "--dir", help="With --on-cluster: the folder of a cluster `kcheck cluster up --dir` started (else one is "
+                      "started in this new folder, or a temporary one, and stopped at the end).")] = None,
 ) -> int:
     """Replay a trace step by step and show every replica's log, the leader, epochs, ISR and high watermarks.
     A setting given as an option replaces the trace's; the invariants checked are the ones the trace's run
-    checked (its `invariants`), else all."""
+    checked (its `invariants`), else all. With --on-cluster, the trace runs on real brokers too (exit 0: the
+    cluster did what the model predicts at every mapped step and lost the same acknowledged records)."""
+    if cluster_dir is not None and not on_cluster:
+        raise InputError("--dir", "only goes with --on-cluster")
     given = config_options(
         brokers=brokers, replication_factor=replication_factor, min_isr=min_isr, initial_isr=initial_isr, acks=acks,
         records=records, max_leader_epoch=max_leader_epoch, crashes=crashes, lossy_crashes=lossy_crashes,
@@ -919,7 +929,9 @@ def replay_command(
         trace = Trace.from_json(text)  # checked against the trace schema first (invariants/trace_schema.py)
     except ValueError as e:
         raise InputError(trace_file, str(e)) from None
-    resolved = _replay_protocol(trace_file, trace.protocol, protocol, kafka_version)
+    # with --on-cluster, --kafka-version is the cluster's release; a variant's rules stay its own
+    model_release = kafka_version if not on_cluster or (protocol or trace.protocol).startswith("current") else None
+    resolved = _replay_protocol(trace_file, trace.protocol, protocol, model_release)
     cfg = _config(ResolvedProtocol(resolved.protocol, resolved.label, None), trace.config.as_dict(), given)
     if cfg != trace.config:  # the steps again, against the settings given (a broker the cluster no longer has)
         data = json.loads(trace.to_json())
@@ -930,6 +942,14 @@ def replay_command(
             named = ", ".join(f"--{k.replace('_', '-')}" for k, v in given.items() if v is not None)
             raise InputError(trace_file, f"with {named}: {e}") from None
     trace = replace(trace, config=cfg)
+    if on_cluster:
+        from kcheck.replay_cluster import replay_on_cluster
+
+        try:
+            model_steps = replay(trace, resolved.protocol)
+        except ReplayError as e:
+            raise InputError(trace_file, f"{e} under protocol {resolved.label}") from None
+        return replay_on_cluster(trace_file, trace, resolved, model_steps, kafka_version, cluster_dir, json_out)
     only = None if trace.invariants is None else set(trace.invariants)
     probe, unchanged = _probe(resolved)
     tally = InvariantTally()

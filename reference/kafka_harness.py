@@ -38,7 +38,7 @@ from pathlib import Path
 
 CLASS_NAME = "KcheckKafkaHarness"
 DIRECTORY = Path(__file__).parent / "harness"
-BASE = ("KcheckHandler", "KcheckCodec", CLASS_NAME)  # compiled together, first
+BASE = ("KcheckHandler", "KcheckCodec", "KcheckClock", CLASS_NAME)  # compiled together, first
 
 
 @functools.lru_cache(maxsize=1)

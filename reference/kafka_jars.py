@@ -3,7 +3,8 @@
 The jars are Kafka's, run as dependencies; nothing here copies Kafka's code. Per release, a
 small generated pom lists `kafka-server-common` (AdminUtils, Kafka <= 4.0), `kafka-metadata`
 (StripedReplicaPlacer, PartitionChangeBuilder, ReplicationControlManager), `kafka-clients` (the
-client assignors), `kafka-group-coordinator` (the KIP-848 assignors) and, for 3.9, `kafka_2.13`
+client assignors), `kafka-group-coordinator` (the KIP-848 assignors), `kafka-storage` (the log layer:
+segments, indexes, UnifiedLog, from 4.1 the log cleaner) and, for 3.9, `kafka_2.13`
 (the ZooKeeper controller); `mvn dependency:copy-dependencies` puts them and their runtime
 dependencies into `${XDG_CACHE_HOME:-~/.cache}/kcheck/kafka/<version>/lib`. A `.complete`
 marker is written last, so an interrupted download is redone on the next call, and a completed
@@ -40,7 +41,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 GROUP = "org.apache.kafka"
-ARTIFACTS = ("kafka-server-common", "kafka-metadata", "kafka-clients", "kafka-group-coordinator")
+# kafka-storage: the log layer (LogSegment, OffsetIndex, TimeIndex, UnifiedLog and, from 4.1, the log cleaner).
+ARTIFACTS = ("kafka-server-common", "kafka-metadata", "kafka-clients", "kafka-group-coordinator", "kafka-storage")
 ZK_ARTIFACTS = ("kafka_2.13",)  # 3.x only: the ZooKeeper controller's election algorithms
 
 # Newest first: the default release is the first of these that resolves (a cached one wins).

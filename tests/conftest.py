@@ -29,3 +29,17 @@ def kafka_cluster():
         yield cluster
     finally:
         cluster.stop()
+
+
+@pytest.fixture
+def cluster(kafka_cluster):
+    """The session's cluster, every broker running again after the test (also when it failed): the tests that kill,
+    pause or stop brokers leave it as they found it."""
+    yield kafka_cluster
+    for row in kafka_cluster.status():
+        if row["role"] != "broker":
+            continue
+        if row["state"] == "paused":
+            kafka_cluster.resume(row["node"])
+        elif row["state"] == "stopped":
+            kafka_cluster.restart(row["node"])

@@ -162,19 +162,6 @@ def consume_all(cluster: LocalCluster, topic: str) -> dict[tuple[int, int], str]
         consumer.close()
 
 
-@pytest.fixture
-def cluster(kafka_cluster):
-    """The session's cluster, every broker running again after the test (also when it failed)."""
-    yield kafka_cluster
-    for row in kafka_cluster.status():
-        if row["role"] != "broker":
-            continue
-        if row["state"] == "paused":
-            kafka_cluster.resume(row["node"])
-        elif row["state"] == "stopped":
-            kafka_cluster.restart(row["node"])
-
-
 # ---------------------------------------------------------------------------------------------------------
 # the live cluster, read and compared with kafka-topics
 

@@ -116,7 +116,7 @@ def test_reassignment_in_progress_is_checked_on_its_target():
 def test_every_invariant_is_documented():
     for inv in REGISTRY.values():
         assert inv.title and inv.source and inv.applies_to in {"placement", "assignment", "replication", "reassignment",
-                                                                 "partition-health"}
+                                                                 "partition-health", "log", "log-dirs", "log-dump"}
 
 
 assignments = st.dictionaries(

@@ -1,0 +1,261 @@
+"""Fault campaigns (kcheck.chaos) and their history checks (kcheck.chaos_history).
+
+The checker is tested on hand-written histories: each check fails on one that breaks its property and passes on
+one that keeps it. The campaigns run on the session cluster `kafka_cluster` (tests/conftest.py: Kafka's default
+broker settings) and leave every broker running and healed: the CI campaign (kill -9 and restart of the leader, a
+pause of the leader past its session, RF 3 / min.insync.replicas 2 / unclean off, acks=all) loses no acknowledged
+record; the 2013 settings (min.insync.replicas 1, unclean election on) with the ISR shrunk to the leader and the
+leader killed lose acknowledged records (marked slow: about 45 s on its own).
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+
+import pytest
+
+from cli_support import run
+from kcheck.chaos import DEFAULT_FAULTS, Campaign, Settings, Step, parse_faults, parse_schedule, random_schedule
+from kcheck.chaos_history import Ack, Commit, Fault, FinalRead, History, Read, Send, SendFailure, check, faults_around
+from kcheck.formats import InputError
+
+# ---------------------------------------------------------------------------------------------------------
+# hand-written histories
+
+
+def history(*events, final=None) -> History:
+    h = History(began=0.0)
+    for e in events:
+        h.add(e)
+    for f in final or [FinalRead(0, 0, 3, True)]:
+        h.final[f.partition] = f
+    return h
+
+
+def acked(value: str, offset: int, acks: str = "all", partition: int = 0, t: float = 1.0) -> tuple:
+    return Send(t - 0.1, acks, value), Ack(t, acks, value, partition, offset)
+
+
+def final_reads(*values: str, partition: int = 0) -> list[Read]:
+    return [Read(50.0, partition, i, v, None, final=True) for i, v in enumerate(values)]
+
+
+def found(h: History, healed: bool = True) -> dict[str, int]:
+    return {c: len(vs) for c, vs in check(h, healed).by_check().items() if vs}
+
+
+def test_a_clean_history_passes_every_check():
+    h = history(*acked("all-0", 0), *acked("one-0", 1, "1"), *acked("all-1", 2),
+                Read(2.0, 0, 0, "all-0", 1), Read(3.0, 0, 1, "one-0", 3), Commit(3.1, 0, 2),
+                *final_reads("all-0", "one-0", "all-1"))
+    v = check(h)
+    assert v.status == "clean" and found(h) == {}
+    assert v.counts["acked_acks_all"] == 2 and v.counts["acked_acks_1"] == 1 and v.counts["lost_acks_all"] == 0
+
+
+def test_an_acked_record_replaced_at_its_offset_is_lost():
+    h = history(*acked("all-0", 0), *acked("all-1", 1, t=2.0), Fault(3.0, "kill", "start", (1,)),
+                *final_reads("all-0", "one-7", "x"))
+    v = check(h)
+    assert found(h) == {"history.acked-not-lost": 1} and v.status == "violations"
+    lost = v.violations[0]
+    assert (lost.partition, lost.offset) == (0, 1) and "offset 1 now holds one-7" in lost.message
+    assert lost.faults_before == ("3.0s kill 1",)
+
+
+def test_an_acked_record_past_the_end_of_the_final_log_is_lost():
+    h = history(*acked("all-0", 0), *acked("all-5", 5), *final_reads("all-0", "a", "b"))
+    assert found(h) == {"history.acked-not-lost": 1}
+    assert "the log now ends at offset 3" in check(h).violations[0].message
+
+
+def test_acks_1_losses_are_counted_apart_not_violations():
+    h = history(*acked("one-1", 1, "1"), *final_reads("a", "b", "c"))
+    v = check(h)
+    assert v.status == "clean" and v.counts["lost_acks_1"] == 1 and v.acks1_lost[0]["value"] == "one-1"
+
+
+def test_a_partition_the_final_read_could_not_finish_is_not_readable():
+    h = history(*acked("all-0", 0), final=[FinalRead(0, 0, 3, False, "the final read stopped at offset 0 of 3")])
+    v = check(h, healed=False)
+    assert found(h, healed=False) == {"history.acked-readable": 1} and "stopped at offset 0" in v.violations[0].message
+    assert check(history(final=[FinalRead(0, 0, 0, False)]), healed=False).status == "incomplete"
+
+
+def test_an_offset_read_with_two_values_is_a_violation():
+    h = history(Read(1.0, 0, 0, "a", 1), Read(2.0, 0, 0, "a", 1), *final_reads("b", "c", "d"))
+    assert found(h) == {"history.offset-single-value": 1}
+    same = history(Read(1.0, 0, 0, "b", 1), *final_reads("b", "c", "d"))
+    assert found(same) == {}
+
+
+def test_committed_offsets_that_go_back_are_a_violation_failed_commits_are_not():
+    ok = history(Commit(1.0, 0, 5), Commit(2.0, 0, 3, "CommitFailedError"), Commit(3.0, 0, 6), Commit(3.0, 1, 1))
+    assert found(ok) == {}
+    back = history(Commit(1.0, 0, 5), Fault(1.5, "elect-unclean", "start"), Commit(2.0, 0, 3))
+    v = check(back)
+    assert found(back) == {"history.commits-monotonic": 1}
+    assert "committed offset 3" in v.violations[0].message and v.violations[0].faults_before == ("1.5s elect-unclean",)
+
+
+def test_a_high_watermark_that_goes_back_is_a_violation_the_final_read_does_not_count():
+    back = history(Read(1.0, 0, 0, "a", 10), Read(2.0, 0, 1, "b", 8), *final_reads("a", "b", "c"))
+    assert found(back) == {"history.hw-monotonic": 1}
+    forward = history(Read(1.0, 0, 0, "a", 8), Read(2.0, 0, 1, "b", 10), Read(3.0, 1, 0, "x", 2),
+                      *final_reads("a", "b", "c"))
+    assert found(forward) == {}
+
+
+def test_the_faults_before_a_violation_are_the_last_before_it_and_the_first_after():
+    faults = [Fault(float(t), "kill", "start", (t,)) for t in range(1, 9)]
+    assert faults_around(faults, 4.5) == ("3.0s kill 3", "4.0s kill 4", "5.0s kill 5", "6.0s kill 6", "7.0s kill 7",
+                                          "8.0s kill 8")
+    assert faults_around(faults, 4.5, before=1, after=0) == ("4.0s kill 4",)
+
+
+def test_the_json_history_reads_back_to_the_same_verdict():
+    h = history(*acked("all-0", 0), *acked("all-1", 1), SendFailure(2.0, "all", "all-2", "KafkaTimeoutError"),
+                Fault(2.5, "pause", "start", (2,), "x"), Read(3.0, 0, 0, "all-0", 2), Commit(3.0, 0, 1),
+                *final_reads("all-0", "z"))
+    doc = json.loads(json.dumps(h.to_json()))
+    again = History.from_json(doc, [{"partition": 0, "start": 0, "end": 2, "complete": True, "note": ""}])
+    assert check(again).to_json() == check(h).to_json()
+    assert check(h).counts["failed_acks_all"] == 1 and check(h).counts["lost_acks_all"] == 1
+
+
+# ---------------------------------------------------------------------------------------------------------
+# schedules
+
+
+def test_a_schedule_file_reads_one_fault_a_line():
+    steps = parse_schedule("# 2013\n2 pause follower\n2 pause follower  # both\n\n15.5 kill leader\n16 resume\n"
+                           "17 elect-unclean\n20 start 1\n", "s.txt")
+    assert [(s.t, s.kind, s.target, s.line) for s in steps] == [
+        (2.0, "pause", "follower", 2), (2.0, "pause", "follower", 3), (15.5, "kill", "leader", 5),
+        (16.0, "resume", None, 6), (17.0, "elect-unclean", None, 7), (20.0, "start", "1", 8)]
+
+
+@pytest.mark.parametrize(("text", "message"), [
+    ("1 kill\nsoon kill 1\n", "s.txt:2: not `SECONDS KIND [BROKER|leader|follower]`: 'soon kill 1'"),
+    ("1 explode 2\n", "s.txt:1: 'explode' is not a fault kind"),
+    ("1 kill the-leader\n", "s.txt:1: target 'the-leader' is not a broker id, leader or follower"),
+    ("1 reassign 2\n", "s.txt:1: reassign takes no target"),
+    ("1 start leader\n", "s.txt:1: start takes a broker id or nothing"),
+    ("5 kill 1\n3 start\n", "s.txt:2: 3 s comes before the previous line's 5 s"),
+    ("1 kill 1 2\n", "s.txt:1: not `SECONDS KIND"),
+    ("# nothing\n", "s.txt: no fault in the schedule"),
+])
+def test_a_bad_schedule_line_is_one_line_naming_file_and_line(text, message):
+    with pytest.raises(InputError) as e:
+        parse_schedule(text, "s.txt")
+    assert str(e.value).startswith(message) and "\n" not in str(e.value)
+
+
+def test_a_random_schedule_is_the_seeds_and_every_fault_that_leaves_a_broker_down_has_its_end():
+    a = random_schedule(7, 120, DEFAULT_FAULTS)
+    assert a == random_schedule(7, 120, DEFAULT_FAULTS) and a != random_schedule(8, 120, DEFAULT_FAULTS)
+    kinds = {s.kind for s in a}
+    assert kinds <= {*DEFAULT_FAULTS, "start", "resume"} and "lossy-kill" not in kinds
+    for s, nxt in zip(a, a[1:], strict=False):
+        if s.kind in ("kill", "shutdown"):
+            assert nxt.kind == "start"
+        if s.kind == "pause":
+            assert nxt.kind == "resume"
+    assert all(x.t <= y.t for x, y in zip(a, a[1:], strict=False)) and a[-1].t < 120
+    assert {s.kind for s in random_schedule(1, 60, ("pause",))} == {"pause", "resume"}
+
+
+def test_fault_kinds_are_checked():
+    assert parse_faults("kill, lossy-kill") == ("kill", "lossy-kill")
+    with pytest.raises(InputError, match="^--faults: 'start' is not a fault kind"):
+        parse_faults("kill,start")
+
+
+def test_the_cli_refuses_bad_input_in_one_line_before_starting_anything(capsys, tmp_path):
+    existing = tmp_path / "out.json"
+    existing.write_text("{}")
+    code, _, err = run(capsys, "chaos", "--json", str(existing))
+    assert code == 2 and err == f"kcheck: error: --json: {existing} exists; kcheck does not overwrite it (give a new " \
+                                "file)\n" and existing.read_text() == "{}"
+    bad = tmp_path / "s.txt"
+    bad.write_text("1 kill 1\n2 kill 9\n")
+    code, _, err = run(capsys, "chaos", "--schedule", str(bad))
+    assert code == 2 and err == f"kcheck: error: {bad}:2: broker 9 is not in the cluster (brokers 1, 2, 3)\n"
+    code, _, err = run(capsys, "chaos", "--faults", "kill", "--schedule", str(bad))
+    assert code == 2 and "--faults: applies only to a random schedule" in err
+    code, _, err = run(capsys, "chaos", "--min-insync-replicas", "4")
+    assert code == 2 and err.startswith("kcheck: error: --min-insync-replicas: 4 is outside 1..3")
+
+
+# ---------------------------------------------------------------------------------------------------------
+# campaigns on the real cluster
+
+
+def _steps(text: str) -> list[Step]:
+    return parse_schedule(text, "test")
+
+
+@pytest.mark.cluster
+@pytest.mark.kafka
+def test_ci_campaign_kill_restart_and_pause_of_the_leader_lose_no_acknowledged_record(cluster):
+    """RF 3, min.insync.replicas 2, unclean off, acks=all: the leader killed (-9) and started again, then the new
+    leader paused past its broker session (fenced, a new leader elected) and resumed as a zombie."""
+    settings = Settings(f"chaos-ci-{int(time.time())}", partitions=2, replication_factor=3, min_insync_replicas=2,
+                        unclean=False, duration=17, rate=40)
+    schedule = _steps("1 kill leader\n3 start\n5 pause leader\n16 resume\n")
+    out = Campaign(cluster, settings, schedule).run()
+    v = out.verdict
+    done = [(f.kind, f.phase) for f in out.history.of(Fault)]
+    assert ("kill", "start") in done and ("pause", "start") in done and ("resume", "end") in done, done
+    assert v.counts["acked_acks_all"] > 300 and v.counts["final_reads"] >= v.counts["acked_acks_all"]
+    assert v.healed and {c: len(x) for c, x in v.by_check().items() if x} == {}, v.violations[:3]
+    assert out.exit_code == 0
+    assert all(r["state"] == "running" for r in cluster.status())
+
+
+@pytest.mark.cluster
+@pytest.mark.kafka
+def test_the_cli_attaches_to_a_running_cluster_prints_the_tables_and_writes_the_json(cluster, capsys, tmp_path):
+    """`kcheck chaos --dir`: elections and a reassignment (they leave no broker down), the tables, the JSON, exit 0;
+    elect-unclean is skipped and said on a topic that forbids it."""
+    schedule = tmp_path / "s.txt"
+    schedule.write_text("1 elect-preferred\n1.5 elect-unclean\n2 reassign\n")
+    out = tmp_path / "h.json"
+    code, stdout, err = run(capsys, "chaos", "--dir", str(cluster.directory), "--schedule", str(schedule),
+                            "--duration", "5", "--partitions", "1", "--rate", "20", "--json", str(out),
+                            "--topic", f"chaos-cli-{int(time.time())}")
+    assert code == 0, err
+    assert "elect-unclean skipped: the topic has unclean.leader.election.enable=false" in err
+    assert "History checks" in stdout and "CLEAN: no check failed" in stdout
+    doc = json.loads(out.read_text())
+    assert doc["verdict"]["status"] == "clean" and doc["settings"]["min_insync_replicas"] == 2
+    assert doc["verdict"]["faults"] == {"elect-preferred": 1, "reassign": 1}
+    assert [s["kind"] for s in doc["schedule"]] == ["elect-preferred", "elect-unclean", "reassign"]
+    acks = [e for e in doc["events"] if e["type"] == "ack"]
+    finals = {(e["partition"], e["offset"]): e["value"] for e in doc["events"] if e["type"] == "read" and e["final"]}
+    assert acks and all(finals[(a["partition"], a["offset"])] == a["value"] for a in acks)
+    code, _, err = run(capsys, "chaos", "--dir", str(cluster.directory), "--json", str(out))
+    assert code == 2 and "exists; kcheck does not overwrite it" in err
+
+
+@pytest.mark.slow
+@pytest.mark.cluster
+@pytest.mark.kafka
+def test_the_2013_settings_lose_acknowledged_records_after_the_isr_shrinks_to_the_leader(cluster, tmp_path):
+    """min.insync.replicas 1 and unclean election on: both followers paused until fenced (out of the ISR), records
+    acknowledged by the leader alone, the leader killed, the followers resumed: an out-of-sync replica leads and the
+    old leader, started again, truncates what it had acknowledged."""
+    settings = Settings(f"chaos-2013-{int(time.time())}", partitions=1, replication_factor=3, min_insync_replicas=1,
+                        unclean=True, duration=24, rate=40)
+    # the schedule the README shows
+    schedule = _steps((Path(__file__).resolve().parent.parent / "examples" / "chaos" / "2013.txt").read_text())
+    out = Campaign(cluster, settings, schedule).run()
+    v = out.verdict
+    lost = v.by_check()["history.acked-not-lost"]
+    assert lost and v.counts["lost_acks_all"] == len(lost) and out.exit_code == 1
+    assert all(any(" kill " in f for f in x.faults_before) for x in lost)
+    doc = json.loads(out.document())
+    assert doc["verdict"]["status"] == "violations" and doc["settings"]["unclean"] is True
+    assert sum(1 for e in doc["events"] if e["type"] == "ack" and e["acks"] == "all") == v.counts["acked_acks_all"]
