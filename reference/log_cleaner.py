@@ -50,6 +50,7 @@ import copy
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+from kcheck.model.log_view import LogRecord, LogSegmentView, LogView
 from kcheck.reference.releases import version_key
 
 __all__ = [
@@ -455,10 +456,9 @@ def run_rounds(cfg: CleanerConfig, checkpoints: Sequence[int | None], rounds: Se
     return outcomes, logs
 
 
-def to_log_view(log: CleanerLog, partition: str = "t-0"):  # -> LogView (imported lazily)
+def to_log_view(log: CleanerLog, partition: str = "t-0") -> LogView:
     """The log as `kcheck.model.log_view.LogView`: a record's size is its bytes, its batch's 61-byte header
     on the batch's first record; unknown (0) in a segment holding an empty batch, whose header has no record."""
-    from kcheck.model.log_view import LogRecord, LogSegmentView, LogView
 
     segs = []
     for s in log.segments:

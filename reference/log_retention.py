@@ -41,10 +41,8 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING
 
-if TYPE_CHECKING:
-    from kcheck.model.log_view import LogView
+from kcheck.model.log_view import LogRecord, LogSegmentView, LogView
 
 __all__ = [
     "CLEANUP_POLICIES",
@@ -309,7 +307,6 @@ def set_last_modified(state: LogState, ms: int) -> LogState:
 
 def to_log_view(state: LogState, partition: str = "t-0") -> LogView:
     """The storage invariants' view of this log: a placeholder record (null key, empty value) per offset."""
-    from kcheck.model.log_view import LogRecord, LogSegmentView, LogView
 
     segments = tuple(
         LogSegmentView(s.base_offset, tuple(LogRecord(o, None, "") for o in range(s.base_offset, s.next_offset)),

@@ -20,10 +20,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
 
-if TYPE_CHECKING:
-    from kcheck.model.log_view import LogView
+from kcheck.model.log_view import LogRecord, LogSegmentView, LogView
 
 INT_MAX = 2**31 - 1
 NO_TIMESTAMP = -1
@@ -566,7 +564,6 @@ def to_log_view(log: SegmentedLog, partition: str = "topic-0") -> LogView:
     """The log as M's `LogView` (kcheck.invariants.log_storage): keys and values are 'x' strings of the record's
     lengths (None when null), each record carries its own bytes and its batch's first record also the 61-byte
     batch header, so record sizes add up to the segment's size."""
-    from kcheck.model.log_view import LogRecord, LogSegmentView, LogView
 
     views = []
     for seg in log.segments:
