@@ -24,6 +24,8 @@ tombstone only after delete.retention.ms (KIP-534: the delete horizon stamped on
 
 from __future__ import annotations
 
+from bisect import bisect_left, bisect_right
+
 from kcheck.invariants.registry import Report, Severity, Violation, check_all, register
 from kcheck.model.log_view import INT_MAX, LogRecord, LogSegmentView, LogView, log_end_offset, records
 
@@ -118,12 +120,52 @@ def high_watermark_in_log(view: LogView) -> list[Violation]:
     return []
 
 
-def _batch_position(seg: LogSegmentView, offset: int) -> int | None:
+class _Sorted:
+    """A segment's record offsets and batch positions as lists, for bisection: an index check then costs
+    O(entries x log records) instead of O(entries x records). `ok` is False when the offsets do not strictly
+    increase or the positions go back (log.offsets-increasing and log.sizes say so); the checks then scan."""
+
+    def __init__(self, seg: LogSegmentView) -> None:
+        self.offsets = [r.offset for r in seg.records]
+        self.positions = list(seg.positions) if len(seg.positions) == len(seg.records) else []
+        self.ok = (all(a < b for a, b in zip(self.offsets, self.offsets[1:], strict=False))
+                   and all(a <= b for a, b in zip(self.positions, self.positions[1:], strict=False)))
+        self.position_set = set(self.positions)
+        # the largest known timestamp among records [0, i), -1 when none is known
+        self.max_ts = [-1]
+        for r in seg.records:
+            self.max_ts.append(max(self.max_ts[-1], r.timestamp))
+
+    def below(self, offset: int) -> int:
+        """How many records lie below `offset` (sorted offsets only)."""
+        return bisect_left(self.offsets, offset)
+
+
+def _batch_position(seg: LogSegmentView, offset: int, sorted_: _Sorted | None = None) -> int | None:
     """The file position of the batch holding the first record at or above `offset` (None: past the data)."""
+    if sorted_ is not None and sorted_.ok and sorted_.positions:
+        i = sorted_.below(offset)
+        return sorted_.positions[i] if i < len(sorted_.positions) else None
     for r, p in zip(seg.records, seg.positions, strict=False):
         if r.offset >= offset:
             return p
     return None
+
+
+def _entry_batch_position(seg: LogSegmentView, offset: int, sorted_: _Sorted | None = None) -> int | None:
+    """The file position of the batch a time-index entry names: the batch of the last record at or below its
+    offset (None: no record there). The entry holds its batch's last offset, which after cleaning may be a record
+    the cleaner removed while it kept the batch's earlier ones (LogCleaner keeps a batch's base and last offsets
+    only in its header)."""
+    if sorted_ is not None and sorted_.ok and sorted_.positions:
+        i = bisect_right(sorted_.offsets, offset) - 1
+        return sorted_.positions[i] if i >= 0 else None
+    at = None
+    for r, p in zip(seg.records, seg.positions, strict=False):
+        if r.offset > offset:
+            break
+        at = p
+    return at
 
 
 def _last_offset(seg: LogSegmentView) -> int | None:
@@ -150,6 +192,7 @@ def offset_index(view: LogView) -> list[Violation]:
     id, out = "log.offset-index", []
     for i, seg in enumerate(view.segments):
         (bound, bound_text), last, prev = _index_bound(view, i), _last_offset(seg), None
+        sorted_ = _Sorted(seg) if seg.offset_index else None
         for off, pos in seg.offset_index:
             if prev is not None and (off <= prev[0] or pos <= prev[1]):
                 out.append(_v(id, view, f"entry ({off}, {pos}) does not follow entry {prev}", seg, off))
@@ -162,11 +205,11 @@ def offset_index(view: LogView) -> list[Violation]:
                 out.append(_v(id, view, f"entry ({off}, {pos}) points past the segment's {seg.size_bytes} bytes",
                               seg, off))
             elif len(seg.positions) == len(seg.records) and seg.positions and last is not None and off <= last:
-                at = _batch_position(seg, off)
+                at = _batch_position(seg, off, sorted_)
                 if at is not None and pos > at:
                     out.append(_v(id, view, f"entry ({off}, {pos}) lands past its target: the batch of offset "
                                   f"{off} starts at position {at}", seg, off, target_position=at))
-                elif pos not in seg.positions:
+                elif sorted_ is not None and pos not in sorted_.position_set:
                     out.append(_v(id, view, f"entry ({off}, {pos}) is not at a batch's start", seg, off))
     return out
 
@@ -181,6 +224,7 @@ def time_index(view: LogView) -> list[Violation]:
     for i, seg in enumerate(view.segments):
         (bound, bound_text), prev = _index_bound(view, i), None
         batches = len(seg.positions) == len(seg.records) and bool(seg.positions)
+        sorted_ = _Sorted(seg) if seg.time_index else None
         for ts, off in seg.time_index:
             if prev is not None and (ts <= prev[0] or off < prev[1]):
                 out.append(_v(id, view, f"entry ({ts}, {off}) does not follow entry {prev}", seg, off))
@@ -193,7 +237,13 @@ def time_index(view: LogView) -> list[Violation]:
                 continue
             # With batch positions: every record of an earlier batch is older than the entry's timestamp; without
             # them, every record below the entry's offset is at most that old (it may share the entry's batch).
-            at = _batch_position(seg, off) if batches else None
+            at = _entry_batch_position(seg, off, sorted_) if batches else None
+            if sorted_ is not None and sorted_.ok:
+                # records below the entry's offset are a prefix; so are those of earlier batches (positions sorted)
+                n = sorted_.below(off)
+                n_earlier = min(n, bisect_left(sorted_.positions, at)) if at is not None else 0
+                if sorted_.max_ts[n] <= ts and sorted_.max_ts[n_earlier] < ts:
+                    continue  # no record breaks it: skip the scan that finds the first one
             for j, r in enumerate(seg.records):
                 if r.offset >= off or r.timestamp < 0:
                     continue
@@ -252,13 +302,16 @@ def _same(a: LogRecord, b: LogRecord) -> bool:
     return (a.key, a.value, a.timestamp) == (b.key, b.value, b.timestamp)
 
 
-def check_compaction(before: LogView, after: LogView, now_ms: int | None = None,
-                     delete_retention_ms: int | None = None) -> list[Violation]:
-    """What a cleaner run may do to a log (LogCleaner, LogCleanerManager.cleanableOffsets; KIP-534):
+def check_compaction(before: LogView, after: LogView, now_ms: int | None = None) -> list[Violation]:
+    """What a cleaner run at `now_ms` may do to a log (LogCleaner, LogCleanerManager.cleanableOffsets; KIP-534):
 
     - `log.compaction-keeps-latest`: every key's latest record is still there at its original offset, unchanged;
-      a tombstone may go only when it has expired (with `now_ms` and `delete_retention_ms`: its timestamp at least
-      delete.retention.ms old; without them any latest tombstone may go);
+      a tombstone may go only once its delete horizon has passed. Since KIP-534 (Kafka 3.1, record format v2) a
+      tombstone's age is not its timestamp: the first cleaning pass that keeps it stamps its batch with
+      now + delete.retention.ms, and a later pass drops it only when that horizon is at or below its clock
+      (LogCleaner's shouldRetainRecord: retained while the batch has no delete horizon or the clock is below it).
+      So with `now_ms` a latest tombstone may go only when `before` shows a horizon on it (`LogRecord
+      .delete_horizon`) at or below `now_ms`; without `now_ms` any latest tombstone may go;
     - `log.compaction-only-removes`: nothing new, nothing moved or changed: every record after is one before;
     - `log.compaction-below-uncleanable`: nothing in the active segment or at/above the high watermark is removed.
     Records appended between the two views (offsets at or above `before`'s log end) are ignored.
@@ -278,11 +331,16 @@ def check_compaction(before: LogView, after: LogView, now_ms: int | None = None,
     for key, r in latest.items():
         if r.offset in new or r.offset < after.log_start_offset or key in newer:
             continue
-        expired = r.value is None and (now_ms is None or delete_retention_ms is None or
-                                       (r.timestamp >= 0 and now_ms - r.timestamp >= delete_retention_ms))
+        expired = r.value is None and (now_ms is None or (r.delete_horizon is not None and r.delete_horizon <= now_ms))
         if not expired:
-            what = "tombstone removed before delete.retention.ms" if r.value is None else "latest record removed"
-            out.append(_v("log.compaction-keeps-latest", after, f"key {key!r}: {what}", offset=r.offset, key=key))
+            if r.value is not None:
+                what = "latest record removed"
+            elif r.delete_horizon is None:
+                what = "tombstone removed though no earlier pass stamped a delete horizon on its batch"
+            else:
+                what = f"tombstone removed before its delete horizon {r.delete_horizon} (the pass ran at {now_ms})"
+            out.append(_v("log.compaction-keeps-latest", after, f"key {key!r}: {what}", offset=r.offset, key=key,
+                          delete_horizon=r.delete_horizon))
     active = before.segments[-1].base_offset if before.segments else leo
     bound = min(active, before.high_watermark if before.high_watermark is not None else leo)
     for off, r in old.items():

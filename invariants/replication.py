@@ -22,7 +22,7 @@ and no AR or RR. They do not apply when nothing reassigns.
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from itertools import combinations
 
@@ -314,3 +314,117 @@ def reassignment_completed(s: ReplicationSubject) -> list[Violation]:
                 f"removing {_ids(removing)}", {"target": list(trs), "replicas": list(replicas),
                                                "adding": list(adding), "removing": list(removing)}))
     return out
+
+
+# ---- fast twins --------------------------------------------------------------------------------------------
+# For the exhaustive engine, which checks every invariant in every new state: per check above, a predicate
+# `ok(state, config)` that is True exactly when the check finds no violation, building no Violation, Report or
+# subject object. A search asks the twin first and the check itself only when the twin says False (for the
+# message). tests/test_replication_model.py compares every twin with its check on the reachable states of the
+# built-in variants. The `not_applicable` conditions of the durability checks are in `durability_void_fast`.
+
+
+def durability_void_fast(state: State, config: Config) -> bool:
+    """`_durability_void` as a bool."""
+    return state.history.lossy_crashes >= config.min_isr
+
+
+def _holds_all(r: Replica, records: Iterable[tuple[int, int]]) -> bool:
+    log = r.log
+    n = len(log)
+    for o, i in records:
+        if o >= n or log[o].id != i:
+            return False
+    return True
+
+
+def _leader_in_isr_ok(st: State, cfg: Config) -> bool:
+    reg = st.registry
+    return reg.leader == NO_LEADER or reg.leader in reg.isr
+
+
+def _isr_within_replicas_ok(st: State, cfg: Config) -> bool:
+    reg = st.registry
+    return reg.isr.issubset(reg.replicas) and reg.elr.issubset(reg.replicas) and reg.isr.isdisjoint(reg.elr)
+
+
+def _one_leader_per_epoch_ok(st: State, cfg: Config) -> bool:
+    pairs = st.history.epoch_leaders  # distinct (epoch, leader) pairs: two leaders of one epoch repeat the epoch
+    return len({e for e, _ in pairs}) == len(pairs)
+
+
+def _epochs_monotonic_ok(st: State, cfg: Config) -> bool:
+    reg, h = st.registry, st.history
+    if reg.leader_epoch < h.max_leader_epoch or reg.written_by < h.max_written_by:
+        return False
+    for r, was in zip(st.replicas, h.max_broker_epochs, strict=True):
+        if r.alive and r.known and r.leader_epoch < was:
+            return False
+    return True
+
+
+def _electable_has_committed_ok(st: State, cfg: Config) -> bool:
+    committed = st.history.committed
+    if not committed:
+        return True
+    reg = st.registry
+    for b in reg.isr | reg.elr:
+        if b in reg.replicas:
+            r = st.replicas[b - 1]
+            if r.alive and not _holds_all(r, committed):
+                return False
+    return True
+
+
+def _leader_has_acked_ok(st: State, cfg: Config) -> bool:
+    reg = st.registry
+    if reg.leader == NO_LEADER:
+        return True
+    r = st.replicas[reg.leader - 1]
+    return not r.alive or (_holds_all(r, st.history.acked) and _holds_all(r, st.history.committed))
+
+
+def _no_acked_lost_ok(st: State, cfg: Config) -> bool:
+    h = st.history
+    for o, i in h.acked | h.committed if h.acked else h.committed:
+        if not any(_holds(r, o, i) for r in st.replicas):
+            return False
+    return True
+
+
+def _log_matching_ok(st: State, cfg: Config) -> bool:
+    serving = [r for r in st.replicas if r.alive and not r.needs_truncation and r.hw and r.log]
+    for a, b in combinations(serving, 2):
+        upto = min(a.hw, b.hw, len(a.log), len(b.log))
+        if a.log[:upto] != b.log[:upto]:
+            return False
+    return True
+
+
+def _consistent_reads_ok(st: State, cfg: Config) -> bool:
+    reads = st.history.reads
+    return len({o for o, _ in reads}) == len(reads)
+
+
+def _leader_in_replicas_ok(st: State, cfg: Config) -> bool:
+    reg = st.registry
+    return reg.leader == NO_LEADER or reg.leader in reg.replicas
+
+
+# check -> its twin (None: no twin, the check itself runs)
+FAST: dict[Callable[[ReplicationSubject], list[Violation]], Callable[[State, Config], bool]] = {
+    leader_in_isr: _leader_in_isr_ok,
+    isr_within_replicas: _isr_within_replicas_ok,
+    one_leader_per_epoch: _one_leader_per_epoch_ok,
+    epochs_monotonic: _epochs_monotonic_ok,
+    electable_has_committed: _electable_has_committed_ok,
+    leader_has_acked: _leader_has_acked_ok,
+    no_acked_lost: _no_acked_lost_ok,
+    log_matching: _log_matching_ok,
+    consistent_reads: _consistent_reads_ok,
+    leader_in_replicas: _leader_in_replicas_ok,
+}
+# not_applicable conditions of this module that read the config only (a search decides them once) ...
+CONFIG_ONLY = (_no_reassignment, _fixed_full_replica_set)
+# ... and the one that reads the state, as a bool
+STATE_VOID = {_durability_void: durability_void_fast}

@@ -7,9 +7,16 @@ guard is false), and one `StateInvariant` per registered replication invariant (
 ones; an invariant holds where its `not_applicable` says it does not apply, as `InvariantTally` counts it).
 
 Encoding: a state becomes nested tuples of ints, bools, None and strings (every frozenset as a sorted tuple,
-the message pool sorted, each Record as its (id, epoch) pair) serialised with `marshal` format 2, which writes
-the same bytes for equal values (no back-references, unlike formats 3 and 4). Equal states therefore give equal
-bytes, and `decode` inverts it, so the search keeps its frontier as bytes.
+the message pool sorted, each Record as its (id, epoch) pair; `state_tuple`); each part of it (every replica,
+the registry, the zombies, the pool, the history, the budget spent) is serialised with `marshal` format 2, which
+writes the same bytes for equal values (no back-references, unlike formats 3 and 4), and the tuple of those
+parts' bytes is marshalled again. Equal states therefore give equal bytes, and `decode` inverts it, so the
+search keeps its frontier as bytes. The parts are kept per object, so a successor (which shares most objects
+with its parent) re-marshals only what its step replaced.
+
+Speed (issue 14): `successors` computes the enabled actions and their results in one pass, skipping candidates
+that a guard of their own kind rules out (`_PRE`); the invariants of invariants/replication.py run as their
+twins (`replication.FAST`: None fast, no Violation objects) and the ones a config switches off do not run.
 
 Broker symmetry, and why it is sound. A permutation p of the broker ids 1..n acts on a state by renaming every
 broker id in it (the replicas' positions, every leader, ISR, ELR, fenced set, replica list, message sender and
@@ -49,12 +56,14 @@ from functools import partial
 from itertools import permutations
 from typing import Any
 
+from kcheck.invariants import registry
+from kcheck.invariants import replication as replication_invariants
 from kcheck.invariants.registry import REGISTRY
 from kcheck.invariants.replication import ReplicationSubject
 from kcheck.model.interface import StateInvariant
 from kcheck.model.replication import protocol as protocol_module
 from kcheck.model.replication import reassignment as reassignment_module
-from kcheck.model.replication.actions import KINDS, Action, Config, apply, initial_state
+from kcheck.model.replication.actions import KINDS, Action, Config, apply, initial_state, settler
 from kcheck.model.replication.protocol import Protocol
 from kcheck.model.replication.state import (
     NO_LEADER,
@@ -105,8 +114,8 @@ def _unreg(t: tuple[Any, ...]) -> Registry:
 
 
 def _rep(r: Replica) -> tuple[Any, ...]:
-    return (r.id, r.alive, r.broker_epoch, r.clean_shutdown, _log(r.log), r.flushed, r.hw, r.known, r.leader,
-            r.leader_epoch, r.partition_epoch, _s(r.isr), r.controller_epoch, r.needs_truncation, r.replicas,
+    return (r.id, r.alive, r.broker_epoch, r.clean_shutdown, _MEMO.get(r.log, _log), r.flushed, r.hw, r.known,
+            r.leader, r.leader_epoch, r.partition_epoch, _s(r.isr), r.controller_epoch, r.needs_truncation, r.replicas,
             r.follower_leo, r.follower_broker_epoch, r.epoch_start,
             None if r.pending_isr is None else _s(r.pending_isr))
 
@@ -138,9 +147,10 @@ def _unhist(t: tuple[Any, ...]) -> History:
 class _Memo:
     """Sub-encodings by object identity: a successor shares most of its replicas, registry, message objects and
     history sets with its parent (`evolve` copies only what changed), so each is converted once. Entries hold
-    their object, so an id is never reused while it is cached; the memo is emptied when it grows large."""
+    their object, so an id is never reused while it is cached; the memo is emptied when it grows large (only at
+    the start of a state's encoding, so every entry a state's encoding uses stays valid while it is built)."""
 
-    LIMIT = 20_000
+    LIMIT = 8_000  # enough for a parent and its successors; a larger memo cost more in garbage collection
 
     def __init__(self) -> None:
         self.d: dict[int, tuple[Any, Any]] = {}
@@ -149,8 +159,6 @@ class _Memo:
         hit = self.d.get(id(obj))
         if hit is not None and hit[0] is obj:
             return hit[1]
-        if len(self.d) >= self.LIMIT:
-            self.d.clear()
         value = conv(obj)
         self.d[id(obj)] = (obj, value)
         return value
@@ -159,17 +167,48 @@ class _Memo:
 _MEMO = _Memo()
 
 
-def state_tuple(s: State) -> tuple[Any, ...]:
-    """The canonical nested-tuple form of a state (equal states, equal tuples)."""
+def _hist(h: History) -> tuple[Any, ...]:
     get = _MEMO.get
-    h = s.history
-    hist = (get(h.acked, _s), get(h.acked_leader_only, _s), get(h.pending_acks, _s), get(h.committed, _s),
+    return (get(h.acked, _s), get(h.acked_leader_only, _s), get(h.pending_acks, _s), get(h.committed, _s),
             h.true_hw, get(h.reads, _s), get(h.epoch_leaders, _s), h.max_leader_epoch, h.max_written_by,
             h.max_broker_epochs, h.lossy_crashes, get(h.reassign_origin, _s), get(h.reassign_seen, _s),
             get(h.completions, _s))
-    return (tuple(get(r, _rep) for r in s.replicas), get(s.registry, _reg),
-            tuple((z.epoch, get(z.view, _reg)) for z in s.zombies), get(s.pool, _pool), hist,
-            get(s.used, _budget))
+
+
+def _reps(reps: tuple[Replica, ...]) -> tuple[Any, ...]:
+    get = _MEMO.get
+    return tuple(get(r, _rep) for r in reps)
+
+
+def state_tuple(s: State) -> tuple[Any, ...]:
+    """The canonical nested-tuple form of a state (equal states, equal tuples). A successor shares most of its
+    objects with its parent, so the five parts are looked up in the memo inline (this runs once per transition)."""
+    d = _MEMO.d
+    if len(d) >= _MEMO.LIMIT:
+        d.clear()
+    reps, reg, pool, h, used = s.replicas, s.registry, s.pool, s.history, s.used
+    e = d.get(id(reps))
+    if e is None or e[0] is not reps:
+        e = d[id(reps)] = (reps, _reps(reps))
+    rt = e[1]
+    e = d.get(id(reg))
+    if e is None or e[0] is not reg:
+        e = d[id(reg)] = (reg, _reg(reg))
+    gt = e[1]
+    e = d.get(id(pool))
+    if e is None or e[0] is not pool:
+        e = d[id(pool)] = (pool, _pool(pool))
+    pt = e[1]
+    e = d.get(id(h))
+    if e is None or e[0] is not h:
+        e = d[id(h)] = (h, _hist(h))
+    ht = e[1]
+    e = d.get(id(used))
+    if e is None or e[0] is not used:
+        e = d[id(used)] = (used, _budget(used))
+    zs = s.zombies
+    zt = tuple((z.epoch, _MEMO.get(z.view, _reg)) for z in zs) if zs else ()
+    return (rt, gt, zt, pt, ht, e[1])
 
 
 def _pool(pool: frozenset[Message]) -> tuple[Any, ...]:
@@ -211,12 +250,79 @@ def _unbudget(t: tuple[Any, ...]) -> Budget:
     return Budget(*t)
 
 
+_PARTS: dict[int, tuple[Any, bytes]] = {}  # object id -> (object, its part's bytes): the encoder's memo
+
+
+def _tuple_parts(t: tuple[Any, ...]) -> tuple[bytes, ...]:
+    """The parts of a state tuple: each replica, then registry, zombies, pool, history, budget, each marshalled."""
+    dumps = marshal.dumps
+    return (*(dumps(r, 2) for r in t[0]), *(dumps(x, 2) for x in t[1:]))
+
+
 def encode_state(s: State) -> bytes:
-    return marshal.dumps(state_tuple(s), 2)
+    """The state's canonical bytes: a marshalled tuple of its parts' bytes (each replica, the registry, the
+    zombies, the pool, the history, the budget spent), each part `marshal.dumps(part tuple, 2)` of its
+    `state_tuple` component. Marshal format 2 writes equal values as equal bytes, so equal states give equal
+    bytes; the parts are kept per object, so a successor re-marshals only the parts its step replaced."""
+    d = _PARTS
+    if len(d) >= _MEMO.LIMIT:
+        d.clear()
+    if len(_MEMO.d) >= _MEMO.LIMIT:
+        _MEMO.d.clear()
+    dumps = marshal.dumps
+    get = _MEMO.get
+    parts = []
+    for r in s.replicas:
+        e = d.get(id(r))
+        if e is None or e[0] is not r:
+            e = d[id(r)] = (r, dumps(get(r, _rep), 2))
+        parts.append(e[1])
+    reg, pool, h, used = s.registry, s.pool, s.history, s.used
+    e = d.get(id(reg))
+    if e is None or e[0] is not reg:
+        e = d[id(reg)] = (reg, dumps(get(reg, _reg), 2))
+    parts.append(e[1])
+    zs = s.zombies
+    parts.append(dumps(tuple((z.epoch, get(z.view, _reg)) for z in zs), 2) if zs else _NO_ZOMBIES)
+    e = d.get(id(pool))
+    if e is None or e[0] is not pool:
+        e = d[id(pool)] = (pool, dumps(_pool(pool), 2))
+    parts.append(e[1])
+    e = d.get(id(h))
+    if e is None or e[0] is not h:
+        e = d[id(h)] = (h, dumps(_hist(h), 2))
+    parts.append(e[1])
+    e = d.get(id(used))
+    if e is None or e[0] is not used:
+        e = d[id(used)] = (used, dumps(_budget(used), 2))
+    parts.append(e[1])
+    return dumps(tuple(parts), 2)
+
+
+_NO_ZOMBIES = marshal.dumps((), 2)
+
+
+def _part_value(data: bytes, build: Callable[[tuple[Any, ...]], Any]) -> Any:
+    """The value a part's bytes stand for, built once per distinct part (see `_cached`)."""
+    key = (build, data)
+    v = _DECODED.get(key)
+    if v is None:
+        if len(_DECODED) >= 50_000:
+            _DECODED.clear()
+        v = _DECODED[key] = build(marshal.loads(data))
+    return v
+
+
+def _unzombies(t: tuple[Any, ...]) -> tuple[ZombieController, ...]:
+    return tuple(ZombieController(e, _cached(v, _unreg)) for e, v in t)
 
 
 def decode_state(data: bytes) -> State:
-    return state_from_tuple(marshal.loads(data))
+    parts = marshal.loads(data)
+    n = len(parts) - 5
+    return State(tuple(_part_value(r, _unrep) for r in parts[:n]), _part_value(parts[n], _unreg),
+                 _part_value(parts[n + 1], _unzombies), _part_value(parts[n + 2], _unpool),
+                 _part_value(parts[n + 3], _unhist), _part_value(parts[n + 4], _unbudget))
 
 
 # ---- broker renaming ------------------------------------------------------------------------------
@@ -315,6 +421,146 @@ def symmetry_note(protocol: Protocol, cfg: Config) -> str | None:
     return None
 
 
+# ---- the fast successor function ----------------------------------------------------------------
+# Per kind, a necessary condition for its function in model/replication/actions.py to apply, read off that
+# function's own guards: only the state and the config, never a protocol rule (user rules may be anything).
+# A False here means the function would return None; True means nothing (the function decides).
+
+def _leads(r: Replica) -> bool:
+    return r.alive and r.known and r.leader == r.id
+
+
+def _pre_fetch(s: State, cfg: Config, follower: int) -> bool:
+    r = s.replicas[follower - 1]
+    if not r.alive or not r.known or r.needs_truncation or r.leader == NO_LEADER or r.leader == follower:
+        return False
+    for m in s.pool:  # one fetch in flight per follower
+        if (type(m) is FetchRequest and m.frm == follower) or (type(m) is FetchResponse and m.to == follower):
+            return False
+    return True
+
+
+def _pre_fetch_round(s: State, cfg: Config, follower: int) -> bool:
+    # fetch's guard, and handle_fetch's: the believed leader is a live broker
+    if not _pre_fetch(s, cfg, follower):
+        return False
+    leader = s.replicas[follower - 1].leader
+    return 1 <= leader <= len(s.replicas) and s.replicas[leader - 1].alive
+
+
+def _pre_expand(s: State, cfg: Config, leader: int, follower: int) -> bool:
+    r = s.replicas[leader - 1]
+    return (_leads(r) and r.pending_isr is None and follower not in r.isr and follower != leader
+            and follower in r.replicas)
+
+
+def _pre_shrink(s: State, cfg: Config, leader: int, follower: int) -> bool:
+    r = s.replicas[leader - 1]
+    return (_leads(r) and r.pending_isr is None and follower in r.isr and follower != leader
+            and s.used.isr_shrinks < cfg.isr_shrinks)
+
+
+def _pre_crash(s: State, cfg: Config, broker: int, lossy: bool) -> bool:
+    if not s.replicas[broker - 1].alive:
+        return False
+    return s.used.lossy_crashes < cfg.lossy_crashes if lossy else s.used.crashes < cfg.crashes
+
+
+def _pre_fence(s: State, cfg: Config, broker: int) -> bool:
+    if broker in s.registry.fenced:
+        return False
+    return not s.replicas[broker - 1].alive or s.used.fences < cfg.fences
+
+
+def _pre_move_leader(s: State, cfg: Config, target: int) -> bool:
+    reg = s.registry
+    return target != reg.leader and reg.leader != NO_LEADER and s.used.elections < cfg.elections
+
+
+def _pre_zombie_move(s: State, cfg: Config, zombie: int, target: int) -> bool:
+    if zombie >= len(s.zombies) or s.used.elections >= cfg.elections:
+        return False
+    view = s.zombies[zombie].view
+    return target != view.leader and target in view.isr
+
+
+def _pre_consume(s: State, cfg: Config, broker: int, offset: int) -> bool:
+    r = s.replicas[broker - 1]
+    return (_leads(r) and offset < len(r.log) and s.used.reads < cfg.reads
+            and (offset, r.log[offset].id) not in s.history.reads)
+
+
+def _pre_alter_response(s: State, cfg: Config, m: AlterPartitionResponse) -> bool:
+    r = s.replicas[m.to - 1]
+    return _leads(r) and r.leader_epoch == m.leader_epoch and r.pending_isr is not None
+
+
+def _pre_advance_hw(s: State, cfg: Config, broker: int) -> bool:
+    r = s.replicas[broker - 1]
+    return _leads(r) and len(r.log) > r.hw  # the new high watermark is bounded by the log end
+
+
+def _pre_flush(s: State, cfg: Config, broker: int) -> bool:
+    r = s.replicas[broker - 1]
+    return r.alive and r.flushed != len(r.log)
+
+
+def _pre_handle_fetch(s: State, cfg: Config, m: FetchRequest) -> bool:
+    return 1 <= m.to <= len(s.replicas) and s.replicas[m.to - 1].alive
+
+
+_PRE: dict[str, Callable[..., bool]] = {
+    "produce": lambda s, cfg, broker, acks: _leads(s.replicas[broker - 1]) and s.used.records < cfg.records,
+    "fetch": _pre_fetch,
+    "handle_fetch": _pre_handle_fetch,
+    "fetch_round": _pre_fetch_round,
+    "truncate": lambda s, cfg, follower: s.replicas[follower - 1].alive and s.replicas[follower - 1].needs_truncation,
+    "advance_hw": _pre_advance_hw,
+    "expand_isr": _pre_expand,
+    "shrink_isr": _pre_shrink,
+    "handle_alter_partition_response": _pre_alter_response,
+    "flush": _pre_flush,
+    "crash": _pre_crash,
+    "restart": lambda s, cfg, broker: not s.replicas[broker - 1].alive,
+    "fence": _pre_fence,
+    "unfence": lambda s, cfg, broker: broker in s.registry.fenced and s.replicas[broker - 1].alive,
+    "elect": lambda s, cfg: s.registry.leader == NO_LEADER,
+    "move_leader": _pre_move_leader,
+    "failover": lambda s, cfg: s.used.failovers < cfg.failovers,
+    "zombie_move_leader": _pre_zombie_move,
+    "consume": _pre_consume,
+}
+
+
+def _always_holds(s: State) -> None:
+    return None
+
+
+# Kinds whose candidates depend on the config only (model/replication/actions.py: brokers, acks, pairs, ()).
+_STATIC = frozenset({"produce", "fetch", "fetch_round", "truncate", "advance_hw", "expand_isr", "shrink_isr", "flush",
+                     "crash", "restart", "fence", "unfence", "elect", "move_leader", "failover"})
+
+
+def _gate_leader(s: State, cfg: Config, leader: int) -> bool:
+    r = s.replicas[leader - 1]
+    return _leads(r) and r.pending_isr is None
+
+
+# For static kinds with more than one argument: a condition on the first argument only (the rest: `_PRE`).
+_GATE: dict[str, Callable[..., bool]] = {
+    "produce": lambda s, cfg, broker: _leads(s.replicas[broker - 1]),
+    "expand_isr": _gate_leader,
+    "shrink_isr": _gate_leader,
+    "crash": lambda s, cfg, broker: s.replicas[broker - 1].alive,
+}
+# Conditions on the state and config alone (budgets) that rule a whole kind out.
+_KIND_GATE: dict[str, Callable[[State, Config], bool]] = {
+    "produce": lambda s, cfg: s.used.records < cfg.records,
+    "shrink_isr": lambda s, cfg: s.used.isr_shrinks < cfg.isr_shrinks,
+    "move_leader": lambda s, cfg: s.used.elections < cfg.elections and s.registry.leader != NO_LEADER,
+}
+
+
 class ReplicationModel:
     """The replication model as a `kcheck.model.interface.Model` (see the module docstring)."""
 
@@ -322,7 +568,11 @@ class ReplicationModel:
         self.protocol, self.cfg = protocol, cfg
         self.name = f"replication({protocol.name})"
         self._kinds = [(k, spec) for k, spec in KINDS.items() if spec.possible(cfg)]
-        self._invariants = [StateInvariant(i, inv.title, partial(self._holds, inv))
+        self._keeps = (False, True) if cfg.duplicates else (False,)
+        self._fast = self._plan()
+        # A subclass that changes actions() or step() (e.g. the liveness model) gets successors() from them.
+        self._own_steps = type(self).actions is ReplicationModel.actions and type(self).step is ReplicationModel.step
+        self._invariants = [StateInvariant(i, inv.title, self._fast_holds(inv))
                             for i, inv in REGISTRY.items()
                             if inv.applies_to == "replication" and (only is None or i in only)]
         self.symmetry_off = None if symmetry else "switched off"
@@ -335,6 +585,30 @@ class ReplicationModel:
         spare = range(rf + 1, n + 1)
         self._perms: list[tuple[int, ...]] = [] if self.symmetry_off else [
             (0, *range(1, rf + 1), *q) for q in permutations(spare) if q != tuple(spare)]
+
+    def _fast_holds(self, inv: Any) -> Callable[[State], str | None]:
+        """`_holds` for `inv`, cheap where it holds: an invariant of invariants/replication.py that its config-only
+        condition switches off never runs; one with a twin (`replication.FAST`) runs the twin, and its check
+        only when the twin finds a violation (for the message). Any other invariant (a user's) runs as it is."""
+        slow = partial(self._holds, inv)
+        if getattr(inv.check, "__module__", None) != replication_invariants.__name__:
+            return slow
+        if inv.not_applicable in replication_invariants.CONFIG_ONLY:
+            if inv.not_applicable(ReplicationSubject(initial_state(self.cfg), self.cfg)) is not None:
+                return _always_holds
+            return slow if inv.check not in replication_invariants.FAST else self._twin(inv, slow, None)
+        void = replication_invariants.STATE_VOID.get(inv.not_applicable)
+        if inv.check not in replication_invariants.FAST or (
+                void is None and getattr(inv.not_applicable, "__module__", None) != registry.__name__):
+            return slow  # a condition we do not know (the registry's default one says "applies")
+        return self._twin(inv, slow, void)
+
+    def _twin(self, inv: Any, slow: Callable[[State], str | None],
+              void: Callable[[State, Config], bool] | None) -> Callable[[State], str | None]:
+        ok, cfg = replication_invariants.FAST[inv.check], self.cfg
+        if void is None:
+            return lambda s: None if ok(s, cfg) else slow(s)
+        return lambda s: None if void(s, cfg) or ok(s, cfg) else slow(s)
 
     def _holds(self, inv: Any, s: State) -> str | None:
         subject = ReplicationSubject(s, self.cfg)
@@ -358,12 +632,107 @@ class ReplicationModel:
     def step(self, state: State, action: Action) -> State | None:
         return apply(state, self.protocol, self.cfg, action)
 
+    def _plan(self) -> list[tuple[Any, ...]]:
+        """How `successors` enumerates each kind the config allows (see there)."""
+        plan: list[tuple[Any, ...]] = []
+        init = initial_state(self.cfg)
+        for kind, spec in self._kinds:
+            mtype = getattr(spec.candidates, "message_type", None)
+            if kind == "drop":
+                plan.append(("drop", kind, spec.fn))
+            elif mtype is not None:
+                plan.append(("message", kind, spec.fn, mtype, _PRE.get(kind)))
+            elif kind in _STATIC:
+                groups: dict[Any, list[tuple[int, tuple[Any, ...], Action]]] = {}
+                for pos, args in enumerate(spec.candidates(init, self.cfg)):
+                    key = args[0] if args else None
+                    groups.setdefault(key, []).append((pos, tuple(args), Action(kind, tuple(args))))
+                count = sum(map(len, groups.values()))
+                gate: Callable[..., bool] | None = _GATE.get(kind)
+                pre: Callable[..., bool] | None = _PRE[kind]
+                if gate is None:  # the kind's condition reads its first argument only: it is the gate
+                    gate, pre = pre, None
+                plan.append(("static", kind, spec.fn, count, list(groups.items()), gate, pre, _KIND_GATE.get(kind)))
+            elif kind == "consume":
+                plan.append(("consume", kind, spec.fn, _PRE[kind]))
+            else:  # every candidate, as actions() lists them
+                plan.append(("generic", kind, spec.fn, spec.candidates, _PRE.get(kind)))
+        return plan
+
     def successors(self, state: State) -> list[tuple[int, Action, State]]:
-        out = []
-        for i, a in enumerate(self.actions(state)):
-            nxt = apply(state, self.protocol, self.cfg, a)
-            if nxt is not None:
-                out.append((i, a, nxt))
+        """(index in `actions(state)`, action, `step(state, action)`) for every action that applies, in one pass.
+
+        The same list `step` gives over `actions` (tests/test_replication_model.py compares them on every
+        reachable state of several configurations), computed without building or stepping the candidates a
+        cheap guard rules out: each kind's `_PRE` test (and `_GATE`, `_KIND_GATE`) is a condition its function in
+        model/replication/actions.py checks itself, from the state and the config only (never a protocol rule),
+        so a candidate that fails it is one `apply` would answer None. The candidates that pass go straight to
+        the kind's function and then `settler`, which is what `apply` does once it has checked that the kind is
+        possible under the config and the message is in the pool (both true here by construction). Kinds whose
+        candidates depend only on the config (`_STATIC`) have them listed once, grouped by their first argument
+        (a broker); the pool is sorted once per state instead of once per message kind."""
+        if not self._own_steps:
+            return [(i, a, t) for i, a in enumerate(self.actions(state)) if (t := self.step(state, a)) is not None]
+        p, cfg = self.protocol, self.cfg
+        out: list[tuple[int, Action, State]] = []
+        done = settler(state, p)
+        msgs: list[Any] | None = None
+        by_type: dict[type, list[Any]] = {}
+        i = 0
+        for entry in self._fast:
+            mode, kind, fn = entry[0], entry[1], entry[2]
+            if mode == "static":
+                _, _, _, count, groups, gate, pre, kgate = entry
+                if kgate is None or kgate(state, cfg):
+                    for first, cands in groups:
+                        if (gate(state, cfg, first) if first is not None else gate(state, cfg)):
+                            for pos, args, action in cands:
+                                if pre is None or pre(state, cfg, *args):
+                                    nxt = fn(state, p, cfg, *args)
+                                    if nxt is not None:
+                                        out.append((i + pos, action, done(nxt)))
+                i += count
+            elif mode == "message" or mode == "drop":
+                if msgs is None:
+                    msgs = state.messages()
+                    for m in msgs:
+                        by_type.setdefault(type(m), []).append(m)
+                if mode == "drop":
+                    for m in msgs:
+                        nxt = fn(state, p, cfg, m)
+                        if nxt is not None:
+                            out.append((i, Action(kind, (m,)), done(nxt)))
+                        i += 1
+                    continue
+                pre = entry[4]
+                for m in by_type.get(entry[3], ()):
+                    ok = pre is None or pre(state, cfg, m)
+                    for keep in self._keeps:
+                        if ok:
+                            nxt = fn(state, p, cfg, m, keep)
+                            if nxt is not None:
+                                out.append((i, Action(kind, (m, keep)), done(nxt)))
+                        i += 1
+            elif mode == "consume":
+                pre = entry[3]
+                spend = state.used.reads < cfg.reads
+                for b, r in enumerate(state.replicas, 1):
+                    n = len(r.log)
+                    if spend and n and _leads(r):
+                        for o in range(n):
+                            if pre(state, cfg, b, o):
+                                nxt = fn(state, p, cfg, b, o)
+                                if nxt is not None:
+                                    out.append((i + o, Action(kind, (b, o)), done(nxt)))
+                    i += n
+            else:
+                pre = entry[4]
+                for args in entry[3](state, cfg):
+                    if pre is None or pre(state, cfg, *args):
+                        nxt = fn(state, p, cfg, *args)
+                        if nxt is not None:
+                            out.append((i, Action(kind, tuple(args)), done(nxt)))
+                    i += 1
         return out
 
     def invariants(self) -> Sequence[StateInvariant[State]]:
@@ -378,7 +747,7 @@ class ReplicationModel:
     def encodings(self, state: State) -> list[bytes]:
         """The encodings of the state and of its images under every listed symmetry (one tuple built once)."""
         t = state_tuple(state)
-        return [marshal.dumps(t, 2)] + [marshal.dumps(rename_tuple(t, p), 2) for p in self._perms]
+        return [encode_state(state)] + [marshal.dumps(_tuple_parts(rename_tuple(t, p)), 2) for p in self._perms]
 
     def symmetries(self) -> Sequence[Callable[[State], State]]:
         return [partial(rename_state, p=p) for p in self._perms]

@@ -308,7 +308,8 @@ class ReplicationOutcome:
 
 
 def run_replication_models(deep: bool = False) -> list[ReplicationOutcome]:
-    from kcheck.invariants.replication_explore import exhaust, explore
+    from kcheck.invariants.replication_engine import run_exhaust
+    from kcheck.invariants.replication_explore import explore
     from kcheck.invariants.replication_rows import ROW_SCRIPTS, play_row
     from kcheck.model.replication import VARIANTS, Config, Protocol
 
@@ -316,7 +317,7 @@ def run_replication_models(deep: bool = False) -> list[ReplicationOutcome]:
     current = Protocol.current()
     r = explore(current, Config(), examples=REPLICATION_EXAMPLES, steps=REPLICATION_STEPS, seed_value=0)
     out.append(_outcome("current", "explore", False, f"{r.examples} x {REPLICATION_STEPS}", r.seconds, r.trace))
-    e = exhaust(current, Config(**SMALL_EXHAUSTIVE_BOUNDS))
+    e = run_exhaust(current, Config(**SMALL_EXHAUSTIVE_BOUNDS))
     out.append(_outcome("current", "exhaust", False, f"{e.states:,} states, {e.transitions:,} transitions",
                         e.seconds, e.trace, "" if e.complete else "incomplete"))
     for v in VARIANTS.values():
@@ -335,7 +336,7 @@ def run_replication_models(deep: bool = False) -> list[ReplicationOutcome]:
             if deep:
                 out.append(hunt_variant(v.name))
             continue
-        e = exhaust(v.protocol, Config(**v.settings), max_states=VARIANT_MAX_STATES, only=set(v.violates))
+        e = run_exhaust(v.protocol, Config(**v.settings), max_states=VARIANT_MAX_STATES, only=set(v.violates))
         missing = "" if e.trace else f"not found in {e.states:,} states (row {v.row} needs {v.minimal_steps} steps)"
         out.append(_outcome(v.name, "exhaust", True, f"{e.states:,} states", e.seconds, e.trace, missing))
     return out
@@ -344,12 +345,13 @@ def run_replication_models(deep: bool = False) -> list[ReplicationOutcome]:
 def hunt_variant(name: str) -> ReplicationOutcome:
     """The abstract search with atomic fetches at the variant's setting; the trace it finds is then split
     into three steps per fetch and replayed, so what is reported is a run of the split model."""
-    from kcheck.invariants.replication_explore import exhaust, split_run
+    from kcheck.invariants.replication_engine import run_exhaust
+    from kcheck.invariants.replication_explore import split_run
     from kcheck.model.replication import VARIANTS, Config
 
     v = VARIANTS[name]
-    e = exhaust(v.protocol, Config(**{**v.settings, "atomic_fetch": True}), max_states=ABSTRACT_MAX_STATES,
-                only=set(v.violates), abstract=True)
+    e = run_exhaust(v.protocol, Config(**{**v.settings, "atomic_fetch": True}), max_states=ABSTRACT_MAX_STATES,
+                    only=set(v.violates), abstract=True)
     size = f"{e.states:,} abstract states"
     if e.trace is None:
         return _outcome(name, "abstract search", True, size, e.seconds, None,

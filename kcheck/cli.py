@@ -30,6 +30,7 @@ from kcheck.formats import InputError
 from kcheck.gate import AllowlistOpt, BaselineOpt, DecommissionOpt, FailOnOpt, gate_settings
 from kcheck.invariants import REGISTRY, BalanceSettings, PlacementSubject, Severity, check_placement
 from kcheck.log_formats import verify_log_command
+from kcheck.log_sim import log_command, sweep_log_command
 from kcheck.model import INT16_MAX, INT32_MAX, Cluster, ReplicaAssignment
 from kcheck.plan import plan_command
 from kcheck.reference.errors import KafkaError
@@ -980,6 +981,8 @@ app.command("plan")(plan_command)  # kcheck/plan.py: the fewest moves that clear
 app.add_typer(cluster_command, name="cluster")  # kcheck/cluster.py: a real KRaft cluster on 127.0.0.1
 app.command("chaos")(chaos_command)  # kcheck/chaos.py: fault campaigns with history checking
 app.command("verify-log")(verify_log_command)  # kcheck/log_formats.py: kafka-dump-log output checked
+app.command("log")(log_command)  # kcheck/log_sim.py: a topic's storage simulated step by step
+app.command("sweep-log")(sweep_log_command)  # kcheck/log_sim.py + spark_check/log_sweep.py: grids of topic x workload
 
 
 @app.command("kafka-classpath")

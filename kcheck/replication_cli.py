@@ -9,6 +9,9 @@ today's and one of its changed rules never answered differently from today's rul
 never covers its bounds; it prints what it did cover). A search never ends in a state that looks like a pass
 unless it is one.
 
+`exhaust` runs on the one engine, `kcheck.model.search.exhaust` (through `invariants/replication_engine.py`): in
+this process, over --workers forked processes, or on Spark with --master (`kcheck.spark_check.exhaust`).
+
 Long searches print progress on stderr (states, depth, rate, resident memory, elapsed time) every few seconds
 when stderr is a terminal or with --progress; --no-progress or --quiet turns it off. Never on stdout.
 
@@ -20,7 +23,9 @@ from __future__ import annotations
 
 import contextlib
 import json
+import multiprocessing
 import os
+import re
 import sys
 from collections.abc import Iterator
 from dataclasses import dataclass, fields, replace
@@ -35,9 +40,16 @@ from kcheck.exit_codes import Exit
 from kcheck.formats import InputError, read_text
 from kcheck.invariants import REGISTRY
 from kcheck.invariants.registry import Severity, load_module, unknown_ids
+from kcheck.invariants.replication_engine import (
+    RSS_BYTES_PER_STATE,
+    SPARK_ENGINE,
+    EngineRun,
+    SearchSetupError,
+    default_max_states,
+    run_exhaust,
+)
 from kcheck.invariants.replication_explore import (
     ChangeProbe,
-    ExhaustResult,
     ExploreResult,
     InvariantTally,
     ReplayError,
@@ -46,7 +58,6 @@ from kcheck.invariants.replication_explore import (
     SearchProgress,
     Trace,
     changed_rules,
-    exhaust,
     explore,
     replay,
     replication_ids,
@@ -351,7 +362,7 @@ def _run(what: str, resolved: ResolvedProtocol, fn: Any, *args: Any, **kwargs: A
     """Run an engine; a user's protocol whose rule raises is bad input, reported in one line."""
     try:
         return fn(*args, **kwargs)
-    except (InputError, PluginError, ReplayError, KeyboardInterrupt):  # ReplayError: the trace is at fault
+    except (InputError, PluginError, ReplayError, SearchSetupError, KeyboardInterrupt):  # ReplayError: the trace
         raise
     except Exception as e:  # noqa: BLE001 - a user's rule may raise anything, or return what the model cannot use
         if ":" in resolved.label:  # a module:object protocol: its failure, in one line (--debug: the traceback)
@@ -410,7 +421,7 @@ def progress_printer(progress: bool | None, quiet: bool) -> Any:
         if p.engine == "exhaust":
             rate = p.states / p.seconds if p.seconds else 0.0
             what = (f"{p.states:,} states, depth {p.depth}, {counts.get('transitions', 0):,} transitions, "
-                    f"queue {counts.get('queue', 0):,}, {rate:,.0f} states/s")
+                    f"frontier peak {counts.get('frontier', 0):,}, {rate:,.0f} states/s")
         else:
             steps = counts.get("steps", 0)
             rate = steps / p.seconds if p.seconds else 0.0
@@ -431,8 +442,8 @@ def machine_memory() -> int | None:
         return None
 
 
-# A default exhaust stops at a quarter of the machine's memory: about 4.3 KB a state, so 2,000,000 states need
-# about 9 GB, which filled an 8-16 GB machine long before the state cap.
+# A default exhaust stops at a quarter of the machine's memory (its workers' included), and its default state cap
+# is that memory over what a stored state costs (`replication_engine.RSS_BYTES_PER_STATE`), so the two agree.
 DEFAULT_MEMORY_SHARE = 4
 
 
@@ -587,7 +598,7 @@ def _print_invariants(summary: dict[str, Any]) -> None:
     con = report.console()
     checked = summary["checked"]
     con.print(f"invariants checked in every state ({len(checked)}): " + (escape(", ".join(checked)) or "none"))
-    for off in summary["switched_off"]:
+    for off in summary["switched_off"] or ():  # None: not counted (a Spark search)
         con.print(f"switched off by the bounds in {off['states_off']:,} of {off['states']:,} states: "
                   f"{escape(off['invariant'])} ({escape(off['reason'])})")
     by_reason: dict[str, list[str]] = {}
@@ -749,6 +760,46 @@ def explore_command(
     return Exit.FAILED
 
 
+def _engine_options(workers: int, master: str | None, spill_dir: str | None) -> None:
+    """--workers, --master and --spill-dir, checked before any work: one line each."""
+    if master is not None:
+        if not _MASTER.fullmatch(master):
+            raise InputError("--master", f"expected a Spark master URL such as spark://HOST:7077 or local[2], "
+                                         f"not '{master}'")
+        if workers > 1:
+            raise InputError("--workers", "is for a search on this machine; with --master the Spark executors do "
+                                          "the work (their cores decide)")
+        if spill_dir is not None:
+            raise InputError("--spill-dir", "is for a search on this machine; with --master the frontier stays in "
+                                            "the Spark executors")
+    if workers > 1 and "fork" not in multiprocessing.get_all_start_methods():
+        raise InputError("--workers", "needs processes started by fork (Linux, macOS); use --workers 1 here")
+    if spill_dir is not None:
+        if os.path.exists(spill_dir) and not os.path.isdir(spill_dir):
+            raise InputError("--spill-dir", f"{spill_dir} exists and is not a directory")
+        try:
+            os.makedirs(spill_dir, exist_ok=True)
+        except OSError as e:
+            raise InputError("--spill-dir", f"cannot create {spill_dir}: {e.strerror or e}") from None
+        if not os.access(spill_dir, os.W_OK | os.X_OK):
+            raise InputError("--spill-dir", f"{spill_dir} is not writable")
+
+
+# local, local[N], local[*], local[N,F]; spark://host:port[,host:port...]; yarn; k8s://...
+_MASTER = re.compile(r"local(\[(\*|[1-9]\d*)(,[1-9]\d*)?\])?|spark://[^\s/:,]+:\d+(,[^\s/:,]+:\d+)*|yarn|"
+                     r"k8s://\S+")
+
+
+def _engine_line(run: EngineRun) -> str:
+    where = ("Spark" if run.engine == SPARK_ENGINE else
+             f"{run.workers} worker processes" if run.workers > 1 else "one process")
+    sym = "symmetry on" if run.symmetry else f"symmetry off ({run.symmetry_note})"
+    bps = run.result.bytes_per_state
+    store = f", {bps:.0f} bytes a stored state" if bps else ""
+    spilled = f", {_size(run.result.spilled_bytes)} of frontier spilled" if run.result.spilled_bytes else ""
+    return f"engine: {run.engine}, {where}, {sym}{store}{spilled}"
+
+
 def exhaust_command(
     protocol: ProtocolOpt = "current",
     brokers: BrokersOpt = None,
@@ -764,14 +815,27 @@ def exhaust_command(
     abstract: Annotated[bool, typer.Option(
         help="Merge states that differ only in control messages in flight: finds much deeper "
              "counterexamples, but a clean result is no proof.")] = False,
-    max_states: Annotated[int, typer.Option(min=1, max=INT32_MAX,
-                                            help="Store at most this many states (then incomplete, exit 4).")
-                          ] = 2_000_000,
+    max_states: Annotated[int | None, typer.Option(
+        min=1, max=0xFFFFFFFE, show_default=False,
+        help=f"Store at most this many states (then incomplete, exit 4). Default: the memory cap over "
+             f"{RSS_BYTES_PER_STATE} bytes, what a stored state costs with its share of the frontier.")] = None,
     max_seconds: Annotated[float, typer.Option(
         min=0, max=1e9, help="Stop after this many seconds (0: no limit; then incomplete, exit 4).")] = 0,
     max_memory: Annotated[str, typer.Option(
-        metavar="SIZE", help="Stop when kcheck's resident memory reaches SIZE (4G, 512M; 0: no cap; then "
-                             "incomplete, exit 4). Default auto: a quarter of this machine's memory.")] = "auto",
+        metavar="SIZE", help="Stop when kcheck's resident memory (with its workers') reaches SIZE (4G, 512M; 0: no "
+                             "cap; then incomplete, exit 4). Default auto: a quarter of this machine's memory.")
+                          ] = "auto",
+    workers: Annotated[int, typer.Option(
+        min=1, max=1024, help="Processes on this machine, each owning a share of the visited states (a complete "
+                              "run gives the same counts as one).")] = 1,
+    master: Annotated[str | None, typer.Option(
+        metavar="URL", help="Run the search on Spark: spark://HOST:7077 (a standalone cluster) or local[N].")] = None,
+    symmetry: Annotated[bool, typer.Option(
+        "--symmetry/--no-symmetry",
+        help="Merge states that differ only by renaming interchangeable brokers (those outside the replica set; "
+             "off where reassignment or a user's rule could tell them apart: said in the output).")] = True,
+    spill_dir: Annotated[str | None, typer.Option(
+        metavar="DIR", help="Write the frontier to files in DIR (created) when it outgrows memory.")] = None,
     invariant: InvariantOpt = None,
     invariants: InvariantsOpt = None,
     out: OutOpt = None,
@@ -787,6 +851,7 @@ def exhaust_command(
     answered differently from today's rule in the states visited, 4 no invariant violated but the search did not
     cover its bounds (--max-states, --max-seconds, --max-memory, or --abstract)."""
     mem_cap, mem_text = parse_memory(max_memory)
+    _engine_options(workers, master, spill_dir)
     small = {"brokers": 2, "min_isr": 1, "records": 2, "max_leader_epoch": 3, "crashes": 1, "lossy_crashes": 1,
              "fences": 1, "elections": 1, "isr_shrinks": 1, "failovers": 1, "reads": 1}
     given = config_options(
@@ -796,26 +861,43 @@ def exhaust_command(
         reassignments=reassignments, cancels=cancels, duplicates=duplicates, atomic_fetch=atomic_fetch)
     prep = _prepare(out, protocol, invariant, invariants, small, given, kafka_version, coverage_dir)
     resolved, cfg, only, probe = prep.resolved, prep.config, prep.only, prep.probe
-    result: ExhaustResult = _run("exhaustive search", resolved, exhaust,
-                                 probe.protocol if probe else resolved.protocol, cfg, max_states=max_states,
-                                 label=resolved.label, only=only, abstract=abstract, probe=probe,
+    if max_states is None:
+        max_states = default_max_states(mem_cap if mem_cap is not None else parse_memory("auto")[0])
+    try:
+        result: EngineRun = _run("exhaustive search", resolved, run_exhaust,
+                                 probe.protocol if probe else resolved.protocol, cfg, label=resolved.label,
+                                 only=only, abstract=abstract, probe=probe, max_states=max_states,
                                  max_seconds=max_seconds or None, max_rss=mem_cap,
-                                 progress=progress_printer(progress, quiet))
+                                 progress=progress_printer(progress, quiet), workers=workers, master=master,
+                                 symmetry=symmetry, spill_dir=spill_dir, modules=tuple(invariants or ()))
+    except SearchSetupError as e:
+        raise InputError("--master", str(e)) from None
     _write_trace(out, result.trace)
     written = _write_coverage(coverage_dir, probe)
-    summary = result.tally.summary(only, prep.not_selected)
+    if result.tally is not None:
+        summary = result.tally.summary(only, prep.not_selected)
+    else:  # Spark: every state was checked; in how many the bounds switched an invariant off is not counted
+        summary = {**InvariantTally(states=result.states).summary(only, prep.not_selected), "switched_off": None}
     rate = result.states / result.seconds if result.seconds else 0.0
     code = exit_for(result.trace is not None, probe, result.complete)
     stopped_by = ("violation" if result.trace is not None else result.stop_reason
                   or ("abstract" if result.abstract else None))
     caps = {"max_states": max_states, "max_seconds": max_seconds or None, "max_memory_bytes": mem_cap}
+    r = result.result
     if json_out:
         print(json.dumps({"protocol": resolved.label, "config": cfg.as_dict(), "ok": result.trace is None,
                           "exit_status": int(code), "complete": result.complete, "stopped_by": stopped_by,
-                          "violation_found": result.trace is not None, "stopped_at_max_states": result.stopped,
+                          "violation_found": result.trace is not None,
+                          "stopped_at_max_states": result.stop_reason == "max-states",
                           "caps": caps, "peak_rss_bytes": result.peak_rss,
                           "abstract": result.abstract, "states": result.states, "transitions": result.transitions,
-                          "depth": result.depth, "seconds": round(result.seconds, 3), "invariants": summary,
+                          "depth": result.depth, "seconds": round(result.seconds, 3),
+                          "engine": result.engine, "workers": result.workers,
+                          "bytes_per_state": None if r.bytes_per_state is None else round(r.bytes_per_state, 1),
+                          "collision_probability": r.collision_probability,
+                          "frontier_peak": r.frontier_peak, "spilled_bytes": r.spilled_bytes,
+                          "symmetry": "on" if result.symmetry else "off", "symmetry_note": result.symmetry_note,
+                          "notes": result.notes, "invariants": summary,
                           "coverage": _coverage_json(probe, prep.unchanged),
                           "trace": json.loads(result.trace.to_json()) if result.trace else None}, indent=2))
         return code
@@ -824,21 +906,25 @@ def exhaust_command(
     con.print(f"bounds: {escape(_config_line(cfg))}")
     con.print(f"caps: --max-states {max_states:,}, --max-seconds {f'{max_seconds:g}' if max_seconds else 'none'}, "
               f"--max-memory {escape(mem_text)}")
+    con.print(escape(_engine_line(result)))
+    for note in result.notes:
+        con.print(f"note: {escape(note)}")
     con.print(f"{result.states:,} {'abstract ' if result.abstract else ''}states, {result.transitions:,} transitions, "
               f"depth {result.depth}, {result.seconds:.1f} s ({rate:,.0f} states/s), peak memory "
               f"{_size(result.peak_rss)}")
     stop_line = {
-        "max-states": f"stopped at --max-states {max_states:,} (new states refused; the queued ones finished)",
-        "max-seconds": f"stopped by --max-seconds {max_seconds:g} while expanding depth {result.depth}",
-        "max-memory": f"stopped by --max-memory {mem_text} while expanding depth {result.depth}",
+        "max-states": f"stopped at --max-states {max_states:,}",
+        "max-seconds": f"stopped by --max-seconds {max_seconds:g}",
+        "max-memory": f"stopped by --max-memory {mem_text}",
     }
     if result.complete:
-        con.print("search complete: every reachable state within the bounds was visited.")
+        con.print(f"search complete: every reachable state within the bounds was visited (a proof within them, up "
+                  f"to a fingerprint collision: probability at most {r.collision_probability:.1g}).")
     elif result.trace is not None:
         con.print("search stopped at the first violation: not every reachable state was visited.")
     elif result.stop_reason in stop_line:
-        con.print(f"search INCOMPLETE: {escape(stop_line[result.stop_reason])}; every state up to depth "
-                  f"{max(result.depth - 1, 0)} was visited, deeper ones only in part.")
+        con.print(f"search INCOMPLETE: {escape(stop_line[result.stop_reason])} while expanding depth "
+                  f"{result.depth}; every state up to depth {result.depth} was visited, deeper ones only in part.")
     else:
         con.print("search INCOMPLETE: the abstract search keeps one state per abstract state.")
     _print_invariants(summary)

@@ -24,6 +24,9 @@ class LogRecord:
     # every record of a segment at 0 when the segment holds bytes no record accounts for (an empty batch the
     # cleaner keeps, KAFKA-17076): sizes are checked only where every record's is known.
     size: int = 0
+    # KIP-534: the delete horizon (ms) an earlier cleaning pass stamped on the record's batch (the batch's
+    # deleteHorizonMs, stored as its base timestamp); None when the batch carries none.
+    delete_horizon: int | None = None
 
 
 @dataclass(frozen=True)

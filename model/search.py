@@ -6,9 +6,12 @@
   open-addressing table of unsigned 64-bit ints, plus the index of its parent and the index of the action
   taken (positions in `model.actions(parent)`), in flat arrays. That is about 20-40 bytes per state, measured
   in `SearchResult.bytes_per_state` from the arrays' own sizes (no objects per state).
-- The frontier (the states of the current and the next BFS level) is kept as zlib-compressed encodings when the
-  model has a `decode(bytes) -> state` (the optional extension below), else as state objects; it is transient
-  and is not counted in `bytes_per_state` (`SearchResult.frontier_peak` says how many states it held at most).
+- The frontier (the states of the current and the next BFS level) is kept as encodings packed into 64 KiB
+  chunks compressed with zlib (`kcheck.model.spill.Spool`) when the model has a `decode(bytes) -> state` (the
+  optional extension below), else as state objects; it is transient and is not counted in `bytes_per_state`
+  (`SearchResult.frontier_peak` says how many states it held at most). With `spill_dir`, a frontier whose
+  compressed chunks pass `spill_threshold` bytes goes to a file there and is streamed back at the next level
+  (`SearchResult.spilled_bytes`), so memory holds the visited set and at most the threshold of frontier.
 - A counterexample is rebuilt by re-executing the recorded action indexes from the initial state, so it is a
   run of the model, and BFS makes it a shortest one (in steps, among the states the search stored).
 - Symmetry reduction: a state's fingerprint is the minimum of the fingerprints of the state and of its images
@@ -22,30 +25,39 @@
   second one. With n states the probability of any collision is about n^2 / 2^65: about 2.7e-4 at 10^8 states
   (3e-8 at 10^6). TLC makes the same trade (it reports the same estimate after a run); a clean run is a proof up
   to that probability. `SearchResult.collision_probability` gives the figure for the run.
+- `workers=N` (N > 1) runs the same BFS over N forked processes (`kcheck.model.parallel`): each owns the
+  fingerprints with `fp % N == k`, level by level; a complete run stores the same states and counts the same
+  transitions as one process, and a counterexample is still a shortest one.
 
 `random_search` runs Hypothesis programs: each picks an initial state, then up to `max_steps` actions among the
 enabled ones, checking every invariant after every step; per-kind weights bias the choice, and swarm testing
-(on by default) switches each action kind on or off per program. A failing program is shrunk by Hypothesis.
+(on by default) switches each action kind on or off per program. Options make it a guided search: `follow`
+(chain the actions the previous step enabled), `novelty` (restart programs from a corpus of states with a new
+abstract key, as coverage-guided fuzzers do), drawn program lengths and a CPU budget. A failing run is shrunk by
+re-execution (`minimize_run`).
 
 Optional extensions a model may provide (the engines use them when present): `decode(data) -> state` (inverse
 of `encode`, so the frontier is kept as bytes); `encodings(state) -> list[bytes]` (the encodings of the state
 and of its images under every listed symmetry, when the model computes them faster than `encode(g(state))`);
-and `kind(action) -> str` (the action's kind, for weights and swarm; by default the first word of
-`describe(action)`).
+`successors(state) -> list[(index in actions(state), action, next state)]` (only the actions that apply, when
+the model computes them faster than `actions` + `step`); and `kind(action) -> str` (the action's kind, for
+weights and swarm; by default the first word of `describe(action)`).
 """
 
 from __future__ import annotations
 
 import hashlib
+import os
+import pickle
 import time
-import zlib
 from array import array
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Hashable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
 from kcheck.model.interface import Model, StateInvariant
+from kcheck.model.spill import DEFAULT_THRESHOLD, Objects, Spool
 
 _EMPTY = 0  # a fingerprint of 0 is stored as 1, so 0 marks an empty slot
 _NO_PARENT = 0xFFFFFFFF
@@ -66,12 +78,14 @@ class SearchResult:
     depth: int  # the largest BFS level a stored state is at (random search: the longest program)
     seconds: float
     stopped_because: str | None  # None when complete; else "max-states", "max-depth", "max-seconds",
-    # "violation" (exhaust) or "programs" (random search: never a proof)
+    # "violation" (exhaust), a word of the `stop` callback, or "programs" (random search: never a proof)
     counterexample: Counterexample | None
     bytes_per_state: float | None  # the visited store's bytes per stored state (exhaust only)
     frontier_peak: int = 0  # the most states the frontier held at once (exhaust only)
     collision_probability: float = 0.0  # upper estimate of a fingerprint collision in this run (exhaust only)
     programs: int = 0  # random search: programs run (shrinking not counted)
+    workers: int = 1  # processes the exhaustive search ran in
+    spilled_bytes: int = 0  # frontier bytes written to spill_dir (exhaust only)
 
 
 def fingerprint(data: bytes) -> int:
@@ -154,6 +168,9 @@ class _Store:
         self.action.append(action)
         return len(self.parent) - 1
 
+    def __len__(self) -> int:
+        return len(self.parent)
+
     @property
     def nbytes(self) -> int:
         return len(self.parent) * self.parent.itemsize + len(self.action) * self.action.itemsize
@@ -171,10 +188,11 @@ class _Store:
 def _keyer(model: Model[Any, Any], syms: Sequence[Callable[[Any], Any]]) -> Callable[[Any], tuple[int, bytes]]:
     """state -> (its canonical fingerprint, its own encoding)."""
     encode = model.encode
+    blake2b, from_bytes = hashlib.blake2b, int.from_bytes
 
     def plain(s: Any) -> tuple[int, bytes]:
         data = encode(s)
-        return fingerprint(data), data
+        return from_bytes(blake2b(data, digest_size=8).digest(), "little") or 1, data
 
     if not syms:
         return plain
@@ -191,6 +209,38 @@ def _keyer(model: Model[Any, Any], syms: Sequence[Callable[[Any], Any]]) -> Call
         return min(fingerprint(data), *(fingerprint(encode(g(s))) for g in syms)), data
 
     return canon
+
+
+def _successor_fn(model: Model[Any, Any]) -> Callable[[Any], Sequence[tuple[int, Any, Any]]]:
+    """The model's `successors` (C1's optional extension), else one built from `actions` and `step`."""
+    succ = getattr(model, "successors", None)
+    if succ is not None:
+        return succ
+    actions, step = model.actions, model.step
+
+    def generic(s: Any) -> list[tuple[int, Any, Any]]:
+        out = []
+        for ai, a in enumerate(actions(s)):
+            t = step(s, a)
+            if t is not None:
+                out.append((ai, a, t))
+        return out
+
+    return generic
+
+
+def _frontier_codec(model: Model[Any, Any], compress: bool, spill_dir: str | None, threshold: int,
+                    need_bytes: bool = False, ints: int = 1
+                    ) -> tuple[Callable[[Any, bytes], Any], Callable[[Any], Any], Callable[[], Any]]:
+    """(pack(state, encoding) -> frontier item, unpack(item) -> state, a new empty frontier). States travel as
+    their encodings when the model has `decode`; else as pickles when they must be bytes (spilling, processes),
+    else as the objects themselves."""
+    decode = getattr(model, "decode", None)
+    if decode is None and spill_dir is None and not need_bytes:
+        return (lambda s, data: s), (lambda s: s), Objects
+    if decode is None:
+        return (lambda s, data: pickle.dumps(s, 5)), pickle.loads, lambda: Spool(ints, compress, spill_dir, threshold)
+    return (lambda s, data: data), decode, lambda: Spool(ints, compress, spill_dir, threshold)
 
 
 def _violated(invariants: Sequence[StateInvariant[Any]], s: Any) -> tuple[str, str] | None:
@@ -219,47 +269,64 @@ def replay_path(model: Model[Any, Any], initial: int, actions: Sequence[int]) ->
 
 def exhaust(model: Model[Any, Any], max_states: int | None = None, max_depth: int | None = None,
             max_seconds: float | None = None, symmetry: bool = True,
-            progress: Callable[[SearchResult], None] | None = None, compress: bool = True) -> SearchResult:
+            progress: Callable[[SearchResult], None] | None = None, compress: bool = True, *,
+            workers: int = 1, spill_dir: str | None = None, stop: Callable[[], str | None] | None = None,
+            spill_threshold: int = DEFAULT_THRESHOLD) -> SearchResult:
     """Breadth-first search of every state reachable from `model.initial_states()` (see the module docstring).
 
     Stops at the first state violating an invariant (`counterexample`, a shortest run to it), when storing
     another state would pass `max_states`, when a state at level `max_depth` has a successor (it is not
-    expanded: the search covered every state within that many steps), or after `max_seconds`. `complete` is
-    True only when none of these cut it: every reachable state was visited and every invariant held in each.
-    `progress`, if given, gets the running figures about every 3 seconds. With `compress` (and a model with
-    `decode`), frontier encodings are kept zlib-compressed (level 1: about 4x smaller for the replication model,
-    for about 20 microseconds per new state).
+    expanded: the search covered every state within that many steps), after `max_seconds`, or when `stop`
+    (called about every 64 expansions; with workers, by the calling process about every 0.2 s) returns a word,
+    which becomes `stopped_because` (e.g. "max-memory"). `complete` is True only when none of these cut it:
+    every reachable state was visited and every invariant held in each. `progress`, if given, gets the running
+    figures about every 3 seconds. With `compress` (and a model with `decode`), the frontier's chunks are
+    zlib-compressed. `spill_dir`: the frontier goes to files there past `spill_threshold` compressed bytes (per
+    process). `workers` > 1: several forked processes (`kcheck.model.parallel`; Linux/macOS), the states
+    travelling between them as encodings (`decode`) or pickles.
     """
+    if workers < 1:
+        raise ValueError(f"workers must be at least 1, not {workers}")
+    if spill_dir is not None and not os.path.isdir(spill_dir):
+        raise ValueError(f"spill_dir {spill_dir} is not a directory")
+    if workers > 1:
+        from kcheck.model.parallel import parallel_exhaust
+
+        return parallel_exhaust(model, workers=workers, max_states=max_states, max_depth=max_depth,
+                                max_seconds=max_seconds, symmetry=symmetry, progress=progress, compress=compress,
+                                spill_dir=spill_dir, spill_threshold=spill_threshold, stop=stop)
     start = time.perf_counter()
+    perf_counter = time.perf_counter
     invariants = list(model.invariants())
     key = _keyer(model, list(model.symmetries()) if symmetry else [])
-    decode = getattr(model, "decode", None)
-    if decode is None:
-        pack: Callable[[Any, bytes], Any] = lambda s, data: s  # noqa: E731
-        unpack: Callable[[Any], Any] = lambda s: s  # noqa: E731
-    elif compress:
-        pack, unpack = (lambda s, data: zlib.compress(data, 1)), (lambda z: decode(zlib.decompress(z)))
-    else:
-        pack, unpack = (lambda s, data: data), decode
+    succ = _successor_fn(model)
+    pack, unpack, new_frontier = _frontier_codec(model, compress, spill_dir, spill_threshold)
     seen = FingerprintSet()
     store = _Store()
     result = SearchResult(False, 0, 0, 0, 0.0, None, None, None)
+    counts = [0, 0]  # transitions, bytes spilled by frontiers already dropped
 
     def finish(stopped: str | None) -> SearchResult:
         result.states = len(store.parent)
+        result.transitions = counts[0]
         result.complete = stopped is None
         result.stopped_because = stopped
         result.seconds = time.perf_counter() - start
         n = result.states
         result.bytes_per_state = (seen.nbytes + store.nbytes) / n if n else None
         result.collision_probability = min(1.0, n * n / 2.0 ** 65)
+        result.spilled_bytes = counts[1] + frontier.spilled + (nxt.spilled if nxt is not None else 0)
+        frontier.close()
+        if nxt is not None:
+            nxt.close()
         return result
 
     def counterexample(n: int, found: tuple[str, str]) -> Counterexample:
         initial, path = store.path(n)
         return Counterexample(found[0], found[1], replay_path(model, initial, path))
 
-    frontier: list[tuple[int, Any]] = []
+    frontier = new_frontier()
+    nxt = None
     for i, s in enumerate(model.initial_states()):
         fp, data = key(s)
         if not seen.add(fp):
@@ -269,54 +336,62 @@ def exhaust(model: Model[Any, Any], max_states: int | None = None, max_depth: in
         if found is not None:
             result.counterexample = counterexample(n, found)
             return finish("violation")
-        frontier.append((n, pack(s, data)))
+        frontier.append(pack(s, data), n)
     result.frontier_peak = len(frontier)
     level = 0
     last_report = start
     expanded = 0
-    while frontier:
+    transitions = 0
+    seen_add, store_add, parents = seen.add, store.add, store.parent
+    while len(frontier):
         if max_depth is not None and level >= max_depth:
             # Anything new past the bound? Look without storing: the answer decides `complete`.
             for _, packed in frontier:
-                s = unpack(packed)
-                for a in model.actions(s):
-                    nxt = model.step(s, a)
-                    if nxt is not None and key(nxt)[0] not in seen:
+                for _, _, t in succ(unpack(packed)):
+                    if key(t)[0] not in seen:
                         return finish("max-depth")
             break
-        nxt_frontier: list[tuple[int, Any]] = []
+        nxt = new_frontier()
+        append = nxt.append
         for n, packed in frontier:
             expanded += 1
-            if expanded % 64 == 0:
-                now = time.perf_counter()
+            if not expanded & 63:
+                now = perf_counter()
+                counts[0] = transitions
                 if max_seconds is not None and now - start >= max_seconds:
                     return finish("max-seconds")
+                if stop is not None:
+                    word = stop()
+                    if word:
+                        return finish(word)
                 if progress is not None and now - last_report >= 3.0:
                     last_report = now
-                    result.states, result.seconds = len(store.parent), now - start
+                    result.states, result.seconds, result.transitions = len(parents), now - start, transitions
                     progress(result)
             s = unpack(packed)
-            for ai, a in enumerate(model.actions(s)):
-                t = model.step(s, a)
-                if t is None:
-                    continue
-                result.transitions += 1
+            for ai, _, t in succ(s):
+                transitions += 1
                 fp, data = key(t)
-                if max_states is not None and len(store.parent) >= max_states:
+                if max_states is not None and len(parents) >= max_states:
                     if fp not in seen:
+                        counts[0] = transitions
                         return finish("max-states")
                     continue
-                if not seen.add(fp):
+                if not seen_add(fp):
                     continue
-                m = store.add(n, ai)
+                m = store_add(n, ai)
                 found = _violated(invariants, t)
                 if found is not None:
+                    counts[0] = transitions
                     result.depth = level + 1
                     result.counterexample = counterexample(m, found)
                     return finish("violation")
-                nxt_frontier.append((m, pack(t, data)))
-        frontier = nxt_frontier
-        if frontier:
+                append(pack(t, data), m)
+        counts[0] = transitions
+        counts[1] += frontier.spilled
+        frontier.close()
+        frontier, nxt = nxt, None
+        if len(frontier):
             level += 1
             result.depth = level
             result.frontier_peak = max(result.frontier_peak, len(frontier))
@@ -355,109 +430,347 @@ def _no_local_constants() -> Iterator[None]:
         providers._get_local_constants = real
 
 
+def _successors(model: Model[Any, Any]) -> Callable[[Any], list[tuple[int, Any, Any]]]:
+    """state -> [(index in actions(state), action, next state)] for the actions that apply: the model's own
+    `successors` (C1) when it has one, else actions() + step()."""
+    own = getattr(model, "successors", None)
+    if own is not None:
+        return own
+
+    def generic(s: Any) -> list[tuple[int, Any, Any]]:
+        out = []
+        for i, a in enumerate(model.actions(s)):
+            t = model.step(s, a)
+            if t is not None:
+                out.append((i, a, t))
+        return out
+
+    return generic
+
+
+class _Node:
+    """One step of a program, linked to the step before it: programs that restart from a stored state share
+    the steps that led there (the corpus holds nodes, not copied traces)."""
+
+    __slots__ = ("prev", "action", "state", "depth")
+
+    def __init__(self, prev: _Node | None, action: Any, state: Any) -> None:
+        self.prev, self.action, self.state = prev, action, state
+        self.depth: int = 0 if prev is None else prev.depth + 1
+
+    def actions(self) -> list[Any]:
+        out, n = [], self
+        while n.prev is not None:
+            out.append(n.action)
+            n = n.prev
+        out.reverse()
+        return out
+
+
+def minimize_run(model: Model[Any, Any], initial: Any, actions: Sequence[Any],
+                 invariants: Sequence[StateInvariant[Any]] | None = None
+                 ) -> tuple[list[tuple[str, Any]], tuple[str, str]]:
+    """A shorter run to a violation: drop runs of steps (halves, then smaller) while the rest, replayed from
+    `initial`, still reaches a state violating an invariant (any of them; the run is cut at the first such
+    state), until no single step can go. Every candidate is re-executed (an action must be among
+    `model.actions(state)` and `step` must apply it), so the result is a run of the model. Returns
+    ([(action text, state)], the initial state first with "", and (invariant id, message) of its last state.
+    Raises ValueError if `actions` does not reach a violation."""
+    invs = list(model.invariants()) if invariants is None else list(invariants)
+
+    def replay(s: Any, acts: Sequence[Any]) -> tuple[list[Any], tuple[str, str]] | None:
+        """The states after each of `acts` up to the first violation, or None (a step does not apply, or no
+        violation)."""
+        out = []
+        for a in acts:
+            if a not in model.actions(s):
+                return None
+            s = model.step(s, a)
+            if s is None:
+                return None
+            out.append(s)
+            found = _violated(invs, s)
+            if found is not None:
+                return out, found
+        return None
+
+    first = replay(initial, actions)
+    if first is None:
+        raise ValueError("the run does not reach a violation on re-execution")
+    states, found = first
+    acts = list(actions[:len(states)])
+    size = max(1, len(acts) // 2)
+    while size >= 1:
+        i, cut = 0, False
+        while i < len(acts):
+            base = initial if i == 0 else states[i - 1]  # the prefix is unchanged: replay from where it ends
+            got = replay(base, acts[i + size:])
+            if got is not None:
+                acts = acts[:i] + acts[i + size:i + size + len(got[0])]
+                states, found, cut = states[:i] + got[0], got[1], True
+            else:
+                i += size
+        if not cut or size > 1:
+            size //= 2
+    steps: list[tuple[str, Any]] = [("", initial)]
+    steps += [(model.describe(a), t) for a, t in zip(acts, states, strict=True)]
+    return steps, found
+
+
 def random_search(model: Model[Any, Any], seed: int = 0, programs: int = 200, max_steps: int = 50,
-                  weights: Mapping[str, float] | None = None, swarm: bool = True, stuck: str = "continue"
+                  weights: Mapping[str, float] | None = None, swarm: bool = True, stuck: str = "continue", *,
+                  kind: Callable[[Any], str] | None = None, min_steps: int | None = None, follow: float = 0.0,
+                  novelty: Callable[[Any], Hashable] | None = None, restart: float = 0.5,
+                  round_programs: int = 25, targeted: bool = False, max_seconds: float | None = None,
+                  max_cpu_seconds: float | None = None, shrink: bool = True, choices: str = "hypothesis"
                   ) -> SearchResult:
     """Hypothesis-driven random search (see the module docstring); never a proof (`complete` is False).
 
-    `weights` maps action kinds to relative weights (default 1; 0 switches a kind off). With `swarm`, each
-    program also draws, the first time it meets a kind, whether that kind is on for the whole program; `stuck`
-    says what a program does in a state where none of its kinds is enabled but others are: "end", "continue"
-    with every kind (the default), or "draw" (Hypothesis decides per program). Measured at seed 0 with 300
-    programs of 50 steps, "continue" found 5 of the 8 replication rows (tests/test_engine.py, slow), "draw" 2,
-    "end" 1. Hypothesis's pool of literals from local modules is switched off meanwhile (`_no_local_constants`),
-    so a seed gives the same programs whatever else is imported. The counterexample is Hypothesis's shrunk
-    program.
+    Each program (one Hypothesis example) starts in an initial state, or, with `novelty`, in a stored state,
+    and takes up to `max_steps` steps (a length drawn from `min_steps`..`max_steps` when `min_steps` is given),
+    checking every invariant after every step. Each step draws a kind among those enabled (by `weights`, which
+    map kinds to relative weights, default 1, 0 switching a kind off), then one of that kind's steps uniformly.
+    The kind of an action is `kind(action)` if given, else the model's `kind`, else the first word of
+    `describe(action)`.
+
+    - `swarm`: each program also draws, the first time it meets a kind, whether that kind is on for the whole
+      program; `stuck` says what a program does in a state where none of its kinds is enabled but others are:
+      "end", "continue" with every kind (the default), or "draw" (Hypothesis decides per program).
+    - `follow` (0..1): the probability that a step is drawn only among the actions the previous step enabled
+      (a message just sent, a follower that can now act), when there are any: requests, their answers and the
+      reactions to them are chained far more often than independent draws line them up.
+    - `novelty(state) -> key`: an abstraction of a state. Every state whose key no earlier step of the run had
+      is stored (with the steps that led to it), and a program starts from a stored state, drawn uniformly,
+      with probability `restart`: the search keeps going from what it reached first (restarts from a corpus, as
+      coverage-guided fuzzers do). Each program also reports how many new keys it found to Hypothesis's
+      `target()`, whose targeting phase then mutates the programs that found most. The programs run in rounds
+      of `round_programs`, each a Hypothesis run of its own (stored states join the corpus between rounds; with
+      `choices` "random", at once, in one run).
+    - `max_seconds`, `max_cpu_seconds`: stop after that long in wall-clock or in this process's CPU seconds
+      (`stopped_because` "max-seconds"; CPU seconds make budgets comparable on a shared machine).
+    - `choices`: "hypothesis" draws every step's choice from Hypothesis (one integer a step); "random" draws one
+      integer a program from Hypothesis and seeds a `random.Random` with it for the program's choices: uniform
+      choices (Hypothesis favours zeros and repeated values) at one Hypothesis draw a program, which is what its
+      overhead is counted in. Either way a seed gives the same programs; the shrinking below needs neither.
+    - `shrink`: the counterexample is cut down by `minimize_run` (re-execution of the concrete run). Hypothesis's
+      own shrinker is not used: with restarts a program's meaning depends on what the run stored before it.
+
+    Hypothesis's pool of literals from local modules is switched off meanwhile (`_no_local_constants`), so a
+    seed gives the same programs whatever else is imported; a run that is not cut by `max_seconds` is
+    deterministic for a seed.
     """
     if stuck not in ("end", "continue", "draw"):
         raise ValueError(f"stuck must be end, continue or draw, not {stuck!r}")
+    if choices not in ("hypothesis", "random"):
+        raise ValueError(f"choices must be hypothesis or random, not {choices!r}")
+    if not 0.0 <= follow <= 1.0 or not 0.0 <= restart <= 1.0:
+        raise ValueError("follow and restart are probabilities between 0 and 1")
+    if min_steps is not None and not 0 <= min_steps <= max_steps:
+        raise ValueError(f"min_steps must be between 0 and max_steps ({max_steps}), not {min_steps}")
+    import random
+
     from hypothesis import HealthCheck, Phase, given, settings
     from hypothesis import seed as hseed
     from hypothesis import strategies as st
+    from hypothesis import target as htarget
 
-    start = time.perf_counter()
+    start, cpu_start = time.perf_counter(), time.process_time()
     invariants = list(model.invariants())
-    kind_of = _kind_of(model)
+    kind_of = kind or _kind_of(model)
+
+    def out_of_time() -> bool:
+        return ((max_seconds is not None and time.perf_counter() - start >= max_seconds)
+                or (max_cpu_seconds is not None and time.process_time() - cpu_start >= max_cpu_seconds))
+
+    successors = _successors(model)
     weights = dict(weights or {})
     inits = list(model.initial_states())
     seen: set[int] = set()
+    keys: set[Hashable] = set()
+    corpus: list[_Node] = []
     stats = {"programs": 0, "steps": 0, "longest": 0}
-    best: list[Counterexample] = []
-    shrinking = [False]
+    found: list[tuple[_Node, int, tuple[str, str]]] = []  # (the violating step, initial index, violation)
+    stopped: list[str] = []
+    scale: dict[str, int] = {}
 
-    class _Violation(AssertionError):
-        pass
+    class _Done(Exception):
+        """Ends the Hypothesis run: a violation was found or the time is up (raised again on its replay)."""
 
     def weight(k: str) -> int:
-        return max(0, round(100 * weights.get(k, 1.0)))
+        w = scale.get(k)
+        if w is None:
+            w = scale[k] = max(0, round(100 * weights.get(k, 1.0)))
+        return w
 
-    @hseed(seed)
-    @settings(max_examples=programs, database=None, deadline=None, suppress_health_check=list(HealthCheck),
-              phases=[Phase.generate, Phase.shrink], print_blob=False, report_multiple_bugs=False,
-              derandomize=False)
-    @given(st.data())
+    # One draw per step (and one per program) from a single wide integer strategy, split into the step's
+    # choices: Hypothesis's cost is per draw, and a fixed range keeps every draw's constraints the same.
+    word = st.integers(0, (1 << 48) - 1)
+
+    def split(u: int, n: int) -> tuple[int, int]:
+        """(a choice among n, what is left of the drawn word for the next choice)."""
+        return u % n, u // n
+
+    def chance(u: int, p: float) -> tuple[bool, int]:
+        r, u = split(u, 1000)
+        return r < round(1000 * p), u
+
+    hashable = [True]
+
+    def key_of(a: Any) -> Any:
+        """What makes two actions the same for `follow`: the action itself when hashable, else its text."""
+        if hashable[0]:
+            try:
+                hash(a)
+                return a
+            except TypeError:
+                hashable[0] = False
+        return model.describe(a)
+
+    phases = [Phase.generate, Phase.target] if novelty is not None and targeted else [Phase.generate]
+    pending: list[_Node] = []  # this round's new corpus entries: used from the next round on
+
     def program(data: Any) -> None:
-        s = inits[data.draw(st.integers(0, len(inits) - 1))] if len(inits) > 1 else inits[0]
-        steps: list[tuple[str, Any]] = [("", s)]
+        if found or stopped:
+            raise _Done  # Hypothesis replays the example that ended the run: end it the same way
+        if out_of_time():
+            stopped.append("max-seconds")
+            raise _Done
+        if choices == "random":
+            rng = random.Random(data.draw(word))
+            draw: Callable[[], int] = lambda: rng.getrandbits(48)  # noqa: E731
+        else:
+            draw = lambda: data.draw(word)  # noqa: E731
+        u = draw()
+        first, u = split(u, len(inits))
+        node = _Node(None, None, inits[first])
+        go, u = chance(u, restart)
+        if corpus and go:
+            pick, u = split(u, len(corpus))
+            node = corpus[pick]
+            first = node_initial[id(node)]
+        stats["programs"] += 1
+        if not node.depth:
+            why = _violated(invariants, node.state)
+            if why is not None:
+                found.append((node, first, why))
+                raise _Done
+        length = max_steps
+        if min_steps is not None:
+            extra, u = split(u, max_steps - min_steps + 1)
+            length = min_steps + extra
         on: dict[str, bool] = {}
         onward: bool | None = {"end": False, "continue": True}.get(stuck)
-        if not shrinking[0]:
-            stats["programs"] += 1
-
-        def check() -> None:
-            found = _violated(invariants, s)
-            if found is not None:
-                if not best or len(steps) <= len(best[0].steps):
-                    best[:] = [Counterexample(found[0], found[1], list(steps))]
-                shrinking[0] = True
-                raise _Violation(found[1])
-
-        check()
-        for _ in range(max_steps):
+        before: set[Any] | None = None
+        fresh = 0
+        s = node.state
+        for _ in range(length):
             every: dict[str, list[tuple[Any, Any]]] = {}
-            for a in model.actions(s):
+            options = successors(s)
+            for _i, a, t in options:
                 k = kind_of(a)
-                if weight(k) == 0:
-                    continue
-                t = model.step(s, a)
-                if t is not None:
+                if weight(k):
                     every.setdefault(k, []).append((a, t))
             if not every:
                 break
+            u = draw()
+            if follow:
+                now = {key_of(a) for _i, a, _t in options}
+                go, u = chance(u, follow)
+                if before is not None and go:
+                    new = {}
+                    for k, v in every.items():
+                        nv = [o for o in v if key_of(o[0]) not in before]
+                        if nv:
+                            new[k] = nv
+                    if new:
+                        every = new
+                before = now
             if swarm:
                 for k in every:
                     if k not in on:
-                        on[k] = data.draw(st.booleans())
+                        on[k] = bool(draw() & 1)
             # Swarm: only the kinds switched on. When none of them is enabled here, the program ends or goes on
             # with every kind (`stuck`; "draw": Hypothesis draws which, the first time, per program).
             groups = {k: v for k, v in every.items() if on.get(k, True)} if swarm else every
             if not groups:
                 if onward is None:
-                    onward = data.draw(st.booleans())
+                    onward = bool(draw() & 1)
                 if not onward:
                     break
                 groups = every
             kinds = list(groups)
             ws = [weight(k) for k in kinds]
-            pick, chosen = data.draw(st.integers(0, sum(ws) - 1)), 0
+            (pick, u), chosen = split(u, sum(ws)), 0
             while pick >= ws[chosen]:
                 pick -= ws[chosen]
                 chosen += 1
-            options = groups[kinds[chosen]]
-            a, s = options[data.draw(st.integers(0, len(options) - 1))]
-            steps.append((model.describe(a), s))
-            if not shrinking[0]:
-                stats["steps"] += 1
-                seen.add(fingerprint(model.encode(s)))
-            check()
-        if not shrinking[0]:
-            stats["longest"] = max(stats["longest"], len(steps) - 1)
+            group = groups[kinds[chosen]]
+            a, s = group[split(u, len(group))[0]]
+            node = _Node(node, a, s)
+            stats["steps"] += 1
+            seen.add(fingerprint(model.encode(s)))
+            why = _violated(invariants, s)
+            if why is not None:
+                found.append((node, first, why))
+                stats["longest"] = max(stats["longest"], node.depth)
+                raise _Done
+            if novelty is not None:
+                nk = novelty(s)
+                if nk not in keys:
+                    keys.add(nk)
+                    (corpus if choices == "random" else pending).append(node)
+                    node_initial[id(node)] = first
+                    fresh += 1
+            if out_of_time():
+                stopped.append("max-seconds")
+                raise _Done
+        stats["longest"] = max(stats["longest"], node.depth)
+        if novelty is not None and targeted:
+            htarget(float(fresh), label="new novelty keys")
 
+    node_initial: dict[int, int] = {}  # corpus node -> the index of the initial state its steps start from
+    seen.update(fingerprint(model.encode(s)) for s in inits)
+    # With `novelty`, the programs run in rounds, each a Hypothesis run with a seed derived from `seed`: the
+    # corpus grows only between rounds, so within one the same draws replay the same program (Hypothesis's
+    # generation relies on that), while each round starts from everything the earlier ones stored.
+    # With `choices` "random" a program makes one Hypothesis draw whatever the corpus holds, so the corpus can
+    # grow at once and one run does.
+    per_round = round_programs if novelty is not None and choices == "hypothesis" else programs
+    rounds = 0
     with _no_local_constants():
-        try:
-            program()
-        except _Violation:
-            pass
-    cx = best[0] if best else None
+        while stats["programs"] < programs and not found and not stopped:
+            asked = min(per_round, programs - stats["programs"])
+            before = stats["programs"]
+            run = hseed(seed * 1_000_003 + rounds if rounds else seed)(
+                settings(max_examples=asked, database=None, deadline=None, suppress_health_check=list(HealthCheck),
+                         phases=phases, print_blob=False, report_multiple_bugs=False, derandomize=False)(
+                    given(st.data())(program)))
+            rounds += 1
+            try:
+                run()
+            except Exception:
+                # A violation or the time limit ends the run by raising from the program; Hypothesis replays
+                # that example to report it, which raises again (or, drawing nothing, is called flaky).
+                if not (found or stopped):
+                    raise
+            corpus.extend(pending)
+            pending.clear()
+            if stats["programs"] == before:  # Hypothesis ran nothing more (its choices exhausted): stop
+                break
+    cx = None
+    if found:
+        node, first, why = found[0]
+        acts = node.actions()
+        if shrink and acts:
+            steps, why = minimize_run(model, inits[first], acts, invariants)
+        else:
+            steps, n = [("", inits[first])], node
+            chain = []
+            while n.prev is not None:
+                chain.append((model.describe(n.action), n.state))
+                n = n.prev
+            steps += reversed(chain)
+        cx = Counterexample(why[0], why[1], steps)
+    stop = "violation" if cx else (stopped[0] if stopped else "programs")
     return SearchResult(False, len(seen), stats["steps"], stats["longest"], time.perf_counter() - start,
-                        "violation" if cx else "programs", cx, None, programs=stats["programs"])
+                        stop, cx, None, programs=stats["programs"])

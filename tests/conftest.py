@@ -12,6 +12,16 @@ settings.register_profile("deep", max_examples=5_000, deadline=None)
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci" if os.environ.get("CI") else "dev"))
 
 
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(config, items):
+    """Under pytest-xdist (`-n N --dist loadgroup`, the README's test command) one worker runs every test that
+    drives Kafka's own code or a cluster: one JVM per release and one cluster for the run, as in a serial run,
+    while the other workers take the pure-Python tests."""
+    for item in items:
+        if item.get_closest_marker("kafka") or item.get_closest_marker("cluster"):
+            item.add_marker(pytest.mark.xdist_group("kafka"))
+
+
 @pytest.fixture(scope="session")
 def kafka_cluster():
     """A real KRaft cluster (kcheck.cluster.LocalCluster) for the session: one controller and brokers 1, 2, 3 in

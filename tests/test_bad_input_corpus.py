@@ -144,7 +144,7 @@ OPTIONS: dict[str, tuple[list[str], dict[str, list[str]]]] = {
         "--max-leader-epoch": ["-1", "0", "2147483648"],
         "--records": ["-1", "2147483648"],
         "--reads": ["-1", "x"],
-        "--max-states": ["0", "-1", "x", "2147483648"],
+        "--max-states": ["0", "-1", "x", "4294967295"],
         "--invariant": ["nope"],
         "--out": ["plan.json"],
         "--initial-isr": ["-1", "3", "x"],

@@ -353,3 +353,148 @@ def test_random_search_finds_five_rows_in_300_programs():
         if random_search(m, seed=0, programs=300, max_steps=50).counterexample is not None:
             found.append(name)
     assert len(found) >= 5, found
+
+
+# ---- several processes, spilling, stop, successors (C1) ----------------------------------------
+
+
+def _figures(r) -> tuple:
+    return r.complete, r.stopped_because, r.states, r.transitions, r.depth, r.frontier_peak
+
+
+@pytest.mark.parametrize("model, kw", [
+    (Jugs(bad=6), {}),
+    (Counters(), {}),  # no decode: the states travel between the processes as pickles
+    (Counters(), {"symmetry": False}),
+    (Grid(60), {}),
+    (ReplicationModel(Protocol.current(), Config(**SPARE)), {}),  # with broker symmetry
+    (ReplicationModel(Protocol.current(), Config(**SPARE)), {"symmetry": False}),
+], ids=["jugs", "counters", "counters-plain", "grid", "replication-spare", "replication-spare-plain"])
+def test_workers_store_the_same_states_and_transitions_as_one_process(model, kw):
+    one = exhaust(model, **kw)
+    assert one.complete
+    for workers in (2, 3):
+        many = exhaust(model, workers=workers, **kw)
+        assert many.workers == workers
+        assert _figures(many) == _figures(one)
+    if isinstance(model, Grid):  # large enough for the tables' initial size not to dominate
+        assert many.bytes_per_state is not None and many.bytes_per_state < 40
+
+
+def test_workers_on_the_storage_model():
+    from kcheck.invariants.storage_model import StorageModel
+    from kcheck.model.storage import VARIANTS as STORAGE_VARIANTS
+    from kcheck.model.storage.state import Config as StorageConfig
+
+    m = StorageModel(StorageConfig(keys=2, records=2, max_segments=2, max_clock=1, follower=False))
+    one, two = exhaust(m), exhaust(m, workers=2)
+    assert one.complete and _figures(two) == _figures(one)
+    bug = StorageModel.for_variant(STORAGE_VARIANTS["legacy-delete-horizon"])
+    one, two = exhaust(bug), exhaust(bug, workers=2)
+    assert one.counterexample is not None and two.counterexample is not None
+    assert two.counterexample.invariant == one.counterexample.invariant
+    assert len(two.counterexample.steps) == len(one.counterexample.steps)  # both shortest
+
+
+def test_workers_find_a_shortest_counterexample_the_same_every_run():
+    one = exhaust(Jugs())
+    runs = [exhaust(Jugs(), workers=2) for _ in range(3)]
+    for r in runs:
+        assert r.stopped_because == "violation" and not r.complete and r.depth == one.depth
+        assert len(r.counterexample.steps) == len(one.counterexample.steps) == 7
+    assert len({tuple(t for t, _ in r.counterexample.steps) for r in runs}) == 1  # not timing-dependent
+    m, s = Jugs(), (0, 0)
+    for text, state in runs[0].counterexample.steps[1:]:  # a run of the model, rebuilt by re-execution
+        s = m.step(s, text)
+        assert s == state
+    assert exhaust(Jugs(bad=0), workers=2).counterexample.steps == [("", (0, 0))]  # an initial state violates
+
+
+def test_workers_find_a_replication_row_as_short_as_one_process():
+    v = VARIANTS["truncate-to-hw"]
+    m = ReplicationModel(v.protocol, Config(**v.settings), only=set(v.violates))
+    one, two = exhaust(m, max_states=150_000), exhaust(m, workers=2, max_states=150_000)
+    assert two.counterexample is not None and two.counterexample.invariant == one.counterexample.invariant
+    assert len(two.counterexample.steps) == len(one.counterexample.steps)
+    s = m.initial_states()[0]
+    for text, state in two.counterexample.steps[1:]:
+        assert any(m.describe(a) == text and t == state for _, a, t in m.successors(s))
+        s = state
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+def test_caps_and_stop_behave_alike_with_workers(workers):
+    r = exhaust(Jugs(bad=6), max_states=5, workers=workers)
+    assert (r.complete, r.stopped_because, r.states) == (False, "max-states", 5)
+    r = exhaust(Jugs(bad=6), max_depth=2, workers=workers)
+    assert (r.complete, r.stopped_because, r.states) == (False, "max-depth", len(reachable(Jugs(bad=6), depth=2)))
+    full = exhaust(Jugs(bad=6), workers=workers)
+    r = exhaust(Jugs(bad=6), max_depth=full.depth, workers=workers)
+    assert r.complete and r.states == full.states
+    r = exhaust(Jugs(), max_states=9, workers=workers)  # the violation lies past the cap
+    assert r.stopped_because == "max-states" and r.counterexample is None
+    r = exhaust(Grid(300), max_seconds=0.0, workers=workers)
+    assert (r.complete, r.stopped_because) == (False, "max-seconds") and r.states < 300 * 300
+    calls = []
+
+    def stop() -> str | None:
+        calls.append(1)
+        return "max-memory" if len(calls) >= 2 else None
+
+    r = exhaust(Grid(300), stop=stop, workers=workers)
+    assert (r.complete, r.stopped_because) == (False, "max-memory") and r.states < 300 * 300
+    assert exhaust(Grid(30), stop=lambda: None, workers=workers).complete
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+def test_the_frontier_spills_to_disk_and_the_counts_stay(workers, tmp_path):
+    for model in (Grid(80), Counters(), ReplicationModel(Protocol.current(), Config(**SPARE))):
+        plain = exhaust(model, workers=workers)
+        spilled = exhaust(model, workers=workers, spill_dir=str(tmp_path), spill_threshold=8)
+        assert spilled.spilled_bytes > 0 and plain.spilled_bytes == 0
+        assert _figures(spilled) == _figures(plain)
+    assert list(tmp_path.iterdir()) == []  # nothing left behind
+    r = exhaust(Jugs(), workers=workers, spill_dir=str(tmp_path), spill_threshold=16)
+    assert r.counterexample is not None and len(r.counterexample.steps) == 7
+    with pytest.raises(ValueError, match="not a directory"):
+        exhaust(Jugs(), spill_dir=str(tmp_path / "missing"))
+
+
+@dataclass
+class GridBySuccessors(Grid):
+    """Only `successors` works (step raises): the engine must use the extension."""
+
+    def step(self, s: tuple[int, int], a: int) -> tuple[int, int] | None:
+        raise AssertionError("step called although the model has successors")
+
+    def successors(self, s: tuple[int, int]) -> list[tuple[int, int, tuple[int, int]]]:
+        out = []
+        for a in (0, 1):
+            x, y = (s[0] + 1, s[1]) if a == 0 else (s[0], s[1] + 1)
+            if x < self.n and y < self.n:
+                out.append((a, a, (x, y)))
+        return out
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+def test_the_engine_uses_the_models_successors(workers):
+    r = exhaust(GridBySuccessors(40), workers=workers)
+    assert _figures(r) == _figures(exhaust(Grid(40)))
+
+
+@dataclass
+class Boom(Grid):
+    def step(self, s: tuple[int, int], a: int) -> tuple[int, int] | None:
+        if s == (5, 5):
+            raise KeyError("boom")
+        return super().step(s, a)
+
+
+def test_a_failing_worker_fails_the_search_and_leaves_no_process():
+    import multiprocessing
+
+    with pytest.raises(RuntimeError, match="KeyError: 'boom'"):
+        exhaust(Boom(20), workers=2)
+    assert multiprocessing.active_children() == []
+    with pytest.raises(ValueError, match="workers"):
+        exhaust(Jugs(), workers=0)

@@ -310,3 +310,140 @@ def _state_before_pass(s, i: int) -> list[CleanerLog]:
         leo = log.log_end_offset
         log.high_watermark = leo if hw is None else min(hw, leo)
     return logs
+
+
+# ---- more of LogCleanerTest and LogCleanerManagerTest ------------------------------------------------------------
+
+
+def _values(log: CleanerLog) -> list[tuple[str, str | None]]:
+    return [(r.key, r.value) for s in log.segments for b in s.batches for r in b.records]
+
+
+def test_clean_segments_removes_only_superseded_keys() -> None:
+    # LogCleanerTest.testCleanSegments: key = value = offset until four 1024-byte segments; keys 1, 3, 5, 7, 9
+    # have a later offset in the map; cleaning the first three segments removes exactly those keys. Kafka's test
+    # plants the later offsets in a fake map; here later records of those keys sit in the fourth segment, which
+    # the pass maps and keeps.
+    cfg = CleanerConfig(segment_bytes=1024)
+    log = CleanerLog()
+    while len(log.segments) < 4:
+        log.append([(str(log.log_end_offset), str(log.log_end_offset), 0)], cfg)
+    first_three = [r.key for s in log.segments[:3] for b in s.batches for r in b.records]
+    superseded = {"1", "3", "5", "7", "9"}
+    for k in sorted(superseded):
+        log.append([(k, "later", 0)], cfg)
+    log.roll()
+    _pass(log, cfg, 0)
+    remaining = [r.key for s in log.segments[:3] for b in s.batches for r in b.records]
+    assert remaining == [k for k in first_three if k not in superseded]
+
+
+def test_cleaning_with_deletes() -> None:
+    # LogCleanerTest.testCleaningWithDeletes: keys 0..N with values, then a tombstone for every even key, padded
+    # with new keys to a fourth segment; after one pass below the active segment no deleted key has a value left.
+    cfg = CleanerConfig(segment_bytes=1024)
+    log = CleanerLog()
+    while len(log.segments) < 2:
+        log.append([(str(log.log_end_offset), str(log.log_end_offset), 0)], cfg)
+    leo = log.log_end_offset
+    for k in range(0, leo, 2):
+        log.append([(str(k), None, 0)], cfg)
+    while len(log.segments) < 4:
+        log.append([(str(log.log_end_offset), str(log.log_end_offset), 0)], cfg)
+    _pass(log, cfg, 0)
+    with_value = {k for k, v in _values(log) if v is not None}
+    assert not with_value & {str(k) for k in range(0, leo, 2)}
+    assert {str(k) for k in range(1, leo, 2)} <= with_value
+
+
+def test_cleaning_with_uncleanable_section() -> None:
+    # LogCleanerTest.testCleaningWithUncleanableSection: 10 keys repeating, value = offset, 7 segments; a pass
+    # bounded inside the third segment leaves fewer values in the two cleanable segments and every later segment
+    # as it was (the segment holding the first uncleanable offset is not cleaned: LogToClean floors the bound to
+    # its segment's base).
+    cfg = CleanerConfig(segment_bytes=1024)
+    log = CleanerLog()
+    while len(log.segments) <= 2:
+        log.append([(str(log.log_end_offset % 10), str(log.log_end_offset), 0)], cfg)
+    bound = log.segments[2].base_offset
+    while len(log.segments) < 6:
+        log.append([(str(log.log_end_offset % 10), str(log.log_end_offset), 0)], cfg)
+
+    def distinct() -> list[int]:
+        return [len({r.value for b in s.batches for r in b.records}) for s in log.segments]
+
+    before = distinct()
+    assert all(n > 10 for n in before[:-1])  # every segment holds duplicates, so cleaning shows
+    clean_pass(log, Choice(0, 0, bound, 0, 0, False, False), cfg, 0)
+    after = distinct()
+    assert all(a < b for a, b in zip(after[:2], before[:2], strict=True))
+    assert after[2:] == before[2:]
+
+
+def test_log_to_clean_with_uncleanable_section() -> None:
+    # LogCleanerTest.testLogToCleanWithUncleanableSection: six one-record segments; segments 0-1 clean, 2-3
+    # cleanable, 4-5 uncleanable: clean bytes, cleanable bytes, total and ratio follow.
+    cfg = CleanerConfig(segment_bytes=100)
+    log = CleanerLog()
+    for _ in range(6):
+        log.append([("1", "0" * 25, 0)], cfg)
+    segs = log.segments
+    log.checkpoint, log.high_watermark = segs[2].base_offset, segs[4].base_offset
+    _, (st,) = choose([log], cfg, 0)
+    clean, cleanable = sum(s.size for s in segs[:2]), sum(s.size for s in segs[2:4])
+    assert (st.clean_bytes, st.cleanable_bytes, st.total_bytes) == (clean, cleanable, clean + cleanable)
+    assert st.ratio == cleanable / (clean + cleanable)
+
+
+def test_build_offset_map() -> None:
+    # LogCleanerTest.testBuildOffsetMap: 500 records, key = value = offset; over three segment-aligned ranges the
+    # map ends at the range's end, holds one entry per record, each key at its own offset and nothing outside.
+    cfg = CleanerConfig(segment_bytes=1024)
+    log = _log(cfg, [str(i) for i in range(500)])
+    segs = log.segments
+    assert len(segs) > 3
+    for start, end in ((0, segs[1].base_offset), (segs[1].base_offset, segs[3].base_offset),
+                       (segs[3].base_offset, log.log_end_offset)):
+        m, latest, full = build_offset_map(log, start, end, BIG)
+        assert (latest + 1, len(m), full) == (end, end - start, False)
+        assert all(m[str(i)] == i for i in range(start, end))
+        assert str(start - 1) not in m and str(end) not in m
+
+
+def test_cleanable_offsets_for_none() -> None:
+    # LogCleanerManagerTest.testCleanableOffsetsForNone: no lag settings, high watermark 50 inside the log: dirty
+    # from 0, bounded by the last stable offset (= the high watermark), which LogToClean floors to its segment.
+    cfg = CleanerConfig(segment_bytes=1024)
+    log = CleanerLog(checkpoint=0)
+    while len(log.segments) < 8:
+        log.append([(str(log.log_end_offset), str(log.log_end_offset), 0)], cfg)
+    log.high_watermark = 50
+    _, (st,) = choose([log], cfg, 0)
+    holding_50 = max(s.base_offset for s in log.segments if s.base_offset <= 50)
+    assert (st.first_dirty, st.first_uncleanable) == (0, holding_50)
+
+
+def test_cleanable_offsets_need_checkpoint_reset() -> None:
+    # LogCleanerManagerTest.testCleanableOffsetsNeedsCheckpointReset: a checkpoint inside [log start, log end] is
+    # kept; below the log start, or above the log end, it is reset.
+    cfg = CleanerConfig()
+    (log,) = _filthy_logs(cfg, [25])
+    log.log_start_offset, log.checkpoint = 10, 15
+    _, (st,) = choose([log], cfg, 0)
+    assert not st.reset_checkpoint and st.first_dirty == 15
+    log.log_start_offset = 20
+    _, (st,) = choose([log], cfg, 0)
+    assert st.reset_checkpoint
+    log.checkpoint = log.log_end_offset + 1
+    _, (st,) = choose([log], cfg, 0)
+    assert st.reset_checkpoint
+
+
+def test_checkpoint_updated_for_invalid_offset_no_cleaning() -> None:
+    # LogCleanerManagerTest.testCheckpointUpdatedForInvalidOffsetNoCleaning: log start 20, checkpoint 15: the log
+    # is not chosen and its checkpoint becomes 20.
+    cfg = CleanerConfig()
+    (log,) = _filthy_logs(cfg, [20])
+    log.log_start_offset, log.checkpoint = 20, 15
+    chosen, _ = choose([log], cfg, 0)
+    assert chosen is None and log.checkpoint == 20

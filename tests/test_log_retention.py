@@ -285,3 +285,18 @@ def test_retention_keeps_the_storage_invariants(state, ms, size, policy, now):
     assert after.segments[0].base_offset <= after.log_start_offset
     assert all(isinstance(s, SegmentSummary) and s.base_offset <= s.next_offset for s in after.segments)
     assert retention_pass(after, cfg, now).count == 0  # a second run at the same clock deletes nothing
+
+
+@pytest.mark.parametrize("n", [0, 1, 25])
+def test_garbage_collecting_segments_does_not_change_the_log_end(n):
+    """testThatGarbageCollectingSegmentsDoesntChangeOffset: one record per segment (segment.bytes 100), records 10 ms
+    old and retention.ms=0: a run deletes every segment holding data, rolling a new active one, so one segment is
+    left and the log end stays; a second run deletes nothing; the next append gets the old log end."""
+    state = update_high_watermark(_singletons(n, 1, ts=NOW - 10), n)
+    assert state.log_end_offset == n
+    first = retention_pass(state, RetentionConfig(retention_ms=0), NOW)
+    assert first.count == n and len(first.state.segments) == 1 and first.state.log_end_offset == n
+    again = retention_pass(first.state, RetentionConfig(retention_ms=0), NOW)
+    assert again.count == 0 and again.state.log_end_offset == n
+    after = append(again.state, (NOW,), 5, NOW)
+    assert after.segments[-1].base_offset == n and after.log_end_offset == n + 1

@@ -342,3 +342,47 @@ def test_index_entries_every_interval_and_trimmed_on_roll() -> None:
     assert first.offset_index.length == 16 and first.time_index.length == 24
     assert active.offset_index.length == 64 and active.time_index.length == 60
     assert check_all(to_log_view(log), "log").violations == ()
+
+
+# ---------------------------------------------------------------- index sanity (OffsetIndexTest, TimeIndexTest)
+
+
+def _indexed_view(offset_index: tuple[tuple[int, int], ...] = (), time_index: tuple[tuple[int, int], ...] = (),
+                  base: int = 20, n: int = 60):
+    from kcheck.model.log_view import LogRecord, LogSegmentView, LogView
+
+    recs = tuple(LogRecord(base + i, None, "v", i, 10) for i in range(n))
+    seg = LogSegmentView(base, recs, 10 * n, offset_index, time_index, tuple(10 * i for i in range(n)))
+    return LogView("t-0", (seg,), base)
+
+
+def test_offset_index_sanity_with_the_last_offset_at_the_base() -> None:
+    # OffsetIndexTest.testSanityLastOffsetEqualToBaseOffset: an index whose only entry is at its base offset is sane
+    idx = OffsetIndex(20, 10 * 8)
+    idx.append(20, 0)
+    assert idx.entries == [(20, 0)]
+    assert check_all(_indexed_view(offset_index=tuple(idx.entries)), "log").violations == ()
+
+
+def test_time_index_entry_size_and_parse() -> None:
+    # TimeIndexTest.testEntrySize and testParseEntry: 12-byte entries; an appended (1, base + 1) reads back as it was
+    idx = TimeIndex(45, 30 * 12)
+    assert idx.entry_size == 12
+    idx.maybe_append(1, 46)
+    assert idx.entry(0) == (1, 46)
+
+
+def test_time_index_sanity_check() -> None:
+    # TimeIndexTest.testSanityCheck: five entries (10i, base + 10i) are sane; a last entry whose offset is below the
+    # base, or whose timestamp is below the first entry's, is not (log.time-index is our sanityCheck)
+    idx = TimeIndex(20, 30 * 12)
+    for i in range(1, 6):
+        idx.maybe_append(i * 10, 20 + i * 10)  # the view's record at offset 20 + k has timestamp k
+    sane = tuple(idx.entries)
+    assert check_all(_indexed_view(time_index=sane), "log").violations == ()
+    bad_offset = sane[:-1] + ((sane[-1][0], 19),)
+    assert {v.invariant for v in check_all(_indexed_view(time_index=bad_offset), "log").violations} == {
+        "log.time-index"}
+    bad_ts = sane[:-1] + ((sane[0][0] - 1, sane[-1][1]),)
+    assert {v.invariant for v in check_all(_indexed_view(time_index=bad_ts), "log").violations} == {
+        "log.time-index"}

@@ -137,6 +137,18 @@ def test_time_index_without_positions_allows_a_shared_batch() -> None:
     assert ids(view(replace(s, time_index=((108, 2),)))) == {"log.time-index"}
 
 
+def test_time_index_entry_naming_a_cleaned_batchs_last_offset() -> None:
+    # A cleaned segment: batch 0..1 kept only offset 0 (offset 1, an older k1, went), batch 2 holds the latest k1; all
+    # at timestamp 0. Kafka's time index keeps (0, 1): the batch's last offset, which no record now shows. A lookup
+    # of timestamp 0 reads from batch 0..1, so nothing lands past its target (LogSegment.append writes the entry
+    # for the batch's last offset; TimeIndex.lookup answers it; the cleaner rewrites batches keeping their bounds).
+    cleaned = seg(0, rec(0, "k0", ts=0, size=70), rec(2, "k1", ts=0, size=70), size_bytes=140,
+                  time_index=((0, 1),), positions=(0, 70))
+    assert "log.time-index" not in ids(view(cleaned))
+    # An entry naming the second batch for timestamp 0 skips batch 0..1, which holds timestamp 0: a break.
+    assert "log.time-index" in ids(view(replace(cleaned, time_index=((0, 2),))))
+
+
 @pytest.mark.parametrize("changes", [
     {"size_bytes": 40},  # records add up to 30
     {"positions": (0, 10)},  # two positions for three records
@@ -171,10 +183,35 @@ def test_a_correct_cleaning_is_clean() -> None:
     cleaned = view(seg(0, rec(2, "a", "2", 0), rec(3, "b", None, 10)), BEFORE.segments[1], start=0, hw=5)
     assert not cids(cleaned)
     assert not cids(BEFORE)  # doing nothing is allowed
-    # the tombstone may go once delete.retention.ms has passed since its timestamp, not before
+    # without a clock any latest tombstone may go
     gone = view(seg(0, rec(2, "a", "2", 0)), BEFORE.segments[1], start=0, hw=5)
-    assert not cids(gone, now_ms=110, delete_retention_ms=100)
-    assert cids(gone, now_ms=109, delete_retention_ms=100) == {"log.compaction-keeps-latest"}
+    assert not cids(gone)
+
+
+def _stamped(horizon: int | None) -> LogView:
+    """BEFORE with b's tombstone (timestamp 10) carrying `horizon` as its batch's delete horizon."""
+    first = BEFORE.segments[0]
+    tomb = replace(first.records[3], delete_horizon=horizon)
+    return replace(BEFORE, segments=(replace(first, records=first.records[:3] + (tomb,)), BEFORE.segments[1]))
+
+
+def test_a_tombstone_goes_only_after_the_delete_horizon_an_earlier_pass_stamped() -> None:
+    # KIP-534 (LogCleaner's shouldRetainRecord, Kafka 3.1+): the pass that first keeps a tombstone stamps its batch
+    # with now + delete.retention.ms; a later pass drops it once its clock reaches that horizon, not before.
+    gone = view(seg(0, rec(2, "a", "2", 0)), BEFORE.segments[1], start=0, hw=5)
+    assert not check_compaction(_stamped(500), gone, now_ms=500)
+    assert not check_compaction(_stamped(500), gone, now_ms=501)
+    (early,) = check_compaction(_stamped(500), gone, now_ms=499)
+    assert early.invariant == "log.compaction-keeps-latest" and early.detail["delete_horizon"] == 500
+    # a tombstone whose batch carries no horizon yet is kept by this pass however old its timestamp (10): the
+    # timestamp rule (now - timestamp >= delete.retention.ms) would let it go at 10_000, Kafka does not
+    (unstamped,) = check_compaction(_stamped(None), gone, now_ms=10_000)
+    assert unstamped.invariant == "log.compaction-keeps-latest" and "no earlier pass" in unstamped.message
+    # and a young tombstone whose horizon has passed may go (the horizon, not the timestamp, decides)
+    young = replace(BEFORE.segments[0].records[3], timestamp=9_000, delete_horizon=600)
+    before = replace(BEFORE, segments=(replace(BEFORE.segments[0], records=BEFORE.segments[0].records[:3] + (young,)),
+                                       BEFORE.segments[1]))
+    assert not check_compaction(before, gone, now_ms=600)
 
 
 def test_compaction_breaks_are_caught() -> None:
@@ -235,3 +272,45 @@ def test_retention_breaks_are_caught() -> None:
     assert rids(view(*OLD.segments[1:], start=1, hw=4), replace(OLD, log_start_offset=2)) == {
         "log.retention-start-offset"}
     assert rids(view(*OLD.segments[1:], start=0, hw=4)) == {"log.retention-start-offset"}
+
+
+# ---- the index checks' bisection agrees with a plain scan ------------------------------------------------------
+
+
+def test_index_checks_by_bisection_match_the_scan(monkeypatch: pytest.MonkeyPatch) -> None:
+    # log.offset-index and log.time-index find a target's batch by bisection over the sorted offsets and skip the
+    # record scan when prefix maxima show no record breaks the entry; with the sortedness flag forced off they scan
+    # every record as before. Both must report the same violations on random logs, broken entries included.
+    import random
+
+    from kcheck.invariants import log_storage
+
+    class Unsorted(log_storage._Sorted):
+        def __init__(self, seg: LogSegmentView) -> None:
+            super().__init__(seg)
+            self.ok = False
+
+    rng = random.Random(7)
+    views = []
+    for _ in range(300):
+        n = rng.randint(1, 12)
+        offsets = sorted(rng.sample(range(40), n))
+        positions, pos = [], 0
+        for i in range(n):
+            if i and rng.random() < 0.6:
+                pos += 10
+            positions.append(pos)
+        recs = [rec(o, "k", "v", rng.choice([-1, *range(0, 30)]), 0) for o in offsets]
+        oi = tuple(sorted({(rng.randint(0, 45), rng.choice(positions) + rng.choice([0, 0, 5])) for _ in range(3)}))
+        ti = tuple(sorted({(rng.randint(0, 30), rng.randint(0, 45)) for _ in range(3)}))
+        views.append(view(seg(0, *recs, size_bytes=pos + 10, offset_index=oi, time_index=ti,
+                              positions=tuple(positions))))
+
+    def verdicts() -> list[list[tuple[str, str]]]:
+        return [[(v.invariant, v.message) for v in check_log(x, {"log.offset-index", "log.time-index"}).violations]
+                for x in views]
+
+    fast = verdicts()
+    monkeypatch.setattr(log_storage, "_Sorted", Unsorted)
+    assert verdicts() == fast
+    assert sum(map(bool, fast)) > 50  # plenty of broken entries compared, not only clean ones

@@ -23,7 +23,7 @@ from kcheck.invariants.replication_explore import (
 )
 from kcheck.invariants.replication_rows import ROW_1, ROW_3, ROW_SCRIPTS, cfg_for, run_script
 from kcheck.model.replication import VARIANTS, Config, Protocol, initial_state
-from kcheck.model.replication.actions import Action, apply, enabled
+from kcheck.model.replication.actions import Action, apply, enabled, successors
 from kcheck.model.replication.protocol import (
     end_offset_for_epoch,
     first_offset_after_epoch,
@@ -303,3 +303,140 @@ def test_alter_partition_is_an_rpc_a_retry_loses_the_earlier_answer_and_an_answe
     assert first_answer not in retried.pool  # the retry's connection replaced the one that answer was on
     answered = apply(once, p, cfg, Action("handle_alter_partition_response", (first_answer, False)))
     assert request not in answered.pool  # once the leader has the answer, nothing can retry the request
+
+
+# ---- the fast path of the model behind the engine (issue 14): same answers, less work ----------------------
+
+
+def _bench_ladder() -> list[dict]:
+    import importlib.util
+    import sys
+    from pathlib import Path
+
+    spec = importlib.util.spec_from_file_location("bench_engine_ladder",
+                                                  Path(__file__).parent.parent / "bench" / "bench_engine.py")
+    assert spec and spec.loader
+    bench = importlib.util.module_from_spec(spec)
+    sys.modules.setdefault(spec.name, bench)
+    spec.loader.exec_module(bench)
+    return bench.LADDER
+
+
+def _reachable(protocol: Protocol, cfg: Config, limit: int) -> list:
+    from collections import deque
+
+    s0 = initial_state(cfg)
+    seen, queue, out = {s0}, deque([s0]), []
+    while queue and len(out) < limit:
+        s = queue.popleft()
+        out.append(s)
+        for _, t in successors(s, protocol, cfg):
+            if t not in seen:
+                seen.add(t)
+                queue.append(t)
+    return out
+
+
+def _refuse_stale_responses(follower, response):  # a user's rule, from outside model/replication
+    return follower.alive and follower.leo == response.offset
+
+
+SUCCESSOR_CASES = [
+    ("current", lambda: Protocol.current(), dict(brokers=2, min_isr=1, records=2, max_leader_epoch=3, crashes=1,
+                                                  lossy_crashes=1, fences=1, elections=1, isr_shrinks=1, failovers=1,
+                                                  reads=1, duplicates=True, acks=("all", "1", "0"))),
+    ("atomic", lambda: Protocol.current(), dict(brokers=3, min_isr=2, records=1, atomic_fetch=True, duplicates=False)),
+    ("reassign", lambda: Protocol.current(), dict(brokers=3, replication_factor=2, min_isr=1, records=1,
+                                                   reassignments=1, cancels=1, duplicates=False)),
+    ("user-rule", lambda: replace(Protocol.current(), name="mine", accept_fetch_response=_refuse_stale_responses),
+     dict(brokers=2, min_isr=1, records=2, duplicates=True)),
+    *[(name, lambda v=v: v.protocol, dict(v.settings)) for name, v in VARIANTS.items()],
+]
+
+
+@pytest.mark.parametrize(("name", "make", "bounds"), SUCCESSOR_CASES, ids=[c[0] for c in SUCCESSOR_CASES])
+def test_fast_successors_are_actions_and_step(name, make, bounds):
+    """`ReplicationModel.successors` (guards, static candidate lists, one settle per parent) gives exactly
+    (index in actions(s), action, step(s, action)) for every action that applies, in actions() order; and
+    `settler(s, p)(after)` is `settle(s, after, p)`."""
+    from kcheck.invariants.replication_model_adapter import ReplicationModel
+    from kcheck.model.replication.actions import KINDS, settle, settler
+
+    protocol, cfg = make(), Config(**bounds)
+    m = ReplicationModel(protocol, cfg)
+    for s in _reachable(protocol, cfg, 250):
+        slow = [(i, a, t) for i, a in enumerate(m.actions(s)) if (t := apply(s, protocol, cfg, a)) is not None]
+        fast = m.successors(s)
+        assert [(i, a) for i, a, _ in fast] == [(i, a) for i, a, _ in slow]
+        assert all(t == u for (_, _, t), (_, _, u) in zip(fast, slow, strict=True))
+        one = settler(s, protocol)
+        for _, a, _ in slow:
+            after = KINDS[a.kind].fn(s, protocol, cfg, *a.args)
+            assert one(after) == settle(s, after, protocol)
+
+
+@pytest.mark.parametrize("name", list(VARIANTS))
+def test_invariant_twins_agree_with_the_checks(name):
+    """Every twin in `replication.FAST` is True exactly when its check finds no violation, on the reachable
+    states of each variant's row setting (which reach the violations the rows are about)."""
+    from kcheck.invariants.replication import FAST, ReplicationSubject
+
+    v = VARIANTS[name]
+    cfg = Config(**v.settings)
+    for s in _reachable(v.protocol, cfg, 800):
+        subject = ReplicationSubject(s, cfg)
+        for check, twin in FAST.items():
+            assert twin(s, cfg) == (not check(subject)), (check.__name__, s)
+
+
+def test_fast_holds_give_the_checks_messages():
+    """The model's invariants (twins first) say what `check_replication` says, message for message."""
+    from kcheck.invariants.replication_model_adapter import ReplicationModel
+
+    v = VARIANTS["unclean-election"]
+    cfg = Config(**v.settings)
+    m = ReplicationModel(v.protocol, cfg)
+    bad = 0
+    for s in _reachable(v.protocol, cfg, 1500):
+        report = check_replication(s, cfg)
+        first = {}
+        for x in report.hard_violations:
+            first.setdefault(x.invariant, x.message)
+        for inv in m.invariants():
+            assert inv.holds(s) == first.get(inv.id), inv.id
+        bad += not report.ok
+    assert bad  # the row's setting reaches violations, so the messages were compared too
+
+
+@pytest.mark.parametrize("bound", [0, 1])
+def test_new_engine_counts_todays_states_on_the_bench_ladder(bound):
+    """bench/bench_engine.py's two smallest bounds: the fast model on the new engine stores exactly the states and
+    transitions today's engine (replication_explore.exhaust) does."""
+    from kcheck.invariants.replication_model_adapter import ReplicationModel
+    from kcheck.model.search import exhaust as new_exhaust
+
+    cfg, protocol = Config(**_bench_ladder()[bound]), Protocol.current()
+    today = exhaust(protocol, cfg)
+    new = new_exhaust(ReplicationModel(protocol, cfg))
+    assert today.complete and new.complete
+    assert (new.states, new.transitions) == (today.states, today.transitions)
+
+
+def test_a_subclass_that_changes_actions_or_step_gets_successors_from_them():
+    """Others subclass the model (the liveness model drops kinds and renames an action): `successors` must then be
+    built from the subclass's own `actions` and `step`, not from the fast path."""
+    from kcheck.invariants.replication_model_adapter import ReplicationModel
+
+    class NoDropsNoFetch(ReplicationModel):
+        def actions(self, state):
+            return [a for a in super().actions(state) if a.kind != "drop"]
+
+        def step(self, state, action):
+            return None if action.kind == "fetch" else super().step(state, action)
+
+    cfg = Config(**{**SMALL_EXHAUSTIVE_BOUNDS, "duplicates": True})
+    m = NoDropsNoFetch(Protocol.current(), cfg)
+    for s in _reachable(Protocol.current(), cfg, 60):
+        expected = [(i, a, t) for i, a in enumerate(m.actions(s)) if (t := m.step(s, a)) is not None]
+        assert m.successors(s) == expected
+        assert all(a.kind not in ("drop", "fetch") for _, a, _ in m.successors(s))

@@ -169,8 +169,7 @@ def test_every_cleaner_pass_and_retention_run_of_todays_rules_passes_check_compa
     cleans, retains = _transitions(m, "clean"), _transitions(m, "retain")
     assert len(cleans) > 50 and len(retains) > 10
     for s, t in cleans:
-        out = check_compaction(leader_view(s), leader_view(t), now_ms=s.clock,
-                               delete_retention_ms=cfg.delete_retention)
+        out = check_compaction(leader_view(s), leader_view(t), now_ms=s.clock)
         assert not out, out
     for s, t in retains:
         assert not check_retention(leader_view(s), leader_view(t))

@@ -196,7 +196,9 @@ def test_live_broker_directory(kafka_cluster, capsys, tmp_path: Path) -> None:
     admin = KafkaAdminClient(bootstrap_servers=boot, request_timeout_ms=30_000)
     try:
         admin.create_topics([NewTopic("verify-log", replica_assignments={0: [1, 2, 3]}, topic_configs={
-            "segment.ms": "1000", "index.interval.bytes": "64", "cleanup.policy": "compact"})])
+            "segment.ms": "1000", "index.interval.bytes": "64", "cleanup.policy": "compact",
+            # compacted, but never cleaned while the test runs (the cleaner would take the older values away)
+            "min.compaction.lag.ms": "3600000"})])
     finally:
         admin.close()
     time.sleep(1)

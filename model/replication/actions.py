@@ -832,6 +832,7 @@ def _messages(kind: type) -> Callable[[State, Config], Iterator[tuple[Any, ...]]
                 yield (m, False)
                 if cfg.duplicates:
                     yield (m, True)
+    gen.message_type = kind  # type: ignore[attr-defined]  # read by fast enumerators (the model adapter)
     return gen
 
 
@@ -911,17 +912,25 @@ def _prune(s: State, p: Protocol) -> State:
 
 
 def _record_history(before: State, after: State) -> State:
-    """History variables that need the previous state: epochs seen, and who led each epoch."""
-    h, reg = after.history, after.registry
+    """History variables that need the previous state: epochs seen, and who led each epoch. Values that did not
+    change keep their objects (and an unchanged history stays the same object), so a successor shares them with
+    its parent and the model adapter's encoding memo finds them."""
+    h, reg, was = after.history, after.registry, before.registry
+    changes: dict[str, Any] = {}
+    old = h.max_broker_epochs
     maxima = tuple(max(m, r.leader_epoch) if (r.alive and r.known) else m
-                   for m, r in zip(h.max_broker_epochs, before.replicas, strict=True))
-    leaders = h.epoch_leaders | {(reg.leader_epoch, reg.leader)} if reg.leader != NO_LEADER else h.epoch_leaders
-    h = evolve(h, max_leader_epoch=max(h.max_leader_epoch, before.registry.leader_epoch),
-                max_written_by=max(h.max_written_by, before.registry.written_by),
-                max_broker_epochs=maxima, epoch_leaders=leaders)
+                   for m, r in zip(old, before.replicas, strict=True))
+    if maxima != old:
+        changes["max_broker_epochs"] = maxima
+    if reg.leader != NO_LEADER and (reg.leader_epoch, reg.leader) not in h.epoch_leaders:
+        changes["epoch_leaders"] = h.epoch_leaders | {(reg.leader_epoch, reg.leader)}
+    if was.leader_epoch > h.max_leader_epoch:
+        changes["max_leader_epoch"] = was.leader_epoch
+    if was.written_by > h.max_written_by:
+        changes["max_written_by"] = was.written_by
     if not reg.reassigning and (h.reassign_origin or h.reassign_seen):  # the reassignment is over
-        h = evolve(h, reassign_origin=frozenset(), reassign_seen=frozenset())
-    return evolve(after, history=h)
+        changes["reassign_origin"] = changes["reassign_seen"] = frozenset()
+    return evolve(after, history=evolve(h, **changes)) if changes else after
 
 
 def apply(s: State, p: Protocol, cfg: Config, action: Action) -> State | None:
@@ -935,7 +944,51 @@ def apply(s: State, p: Protocol, cfg: Config, action: Action) -> State | None:
     after = KINDS[action.kind].fn(s, p, cfg, *action.args)
     if after is None:
         return None
-    return _prune(_record_history(s, after), p)
+    return settle(s, after, p)
+
+
+def settle(before: State, after: State, p: Protocol) -> State:
+    """What every step ends with once its kind's function returned `after`: the history variables that need
+    the previous state, then the messages nobody would accept pruned (`apply` = kind function + this)."""
+    return _prune(_record_history(before, after), p)
+
+
+def settler(before: State, p: Protocol) -> Callable[[State], State]:
+    """`lambda after: settle(before, after, p)` for many steps from one state, with what depends only on `before`
+    computed once: the maxima `_record_history` takes over `before`'s epochs. No kind function writes the
+    history's maxima, so a successor normally still holds `before`'s (checked by identity; anything else takes
+    the general path)."""
+    bh, was = before.history, before.registry
+    base = bh.max_broker_epochs
+    maxima = tuple(max(m, r.leader_epoch) if (r.alive and r.known) else m
+                   for m, r in zip(base, before.replicas, strict=True))
+    if maxima == base:
+        maxima = base
+    top_epoch, top_writer = bh.max_leader_epoch, bh.max_written_by
+    new_epoch = was.leader_epoch if was.leader_epoch > top_epoch else None
+    new_writer = was.written_by if was.written_by > top_writer else None
+
+    def one(after: State) -> State:
+        h, reg = after.history, after.registry
+        if (h.max_broker_epochs is not base or h.max_leader_epoch != top_epoch
+                or h.max_written_by != top_writer):
+            return _prune(_record_history(before, after), p)
+        changes: dict[str, Any] = {}
+        if maxima is not base:
+            changes["max_broker_epochs"] = maxima
+        if reg.leader != NO_LEADER and (reg.leader_epoch, reg.leader) not in h.epoch_leaders:
+            changes["epoch_leaders"] = h.epoch_leaders | {(reg.leader_epoch, reg.leader)}
+        if new_epoch is not None:
+            changes["max_leader_epoch"] = new_epoch
+        if new_writer is not None:
+            changes["max_written_by"] = new_writer
+        if not (reg.adding or reg.removing) and (h.reassign_origin or h.reassign_seen):
+            changes["reassign_origin"] = changes["reassign_seen"] = frozenset()
+        if changes:
+            after = evolve(after, history=evolve(h, **changes))
+        return _prune(after, p)
+
+    return one
 
 
 def enabled(s: State, p: Protocol, cfg: Config, kind: str) -> list[tuple[Action, State]]:

@@ -790,3 +790,21 @@ VARIANTS: dict[str, Variant] = {v.name: v for v in (
              controller_write=unfenced_controller_writes),
 )}
 
+# Liveness rows: found by `kcheck.model.liveness` (the properties and the fault model that shows each are in
+# invariants/replication_liveness.py), never by a safety invariant, so they are kept apart from VARIANTS (whose
+# users replay each row's script and expect an invariant to break).
+LIVENESS_VARIANTS: dict[str, Variant] = {v.name: v for v in (
+    Variant("blocked-reassignment-completion", 0,
+            "KAFKA-19975 (apache/kafka#21114, fixed in 4.3.0): completion waits for every target replica to be in "
+            "the ISR, so a replica that stays in the target but is down (neither added nor removed) blocks a "
+            "reassignment that would not shrink the ISR for ever; the rule of Kafka 3.8 (KAFKA-15665) to 4.2, and "
+            "of Protocol.current()",
+            replace(Protocol.current("4.4.0"), name="blocked-reassignment-completion",
+                    description="KAFKA-19975: reassignment completion waits for target replicas that are down",
+                    reassignment_completion=complete_when_targets_in_sync),
+            {"brokers": 3, "replication_factor": 2, "min_isr": 1, "records": 0, "reassignments": 1, "crashes": 1,
+             "lossy_crashes": 0, "fences": 0, "elections": 0, "isr_shrinks": 0, "failovers": 0, "reads": 0,
+             "atomic_fetch": True, "max_leader_epoch": 8},
+            ("liveness.reassignment-ends",), 10),
+)}
+

@@ -60,7 +60,7 @@ Action = tuple[Any, ...]
 
 
 def _log_records(recs: Iterable[Rec]) -> tuple[LogRecord, ...]:
-    return tuple(LogRecord(r.offset, key_name(r.key), None if r.value is None else f"v{r.value}", r.ts, 1)
+    return tuple(LogRecord(r.offset, key_name(r.key), None if r.value is None else f"v{r.value}", r.ts, 1, r.horizon)
                  for r in recs)
 
 

@@ -13,6 +13,7 @@ import java.util.Map;
 import org.apache.kafka.common.compress.Compression;
 import org.apache.kafka.common.record.TimestampType;
 import org.apache.kafka.common.utils.Time;
+import org.apache.kafka.storage.internals.log.AbstractIndex;
 import org.apache.kafka.storage.internals.log.IndexEntry;
 import org.apache.kafka.storage.internals.log.LazyIndex;
 import org.apache.kafka.storage.internals.log.LogSegment;
@@ -299,48 +300,59 @@ public final class KcheckStorageSegments {
         }
     }
 
-    private static String offsetIndex(String[] t) throws Throwable {
+    /** What one index kind adds to AbstractIndex's own ops: its append, its lookup and the ops only it has. */
+    private abstract static class IndexDriver<I extends AbstractIndex> {
+        final I idx;
+
+        IndexDriver(I idx) {
+            this.idx = idx;
+        }
+
+        abstract void append(String[] fields);
+
+        abstract IndexEntry lookup(long target);
+
+        /** An op only this index kind has: answers it and returns true, or returns false. */
+        boolean extra(char op, String arg, StringBuilder out) throws ReflectiveOperationException {
+            return false;
+        }
+    }
+
+    private interface IndexOpener {
+        IndexDriver<?> open(File dir, long base, int maxIndexSize) throws IOException;
+    }
+
+    private static void entry(StringBuilder out, IndexEntry e) {
+        out.append(e.indexKey()).append(':').append(e.indexValue());
+    }
+
+    /** The op loop both index words share: t = WORD baseOffset maxIndexSize op... (see the class comment). */
+    private static String runIndex(String[] t, IndexOpener opener) throws IOException {
         long base = Long.parseLong(t[1]);
         int maxIndexSize = Integer.parseInt(t[2]);
         File dir = tempDir();
         StringBuilder out = new StringBuilder("OK");
-        OffsetIndex idx = null;
+        AbstractIndex idx = null;
         try {
-            idx = new OffsetIndex(new File(dir, name(base, ".index")), base, maxIndexSize);
+            IndexDriver<?> d = opener.open(dir, base, maxIndexSize);
+            idx = d.idx;
             for (int i = 3; i < t.length; i++) {
                 String op = t[i];
                 String arg = op.substring(1);
                 out.append(' ');
                 try {
                     switch (op.charAt(0)) {
-                        case 'a': {
-                            String[] f = arg.split(":");
-                            idx.append(Long.parseLong(f[0]), Integer.parseInt(f[1]));
+                        case 'a':
+                            d.append(arg.split(":"));
                             out.append("ok");
                             break;
-                        }
-                        case 'l': {
-                            IndexEntry e = idx.lookup(Long.parseLong(arg));
-                            out.append(e.indexKey()).append(':').append(e.indexValue());
+                        case 'l':
+                            entry(out, d.lookup(Long.parseLong(arg)));
                             break;
-                        }
                         case 't':
                             idx.truncateTo(Long.parseLong(arg));
                             out.append("ok");
                             break;
-                        case 'u': {
-                            String[] f = arg.split(":");
-                            IndexEntry start = idx.lookup(0L);  // only its class is used
-                            java.util.Optional<?> up = idx.fetchUpperBoundOffset(
-                                positionAt(start, Integer.parseInt(f[0])), Integer.parseInt(f[1]));
-                            if (up.isPresent()) {
-                                IndexEntry e = (IndexEntry) up.get();
-                                out.append(e.indexKey()).append(':').append(e.indexValue());
-                            } else {
-                                out.append("none");
-                            }
-                            break;
-                        }
                         case 'f':
                             out.append(idx.isFull() ? 1 : 0);
                             break;
@@ -355,9 +367,9 @@ public final class KcheckStorageSegments {
                             out.append(idx.length());
                             break;
                         default:
-                            throw new IllegalArgumentException("unknown op " + op);
+                            if (!d.extra(op.charAt(0), arg, out)) throw new IllegalArgumentException("unknown op " + op);
                     }
-                } catch (RuntimeException e) {
+                } catch (RuntimeException | ReflectiveOperationException e) {
                     out.append(e.getClass().getSimpleName());
                 }
             }
@@ -369,6 +381,32 @@ public final class KcheckStorageSegments {
             deleteTree(dir);
         }
         return out.toString();
+    }
+
+    private static String offsetIndex(String[] t) throws IOException {
+        return runIndex(t, (dir, base, max) -> new IndexDriver<OffsetIndex>(
+                new OffsetIndex(new File(dir, name(base, ".index")), base, max)) {
+            @Override
+            void append(String[] f) {
+                idx.append(Long.parseLong(f[0]), Integer.parseInt(f[1]));
+            }
+
+            @Override
+            IndexEntry lookup(long target) {
+                return idx.lookup(target);
+            }
+
+            @Override
+            boolean extra(char op, String arg, StringBuilder out) throws ReflectiveOperationException {
+                if (op != 'u') return false;
+                String[] f = arg.split(":");
+                java.util.Optional<?> up = idx.fetchUpperBoundOffset(
+                    positionAt(idx.lookup(0L), Integer.parseInt(f[0])), Integer.parseInt(f[1]));
+                if (up.isPresent()) entry(out, (IndexEntry) up.get());
+                else out.append("none");
+                return true;
+            }
+        });
     }
 
     /** Closing trims the file, which throws when a failed append left the buffer past the entries. */
@@ -386,67 +424,25 @@ public final class KcheckStorageSegments {
         return (OffsetPosition) like.getClass().getConstructor(long.class, int.class).newInstance(0L, position);
     }
 
-    private static String timeIndex(String[] t) throws Throwable {
-        long base = Long.parseLong(t[1]);
-        int maxIndexSize = Integer.parseInt(t[2]);
-        File dir = tempDir();
-        StringBuilder out = new StringBuilder("OK");
-        TimeIndex idx = null;
-        try {
-            idx = new TimeIndex(new File(dir, name(base, ".timeindex")), base, maxIndexSize);
-            for (int i = 3; i < t.length; i++) {
-                String op = t[i];
-                String arg = op.substring(1);
-                out.append(' ');
-                try {
-                    switch (op.charAt(0)) {
-                        case 'a': {
-                            String[] f = arg.split(":");
-                            idx.maybeAppend(Long.parseLong(f[0]), Long.parseLong(f[1]), f.length > 2);
-                            out.append("ok");
-                            break;
-                        }
-                        case 'l': {
-                            IndexEntry e = idx.lookup(Long.parseLong(arg));
-                            out.append(e.indexKey()).append(':').append(e.indexValue());
-                            break;
-                        }
-                        case 't':
-                            idx.truncateTo(Long.parseLong(arg));
-                            out.append("ok");
-                            break;
-                        case 'f':
-                            out.append(idx.isFull() ? 1 : 0);
-                            break;
-                        case 'e':
-                            out.append(idx.entries());
-                            break;
-                        case 'm':
-                            out.append(idx.maxEntries());
-                            break;
-                        case 'x': {
-                            IndexEntry e = idx.lastEntry();
-                            out.append(e.indexKey()).append(':').append(e.indexValue());
-                            break;
-                        }
-                        case 'r':
-                            idx.trimToValidSize();
-                            out.append(idx.length());
-                            break;
-                        default:
-                            throw new IllegalArgumentException("unknown op " + op);
-                    }
-                } catch (RuntimeException e) {
-                    out.append(e.getClass().getSimpleName());
-                }
+    private static String timeIndex(String[] t) throws IOException {
+        return runIndex(t, (dir, base, max) -> new IndexDriver<TimeIndex>(
+                new TimeIndex(new File(dir, name(base, ".timeindex")), base, max)) {
+            @Override
+            void append(String[] f) {
+                idx.maybeAppend(Long.parseLong(f[0]), Long.parseLong(f[1]), f.length > 2);
             }
-        } catch (IllegalArgumentException e) {
-            out.setLength(0);
-            out.append("OK !").append(e.getClass().getSimpleName());
-        } finally {
-            closeQuietly(idx);
-            deleteTree(dir);
-        }
-        return out.toString();
+
+            @Override
+            IndexEntry lookup(long target) {
+                return idx.lookup(target);
+            }
+
+            @Override
+            boolean extra(char op, String arg, StringBuilder out) {
+                if (op != 'x') return false;
+                entry(out, idx.lastEntry());
+                return true;
+            }
+        });
     }
 }

@@ -1,0 +1,203 @@
+"""Liveness properties of the replication model (model/replication), for `kcheck.model.liveness`.
+
+Each property is "from every reachable state, every fair run eventually reaches a goal state" (the semantics,
+and the fairness assumed, are in `kcheck.model.liveness`'s docstring). For this model:
+
+- Fair (weakly fair progress): a follower's fetch and the leader's and follower's handling of it (or the atomic
+  `fetch_round`), truncation, high-watermark advance, a leader proposing a caught-up follower (`expand_isr`),
+  the controller handling AlterPartition and the leader its answer, a broker applying LeaderAndIsr or
+  StopReplica, flushing, a dead broker restarting, a live fenced broker being unfenced, and the controller
+  electing a leader for a leaderless partition. A message delivered as a duplicate (`keep`) is not fair.
+- Not fair, so finitely often in any run: every fault the budgets bound (crashes, fencing a live broker, ISR
+  shrinks, leader moves, controller failovers, zombie writes), clients' produces and reads, operators'
+  reassignments and cancels, and the network's duplicates and drops. Fencing a dead broker is the controller
+  noticing missed heartbeats: `LivenessModel` lists it as its own action, `notice_failure`, which is fair
+  (fencing a live broker stays a budgeted fault).
+
+Healing the model lacks. The model has no retransmission: in Kafka a lost AlterPartition is retried by
+`AlterPartitionManager` after its request timeout, and a KRaft broker reads partition changes from the
+metadata log, which loses nothing. With `drop` (an unbudgeted loss of any message) one lost AlterPartition
+leaves the leader's proposal pending for ever, and one lost LeaderAndIsr leaves a broker in its old role, so
+`LivenessModel` switches drops and duplicates off (crashes still lose the connections' messages, which the
+model does heal: a restarted broker reads the current metadata, a crashed leader's proposal dies with it).
+`tests/test_liveness.py` shows the lasso a single drop makes, to keep that limitation visible.
+
+Brokers that never return. By default a crashed broker restarts (fairly). `LivenessModel(...,
+permanent_crashes=True)` makes crashes crash-stop (no `restart` at all): the fault that reassignments exist to
+repair. The controller still notices the failure (`notice_failure`), fences the broker and elects
+another leader; `reassignment_ends(permanent_crashes=True)` says what a reassignment may then wait for.
+
+Bounds. `max_leader_epoch` is a bound of the model, not a fault budget: a controller write past it is refused.
+`LivenessModel.at_bound` reports a state where that refusal disables an action (it re-runs the actions with the
+bound raised by one), and `kcheck.model.liveness` then counts the state as a goal state and reports how many
+there were; the configurations here choose the bound so that no reachable state meets it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection
+from dataclasses import replace
+
+from kcheck.invariants.replication_model_adapter import ReplicationModel
+from kcheck.model.liveness import LivenessProperty
+from kcheck.model.replication.actions import KINDS, Action, Config, apply
+from kcheck.model.replication.protocol import Protocol
+from kcheck.model.replication.state import NO_LEADER, State
+
+NOTICE_FAILURE = "notice_failure"  # `fence` of a dead broker: the controller noticing missed heartbeats (fair)
+FAIR_KINDS = frozenset({
+    "fetch", "handle_fetch", "handle_fetch_response", "fetch_round", "truncate", "advance_hw", "expand_isr",
+    "handle_alter_partition", "handle_alter_partition_response", "handle_leader_and_isr", "handle_stop_replica",
+    "flush", "restart", "unfence", "elect",
+})
+
+
+def fair(a: Action) -> bool:
+    """Whether an action is weakly fair progress (the module docstring); a duplicate delivery is not."""
+    if a.kind not in FAIR_KINDS:
+        return False
+    params = KINDS[a.kind].params
+    return "keep" not in params or not a.args[params.index("keep")]
+
+
+class LivenessModel(ReplicationModel):
+    """`ReplicationModel` without message loss or duplication (see the module docstring), with `fair` and
+    `at_bound` for `kcheck.model.liveness`."""
+
+    def __init__(self, protocol: Protocol, cfg: Config, drops: bool = False, permanent_crashes: bool = False,
+                 reassign_targets: Collection[tuple[int, ...]] | None = None) -> None:
+        if not drops:
+            cfg = replace(cfg, duplicates=False)
+        super().__init__(protocol, cfg, only=set(), symmetry=False)
+        self.drops = drops
+        self.permanent_crashes = permanent_crashes
+        self.reassign_targets = None if reassign_targets is None else {tuple(t) for t in reassign_targets}
+        self._higher = replace(cfg, max_leader_epoch=cfg.max_leader_epoch + 1)
+        self.name = f"replication-liveness({protocol.name})"
+
+    def actions(self, state: State) -> list[Action]:
+        out = []
+        for a in super().actions(state):
+            if (a.kind == "drop" and not self.drops) or (a.kind == "restart" and self.permanent_crashes):
+                continue
+            if a.kind == "reassign" and self.reassign_targets is not None and a.args[0] not in self.reassign_targets:
+                continue
+            if a.kind == "fence" and not state.replica(a.args[0]).alive:
+                a = Action(NOTICE_FAILURE, a.args)
+            out.append(a)
+        return out
+
+    def step(self, state: State, action: Action) -> State | None:
+        if action.kind == NOTICE_FAILURE:
+            if state.replica(action.args[0]).alive:
+                return None
+            action = Action("fence", action.args)
+        return super().step(state, action)
+
+    def describe(self, action: Action) -> str:
+        if action.kind == NOTICE_FAILURE:
+            return f"{NOTICE_FAILURE} broker={action.args[0]} (the controller fences a dead broker)"
+        return super().describe(action)
+
+    def fair(self, a: Action) -> bool:
+        return a.kind == NOTICE_FAILURE or fair(a)
+
+    def at_bound(self, s: State) -> bool:
+        """An action is refused here only because of `max_leader_epoch` (it applies with the bound one higher)."""
+        if s.registry.leader_epoch < self.cfg.max_leader_epoch:
+            return False
+        for a in self.actions(s):
+            if a.kind == NOTICE_FAILURE:
+                a = Action("fence", a.args)
+            if apply(s, self.protocol, self.cfg, a) is None and apply(s, self.protocol, self._higher, a) is not None:
+                return True
+        return False
+
+
+# ---- the properties -----------------------------------------------------------------------------
+
+
+def _durability_void(s: State, cfg: Config) -> bool:
+    """Kafka promises nothing of acknowledged records once min.insync.replicas replicas lost unflushed data
+    (`invariants/replication.py`)."""
+    return s.history.lossy_crashes >= cfg.min_isr
+
+
+def acked_on_live_isr(cfg: Config) -> LivenessProperty[State]:
+    def goal(s: State) -> bool:
+        if _durability_void(s, cfg):
+            return True
+        for offset, rid in s.history.acked:
+            for b in s.registry.isr:
+                r = s.replica(b)
+                if r.alive and not (offset < r.leo and r.log[offset].id == rid):
+                    return False
+        return True
+
+    return LivenessProperty("liveness.acked-reaches-isr",
+                            "An acknowledged record eventually reaches every live ISR member", goal)
+
+
+def reassignment_ends(permanent_crashes: bool = False) -> LivenessProperty[State]:
+    """With `permanent_crashes` (a crashed broker may never return, `LivenessModel`), a reassignment may wait
+    for ever, by design, on a replica that is down: an adding one (it must join the ISR), or, when the move
+    shrinks the replica set, any target replica (KAFKA-19975 keeps the ISR from shrinking); only then does the
+    goal excuse it (an operator's cancel ends it)."""
+    if not permanent_crashes:
+        return LivenessProperty("liveness.reassignment-ends", "A reassignment eventually completes or is cancelled",
+                                lambda s: not s.registry.reassigning)
+
+    def goal(s: State) -> bool:
+        reg = s.registry
+        if not reg.reassigning:
+            return True
+        if any(not s.replica(b).alive for b in reg.adding):
+            return True
+        return len(reg.adding) < len(reg.removing) and any(not s.replica(b).alive for b in reg.target)
+
+    return LivenessProperty("liveness.reassignment-ends",
+                            "A reassignment eventually completes or is cancelled, unless it waits by design on a "
+                            "replica that is down", goal)
+
+
+def leader_when_eligible() -> LivenessProperty[State]:
+    def goal(s: State) -> bool:
+        reg = s.registry
+        if reg.leader != NO_LEADER and s.replica(reg.leader).alive:
+            return True
+        eligible = (reg.isr | reg.elr) & set(reg.replicas)
+        return not any(s.replica(b).alive for b in eligible)
+
+    return LivenessProperty("liveness.leader-elected",
+                            "A partition with a live eligible (ISR or ELR) replica eventually has a live leader",
+                            goal)
+
+
+def caught_up_rejoins(cfg: Config) -> LivenessProperty[State]:
+    def goal(s: State) -> bool:
+        reg = s.registry
+        if reg.leader == NO_LEADER:
+            return True
+        lead = s.replica(reg.leader)
+        if not (lead.is_leader and lead.leader_epoch == reg.leader_epoch):
+            return True  # no leader acting in the registry's epoch: "caught up" has no reference yet
+        for b in reg.replicas:
+            r = s.replica(b)
+            if b != reg.leader and b not in reg.isr and r.alive and r.log == lead.log:
+                return False
+        return True
+
+    return LivenessProperty("liveness.isr-rejoin",
+                            "A live replica holding the leader's whole log eventually rejoins the ISR", goal)
+
+
+def properties(cfg: Config) -> list[LivenessProperty[State]]:
+    """Every replication liveness property that applies to `cfg` (reassignment's only when it reassigns)."""
+    out = [acked_on_live_isr(cfg), leader_when_eligible(), caught_up_rejoins(cfg)]
+    if cfg.reassignments:
+        out.insert(1, reassignment_ends())
+    return out
+
+
+__all__ = ["FAIR_KINDS", "LivenessModel", "acked_on_live_isr", "caught_up_rejoins", "fair", "leader_when_eligible",
+           "properties", "reassignment_ends"]
