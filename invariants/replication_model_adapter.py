@@ -182,33 +182,14 @@ def _reps(reps: tuple[Replica, ...]) -> tuple[Any, ...]:
 
 def state_tuple(s: State) -> tuple[Any, ...]:
     """The canonical nested-tuple form of a state (equal states, equal tuples). A successor shares most of its
-    objects with its parent, so the five parts are looked up in the memo inline (this runs once per transition)."""
+    objects with its parent, so each part is converted once and then found in the memo by identity."""
     d = _MEMO.d
     if len(d) >= _MEMO.LIMIT:
         d.clear()
-    reps, reg, pool, h, used = s.replicas, s.registry, s.pool, s.history, s.used
-    e = d.get(id(reps))
-    if e is None or e[0] is not reps:
-        e = d[id(reps)] = (reps, _reps(reps))
-    rt = e[1]
-    e = d.get(id(reg))
-    if e is None or e[0] is not reg:
-        e = d[id(reg)] = (reg, _reg(reg))
-    gt = e[1]
-    e = d.get(id(pool))
-    if e is None or e[0] is not pool:
-        e = d[id(pool)] = (pool, _pool(pool))
-    pt = e[1]
-    e = d.get(id(h))
-    if e is None or e[0] is not h:
-        e = d[id(h)] = (h, _hist(h))
-    ht = e[1]
-    e = d.get(id(used))
-    if e is None or e[0] is not used:
-        e = d[id(used)] = (used, _budget(used))
-    zs = s.zombies
-    zt = tuple((z.epoch, _MEMO.get(z.view, _reg)) for z in zs) if zs else ()
-    return (rt, gt, zt, pt, ht, e[1])
+    get, zs = _MEMO.get, s.zombies
+    zt = tuple((z.epoch, get(z.view, _reg)) for z in zs) if zs else ()
+    return (get(s.replicas, _reps), get(s.registry, _reg), zt, get(s.pool, _pool), get(s.history, _hist),
+            get(s.used, _budget))
 
 
 def _pool(pool: frozenset[Message]) -> tuple[Any, ...]:
