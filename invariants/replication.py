@@ -28,7 +28,7 @@ from itertools import combinations
 
 from kcheck.invariants.registry import Report, Severity, Violation, check_all, register
 from kcheck.model.replication.actions import Config
-from kcheck.model.replication.state import NO_LEADER, Record, Replica, State
+from kcheck.model.replication.state import NO_LEADER, Record, Registry, Replica, State
 
 SOURCE_A = "hachikuji/kafka-specification (KafkaReplication.tla)"
 SOURCE_B = "Vanlightly/kafka-tlaplus kraft/v3.5 (v3_5_properties.tla)"
@@ -316,6 +316,162 @@ def reassignment_completed(s: ReplicationSubject) -> list[Violation]:
     return out
 
 
+# ---- what clients saw ---------------------------------------------------------------------------------------
+
+SOURCE_CLIENT = "apache/kafka Partition.scala (fetchOffsetForTimestamp, readRecords)"
+
+
+def _no_client_view(s: ReplicationSubject) -> str | None:
+    return None if s.config.client_view else "no client view in this configuration (list_offsets=0)"
+
+
+def _regressions(s: ReplicationSubject, kind: str) -> list[tuple[str, int, int]]:
+    return sorted(x for x in s.state.history.offset_regressions if x[0] == kind)
+
+
+@register("client.list-offsets-monotonic", "A ListOffsets LATEST answer is never below an earlier one",
+          Severity.HARD, f"KIP-207 (KAFKA-2334, Kafka 2.2.0); {SOURCE_CLIENT}", "replication",
+          not_applicable=_no_client_view)
+def list_offsets_monotonic(s: ReplicationSubject) -> list[Violation]:
+    # KIP-207's promise rests on the new leader holding the committed prefix: none once durability is void.
+    if _durability_void(s) is not None:
+        return []
+    return [Violation("client.list-offsets-monotonic", Severity.HARD, "ListOffsets LATEST",
+                      f"a client was told the latest offset is {now} after it had been told {was}: the offset "
+                      "went back (a new leader answered with a high watermark lagging behind its epoch's start)",
+                      {"was": was, "now": now})
+            for _, was, now in _regressions(s, "latest")]
+
+
+@register("client.fetch-high-watermark-monotonic", "The high watermark fetch responses carry never goes back "
+          "(not promised by Kafka: reported, never a failure)", Severity.SOFT,
+          f"{SOURCE_CLIENT}; clients FetchCollector / SubscriptionState.tryUpdatingHighWatermark", "replication",
+          not_applicable=_no_client_view)
+def fetch_high_watermark_monotonic(s: ReplicationSubject) -> list[Violation]:
+    # Kafka answers a consumer's fetch with the leader's high watermark as it is (`Partition.readRecords`), with
+    # no KIP-207 check, and the consumer overwrites what it had: after an election it may go back. SOFT, so a
+    # search reports it and fails on nothing; a protocol that promises it can be checked for it by name.
+    return [Violation("client.fetch-high-watermark-monotonic", Severity.SOFT, "consumer fetch",
+                      f"a consumer's fetch response carried high watermark {now} after one had carried {was}",
+                      {"was": was, "now": now})
+            for _, was, now in _regressions(s, "fetch_hw")]
+
+
+# ---- the broker lifecycle (KRaft; issue 15) -------------------------------------------------------------------
+
+SOURCE_KRAFT = "Vanlightly/kafka-tlaplus kraft/kip-966 (kip_966_properties.tla ValidControllerState)"
+
+
+@register("kraft.isr-unfenced", "An ISR of two or more holds no fenced broker", Severity.HARD,
+          f"{SOURCE_KRAFT}; apache/kafka ReplicationControlManager.handleBrokerFenced, ineligibleReplicasForIsr",
+          "replication")
+def isr_unfenced(s: ReplicationSubject) -> list[Violation]:
+    # A lone ISR member may stay fenced where the rules never empty the ISR (before KIP-966).
+    reg = s.state.registry
+    bad = sorted(reg.isr & reg.fenced) if len(reg.isr) >= 2 else []
+    if not bad:
+        return []
+    return [Violation("kraft.isr-unfenced", Severity.HARD, f"partition epoch {reg.partition_epoch}",
+                      f"ISR {_ids(sorted(reg.isr))} holds fenced brokers {bad}: the controller takes a fenced broker "
+                      "out of every ISR and refuses to add one", {"isr": sorted(reg.isr), "fenced": bad})]
+
+
+@register("kraft.shutdown-leads-nothing", "A broker whose controlled shutdown completed leads nothing",
+          Severity.HARD, "apache/kafka BrokerHeartbeatManager.calculateNextBrokerState (CONTROLLED_SHUTDOWN); "
+          "Vanlightly/kafka-tlaplus kraft/v3.5 description 8.3 (the controlled shutdown sequence)", "replication")
+def shutdown_leads_nothing(s: ReplicationSubject) -> list[Violation]:
+    st = s.state
+    reg = st.registry
+    b = reg.leader
+    if b == NO_LEADER or b not in reg.shutting_down or st.replica(b).alive:
+        return []
+    return [Violation("kraft.shutdown-leads-nothing", Severity.HARD, f"broker {b}",
+                      f"broker {b} stopped after a controlled shutdown but the controller still has it leading "
+                      f"(leader epoch {reg.leader_epoch}): the partition is offline until it is fenced",
+                      {"broker": b, "leader_epoch": reg.leader_epoch})]
+
+
+# ---- the metadata log (KRaft; issue 15) -------------------------------------------------------------------
+
+SOURCE_LOG = "Vanlightly/kafka-tlaplus kraft/v3.5 (v3_5_properties.tla MetadataLogMatching)"
+
+
+def _zookeeper_mode(s: ReplicationSubject) -> str | None:
+    return None if s.config.kraft else "ZooKeeper mode: brokers learn decisions from requests, not a metadata log"
+
+
+def _partition(r: Replica | Registry) -> tuple[int, int, tuple[int, ...]]:
+    return (r.leader, r.leader_epoch, r.replicas)
+
+
+def _log_misfits(st: State) -> list[tuple[int, str]]:
+    """(broker, why) for every live broker whose partition state is not the log's at the batch it applied. Its
+    leader, leader epoch and replicas must be that batch's; its partition epoch and ISR that batch's or a later
+    one's (a leader learns the ISR it proposed from the AlterPartition answer before the batch reaches it)."""
+    meta = st.metadata
+    out: list[tuple[int, str]] = []
+    if not meta:  # ZooKeeper mode: no log to match
+        return out
+    for r in st.replicas:
+        if not r.alive or not r.known:
+            continue
+        if not 0 <= r.applied < len(meta):
+            out.append((r.id, f"its applied offset {r.applied} is outside the log"))
+            continue
+        image = meta[r.applied].image
+        if r.id not in image.replicas and not r.hosts:
+            continue  # never told about the partition: nothing to match
+        if _partition(r) != _partition(image):
+            out.append((r.id, f"it believes leader {r.leader} epoch {r.leader_epoch} replicas {_ids(r.replicas)}, "
+                              f"the batch it applied says leader {image.leader} epoch {image.leader_epoch} "
+                              f"replicas {_ids(image.replicas)}"))
+        elif not any(rec.image.partition_epoch == r.partition_epoch and rec.image.isr == r.isr
+                     for rec in meta[r.applied:]):
+            out.append((r.id, f"it believes ISR {_ids(sorted(r.isr))} at partition epoch {r.partition_epoch}, "
+                              "which no batch from the one it applied on holds"))
+    return out
+
+
+@register("kraft.metadata-prefix", "Every broker's partition state is the metadata log's at the batch it applied",
+          Severity.HARD, f"{SOURCE_LOG}; apache/kafka ReplicaManager.applyDelta", "replication",
+          not_applicable=_zookeeper_mode)
+def metadata_prefix(s: ReplicationSubject) -> list[Violation]:
+    return [Violation("kraft.metadata-prefix", Severity.HARD, f"broker {b}",
+                      f"broker {b}'s partition state did not come from the metadata log in order: {why}",
+                      {"broker": b}) for b, why in _log_misfits(s.state)]
+
+
+def _stale_beliefs(st: State) -> list[int]:
+    """Live brokers that applied the whole log but believe another partition state than the controller's."""
+    reg, last = st.registry, len(st.metadata) - 1
+    out: list[int] = []
+    if last < 0:  # ZooKeeper mode
+        return out
+    for r in st.replicas:
+        if not r.alive or not r.known or r.applied != last:
+            continue
+        if r.id in reg.replicas:
+            if _partition(r) != _partition(reg) or (r.partition_epoch, r.isr) != (reg.partition_epoch, reg.isr):
+                out.append(r.id)
+        elif r.hosts or r.log:
+            out.append(r.id)
+    return out
+
+
+@register("kraft.belief-matches-registry", "A broker that applied the whole metadata log believes the controller's "
+          "partition state", Severity.HARD, f"{SOURCE_LOG}; apache/kafka ReplicaManager.applyDelta", "replication",
+          not_applicable=_zookeeper_mode)
+def belief_matches_registry(s: ReplicationSubject) -> list[Violation]:
+    st = s.state
+    reg = st.registry
+    return [Violation("kraft.belief-matches-registry", Severity.HARD, f"broker {b}",
+                      f"broker {b} applied the whole metadata log but believes leader {r.leader} epoch "
+                      f"{r.leader_epoch} partition epoch {r.partition_epoch} ISR {_ids(sorted(r.isr))} replicas "
+                      f"{_ids(r.replicas)}; the controller has leader {reg.leader} epoch {reg.leader_epoch} partition "
+                      f"epoch {reg.partition_epoch} ISR {_ids(sorted(reg.isr))} replicas {_ids(reg.replicas)}",
+                      {"broker": b}) for b in _stale_beliefs(st) for r in (st.replica(b),)]
+
+
 # ---- fast twins --------------------------------------------------------------------------------------------
 # For the exhaustive engine, which checks every invariant in every new state: per check above, a predicate
 # `ok(state, config)` that is True exactly when the check finds no violation, building no Violation, Report or
@@ -411,7 +567,49 @@ def _leader_in_replicas_ok(st: State, cfg: Config) -> bool:
     return reg.leader == NO_LEADER or reg.leader in reg.replicas
 
 
+def _list_offsets_monotonic_ok(st: State, cfg: Config) -> bool:
+    regs = st.history.offset_regressions
+    return not regs or durability_void_fast(st, cfg) or all(k != "latest" for k, _, _ in regs)
+
+
+def _fetch_high_watermark_monotonic_ok(st: State, cfg: Config) -> bool:
+    regs = st.history.offset_regressions
+    return not regs or all(k != "fetch_hw" for k, _, _ in regs)
+
+
+def _isr_unfenced_ok(st: State, cfg: Config) -> bool:
+    reg = st.registry
+    return len(reg.isr) < 2 or reg.isr.isdisjoint(reg.fenced)
+
+
+def _shutdown_leads_nothing_ok(st: State, cfg: Config) -> bool:
+    reg = st.registry
+    b = reg.leader
+    return b == NO_LEADER or b not in reg.shutting_down or st.replicas[b - 1].alive
+
+
 # check -> its twin (None: no twin, the check itself runs)
+def _metadata_prefix_ok(st: State, cfg: Config) -> bool:
+    meta = st.metadata
+    if not meta:
+        return True
+    for r in st.replicas:
+        if not r.alive or not r.known:
+            continue
+        if not 0 <= r.applied < len(meta):
+            return False
+        image = meta[r.applied].image
+        if r.id not in image.replicas and not r.hosts:
+            continue
+        if r.leader != image.leader or r.leader_epoch != image.leader_epoch or r.replicas != image.replicas:
+            return False
+        if (r.partition_epoch != image.partition_epoch or r.isr != image.isr) and not any(
+                rec.image.partition_epoch == r.partition_epoch and rec.image.isr == r.isr
+                for rec in meta[r.applied + 1:]):
+            return False
+    return True
+
+
 FAST: dict[Callable[[ReplicationSubject], list[Violation]], Callable[[State, Config], bool]] = {
     leader_in_isr: _leader_in_isr_ok,
     isr_within_replicas: _isr_within_replicas_ok,
@@ -423,8 +621,14 @@ FAST: dict[Callable[[ReplicationSubject], list[Violation]], Callable[[State, Con
     log_matching: _log_matching_ok,
     consistent_reads: _consistent_reads_ok,
     leader_in_replicas: _leader_in_replicas_ok,
+    list_offsets_monotonic: _list_offsets_monotonic_ok,
+    fetch_high_watermark_monotonic: _fetch_high_watermark_monotonic_ok,
+    isr_unfenced: _isr_unfenced_ok,
+    shutdown_leads_nothing: _shutdown_leads_nothing_ok,
+    metadata_prefix: _metadata_prefix_ok,
+    belief_matches_registry: lambda st, cfg: not st.metadata or not _stale_beliefs(st),
 }
 # not_applicable conditions of this module that read the config only (a search decides them once) ...
-CONFIG_ONLY = (_no_reassignment, _fixed_full_replica_set)
+CONFIG_ONLY = (_no_reassignment, _fixed_full_replica_set, _no_client_view, _zookeeper_mode)
 # ... and the one that reads the state, as a bool
 STATE_VOID = {_durability_void: durability_void_fast}

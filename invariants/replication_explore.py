@@ -40,7 +40,7 @@ from kcheck.invariants.registry import REGISTRY, Report, Violation
 from kcheck.invariants.replication import check_replication
 from kcheck.invariants.trace_schema import check_trace
 from kcheck.model.replication.actions import KINDS, Action, Config, apply, initial_state, successors
-from kcheck.model.replication.protocol import VARIANTS, Protocol, Variant
+from kcheck.model.replication.protocol import LIVENESS_VARIANTS, VARIANTS, Protocol, Variant
 from kcheck.model.replication.state import (
     AlterPartition,
     AlterPartitionResponse,
@@ -930,8 +930,11 @@ def resolve_protocol(spec: str, *, allow_plugin: bool = True) -> ResolvedProtoco
         return ResolvedProtocol(Protocol.current(), spec, None)
     if spec in VARIANTS:
         return ResolvedProtocol(VARIANTS[spec].protocol, spec, VARIANTS[spec])
+    if spec in LIVENESS_VARIANTS:  # a liveness row (kcheck liveness); its traces replay like any other
+        return ResolvedProtocol(LIVENESS_VARIANTS[spec].protocol, spec, LIVENESS_VARIANTS[spec])
     if ":" not in spec or not allow_plugin:
-        raise ValueError(f"unknown protocol '{spec}' (expected current, one of {', '.join(VARIANTS)}"
+        names = ", ".join([*VARIANTS, *LIVENESS_VARIANTS])
+        raise ValueError(f"unknown protocol '{spec}' (expected current, one of {names}"
                          + (", or module:object)" if allow_plugin else ")"))
     obj = plugins.load(spec)
     if callable(obj) and not isinstance(obj, (Protocol, Variant)):

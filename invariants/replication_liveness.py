@@ -6,13 +6,15 @@ and the fairness assumed, are in `kcheck.model.liveness`'s docstring). For this 
 - Fair (weakly fair progress): a follower's fetch and the leader's and follower's handling of it (or the atomic
   `fetch_round`), truncation, high-watermark advance, a leader proposing a caught-up follower (`expand_isr`),
   the controller handling AlterPartition and the leader its answer, a broker applying LeaderAndIsr or
-  StopReplica, flushing, a dead broker restarting, a live fenced broker being unfenced, and the controller
-  electing a leader for a leaderless partition. A message delivered as a duplicate (`keep`) is not fair.
+  StopReplica (ZooKeeper mode) or the next batch of the metadata log (KRaft, `apply_metadata`), flushing, a dead
+  broker restarting, a live fenced broker being unfenced, a broker in controlled shutdown stopping once it is
+  granted, and the controller electing a leader for a leaderless partition. A message delivered as a duplicate
+  (`keep`) is not fair.
 - Not fair, so finitely often in any run: every fault the budgets bound (crashes, fencing a live broker, ISR
-  shrinks, leader moves, controller failovers, zombie writes), clients' produces and reads, operators'
-  reassignments and cancels, and the network's duplicates and drops. Fencing a dead broker is the controller
-  noticing missed heartbeats: `LivenessModel` lists it as its own action, `notice_failure`, which is fair
-  (fencing a live broker stays a budgeted fault).
+  shrinks, leader moves, controller failovers, zombie writes), clients' produces, reads and ListOffsets,
+  operators' reassignments, cancels and controlled shutdowns, and the network's duplicates and drops. Fencing a
+  dead broker is the controller noticing missed heartbeats: `LivenessModel` lists it as its own action,
+  `notice_failure`, which is fair (fencing a live broker stays a budgeted fault).
 
 Healing the model lacks. The model has no retransmission: in Kafka a lost AlterPartition is retried by
 `AlterPartitionManager` after its request timeout, and a KRaft broker reads partition changes from the
@@ -36,7 +38,7 @@ there were; the configurations here choose the bound so that no reachable state 
 from __future__ import annotations
 
 from collections.abc import Collection
-from dataclasses import replace
+from dataclasses import dataclass, replace
 
 from kcheck.invariants.replication_model_adapter import ReplicationModel
 from kcheck.model.liveness import LivenessProperty
@@ -45,10 +47,12 @@ from kcheck.model.replication.protocol import Protocol
 from kcheck.model.replication.state import NO_LEADER, State
 
 NOTICE_FAILURE = "notice_failure"  # `fence` of a dead broker: the controller noticing missed heartbeats (fair)
+# "apply_metadata": a KRaft broker applying the next batch of the metadata log (its MetadataLoader keeps reading);
+# "complete_shutdown": a broker in controlled shutdown stopping once the controller grants it (its heartbeats go on).
 FAIR_KINDS = frozenset({
     "fetch", "handle_fetch", "handle_fetch_response", "fetch_round", "truncate", "advance_hw", "expand_isr",
     "handle_alter_partition", "handle_alter_partition_response", "handle_leader_and_isr", "handle_stop_replica",
-    "flush", "restart", "unfence", "elect",
+    "flush", "restart", "unfence", "elect", "apply_metadata", "complete_shutdown",
 })
 
 
@@ -191,13 +195,37 @@ def caught_up_rejoins(cfg: Config) -> LivenessProperty[State]:
                             "A live replica holding the leader's whole log eventually rejoins the ISR", goal)
 
 
-def properties(cfg: Config) -> list[LivenessProperty[State]]:
-    """Every replication liveness property that applies to `cfg` (reassignment's only when it reassigns)."""
+def properties(cfg: Config, permanent_crashes: bool = False) -> list[LivenessProperty[State]]:
+    """Every replication liveness property that applies to `cfg` (reassignment's only when it reassigns), in the
+    form that fits the model's crashes (`reassignment_ends`)."""
     out = [acked_on_live_isr(cfg), leader_when_eligible(), caught_up_rejoins(cfg)]
     if cfg.reassignments:
-        out.insert(1, reassignment_ends())
+        out.insert(1, reassignment_ends(permanent_crashes))
     return out
 
 
-__all__ = ["FAIR_KINDS", "LivenessModel", "acked_on_live_isr", "caught_up_rejoins", "fair", "leader_when_eligible",
-           "properties", "reassignment_ends"]
+# Every property id, in the order `properties` lists them (for `kcheck liveness --property`).
+PROPERTY_IDS = ("liveness.acked-reaches-isr", "liveness.reassignment-ends", "liveness.leader-elected",
+                "liveness.isr-rejoin")
+
+
+@dataclass(frozen=True)
+class LivenessSetting:
+    """How a liveness row's `LivenessModel` is built beyond its Config (`LIVENESS_VARIANTS` settings): crash-stop
+    brokers, and the reassignment targets the operator may ask for (None: every target list)."""
+
+    permanent_crashes: bool = False
+    reassign_targets: tuple[tuple[int, ...], ...] | None = None
+
+
+# The model each liveness row needs besides its Config (model/replication/protocol.py: LIVENESS_VARIANTS). KAFKA-19975:
+# a broker that never returns (a restart would unblock the move), and a move that keeps a replica that then
+# crashes: [1,2] -> [1,2,3] adds 3 and keeps 2 ([1,3] is the move that swaps one replica for another).
+LIVENESS_SETTINGS: dict[str, LivenessSetting] = {
+    "blocked-reassignment-completion": LivenessSetting(True, ((1, 2, 3), (1, 3))),
+}
+
+
+__all__ = ["FAIR_KINDS", "LIVENESS_SETTINGS", "LivenessModel", "LivenessSetting", "PROPERTY_IDS",
+           "acked_on_live_isr", "caught_up_rejoins", "fair", "leader_when_eligible", "properties",
+           "reassignment_ends"]

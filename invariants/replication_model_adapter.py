@@ -75,6 +75,7 @@ from kcheck.model.replication.state import (
     History,
     LeaderAndIsr,
     Message,
+    MetadataRecord,
     Record,
     Registry,
     Replica,
@@ -105,24 +106,24 @@ def _unlog(flat: tuple[int, ...]) -> tuple[Record, ...]:
 
 def _reg(g: Registry) -> tuple[Any, ...]:
     return (g.controller_epoch, g.leader, g.leader_epoch, g.partition_epoch, _s(g.isr), _s(g.elr), g.written_by,
-            _s(g.fenced), g.broker_epochs, g.replicas, g.adding, g.removing, g.last_known_leader)
+            _s(g.fenced), g.broker_epochs, g.replicas, g.adding, g.removing, g.last_known_leader, _s(g.shutting_down))
 
 
 def _unreg(t: tuple[Any, ...]) -> Registry:
     return Registry(t[0], t[1], t[2], t[3], frozenset(t[4]), frozenset(t[5]), t[6], frozenset(t[7]), t[8], t[9],
-                    t[10], t[11], t[12])
+                    t[10], t[11], t[12], frozenset(t[13]))
 
 
 def _rep(r: Replica) -> tuple[Any, ...]:
     return (r.id, r.alive, r.broker_epoch, r.clean_shutdown, _MEMO.get(r.log, _log), r.flushed, r.hw, r.known,
             r.leader, r.leader_epoch, r.partition_epoch, _s(r.isr), r.controller_epoch, r.needs_truncation, r.replicas,
             r.follower_leo, r.follower_broker_epoch, r.epoch_start,
-            None if r.pending_isr is None else _s(r.pending_isr))
+            None if r.pending_isr is None else _s(r.pending_isr), r.applied)
 
 
 def _unrep(t: tuple[Any, ...]) -> Replica:
     return Replica(t[0], t[1], t[2], t[3], _unlog(t[4]), t[5], t[6], t[7], t[8], t[9], t[10], frozenset(t[11]),
-                   t[12], t[13], t[14], t[15], t[16], t[17], None if t[18] is None else frozenset(t[18]))
+                   t[12], t[13], t[14], t[15], t[16], t[17], None if t[18] is None else frozenset(t[18]), t[19])
 
 
 def _msg(m: Message) -> tuple[Any, ...]:
@@ -141,7 +142,8 @@ def _unmsg(t: tuple[Any, ...]) -> Message:
 
 def _unhist(t: tuple[Any, ...]) -> History:
     return History(frozenset(t[0]), frozenset(t[1]), frozenset(t[2]), frozenset(t[3]), t[4], frozenset(t[5]),
-                   frozenset(t[6]), t[7], t[8], t[9], t[10], frozenset(t[11]), frozenset(t[12]), frozenset(t[13]))
+                   frozenset(t[6]), t[7], t[8], t[9], t[10], frozenset(t[11]), frozenset(t[12]), frozenset(t[13]),
+                   t[14], t[15], t[16], frozenset(t[17]))
 
 
 class _Memo:
@@ -172,7 +174,7 @@ def _hist(h: History) -> tuple[Any, ...]:
     return (get(h.acked, _s), get(h.acked_leader_only, _s), get(h.pending_acks, _s), get(h.committed, _s),
             h.true_hw, get(h.reads, _s), get(h.epoch_leaders, _s), h.max_leader_epoch, h.max_written_by,
             h.max_broker_epochs, h.lossy_crashes, get(h.reassign_origin, _s), get(h.reassign_seen, _s),
-            get(h.completions, _s))
+            get(h.completions, _s), h.latest_seen, h.fetch_hw_seen, h.client_epoch, get(h.offset_regressions, _s))
 
 
 def _reps(reps: tuple[Replica, ...]) -> tuple[Any, ...]:
@@ -189,7 +191,16 @@ def state_tuple(s: State) -> tuple[Any, ...]:
     get, zs = _MEMO.get, s.zombies
     zt = tuple((z.epoch, get(z.view, _reg)) for z in zs) if zs else ()
     return (get(s.replicas, _reps), get(s.registry, _reg), zt, get(s.pool, _pool), get(s.history, _hist),
-            get(s.used, _budget))
+            get(s.used, _budget), get(s.metadata, _meta) if s.metadata else ())
+
+
+def _meta(log: tuple[MetadataRecord, ...]) -> tuple[Any, ...]:
+    get = _MEMO.get
+    return tuple((rec.kind, get(rec.image, _reg)) for rec in log)
+
+
+def _unmeta(t: tuple[Any, ...]) -> tuple[MetadataRecord, ...]:
+    return tuple(MetadataRecord(kind, _cached(image, _unreg)) for kind, image in t)
 
 
 def _pool(pool: frozenset[Message]) -> tuple[Any, ...]:
@@ -220,7 +231,8 @@ def _cached(t: tuple[Any, ...], build: Callable[[tuple[Any, ...]], Any]) -> Any:
 def state_from_tuple(t: tuple[Any, ...]) -> State:
     return State(tuple(_cached(r, _unrep) for r in t[0]), _cached(t[1], _unreg),
                  tuple(ZombieController(e, _cached(v, _unreg)) for e, v in t[2]),
-                 _cached(t[3], _unpool), _cached(t[4], _unhist), _cached(t[5], _unbudget))
+                 _cached(t[3], _unpool), _cached(t[4], _unhist), _cached(t[5], _unbudget),
+                 _cached(t[6], _unmeta) if t[6] else ())
 
 
 def _unpool(t: tuple[Any, ...]) -> frozenset[Message]:
@@ -277,6 +289,14 @@ def encode_state(s: State) -> bytes:
     if e is None or e[0] is not used:
         e = d[id(used)] = (used, dumps(_budget(used), 2))
     parts.append(e[1])
+    meta = s.metadata
+    if meta:
+        e = d.get(id(meta))
+        if e is None or e[0] is not meta:
+            e = d[id(meta)] = (meta, dumps(_meta(meta), 2))
+        parts.append(e[1])
+    else:
+        parts.append(_NO_ZOMBIES)
     return dumps(tuple(parts), 2)
 
 
@@ -300,10 +320,11 @@ def _unzombies(t: tuple[Any, ...]) -> tuple[ZombieController, ...]:
 
 def decode_state(data: bytes) -> State:
     parts = marshal.loads(data)
-    n = len(parts) - 5
+    n = len(parts) - 6
     return State(tuple(_part_value(r, _unrep) for r in parts[:n]), _part_value(parts[n], _unreg),
                  _part_value(parts[n + 1], _unzombies), _part_value(parts[n + 2], _unpool),
-                 _part_value(parts[n + 3], _unhist), _part_value(parts[n + 4], _unbudget))
+                 _part_value(parts[n + 3], _unhist), _part_value(parts[n + 4], _unbudget),
+                 _part_value(parts[n + 5], _unmeta))
 
 
 # ---- broker renaming ------------------------------------------------------------------------------
@@ -318,14 +339,14 @@ def _ren_reg(t: tuple[Any, ...], p: tuple[int, ...]) -> tuple[Any, ...]:
         epochs[p[b] - 1] = e
     return (t[0], one(t[1]), t[2], t[3], _s(p[b] for b in t[4]), _s(p[b] for b in t[5]), t[6],
             _s(p[b] for b in t[7]), tuple(epochs), tuple(p[b] for b in t[9]), _s(p[b] for b in t[10]),
-            _s(p[b] for b in t[11]), one(t[12]))
+            _s(p[b] for b in t[11]), one(t[12]), _s(p[b] for b in t[13]))
 
 
 def _ren_rep(t: tuple[Any, ...], p: tuple[int, ...]) -> tuple[Any, ...]:
     leader = t[8] if t[8] == NO_LEADER else p[t[8]]
     return (p[t[0]], t[1], t[2], t[3], t[4], t[5], t[6], t[7], leader, t[9], t[10], _s(p[b] for b in t[11]),
             t[12], t[13], tuple(p[b] for b in t[14]), _s((p[b], v) for b, v in t[15]),
-            _s((p[b], v) for b, v in t[16]), t[17], None if t[18] is None else _s(p[b] for b in t[18]))
+            _s((p[b], v) for b, v in t[16]), t[17], None if t[18] is None else _s(p[b] for b in t[18]), t[19])
 
 
 def _ren_msg(t: tuple[Any, ...], p: tuple[int, ...]) -> tuple[Any, ...]:
@@ -350,7 +371,7 @@ def _ren_hist(t: tuple[Any, ...], p: tuple[int, ...]) -> tuple[Any, ...]:
                       _s(p[b] for b in ar), _s(p[b] for b in rr)) for trs, isr, rs, ar, rr in t[13])
     return (t[0], t[1], _s((p[lead], o, i) for lead, o, i in t[2]), t[3], t[4], t[5],
             _s((e, p[lead]) for e, lead in t[6]), t[7], t[8], tuple(maxima), t[10], _s(p[b] for b in t[11]),
-            _s(p[b] for b in t[12]), completions)
+            _s(p[b] for b in t[12]), completions, t[14], t[15], t[16], t[17])  # the clients' view: no broker ids
 
 
 def rename_tuple(t: tuple[Any, ...], p: tuple[int, ...]) -> tuple[Any, ...]:
@@ -359,7 +380,7 @@ def rename_tuple(t: tuple[Any, ...], p: tuple[int, ...]) -> tuple[Any, ...]:
     for r in t[0]:
         reps[p[r[0]] - 1] = _ren_rep(r, p)
     return (tuple(reps), _ren_reg(t[1], p), tuple((e, _ren_reg(v, p)) for e, v in t[2]),
-            _s(_ren_msg(m, p) for m in t[3]), _ren_hist(t[4], p), t[5])
+            _s(_ren_msg(m, p) for m in t[3]), _ren_hist(t[4], p), t[5], tuple((k, _ren_reg(v, p)) for k, v in t[6]))
 
 
 def rename_state(s: State, p: tuple[int, ...]) -> State:
@@ -505,11 +526,18 @@ _PRE: dict[str, Callable[..., bool]] = {
     "restart": lambda s, cfg, broker: not s.replicas[broker - 1].alive,
     "fence": _pre_fence,
     "unfence": lambda s, cfg, broker: broker in s.registry.fenced and s.replicas[broker - 1].alive,
+    "controlled_shutdown": lambda s, cfg, broker: (s.replicas[broker - 1].alive
+                                                   and broker not in s.registry.shutting_down
+                                                   and broker not in s.registry.fenced),
+    "complete_shutdown": lambda s, cfg, broker: (s.replicas[broker - 1].alive
+                                                 and broker in s.registry.shutting_down),
     "elect": lambda s, cfg: s.registry.leader == NO_LEADER,
     "move_leader": _pre_move_leader,
     "failover": lambda s, cfg: s.used.failovers < cfg.failovers,
     "zombie_move_leader": _pre_zombie_move,
     "consume": _pre_consume,
+    "apply_metadata": lambda s, cfg, broker: (s.replicas[broker - 1].alive
+                                              and s.replicas[broker - 1].applied + 1 < len(s.metadata)),
 }
 
 
@@ -519,7 +547,8 @@ def _always_holds(s: State) -> None:
 
 # Kinds whose candidates depend on the config only (model/replication/actions.py: brokers, acks, pairs, ()).
 _STATIC = frozenset({"produce", "fetch", "fetch_round", "truncate", "advance_hw", "expand_isr", "shrink_isr", "flush",
-                     "crash", "restart", "fence", "unfence", "elect", "move_leader", "failover"})
+                     "crash", "restart", "fence", "unfence", "elect", "move_leader", "failover", "apply_metadata",
+                     "controlled_shutdown", "complete_shutdown"})
 
 
 def _gate_leader(s: State, cfg: Config, leader: int) -> bool:
@@ -538,6 +567,7 @@ _GATE: dict[str, Callable[..., bool]] = {
 _KIND_GATE: dict[str, Callable[[State, Config], bool]] = {
     "produce": lambda s, cfg: s.used.records < cfg.records,
     "shrink_isr": lambda s, cfg: s.used.isr_shrinks < cfg.isr_shrinks,
+    "controlled_shutdown": lambda s, cfg: s.used.shutdowns < cfg.shutdowns,
     "move_leader": lambda s, cfg: s.used.elections < cfg.elections and s.registry.leader != NO_LEADER,
 }
 

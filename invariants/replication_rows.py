@@ -176,6 +176,18 @@ ROW_13: Script = [
     ("zombie_move_leader", {"zombie": 0, "target": 2}),
 ]
 
+# Row 14 (KAFKA-2334, KIP-207), KRaft: leader A = broker 1, B = broker 2, min.insync.replicas 1.
+ROW_14: Script = [
+    ("produce", {"broker": 1, "acks": "all"}),  # x0
+    *fetch_round(2, 0),  # B has x0, its high watermark still 0
+    *fetch_round(2, 1, respond=False),  # A learns B has offset 0 ...
+    ("advance_hw", {"broker": 1}),  # ... and its high watermark becomes 1
+    ("list_offsets", {"broker": 1, "spec": "latest"}),  # a client is told LATEST = 1
+    ("move_leader", {"target": 2}),  # epoch 2 L=B: one metadata batch
+    ("apply_metadata", {"broker": 2}),  # B leads from its log end 1, with high watermark 0
+    ("list_offsets", {"broker": 2, "spec": "latest"}),  # before KIP-207: LATEST = 0; since: OFFSET_NOT_AVAILABLE
+]
+
 # variant -> (the row's sequence, the invariant its last step breaks under the variant)
 ROW_SCRIPTS: dict[str, tuple[Script, str]] = {name: (script, expected) for name, script, expected in [
     ("truncate-to-hw", ROW_1, "replication.electable-has-committed"),
@@ -186,6 +198,7 @@ ROW_SCRIPTS: dict[str, tuple[Script, str]] = {name: (script, expected) for name,
     ("unclean-election", ROW_8, "replication.leader-has-acked"),
     ("last-replica-standing", ROW_9, "replication.electable-has-committed"),
     ("zombie-controller", ROW_13, "replication.epochs-monotonic"),
+    ("lagging-hw-list-offsets", ROW_14, "client.list-offsets-monotonic"),
 ]}
 
 

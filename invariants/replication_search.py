@@ -39,7 +39,7 @@ from kcheck.model.search import SearchResult, random_search
 
 # The kinds that spend a fault budget of `Config` (actions.py: `_spend`).
 FAULT_KINDS = frozenset({"crash", "fence", "shrink_isr", "move_leader", "failover", "zombie_move_leader",
-                         "reassign", "cancel_reassignment"})
+                         "reassign", "cancel_reassignment", "controlled_shutdown"})
 FAULT_WEIGHT = 0.3
 NETWORK_FAULT_WEIGHT = 0.1
 

@@ -18,7 +18,7 @@ from typing import Any
 
 from kcheck.invariants.registry import unknown_ids
 from kcheck.model import INT32_MAX
-from kcheck.model.replication.actions import KINDS, Config
+from kcheck.model.replication.actions import KINDS, LIST_OFFSETS_SPECS, METADATA_MODES, Config
 from kcheck.model.replication.state import ACKS, MESSAGE_TYPES, NO_LEADER
 from kcheck.reference.plugins import is_int
 
@@ -109,6 +109,9 @@ def check_config(d: Any) -> None:
                                        value)
         elif isinstance(known[name].default, bool):
             _boolean("config", name, value)
+        elif name == "metadata":
+            if value not in METADATA_MODES:
+                raise TraceSchemaError("config", name, f"one of {', '.join(map(json.dumps, METADATA_MODES))}", value)
         else:
             _count("config", name, value)
 
@@ -157,6 +160,9 @@ def _check_arg(where: str, kind: str, name: str, v: Any, n: int) -> None:
             raise TraceSchemaError(where, name, f"one of {', '.join(map(json.dumps, ACKS))}", v)
     elif name == "message":
         _check_message(where, name, v, n)
+    elif name == "spec":  # list_offsets: what the client asks for
+        if v not in LIST_OFFSETS_SPECS:
+            raise TraceSchemaError(where, name, f"one of {', '.join(map(json.dumps, LIST_OFFSETS_SPECS))}", v)
     else:  # a parameter added to KINDS without a schema entry: refuse rather than pass it on unchecked
         raise TraceSchemaError(where, name, "a parameter kcheck knows how to check", v)
 
@@ -199,8 +205,12 @@ def check_trace(data: Any) -> Config:
             raise TraceSchemaError("", key, words[word], data[key])
     _check_invariant_ids(data)
     check_config(data["config"])
+    settings = dict(data["config"])
+    # kcheck writes every Config field; a trace without `metadata` predates KRaft mode, when every run delivered
+    # decisions as ZooKeeper-era requests, so it replays in that mode.
+    settings.setdefault("metadata", "zookeeper")
     try:
-        config = Config.from_dict(data["config"])
+        config = Config.from_dict(settings)
     except (TypeError, ValueError) as e:  # ranges between fields (min_isr <= brokers, ...)
         raise ValueError(f"config: {e}") from None
     brokers = config.brokers

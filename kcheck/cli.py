@@ -29,6 +29,7 @@ from kcheck.cluster import cluster_command
 from kcheck.formats import InputError
 from kcheck.gate import AllowlistOpt, BaselineOpt, DecommissionOpt, FailOnOpt, gate_settings
 from kcheck.invariants import REGISTRY, BalanceSettings, PlacementSubject, Severity, check_placement
+from kcheck.liveness_cli import liveness_command
 from kcheck.log_formats import verify_log_command
 from kcheck.log_sim import log_command, sweep_log_command
 from kcheck.model import INT16_MAX, INT32_MAX, Cluster, ReplicaAssignment
@@ -976,6 +977,7 @@ app.command("explore")(explore_command)
 app.command("exhaust")(exhaust_command)
 app.command("replay")(replay_command)
 app.command("variants")(variants_command)
+app.command("liveness")(liveness_command)  # kcheck/liveness_cli.py: fair cycles, healing runs, KAFKA-19975
 app.command("rules")(rules_command)  # kcheck/rules_cli.py: the protocol's rules, for rule writers
 app.command("plan")(plan_command)  # kcheck/plan.py: the fewest moves that clear the hard violations
 app.add_typer(cluster_command, name="cluster")  # kcheck/cluster.py: a real KRaft cluster on 127.0.0.1

@@ -68,7 +68,7 @@ from kcheck.invariants.replication_explore import (
 from kcheck.invariants.trace_schema import check_trace
 from kcheck.model import INT32_MAX
 from kcheck.model.replication.actions import Config
-from kcheck.model.replication.protocol import VARIANTS
+from kcheck.model.replication.protocol import LIVENESS_VARIANTS, VARIANTS
 from kcheck.model.replication.reassignment import complete_when_adding_unless_shrinking
 from kcheck.model.replication.state import NO_LEADER, State
 from kcheck.reference import plugins, releases
@@ -125,6 +125,9 @@ MEANINGS: dict[str, str] = {
     "cancels": "reassignment cancels",
     "duplicates": "messages may be delivered twice",
     "atomic_fetch": "one step per fetch, not three",
+    "metadata": "how brokers learn the controller's decisions",
+    "list_offsets": "ListOffsets requests clients send",
+    "shutdowns": "controlled shutdowns an operator starts",
 }
 
 
@@ -163,6 +166,16 @@ AtomicFetchOpt = Annotated[bool | None, typer.Option(
     "--atomic-fetch/--split-fetch",
     help="One step per fetch (request, answer, follower applying it) instead of three: reaches deeper, "
          "explores fewer interleavings.")]
+
+ListOffsetsOpt = Annotated[int | None, _int_option(
+    "ListOffsets requests clients send (above 0 the clients' view is kept: what they were told).")]
+ShutdownsOpt = Annotated[int | None, _int_option(
+    "Controlled shutdowns an operator starts (the broker asks, the controller moves its leadership away).")]
+MetadataOpt = Annotated[str | None, typer.Option(
+    "--metadata", metavar="MODE",
+    help="How brokers learn the controller's decisions: kraft (the metadata log every broker applies at its own "
+         "pace, KIP-500; the default) or zookeeper (LeaderAndIsr and StopReplica requests the network may delay, "
+         "duplicate or drop).")]
 
 
 def _release(option: str, version: str, prefix: str = "") -> releases.ReleaseProfile:
@@ -261,6 +274,8 @@ def _only(resolved: ResolvedProtocol, invariants: list[str] | None, users: list[
     out, why. An id that is not a registered replication invariant is refused, wherever it comes from."""
     users = users or []
     variant = resolved.variant
+    if variant is not None and variant.name in LIVENESS_VARIANTS and variant is LIVENESS_VARIANTS[variant.name]:
+        variant = None  # a liveness row (kcheck liveness) breaks no safety invariant: every one is checked
     if variant is not None:
         if not variant.violates:
             raise InputError("--protocol", f"variant '{resolved.label}' names no invariant in its violates (name the "
@@ -588,7 +603,7 @@ def _config_line(cfg: Config) -> str:
             value += f" = {cfg.rf}"
         elif k == "initial_isr" and v == 0:
             value += f" = {cfg.rf}"
-        out.append(f"--{k.replace('_', '-')} {value} ({MEANINGS[k]})")
+        out.append(f"--{k.replace('_', '-')} {value} ({MEANINGS.get(k, k.replace('_', ' '))})")
     return ", ".join(out)
 
 
@@ -690,6 +705,9 @@ def explore_command(
     isr_shrinks: IsrShrinksOpt = None, failovers: FailoversOpt = None, reads: ReadsOpt = None,
     reassignments: ReassignmentsOpt = None, cancels: CancelsOpt = None, duplicates: DuplicatesOpt = None,
     atomic_fetch: AtomicFetchOpt = None,
+    metadata: MetadataOpt = None,
+    list_offsets: ListOffsetsOpt = None,
+    shutdowns: ShutdownsOpt = None,
     invariant: InvariantOpt = None,
     invariants: InvariantsOpt = None,
     out: OutOpt = None,
@@ -712,7 +730,8 @@ def explore_command(
         brokers=brokers, replication_factor=replication_factor, min_isr=min_isr, initial_isr=initial_isr, acks=acks,
         records=records, max_leader_epoch=max_leader_epoch, crashes=crashes, lossy_crashes=lossy_crashes,
         fences=fences, elections=elections, isr_shrinks=isr_shrinks, failovers=failovers, reads=reads,
-        reassignments=reassignments, cancels=cancels, duplicates=duplicates, atomic_fetch=atomic_fetch)
+        reassignments=reassignments, cancels=cancels, duplicates=duplicates, atomic_fetch=atomic_fetch,
+        metadata=metadata, list_offsets=list_offsets, shutdowns=shutdowns)
     prep = _prepare(out, protocol, invariant, invariants, {}, given, kafka_version, coverage_dir)
     resolved, cfg, only, probe = prep.resolved, prep.config, prep.only, prep.probe
     with hypothesis_home(hypothesis_dir):
@@ -812,6 +831,9 @@ def exhaust_command(
     isr_shrinks: IsrShrinksOpt = None, failovers: FailoversOpt = None, reads: ReadsOpt = None,
     reassignments: ReassignmentsOpt = None, cancels: CancelsOpt = None, duplicates: DuplicatesOpt = None,
     atomic_fetch: AtomicFetchOpt = None,
+    metadata: MetadataOpt = None,
+    list_offsets: ListOffsetsOpt = None,
+    shutdowns: ShutdownsOpt = None,
     abstract: Annotated[bool, typer.Option(
         help="Merge states that differ only in control messages in flight: finds much deeper "
              "counterexamples, but a clean result is no proof.")] = False,
@@ -858,7 +880,8 @@ def exhaust_command(
         brokers=brokers, replication_factor=replication_factor, min_isr=min_isr, initial_isr=initial_isr, acks=acks,
         records=records, max_leader_epoch=max_leader_epoch, crashes=crashes, lossy_crashes=lossy_crashes,
         fences=fences, elections=elections, isr_shrinks=isr_shrinks, failovers=failovers, reads=reads,
-        reassignments=reassignments, cancels=cancels, duplicates=duplicates, atomic_fetch=atomic_fetch)
+        reassignments=reassignments, cancels=cancels, duplicates=duplicates, atomic_fetch=atomic_fetch,
+        metadata=metadata, list_offsets=list_offsets, shutdowns=shutdowns)
     prep = _prepare(out, protocol, invariant, invariants, small, given, kafka_version, coverage_dir)
     resolved, cfg, only, probe = prep.resolved, prep.config, prep.only, prep.probe
     if max_states is None:
@@ -984,6 +1007,9 @@ def replay_command(
     isr_shrinks: IsrShrinksOpt = None, failovers: FailoversOpt = None, reads: ReadsOpt = None,
     reassignments: ReassignmentsOpt = None, cancels: CancelsOpt = None, duplicates: DuplicatesOpt = None,
     atomic_fetch: AtomicFetchOpt = None,
+    metadata: MetadataOpt = None,
+    list_offsets: ListOffsetsOpt = None,
+    shutdowns: ShutdownsOpt = None,
     invariants: InvariantsOpt = None,
     json_out: JsonOpt = False,
     kafka_version: Annotated[str | None, typer.Option(
@@ -1008,7 +1034,8 @@ def replay_command(
         brokers=brokers, replication_factor=replication_factor, min_isr=min_isr, initial_isr=initial_isr, acks=acks,
         records=records, max_leader_epoch=max_leader_epoch, crashes=crashes, lossy_crashes=lossy_crashes,
         fences=fences, elections=elections, isr_shrinks=isr_shrinks, failovers=failovers, reads=reads,
-        reassignments=reassignments, cancels=cancels, duplicates=duplicates, atomic_fetch=atomic_fetch)
+        reassignments=reassignments, cancels=cancels, duplicates=duplicates, atomic_fetch=atomic_fetch,
+        metadata=metadata, list_offsets=list_offsets, shutdowns=shutdowns)
     text = read_text(trace_file)
     load_invariants(invariants)  # before the trace's invariant ids are checked
     try:

@@ -22,6 +22,21 @@ Request word (see the Java class comment for the exact grammar):
           leader leaderEpoch partitionEpoch isr elr lastKnownElr replicas removing adding lrs
 
 An int list is '1,2' ('~' empty, '-' for "not set"); lrs 0 RECOVERED, 1 RECOVERING (-1: no change).
+
+The second half drives Kafka's KRaft controller itself: `ClusterControlManager`, `ReplicationControlManager`,
+`BrokerHeartbeatManager` (metadata/src/main/java/org/apache/kafka/controller/), for one topic with one partition,
+through handler `reference/harness/KcheckController.java`. A `Script` is a list of controller calls on a fresh
+controller (broker registrations, heartbeats, session expiries, topic creation, AlterPartition, elections); the
+answer is one `Step` per call: its result and the partition and broker registrations after it. Each call the
+replication model also makes is then run by the model on the state Kafka held (`compare_lifecycle`):
+
+    steps = run_scripts(kafka, [life.script for life in lives])     # one round trip
+    counts, diffs = compare_lifecycle(life, steps_of_life, Protocol.current())
+
+Request word (grammar in the Java class comment):
+
+    KC elr minIsr unclean op op ...      ops: r:B:INC:PREV  h:B:F:S:OFF  x:B  t:R  a:B:E:LE:PE:ISR:EP  e:P|U
+    -> OK result/partition/brokers ...   (one token per op)
 """
 
 from __future__ import annotations
@@ -32,10 +47,24 @@ from dataclasses import dataclass
 from typing import Any
 
 from kcheck.model.replication import protocol as rules
-from kcheck.model.replication.actions import Action, Config
+from kcheck.model.replication.actions import (
+    Action,
+    Config,
+    controlled_shutdown,
+    fence,
+    handle_alter_partition,
+    initial_state,
+)
 from kcheck.model.replication.protocol import Protocol
 from kcheck.model.replication.reassignment import reassignment_plan
-from kcheck.model.replication.state import NO_LEADER, Registry, State
+from kcheck.model.replication.state import (
+    NO_LEADER,
+    AlterPartition,
+    AlterPartitionResponse,
+    Registry,
+    State,
+    evolve,
+)
 from kcheck.reference.election import (
     Election,
     KRaftVersion,
@@ -47,8 +76,28 @@ from kcheck.reference.election import (
 from kcheck.reference.kafka_bridge import JavaException, KafkaBridge, encode_ints, parse_error
 
 __all__ = [
+    "BrokerView",
     "ChangeResult",
+    "Difference",
+    "Lifecycle",
     "PartitionChange",
+    "PartitionView",
+    "Script",
+    "Step",
+    "compare_lifecycle",
+    "model_alter_partition",
+    "model_controlled_shutdown",
+    "model_fence",
+    "model_registry",
+    "op_alter",
+    "op_elect",
+    "op_expire",
+    "op_heartbeat",
+    "op_register",
+    "op_topic",
+    "random_lifecycle",
+    "resolve_alter",
+    "run_scripts",
     "encode_change",
     "kraft_version",
     "parse_change",
@@ -403,3 +452,416 @@ def same_as_model(result: ChangeResult, step: ModelStep) -> bool:
 
 def carry(result: ChangeResult) -> Carried:
     return Carried(result.after.leader_recovery_state)
+
+
+# ---- the controller's broker lifecycle and AlterPartition handling (request KC) ----------------------------
+# Kafka's side: metadata/.../controller/ClusterControlManager.java (registerBroker, the registrations),
+# ReplicationControlManager.java (alterPartition, processBrokerHeartbeat, handleBrokerFenced,
+# handleBrokerInControlledShutdown, handleBrokerShutdown, electLeaders) and BrokerHeartbeatManager.java
+# (calculateNextBrokerState), driven by reference/harness/KcheckController.java: one script of controller calls
+# per line, every record replayed at the next metadata offset. Ours: the replication model's controller actions
+# (`handle_alter_partition`, `fence`, `controlled_shutdown`, `Protocol.shutdown_granted`) run on the registry
+# Kafka held before each call (`model_registry`).
+
+CONTROLLER_WORD = "KC"
+
+
+@dataclass(frozen=True)
+class BrokerView:
+    """One broker registration as the controller holds it."""
+
+    id: int
+    epoch: int
+    fenced: bool
+    shutting_down: bool  # BrokerRegistration.inControlledShutdown
+
+
+@dataclass(frozen=True)
+class PartitionView:
+    """The topic's partition 0 as the controller holds it (PartitionRegistration)."""
+
+    leader: int
+    leader_epoch: int
+    partition_epoch: int
+    isr: tuple[int, ...]
+    elr: tuple[int, ...]
+    last_known_elr: tuple[int, ...]
+    replicas: tuple[int, ...]
+    recovering: bool = False  # leaderRecoveryState RECOVERING (after an unclean or last-known-leader election)
+
+
+@dataclass(frozen=True)
+class Step:
+    """One controller call's answer (NONE or an error name; a new broker epoch for a registration; for a heartbeat
+    'fenced,inControlledShutdown,shouldShutDown,caughtUp') and the controller's state after it."""
+
+    result: str
+    partition: PartitionView | None
+    brokers: tuple[BrokerView, ...]
+
+    def broker(self, b: int) -> BrokerView | None:
+        return next((x for x in self.brokers if x.id == b), None)
+
+
+@dataclass(frozen=True)
+class Script:
+    """A sequence of controller calls on a fresh controller (see KcheckController.java for the op grammar;
+    build ops with `op_*`)."""
+
+    ops: tuple[str, ...]
+    elr: bool = True
+    min_isr: int = 1
+    unclean: bool = False
+
+
+def op_register(broker: int, incarnation: int = 0, previous_epoch: int | str = -1) -> str:
+    """previous_epoch "*": the broker's registered epoch (it shut down cleanly); -1: none."""
+    return f"r:{broker}:{incarnation}:{previous_epoch}"
+
+
+def op_heartbeat(broker: int, want_fence: bool = False, want_shutdown: bool = False, offset: int | None = None) -> str:
+    """offset None: the broker has applied the whole log."""
+    return f"h:{broker}:{int(want_fence)}:{int(want_shutdown)}:{'*' if offset is None else offset}"
+
+
+def op_expire(broker: int) -> str:
+    return f"x:{broker}"
+
+
+def op_topic(replicas: Sequence[int]) -> str:
+    return f"t:{encode_ints(replicas)}"
+
+
+def op_alter(broker: int | str, leader_epoch: int | str, partition_epoch: int | str, isr: Sequence[int] | str,
+             epochs: dict[int, int | str] | None = None, broker_epoch: int | None = None) -> str:
+    """broker "L": the leader; epochs "c", "c-1", "c+1": relative to the partition's; isr "I", "I+3", "I-3": the
+    partition's ISR, with 3 added at the end, without 3; per member epoch "r" its registered one, "s" one less,
+    "n" -1, or a number (a member not in `epochs`: "r"); broker_epoch None: the requester's registered one."""
+    ep = "*" if not epochs else ",".join(f"{b}.{h}" for b, h in sorted(epochs.items()))
+    be = "*" if broker_epoch is None else str(broker_epoch)
+    isr_tok = isr if isinstance(isr, str) else encode_ints(isr)
+    return f"a:{broker}:{be}:{leader_epoch}:{partition_epoch}:{isr_tok}:{ep}"
+
+
+def _isr(tok: str, p: PartitionView) -> tuple[int, ...]:
+    if not tok.startswith("I"):
+        return _list(tok)
+    out = list(p.isr)
+    if len(tok) > 1:
+        b = int(tok[2:])
+        if tok[1] == "+" and b not in out:
+            out.append(b)
+        elif tok[1] == "-" and b in out:
+            out.remove(b)
+    return tuple(out)
+
+
+def _relative(tok: str, current: int) -> int:
+    if not tok.startswith("c"):
+        return int(tok)
+    return current if tok == "c" else current + int(tok[1:])
+
+
+def resolve_alter(op: str, before: Step) -> tuple[int, int, int, tuple[int, ...], tuple[int, ...]]:
+    """An `op_alter` op's request as the harness sends it, given the state before it: (from, leader epoch,
+    partition epoch, ISR, each member's broker epoch)."""
+    _, frm, _, le, pe, isr_tok, ep = op.split(":")
+    p = before.partition
+    if p is None:
+        raise ValueError("no partition")
+    broker = p.leader if frm == "L" else int(frm)
+    isr = _isr(isr_tok, p)
+    how = {} if ep == "*" else {int(k): v for k, v in (x.split(".") for x in ep.split(","))}
+    epochs = []
+    for b in isr:
+        view = before.broker(b)
+        registered = -1 if view is None else view.epoch
+        h = how.get(b, "r")
+        epochs.append({"r": registered, "s": registered - 1, "n": -1}[h] if h in ("r", "s", "n") else int(h))
+    return broker, _relative(le, p.leader_epoch), _relative(pe, p.partition_epoch), isr, tuple(epochs)
+
+
+def op_elect(unclean: bool = False) -> str:
+    return f"e:{'U' if unclean else 'P'}"
+
+
+def encode_script(script: Script) -> str:
+    return f"{CONTROLLER_WORD} {int(script.elr)} {script.min_isr} {int(script.unclean)} {' '.join(script.ops)}"
+
+
+def _parse_step(tok: str) -> Step:
+    result, part, brokers = tok.split("/")
+    partition = None
+    if part != "-":
+        f = part.split(";")
+        partition = PartitionView(int(f[0]), int(f[1]), int(f[2]), _list(f[3]), _list(f[4]), _list(f[5]),
+                                  _list(f[6]), f[7] == "1")
+    views = []
+    if brokers != "~":
+        for b in brokers.split(";"):
+            i, e, fenced, cs = b.split(":")
+            views.append(BrokerView(int(i), int(e), fenced == "1", cs == "1"))
+    return Step(result, partition, tuple(views))
+
+
+def parse_script(line: str) -> list[Step] | JavaException:
+    if line.startswith("ERR "):
+        return parse_error(line)
+    t = line.split(" ")
+    if t[0] != "OK":
+        raise ValueError(f"not a KC answer: {line!r}")
+    return [_parse_step(x) for x in t[1:]]
+
+
+def run_scripts(bridge: KafkaBridge, scripts: Iterable[Script]) -> list[list[Step] | JavaException]:
+    """Kafka's answers to each script, in one batch: one `Step` per op."""
+    bridge.require(CONTROLLER_WORD, "the KRaft controller's managers")
+    return [parse_script(a) for a in bridge.roundtrip([encode_script(s) for s in scripts])]
+
+
+def model_registry(step: Step, brokers: int) -> Registry:
+    """The controller state Kafka answered, as the model's Registry (brokers 1..`brokers`; the last known leader is
+    a one-member lastKnownElr, as `kafka_fields` reads it). Needs the topic created and every broker registered."""
+    p = step.partition
+    if p is None:
+        raise ValueError("no partition yet")
+    views = {b.id: b for b in step.brokers}
+    missing = [b for b in range(1, brokers + 1) if b not in views]
+    if missing:
+        raise ValueError(f"brokers {missing} are not registered")
+    lke = p.last_known_elr[0] if len(p.last_known_elr) == 1 else NO_LEADER
+    return Registry(leader=p.leader, leader_epoch=p.leader_epoch, partition_epoch=p.partition_epoch,
+                    isr=frozenset(p.isr), elr=frozenset(p.elr), replicas=p.replicas, last_known_leader=lke,
+                    fenced=frozenset(b for b, v in views.items() if v.fenced),
+                    shutting_down=frozenset(b for b, v in views.items() if v.shutting_down),
+                    broker_epochs=tuple(views[b].epoch for b in range(1, brokers + 1)))
+
+
+def partition_fields(reg: Registry) -> tuple[object, ...]:
+    """What a controller call decides about the partition, in the model's terms."""
+    return (reg.leader, reg.leader_epoch, reg.partition_epoch, reg.isr, reg.elr, reg.last_known_leader)
+
+
+def kafka_partition_fields(step: Step) -> tuple[object, ...]:
+    p = step.partition
+    if p is None:
+        raise ValueError("no partition")
+    lke = p.last_known_elr[0] if len(p.last_known_elr) == 1 else NO_LEADER
+    return (p.leader, p.leader_epoch, p.partition_epoch, frozenset(p.isr), frozenset(p.elr), lke)
+
+
+def model_config(brokers: int, replicas: int, min_isr: int) -> Config:
+    """A model configuration whose budgets never stop a controller call the comparison asks for."""
+    return Config(brokers=brokers, replication_factor=replicas, min_isr=min_isr, max_leader_epoch=10_000,
+                  fences=100, shutdowns=100, elections=100, isr_shrinks=100)
+
+
+def model_state(reg: Registry, cfg: Config) -> State:
+    """The model's state with the controller holding `reg`; a broker that was let go (fenced and in controlled
+    shutdown) is down, every other broker is up."""
+    s = initial_state(cfg)
+    down = reg.fenced & reg.shutting_down
+    reps = tuple(evolve(r, alive=r.id not in down) for r in s.replicas)
+    return evolve(s, registry=reg, replicas=reps)
+
+
+def model_alter_partition(p: Protocol, cfg: Config, reg: Registry, frm: int, leader_epoch: int,
+                          partition_epoch: int, isr: Sequence[int], epochs: Sequence[int]) -> tuple[str, Registry]:
+    """The model controller's answer to an AlterPartition (`actions.handle_alter_partition`): the error ("NONE" when
+    accepted) and the registry after it. A member sent with broker epoch -1 (the leader saw no fetch from it) is
+    left out of the request's epochs, as the model's leader does."""
+    m = AlterPartition(frm, leader_epoch, partition_epoch, tuple(sorted(isr)),
+                       tuple(sorted((b, e) for b, e in zip(isr, epochs, strict=True) if e != -1)))
+    s = model_state(reg, cfg)
+    after = handle_alter_partition(s, p, cfg, m, keep=True)
+    if after is None:
+        return "NO_WRITE", reg
+    answers = [q for q in after.pool - s.pool if isinstance(q, AlterPartitionResponse) and q.to == frm]
+    if len(answers) != 1:
+        raise ValueError(f"the model answered {len(answers)} times")
+    return answers[0].error or "NONE", after.registry
+
+
+def model_fence(p: Protocol, cfg: Config, reg: Registry, broker: int) -> Registry | None:
+    """The model controller fencing a live broker whose session lapsed (`actions.fence`); None: it refuses."""
+    after = fence(model_state(reg, cfg), p, cfg, broker)
+    return None if after is None else after.registry
+
+
+def model_controlled_shutdown(p: Protocol, cfg: Config, reg: Registry, broker: int) -> Registry | None:
+    """The model controller's answer to a live broker's first heartbeat asking to shut down
+    (`actions.controlled_shutdown`); None: it refuses."""
+    after = controlled_shutdown(model_state(reg, cfg), p, cfg, broker)
+    return None if after is None else after.registry
+
+
+@dataclass(frozen=True)
+class Lifecycle:
+    """A random script and the cluster it runs on (brokers 1..brokers, the partition on 1..replicas)."""
+
+    script: Script
+    brokers: int
+    replicas: int
+
+
+def random_lifecycle(rng: random.Random, max_brokers: int = 4, elr: bool | None = None,
+                     unclean: bool | None = None) -> Lifecycle:
+    """A random controller history: every broker registers and unfences, the topic is created on brokers 1..RF,
+    then 2-12 calls among session expiries, restarts (expiry, then a clean or unclean registration of a new
+    incarnation, usually unfenced), controlled shutdowns (once a broker asked to stop, each of its heartbeats
+    asks again until it registers anew, as `BrokerLifecycleManager` does), heartbeats (caught up or lagging),
+    AlterPartition requests (mostly the leader's, at or near the current epochs, adding or dropping a member, some
+    broker epochs stale or -1) and elections. `elr`, `unclean`: the cluster's ELR feature and the
+    topic's unclean.leader.election.enable (None: random)."""
+    n = rng.randint(2, max_brokers)
+    rf = rng.randint(min(2, n), n)
+    ops = [op_register(b) for b in range(1, n + 1)] + [op_heartbeat(b) for b in range(1, n + 1)]
+    ops.append(op_topic(range(1, rf + 1)))
+    incarnation = dict.fromkeys(range(1, n + 1), 0)
+    stopping: set[int] = set()  # asked to shut down: every heartbeat says so until it registers again (BLM)
+    kinds = ("expire", "restart", "shutdown", "heartbeat", "alter", "elect")
+    for _ in range(rng.randint(2, 12)):
+        kind = rng.choices(kinds, weights=(3, 2, 3, 3, 8, 1))[0]
+        b = rng.randint(1, n)
+        if kind == "expire":  # a pause past the session timeout; the broker may heartbeat again afterwards
+            ops.append(op_expire(b))
+        elif kind == "restart":  # a clean restart presents its last epoch (the clean-shutdown file), a crash none
+            incarnation[b] += 1
+            clean = rng.random() < (0.8 if b in stopping else 0.3)
+            ops += [op_expire(b), op_register(b, incarnation[b], "*" if clean else -1)]
+            stopping.discard(b)
+            if rng.random() < 0.8:
+                ops.append(op_heartbeat(b))
+        elif kind == "shutdown" or (kind == "heartbeat" and b in stopping):
+            stopping.add(b)
+            ops.append(op_heartbeat(b, want_shutdown=True))
+        elif kind == "heartbeat":
+            ops.append(op_heartbeat(b, offset=None if rng.random() < 0.7 else 0))
+        elif kind == "alter":
+            frm: int | str = "L" if rng.random() < 0.85 else rng.randint(1, n)
+            le = rng.choice(("c",) * 8 + ("c-1", "c+1"))
+            pe = rng.choice(("c",) * 6 + ("c-1", "c-2", "c+1"))
+            other = rng.randint(1, n if rng.random() < 0.2 else rf)
+            isr: Sequence[int] | str = rng.choice((f"I+{other}",) * 4 + (f"I-{other}", "I"))
+            if rng.random() < 0.05:
+                isr = tuple(rng.sample(range(1, n + 1), rng.randint(1, n)))
+            epochs: dict[int, int | str] = {}
+            if rng.random() < 0.3:
+                epochs[other] = rng.choice(("s", "n"))
+            ops.append(op_alter(frm, le, pe, isr, epochs))
+        else:
+            ops.append(op_elect(unclean=rng.random() < 0.3))
+    elr = rng.random() < 0.7 if elr is None else elr
+    unclean = rng.random() < 0.1 if unclean is None else unclean
+    return Lifecycle(Script(tuple(ops), elr, rng.randint(1, rf), unclean), n, rf)
+
+
+@dataclass(frozen=True)
+class Difference:
+    """One controller call where the model and Kafka disagree."""
+
+    # "alter_partition" (a request the model's leader can send), "alter_partition/unmodelled" (one it never sends),
+    # "fence", "controlled_shutdown", "shutdown_granted"
+    what: str
+    lifecycle: Lifecycle
+    index: int  # the op in the script
+    kafka: object
+    ours: object
+    in_model: bool  # the call has a shape the model makes (else Kafka's behaviour outside what the model reaches)
+
+    def describe(self) -> str:
+        s = self.lifecycle.script
+        return (f"{self.what} at op {self.index} ({s.ops[self.index]}) of {encode_script(s)}: kafka {self.kafka}, "
+                f"ours {self.ours}{'' if self.in_model else ' (a request the model never makes)'}")
+
+
+def _model_shaped_alter(reg: Registry, frm: int, le: int, pe: int, isr: Sequence[int],
+                        epochs: Sequence[int]) -> bool:
+    """A request the model's leader can send: from a replica that believed it led at `le` (so at the current
+    leader epoch only the leader), epochs not ahead of the controller's, an ISR of replicas holding the sender,
+    each member's broker epoch one it saw (never -1; for members already in the ISR the registered one: a member
+    that registers again leaves the ISR), no duplicates; at the current partition epoch a change (the
+    leader's ISR is then the controller's, and it proposes only to add or drop a member)."""
+    return (frm in reg.replicas and frm in isr and len(set(isr)) == len(isr) and set(isr) <= set(reg.replicas)
+            and (set(isr) != reg.isr or pe != reg.partition_epoch)
+            and (le < reg.leader_epoch or (le == reg.leader_epoch and frm == reg.leader))
+            and pe <= reg.partition_epoch and -1 not in epochs
+            and all(e == reg.broker_epochs[b - 1] for b, e in zip(isr, epochs, strict=True) if b in reg.isr))
+
+
+def compare_lifecycle(life: Lifecycle, steps: Sequence[Step], p: Protocol, what: frozenset[str] | None = None
+                      ) -> tuple[dict[str, int], list[Difference]]:
+    """Each controller call of `life` that the model also makes, run by the model on the state Kafka held before
+    it; returns how many calls of each kind were compared, and the differences."""
+    script = life.script
+    cfg = model_config(life.brokers, life.replicas, script.min_isr)
+    counts: dict[str, int] = {}
+    diffs: list[Difference] = []
+    last_full_heartbeat: dict[int, int] = {}  # broker -> op index of its last caught-up heartbeat that kept its fencing
+    shutdown_began: dict[int, int] = {}
+    for i, op in enumerate(script.ops):
+        if i == 0:
+            continue
+        before, after = steps[i - 1], steps[i]
+        f = op.split(":")
+        if before.partition is None or len(before.brokers) < life.brokers:
+            continue
+        reg = model_registry(before, life.brokers)
+        b = int(f[1]) if f[0] in ("h", "x") else 0
+        kind = ""
+        if f[0] == "a":
+            frm, le, pe, isr, epochs = resolve_alter(op, before)
+            shaped = _model_shaped_alter(reg, frm, le, pe, isr, epochs)
+            kind = "alter_partition" if shaped else "alter_partition/unmodelled"
+            error, ours = model_alter_partition(p, cfg, reg, frm, le, pe, isr, epochs)
+            kafka_after = model_registry(after, life.brokers) if after.partition else reg
+            same = error == after.result and (
+                error not in ("NONE", "NEW_LEADER_ELECTED") or partition_fields(ours) == partition_fields(kafka_after))
+            if not same:
+                diffs.append(Difference(kind, life, i, (after.result, kafka_partition_fields(after)),
+                                        (error, partition_fields(ours)), shaped))
+        elif f[0] == "x" and b not in reg.fenced and after.result == "NONE":
+            kind = "fence"
+            ours_reg = model_fence(p, cfg, reg, b)
+            kafka_reg = model_registry(after, life.brokers)
+            if ours_reg is None or partition_fields(ours_reg) != partition_fields(kafka_reg):
+                diffs.append(Difference(kind, life, i, kafka_partition_fields(after),
+                                        None if ours_reg is None else partition_fields(ours_reg), True))
+        elif f[0] == "h" and f[3] == "1" and b not in reg.fenced and b not in reg.shutting_down:
+            kind = "controlled_shutdown"
+            ours_reg = model_controlled_shutdown(p, cfg, reg, b)
+            kafka_reg = model_registry(after, life.brokers)
+            view = after.broker(b)
+            if view is not None and view.shutting_down:
+                shutdown_began[b] = i
+            # Kafka's immediate SHUTDOWN_NOW (the broker leads nothing) writes no in-controlled-shutdown flag; the
+            # model marks it anyway (only its invariants read it): compare who is fenced, not that flag.
+            theirs = (*kafka_partition_fields(after), kafka_reg.fenced)
+            ours_t = None if ours_reg is None else (*partition_fields(ours_reg), ours_reg.fenced)
+            if ours_t != theirs:
+                diffs.append(Difference(kind, life, i, theirs, ours_t, True))
+        elif f[0] == "h" and f[3] == "1" and b in reg.shutting_down and b not in reg.fenced and b in shutdown_began:
+            kind = "shutdown_granted"
+            active = [a for a in range(1, life.brokers + 1)
+                      if a != b and a not in reg.fenced and a not in reg.shutting_down]
+            seen = all(last_full_heartbeat.get(a, -1) > shutdown_began[b] for a in active)
+            ours_granted = p.shutdown_granted(reg, b, seen)
+            kafka_granted = after.result.split(",")[2] == "1"
+            if ours_granted != kafka_granted:
+                diffs.append(Difference(kind, life, i, kafka_granted, ours_granted, True))
+        if f[0] == "h":
+            # The heartbeat manager keeps the offset a heartbeat reports; replaying a registration change that
+            # leaves the broker's fencing as it was (the UNFENCE its own heartbeat caused) resets it to -1.
+            was, now = before.broker(b), after.broker(b)
+            kept = was is not None and now is not None and was.fenced == now.fenced
+            if f[4] == "*" and kept:
+                last_full_heartbeat[b] = i
+            else:
+                last_full_heartbeat.pop(b, None)
+        if f[0] == "r":
+            shutdown_began.pop(int(f[1]), None)
+        if kind and (what is None or kind in what):
+            counts[kind] = counts.get(kind, 0) + 1
+    if what is not None:
+        diffs = [d for d in diffs if d.what in what]
+    return counts, diffs

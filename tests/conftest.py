@@ -16,10 +16,15 @@ settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci" if os.environ.ge
 def pytest_collection_modifyitems(config, items):
     """Under pytest-xdist (`-n N --dist loadgroup`, the README's test command) one worker runs every test that
     drives Kafka's own code or a cluster: one JVM per release and one cluster for the run, as in a serial run,
-    while the other workers take the pure-Python tests."""
+    while the other workers take the pure-Python tests. Likewise the Spark tests share one worker (each module
+    starts one local SparkSession: a module split across two workers would start two), and the JVM oracle's."""
     for item in items:
         if item.get_closest_marker("kafka") or item.get_closest_marker("cluster"):
             item.add_marker(pytest.mark.xdist_group("kafka"))
+        elif item.get_closest_marker("spark"):
+            item.add_marker(pytest.mark.xdist_group("spark"))
+        elif item.get_closest_marker("jvm"):
+            item.add_marker(pytest.mark.xdist_group("jvm"))
 
 
 @pytest.fixture(scope="session")

@@ -192,10 +192,7 @@ def test_verify_does_not_touch_its_inputs(capsys):
     assert (DATA / "describe_uneven_racks.txt").read_bytes() == before
 
 
-def test_check_small_bound_json(capsys):
-    code, out, _ = run(capsys, "check", "--max-brokers", "5", "--json")
-    rep = json.loads(out)
-    assert code == 0 and rep["ok"]
+def _assert_adminutils_placement_outcomes(rep):
     results = {(o["placer"], o["invariant"]): o for o in rep["outcomes"]}
     assert results[("adminutils", "placement.rack-diversity")]["result"] == "holds"
     # AdminUtils does not promise Cruise Control's rack distribution: racks {0,1,2} and {3,4}, RF 4,
@@ -205,6 +202,23 @@ def test_check_small_bound_json(capsys):
     assert finding["smallest_counterexample"]["replay"] == (
         "kcheck place --placer adminutils --brokers 0,1,2,3,4 --racks 0:a,1:a,2:a,3:b,4:b "
         "--partitions 1 --replication-factor 4 --start-index 1")
+
+
+def test_check_one_placer_small_bound_json(capsys):
+    """The placement half of the test below, fast: the same cases and verdicts for the placer named."""
+    code, out, _ = run(capsys, "check", "--placer", "adminutils", "--max-brokers", "5", "--json")
+    rep = json.loads(out)
+    assert code == 0 and rep["ok"] and {o["placer"] for o in rep["outcomes"]} == {"adminutils"}
+    assert rep["proofs"] == rep["replication_models"] == rep["rebalance_models"] == []
+    _assert_adminutils_placement_outcomes(rep)
+
+
+@pytest.mark.slow  # the whole main job (about a minute alone); CI's first step runs it, `kcheck check`, in full
+def test_check_small_bound_json(capsys):
+    code, out, _ = run(capsys, "check", "--max-brokers", "5", "--json")
+    rep = json.loads(out)
+    assert code == 0 and rep["ok"]
+    _assert_adminutils_placement_outcomes(rep)
 
 
 def test_console_script_process_level():

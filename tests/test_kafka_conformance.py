@@ -262,9 +262,9 @@ ELR_LOSS = [
     ("produce", {"broker": 1, "acks": "all"}), *_fetch(2, 0), *_fetch(2, 1, respond=False),
     ("advance_hw", {"broker": 1}),  # x1 committed on brokers 1 and 2
     ("reassign", {"target": (1,)}),  # completes at once: 2 leaves the replicas and joins the ELR
-    ("handle_stop_replica", {"to": 2}),  # broker 2 deletes its log
+    ("apply_metadata", {"broker": 2}),  # the record no longer lists broker 2: it deletes its log
     ("reassign", {"target": (2,)}),
-    ("handle_leader_and_isr", {"to": 2}),
+    ("apply_metadata", {"broker": 2}),
     ("fence", {"broker": 1}),  # broker 2 is elected from the ELR, with an empty log
 ]
 
@@ -419,7 +419,10 @@ def test_kafka_19975_is_in_the_newest_release():
 GROW_PAST_A_LAGGING_REPLICA = [
     ("shrink_isr", {"leader": 1, "follower": 2}), ("handle_alter_partition", {"frm": 1}),
     ("handle_alter_partition_response", {"to": 1}),
-    ("reassign", {"target": (1, 2, 3)}), ("handle_leader_and_isr", {"to": 1}), ("handle_leader_and_isr", {"to": 3}),
+    ("reassign", {"target": (1, 2, 3)}),
+    # each broker applies the ISR shrink's batch, then the reassignment's (the leader knew the first from its answer)
+    ("apply_metadata", {"broker": 1}), ("apply_metadata", {"broker": 1}),
+    ("apply_metadata", {"broker": 3}), ("apply_metadata", {"broker": 3}),
     ("fetch_round", {"follower": 3}),
     ("expand_isr", {"leader": 1, "follower": 3}), ("handle_alter_partition", {"frm": 1}),
 ]

@@ -82,11 +82,18 @@ def test_accept_fetch_response_decides_whether_a_response_is_applied():
 
 
 def test_partition_state_applies_decides_whether_a_leader_and_isr_is_applied():
-    cfg = Config(brokers=2, min_isr=1, elections=1)
+    cfg = Config(brokers=2, min_isr=1, elections=1, metadata="zookeeper")  # a refused request is dropped
     s = _step(initial_state(cfg), CURRENT, cfg, "move_leader", 2)
     assert _messages(s, LeaderAndIsr)
     assert not _messages(_step(initial_state(cfg), _with(partition_state_applies=_refuse), cfg, "move_leader", 2),
                          LeaderAndIsr)
+    # KRaft: the broker applies the batch either way (its image moves on); its partition state only if the rule says
+    cfg = Config(brokers=2, min_isr=1, elections=1)
+    s = _step(_step(initial_state(cfg), CURRENT, cfg, "move_leader", 2), CURRENT, cfg, "apply_metadata", 2)
+    assert s.replica(2).is_leader and s.replica(2).applied == 1
+    refusing = _with(partition_state_applies=_refuse)
+    s = _step(_step(initial_state(cfg), refusing, cfg, "move_leader", 2), refusing, cfg, "apply_metadata", 2)
+    assert not s.replica(2).is_leader and s.replica(2).applied == 1
 
 
 def test_leader_keeps_follower_state_decides_what_a_re_elected_leader_remembers():
@@ -175,7 +182,7 @@ def test_crash_drops_decides_which_messages_a_crash_destroys():
 
 
 def test_restart_reads_metadata_decides_what_a_restarted_broker_knows_before_it_acts():
-    cfg = Config(brokers=2, min_isr=1)
+    cfg = Config(brokers=2, min_isr=1, metadata="zookeeper")
     s = _step(initial_state(cfg), CURRENT, cfg, "crash", 2, False)
     today = _step(s, CURRENT, cfg, "restart", 2)
     assert today.replica(2).known and not [m for m in _messages(today, LeaderAndIsr) if m.to == 2]
@@ -186,6 +193,17 @@ def test_restart_reads_metadata_decides_what_a_restarted_broker_knows_before_it_
     assert (m.leader, m.leader_epoch, m.partition_epoch) == (1, later.registry.leader_epoch,
                                                              later.registry.partition_epoch)
     assert _step(later, zk, cfg, "handle_leader_and_isr", m, False).replica(2).known
+    # KRaft: the restarted broker stands on its own registration batch, or, without the catch-up, reads the log
+    # from the batch before it and knows nothing until a batch tells it
+    cfg = Config(brokers=2, min_isr=1)
+    s = _step(initial_state(cfg), CURRENT, cfg, "crash", 2, False)
+    today = _step(s, CURRENT, cfg, "restart", 2)
+    assert today.replica(2).known and today.replica(2).applied == len(today.metadata) - 1
+    assert today.metadata[-1].kind.startswith("RegisterBrokerRecord")
+    later = _step(s, zk, cfg, "restart", 2)
+    assert not later.replica(2).known and later.replica(2).applied == len(later.metadata) - 2
+    caught_up = _step(later, zk, cfg, "apply_metadata", 2).replica(2)
+    assert caught_up.known and caught_up.leader == 1 and caught_up.applied == len(later.metadata) - 1
 
 
 @pytest.mark.parametrize("name", list(VARIANTS))

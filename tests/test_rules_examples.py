@@ -21,6 +21,9 @@ KINDS = {
     "quorum_high_watermark": "high_watermark",
     "prefer_last_known_leader": "leader_choice",
     "fenced_replicas_may_join": "alter_partition_validation",
+    # issue 15: what a leader tells clients, and when a broker applies a metadata record
+    "latest_from_high_watermark": "list_offsets_latest",
+    "apply_new_leader_epochs_only": "partition_state_applies",
 }
 
 
@@ -34,9 +37,9 @@ def _claim(module: str) -> tuple[list[str], int, str | None]:
     args = shlex.split(m.group(1).replace("\\\n", " "))[3:]
     status = re.search(r"^exits (\d)", doc, re.M)
     assert status, f"{module}: the docstring claims no exit status"
-    invariant = re.search(r"^exits 1 with (replication\.[a-z-]+|a replication\.\* violation)", doc, re.M)
-    named = invariant.group(1) if invariant and invariant.group(1).startswith("replication.") and "*" not in \
-        invariant.group(1) else None
+    invariant = re.search(r"^exits 1 with ((?:replication|client|kraft)\.[a-z-]+|a replication\.\* violation)", doc,
+                          re.M)
+    named = invariant.group(1) if invariant and "*" not in invariant.group(1) else None
     return args, int(status.group(1)), named
 
 
@@ -44,7 +47,8 @@ def test_there_is_one_example_per_kind_of_rule():
     modules = sorted(p.stem for p in EXAMPLES.glob("*.py"))
     assert modules == sorted(KINDS)
     assert sorted(KINDS.values()) == sorted(
-        ["truncation", "isr_join", "high_watermark", "leader_choice", "alter_partition_validation"])
+        ["truncation", "isr_join", "high_watermark", "leader_choice", "alter_partition_validation",
+         "list_offsets_latest", "partition_state_applies"])
 
 
 @pytest.mark.parametrize("module", sorted(KINDS))

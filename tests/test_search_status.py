@@ -120,13 +120,15 @@ def test_a_clean_explore_is_incomplete_and_says_what_it_covered(capsys):
     assert "distinct states" in text and "OK:" not in text
 
 
-# Found with explore's defaults from the command line (seed 0), measured in programs until found: truncate-to-hw
-# 105, truncate-to-hw-lossy 133, one-shot-epoch-lookup 8, hw-over-committed-isr 108, unclean-election 135,
-# zombie-controller 75. Two escape 300 programs: no-epoch-in-fetch (row 4, 20 split steps on three brokers) and
-# last-replica-standing (a lossy crash of the leader right after its high watermark moved, before any flush);
+# Found with explore's defaults from the command line (seed 0). Before KRaft mode, in programs until found:
+# truncate-to-hw 105, truncate-to-hw-lossy 133, one-shot-epoch-lookup 8, hw-over-committed-isr 108, unclean-election
+# 135, zombie-controller 75. Hypothesis draws depend on the action table, so the new kinds moved them: row 2 now
+# escapes the 300 programs (the exact and the random search find it, tests/test_random_search.py) and row 14
+# (lagging-hw-list-offsets) is found. Also escaping: no-epoch-in-fetch (row 4, 20 split steps on three brokers)
+# and last-replica-standing (a lossy crash of the leader right after its high watermark moved, before any flush);
 # for them explore prints how little it covered and exits 4.
-FOUND_BY_DEFAULTS = ["truncate-to-hw", "truncate-to-hw-lossy", "one-shot-epoch-lookup", "hw-over-committed-isr",
-                     "unclean-election", "zombie-controller"]
+FOUND_BY_DEFAULTS = ["truncate-to-hw", "one-shot-epoch-lookup", "hw-over-committed-isr",
+                     "unclean-election", "zombie-controller", "lagging-hw-list-offsets"]
 
 
 def _explore_cli(tmp_path, *args: str) -> tuple[int, str]:

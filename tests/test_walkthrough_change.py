@@ -102,9 +102,9 @@ def test_the_readme_walkthrough_runs_as_written(tmp_path):
     broken = kcheck(COMMANDS[3], tmp_path)
     assert broken.returncode == 1, broken.stdout + broken.stderr
     out = " ".join(broken.stdout.split())
-    assert "Shortest counterexample (10 steps)" in out
+    assert "Shortest counterexample (11 steps)" in out
     assert "replication.electable-has-committed at broker 2" in out and "user.isr-holds-committed at broker 2" in out
-    assert "alter_partition_validation (added_replicas_unfenced, today added_replicas_current_epoch)" in out
+    assert "alter_partition_validation (added_replicas_unfenced, today isr_members_eligible)" in out
 
 
 def test_the_readme_shows_these_files_and_commands():

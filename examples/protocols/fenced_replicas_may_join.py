@@ -6,16 +6,17 @@ that is still fetching may rejoin the ISR (AlterPartition validation in
 `ReplicationControlManager`)."
 
 Claim: within these bounds (two brokers, broker 2 out of the ISR from the start, one record, one fence
-of a live broker) `kcheck exhaust` finds no violation, and the changed rule does answer differently from
-today's in them (a follower fenced while the leader's proposal is in flight joins the ISR): a fence is not
-a crash, so the follower still holds what it fetched, and a fenced broker is never elected.
+of a live broker) no record is lost (a fence is not a crash, so the follower still holds what it fetched,
+and a fenced broker is never elected), but `kcheck exhaust` finds a follower fenced while the leader's
+proposal is in flight joining the ISR: an ISR holding a broker the controller fenced, which KRaft's own
+specification forbids.
 
     cd examples/protocols
     python -m kcheck exhaust --protocol fenced_replicas_may_join:proposed --brokers 2 --min-isr 1 \
         --initial-isr 1 --records 1 --crashes 0 --lossy-crashes 0 --fences 1 --elections 0 --isr-shrinks 0 \
         --failovers 0 --reads 0 --no-duplicates --atomic-fetch
 
-exits 0 ("OK: no invariant violated in any reachable state").
+exits 1 with kraft.isr-unfenced.
 """
 
 from collections.abc import Mapping

@@ -50,7 +50,7 @@ from functools import cache
 from itertools import permutations
 from typing import Any, NamedTuple
 
-from kcheck.model.replication.protocol import Protocol
+from kcheck.model.replication.protocol import Protocol, active_unless_fenced_or_shutting_down
 from kcheck.model.replication.reassignment import request_targets
 from kcheck.model.replication.state import (
     ACKS,
@@ -62,6 +62,7 @@ from kcheck.model.replication.state import (
     History,
     LeaderAndIsr,
     Message,
+    MetadataRecord,
     Record,
     Registry,
     Replica,
@@ -72,6 +73,8 @@ from kcheck.model.replication.state import (
     message_as_dict,
     message_from_dict,
 )
+
+METADATA_MODES = ("kraft", "zookeeper")
 
 
 @dataclass(frozen=True)
@@ -92,13 +95,23 @@ class Config:
     isr_shrinks: int = 1  # followers a leader drops as too slow
     failovers: int = 1  # controller failovers
     reads: int = 2  # consumer reads
+    # ListOffsets requests clients send; above 0 it also turns on the clients' view: what ListOffsets callers and
+    # consumers' fetch responses were told is kept as history (0: no client view, every existing bound unchanged).
+    list_offsets: int = 0
     reassignments: int = 0  # AlterPartitionReassignments requests (an operator's; each is a new target)
     cancels: int = 0  # requests cancelling the reassignment in flight
+    shutdowns: int = 0  # controlled shutdowns an operator starts (the broker asks, the controller moves it away)
     duplicates: bool = True  # messages may be delivered twice
     # One fetch is one step (request, the leader's answer, the follower applying it, nothing in between), as
     # in the TLA+ models: fewer interleavings, so searches reach deeper; every run is still a run of the split
     # model, three steps per fetch.
     atomic_fetch: bool = False
+    # How brokers learn the controller's decisions. "kraft" (Kafka 4.x, the only mode it ships): the controller
+    # appends batches to a metadata log that every broker applies in order at its own pace, acting on its own
+    # possibly stale image. "zookeeper": the controller sends LeaderAndIsr and StopReplica requests, which the
+    # network may delay, reorder, duplicate or drop, and a leader reads fencing and broker epochs straight from
+    # the controller (the historical rows need this).
+    metadata: str = "kraft"
 
     def __post_init__(self) -> None:
         if not 1 <= self.brokers <= 6:
@@ -115,11 +128,24 @@ class Config:
         if bad or not self.acks:
             raise ValueError(f"acks must be a non-empty subset of {', '.join(ACKS)}, not {', '.join(self.acks)}")
         for f in ("records", "max_leader_epoch", "crashes", "lossy_crashes", "fences", "elections",
-                  "isr_shrinks", "failovers", "reads", "reassignments", "cancels"):
+                  "isr_shrinks", "failovers", "reads", "reassignments", "cancels", "list_offsets",
+                  "shutdowns"):
             if getattr(self, f) < 0:
                 raise ValueError(f"{f} must not be negative")
         if self.max_leader_epoch < 1:
             raise ValueError("max_leader_epoch must be at least 1")
+        if self.metadata not in METADATA_MODES:
+            raise ValueError(f"metadata must be one of {', '.join(METADATA_MODES)}, not {self.metadata!r}")
+
+    @property
+    def kraft(self) -> bool:
+        """Brokers learn decisions from the metadata log (else from ZooKeeper-era control requests)."""
+        return self.metadata == "kraft"
+
+    @property
+    def client_view(self) -> bool:
+        """What clients were told is recorded (the client.* invariants need it): on with a ListOffsets budget."""
+        return self.list_offsets > 0
 
     @property
     def split_fetch(self) -> bool:
@@ -160,9 +186,67 @@ def initial_state(cfg: Config) -> State:
         if b <= rf else Replica(id=b, leader_epoch=1, partition_epoch=1, controller_epoch=1)
         for b in range(1, n + 1)
     )
+    # KRaft: every broker starts having applied the batch that created the partition and registered the brokers.
+    metadata = (MetadataRecord(_INITIAL_KIND, registry),) if cfg.kraft else ()
     return State(replicas=reps, registry=registry,
                  history=History(epoch_leaders=frozenset({(1, 1)}), max_leader_epoch=1, max_written_by=1,
-                                 max_broker_epochs=(1,) * n))
+                                 max_broker_epochs=(1,) * n), metadata=metadata)
+
+
+_INITIAL_KIND = "RegisterBrokerRecord+PartitionRecord"
+
+
+def image(s: State, broker: int) -> Registry:
+    """What `broker` believes of the cluster (fencing, broker epochs, the partition): in KRaft mode the image of the
+    last metadata batch it applied; in ZooKeeper mode the controller's registry (the model's simplification there)."""
+    if not s.metadata:
+        return s.registry
+    return s.metadata[s.replica(broker).applied].image
+
+
+# The registry fields a metadata record carries (everything but the controller epoch: a KRaft controller failover
+# is a new Raft leader over the same log, not a record), grouped by the record types that carry them.
+_PARTITION_FIELDS = ("leader", "leader_epoch", "partition_epoch", "isr", "elr", "written_by", "replicas", "adding",
+                     "removing", "last_known_leader")
+
+
+def _record_kind(before: Registry, after: Registry) -> str:
+    """The KRaft record types one controller operation wrote, from what it changed ("" when nothing)."""
+    kinds = []
+    if after.broker_epochs != before.broker_epochs:
+        kinds.append("RegisterBrokerRecord")
+    elif after.fenced != before.fenced or after.shutting_down != before.shutting_down:
+        kinds.append("BrokerRegistrationChangeRecord")
+    if any(getattr(after, f) != getattr(before, f) for f in _PARTITION_FIELDS):
+        kinds.append("PartitionChangeRecord")
+    return "+".join(kinds)
+
+
+def publish(s: State) -> State:
+    """KRaft: append the registry as one metadata batch if the step changed it since the last batch (a no-op in
+    ZooKeeper mode). `settle` calls it after every step; an action calls it itself only when a broker must stand
+    on the new batch within the same step (a restarted broker catching up to its own registration)."""
+    if not s.metadata:
+        return s
+    last = s.metadata[-1].image
+    reg = s.registry
+    if reg is last:
+        return s
+    kind = _record_kind(last, reg)
+    if not kind:
+        return s
+    return evolve(s, metadata=s.metadata + (MetadataRecord(kind, reg),))
+
+
+def _trim_metadata(s: State) -> State:
+    """Drop the batches every live broker has applied (the canonical form: equal clusters are equal states)."""
+    meta = s.metadata
+    live = [r.applied for r in s.replicas if r.alive]
+    low = min(live) if live else len(meta) - 1
+    if low <= 0:
+        return s
+    reps = tuple(evolve(r, applied=r.applied - low) if r.alive else r for r in s.replicas)
+    return evolve(s, metadata=meta[low:], replicas=reps)
 
 
 def _spend(s: State, cfg: Config, budget: str) -> State | None:
@@ -219,6 +303,7 @@ def write_partition(s: State, p: Protocol, cfg: Config, writer_epoch: int, base:
             _, elr = p.isr_removal(evolve(base, isr=final | left), left, cfg.min_isr, unclean)
             isr, elr = final, p.reassignment_elr(elr - final, replicas)
             completed_reg = evolve(reg, replicas=replicas, isr=isr, elr=elr)
+            completed_reg = active_view(completed_reg, p)
             if not p.valid_leader(completed_reg, leader):  # ONLINE election over the new replica set
                 choice = p.leader_choice(completed_reg, cfg.brokers)
                 leader, isr, elr = (NO_LEADER, isr, elr) if choice is None else choice
@@ -235,6 +320,8 @@ def write_partition(s: State, p: Protocol, cfg: Config, writer_epoch: int, base:
     if completed is not None:
         h = s.history
         s = evolve(s, history=evolve(h, completions=h.completions | {(*completed, replicas, adding, removing)}))
+    if cfg.kraft:  # brokers learn it from the metadata log (`settle` publishes the batch)
+        return s
     msgs: list[Message] = [
         LeaderAndIsr(b, writer_epoch, leader, leader_epoch, new.partition_epoch, tuple(sorted(isr)), replicas)
         for b in replicas if s.replica(b).alive]
@@ -251,7 +338,7 @@ def _remove_from_isr(s: State, p: Protocol, cfg: Config, gone: frozenset[int], u
     elr = elr - unclean
     target_isr, leader = isr, reg.leader
     if leader in gone or leader == NO_LEADER:
-        choice = p.leader_choice(evolve(reg, isr=isr, elr=elr), cfg.brokers)
+        choice = p.leader_choice(active_view(evolve(reg, isr=isr, elr=elr), p), cfg.brokers)
         leader, isr, elr = (NO_LEADER, isr, elr) if choice is None else choice
     if (leader, isr, elr) == (reg.leader, reg.isr, reg.elr):
         return s
@@ -288,6 +375,10 @@ def fetch(s: State, p: Protocol, cfg: Config, follower: int) -> State | None:
     """A follower sends a fetch from its log end to the leader it believes in (one fetch in flight)."""
     r = s.replica(follower)
     if not (r.alive and r.known) or r.leader in (NO_LEADER, follower) or r.needs_truncation:
+        return None
+    if follower in s.registry.shutting_down and follower not in r.isr:
+        # In controlled shutdown a broker stops fetching what it no longer has in sync (`ReplicaManager.
+        # applyLocalFollowersDelta`; the ZooKeeper controller sent StopReplica without delete).
         return None
     for m in s.pool:
         if (isinstance(m, FetchRequest) and m.frm == follower) or (isinstance(m, FetchResponse) and m.to == follower):
@@ -387,7 +478,7 @@ def expand_isr(s: State, p: Protocol, cfg: Config, leader: int, follower: int) -
         return None
     if follower not in r.replicas:  # the leader only tracks the replicas it was told about
         return None
-    if not p.isr_join(r, follower, s.registry):
+    if not p.isr_join(r, follower, active_view(image(s, leader), p)):  # fencing, epochs as the leader believes them
         return None
     return _propose(s, r, r.isr | {follower})
 
@@ -423,6 +514,8 @@ def handle_alter_partition(s: State, p: Protocol, cfg: Config, m: AlterPartition
     error = p.alter_partition_fencing(reg, m)
     if not error and not isr <= set(reg.replicas):
         error = "INVALID_REQUEST"  # `Replicas.validateIsr`: every ISR member must be a replica
+    if not error and m.frm not in isr:
+        error = "INVALID_REQUEST"  # `ReplicationControlManager.validateAlterPartitionData`: the leader stays in it
     if not error and not p.alter_partition_validation(reg, isr, dict(m.broker_epochs)):
         error = "INELIGIBLE_REPLICA"
     if error:
@@ -539,7 +632,7 @@ def crash(s: State, p: Protocol, cfg: Config, broker: int, lossy: bool) -> State
         r = evolve(r.truncated(r.flushed), clean_shutdown=False)
         s2 = evolve(s2, history=evolve(s2.history, lossy_crashes=s2.history.lossy_crashes + 1))
     r = evolve(r, alive=False, known=False, flushed=r.leo, needs_truncation=False, pending_isr=None,
-                follower_leo=(), follower_broker_epoch=())
+                follower_leo=(), follower_broker_epoch=(), applied=0)
     pool = frozenset(m for m in s2.pool if not p.crash_drops(broker, m))
     return evolve(s2.with_replica(r), pool=pool)
 
@@ -556,7 +649,8 @@ def restart(s: State, p: Protocol, cfg: Config, broker: int) -> State | None:
     reg = s.registry
     epochs = list(reg.broker_epochs)
     epochs[broker - 1] = r.broker_epoch  # the registration is recorded either way; fencing is the rule
-    s = evolve(s, registry=evolve(reg, broker_epochs=tuple(epochs)))
+    # A new registration is not in controlled shutdown (`RegisterBrokerRecord` has no such flag).
+    s = evolve(s, registry=evolve(reg, broker_epochs=tuple(epochs), shutting_down=reg.shutting_down - {broker}))
     if fence:
         reg = s.registry
         s = evolve(s, registry=evolve(reg, fenced=reg.fenced | {broker}))
@@ -567,6 +661,12 @@ def restart(s: State, p: Protocol, cfg: Config, broker: int) -> State | None:
                 return None
             s = s2
     reg = s.registry
+    if cfg.kraft:  # the registration (and any ISR change it caused) is one batch; the broker reads the log from it
+        s = publish(s)
+        end = len(s.metadata) - 1
+        if not p.restart_reads_metadata(s.replica(broker), reg):  # acts before catching up: applies the log from
+            return s.with_replica(evolve(s.replica(broker), applied=end - 1))  # its registration, knowing nothing
+        s = s.with_replica(evolve(s.replica(broker), applied=end))
     r = s.replica(broker)
     if not p.restart_reads_metadata(r, reg):  # the controller tells it, in a message that may come late or never
         if broker not in reg.replicas:
@@ -577,6 +677,33 @@ def restart(s: State, p: Protocol, cfg: Config, broker: int) -> State | None:
         return s.with_replica(_apply_stop(r, reg.controller_epoch, reg.leader_epoch, reg.partition_epoch))
     return s.with_replica(_apply_leader_and_isr(r, p, reg.controller_epoch, reg.leader, reg.leader_epoch,
                                                 reg.partition_epoch, reg.isr, reg.replicas))
+
+
+def apply_metadata(s: State, p: Protocol, cfg: Config, broker: int) -> State | None:
+    """KRaft: a live broker applies the next batch of the metadata log (healing; brokers apply at their own pace).
+
+    A batch that changed the partition reaches the broker as `ReplicaManager.applyDelta` does: a replica becomes
+    leader or follower (or learns a new ISR) through the same epoch checks as a LeaderAndIsr
+    (`partition_state_applies`), and a broker the record no longer lists deletes its replica. A batch that only
+    changed registrations changes the broker's image of fencing and broker epochs and nothing else.
+    """
+    r = s.replica(broker)
+    if not r.alive or r.applied + 1 >= len(s.metadata):
+        return None
+    before, rec = s.metadata[r.applied].image, s.metadata[r.applied + 1].image
+    r = evolve(r, applied=r.applied + 1)
+    if rec.partition_epoch != before.partition_epoch or not r.known:
+        if broker in rec.replicas:
+            m: LeaderAndIsr | StopReplica = LeaderAndIsr(broker, rec.written_by, rec.leader, rec.leader_epoch,
+                                                         rec.partition_epoch, tuple(sorted(rec.isr)), rec.replicas)
+            if p.partition_state_applies(r, m):
+                r = _apply_leader_and_isr(r, p, rec.written_by, rec.leader, rec.leader_epoch, rec.partition_epoch,
+                                          rec.isr, rec.replicas)
+        elif r.hosts or r.log or not r.known:  # the partition is among the delta's deletes
+            m = StopReplica(broker, rec.written_by, rec.leader_epoch, rec.partition_epoch)
+            if p.partition_state_applies(r, m):
+                r = _apply_stop(r, rec.written_by, rec.leader_epoch, rec.partition_epoch)
+    return s.with_replica(r)
 
 
 def fence(s: State, p: Protocol, cfg: Config, broker: int) -> State | None:
@@ -598,9 +725,12 @@ def fence(s: State, p: Protocol, cfg: Config, broker: int) -> State | None:
 
 
 def unfence(s: State, p: Protocol, cfg: Config, broker: int) -> State | None:
-    """A live broker caught up with the metadata and is unfenced (healing)."""
+    """A live fenced broker's heartbeat gets it unfenced once the protocol's `unfence_when` rule says it caught up
+    (healing). A broker that asked to shut down is never unfenced: its heartbeat asks to stop (SHUTDOWN_NOW)."""
     reg = s.registry
-    if broker not in reg.fenced or not s.replica(broker).alive:
+    if broker not in reg.fenced or not s.replica(broker).alive or broker in reg.shutting_down:
+        return None
+    if not p.unfence_when(reg, image(s, broker), broker):
         return None
     return evolve(s, registry=evolve(reg, fenced=reg.fenced - {broker}))
 
@@ -610,7 +740,7 @@ def elect(s: State, p: Protocol, cfg: Config) -> State | None:
     reg = s.registry
     if reg.leader != NO_LEADER:
         return None
-    choice = p.leader_choice(reg, cfg.brokers)
+    choice = p.leader_choice(active_view(reg, p), cfg.brokers)
     if choice is None:
         return None
     return write_partition(s, p, cfg, reg.controller_epoch, reg, *choice, target_isr=reg.isr)
@@ -620,7 +750,7 @@ def move_leader(s: State, p: Protocol, cfg: Config, target: int) -> State | None
     """The controller moves leadership to another unfenced ISR member (a preferred-replica election or
     an operator's election; budgeted)."""
     reg = s.registry
-    if target == reg.leader or reg.leader == NO_LEADER or not p.valid_leader(reg, target):
+    if target == reg.leader or reg.leader == NO_LEADER or not p.valid_leader(active_view(reg, p), target):
         return None
     s2 = _spend(s, cfg, "elections")
     if s2 is None:
@@ -670,15 +800,66 @@ def consume(s: State, p: Protocol, cfg: Config, broker: int, offset: int) -> Sta
     s2 = _spend(s, cfg, "reads")
     if s2 is None:
         return None
-    return evolve(s2, history=evolve(s2.history, reads=s2.history.reads | {read}))
+    h = evolve(s2.history, reads=s2.history.reads | {read})
+    if cfg.client_view:  # the high watermark the consumer's fetch response carried (None: none reported)
+        hw = p.fetch_high_watermark(r)
+        if hw is not None:
+            h = _client_saw(h, "fetch_hw", hw)
+    return evolve(s2, history=h)
+
+
+# ---- the clients' view (ListOffsets, the fetch response's high watermark) -----------------------------------
+
+LIST_OFFSETS_SPECS = ("latest", "earliest")
+
+
+def _client_saw(h: History, kind: str, answer: int) -> History:
+    """`h` with a client's answer of `kind` ("latest" or "fetch_hw") recorded: the largest seen, and a regression
+    (kind, largest seen before, answer) when it is below that."""
+    name = "latest_seen" if kind == "latest" else "fetch_hw_seen"
+    top = getattr(h, name)
+    if answer > top:
+        return evolve(h, **{name: answer})
+    if answer < top:
+        return evolve(h, offset_regressions=h.offset_regressions | {(kind, top, answer)})
+    return h
+
+
+def list_offsets(s: State, p: Protocol, cfg: Config, broker: int, spec: str) -> State | None:
+    """A client's ListOffsets (read_uncommitted) to a broker that believes it leads (a zombie leader too).
+
+    The request carries the newest leader epoch the client has seen (KIP-320), checked as a fetch's is
+    (`fetch_validation`; Kafka's `Partition.localLogWithEpochOrThrow`): a client behind the broker's epoch is told
+    FENCED_LEADER_EPOCH, refreshes its metadata and asks again with the broker's epoch (one step here); one ahead
+    of it is told UNKNOWN_LEADER_EPOCH (no answer: not enabled). LATEST is answered by the protocol's
+    `list_offsets_latest` rule; OFFSET_NOT_AVAILABLE (None) is no answer either, the client retries later.
+    EARLIEST is the log start offset, which this model never moves (no retention, no DeleteRecords): always 0, so
+    it cannot go back; it is accepted here (replay, scripts) and the explorers enumerate LATEST only.
+    """
+    r = s.replica(broker)
+    if spec not in LIST_OFFSETS_SPECS or not r.is_leader:
+        return None
+    h = s.history
+    epoch = max(h.client_epoch, r.leader_epoch)
+    if p.fetch_validation(r, epoch):
+        return None
+    answer = 0 if spec == "earliest" else p.list_offsets_latest(r)
+    if answer is None:
+        return None
+    s2 = _spend(s, cfg, "list_offsets")
+    if s2 is None:
+        return None
+    h = s2.history if epoch == h.client_epoch else evolve(s2.history, client_epoch=epoch)
+    return evolve(s2, history=_client_saw(h, "latest", answer) if spec == "latest" else h)
 
 
 def _online_leader(reg: Registry, p: Protocol, cfg: Config) -> tuple[int, frozenset[int], frozenset[int]]:
     """ONLINE election of `PartitionChangeBuilder`: the current leader while it is a valid one (in the ISR
     and unfenced), else the protocol's choice over the (new) replica set."""
-    if p.valid_leader(reg, reg.leader):
+    view = active_view(reg, p)
+    if p.valid_leader(view, reg.leader):
         return reg.leader, reg.isr, reg.elr
-    choice = p.leader_choice(reg, cfg.brokers)
+    choice = p.leader_choice(view, cfg.brokers)
     return (NO_LEADER, reg.isr, reg.elr) if choice is None else choice
 
 
@@ -739,6 +920,100 @@ def cancel_reassignment(s: State, p: Protocol, cfg: Config) -> State | None:
 def drop(s: State, p: Protocol, cfg: Config, m: Message) -> State | None:
     """The network loses a message."""
     return evolve(s, pool=s.pool - {m}) if m in s.pool else None
+
+
+# ---- the broker lifecycle: who is active, controlled shutdown (KRaft; issue 15) ------------------------------
+
+def active_view(reg: Registry, p: Protocol) -> Registry:
+    """`reg` as the election and ISR-admission rules see it: `fenced` holds every broker the protocol's
+    `broker_active` rule rejects (Kafka's `isActive`: fenced or in controlled shutdown). The same registry object
+    when that is just the fenced set, so nothing changes while nobody shuts down."""
+    rule = p.broker_active
+    if rule is active_unless_fenced_or_shutting_down:
+        if not reg.shutting_down:
+            return reg
+        inactive = reg.fenced | reg.shutting_down
+    else:
+        inactive = frozenset(b for b in range(1, len(reg.broker_epochs) + 1) if not rule(reg, b))
+    return reg if inactive == reg.fenced else evolve(reg, fenced=inactive)
+
+
+def shutdown_seen(s: State, broker: int) -> bool:
+    """Whether every active broker (unfenced and not shutting down, as the controller has them) is alive and has
+    applied the batch that began `broker`'s controlled shutdown: its image shows `broker`'s current registration
+    in controlled shutdown (Kafka compares the offsets the brokers' heartbeats report with that batch's,
+    `BrokerHeartbeatManager.lowestActiveOffset`; a dead broker reports nothing until the controller fences it).
+    Always true in ZooKeeper mode, where a broker's image is the registry."""
+    reg = s.registry
+    epoch = reg.broker_epochs[broker - 1]
+    for a in s.brokers:
+        if a == broker or a in reg.fenced or a in reg.shutting_down:
+            continue
+        if not s.replica(a).alive:
+            return False
+        seen = image(s, a)
+        if broker not in seen.shutting_down or seen.broker_epochs[broker - 1] != epoch:
+            return False
+    return True
+
+
+def _shut_down(s: State, p: Protocol, cfg: Config, broker: int) -> State | None:
+    """The controller lets the broker stop and it stops cleanly: its log flushed, its connections closed. KRaft's
+    SHUTDOWN_NOW also fences the registration and takes the broker out of every ISR in the same batch
+    (`ReplicationControlManager.handleBrokerFenced`); the registration keeps its in-controlled-shutdown flag until
+    the broker registers again. In ZooKeeper mode the controller learns of it when the session ends (`fence`)."""
+    reg = s.registry
+    if cfg.kraft and broker not in reg.fenced:
+        s = evolve(s, registry=evolve(reg, fenced=reg.fenced | {broker}))
+        if broker in reg.isr or broker in reg.elr or broker == reg.leader:
+            s2 = _remove_from_isr(s, p, cfg, frozenset({broker}), frozenset())
+            if s2 is None:
+                return None
+            s = s2
+    r = s.replica(broker)
+    r = evolve(r, alive=False, known=False, flushed=r.leo, clean_shutdown=True, needs_truncation=False,
+               pending_isr=None, follower_leo=(), follower_broker_epoch=(), applied=0)
+    pool = frozenset(m for m in s.pool if not p.crash_drops(broker, m))
+    return evolve(s.with_replica(r), pool=pool)
+
+
+def controlled_shutdown(s: State, p: Protocol, cfg: Config, broker: int) -> State | None:
+    """An operator stops a live, unfenced broker cleanly (budgeted `shutdowns`): its heartbeat asks to shut down.
+
+    `BrokerHeartbeatManager.calculateNextBrokerState` for an UNFENCED broker that wants to shut down: if it leads
+    the partition, CONTROLLED_SHUTDOWN (`ReplicationControlManager.handleBrokerInControlledShutdown`): one batch
+    marks the registration in controlled shutdown and takes the broker out of the ISR, electing another leader
+    among the active replicas (KIP-966: a broker leaving an ISR below min.insync.replicas joins the ELR); it stops
+    later (`complete_shutdown`). If it leads nothing, SHUTDOWN_NOW: it is fenced, taken out of the ISR and stops in
+    this step (the model marks it in `shutting_down` as well, which only the invariants read: a fenced broker is
+    inactive either way). ZooKeeper mode: `KafkaController.doControlledShutdown`, the same moves in LeaderAndIsr
+    requests.
+    """
+    reg = s.registry
+    if not s.replica(broker).alive or broker in reg.shutting_down or broker in reg.fenced:
+        return None
+    s2 = _spend(s, cfg, "shutdowns")
+    if s2 is None:
+        return None
+    leads = reg.leader == broker
+    s2 = evolve(s2, registry=evolve(reg, shutting_down=reg.shutting_down | {broker}))
+    if broker in reg.isr or leads:
+        s3 = _remove_from_isr(s2, p, cfg, frozenset({broker}), frozenset())
+        if s3 is None:
+            return None
+        s2 = s3
+    return s2 if leads else _shut_down(s2, p, cfg, broker)
+
+
+def complete_shutdown(s: State, p: Protocol, cfg: Config, broker: int) -> State | None:
+    """A broker in controlled shutdown stops once the protocol's `shutdown_granted` rule lets it (healing): its
+    heartbeat is answered shouldShutDown."""
+    reg = s.registry
+    if not s.replica(broker).alive or broker not in reg.shutting_down:
+        return None
+    if not p.shutdown_granted(reg, broker, shutdown_seen(s, broker)):
+        return None
+    return _shut_down(s, p, cfg, broker)
 
 
 # ---- the action table -----------------------------------------------------------------------
@@ -876,6 +1151,7 @@ KINDS: dict[str, Kind] = {k.name: k for k in (
     Kind("handle_leader_and_isr", handle_leader_and_isr, ("message", "keep"), _messages(LeaderAndIsr)),
     Kind("handle_stop_replica", handle_stop_replica, ("message", "keep"), _messages(StopReplica),
          "reassignments"),
+    Kind("apply_metadata", apply_metadata, ("broker",), _each_broker, "kraft"),
     # The flushed prefix matters only to a lossy crash: without one, flushing only multiplies states.
     Kind("flush", flush, ("broker",), _each_broker, "lossy_crashes"),
     Kind("crash", crash, ("broker", "lossy"),
@@ -883,6 +1159,8 @@ KINDS: dict[str, Kind] = {k.name: k for k in (
     Kind("restart", restart, ("broker",), _each_broker),
     Kind("fence", fence, ("broker",), _each_broker),
     Kind("unfence", unfence, ("broker",), _each_broker),
+    Kind("controlled_shutdown", controlled_shutdown, ("broker",), _each_broker, "shutdowns"),
+    Kind("complete_shutdown", complete_shutdown, ("broker",), _each_broker, "shutdowns"),
     Kind("elect", elect, (), lambda s, cfg: iter([()])),
     Kind("move_leader", move_leader, ("target",), _each_broker),
     Kind("failover", failover, (), lambda s, cfg: iter([()])),
@@ -893,6 +1171,8 @@ KINDS: dict[str, Kind] = {k.name: k for k in (
          lambda s, cfg: iter([()] if s.registry.reassigning and s.used.cancels < cfg.cancels else []), "cancels"),
     Kind("consume", consume, ("broker", "offset"),
          lambda s, cfg: ((b, o) for b in s.brokers for o in range(s.replica(b).leo))),
+    Kind("list_offsets", list_offsets, ("broker", "spec"), lambda s, cfg: ((b, "latest") for b in s.brokers),
+         "list_offsets"),
     Kind("drop", drop, ("message",), lambda s, cfg: ((m,) for m in s.messages())),
 )}
 
@@ -947,10 +1227,19 @@ def apply(s: State, p: Protocol, cfg: Config, action: Action) -> State | None:
     return settle(s, after, p)
 
 
+def _kraft(after: State) -> State:
+    """KRaft's end of a step: the registry change published as one batch, the log trimmed to its canonical form."""
+    if not after.metadata:
+        return after
+    after = publish(after)
+    return _trim_metadata(after) if len(after.metadata) > 1 else after
+
+
 def settle(before: State, after: State, p: Protocol) -> State:
     """What every step ends with once its kind's function returned `after`: the history variables that need
-    the previous state, then the messages nobody would accept pruned (`apply` = kind function + this)."""
-    return _prune(_record_history(before, after), p)
+    the previous state, then the messages nobody would accept pruned, then (KRaft) the metadata batch
+    (`apply` = kind function + this)."""
+    return _kraft(_prune(_record_history(before, after), p))
 
 
 def settler(before: State, p: Protocol) -> Callable[[State], State]:
@@ -972,7 +1261,7 @@ def settler(before: State, p: Protocol) -> Callable[[State], State]:
         h, reg = after.history, after.registry
         if (h.max_broker_epochs is not base or h.max_leader_epoch != top_epoch
                 or h.max_written_by != top_writer):
-            return _prune(_record_history(before, after), p)
+            return _kraft(_prune(_record_history(before, after), p))
         changes: dict[str, Any] = {}
         if maxima is not base:
             changes["max_broker_epochs"] = maxima
@@ -986,7 +1275,7 @@ def settler(before: State, p: Protocol) -> Callable[[State], State]:
             changes["reassign_origin"] = changes["reassign_seen"] = frozenset()
         if changes:
             after = evolve(after, history=evolve(h, **changes))
-        return _prune(after, p)
+        return _kraft(_prune(after, p))
 
     return one
 

@@ -235,6 +235,40 @@ def read_to_log_end(leader: Replica) -> int:
     return leader.leo
 
 
+# ---- what clients are told (ListOffsets, the fetch response) -------------------------------------
+
+
+def offset_not_available_while_hw_lags(leader: Replica) -> int | None:
+    """KIP-207 (KAFKA-2334, Kafka 2.2.0 to 4.4.0; `Partition.fetchOffsetForTimestamp`): a client's ListOffsets LATEST is
+    answered with the high watermark (read_uncommitted's last fetchable offset), but while that lags behind the
+    offset where the leader's epoch started (`leaderEpochStartOffsetOpt`, its log end when it became leader) the
+    answer is OFFSET_NOT_AVAILABLE (None), a retriable error: a new leader learns the high watermark only from
+    its followers' next fetches, and answering its stale one would take the offset back."""
+    return None if leader.epoch_start > leader.hw else leader.hw
+
+
+def latest_is_high_watermark(leader: Replica) -> int | None:
+    """Before KIP-207 (Kafka 2.1 and older): LATEST is the leader's high watermark, even one lagging behind the
+    start of its epoch after an election (KAFKA-2334: the offset a client sees goes back)."""
+    return leader.hw
+
+
+def leader_high_watermark(leader: Replica) -> int | None:
+    """Kafka (through 4.4.0 at least): a consumer's fetch response carries the leader's high watermark as it is
+    when the read starts (`Partition.readRecords`: `initialHighWatermark`), with no check against the start of
+    its epoch, and the consumer takes it as it comes (`FetchCollector` -> `SubscriptionState.tryUpdatingHighWatermark`
+    overwrites the stored value). So after an election the high watermark a consumer sees may go back: Kafka makes
+    KIP-207's promise for ListOffsets only."""
+    return leader.hw
+
+
+def withhold_lagging_high_watermark(leader: Replica) -> int | None:
+    """A proposal (not Kafka's): KIP-207's condition applied to the fetch response, whose high watermark is left
+    out (-1, which the consumer ignores: `FetchCollector` updates it only when it is >= 0) while the leader's lags
+    behind the start of its epoch. None = no high watermark reported."""
+    return None if leader.epoch_start > leader.hw else leader.hw
+
+
 # ---- what a broker applies from the controller --------------------------------------------------
 
 
@@ -342,7 +376,9 @@ Choice = tuple[int, frozenset[int], frozenset[int]]  # (leader, isr, elr)
 def _first(registry: Registry, candidates: frozenset[int], n: int) -> int | None:
     """The first unfenced candidate in replica order (`PartitionChangeBuilder.electAnyLeader` walks the
     target replicas; during a reassignment those are the target first, then the replicas being removed).
-    A broker outside the replica set is never chosen, even if it is still in the ELR."""
+    A broker outside the replica set is never chosen, even if it is still in the ELR. The controller hands the
+    election rules a registry whose `fenced` holds every broker its `broker_active` rule rejects (a broker in
+    controlled shutdown too), so "unfenced" in these rules means Kafka's `isActive`."""
     for b in registry.replicas:  # replica order: the preferred replica first
         if b in candidates and b not in registry.fenced:
             return b
@@ -451,11 +487,27 @@ def no_last_known_leader(base: Registry, leader: int, leader_written: bool) -> i
     return NO_LEADER
 
 
-def added_replicas_current_epoch(registry: Registry, isr: frozenset[int],
-                                 broker_epochs: Mapping[int, int]) -> bool:
-    """KRaft's AlterPartition check with KIP-903 (`ReplicationControlManager.ineligibleReplicasForIsr`, answered
-    INELIGIBLE_REPLICA): replicas joining the ISR must be unfenced, and the broker epoch the leader saw in their
-    fetches must be the registered one (a restart in between refuses it)."""
+def isr_members_eligible(registry: Registry, isr: frozenset[int], broker_epochs: Mapping[int, int]) -> bool:
+    """KRaft's AlterPartition check (`ReplicationControlManager.ineligibleReplicasForIsr`, answered
+    INELIGIBLE_REPLICA): every member of the proposed ISR, the leader and the members already in it included, must
+    be neither in controlled shutdown (KIP-841, Kafka 3.3) nor fenced, and the broker epoch the leader saw in its
+    fetches (KIP-903, Kafka 3.5) must be the registered one; a member sent without an epoch (-1) skips that test.
+    Checked against 4.0.2, 4.1.2 and 4.4.0's controller (tests/test_kafka_kraft_controller.py)."""
+    inactive = registry.fenced | registry.shutting_down
+    for b in isr:
+        if b in inactive:
+            return False
+        seen = broker_epochs.get(b, -1)
+        if seen != -1 and seen != registry.broker_epochs[b - 1]:
+            return False
+    return True
+
+
+def added_replicas_current_epoch_shutdown_unchecked(registry: Registry, isr: frozenset[int],
+                                                    broker_epochs: Mapping[int, int]) -> bool:
+    """A relaxation: KIP-903's checks without KIP-841's test of controlled shutdown, so a broker that is shutting
+    down (removed from the ISR when it asked) may be added back while it still fetches (the gap KAFKA-13916 closed
+    in KRaft and KAFKA-14140 in ZooKeeper mode, both Kafka 3.3)."""
     added = isr - registry.isr
     if added & registry.fenced:
         return False
@@ -463,8 +515,9 @@ def added_replicas_current_epoch(registry: Registry, isr: frozenset[int],
 
 
 def added_replicas_unfenced(registry: Registry, isr: frozenset[int], broker_epochs: Mapping[int, int]) -> bool:
-    """Before KIP-903: replicas joining the ISR must be registered and unfenced; broker epochs unchecked."""
-    return not ((isr - registry.isr) & registry.fenced)
+    """Before KIP-903 (KIP-841, Kafka 3.3 and 3.4): replicas joining the ISR must be registered, unfenced and not in
+    controlled shutdown; broker epochs unchecked."""
+    return not ((isr - registry.isr) & (registry.fenced | registry.shutting_down))
 
 
 def accept_any_isr(registry: Registry, isr: frozenset[int], broker_epochs: Mapping[int, int]) -> bool:
@@ -473,12 +526,17 @@ def accept_any_isr(registry: Registry, isr: frozenset[int], broker_epochs: Mappi
 
 
 def leader_and_partition_epoch(registry: Registry, request: AlterPartition) -> str:
-    """`ReplicationControlManager.validateAlterPartitionData`: the request must come from the registered
-    leader in its leader epoch (else FENCED_LEADER_EPOCH) and be computed from the current partition epoch
-    (else INVALID_UPDATE_VERSION). "" = accepted, for the membership check next."""
-    if request.frm != registry.leader or request.leader_epoch != registry.leader_epoch:
+    """`ReplicationControlManager.validateAlterPartitionData`, its epoch checks in Kafka's order: epochs above the
+    controller's mean the controller is behind (NOT_CONTROLLER); an older leader epoch is FENCED_LEADER_EPOCH; a
+    request from a broker that is not the leader INVALID_REQUEST; an ISR computed from an older partition epoch
+    INVALID_UPDATE_VERSION. "" = accepted, for the membership checks next (checked against 4.4.0's controller)."""
+    if request.leader_epoch > registry.leader_epoch or request.partition_epoch > registry.partition_epoch:
+        return "NOT_CONTROLLER"
+    if request.leader_epoch < registry.leader_epoch:
         return "FENCED_LEADER_EPOCH"
-    if request.partition_epoch != registry.partition_epoch:
+    if request.frm != registry.leader:
+        return "INVALID_REQUEST"
+    if request.partition_epoch < registry.partition_epoch:
         return "INVALID_UPDATE_VERSION"
     return ""
 
@@ -528,6 +586,60 @@ def fenced_by_controller_epoch(registry: Registry, writer_epoch: int) -> bool:
 
 def unfenced_controller_writes(registry: Registry, writer_epoch: int) -> bool:
     """Before KAFKA-6082's fix: a controller that lost its ZooKeeper session could still write."""
+    return True
+
+
+# ---- the broker lifecycle: who is active, unfencing, controlled shutdown (KRaft; issue 15) ----------------
+
+
+def active_unless_fenced_or_shutting_down(registry: Registry, broker: int) -> bool:
+    """`ClusterControlManager.isActive` (KIP-841, Kafka 3.3): a broker is active, so the controller may elect it or
+    admit it to an ISR, while it is unfenced and not in controlled shutdown. The controller's elections ask it
+    (`PartitionChangeBuilder`'s `isAcceptableLeader` via `ReplicationControlManager.LeaderAcceptor`: ISR, ELR and
+    last-known-leader candidates alike), and so does a leader choosing whom to propose for the ISR, from its own
+    metadata image (`Partition.isReplicaIsrEligible`: not fenced, not shutting down, same broker epoch)."""
+    return broker not in registry.fenced and broker not in registry.shutting_down
+
+
+def active_unless_fenced(registry: Registry, broker: int) -> bool:
+    """A relaxation (the test before KIP-841 added the in-controlled-shutdown state, KAFKA-13916): only fencing
+    makes a broker inactive, so a broker in controlled shutdown may be elected again, from the ISR or the ELR, or
+    proposed for the ISR until its shutdown completes."""
+    return broker not in registry.fenced
+
+
+def caught_up_to_registration(registry: Registry, image: Registry, broker: int) -> bool:
+    """`BrokerHeartbeatManager.calculateNextBrokerState` for a FENCED broker whose heartbeat does not ask to stay
+    fenced: it is unfenced once the metadata offset its heartbeat reports has reached the offset of its own
+    RegisterBrokerRecord (`QuorumController.processBrokerHeartbeat` passes it in). Here: once the image the broker
+    applied holds its current registration (its broker epoch). In ZooKeeper mode the image is the registry."""
+    return image.broker_epochs[broker - 1] == registry.broker_epochs[broker - 1]
+
+
+def unfence_at_once(registry: Registry, image: Registry, broker: int) -> bool:
+    """The model's rule before it had a metadata log (and ZooKeeper mode's, where a broker is back once its session
+    is): a live fenced broker may be unfenced at any time, whatever it has applied."""
+    return True
+
+
+def leaderless_and_seen(registry: Registry, broker: int, caught_up: bool) -> bool:
+    """`BrokerHeartbeatManager.calculateNextBrokerState` for a broker in CONTROLLED_SHUTDOWN: the controller answers
+    shouldShutDown once the broker leads no partition (`hasLeaderships`) and every active broker (unfenced, not
+    shutting down) has reported a metadata offset at or past the batch that began the shutdown
+    (`controlledShutdownOffset <= lowestActiveOffset`), so the new leaders know they lead before the old one stops.
+    A broker that was fenced meanwhile is told to stop at once (SHUTDOWN_NOW). `caught_up`: every active broker's
+    image holds that batch."""
+    return broker in registry.fenced or (registry.leader != broker and caught_up)
+
+
+def leaderless(registry: Registry, broker: int, caught_up: bool) -> bool:
+    """ZooKeeper era (`KafkaController.doControlledShutdown`): the broker stops once the controller's answer lists
+    no partition it still leads, without waiting for the other brokers to hear of their new leadership."""
+    return broker in registry.fenced or registry.leader != broker
+
+
+def shut_down_when_asked(registry: Registry, broker: int, caught_up: bool) -> bool:
+    """A wrong rule (for tests of the invariants): the broker stops as soon as it asked, whatever it still leads."""
     return True
 
 
@@ -595,6 +707,14 @@ class Protocol:
         "Whether an error answer to AlterPartition returns the leader to its last committed ISR (else its "
         "proposal stays pending until new metadata arrives).", roll_back_on_any_error,
         default=roll_back_when_not_applied)
+    # ---- what clients are told -----------------------------------------------------------------------
+    list_offsets_latest: Callable[[Replica], int | None] = _rule(
+        "What a leader answers a client's ListOffsets LATEST (read_uncommitted) with: an offset, or None for "
+        "OFFSET_NOT_AVAILABLE (the client retries).", latest_is_high_watermark,
+        default=offset_not_available_while_hw_lags)
+    fetch_high_watermark: Callable[[Replica], int | None] = _rule(
+        "The high watermark a leader's answer to a consumer's fetch carries (None: none, and the consumer keeps "
+        "the one it had).", withhold_lagging_high_watermark, default=leader_high_watermark)
     # ---- the controller -----------------------------------------------------------------------------
     alter_partition_fencing: Callable[[Registry, AlterPartition], str] = _rule(
         "The controller's epoch checks of an AlterPartition: an error code, or \"\" to go on to "
@@ -602,7 +722,7 @@ class Protocol:
     alter_partition_validation: Callable[[Registry, frozenset[int], Mapping[int, int]], bool] = _rule(
         "Whether the controller accepts the members an AlterPartition adds to the ISR (the registry, the "
         "proposed ISR, the broker epoch the leader saw in each member's fetches).",
-        added_replicas_unfenced, accept_any_isr)
+        added_replicas_unfenced, added_replicas_current_epoch_shutdown_unchecked, accept_any_isr)
     leader_choice: Callable[[Registry, int], Choice | None] = _rule(
         "The controller's choice of a leader when the partition has none or its leader left: (leader, ISR, "
         "ELR) to write, or None (no candidate). The second argument is the broker count.",
@@ -647,6 +767,18 @@ class Protocol:
         "Whether a restarted broker applies the controller's current partition state before it acts (else "
         "the controller sends it a LeaderAndIsr or StopReplica, applied whenever it arrives).",
         await_leader_and_isr, default=catch_up_before_acting)
+    broker_active: Callable[[Registry, int], bool] = _rule(
+        "Whether a broker is active: one the controller may elect or admit to the ISR, and a leader may propose "
+        "(the registry, or the leader's metadata image; the broker). The leader_choice, valid_leader and isr_join "
+        "rules see every broker it rejects as fenced.", active_unless_fenced,
+        default=active_unless_fenced_or_shutting_down)
+    unfence_when: Callable[[Registry, Registry, int], bool] = _rule(
+        "Whether a live fenced broker's heartbeat gets it unfenced (the controller's registry, the broker's metadata "
+        "image, the broker).", unfence_at_once, default=caught_up_to_registration)
+    shutdown_granted: Callable[[Registry, int, bool], bool] = _rule(
+        "Whether the controller lets a broker in controlled shutdown stop (the registry, the broker, whether every "
+        "active broker's metadata image holds the batch that began its shutdown).", leaderless, shut_down_when_asked,
+        default=leaderless_and_seen)
 
     @property
     def send_leader_epoch(self) -> bool:
@@ -683,7 +815,7 @@ class Protocol:
             consumer_read_limit=read_below_high_watermark,
             alter_partition_rollback=roll_back_when_not_applied,
             alter_partition_fencing=leader_and_partition_epoch,
-            alter_partition_validation=added_replicas_current_epoch,
+            alter_partition_validation=isr_members_eligible,
             leader_choice=clean_or_eligible,
             valid_leader=in_isr_and_unfenced,
             isr_removal=eligible_leader_replicas,
@@ -729,47 +861,49 @@ def _variant(name: str, row: int, bug: str, violates: tuple[str, ...], minimal_s
 
 
 _ZK_RESTART = {"registration": rejoin_unnoticed}
+# The rows of the ZooKeeper era run in its mode: decisions reach brokers as requests, in any order.
+_ZK = {"metadata": "zookeeper"}
 
 VARIANTS: dict[str, Variant] = {v.name: v for v in (
     _variant("truncate-to-hw", 1,
              "KIP-101 scenario 1 (KAFKA-1211): a restarted follower truncates to its own high watermark and "
              "is elected before it refetches",
              ("replication.electable-has-committed", "replication.leader-has-acked"), 10,
-             {"brokers": 2, "min_isr": 1, "crashes": 2, "lossy_crashes": 0, "fences": 0, "elections": 0,
+             {**_ZK, "brokers": 2, "min_isr": 1, "crashes": 2, "lossy_crashes": 0, "fences": 0, "elections": 0,
               "isr_shrinks": 0, "failovers": 0, "records": 1},
              truncation=truncate_to_high_watermark, **_ZK_RESTART),
     _variant("truncate-to-hw-lossy", 2,
              "KIP-101 scenario 2: high-watermark truncation after two hard failures, one losing its page cache",
              ("replication.log-matching",), 20,
-             {"brokers": 2, "min_isr": 1, "crashes": 1, "lossy_crashes": 1, "fences": 0, "elections": 0,
+             {**_ZK, "brokers": 2, "min_isr": 1, "crashes": 1, "lossy_crashes": 1, "fences": 0, "elections": 0,
               "isr_shrinks": 0, "failovers": 0, "records": 3},
              truncation=truncate_to_high_watermark, **_ZK_RESTART),
     _variant("one-shot-epoch-lookup", 3,
              "KIP-279 (KAFKA-6361): the leader answers an epoch lookup without the epoch, the follower "
              "truncates once, and two quick leader moves leave a divergent offset below the high watermark",
              ("replication.log-matching", "replication.electable-has-committed"), 19,
-             {"brokers": 2, "min_isr": 1, "crashes": 0, "lossy_crashes": 0, "fences": 0, "elections": 2,
+             {**_ZK, "brokers": 2, "min_isr": 1, "crashes": 0, "lossy_crashes": 0, "fences": 0, "elections": 2,
               "isr_shrinks": 0, "failovers": 0, "records": 4},
              epoch_lookup=first_offset_after_epoch),
     _variant("no-epoch-in-fetch", 4,
              "KIP-320 (KAFKA-6880): fetches carry no leader epoch, so a zombie follower that missed two "
              "epochs fetches from the right broker at the wrong offset and rejoins the ISR",
              ("replication.log-matching", "replication.electable-has-committed"), 27,
-             {"brokers": 3, "min_isr": 1, "crashes": 0, "lossy_crashes": 0, "fences": 0, "elections": 2,
+             {**_ZK, "brokers": 3, "min_isr": 1, "crashes": 0, "lossy_crashes": 0, "fences": 0, "elections": 2,
               "isr_shrinks": 1, "failovers": 0, "records": 3, "duplicates": False},
              fetch_validation=no_leader_epoch, fetch_leader_epoch=no_epoch_in_fetch),
     _variant("hw-over-committed-isr", 6,
              "KIP-497's rejected design: while an ISR expansion is in flight the leader counts only the "
              "committed ISR, acknowledges a write, and the controller then adds a follower that lacks it",
              ("replication.electable-has-committed",), 6,
-             {"brokers": 2, "min_isr": 1, "initial_isr": 1, "crashes": 0, "lossy_crashes": 0, "fences": 0,
+             {**_ZK, "brokers": 2, "min_isr": 1, "initial_isr": 1, "crashes": 0, "lossy_crashes": 0, "fences": 0,
               "elections": 0, "isr_shrinks": 0, "failovers": 0, "records": 1},
              high_watermark=over_committed_isr),
     _variant("unclean-election", 8,
              "Jepsen 2013: an ISR of one acknowledges acks=all writes and a replica outside the ISR is "
              "elected when the leader dies (unclean.leader.election.enable=true, no min.insync.replicas)",
              ("replication.leader-has-acked", "replication.no-acked-lost"), 7,
-             {"brokers": 2, "min_isr": 1, "crashes": 1, "lossy_crashes": 0, "fences": 0, "elections": 0,
+             {**_ZK, "brokers": 2, "min_isr": 1, "crashes": 1, "lossy_crashes": 0, "fences": 0, "elections": 0,
               "isr_shrinks": 1, "failovers": 0, "records": 1},
              leader_choice=unclean_allowed, isr_removal=keep_last_replica, last_known_leader=no_last_known_leader),
     _variant("last-replica-standing", 9,
@@ -785,9 +919,17 @@ VARIANTS: dict[str, Variant] = {v.name: v for v in (
              "KAFKA-6082: a controller that lost its ZooKeeper session keeps writing partition state after a "
              "new controller took over",
              ("replication.epochs-monotonic", "replication.one-leader-per-epoch"), 3,
-             {"brokers": 2, "min_isr": 1, "crashes": 0, "lossy_crashes": 0, "fences": 0, "elections": 2,
+             {**_ZK, "brokers": 2, "min_isr": 1, "crashes": 0, "lossy_crashes": 0, "fences": 0, "elections": 2,
               "isr_shrinks": 0, "failovers": 1, "records": 0},
              controller_write=unfenced_controller_writes),
+    _variant("lagging-hw-list-offsets", 14,
+             "KAFKA-2334 (fixed by KIP-207 in Kafka 2.2.0): a new leader answers ListOffsets LATEST with its high "
+             "watermark, which lags behind the start of its epoch until its followers fetch again, so the latest "
+             "offset a client sees goes back",
+             ("client.list-offsets-monotonic",), 11,
+             {"brokers": 2, "min_isr": 1, "crashes": 0, "lossy_crashes": 0, "fences": 0, "elections": 1,
+              "isr_shrinks": 0, "failovers": 0, "records": 1, "reads": 0, "list_offsets": 2, "metadata": "kraft"},
+             list_offsets_latest=latest_is_high_watermark),
 )}
 
 # Liveness rows: found by `kcheck.model.liveness` (the properties and the fault model that shows each are in
@@ -805,6 +947,6 @@ LIVENESS_VARIANTS: dict[str, Variant] = {v.name: v for v in (
             {"brokers": 3, "replication_factor": 2, "min_isr": 1, "records": 0, "reassignments": 1, "crashes": 1,
              "lossy_crashes": 0, "fences": 0, "elections": 0, "isr_shrinks": 0, "failovers": 0, "reads": 0,
              "atomic_fetch": True, "max_leader_epoch": 8},
-            ("liveness.reassignment-ends",), 10),
+            ("liveness.reassignment-ends",), 12),
 )}
 

@@ -90,6 +90,8 @@ class Replica:
     follower_broker_epoch: tuple[tuple[int, int], ...] = ()  # (follower, broker epoch sent in its fetch)
     epoch_start: int = 0  # leader's LEO when it became leader of leader_epoch
     pending_isr: frozenset[int] | None = None  # AlterPartition in flight (the "maximal ISR" part)
+    # KRaft: the index in `State.metadata` of the last batch this broker applied (its metadata image).
+    applied: int = 0
 
     @property
     def leo(self) -> int:
@@ -150,6 +152,8 @@ class Registry:
     # KIP-966's last known leader (KRaft's lastKnownElr, which then has one member): who led when the
     # partition lost its leader; NO_LEADER when none is remembered.
     last_known_leader: int = NO_LEADER
+    # Brokers in controlled shutdown (KRaft's `BrokerRegistration.inControlledShutdown`).
+    shutting_down: frozenset[int] = frozenset()
 
     @property
     def reassigning(self) -> bool:
@@ -166,6 +170,17 @@ class Registry:
         """ORS as a new controller derives it: the replica set minus the replicas being added (the set a
         cancel reverts to; `PartitionReassignmentRevert`). Kafka does not keep the original order."""
         return tuple(b for b in self.replicas if b not in self.adding)
+
+
+@dataclass(frozen=True)
+class MetadataRecord:
+    """One batch of KRaft's metadata log: the records one controller operation appended (`kind` names their
+    types, joined by "+") and `image`, the controller's registry once the batch is applied. A broker applies
+    batches in log order, so what it believes is always the image of some prefix of the log
+    (`MetadataLoader` publishes a new image per committed batch)."""
+
+    kind: str
+    image: Registry
 
 
 @dataclass(frozen=True)
@@ -319,6 +334,14 @@ class History:
     # Every completed reassignment: (TRS, the ISR the controller completed it with, then RS, AR, RR written).
     completions: frozenset[tuple[tuple[int, ...], tuple[int, ...], tuple[int, ...], tuple[int, ...],
                                  tuple[int, ...]]] = frozenset()
+    # What clients saw (only while `Config.list_offsets` > 0 turns the clients' view on): the largest answer to
+    # ListOffsets LATEST, the largest high watermark a consumer's fetch response carried, the newest leader epoch
+    # the ListOffsets client has seen (its requests carry it, KIP-320), and every answer below an earlier one:
+    # (kind "latest" or "fetch_hw", largest seen before, answer now).
+    latest_seen: int = 0
+    fetch_hw_seen: int = 0
+    client_epoch: int = 0
+    offset_regressions: frozenset[tuple[str, int, int]] = frozenset()
 
 
 @dataclass(frozen=True)
@@ -335,6 +358,8 @@ class Budget:
     cancels: int = 0  # AlterPartitionReassignments cancelling the one in flight
     records: int = 0
     reads: int = 0
+    list_offsets: int = 0  # ListOffsets requests a client sent (not a fault: a bound on the clients' view)
+    shutdowns: int = 0  # controlled shutdowns an operator started
 
 
 @dataclass(frozen=True)
@@ -345,6 +370,10 @@ class State:
     pool: frozenset[Message] = frozenset()
     history: History = field(default_factory=History)
     used: Budget = field(default_factory=Budget)
+    # KRaft: the controller's metadata log, from the oldest batch a live broker still stands on (batches every live
+    # broker has applied are dropped, and the brokers' `applied` indexes shifted, so equal clusters are equal
+    # states). Empty in ZooKeeper mode.
+    metadata: tuple[MetadataRecord, ...] = ()
 
     def replica(self, broker: int) -> Replica:
         return self.replicas[broker - 1]
