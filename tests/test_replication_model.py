@@ -418,7 +418,8 @@ def test_fast_holds_give_the_checks_messages():
     assert bad  # the row's setting reaches violations, so the messages were compared too
 
 
-@pytest.mark.parametrize("bound", [0, 1])
+# bound 1 on the metadata log is about 30 s on two cores: slow (bound 0 and tests/test_engine.py cover the same)
+@pytest.mark.parametrize("bound", [0, pytest.param(1, marks=pytest.mark.slow)])
 def test_new_engine_counts_todays_states_on_the_bench_ladder(bound):
     """bench/bench_engine.py's two smallest bounds: the fast model on the new engine stores exactly the states and
     transitions today's engine (replication_explore.exhaust) does."""

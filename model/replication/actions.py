@@ -24,14 +24,20 @@ checked against Kafka's); and the history variables the invariants read.
 Simplifications, each chosen because the invariants cannot tell the difference:
 - OffsetsForLeaderEpoch is one atomic step against the believed leader's current log (modern
   Kafka folds it into the fetch response as a diverging epoch; the answer is the same).
-- The leader reads fencing and broker epochs from the controller's registry, not from its own
-  metadata cache.
+- In ZooKeeper mode the leader reads fencing and broker epochs from the controller's registry, not from
+  its own metadata cache (in KRaft mode it reads its own image, `image`).
 - A LeaderAndIsr (or StopReplica) that can no longer be applied (older epochs than its recipient has)
   and a fetch response its follower would ignore are removed from the pool; that is a drop, always allowed.
 - AlterPartition is an RPC over one connection with one request in flight per broker: a copy of the
   request (a retry) is processed only while its answer has not arrived, and the answer to an earlier
   copy is lost when a later copy is processed. Without this, a duplicated request answered out of order
   let the controller accept an ISR the leader had already rolled back, a race TCP does not allow.
+
+KRaft mode (`Config.metadata`, the default): the controller does not send LeaderAndIsr or StopReplica; every
+step that changed the controller's registry ends by appending it to the metadata log as one batch (`publish`, from
+`settle`), and each broker applies the batches in order (`apply_metadata`), at its own pace, through the same
+epoch checks (`partition_state_applies`). A broker's beliefs are therefore always those of a prefix of the log,
+plus the ISR a leader learns from its AlterPartition answer first.
 
 Partition reassignment is KRaft's (`reassign`, `cancel_reassignment`): the operator's request is one
 controller write, and completion is not a step of its own: every controller write runs the

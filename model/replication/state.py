@@ -15,7 +15,10 @@ Vanlightly's kafka-tlaplus):
 - every record carries a unique id and the leader epoch it was written in, so "same offset,
   different record" is visible;
 - the flushed prefix of each log is what survives a lossy unclean shutdown (power loss);
-- messages (LeaderAndIsr, StopReplica, Fetch, AlterPartition and their responses) sit in an unordered pool and
+- in KRaft mode the controller's decisions are a metadata log (`MetadataRecord` batches) each broker applies in
+  order at its own pace (Vanlightly's KRaft specs deliver metadata the same way); in ZooKeeper mode they are
+  LeaderAndIsr and StopReplica requests;
+- messages (Fetch, AlterPartition, their responses, and the ZooKeeper-era requests) sit in an unordered pool and
   may be delivered in any order, duplicated or dropped;
 - history variables (acknowledged and committed records, what consumers read, the leaders of each
   epoch) define correctness, not the protocol's own state.
