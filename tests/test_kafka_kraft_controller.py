@@ -88,7 +88,7 @@ def test_controller_calls_match_the_model(version: str, row: str, seed: int) -> 
         assert counts.get(kind, 0) >= 30, counts  # the batch exercised every call
 
 
-# ---- facts about Kafka's controller the model's rules rest on (KRAFT_FACTS in the report) --------------------
+# ---- facts about Kafka's controller the model's rules rest on (ReplicationControlManager, ClusterControlManager) -----
 
 SETUP = (op_register(1), op_register(2), op_register(3), op_heartbeat(1), op_heartbeat(2), op_heartbeat(3),
          op_topic((1, 2, 3)))
