@@ -19,16 +19,27 @@ so a recycled PID is never hit.
 Readiness is Kafka's own view: a DescribeCluster (kafka-python's admin client) that lists every broker,
 which KRaft does only for registered, unfenced brokers. A node that exits while starting is reported with the
 line of its log that says why (the exception after the first ERROR line), and nothing is left running.
+
+Lifetime: a `LocalCluster` never outlives the process that started it, however that process ends (an exception,
+Ctrl-C, a test timeout, SIGKILL, a pytest-xdist worker's death). Its nodes run in their own session (a Ctrl-C meant
+for kcheck does not reach them), so each cluster has a watchdog: a small process, also in its own session, told
+every node's PID; when the owner is gone it SIGKILLs those PIDs (each only if its command line still names the
+node's properties file) and removes the folder. `stop()` dismisses it; at interpreter exit `stop()` runs on every
+cluster still up. `kcheck cluster up` starts a cluster that outlives the command (`outlive=True`), unless
+KCHECK_CLUSTER_OWNER_PID names a process it must not outlive (tests/conftest.py sets it to the pytest process's
+PID, so `up` run by a test dies with the test run too); every cluster also dies with that process.
 """
 
 from __future__ import annotations
 
+import atexit
 import base64
 import contextlib
 import hashlib
 import json
 import os
 import re
+import select
 import shutil
 import signal
 import socket
@@ -170,17 +181,145 @@ def last_warning(log: Path) -> str:
     return "none"
 
 
+OWNER_ENV = "KCHECK_CLUSTER_OWNER_PID"
+
+
+def _start_time(pid: int) -> str | None:
+    """A process's start time (/proc/PID/stat field 22), which tells it from a later process given the same PID;
+    None when it is gone or a zombie (or "?" where there is no /proc and it lives)."""
+    try:
+        with open(f"/proc/{pid}/stat", encoding="utf-8", errors="replace") as f:
+            fields = f.read().rsplit(")", 1)[-1].split()
+        return None if fields[0] == "Z" else fields[19]
+    except (OSError, IndexError):
+        if sys.platform.startswith("linux"):
+            return None
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return None
+    except PermissionError:
+        pass
+    return "?"
+
+
+def _owners(outlive: bool) -> list[str]:
+    """The processes (`PID:start time`) a new cluster must not outlive: this one unless `outlive`, and the one
+    KCHECK_CLUSTER_OWNER_PID names."""
+    pids = [] if outlive else [os.getpid()]
+    text = os.environ.get(OWNER_ENV, "").strip()
+    if text:
+        if not text.isdigit() or int(text) <= 0:
+            raise ClusterError(f"{OWNER_ENV}={text!r} is not a process id")
+        pids.append(int(text))
+    owners = []
+    for pid in dict.fromkeys(pids):
+        start = _start_time(pid)
+        if start is None:
+            raise ClusterError(f"{OWNER_ENV}={pid}: no such process")
+        owners.append(f"{pid}:{start}")
+    return owners
+
+
+class Watchdog:
+    """A process that kills a cluster's nodes when its owner processes end, however they end.
+
+    It runs `watch()` below in a Python process of its own session (no signal sent to kcheck's terminal or process
+    group reaches it), reads the cluster's folder and each node's PID from a pipe, and every 0.2 s checks that each
+    owner still runs (same PID and start time, not a zombie). When one does not, it SIGKILLs every node whose
+    command line still names its properties file, waits for them to be gone and removes the folder if it still
+    holds the state file. `done()` dismisses it; it also leaves once the pipe is closed and no node runs (the
+    cluster was stopped from elsewhere: `kcheck cluster down`).
+    """
+
+    def __init__(self, owners: Sequence[str], directory: Path) -> None:
+        self.proc = subprocess.Popen(
+            [sys.executable, "-c", "from kcheck.cluster import Watchdog; Watchdog.watch()", *owners],
+            stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+        self._send({"dir": str(directory)})
+
+    def _send(self, message: dict[str, Any]) -> None:
+        assert self.proc.stdin is not None
+        try:
+            self.proc.stdin.write(json.dumps(message).encode() + b"\n")
+            self.proc.stdin.flush()
+        except OSError:  # it is gone: nothing more to tell it
+            pass
+
+    def node(self, pid: int, properties: Path) -> None:
+        """Kill `pid` when an owner ends (if its command line still names `properties`)."""
+        self._send({"pid": pid, "mark": str(properties)})
+
+    def done(self) -> None:
+        """The cluster is stopped: the watchdog exits and kills nothing."""
+        self._send({"done": True})
+        with contextlib.suppress(OSError):
+            self.proc.stdin.close()  # type: ignore[union-attr]
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            self.proc.wait(timeout=5)
+
+    @staticmethod
+    def watch() -> None:
+        """The watchdog process's body: argv holds the owners as `PID:start time`, stdin the JSON messages."""
+        owners = [(int(pid), start) for pid, _, start in (a.partition(":") for a in sys.argv[1:])]
+        nodes: dict[int, str] = {}
+        directory: str | None = None
+        fd, buffer, closed = sys.stdin.fileno(), b"", False
+        while True:
+            if closed:
+                time.sleep(0.2)
+            elif select.select([fd], [], [], 0.2)[0]:
+                chunk = os.read(fd, 1 << 16)
+                closed = not chunk
+                buffer += chunk
+                *lines, buffer = buffer.split(b"\n")
+                for line in lines:
+                    message = json.loads(line)
+                    if message.get("done"):
+                        return
+                    directory = message.get("dir", directory)
+                    if "pid" in message:
+                        nodes[message["pid"]] = message["mark"]
+            if any(_start_time(pid) != start for pid, start in owners):
+                break
+            if closed and not any(mark in (_cmdline(pid) or "") for pid, mark in nodes.items()):
+                return
+        doomed = [pid for pid, mark in nodes.items() if mark in (_cmdline(pid) or "")]
+        for pid in doomed:
+            with contextlib.suppress(OSError):
+                os.kill(pid, signal.SIGKILL)
+        deadline = time.monotonic() + 10
+        while any(_cmdline(pid) is not None for pid in doomed) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        if directory is not None and (Path(directory) / STATE_FILE).is_file():
+            shutil.rmtree(directory, ignore_errors=True)
+
+
+# The clusters this process started that are still up: stopped at interpreter exit if nothing stopped them before.
+_LIVE: set[LocalCluster] = set()
+
+
+@atexit.register
+def _stop_live_clusters() -> None:
+    for cluster in list(_LIVE):
+        if cluster._owner_pid == os.getpid():  # not in a forked child
+            with contextlib.suppress(Exception):
+                cluster.stop(timeout_s=10.0)
+
+
 class LocalCluster:
     """A KRaft cluster of Kafka `version` on 127.0.0.1: `start()`, `stop()`, and per-broker faults.
 
     `directory=None` makes a temporary folder, removed by `stop()`; a given directory must be absent or empty
     (it then holds `kcheck-cluster.json`) and is removed by `stop()` as well. `config` adds or overrides
-    properties of every broker (e.g. `{"unclean.leader.election.enable": "true"}`).
+    properties of every broker (e.g. `{"unclean.leader.election.enable": "true"}`). The cluster dies with this
+    process (its `Watchdog`) unless `outlive` (`kcheck cluster up`); with KCHECK_CLUSTER_OWNER_PID set, it dies
+    with that process too.
     """
 
     def __init__(self, version: str = DEFAULT_VERSION, brokers: int = 3, racks: Sequence[str] = (),
                  directory: str | os.PathLike[str] | None = None, config: Mapping[str, str] | None = None,
-                 sasl_users: Mapping[str, str] | None = None) -> None:
+                 sasl_users: Mapping[str, str] | None = None, outlive: bool = False) -> None:
         if not _VERSION_RE.fullmatch(version):
             raise InputError("--kafka-version", f"{version!r} is not a Kafka release like 4.4.0")
         if not 1 <= brokers <= 64:
@@ -195,6 +334,9 @@ class LocalCluster:
         self._children: dict[int, subprocess.Popen[bytes]] = {}  # node id -> the process we started
         self._jars: str | None = None
         self.started_in_s = 0.0
+        self.outlive = outlive
+        self._owner_pid = 0  # the process that started it
+        self._watchdog: Watchdog | None = None
 
     # -- the attached state ---------------------------------------------------------------------------------
 
@@ -391,6 +533,8 @@ class LocalCluster:
             log.close()
         node.pid = proc.pid
         self._children[node.node_id] = proc
+        if self._watchdog is not None:
+            self._watchdog.node(proc.pid, where / "server.properties")
 
     # -- configuration -------------------------------------------------------------------------------------
 
@@ -468,9 +612,15 @@ class LocalCluster:
         registered and unfenced. On any failure nothing is left running and the folder is removed."""
         java = self._java()
         self._classpath()  # before the clock: a first resolve downloads the jars
+        owners = _owners(self.outlive)
         began = time.monotonic()
         directory = self._claim_directory()
         try:
+            if owners:
+                self._watchdog = Watchdog(owners, directory)
+            if not self.outlive:
+                self._owner_pid = os.getpid()
+                _LIVE.add(self)
             ports = [free_port() for _ in range(self.broker_count + 1)]
             controller = Node(CONTROLLER_ID, "controller", ports[0])
             brokers = [Node(i + 1, "broker", ports[i + 1], self.racks[i % len(self.racks)] if self.racks else None,
@@ -491,6 +641,9 @@ class LocalCluster:
                 self._launch(node)
             self._save()
             self.wait_ready(max(1.0, began + timeout_s - time.monotonic()))
+            if self._watchdog is not None and (code := self._watchdog.proc.poll()) is not None:
+                raise ClusterError(f"the cluster's watchdog exited (code {code}): the cluster would outlive "
+                                   f"this process")
         except BaseException:
             self.stop()
             raise
@@ -577,6 +730,7 @@ class LocalCluster:
         then remove the folder. Returns the seconds it took."""
         began = time.monotonic()
         if self._state is None:
+            self._dismiss_watchdog()
             return 0.0
         clean: set[int] = set()  # the nodes that exited on SIGTERM (a killed JVM writes no class archive)
         for group in (self.state.brokers, [self.state.controller]):
@@ -607,9 +761,16 @@ class LocalCluster:
             raise ClusterError(f"node(s) {', '.join(map(str, left))} did not stop")
         if remove:
             shutil.rmtree(self.directory, ignore_errors=True)
+        self._dismiss_watchdog()
         self._state = None
         self._children.clear()
         return time.monotonic() - began
+
+    def _dismiss_watchdog(self) -> None:
+        if self._watchdog is not None:
+            self._watchdog.done()
+            self._watchdog = None
+        _LIVE.discard(self)
 
     def status(self) -> list[dict[str, Any]]:
         """One row per node: id, role, port, rack, pid, and whether it runs (or is paused)."""
@@ -698,8 +859,9 @@ def up(
     directory: DirOpt = None,
     timeout: Annotated[float, typer.Option(help="Seconds to wait for every broker to be unfenced.")] = 60.0,
 ) -> int:
-    """Start a KRaft cluster (one controller, N brokers, separate processes) and print its bootstrap address."""
-    cluster = LocalCluster(kafka_version, brokers, parse_racks(racks), _dir(directory))
+    """Start a KRaft cluster (one controller, N brokers, separate processes) and print its bootstrap address. It
+    runs until `kcheck cluster down`, or until the process KCHECK_CLUSTER_OWNER_PID names (if set) ends."""
+    cluster = LocalCluster(kafka_version, brokers, parse_racks(racks), _dir(directory), outlive=True)
     cluster.start(timeout)
     print(f"kcheck cluster: Kafka {kafka_version}, {brokers} broker(s) and a controller up in "
           f"{cluster.started_in_s:.1f} s; folder {cluster.directory}", file=sys.stderr)

@@ -25,6 +25,7 @@ import atexit
 import functools
 import json
 import os
+import re
 import signal
 import subprocess
 import tempfile
@@ -187,38 +188,81 @@ def compile_harness(release: ResolvedRelease) -> tuple[Path, list[str], dict[str
     javac = require_tool("javac")
     directory.mkdir(parents=True, exist_ok=True)
     sources = kafka_harness.sources()
-    compiled: list[str] = []
-    skipped: dict[str, str] = {}
-    with tempfile.TemporaryDirectory(prefix="javac-", dir=directory) as work:
-        classes = Path(work) / "classes"
-        classes.mkdir()
-
-        def javac_run(names: Sequence[str]) -> str | None:
-            files = []
-            for name in names:
-                files.append(Path(work) / f"{name}.java")
-                files[-1].write_text(sources[name], encoding="utf-8")
-            cp = os.pathsep.join([str(classes), release.classpath])
-            proc = subprocess.run([javac, "-nowarn", "-encoding", "UTF-8", "-cp", cp, "-d", str(classes),
-                                   *map(str, files)], capture_output=True, text=True, timeout=300)
-            if proc.returncode == 0:
-                return None
-            return next((ln.strip() for ln in proc.stderr.splitlines() if "error" in ln), proc.stderr.strip()[:200])
-
-        error = javac_run(kafka_harness.BASE)
-        if error is not None:
-            raise KafkaBridgeError(f"kafka {release.version}", f"javac could not compile the harness: {error}")
-        for name in kafka_harness.handlers():
-            error = javac_run([name])
-            if error is None:
-                compiled.append(name)
-            else:
-                skipped[name] = error.split(": error: ", 1)[-1]
+    handlers = kafka_harness.handlers()
+    # The dispatcher, the codec and the classes handlers share (no request words): they compile on every release.
+    base = [n for n in sources if n not in handlers]
+    with tempfile.TemporaryDirectory(prefix="javac-", dir=directory) as tmp:
+        work = Path(tmp)
+        for name, text in sources.items():
+            (work / f"{name}.java").write_text(text, encoding="utf-8")
+        classes, skipped = _javac_together(javac, release, work, base, handlers)
+        if classes is None:
+            classes, skipped = _javac_each(javac, release, work, base, handlers)
         for f in classes.iterdir():
             f.replace(directory / f.name)
+    compiled = [n for n in handlers if n not in skipped]
+    skipped = {n: skipped[n] for n in handlers if n in skipped}
     lines = [f"handler {n}" for n in compiled] + [f"skipped {n} {why}" for n, why in skipped.items()]
     marker.write_text("\n".join(lines) + "\n", encoding="utf-8")
     return directory, compiled, skipped
+
+
+_JAVAC_ERROR = re.compile(r"^(?:.*[/\\])?(\w+)\.java:\d+: error: ")
+
+
+def _javac(javac: str, release: ResolvedRelease, work: Path, names: Sequence[str], classes: Path,
+           ) -> subprocess.CompletedProcess[str]:
+    classes.mkdir(exist_ok=True)
+    cp = os.pathsep.join([str(classes), release.classpath])
+    return subprocess.run([javac, "-nowarn", "-encoding", "UTF-8", "-cp", cp, "-d", str(classes),
+                           *(str(work / f"{n}.java") for n in names)], capture_output=True, text=True, timeout=300)
+
+
+def _first_error(proc: subprocess.CompletedProcess[str]) -> str:
+    return next((ln.strip() for ln in proc.stderr.splitlines() if "error" in ln), proc.stderr.strip()[:200])
+
+
+def _javac_together(javac: str, release: ResolvedRelease, work: Path, base: Sequence[str], handlers: Sequence[str],
+                    ) -> tuple[Path | None, dict[str, str]]:
+    """One javac over the base and every handler (a JVM start costs more than the compile): a handler javac names
+    in an error is set aside and the rest compiled together again. Each handler set aside is then compiled alone
+    against the rest, so it is skipped with the reason its own compile gives. (None, {}) when an error is not a
+    handler's (the base's, or javac's own): then `_javac_each` says which."""
+    pending, aside = list(handlers), []
+    for attempt in range(len(handlers) + 1):
+        classes = work / f"classes-{attempt}"
+        proc = _javac(javac, release, work, [*base, *pending], classes)
+        if proc.returncode == 0:
+            break
+        named = {m.group(1) for ln in proc.stderr.splitlines() if (m := _JAVAC_ERROR.match(ln))}
+        failed = [n for n in pending if n in named]
+        if not failed or named - set(failed):
+            return None, {}
+        aside += failed
+        pending = [n for n in pending if n not in named]
+    else:
+        return None, {}
+    skipped = {}
+    for name in aside:  # alone, as _javac_each compiles it: the same classes on the path, the same first error
+        proc = _javac(javac, release, work, [name], classes)
+        if proc.returncode != 0:
+            skipped[name] = _first_error(proc).split(": error: ", 1)[-1]
+    return classes, skipped
+
+
+def _javac_each(javac: str, release: ResolvedRelease, work: Path, base: Sequence[str], handlers: Sequence[str],
+                ) -> tuple[Path, dict[str, str]]:
+    """The base, then one javac per handler: a handler that does not compile is skipped with javac's first error."""
+    classes = work / "classes"
+    proc = _javac(javac, release, work, base, classes)
+    if proc.returncode != 0:
+        raise KafkaBridgeError(f"kafka {release.version}", f"javac could not compile the harness: {_first_error(proc)}")
+    skipped = {}
+    for name in handlers:
+        proc = _javac(javac, release, work, [name], classes)
+        if proc.returncode != 0:
+            skipped[name] = _first_error(proc).split(": error: ", 1)[-1]
+    return classes, skipped
 
 
 def _read_marker(marker: Path) -> tuple[list[str], dict[str, str]]:

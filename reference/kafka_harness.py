@@ -6,11 +6,13 @@ stdin; it answers one line per request on stdout, flushing whenever its input ru
 costs one round trip and throughput is set by Kafka's code.
 
 `KcheckKafkaHarness.java` reads the lines and dispatches on the first word; `KcheckCodec.java`
-holds the shared encoding; every other `Kcheck*.java` is a handler class with a static
-`register(Map<String, KcheckHandler>)` that names the words it answers. Handlers are compiled one
-by one: a handler whose Kafka classes are missing from a release (AdminUtils after 4.0, the
-KIP-848 assignors' API before they existed, ...) is left out of that release, with javac's
-reason, instead of failing the whole bridge.
+holds the shared encoding; a `Kcheck*.java` with a static `register(Map<String, KcheckHandler>)`
+is a handler class naming the words it answers, any other is shared by handlers and compiled with
+the base (`KcheckControlManagers.java`: Kafka's KRaft control managers, by reflection, so it
+compiles on every release). One javac compiles everything; a handler whose Kafka classes are
+missing from a release (AdminUtils after 4.0, the KIP-848 assignors' API before they existed, ...)
+is set aside and left out of that release, with the reason javac gives for it alone, instead of
+failing the whole bridge.
 
 Protocol (space-separated tokens; the harness first prints `READY <kafka version> <word,word,...>`):
 
@@ -38,7 +40,7 @@ from pathlib import Path
 
 CLASS_NAME = "KcheckKafkaHarness"
 DIRECTORY = Path(__file__).parent / "harness"
-BASE = ("KcheckHandler", "KcheckCodec", "KcheckClock", CLASS_NAME)  # compiled together, first
+BASE = ("KcheckHandler", "KcheckCodec", "KcheckClock", CLASS_NAME)  # with every other non-handler: the base
 
 
 @functools.lru_cache(maxsize=1)

@@ -11,6 +11,10 @@ settings.register_profile("dev", max_examples=100, deadline=None)
 settings.register_profile("deep", max_examples=5_000, deadline=None)
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci" if os.environ.get("CI") else "dev"))
 
+# Every Kafka cluster a test starts dies with this process however the run ends (kcheck.cluster.Watchdog), also one
+# started by a subprocess the test runs (`kcheck cluster up`, `kcheck chaos`): they read this variable.
+os.environ["KCHECK_CLUSTER_OWNER_PID"] = str(os.getpid())
+
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(config, items):

@@ -9,8 +9,6 @@ import java.util.OptionalLong;
 import java.util.Set;
 
 import org.apache.kafka.common.Uuid;
-import org.apache.kafka.common.config.ConfigDef;
-import org.apache.kafka.common.config.ConfigResource;
 import org.apache.kafka.common.message.AlterPartitionRequestData;
 import org.apache.kafka.common.message.AlterPartitionResponseData;
 import org.apache.kafka.common.message.BrokerHeartbeatRequestData;
@@ -31,7 +29,6 @@ import org.apache.kafka.controller.QuorumFeatures;
 import org.apache.kafka.metadata.BrokerHeartbeatReply;
 import org.apache.kafka.metadata.BrokerRegistration;
 import org.apache.kafka.metadata.FinalizedControllerFeatures;
-import org.apache.kafka.metadata.KafkaConfigSchema;
 import org.apache.kafka.metadata.PartitionRegistration;
 import org.apache.kafka.metadata.VersionRange;
 import org.apache.kafka.server.common.ApiMessageAndVersion;
@@ -39,10 +36,11 @@ import org.apache.kafka.server.common.MetadataVersion;
 
 /**
  * The KRaft controller's broker lifecycle and AlterPartition handling (request KC), run on Kafka's own
- * ClusterControlManager, ReplicationControlManager, FeatureControlManager and ConfigurationControlManager for one
- * topic with one partition. Their entry points are package-private, so they are reached by reflection; every
- * record a call returns is replayed into the managers at the next metadata-log offset, as the QuorumController
- * does (a RegisterBrokerRecord with its offset; a broker epoch is the offset its registration batch starts at).
+ * ClusterControlManager, ReplicationControlManager, FeatureControlManager and ConfigurationControlManager
+ * (KcheckControlManagers) for one topic with one partition. Their entry points are package-private, so they are
+ * reached by reflection; every record a call returns is replayed into the managers at the next metadata-log offset,
+ * as the QuorumController does (a RegisterBrokerRecord with its offset; a broker epoch is the offset its
+ * registration batch starts at).
  *
  * <pre>
  * KC elr minIsr unclean op op ...
@@ -78,8 +76,8 @@ import org.apache.kafka.server.common.MetadataVersion;
  */
 public final class KcheckController {
     private static final String TOPIC = "t";
-    private static final String CLUSTER = "kcheck-cluster-0000000";
-    private static final long SESSION_NS = 9_000_000_000L;  // broker.session.timeout.ms's default
+    private static final String CLUSTER = KcheckControlManagers.CLUSTER_ID;
+    private static final long SESSION_NS = KcheckControlManagers.SESSION_TIMEOUT_NS;
 
     private KcheckController() {
     }
@@ -88,19 +86,7 @@ public final class KcheckController {
         table.put("KC", KcheckController::run);
     }
 
-    // ---- reflection: the managers' builders and entry points are package-private -------------------------
-    private static Method find(Class<?> c, String name, int arity) {
-        for (Class<?> k = c; k != null; k = k.getSuperclass()) {
-            for (Method m : k.getDeclaredMethods()) {
-                if (m.getName().equals(name) && m.getParameterCount() == arity) {
-                    m.setAccessible(true);
-                    return m;
-                }
-            }
-        }
-        throw new IllegalStateException(c.getSimpleName() + " has no " + name + "/" + arity);
-    }
-
+    // ---- reflection: the managers' entry points are package-private (KcheckControlManagers) ----------------
     private static Method findFor(Class<?> c, String name, Class<?> arg) {
         for (Method m : c.getDeclaredMethods()) {
             Class<?>[] ps = m.getParameterTypes();
@@ -113,29 +99,7 @@ public final class KcheckController {
     }
 
     private static Object call(Object target, String name, Object... args) throws Throwable {
-        try {
-            return find(target.getClass(), name, args.length).invoke(target, args);
-        } catch (InvocationTargetException e) {
-            throw e.getCause();
-        }
-    }
-
-    private static Object builder(String cls) throws Exception {
-        Constructor<?> c = Class.forName("org.apache.kafka.controller." + cls + "$Builder").getDeclaredConstructor();
-        c.setAccessible(true);
-        return c.newInstance();
-    }
-
-    private static Object newLogContext() throws Exception {
-        for (String n : new String[] {"org.apache.kafka.common.utils.internals.LogContext",
-                                      "org.apache.kafka.common.utils.LogContext"}) {
-            try {
-                return Class.forName(n).getConstructor().newInstance();
-            } catch (ClassNotFoundException e) {
-                // the other name (4.4 moved it)
-            }
-        }
-        throw new IllegalStateException("no LogContext");
+        return KcheckControlManagers.call(target, name, args);
     }
 
     /** One controller: the managers, the log offset, and the replay of what they return. */
@@ -153,47 +117,13 @@ public final class KcheckController {
         final Map<Integer, Integer> incarnations = new HashMap<>();
 
         Controller(boolean elr) throws Throwable {
-            Object registry = Class.forName("org.apache.kafka.timeline.SnapshotRegistry")
-                .getConstructors()[0].newInstance(newLogContext());
-            Object fb = builder("FeatureControlManager");
-            call(fb, "setSnapshotRegistry", registry);
-            call(fb, "setQuorumFeatures", new QuorumFeatures(0, QuorumFeatures.defaultSupportedFeatureMap(true),
-                List.of(0)));
-            features = call(fb, "build");
-            ConfigDef topicDef = new ConfigDef()
-                .define("min.insync.replicas", ConfigDef.Type.INT, 1, ConfigDef.Importance.HIGH, "")
-                .define("unclean.leader.election.enable", ConfigDef.Type.BOOLEAN, false, ConfigDef.Importance.HIGH, "");
-            Map<ConfigResource.Type, ConfigDef> defs = new HashMap<>();
-            defs.put(ConfigResource.Type.TOPIC, topicDef);
-            defs.put(ConfigResource.Type.BROKER, new ConfigDef());
-            Object cb = builder("ConfigurationControlManager");
-            call(cb, "setSnapshotRegistry", registry);
-            call(cb, "setKafkaConfigSchema", new KafkaConfigSchema(defs, Map.of()));
-            call(cb, "setFeatureControl", features);
-            configs = call(cb, "build");
-            Object kb = builder("ClusterControlManager");
-            call(kb, "setClusterId", CLUSTER);
-            call(kb, "setTime", clock);
-            call(kb, "setSnapshotRegistry", registry);
-            call(kb, "setSessionTimeoutNs", SESSION_NS);
-            call(kb, "setFeatureControlManager", features);
-            final Object[] rcm = new Object[1];
-            Class<?> handler = Class.forName("org.apache.kafka.controller.ClusterControlManager$BrokerShutdownHandler");
-            Object shutdown = java.lang.reflect.Proxy.newProxyInstance(handler.getClassLoader(), new Class<?>[] {handler},
-                (proxy, m, a) -> {
-                    if (m.getName().equals("addRecordsForShutdown")) return call(rcm[0], "handleBrokerShutdown", a);
-                    return m.getName().equals("hashCode") ? 0 : m.getName().equals("equals") ? proxy == a[0] : "shutdown";
-                });
-            call(kb, "setBrokerShutdownHandler", shutdown);
-            cluster = call(kb, "build");
-            Object rb = builder("ReplicationControlManager");
-            call(rb, "setSnapshotRegistry", registry);
-            call(rb, "setConfigurationControl", configs);
-            call(rb, "setClusterControl", cluster);
-            call(rb, "setFeatureControl", features);
-            call(rb, "setMaxElectionsPerImbalance", Integer.MAX_VALUE);
-            replication = call(rb, "build");
-            rcm[0] = replication;
+            // QuorumFeatures' 4.0+ name: on 3.9 this handler does not compile (its controller lacks the APIs used).
+            KcheckControlManagers m = new KcheckControlManagers(clock, QuorumFeatures.defaultSupportedFeatureMap(true),
+                null, Integer.MAX_VALUE, elr);
+            features = m.features;
+            configs = m.configs;
+            cluster = m.cluster;
+            replication = m.replication;
             call(cluster, "activate");
             List<ApiMessageAndVersion> boot = new ArrayList<>();
             boot.add(new ApiMessageAndVersion(new FeatureLevelRecord().setName(MetadataVersion.FEATURE_NAME)
@@ -417,8 +347,8 @@ public final class KcheckController {
 
     private static Method optional(String cls, String name, int arity) {
         try {
-            return find(Class.forName("org.apache.kafka.controller." + cls), name, arity);
-        } catch (ReflectiveOperationException | IllegalStateException e) {
+            return KcheckControlManagers.find(Class.forName(KcheckControlManagers.PACKAGE + cls), name, arity);
+        } catch (ReflectiveOperationException e) {
             return null;
         }
     }

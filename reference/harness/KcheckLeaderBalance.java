@@ -1,17 +1,9 @@
-import java.lang.reflect.Constructor;
-import java.lang.reflect.InvocationTargetException;
-import java.lang.reflect.Method;
-import java.lang.reflect.Modifier;
-import java.lang.reflect.Proxy;
 import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
-import java.util.Random;
-import java.util.concurrent.ConcurrentHashMap;
 
 import org.apache.kafka.common.Uuid;
-import org.apache.kafka.common.config.ConfigDef;
 import org.apache.kafka.common.config.ConfigResource;
 import org.apache.kafka.common.metadata.ConfigRecord;
 import org.apache.kafka.common.metadata.FeatureLevelRecord;
@@ -19,21 +11,16 @@ import org.apache.kafka.common.metadata.PartitionChangeRecord;
 import org.apache.kafka.common.metadata.PartitionRecord;
 import org.apache.kafka.common.metadata.RegisterBrokerRecord;
 import org.apache.kafka.common.metadata.TopicRecord;
-import org.apache.kafka.metadata.KafkaConfigSchema;
-import org.apache.kafka.metadata.placement.StripedReplicaPlacer;
+import org.apache.kafka.common.utils.Time;
 import org.apache.kafka.server.common.ApiMessageAndVersion;
 import org.apache.kafka.server.common.MetadataVersion;
-import org.apache.kafka.server.config.ConfigSynonym;
 
 /**
  * KRaft's automatic leader balancing: one ReplicationControlManager.maybeBalancePartitionLeaders() run
  * (request LB) on a controller built, as Kafka's own ReplicationControlManagerTest does, from the real
- * FeatureControlManager, ClusterControlManager and ConfigurationControlManager and fed metadata records.
- *
- * The Builders, maybeBalancePartitionLeaders and imbalancedPartitions are package-private, and their
- * signatures move between releases (LogContext's package, the shutdown handler's name, where the
- * metadata version and ELR are set), so everything on the controller side is reached by reflection
- * (the jars are on the class path, an unnamed module: setAccessible is allowed).
+ * FeatureControlManager, ClusterControlManager and ConfigurationControlManager (KcheckControlManagers) and fed
+ * metadata records. maybeBalancePartitionLeaders and imbalancedPartitions are package-private, so they are
+ * reached by reflection too (the jars are on the class path, an unnamed module: setAccessible is allowed).
  *
  *   LB <maxElections> <elr 0|1> <metadata.version feature level|-> <nBrokers> <broker>*n <nTopics> <topic>*n <partition>...
  *     broker    = <id>/<a|f|s>: active, fenced, or unfenced and in controlled shutdown (a replica whose
@@ -51,103 +38,16 @@ import org.apache.kafka.server.config.ConfigSynonym;
  *              (a list field the record leaves alone is '-'; leader -2 and recovery state -1 mean no change).
  */
 public final class KcheckLeaderBalance {
-    private static final String C = "org.apache.kafka.controller.";
-    private static final Map<String, Method> METHODS = new ConcurrentHashMap<>();
-
     private KcheckLeaderBalance() {
     }
 
     public static void register(Map<String, KcheckHandler> table) throws ReflectiveOperationException {
-        Class.forName(C + "ReplicationControlManager$Builder");
+        Class.forName(KcheckControlManagers.PACKAGE + "ReplicationControlManager$Builder");
         table.put("LB", KcheckLeaderBalance::balance);
     }
 
-    // --- reflection -------------------------------------------------------------------------
-
-    private static Object construct(String className, Object... args) throws Throwable {
-        for (Constructor<?> c : Class.forName(className).getDeclaredConstructors()) {
-            if (fits(c.getParameterTypes(), args)) {
-                c.setAccessible(true);
-                try {
-                    return c.newInstance(args);
-                } catch (InvocationTargetException e) {
-                    throw e.getCause();
-                }
-            }
-        }
-        throw new NoSuchMethodException(className + " constructor");
-    }
-
-    private static Method find(Class<?> cls, String name, Object[] args) {
-        StringBuilder key = new StringBuilder(cls.getName()).append('#').append(name);
-        for (Object a : args) key.append(',').append(a == null ? "null" : a.getClass().getName());
-        return METHODS.computeIfAbsent(key.toString(), k -> {
-            for (Class<?> c = cls; c != null; c = c.getSuperclass()) {
-                for (Method m : c.getDeclaredMethods()) {
-                    if (m.getName().equals(name) && !Modifier.isStatic(m.getModifiers())
-                            && fits(m.getParameterTypes(), args)) {
-                        m.setAccessible(true);
-                        return m;
-                    }
-                }
-            }
-            return null;
-        });
-    }
-
-    private static boolean has(Object target, String name, Object... args) {
-        return find(target.getClass(), name, args) != null;
-    }
-
     private static Object call(Object target, String name, Object... args) throws Throwable {
-        Method m = find(target.getClass(), name, args);
-        if (m == null) throw new NoSuchMethodException(target.getClass().getName() + "." + name);
-        try {
-            return m.invoke(target, args);
-        } catch (InvocationTargetException e) {
-            throw e.getCause();
-        }
-    }
-
-    private static boolean fits(Class<?>[] types, Object[] args) {
-        if (types.length != args.length) return false;
-        for (int i = 0; i < types.length; i++) {
-            Class<?> t = types[i];
-            if (args[i] == null) {
-                if (t.isPrimitive()) return false;
-                continue;
-            }
-            if (t.isPrimitive()) t = box(t);
-            if (!t.isInstance(args[i])) return false;
-        }
-        return true;
-    }
-
-    private static Class<?> box(Class<?> t) {
-        if (t == int.class) return Integer.class;
-        if (t == long.class) return Long.class;
-        if (t == short.class) return Short.class;
-        if (t == boolean.class) return Boolean.class;
-        if (t == byte.class) return Byte.class;
-        return t;
-    }
-
-    /** A do-nothing implementation of the (package-private) shutdown-handler interface the builder takes. */
-    private static Object noOp(Class<?> iface) {
-        return Proxy.newProxyInstance(iface.getClassLoader(), new Class<?>[] {iface}, (p, m, a) -> {
-            if (m.getName().equals("toString")) return "no-op";
-            if (m.getName().equals("hashCode")) return 0;
-            if (m.getName().equals("equals")) return p == a[0];
-            return null;
-        });
-    }
-
-    private static Object logContext() throws Throwable {
-        try {
-            return construct("org.apache.kafka.common.utils.LogContext");
-        } catch (ClassNotFoundException e) {
-            return construct("org.apache.kafka.common.utils.internals.LogContext");  // 4.4+
-        }
+        return KcheckControlManagers.call(target, name, args);
     }
 
     // --- the controller ------------------------------------------------------------------------
@@ -159,69 +59,18 @@ public final class KcheckLeaderBalance {
             : MetadataVersion.fromFeatureLevel(Short.parseShort(t[3]));
         int i = 4;
 
-        Object logContext = logContext();
-        Object snapshots = construct("org.apache.kafka.timeline.SnapshotRegistry", logContext);
-
-        Object fb = construct(C + "FeatureControlManager$Builder");
-        call(fb, "setSnapshotRegistry", snapshots);
-        Method defaults;
-        try {
-            defaults = Class.forName(C + "QuorumFeatures").getMethod("defaultSupportedFeatureMap", boolean.class);
-        } catch (NoSuchMethodException e) {
-            defaults = Class.forName(C + "QuorumFeatures").getMethod("defaultFeatureMap", boolean.class);  // 3.9
-        }
-        Object quorum = construct(C + "QuorumFeatures", 0, defaults.invoke(null, true), List.of(0));
-        call(fb, "setQuorumFeatures", quorum);
-        if (has(fb, "setMetadataVersion", mv)) call(fb, "setMetadataVersion", mv);  // up to 4.0
-        Object features = call(fb, "build");
+        KcheckControlManagers managers = new KcheckControlManagers(Time.SYSTEM,
+            KcheckControlManagers.defaultSupportedFeatures(), mv, maxElections, elr);
+        Object features = managers.features;
+        Object cluster = managers.cluster;
+        Object configs = managers.configs;
+        Object replication = managers.replication;
         call(features, "replay", new FeatureLevelRecord().setName(MetadataVersion.FEATURE_NAME)
             .setFeatureLevel(mv.featureLevel()));
-        boolean elrFlag = has(construct(C + "ReplicationControlManager$Builder"), "setEligibleLeaderReplicasEnabled", true);
-        if (elr && !elrFlag) {  // 4.0+: a finalized feature (3.9: a builder flag, below)
+        if (elr && !KcheckControlManagers.elrIsABuilderFlag()) {  // 4.0+: a finalized feature (3.9: a builder flag)
             call(features, "replay", new FeatureLevelRecord().setName("eligible.leader.replicas.version")
                 .setFeatureLevel((short) 1));
         }
-
-        Object cb = construct(C + "ClusterControlManager$Builder");
-        call(cb, "setLogContext", logContext);
-        call(cb, "setSnapshotRegistry", snapshots);
-        call(cb, "setTime", org.apache.kafka.common.utils.Time.SYSTEM);
-        call(cb, "setSessionTimeoutNs", 9_000_000_000L);
-        call(cb, "setReplicaPlacer", new StripedReplicaPlacer(new Random(0)));
-        call(cb, "setFeatureControlManager", features);
-        for (Method m : cb.getClass().getDeclaredMethods()) {
-            if (m.getName().startsWith("setBroker") && m.getName().endsWith("ShutdownHandler")) {
-                m.setAccessible(true);
-                m.invoke(cb, noOp(m.getParameterTypes()[0]));
-            }
-        }
-        Object cluster = call(cb, "build");
-
-        ConfigDef topicDef = new ConfigDef()
-            .define("min.insync.replicas", ConfigDef.Type.INT, 1, ConfigDef.Importance.HIGH, "")
-            .define("unclean.leader.election.enable", ConfigDef.Type.BOOLEAN, false, ConfigDef.Importance.HIGH, "");
-        Map<ConfigResource.Type, ConfigDef> defs = new HashMap<>();
-        defs.put(ConfigResource.Type.TOPIC, topicDef);
-        defs.put(ConfigResource.Type.BROKER, new ConfigDef());
-        Map<String, List<ConfigSynonym>> synonyms = new HashMap<>();
-        synonyms.put("min.insync.replicas", List.of(new ConfigSynonym("min.insync.replicas")));
-        synonyms.put("unclean.leader.election.enable", List.of(new ConfigSynonym("unclean.leader.election.enable")));
-        Object gb = construct(C + "ConfigurationControlManager$Builder");
-        call(gb, "setLogContext", logContext);
-        call(gb, "setSnapshotRegistry", snapshots);
-        call(gb, "setKafkaConfigSchema", new KafkaConfigSchema(defs, synonyms));
-        if (has(gb, "setFeatureControl", features)) call(gb, "setFeatureControl", features);
-        Object configs = call(gb, "build");
-
-        Object rb = construct(C + "ReplicationControlManager$Builder");
-        call(rb, "setLogContext", logContext);
-        call(rb, "setSnapshotRegistry", snapshots);
-        call(rb, "setMaxElectionsPerImbalance", maxElections);
-        call(rb, "setConfigurationControl", configs);
-        call(rb, "setClusterControl", cluster);
-        call(rb, "setFeatureControl", features);
-        if (elrFlag) call(rb, "setEligibleLeaderReplicasEnabled", elr);
-        Object replication = call(rb, "build");
 
         int nBrokers = Integer.parseInt(t[i++]);
         long offset = 1;
