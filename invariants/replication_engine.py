@@ -459,14 +459,15 @@ def run_exhaust(protocol: Protocol, cfg: Config, *, label: str | None = None, on
                 abstract: bool = False, probe: ChangeProbe | None = None, max_states: int | None = None,
                 max_seconds: float | None = None, max_rss: int | None = None, progress: ProgressFn | None = None,
                 workers: int = 1, master: str | None = None, symmetry: bool = True,
-                spill_dir: str | None = None, modules: Sequence[str] = ()) -> EngineRun:
+                spill_dir: str | None = None, modules: Sequence[str] = (), order: str = "bfs") -> EngineRun:
     """Every state reachable within `cfg`'s bounds, breadth first, on the one engine (see the module docstring).
 
     With a `probe`, pass `probe.protocol` as `protocol`. `max_rss` (bytes) stops the search when this process
     and its workers hold that much resident memory. `master` runs the search on Spark (C2's `spark_exhaust`;
     `local[2]` or `spark://host:port`); `workers` > 1 forks that many processes on this machine. `modules`: the
     user's invariant modules (imported in Spark executors, and shipped with a `module:object` protocol's module).
-    Raises `SearchSetupError` (one line) when the Spark search cannot run.
+    Raises `SearchSetupError` (one line) when the Spark search cannot run. `order` is the engine's (bfs, dfs or
+    novelty, the last ranked by `replication_search.novelty_key`); orders other than bfs run in this one process.
     """
     label = label or protocol.name
     checked = None if only is None else tuple(sorted(only))
@@ -477,6 +478,11 @@ def run_exhaust(protocol: Protocol, cfg: Config, *, label: str | None = None, on
         asked = f"--master {master}" if master is not None else f"--workers {workers}"
         notes.append(f"change coverage runs in this one process, where the probe records ({asked} not used)")
         workers, master = 1, None
+    if order != "bfs" and master is not None:
+        raise SearchSetupError(f"order {order} runs in this one process; the Spark search is breadth first")
+    if probe is not None and order != "bfs":
+        notes.append(f"order {order}: change coverage's run to each differing answer is the first one found, not "
+                     "necessarily a shortest one")
     if abstract and master is not None:
         notes.append(f"the abstract search runs on this machine (--master {master} not used): its states travel "
                      "as objects, not encodings")
@@ -524,7 +530,8 @@ def run_exhaust(protocol: Protocol, cfg: Config, *, label: str | None = None, on
             state_of = _same
         try:
             result = exhaust(model, max_states=max_states, max_seconds=max_seconds, symmetry=symmetry,
-                             progress=report, workers=workers, spill_dir=spill_dir, stop=watch)
+                             progress=report, workers=workers, spill_dir=spill_dir, stop=watch, order=order,
+                             novelty=_novelty(state_of) if order == "novelty" else None)
         except RuntimeError:
             failed = shared.error()
             if failed is not None:
@@ -545,6 +552,13 @@ def run_exhaust(protocol: Protocol, cfg: Config, *, label: str | None = None, on
     report(result, final=True)
     return EngineRun(label, result, trace, tally, abstract, max(watch.peak, rss_bytes()), engine,
                      getattr(result, "workers", 1) if master is None else workers, not sym_note, sym_note, notes)
+
+
+def _novelty(state_of: Callable[[Any], State]) -> Callable[[Any], int]:
+    """Order novelty's key on the engine's states (plain or `Node`): the random search's abstraction."""
+    from kcheck.invariants.replication_search import novelty_key  # it imports this module
+
+    return lambda s: novelty_key(state_of(s))
 
 
 def default_max_states(memory_cap: int | None) -> int:

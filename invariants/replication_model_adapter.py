@@ -16,7 +16,9 @@ with its parent) re-marshals only what its step replaced.
 
 Speed (issue 14): `successors` computes the enabled actions and their results in one pass, skipping candidates
 that a guard of their own kind rules out (`_PRE`); the invariants of invariants/replication.py run as their
-twins (`replication.FAST`: None fast, no Violation objects) and the ones a config switches off do not run.
+twins (`replication.FAST`: None fast, no Violation objects), those with a twin sharing one verdict per state
+(`_shared_verdict`), and the ones a config switches off do not run. A decoded state's registry is the same object
+as its metadata log's last image when they are equal, so `publish` finds it unchanged by identity.
 
 Broker symmetry, and why it is sound. A permutation p of the broker ids 1..n acts on a state by renaming every
 broker id in it (the replicas' positions, every leader, ISR, ELR, fenced set, replica list, message sender and
@@ -318,10 +320,16 @@ def _unzombies(t: tuple[Any, ...]) -> tuple[ZombieController, ...]:
     return tuple(ZombieController(e, _cached(v, _unreg)) for e, v in t)
 
 
+def _shared_reg(t: tuple[Any, ...]) -> Registry:
+    """The registry for tuple `t`, the same object as the metadata images and zombie views equal to it (all built
+    through `_cached`): `publish` then sees an unchanged registry by identity, without comparing its fields."""
+    return _cached(t, _unreg)
+
+
 def decode_state(data: bytes) -> State:
     parts = marshal.loads(data)
     n = len(parts) - 6
-    return State(tuple(_part_value(r, _unrep) for r in parts[:n]), _part_value(parts[n], _unreg),
+    return State(tuple(_part_value(r, _unrep) for r in parts[:n]), _part_value(parts[n], _shared_reg),
                  _part_value(parts[n + 1], _unzombies), _part_value(parts[n + 2], _unpool),
                  _part_value(parts[n + 3], _unhist), _part_value(parts[n + 4], _unbudget),
                  _part_value(parts[n + 5], _unmeta))
@@ -583,9 +591,8 @@ class ReplicationModel:
         self._fast = self._plan()
         # A subclass that changes actions() or step() (e.g. the liveness model) gets successors() from them.
         self._own_steps = type(self).actions is ReplicationModel.actions and type(self).step is ReplicationModel.step
-        self._invariants = [StateInvariant(i, inv.title, self._fast_holds(inv))
-                            for i, inv in REGISTRY.items()
-                            if inv.applies_to == "replication" and (only is None or i in only)]
+        self._invariants = self._shared_verdict([(i, inv.title, *self._fast_holds(inv)) for i, inv in REGISTRY.items()
+                                                 if inv.applies_to == "replication" and (only is None or i in only)])
         self.symmetry_off = None if symmetry else "switched off"
         if self.symmetry_off is None:
             self.symmetry_off = symmetry_note(protocol, cfg)
@@ -597,29 +604,64 @@ class ReplicationModel:
         self._perms: list[tuple[int, ...]] = [] if self.symmetry_off else [
             (0, *range(1, rf + 1), *q) for q in permutations(spare) if q != tuple(spare)]
 
-    def _fast_holds(self, inv: Any) -> Callable[[State], str | None]:
-        """`_holds` for `inv`, cheap where it holds: an invariant of invariants/replication.py that its config-only
-        condition switches off never runs; one with a twin (`replication.FAST`) runs the twin, and its check
-        only when the twin finds a violation (for the message). Any other invariant (a user's) runs as it is."""
+    def _fast_holds(self, inv: Any) -> tuple[Callable[[State], str | None], Callable[[State, Config], bool] | None]:
+        """(`_holds` for `inv`, cheap where it holds; its twin as a bool, or None). An invariant of
+        invariants/replication.py that its config-only condition switches off never runs; one with a twin
+        (`replication.FAST`) runs the twin, and its check only when the twin finds a violation (for the message).
+        Any other invariant (a user's) runs as it is, and has no twin."""
         slow = partial(self._holds, inv)
         if getattr(inv.check, "__module__", None) != replication_invariants.__name__:
-            return slow
+            return slow, None
         if inv.not_applicable in replication_invariants.CONFIG_ONLY:
             if inv.not_applicable(ReplicationSubject(initial_state(self.cfg), self.cfg)) is not None:
-                return _always_holds
-            return slow if inv.check not in replication_invariants.FAST else self._twin(inv, slow, None)
+                return _always_holds, None
+            return (slow, None) if inv.check not in replication_invariants.FAST else self._twin(inv, slow, None)
         void = replication_invariants.STATE_VOID.get(inv.not_applicable)
         if inv.check not in replication_invariants.FAST or (
                 void is None and getattr(inv.not_applicable, "__module__", None) != registry.__name__):
-            return slow  # a condition we do not know (the registry's default one says "applies")
+            return slow, None  # a condition we do not know (the registry's default one says "applies")
         return self._twin(inv, slow, void)
 
-    def _twin(self, inv: Any, slow: Callable[[State], str | None],
-              void: Callable[[State, Config], bool] | None) -> Callable[[State], str | None]:
+    def _twin(self, inv: Any, slow: Callable[[State], str | None], void: Callable[[State, Config], bool] | None
+              ) -> tuple[Callable[[State], str | None], Callable[[State, Config], bool]]:
         ok, cfg = replication_invariants.FAST[inv.check], self.cfg
         if void is None:
-            return lambda s: None if ok(s, cfg) else slow(s)
-        return lambda s: None if void(s, cfg) or ok(s, cfg) else slow(s)
+            return (lambda s: None if ok(s, cfg) else slow(s)), ok
+        return (lambda s: None if void(s, cfg) or ok(s, cfg) else slow(s)), (lambda s, c: void(s, c) or ok(s, c))
+
+    def _shared_verdict(self, rows: list[tuple[str, str, Callable[[State], str | None],
+                                             Callable[[State, Config], bool] | None]]) -> list[StateInvariant[State]]:
+        """The invariants, those with a twin sharing one verdict per state: the first of them runs every twin in one
+        loop and, when all hold, remembers the state (by identity; states are immutable), so the others answer
+        None for it at once. A state where some twin fails, or one the first has not seen, gets each invariant's
+        own `holds`. A search asks the invariants of each new state in order, so it pays one loop and a test per
+        invariant instead of a call chain per invariant."""
+        twins = [ok for _, _, _, ok in rows if ok is not None]
+        if len(twins) < 2:
+            return [StateInvariant(i, title, holds) for i, title, holds, _ in rows]
+        cfg = self.cfg
+        last: list[State | None] = [None]
+
+        def first(own: Callable[[State], str | None]) -> Callable[[State], str | None]:
+            def holds(s: State) -> str | None:
+                if s is last[0]:
+                    return None
+                for ok in twins:
+                    if not ok(s, cfg):
+                        return own(s)
+                last[0] = s
+                return None
+            return holds
+
+        def other(own: Callable[[State], str | None]) -> Callable[[State], str | None]:
+            return lambda s: None if s is last[0] else own(s)
+
+        out, lead = [], True
+        for i, title, holds, ok in rows:
+            if ok is not None:
+                holds, lead = (first(holds) if lead else other(holds)), False
+            out.append(StateInvariant(i, title, holds))
+        return out
 
     def _holds(self, inv: Any, s: State) -> str | None:
         subject = ReplicationSubject(s, self.cfg)
@@ -686,7 +728,7 @@ class ReplicationModel:
             return [(i, a, t) for i, a in enumerate(self.actions(state)) if (t := self.step(state, a)) is not None]
         p, cfg = self.protocol, self.cfg
         out: list[tuple[int, Action, State]] = []
-        done = settler(state, p)
+        done = settler(state, p, cfg)
         msgs: list[Any] | None = None
         by_type: dict[type, list[Any]] = {}
         i = 0

@@ -24,18 +24,39 @@ invariant. Each choice follows from the model's structure (model/replication/act
 - Atomic fetches (`Config.atomic_fetch`, one step per fetch round, as in the TLA+ models): the deepest rows need
   many complete fetches, and a run with atomic fetches is a run of the split model too (three steps per fetch).
   `search` uses them for every row unless told otherwise.
+
+`explore` is `kcheck explore` (and `kcheck check`'s random search): `random_search` with these settings, the
+user's program count and length, and what the command reports beside the verdict, counted through the engine's
+`on_step` hook (action kinds taken and enabled, the most of each fault budget a program used, the invariant
+tally of the states stepped into), change coverage (a `ChangeProbe`: the states become `Node`s carrying their
+path, and every action of a state goes through the probe, as in `kcheck exhaust`), and the counterexample shrunk
+by `minimize_run` and returned as a `Trace` that `kcheck replay` reads.
 """
 
 from __future__ import annotations
 
-from dataclasses import replace
+import time
+from dataclasses import dataclass, field, fields, replace
 from typing import Any
 
+from kcheck.invariants.registry import REGISTRY
+from kcheck.invariants.replication import ReplicationSubject, check_replication
+from kcheck.invariants.replication_engine import Node, NodeModel, _trace_actions
+from kcheck.invariants.replication_explore import (
+    ChangeProbe,
+    InvariantTally,
+    ProgressFn,
+    SearchProgress,
+    Trace,
+    replication_ids,
+    rss_bytes,
+)
 from kcheck.invariants.replication_model_adapter import ReplicationModel
-from kcheck.model.replication.actions import Action, Config
+from kcheck.model.interface import StateInvariant
+from kcheck.model.replication.actions import KINDS, Action, Config
 from kcheck.model.replication.protocol import Protocol
-from kcheck.model.replication.state import State
-from kcheck.model.search import SearchResult, random_search
+from kcheck.model.replication.state import Budget, State
+from kcheck.model.search import SearchResult, minimize_run, random_search
 
 # The kinds that spend a fault budget of `Config` (actions.py: `_spend`).
 FAULT_KINDS = frozenset({"crash", "fence", "shrink_isr", "move_leader", "failover", "zombie_move_leader",
@@ -84,3 +105,184 @@ def search(protocol: Protocol, cfg: Config, seed: int = 0, programs: int = 100_0
     """`random_search` on the replication model with the settings above (keyword `overrides` replace them)."""
     model = ReplicationModel(protocol, search_config(cfg, atomic), only=only)
     return random_search(model, seed=seed, programs=programs, max_seconds=max_seconds, **{**options(), **overrides})
+
+
+# ---- kcheck explore ----------------------------------------------------------------------------------------
+
+BUDGETS = tuple(f.name for f in fields(Budget))  # the fault budgets a Config bounds and a State counts
+MIN_STEPS = 5  # `options()`' shortest program, unless the user's --steps is shorter
+
+
+@dataclass
+class ExploreResult:
+    """One `explore` run: the counterexample (shrunk) or what a clean run covered (never a proof)."""
+
+    protocol: str
+    examples: int = 0  # programs run (at most the `examples` asked for)
+    steps: int = 0  # steps the programs took (shrinking not counted)
+    seconds: float = 0.0  # the whole run, shrinking included
+    found_after: float = 0.0  # seconds until the violation was found
+    stopped_by: str = "programs"  # "violation", "programs" (all run) or "max-seconds"
+    trace: Trace | None = None  # the counterexample, shrunk by `minimize_run` (unless shrink=False)
+    minimized_from: int = 0  # the counterexample's length as found (from the initial state)
+    tally: InvariantTally = field(default_factory=InvariantTally)
+    kinds_possible: tuple[str, ...] = ()  # action kinds the bounds allow
+    kinds_enabled: set[str] = field(default_factory=set)  # kinds enabled in some state a step was drawn in
+    kinds_fired: dict[str, int] = field(default_factory=dict)  # steps taken per kind
+    budgets_spent: dict[str, int] = field(default_factory=dict)  # per fault budget: the most one run used
+    bounds: dict[str, int] = field(default_factory=dict)  # the config's fault budgets
+    distinct_states: int = 0
+    longest: int = 0  # the longest run from the initial state (a program restarting from a stored state
+    # continues the run that reached it)
+    peak_rss: int = 0
+
+    @property
+    def never_fired(self) -> list[str]:
+        """Kinds the bounds allow that no program took (enabled somewhere or not)."""
+        return [k for k in self.kinds_possible if not self.kinds_fired.get(k)]
+
+    @property
+    def budgets_unspent(self) -> dict[str, tuple[int, int]]:
+        """Fault budgets no run used in full: budget -> (most used, bound)."""
+        return {b: (used, bound) for b, (used, bound) in self._budgets().items() if used < bound}
+
+    def _budgets(self) -> dict[str, tuple[int, int]]:
+        return {b: (self.budgets_spent.get(b, 0), bound) for b, bound in self.bounds.items() if bound}
+
+    def coverage(self) -> dict[str, Any]:
+        """What a clean run covered, as JSON: a random search's coverage, never a proof."""
+        return {"proof": False, "programs": self.examples, "steps": self.steps,
+                "distinct_states": self.distinct_states, "longest_run": self.longest,
+                "kinds_fired": dict(sorted(self.kinds_fired.items())),
+                "kinds_never_fired": self.never_fired,
+                "kinds_never_enabled": [k for k in self.kinds_possible if k not in self.kinds_enabled],
+                "budgets_most_used": {b: {"used": u, "bound": n} for b, (u, n) in self._budgets().items()},
+                "budgets_never_used_in_full": sorted(self.budgets_unspent)}
+
+
+class ProbedModel(NodeModel):
+    """The replication model over `Node`s for change coverage in a random search: each state's successors go
+    through the probe one action at a time (as in `kcheck exhaust`: the rules are asked what `apply` asks them
+    for every candidate action), each distinct state is counted once (programs revisit states), and steps
+    outside the programs (shrinking) are not visits (`NodeModel.step`)."""
+
+    def __init__(self, inner: ReplicationModel, probe: ChangeProbe, label: str) -> None:
+        super().__init__(inner, StateInvariant("replication", "", _never), abstract=False, probe=probe, label=label)
+        self._invariants = [StateInvariant(i.id, i.title, _on_state(i.holds)) for i in inner.invariants()]
+
+    def successors(self, node: Node) -> list[tuple[int, Action, Node]]:
+        probe, inner, s = self.probe, self.inner, node.state
+        assert probe is not None
+        probe.visit(hash(inner.encode(s)))
+        out = []
+        for i, a in enumerate(inner.actions(s)):
+            probe.begin()
+            nxt = inner.step(s, a)
+            probe.end(a, nxt, node.actions, self.label, inner.cfg, depth=node.depth)
+            if nxt is not None:
+                out.append((i, a, Node(nxt, node.depth + 1, (a, node.path))))
+        return out
+
+
+def _never(_: Any) -> None:
+    return None
+
+
+def _on_state(holds: Any) -> Any:
+    return lambda n: holds(n.state)
+
+
+def _node_novelty(n: Node) -> int:
+    return novelty_key(n.state)
+
+
+def explore(protocol: Protocol, cfg: Config, *, examples: int = 200, steps: int = 40, seed_value: int = 0,
+            label: str | None = None, only: set[str] | None = None, shrink: bool = True,
+            probe: ChangeProbe | None = None, progress: ProgressFn | None = None,
+            max_seconds: float | None = None) -> ExploreResult:
+    """`examples` programs of up to `steps` steps each (`random_search` with `options()`; a program may restart
+    from a state an earlier one reached, continuing that run), every checked invariant after every step; the
+    first violation is shrunk (`minimize_run`) and returned as a `Trace`. `cfg` is run as given: atomic fetches
+    only if it says so. With a `probe`, pass `probe.protocol` as `protocol`: each changed rule's answers are
+    recorded in every distinct state whose steps a program drew from. `progress` gets a snapshot every few
+    seconds and one at the end."""
+    label = label or protocol.name
+    checked = None if only is None else tuple(sorted(only))
+    result = ExploreResult(label)
+    result.kinds_possible = tuple(k for k, spec in KINDS.items() if spec.possible(cfg))
+    result.bounds = {b: getattr(cfg, b) for b in BUDGETS}
+    inner = ReplicationModel(protocol, cfg, only=only, symmetry=False)
+    model: Any = inner if probe is None else ProbedModel(inner, probe, label)
+    state_of: Any = (lambda x: x) if probe is None else (lambda n: n.state)
+    selected = [REGISTRY[i] for i in replication_ids(only)]
+    tally, fired, enabled_kinds, spent = result.tally, result.kinds_fired, result.kinds_enabled, result.budgets_spent
+    for b in BUDGETS:
+        spent[b] = 0
+
+    def count(s: State) -> None:
+        """The tally: in how many states each checked invariant's own condition switched it off, and why."""
+        subject = ReplicationSubject(s, cfg)
+        tally.states += 1
+        for inv in selected:
+            why = inv.not_applicable(subject)
+            if why is not None:
+                tally.off[inv.id] = tally.off.get(inv.id, 0) + 1
+                tally.reasons.setdefault(inv.id, why)
+
+    def on_step(prev: Any, action: Action, nxt: Any, enabled: Any) -> None:
+        s = state_of(nxt)
+        fired[action.kind] = fired.get(action.kind, 0) + 1
+        for _i, a, _t in enabled:
+            enabled_kinds.add(a.kind)
+        used = s.used
+        for b in BUDGETS:
+            n = getattr(used, b)
+            if n > spent[b]:
+                spent[b] = n
+        count(s)
+
+    start = time.perf_counter()
+
+    def snapshot(r: SearchResult, final: bool = False) -> SearchProgress:
+        rss = rss_bytes()
+        result.peak_rss = max(result.peak_rss, rss)
+        return SearchProgress("explore", r.states, r.depth, time.perf_counter() - start, rss,
+                              (("programs", r.programs), ("of", examples), ("steps", r.transitions)), final)
+
+    def report(r: SearchResult) -> None:
+        if progress is not None:
+            progress(snapshot(r))
+
+    for s in inner.initial_states():
+        count(s)
+    opts = {**options(), "novelty": novelty_key if probe is None else _node_novelty,
+            "min_steps": min(MIN_STEPS, steps), "max_steps": steps}
+    r = random_search(model, seed=seed_value, programs=examples, max_seconds=max_seconds, shrink=False,
+                      on_step=on_step, progress=report, **opts)
+    result.found_after = time.perf_counter() - start
+    result.examples, result.steps, result.distinct_states, result.longest = r.programs, r.transitions, r.states, r.depth
+    result.stopped_by = r.stopped_because or "programs"
+    cx = r.counterexample
+    if cx is not None:
+        def actions_of(run: list[tuple[str, Any]]) -> list[Action]:
+            last = run[-1][1]
+            if isinstance(last, Node):
+                return list(last.actions())
+            return list(_trace_actions(inner, run))
+
+        acts = actions_of(cx.steps)
+        result.minimized_from = len(acts)
+        if shrink and acts:
+            acts = actions_of(minimize_run(model, cx.steps[0][1], acts)[0])
+        last = cx.steps[0][1]
+        for a in acts:
+            last = model.step(last, a)
+        final = state_of(last)
+        result.trace = Trace(label, cfg, tuple(acts), check_replication(final, cfg, only).hard_violations, checked)
+    result.seconds = time.perf_counter() - start
+    final_r = replace(r, seconds=result.seconds)
+    if progress is not None:
+        progress(snapshot(final_r, final=True))
+    else:
+        result.peak_rss = max(result.peak_rss, rss_bytes())
+    return result

@@ -304,10 +304,19 @@ def read_cluster(bootstrap: str, command_config: str | None = None, timeout_s: f
     recorder = _Recorder()
     with _quiet(recorder), _client_errors(servers, timeout_s, recorder):
         from kafka.admin import KafkaAdminClient
-        from kafka.errors import KafkaConnectionError
+        from kafka.errors import KafkaConnectionError, KafkaTimeoutError
 
         while True:
-            admin = KafkaAdminClient(bootstrap_servers=servers, bootstrap_timeout_ms=timeout_ms, **config)
+            # Bootstrap in short attempts: a refused login or TLS handshake is only logged by the client, which
+            # retries it until its timeout; between attempts such a line ends the wait (it does not heal).
+            left_ms = max(1000, int((deadline - time.monotonic()) * 1000))
+            try:
+                admin = KafkaAdminClient(bootstrap_servers=servers, bootstrap_timeout_ms=min(left_ms, _ATTEMPT_MS),
+                                         **config)
+            except KafkaTimeoutError:
+                if _refused(recorder) or left_ms <= _ATTEMPT_MS:
+                    raise
+                continue
             try:
                 return _read(admin, ",".join(servers))
             except KafkaConnectionError:
@@ -318,6 +327,13 @@ def read_cluster(bootstrap: str, command_config: str | None = None, timeout_s: f
             finally:
                 admin.close()
             time.sleep(0.5)
+
+
+_ATTEMPT_MS = 5000
+
+
+def _refused(recorder: _Recorder) -> bool:
+    return any(_AUTH_FAILED.search(line) or _TLS_FAILED.search(line) for line in recorder.lines)
 
 
 def _read(admin: Any, where: str) -> LiveState:

@@ -10,7 +10,9 @@ never covers its bounds; it prints what it did cover). A search never ends in a 
 unless it is one.
 
 `exhaust` runs on the one engine, `kcheck.model.search.exhaust` (through `invariants/replication_engine.py`): in
-this process, over --workers forked processes, or on Spark with --master (`kcheck.spark_check.exhaust`).
+this process, over --workers forked processes, or on Spark with --master (`kcheck.spark_check.exhaust`). `explore`
+runs the one engine's random search, `kcheck.model.search.random_search`, with the replication model's settings
+(`invariants/replication_search.py`: `explore`), atomic fetches unless --split-fetch.
 
 Long searches print progress on stderr (states, depth, rate, resident memory, elapsed time) every few seconds
 when stderr is a terminal or with --progress; --no-progress or --quiet turns it off. Never on stdout.
@@ -50,7 +52,6 @@ from kcheck.invariants.replication_engine import (
 )
 from kcheck.invariants.replication_explore import (
     ChangeProbe,
-    ExploreResult,
     InvariantTally,
     ReplayError,
     ReplayStep,
@@ -58,19 +59,20 @@ from kcheck.invariants.replication_explore import (
     SearchProgress,
     Trace,
     changed_rules,
-    explore,
     replay,
     replication_ids,
     resolve_protocol,
     split_run,
     today_for,
 )
+from kcheck.invariants.replication_search import ExploreResult, explore
 from kcheck.invariants.trace_schema import check_trace
 from kcheck.model import INT32_MAX
 from kcheck.model.replication.actions import Config
 from kcheck.model.replication.protocol import LIVENESS_VARIANTS, VARIANTS
 from kcheck.model.replication.reassignment import complete_when_adding_unless_shrinking
 from kcheck.model.replication.state import NO_LEADER, State
+from kcheck.model.search import ORDERS
 from kcheck.reference import plugins, releases
 from kcheck.reference.plugins import PluginError
 
@@ -100,10 +102,14 @@ CoverageDirOpt = Annotated[str | None, typer.Option(
          "differs from today's rule as DIR/RULE.json, a trace kcheck replay reads (DIR is created; existing "
          "files are never overwritten).")]
 
-# explore's defaults: six of the eight built-in variants are found with them at seed 0 (all but rows 4 and 9); the
-# others exit 4 with what the run covered (tests/test_search_status.py).
-EXPLORE_EXAMPLES = 300
-EXPLORE_STEPS = 60
+# explore's defaults: every built-in variant is found with them at seed 0 (tests/test_search_status.py).
+EXPLORE_EXAMPLES = 2000
+EXPLORE_STEPS = 40
+# explore runs atomic fetches unless told otherwise (--split-fetch, or a variant's row settings): the deepest rows
+# need many complete fetches, and a run with atomic fetches is a run of the split model too (a trace is printed
+# with its split length; it replays under the settings it was written with).
+EXPLORE_DEFAULTS: dict[str, Any] = {"atomic_fetch": True}
+EXPLORE_ENGINE = "kcheck.model.search.random_search"
 
 # What each Config field means, shown in the settings line next to its option.
 MEANINGS: dict[str, str] = {
@@ -166,6 +172,11 @@ AtomicFetchOpt = Annotated[bool | None, typer.Option(
     "--atomic-fetch/--split-fetch",
     help="One step per fetch (request, answer, follower applying it) instead of three: reaches deeper, "
          "explores fewer interleavings.")]
+
+ExploreAtomicFetchOpt = Annotated[bool | None, typer.Option(
+    "--atomic-fetch/--split-fetch",
+    help="One step per fetch (request, answer, follower applying it; explore's default: a run with atomic fetches "
+         "is a run of the split model too) or three (--split-fetch: every interleaving of a fetch's parts).")]
 
 ListOffsetsOpt = Annotated[int | None, _int_option(
     "ListOffsets requests clients send (above 0 the clients' view is kept: what they were told).")]
@@ -502,8 +513,8 @@ def exit_for(found: bool, probe: ChangeProbe | None, complete: bool) -> Exit:
 def _explore_coverage_lines(result: ExploreResult) -> list[str]:
     """What a clean random search covered, and what it never did."""
     cov = result.coverage()
-    lines = [f"covered: {cov['programs']:,} programs in {cov['rounds']} round(s), {cov['steps']:,} steps, "
-             f"{cov['distinct_states']:,} distinct states, longest program {cov['longest_program']} steps"]
+    lines = [f"covered: {cov['programs']:,} programs, {cov['steps']:,} steps, {cov['distinct_states']:,} distinct "
+             f"states, longest run {cov['longest_run']} steps (a program may continue a run an earlier one began)"]
     never = cov["kinds_never_fired"]
     if never:
         enabled = [k for k in never if k not in cov["kinds_never_enabled"]]
@@ -512,7 +523,7 @@ def _explore_coverage_lines(result: ExploreResult) -> list[str]:
                         " (never enabled in any state visited)"))
     unspent = {b: v for b, v in cov["budgets_most_used"].items() if b in cov["budgets_never_used_in_full"]}
     if unspent:
-        lines.append("budgets no program used in full: " + ", ".join(
+        lines.append("budgets no run used in full: " + ", ".join(
             f"--{b.replace('_', '-')} (at most {v['used']} of {v['bound']})" for b, v in unspent.items()))
     return lines
 
@@ -692,19 +703,21 @@ def explore_command(
     min_isr: MinIsrOpt = None,
     initial_isr: InitialIsrOpt = None,
     acks: AcksOpt = None,
-    seed: Annotated[int, typer.Option(help="Hypothesis seed: the same seed gives the same run.")] = 0,
+    seed: Annotated[int, typer.Option(help="Seed of the random search: the same seed gives the same run.")] = 0,
     examples: Annotated[int, typer.Option(
-        min=1, max=INT32_MAX, help="Random programs to run (Hypothesis may abandon more part-way; reported), "
-                                   "in independent rounds of 25, each with its own seed derived from --seed."
-    )] = EXPLORE_EXAMPLES,
+        min=1, max=INT32_MAX,
+        help="Programs to run (fewer when a violation ends the search). About half of them start from a state "
+             "an earlier program reached first, and continue its run.")] = EXPLORE_EXAMPLES,
     steps: Annotated[int, typer.Option(
-        min=1, max=INT32_MAX, help="Most rules per program (a fetch taken with its handling and answer, three "
-                                   "steps, is one).")] = EXPLORE_STEPS,
+        min=1, max=INT32_MAX,
+        help="Most steps a program takes (each draws its length up to this). A step is one action of the model: "
+             "a produce, a crash, a message delivered, a broker applying a metadata batch; with atomic fetches "
+             "(explore's default) a whole fetch, request to applied answer, is one step.")] = EXPLORE_STEPS,
     records: RecordsOpt = None, max_leader_epoch: MaxLeaderEpochOpt = None, crashes: CrashesOpt = None,
     lossy_crashes: LossyCrashesOpt = None, fences: FencesOpt = None, elections: ElectionsOpt = None,
     isr_shrinks: IsrShrinksOpt = None, failovers: FailoversOpt = None, reads: ReadsOpt = None,
     reassignments: ReassignmentsOpt = None, cancels: CancelsOpt = None, duplicates: DuplicatesOpt = None,
-    atomic_fetch: AtomicFetchOpt = None,
+    atomic_fetch: ExploreAtomicFetchOpt = None,
     metadata: MetadataOpt = None,
     list_offsets: ListOffsetsOpt = None,
     shutdowns: ShutdownsOpt = None,
@@ -720,49 +733,53 @@ def explore_command(
     progress: ProgressOpt = None,
     quiet: QuietOpt = False,
 ) -> int:
-    """Explore the replication model with Hypothesis: random programs of actions, shrunk to a minimal
-    counterexample when an invariant breaks. A random search finds, it never proves: with no violation it
-    prints what it covered (programs, steps, distinct states, action kinds never taken, budgets never used in
-    full) and exits 4. Exit status: 1 a counterexample, 2 bad input, 3 no invariant violated but a rule the
-    protocol changes never answered differently from today's rule in the states visited, 4 no invariant
-    violated (not a proof: kcheck exhaust proves within its bounds)."""
+    """Explore the replication model with a random search (the one engine's, seeded by Hypothesis): programs of
+    actions that favour traffic over faults, follow up what the last step enabled and restart from states earlier
+    programs reached, every invariant checked after every step; a violation is shrunk by re-running the trace
+    without steps it does not need. A random search finds, it never proves: with no violation it prints what it
+    covered (programs, steps, distinct states, action kinds never taken, budgets never used in full) and exits 4.
+    Exit status: 1 a counterexample, 2 bad input, 3 no invariant violated but a rule the protocol changes never
+    answered differently from today's rule in the states visited, 4 no invariant violated (not a proof: kcheck
+    exhaust proves within its bounds)."""
     given = config_options(
         brokers=brokers, replication_factor=replication_factor, min_isr=min_isr, initial_isr=initial_isr, acks=acks,
         records=records, max_leader_epoch=max_leader_epoch, crashes=crashes, lossy_crashes=lossy_crashes,
         fences=fences, elections=elections, isr_shrinks=isr_shrinks, failovers=failovers, reads=reads,
         reassignments=reassignments, cancels=cancels, duplicates=duplicates, atomic_fetch=atomic_fetch,
         metadata=metadata, list_offsets=list_offsets, shutdowns=shutdowns)
-    prep = _prepare(out, protocol, invariant, invariants, {}, given, kafka_version, coverage_dir)
+    prep = _prepare(out, protocol, invariant, invariants, EXPLORE_DEFAULTS, given, kafka_version, coverage_dir)
     resolved, cfg, only, probe = prep.resolved, prep.config, prep.only, prep.probe
     with hypothesis_home(hypothesis_dir):
         result: ExploreResult = _run("exploration", resolved, explore,
                                      probe.protocol if probe else resolved.protocol, cfg, examples=examples,
                                      steps=steps, seed_value=seed, label=resolved.label, only=only, probe=probe,
-                                     progress=progress_printer(progress, quiet), guided=True)
+                                     progress=progress_printer(progress, quiet))
     _write_trace(out, result.trace)
     written = _write_coverage(coverage_dir, probe)
     summary = result.tally.summary(only, prep.not_selected)
     code = exit_for(result.trace is not None, probe, complete=False)
+    trace = result.trace
     if json_out:
-        print(json.dumps({"protocol": resolved.label, "config": cfg.as_dict(), "ok": result.trace is None,
-                          "exit_status": int(code), "complete": False,
-                          "stopped_by": "violation" if result.trace else "examples",
-                          "examples": result.examples, "examples_asked": examples,
-                          "abandoned": result.abandoned, "steps": result.steps, "shrink_runs": result.shrink_runs,
-                          "seconds": round(result.seconds, 3), "peak_rss_bytes": result.peak_rss,
+        print(json.dumps({"protocol": resolved.label, "config": cfg.as_dict(), "ok": trace is None,
+                          "exit_status": int(code), "complete": False, "engine": EXPLORE_ENGINE,
+                          "stopped_by": result.stopped_by, "seed": seed,
+                          "examples": result.examples, "examples_asked": examples, "steps": result.steps,
+                          "steps_asked": steps, "seconds": round(result.seconds, 3),
+                          "found_after_seconds": round(result.found_after, 3) if trace else None,
+                          "minimized_from": result.minimized_from if trace else None,
+                          "peak_rss_bytes": result.peak_rss,
                           "search": result.coverage(), "invariants": summary,
                           "coverage": _coverage_json(probe, prep.unchanged),
-                          "trace": json.loads(result.trace.to_json()) if result.trace else None}, indent=2))
+                          "trace": json.loads(trace.to_json()) if trace else None}, indent=2))
         return code
     con = report.console()
     con.print(f"protocol {escape(resolved.label)}: {escape(resolved.protocol.description)}")
     con.print(f"settings: {escape(_config_line(cfg))}")
-    programs = (f"{result.examples:,} programs (--examples {examples:,})"
-                + (f" and {result.abandoned:,} Hypothesis abandoned part-way (their steps checked too)"
-                   if result.abandoned else ""))
+    con.print(f"search: {EXPLORE_ENGINE}, seed {seed}, up to {examples:,} programs of up to {steps:,} steps")
+    programs = f"{result.examples:,} programs (--examples {examples:,})"
     _print_invariants(summary)
     _print_coverage(probe, prep.unchanged, resolved.label, written)
-    if result.trace is None:
+    if trace is None:
         for covered in _explore_coverage_lines(result):
             con.print(escape(covered))
         con.print(f"INCOMPLETE: no invariant violated in {programs}, {result.steps:,} steps ({result.seconds:.1f} s, "
@@ -772,9 +789,10 @@ def explore_command(
         if line:
             con.print(escape(line))
         return code
-    _print_trace(result.trace, resolved, f"Counterexample, shrunk to {len(result.trace.steps)} steps", only)
-    con.print(f"FAIL: found after {programs}, {result.steps:,} steps; shrunk in {result.shrink_runs:,} more runs "
-              f"({result.seconds:.1f} s, seed {seed})"
+    _print_trace(trace, resolved, f"Counterexample, shrunk to {len(trace.steps)} steps", only)
+    con.print(f"FAIL: found after {programs}, {result.steps:,} steps ({result.found_after:.1f} s, seed {seed}); "
+              f"shrunk from {result.minimized_from} to {len(trace.steps)} steps "
+              f"({result.seconds - result.found_after:.1f} s)"
               + (f"; trace written to {escape(out)}" if out else "; --out FILE saves the trace."))
     return Exit.FAILED
 
@@ -804,6 +822,19 @@ def _engine_options(workers: int, master: str | None, spill_dir: str | None) -> 
             raise InputError("--spill-dir", f"{spill_dir} is not writable")
 
 
+def _order_option(order: str, workers: int, master: str | None, spill_dir: str | None) -> None:
+    """--order, checked before any work: one line."""
+    if order not in ORDERS:
+        raise InputError("--order", f"expected one of {', '.join(ORDERS)}, not '{order}'")
+    if order == "bfs":
+        return
+    for given, option in ((workers > 1, "--workers"), (master is not None, "--master"),
+                          (spill_dir is not None, "--spill-dir")):
+        if given:
+            raise InputError(option, f"is for the breadth-first search; --order {order} runs in this one process "
+                                     "with its frontier in memory")
+
+
 # local, local[N], local[*], local[N,F]; spark://host:port[,host:port...]; yarn; k8s://...
 _MASTER = re.compile(r"local(\[(\*|[1-9]\d*)(,[1-9]\d*)?\])?|spark://[^\s/:,]+:\d+(,[^\s/:,]+:\d+)*|yarn|"
                      r"k8s://\S+")
@@ -816,7 +847,8 @@ def _engine_line(run: EngineRun) -> str:
     bps = run.result.bytes_per_state
     store = f", {bps:.0f} bytes a stored state" if bps else ""
     spilled = f", {_size(run.result.spilled_bytes)} of frontier spilled" if run.result.spilled_bytes else ""
-    return f"engine: {run.engine}, {where}, {sym}{store}{spilled}"
+    order = f", order {run.result.order}" if getattr(run.result, "order", "bfs") != "bfs" else ""
+    return f"engine: {run.engine}, {where}{order}, {sym}{store}{spilled}"
 
 
 def exhaust_command(
@@ -858,6 +890,12 @@ def exhaust_command(
              "off where reassignment or a user's rule could tell them apart: said in the output).")] = True,
     spill_dir: Annotated[str | None, typer.Option(
         metavar="DIR", help="Write the frontier to files in DIR (created) when it outgrows memory.")] = None,
+    order: Annotated[str, typer.Option(
+        metavar="ORDER", help="Which stored state to expand next: bfs (breadth first: shortest counterexamples), "
+                              "dfs (depth first) or novelty (best first: states with a belief of the replicas and "
+                              "the controller not seen before first; finds deeper counterexamples). Every order "
+                              "stores every state; a complete run is the same proof. dfs and novelty: one process, "
+                              "a counterexample that need not be shortest.")] = "bfs",
     invariant: InvariantOpt = None,
     invariants: InvariantsOpt = None,
     out: OutOpt = None,
@@ -867,13 +905,15 @@ def exhaust_command(
     progress: ProgressOpt = None,
     quiet: QuietOpt = False,
 ) -> int:
-    """Explore every reachable state within the bounds, breadth first; a violation comes with the
-    shortest trace that reaches it. Exit status: 0 no invariant violated in any reachable state (a proof within
-    the bounds), 1 a counterexample, 2 bad input, 3 no invariant violated but a rule the protocol changes never
-    answered differently from today's rule in the states visited, 4 no invariant violated but the search did not
-    cover its bounds (--max-states, --max-seconds, --max-memory, or --abstract)."""
+    """Explore every reachable state within the bounds, breadth first (or in another --order); a violation comes with
+    the shortest trace that reaches it (with --order dfs or novelty, a trace that reaches it). Exit status: 0 no
+    invariant violated in any reachable state (a proof within the bounds), 1 a counterexample, 2 bad input, 3 no
+    invariant violated but a rule the protocol changes never answered differently from today's rule in the states
+    visited, 4 no invariant violated but the search did not cover its bounds (--max-states, --max-seconds, --max-memory,
+    or --abstract)."""
     mem_cap, mem_text = parse_memory(max_memory)
     _engine_options(workers, master, spill_dir)
+    _order_option(order, workers, master, spill_dir)
     small = {"brokers": 2, "min_isr": 1, "records": 2, "max_leader_epoch": 3, "crashes": 1, "lossy_crashes": 1,
              "fences": 1, "elections": 1, "isr_shrinks": 1, "failovers": 1, "reads": 1}
     given = config_options(
@@ -892,7 +932,8 @@ def exhaust_command(
                                  only=only, abstract=abstract, probe=probe, max_states=max_states,
                                  max_seconds=max_seconds or None, max_rss=mem_cap,
                                  progress=progress_printer(progress, quiet), workers=workers, master=master,
-                                 symmetry=symmetry, spill_dir=spill_dir, modules=tuple(invariants or ()))
+                                 symmetry=symmetry, spill_dir=spill_dir, modules=tuple(invariants or ()),
+                                 order=order)
     except SearchSetupError as e:
         raise InputError("--master", str(e)) from None
     _write_trace(out, result.trace)
@@ -915,7 +956,7 @@ def exhaust_command(
                           "caps": caps, "peak_rss_bytes": result.peak_rss,
                           "abstract": result.abstract, "states": result.states, "transitions": result.transitions,
                           "depth": result.depth, "seconds": round(result.seconds, 3),
-                          "engine": result.engine, "workers": result.workers,
+                          "engine": result.engine, "workers": result.workers, "order": order,
                           "bytes_per_state": None if r.bytes_per_state is None else round(r.bytes_per_state, 1),
                           "collision_probability": r.collision_probability,
                           "frontier_peak": r.frontier_peak, "spilled_bytes": r.spilled_bytes,
@@ -945,6 +986,9 @@ def exhaust_command(
                   f"to a fingerprint collision: probability at most {r.collision_probability:.1g}).")
     elif result.trace is not None:
         con.print("search stopped at the first violation: not every reachable state was visited.")
+    elif result.stop_reason in stop_line and order != "bfs":
+        con.print(f"search INCOMPLETE: {escape(stop_line[result.stop_reason])}; --order {order} visited states "
+                  f"down to depth {result.depth} without covering any depth in full.")
     elif result.stop_reason in stop_line:
         con.print(f"search INCOMPLETE: {escape(stop_line[result.stop_reason])} while expanding depth "
                   f"{result.depth}; every state up to depth {result.depth} was visited, deeper ones only in part.")
@@ -965,7 +1009,10 @@ def exhaust_command(
         if line:
             con.print(escape(line))
         return code
-    _print_trace(result.trace, resolved, f"Shortest counterexample ({len(result.trace.steps)} steps)", only)
+    title = (f"Shortest counterexample ({len(result.trace.steps)} steps)" if order == "bfs" else
+             f"Counterexample ({len(result.trace.steps)} steps; --order {order}: a run of the model, not "
+             f"necessarily a shortest one)")
+    _print_trace(result.trace, resolved, title, only)
     con.print("FAIL" + (f"; trace written to {escape(out)}" if out else "; --out FILE saves the trace."))
     return Exit.FAILED
 

@@ -28,20 +28,36 @@
 - `workers=N` (N > 1) runs the same BFS over N forked processes (`kcheck.model.parallel`): each owns the
   fingerprints with `fp % N == k`, level by level; a complete run stores the same states and counts the same
   transitions as one process, and a counterexample is still a shortest one.
+- `order` changes only which stored state is expanded next, for counterexamples deeper than a BFS reaches, as in
+  directed model checking (Edelkamp, Lluch Lafuente and Leue, "Directed explicit-state model checking in the
+  validation of communication protocols", STTT 2004): "dfs" expands the state stored last (a stack), "novelty" is a
+  best-first search ranking a state by how many states stored before it share its `novelty(state)` key (an
+  abstraction that leaves out what multiplies states): states with a new key first (tier 0), then tier b = the
+  states that found 2^(b-1) to 2^b-1 before them, first in first out within a tier, as best-first width search ranks
+  by novelty in planning (Lipovetzky and Geffner, AAAI 2017). Until it first leaves tier 0 it is the abstract search
+  that keeps the first state of each key, breadth first; it then goes on. Every state is still stored by fingerprint
+  with its parent and every invariant checked in it, so a complete run visits exactly the states BFS visits (a proof
+  within the bounds) and a counterexample is a run of the model rebuilt by re-execution; it is not a shortest one,
+  and `depth` is the longest stored path, not a BFS level. These orders run in one process, without `max_depth` (a
+  state first reached by a long path is not expanded again when a shorter one reaches it) or `spill_dir`; their
+  frontier's segments are compressed.
 
 `random_search` runs Hypothesis programs: each picks an initial state, then up to `max_steps` actions among the
 enabled ones, checking every invariant after every step; per-kind weights bias the choice, and swarm testing
 (on by default) switches each action kind on or off per program. Options make it a guided search: `follow`
 (chain the actions the previous step enabled), `novelty` (restart programs from a corpus of states with a new
 abstract key, as coverage-guided fuzzers do), drawn program lengths and a CPU budget. A failing run is shrunk by
-re-execution (`minimize_run`).
+re-execution (`minimize_run`). Two hooks let a caller report on the run without a search of its own: `on_step`
+after every step of a program (the state before, the action, the state after, what was enabled) and `progress`
+every few seconds (`kcheck explore` counts its coverage and invariant tally with them).
 
-Optional extensions a model may provide (the engines use them when present): `decode(data) -> state` (inverse
-of `encode`, so the frontier is kept as bytes); `encodings(state) -> list[bytes]` (the encodings of the state
-and of its images under every listed symmetry, when the model computes them faster than `encode(g(state))`);
-`successors(state) -> list[(index in actions(state), action, next state)]` (only the actions that apply, when
-the model computes them faster than `actions` + `step`); and `kind(action) -> str` (the action's kind, for
-weights and swarm; by default the first word of `describe(action)`).
+Optional extensions a model may provide (the engines use them when present): `decode(data) -> state` (inverse of
+`encode`, so the frontier is kept as bytes); `novelty(state) -> Hashable` (exhaust's order "novelty");
+`encodings(state) -> list[bytes]` (the encodings of the state and of its images under every listed symmetry, when
+the model computes them faster than `encode(g(state))`); `successors(state) -> list[(index in actions(state),
+action, next state)]` (only the actions that apply, when the model computes them faster than `actions` + `step`);
+and `kind(action) -> str` (the action's kind, for weights and swarm; by default the first word of
+`describe(action)`).
 """
 
 from __future__ import annotations
@@ -60,7 +76,11 @@ from kcheck.model.interface import Model, StateInvariant
 from kcheck.model.spill import DEFAULT_THRESHOLD, Objects, Spool
 
 _EMPTY = 0  # a fingerprint of 0 is stored as 1, so 0 marks an empty slot
+PROGRESS_SECONDS = 3.0  # random_search: the least time between two `progress` calls
+# random_search's per-step hook: (state before, action, state after, every (index, action, state) enabled before)
+StepHook = Callable[[Any, Any, Any, Sequence[tuple[int, Any, Any]]], None]
 _NO_PARENT = 0xFFFFFFFF
+ORDERS = ("bfs", "dfs", "novelty")  # exhaust's orders of expansion
 
 
 @dataclass
@@ -86,6 +106,7 @@ class SearchResult:
     programs: int = 0  # random search: programs run (shrinking not counted)
     workers: int = 1  # processes the exhaustive search ran in
     spilled_bytes: int = 0  # frontier bytes written to spill_dir (exhaust only)
+    order: str = "bfs"  # exhaust: which stored state is expanded next (ORDERS)
 
 
 def fingerprint(data: bytes) -> int:
@@ -271,7 +292,8 @@ def exhaust(model: Model[Any, Any], max_states: int | None = None, max_depth: in
             max_seconds: float | None = None, symmetry: bool = True,
             progress: Callable[[SearchResult], None] | None = None, compress: bool = True, *,
             workers: int = 1, spill_dir: str | None = None, stop: Callable[[], str | None] | None = None,
-            spill_threshold: int = DEFAULT_THRESHOLD) -> SearchResult:
+            spill_threshold: int = DEFAULT_THRESHOLD, order: str = "bfs",
+            novelty: Callable[[Any], Hashable] | None = None) -> SearchResult:
     """Breadth-first search of every state reachable from `model.initial_states()` (see the module docstring).
 
     Stops at the first state violating an invariant (`counterexample`, a shortest run to it), when storing
@@ -284,9 +306,28 @@ def exhaust(model: Model[Any, Any], max_states: int | None = None, max_depth: in
     zlib-compressed. `spill_dir`: the frontier goes to files there past `spill_threshold` compressed bytes (per
     process). `workers` > 1: several forked processes (`kcheck.model.parallel`; Linux/macOS), the states
     travelling between them as encodings (`decode`) or pickles.
+
+    `order` (ORDERS): "bfs" (the default, above); "dfs" or "novelty" expand the stored states in another order
+    (see the module docstring), in one process, without `max_depth` or `spill_dir`; `novelty(state) -> key` is
+    the abstraction order "novelty" ranks states by (default: the model's own `novelty`).
     """
     if workers < 1:
         raise ValueError(f"workers must be at least 1, not {workers}")
+    if order not in ORDERS:
+        raise ValueError(f"order must be one of {', '.join(ORDERS)}, not {order!r}")
+    if order != "bfs":
+        for refused, why in ((workers > 1, "runs in one process: workers > 1 needs"),
+                             (max_depth is not None, "does not find every state's shortest depth: max_depth needs"),
+                             (spill_dir is not None, "keeps its frontier in memory: spill_dir needs")):
+            if refused:
+                raise ValueError(f"order {order} {why} order bfs")
+        if order == "novelty":
+            novelty = novelty or getattr(model, "novelty", None)
+            if novelty is None:
+                raise ValueError(f"order novelty needs a novelty key: {model.name} has no novelty(state) and none "
+                                 "was given")
+        return _ordered_exhaust(model, order, novelty if order == "novelty" else None, max_states, max_seconds,
+                                symmetry, progress, compress, stop)
     if spill_dir is not None and not os.path.isdir(spill_dir):
         raise ValueError(f"spill_dir {spill_dir} is not a directory")
     if workers > 1:
@@ -396,6 +437,172 @@ def exhaust(model: Model[Any, Any], max_states: int | None = None, max_depth: in
             result.depth = level
             result.frontier_peak = max(result.frontier_peak, len(frontier))
     return finish(None)
+
+
+# States per segment of a tier's queue (order "novelty"): the next state to expand is chosen anew after at most this
+# many expansions. Large enough that a segment's last, uncompressed chunk of the Spool is a small share of it.
+_SEGMENT = 4096
+
+
+class _Listed:
+    """A frontier segment of state objects (a model without `decode`): the same calls as a `Spool` of two ints."""
+
+    def __init__(self) -> None:
+        self._items: list[tuple[int, int, Any]] = []
+
+    def append(self, data: Any, n: int, depth: int) -> None:
+        self._items.append((n, depth, data))
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+    def __iter__(self) -> Iterator[tuple[int, int, Any]]:
+        return iter(self._items)
+
+    def close(self) -> None:
+        self._items = []
+
+
+class _Tiers:
+    """Order "novelty"'s frontier: a FIFO queue per tier, each a list of segments of at most `_SEGMENT` states
+    ((state number, depth, packed state)); `take` hands out the oldest segment of the lowest tier holding any."""
+
+    def __init__(self, new_segment: Callable[[], Any]) -> None:
+        self._new = new_segment
+        self._tiers: list[list[Any]] = []
+        self.count = 0
+
+    def append(self, tier: int, data: Any, n: int, depth: int) -> None:
+        while len(self._tiers) <= tier:
+            self._tiers.append([])
+        segments = self._tiers[tier]
+        if not segments or len(segments[-1]) >= _SEGMENT:
+            segments.append(self._new())
+        segments[-1].append(data, n, depth)
+        self.count += 1
+
+    def take(self) -> Any:
+        for segments in self._tiers:
+            if segments:
+                segment = segments.pop(0)
+                self.count -= len(segment)
+                return segment
+        return None
+
+    def close(self) -> None:
+        for segments in self._tiers:
+            for segment in segments:
+                segment.close()
+        self._tiers, self.count = [], 0
+
+
+def _ordered_exhaust(model: Model[Any, Any], order: str, novelty: Callable[[Any], Hashable] | None,
+                     max_states: int | None, max_seconds: float | None, symmetry: bool,
+                     progress: Callable[[SearchResult], None] | None, compress: bool,
+                     stop: Callable[[], str | None] | None) -> SearchResult:
+    """`exhaust` in order "dfs" or "novelty" (see the module docstring): the same visited set, store, invariant
+    checks and traces as the BFS; only which stored state is expanded next differs."""
+    start = time.perf_counter()
+    perf_counter = time.perf_counter
+    invariants = list(model.invariants())
+    key = _keyer(model, list(model.symmetries()) if symmetry else [])
+    succ = _successor_fn(model)
+    decode = getattr(model, "decode", None)
+    seen = FingerprintSet()
+    store = _Store()
+    result = SearchResult(False, 0, 0, 0, 0.0, None, None, None, order=order)
+    stack: list[tuple[int, int, Any]] = []  # dfs: (state number, depth, packed state)
+    tiers = _Tiers((lambda: Spool(2, compress)) if decode is not None else _Listed)
+    counts: dict[Hashable, int] = {}  # novelty key -> states stored with it so far
+
+    def put(t: Any, data: bytes, n: int, depth: int) -> None:
+        packed = data if decode is not None else t
+        if novelty is None:
+            stack.append((n, depth, packed))
+            return
+        k = novelty(t)
+        c = counts.get(k, 0)
+        counts[k] = c + 1
+        # Tier 0: the first state of its key; then tier b holds the states that found 2^(b-1)..2^b-1 before them.
+        tiers.append(c.bit_length(), packed, n, depth)
+
+    def finish(stopped: str | None, transitions: int) -> SearchResult:
+        n = result.states = len(store.parent)
+        result.transitions = transitions
+        result.complete = stopped is None
+        result.stopped_because = stopped
+        result.seconds = time.perf_counter() - start
+        result.bytes_per_state = (seen.nbytes + store.nbytes) / n if n else None
+        result.collision_probability = min(1.0, n * n / 2.0 ** 65)
+        tiers.close()
+        stack.clear()
+        return result
+
+    def violation(n: int, found: tuple[str, str], transitions: int) -> SearchResult:
+        initial, path = store.path(n)
+        result.counterexample = Counterexample(found[0], found[1], replay_path(model, initial, path))
+        return finish("violation", transitions)
+
+    for i, s in enumerate(model.initial_states()):
+        fp, data = key(s)
+        if not seen.add(fp):
+            continue
+        n = store.add(_NO_PARENT, i)
+        found = _violated(invariants, s)
+        if found is not None:
+            return violation(n, found, 0)
+        put(s, data, n, 0)
+    stack.reverse()  # the first initial state is expanded first
+    last_report = start
+    expanded = transitions = 0
+    seen_add, store_add, parents = seen.add, store.add, store.parent
+    while True:
+        if novelty is None:
+            if not stack:
+                break
+            batch: Any = (stack.pop(),)
+        else:
+            batch = tiers.take()
+            if batch is None:
+                break
+        for n, depth, packed in batch:
+            expanded += 1
+            if not expanded & 63:
+                now = perf_counter()
+                if max_seconds is not None and now - start >= max_seconds:
+                    return finish("max-seconds", transitions)
+                if stop is not None:
+                    word = stop()
+                    if word:
+                        return finish(word, transitions)
+                if progress is not None and now - last_report >= 3.0:
+                    last_report = now
+                    result.states, result.seconds, result.transitions = len(parents), now - start, transitions
+                    progress(result)
+            s = decode(packed) if decode is not None else packed
+            below = len(stack)
+            for ai, _, t in succ(s):
+                transitions += 1
+                fp, data = key(t)
+                if max_states is not None and len(parents) >= max_states:
+                    if fp not in seen:
+                        return finish("max-states", transitions)
+                    continue
+                if not seen_add(fp):
+                    continue
+                m = store_add(n, ai)
+                if depth >= result.depth:
+                    result.depth = depth + 1
+                found = _violated(invariants, t)
+                if found is not None:
+                    return violation(m, found, transitions)
+                put(t, data, m, depth + 1)
+            if novelty is None:
+                stack[below:] = stack[below:][::-1]  # the first successor on top: expanded first
+            result.frontier_peak = max(result.frontier_peak, len(stack) + tiers.count)
+        if novelty is not None:
+            batch.close()
+    return finish(None, transitions)
 
 
 def _kind_of(model: Model[Any, Any]) -> Callable[[Any], str]:
@@ -522,7 +729,8 @@ def random_search(model: Model[Any, Any], seed: int = 0, programs: int = 200, ma
                   kind: Callable[[Any], str] | None = None, min_steps: int | None = None, follow: float = 0.0,
                   novelty: Callable[[Any], Hashable] | None = None, restart: float = 0.5,
                   round_programs: int = 25, targeted: bool = False, max_seconds: float | None = None,
-                  max_cpu_seconds: float | None = None, shrink: bool = True, choices: str = "hypothesis"
+                  max_cpu_seconds: float | None = None, shrink: bool = True, choices: str = "hypothesis",
+                  on_step: StepHook | None = None, progress: Callable[[SearchResult], None] | None = None
                   ) -> SearchResult:
     """Hypothesis-driven random search (see the module docstring); never a proof (`complete` is False).
 
@@ -554,6 +762,13 @@ def random_search(model: Model[Any, Any], seed: int = 0, programs: int = 200, ma
       overhead is counted in. Either way a seed gives the same programs; the shrinking below needs neither.
     - `shrink`: the counterexample is cut down by `minimize_run` (re-execution of the concrete run). Hypothesis's
       own shrinker is not used: with restarts a program's meaning depends on what the run stored before it.
+
+    - `on_step(prev, action, state, enabled)`: called after each step a program takes (not while shrinking),
+      before the invariants are checked in `state`; `enabled` is every (index, action, next state) enabled in
+      `prev`, the list the step was drawn from (weights and swarm aside). What a caller counts with it (kinds
+      taken and enabled, budgets spent, states per invariant switched off) costs the search nothing otherwise.
+    - `progress(result)`: the running figures (programs, steps as `transitions`, distinct states, longest
+      program as `depth`, seconds) at the end of a program, at most every `PROGRESS_SECONDS`.
 
     Hypothesis's pool of literals from local modules is switched off meanwhile (`_no_local_constants`), so a
     seed gives the same programs whatever else is imported; a run that is not cut by `max_seconds` is
@@ -705,10 +920,13 @@ def random_search(model: Model[Any, Any], seed: int = 0, programs: int = 200, ma
                 pick -= ws[chosen]
                 chosen += 1
             group = groups[kinds[chosen]]
+            prev = s
             a, s = group[split(u, len(group))[0]]
             node = _Node(node, a, s)
             stats["steps"] += 1
             seen.add(fingerprint(model.encode(s)))
+            if on_step is not None:
+                on_step(prev, a, s, options)
             why = _violated(invariants, s)
             if why is not None:
                 found.append((node, first, why))
@@ -727,8 +945,15 @@ def random_search(model: Model[Any, Any], seed: int = 0, programs: int = 200, ma
         stats["longest"] = max(stats["longest"], node.depth)
         if novelty is not None and targeted:
             htarget(float(fresh), label="new novelty keys")
+        if progress is not None:
+            clock = time.perf_counter()
+            if clock - last_report[0] >= PROGRESS_SECONDS:
+                last_report[0] = clock
+                progress(SearchResult(False, len(seen), stats["steps"], stats["longest"], clock - start, None, None,
+                                      None, programs=stats["programs"]))
 
     node_initial: dict[int, int] = {}  # corpus node -> the index of the initial state its steps start from
+    last_report = [start]
     seen.update(fingerprint(model.encode(s)) for s in inits)
     # With `novelty`, the programs run in rounds, each a Hypothesis run with a seed derived from `seed`: the
     # corpus grows only between rounds, so within one the same draws replay the same program (Hypothesis's

@@ -69,6 +69,28 @@ def test_a_changed_rule_is_covered_with_a_replayable_shortest_run(capsys, tmp_pa
     assert code == 2 and f"step {len(steps)} (expand_isr leader=1 follower=2) is not enabled" in err
 
 
+def test_explore_covers_a_changed_rule_on_the_one_engine(capsys, tmp_path, monkeypatch):
+    mod = write_module(tmp_path, monkeypatch, RULES)
+    cov_dir = tmp_path / "cov"
+    code, out, err = run(capsys, "explore", "--protocol", f"{mod}:proposed", *SMALL, "--lossy-crashes", "1",
+                         "--examples", "100", "--coverage-dir", str(cov_dir), "--json")
+    assert (code, err) == (4, "")  # clean and exercised: a random search's clean run, never a proof
+    rep = json.loads(out)
+    assert rep["engine"] == "kcheck.model.search.random_search"
+    cov = rep["coverage"]
+    assert cov["unexercised"] == [] and [r["rule"] for r in cov["rules"]] == ["isr_join"]
+    rule = cov["rules"][0]
+    # each distinct state counted once, however many programs pass through it
+    assert 0 < rule["differed_states"] <= rule["asked_states"] <= cov["visited_states"]
+    assert cov["visited_states"] <= rep["search"]["distinct_states"]
+    steps = rule["trace"]["steps"]
+    assert steps[-1] == {"action": "expand_isr", "leader": 1, "follower": 2} and rule["last_step_enabled"]
+    code, out, err = run(capsys, "replay", str(cov_dir / "isr_join.json"), "--protocol", f"{mod}:proposed", "--json")
+    assert (code, err) == (0, "")
+    differing = json.loads(out)["differing_answers"]
+    assert differing and differing[-1]["step"] == len(steps) and differing[-1]["rule"] == "isr_join"
+
+
 def test_a_changed_rule_that_never_differs_exits_3(capsys, tmp_path, monkeypatch):
     mod = write_module(tmp_path, monkeypatch, RULES)
     # a rule that answers as today's does, and a rule that differs only after a lossy crash the bounds forbid

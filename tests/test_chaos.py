@@ -215,6 +215,7 @@ def test_ci_campaign_kill_restart_and_pause_of_the_leader_lose_no_acknowledged_r
     assert all(r["state"] == "running" for r in cluster.status())
 
 
+@pytest.mark.slow  # a second campaign against the cluster (~30 s)
 @pytest.mark.cluster
 @pytest.mark.kafka
 def test_the_cli_attaches_to_a_running_cluster_prints_the_tables_and_writes_the_json(cluster, capsys, tmp_path):

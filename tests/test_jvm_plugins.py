@@ -479,6 +479,7 @@ def test_a_pickled_space_carries_the_classpath_to_a_fresh_worker(classes, kind, 
     assert sum(_by_subject(result["violated"], subjects[0]).values()) > 0  # the twins' soft findings, too
 
 
+@pytest.mark.slow  # Spark workers and a JVM each (~50 s)
 @pytest.mark.spark
 def test_sweeps_run_jvm_plugins_on_the_workers(spark, capsys, classes, tmp_path):
     out = str(tmp_path / "placement")

@@ -147,6 +147,30 @@ def test_a_seed_gives_the_same_run():
     assert [t for t, _ in a.counterexample.steps] == [t for t, _ in b.counterexample.steps]
 
 
+def test_on_step_sees_every_step_of_the_programs_and_none_of_the_shrinking():
+    model, calls = Ladder(top=6), []
+
+    def on_step(prev, action, state, enabled):
+        calls.append((prev, action, state, [a for _, a, _ in enabled]))
+
+    r = random_search(model, seed=0, programs=400, max_steps=40, novelty=lambda s: s, restart=0.9, on_step=on_step)
+    assert r.counterexample is not None and len(r.counterexample.steps) - 1 == 6  # shrunk to the six climbs
+    assert len(calls) == r.transitions > 6  # every step taken, none of minimize_run's re-executions
+    for prev, action, state, enabled in calls:
+        assert state == model.step(prev, action) and enabled == model.actions(prev)
+    assert calls[-1][2] == 6  # the step into the violating state is seen too, before the search stops
+
+
+def test_progress_reports_the_running_figures(monkeypatch):
+    import kcheck.model.search as search_module
+
+    monkeypatch.setattr(search_module, "PROGRESS_SECONDS", 0.0)
+    seen = []
+    r = random_search(Ladder(top=1000), seed=0, programs=20, max_steps=10, progress=seen.append)
+    assert [p.programs for p in seen] == list(range(1, 21))  # after every program, here
+    assert seen[-1].transitions == r.transitions and seen[-1].states == r.states and not seen[-1].complete
+
+
 # ---- the replication model's settings ------------------------------------------------------------------------
 
 def test_the_settings_know_no_row():

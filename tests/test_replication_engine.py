@@ -27,8 +27,7 @@ LOSSY = [*SMALL, "--crashes", "0", "--lossy-crashes", "1", "--max-leader-epoch",
 # Three brokers, one replica: brokers 2 and 3 hold none and are interchangeable (symmetry merges them).
 SPARE = ["--brokers", "3", "--replication-factor", "1", "--min-isr", "1", "--records", "1", "--crashes", "1",
          "--lossy-crashes", "0", "--fences", "1", "--elections", "0", "--isr-shrinks", "0", "--failovers", "0",
-         "--reads", "0", "--max-leader-epoch", "2", "--no-duplicates", "--atomic-fetch",
-         "--metadata", "zookeeper"]  # spare brokers on the metadata log multiply this bound 85x (tests/test_engine.py)
+         "--reads", "0", "--max-leader-epoch", "2", "--no-duplicates", "--atomic-fetch"]
 
 # The searches `kcheck check` runs (run_replication_models): today's protocol at the small bounds, and each variant
 # at its row's settings (row 4 is left to --deep). The two largest take minutes with both engines: slow.
@@ -258,3 +257,13 @@ def raises(subject):
         REGISTRY.update(before)
     assert code == Exit.BAD_INPUT and out == ""
     one_error_line(err, f"plug-in {mod}: invariant {ids}: KeyError: 'oops'")
+
+
+@pytest.mark.slow  # about 30 CPU s: the exact search in novelty order
+def test_check_deep_finds_row_4_by_exact_search_and_replays_it_split():
+    from kcheck.check import hunt_variant
+
+    out = hunt_variant("no-epoch-in-fetch")
+    v = VARIANTS["no-epoch-in-fetch"]
+    assert out.ok and out.engine == "exhaust --order novelty" and set(out.violated) & set(v.violates)
+    assert out.trace_steps > 0 and "atomic steps" in out.size and "not found" not in out.detail

@@ -407,6 +407,7 @@ def test_before_kafka_15665_a_target_replica_out_of_the_isr_did_not_hold_complet
     assert violated == [] and s.registry.reassigning and s.registry.isr == {1, 3}
 
 
+@pytest.mark.slow  # ~25 s of exhaustive search
 def test_todays_rules_hold_in_every_state_of_a_move_with_a_crash():
     r = exhaust(CURRENT, Config(**{**SMALL, "crashes": 1}), max_states=80_000)
     assert r.complete and r.trace is None

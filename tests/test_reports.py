@@ -355,6 +355,7 @@ def test_sweep_html_report(tmp_path):
     assert "](leader-skew.png)" in markdown and "leader-skew.png" not in text
 
 
+@pytest.mark.slow  # a whole Spark sweep (~35 s)
 @pytest.mark.spark
 def test_sweep_junit_and_report_html(capsys, tmp_path):
     from kcheck.spark_check.report import failures, invariant_rows

@@ -215,3 +215,19 @@ def test_variants_replace_only_the_rules_they_name(name):
                  "alter_partition_fencing", "valid_leader", "leader_epoch_bump", "crash_drops",
                  "restart_reads_metadata"):
         assert v[rule] == current[rule], rule
+
+
+@pytest.mark.parametrize("metadata", ["kraft", "zookeeper"])
+def test_a_restart_asks_its_rule_once(metadata):
+    """A user's rule may keep state (count, log): one restart is one decision, asked once in either mode."""
+    calls = []
+
+    def reads(replica, registry):
+        calls.append(replica.id)
+        return P.catch_up_before_acting(replica, registry)
+
+    cfg = Config(brokers=2, min_isr=1, metadata=metadata)
+    p = _with(restart_reads_metadata=reads)
+    s = _step(initial_state(cfg), p, cfg, "crash", 2, False)
+    _step(s, p, cfg, "restart", 2)
+    assert calls == [2]

@@ -3,21 +3,20 @@
 An exhaustive search that stopped before covering its bounds (a state cap, a time or memory cap, the abstract
 search) exits 4, `Exit.INCOMPLETE`, and says what it covered; a clean `explore` is a random search and never a
 proof, so it exits 4 too and prints its coverage. Long searches print progress on stderr (never on stdout) when
-asked or when stderr is a terminal. `explore`'s defaults find the built-in variants (the every-variant run is
-marked slow; the fast suite keeps one that main's defaults missed).
+asked or when stderr is a terminal. `explore`'s defaults find every built-in variant (the every-variant run is
+marked slow; the fast suite keeps one, row 4, that the old Hypothesis state machine's defaults missed).
 """
 
 from __future__ import annotations
 
 import json
 import os
-import subprocess
-import sys
 
 import pytest
 
 from cli_support import one_error_line, run
 from kcheck.exit_codes import Exit
+from kcheck.invariants.replication_explore import Trace, replay
 from kcheck.model.replication.protocol import VARIANTS
 
 # Two brokers, one record, one crash: 1,010 states, complete in about a second.
@@ -120,46 +119,49 @@ def test_a_clean_explore_is_incomplete_and_says_what_it_covered(capsys):
     assert "distinct states" in text and "OK:" not in text
 
 
-# Found with explore's defaults from the command line (seed 0). Before KRaft mode, in programs until found:
-# truncate-to-hw 105, truncate-to-hw-lossy 133, one-shot-epoch-lookup 8, hw-over-committed-isr 108, unclean-election
-# 135, zombie-controller 75. Hypothesis draws depend on the action table, so the new kinds moved them: row 2 now
-# escapes the 300 programs (the exact and the random search find it, tests/test_random_search.py) and row 14
-# (lagging-hw-list-offsets) is found. Also escaping: no-epoch-in-fetch (row 4, 20 split steps on three brokers)
-# and last-replica-standing (a lossy crash of the leader right after its high watermark moved, before any flush);
-# for them explore prints how little it covered and exits 4.
-FOUND_BY_DEFAULTS = ["truncate-to-hw", "one-shot-epoch-lookup", "hw-over-committed-isr",
-                     "unclean-election", "zombie-controller", "lagging-hw-list-offsets"]
-
-
-def _explore_cli(tmp_path, *args: str) -> tuple[int, str]:
-    """`python -m kcheck explore ARGS` in a process of its own: Hypothesis mixes integer literals of every loaded
-    module into its draws, so only a fresh process runs what a user's command line runs."""
-    env = {**os.environ, "CI": "true", "HYPOTHESIS_STORAGE_DIRECTORY": str(tmp_path / "hyp")}
-    done = subprocess.run([sys.executable, "-m", "kcheck", "explore", *args], capture_output=True, text=True,
-                          env=env, cwd=tmp_path, timeout=900)
-    assert "Traceback" not in done.stderr, done.stderr
-    return done.returncode, done.stdout
-
-
-def test_explore_defaults_find_a_row_mains_defaults_missed(tmp_path):
-    # main's `kcheck explore --protocol hw-over-committed-isr`: "no invariant violated in 300 programs", exit 0.
-    code, out = _explore_cli(tmp_path, "--protocol", "hw-over-committed-isr", "--json")
+def test_explore_runs_atomic_fetches_unless_told_otherwise(capsys):
+    # The old state machine ran split fetches by default; the one engine's search takes a fetch as one step unless
+    # --split-fetch (or a row's settings) says otherwise, and says which in its settings line.
+    code, out, _ = run(capsys, "explore", "--examples", "20", "--steps", "10", "--json")
     rep = json.loads(out)
-    assert code == Exit.FAILED, rep.get("search")
-    assert {v["invariant"] for v in rep["trace"]["violations"]} & set(VARIANTS["hw-over-committed-isr"].violates)
-    assert len(rep["trace"]["steps"]) <= VARIANTS["hw-over-committed-isr"].minimal_steps + 2  # minimized
+    assert code == Exit.INCOMPLETE and rep["config"]["atomic_fetch"] is True
+    assert rep["search"]["kinds_fired"].get("fetch_round", 0) > 0 and "fetch" not in rep["search"]["kinds_fired"]
+    code, out, _ = run(capsys, "explore", "--examples", "20", "--steps", "10", "--split-fetch", "--json")
+    rep = json.loads(out)
+    assert code == Exit.INCOMPLETE and rep["config"]["atomic_fetch"] is False
+    assert rep["search"]["kinds_fired"].get("fetch", 0) > 0 and "fetch_round" not in rep["search"]["kinds_fired"]
 
 
-@pytest.mark.slow  # every variant with the defaults: several minutes on two shared cores
+# Found with explore's defaults from the command line (seed 0), now every built-in row. With the old Hypothesis
+# state machine (before the one engine) the defaults found six and printed "no invariant violated" for rows 4
+# (no-epoch-in-fetch) and 9 (last-replica-standing). Programs until found at seed 0, one run: truncate-to-hw 27,
+# truncate-to-hw-lossy 87, one-shot-epoch-lookup 170, no-epoch-in-fetch 91, hw-over-committed-isr 2,
+# unclean-election 55, last-replica-standing 407, zombie-controller 19, lagging-hw-list-offsets 1,453.
+
+
+def _found(capsys, tmp_path, name: str) -> dict:
+    """explore's defaults on a built-in row: found, shrunk, and the trace replays. (In this process: the engine
+    switches off Hypothesis's pool of the loaded modules' literals, so a seed runs the command line's programs.)"""
+    trace = tmp_path / f"{name}.json"
+    code, out, _ = run(capsys, "explore", "--protocol", name, "--json", "--out", str(trace))
+    rep = json.loads(out)
+    assert code == Exit.FAILED, f"{name}: {rep['search']}"
+    assert {v["invariant"] for v in rep["trace"]["violations"]} & set(VARIANTS[name].violates)
+    assert rep["config"]["atomic_fetch"] is True  # explore's default
+    assert len(rep["trace"]["steps"]) <= rep["minimized_from"]
+    written = Trace.from_json(trace.read_text())  # what `kcheck replay` reads: it replays under its own settings
+    assert written.config.atomic_fetch and replay(written, VARIANTS[name].protocol)[-1].violations
+    return rep
+
+
+def test_explore_defaults_find_a_row_mains_defaults_missed(capsys, tmp_path):
+    # With the old state machine `kcheck explore --protocol no-epoch-in-fetch` (row 4, KIP-320): "no invariant
+    # violated in 300 programs", exit 4. Now 91 programs at seed 0.
+    rep = _found(capsys, tmp_path, "no-epoch-in-fetch")
+    assert rep["examples"] < rep["examples_asked"]
+
+
+@pytest.mark.slow  # every variant with the defaults: about a minute on two shared cores
 @pytest.mark.parametrize("name", list(VARIANTS))
-def test_explore_defaults_find_every_variant_or_say_how_little_they_covered(tmp_path, name):
-    code, out = _explore_cli(tmp_path, "--protocol", name, "--json")
-    rep = json.loads(out)
-    if name in FOUND_BY_DEFAULTS:
-        assert code == Exit.FAILED, f"{name}: {rep['search']}"
-        assert {v["invariant"] for v in rep["trace"]["violations"]} & set(VARIANTS[name].violates)
-        return
-    assert code == Exit.INCOMPLETE and rep["search"]["proof"] is False and rep["search"]["programs"] == 300
-    code, out = _explore_cli(tmp_path, "--protocol", name)
-    text = " ".join(out.split())
-    assert code == Exit.INCOMPLETE and "A random search proves nothing" in text and "distinct states" in text
+def test_explore_defaults_find_every_variant(capsys, tmp_path, name):
+    _found(capsys, tmp_path, name)

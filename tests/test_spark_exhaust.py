@@ -68,6 +68,7 @@ def _same_as_one_process(got, want) -> None:
 
 @pytest.mark.parametrize("cfg", [TINY_SYMMETRIC, pytest.param(SYMMETRIC, marks=pytest.mark.slow)],
                          ids=["tiny", "603-states"])
+@pytest.mark.slow  # a Spark job per level (~20 s)
 def test_replication_model_with_symmetry_matches_the_one_process_engine(spark, cfg: Config) -> None:
     from kcheck.spark_check.exhaust import spark_exhaust
 
@@ -83,6 +84,7 @@ def test_replication_model_with_symmetry_matches_the_one_process_engine(spark, c
 
 @pytest.mark.parametrize("cfg", [TINY_STORAGE, pytest.param(STORAGE, marks=pytest.mark.slow)],
                          ids=["tiny", "560-states"])
+@pytest.mark.slow  # a Spark job per level (~12 s)
 def test_storage_model_matches_the_one_process_engine(spark, cfg: StorageConfig) -> None:
     from kcheck.spark_check.exhaust import spark_exhaust
 

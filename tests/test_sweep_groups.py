@@ -505,6 +505,7 @@ def narrow_subjects(draw):
     return AssignmentSubject(infos, subs, assignment)
 
 
+@pytest.mark.slow  # 1,000 examples (~13 s)
 @settings(max_examples=1_000)
 @given(s=narrow_subjects())
 def test_memo_keys_hold_everything_the_measures_read(s):

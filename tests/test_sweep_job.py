@@ -90,6 +90,7 @@ def test_kcheck_sweep_end_to_end(spark, capsys, tmp_path):
     assert code == 0 and "This run: 0 configurations" in stdout2
 
 
+@pytest.mark.slow  # a whole Spark sweep (~35 s)
 def test_sweep_judges_a_hard_violation_as_check_does(tmp_path):
     """One rule for `check` and `sweep` (registry.fails_when_violated): Kafka's AdminUtils breaking the hard
     placement.rack-distribution, which Kafka does not promise, is a finding (as in `check`); the same placements
@@ -116,6 +117,7 @@ def _hashes(root) -> dict[str, str]:
             for d, _, names in os.walk(root) for n in names if n == "manifest.json" or n.endswith(".parquet")}
 
 
+@pytest.mark.slow  # three Spark sweeps (~10 s)
 def test_resumes_with_different_task_counts_never_overlap(spark, tmp_path, direct):
     """Two resumes planned from one stored state with different --tasks (two at once on a store without a lock)
     write the same grid cells; the lock refuses the second on a local store; nothing stored is rewritten."""
@@ -168,6 +170,7 @@ def test_a_killed_kcheck_sweep_process_resumes(spark, tmp_path):
     assert outcome.stored.complete and _totals(outcome.stored.result) == _totals(expected)
 
 
+@pytest.mark.slow  # a Spark sweep that fails (~30 s)
 def test_a_users_placer_that_fails_in_a_sweep_is_one_line_exit_2(tmp_path):
     """The sweep stores and reports every configuration, then names the plug-in, its exception and the smallest
     configuration where it failed, in one stderr line with exit 2 (its own Spark, so the executors import the

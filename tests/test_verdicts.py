@@ -120,11 +120,12 @@ def test_exhaust_json_is_not_complete_next_to_a_violation(capsys):
 
 def test_explore_reports_the_programs_asked_for(capsys):
     # On main `explore --examples 40` reported every run Hypothesis started, abandoned ones included (about twice).
+    # Now a program is one of the one engine's: exactly --examples of them, each at most --steps steps.
     code, out, _ = run(capsys, "explore", "--examples", "40", "--steps", "20", "--json")
     rep = json.loads(out)
     assert code == 4  # a clean random search is never a pass (exit_codes.Exit.INCOMPLETE)
-    assert rep["examples"] == rep["examples_asked"] == 40
-    assert rep["abandoned"] >= 0 and rep["steps"] > 0
+    assert rep["examples"] == rep["examples_asked"] == 40 and rep["steps_asked"] == 20
+    assert 40 < rep["steps"] <= 40 * 20 and rep["engine"] == "kcheck.model.search.random_search"
     code, out, _ = run(capsys, "explore", "--examples", "40", "--steps", "20")
     assert "INCOMPLETE: no invariant violated in 40 programs (--examples 40)" in out
 

@@ -52,7 +52,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, fields
-from functools import cache
+from functools import cache, cached_property
 from itertools import permutations
 from typing import Any, NamedTuple
 
@@ -156,6 +156,17 @@ class Config:
     @property
     def split_fetch(self) -> bool:
         return not self.atomic_fetch
+
+    @cached_property  # asked after every step: computed once per Config (fields only: equality and hashing ignore it)
+    def bystanders(self) -> tuple[int, ...]:
+        """KRaft: the brokers whose metadata position nothing can observe, so they apply every batch as it is
+        published (`_kraft`). A broker past the replication factor holds no replica and, with no reassignment
+        budget, never gets one; with no controlled-shutdown budget nobody waits for it to apply a batch
+        (`complete_shutdown`). What its image says then reaches no leader, no election and no invariant: keeping
+        its lag would only multiply the states (85x at 3 brokers with one replica-less broker)."""
+        if not self.kraft or self.reassignments or self.shutdowns:
+            return ()
+        return tuple(range(self.rf + 1, self.brokers + 1))
 
     @property
     def rf(self) -> int:
@@ -667,14 +678,15 @@ def restart(s: State, p: Protocol, cfg: Config, broker: int) -> State | None:
                 return None
             s = s2
     reg = s.registry
+    reads = p.restart_reads_metadata(s.replica(broker), reg)  # asked once: a user's rule may count its calls
     if cfg.kraft:  # the registration (and any ISR change it caused) is one batch; the broker reads the log from it
         s = publish(s)
         end = len(s.metadata) - 1
-        if not p.restart_reads_metadata(s.replica(broker), reg):  # acts before catching up: applies the log from
-            return s.with_replica(evolve(s.replica(broker), applied=end - 1))  # its registration, knowing nothing
+        if not reads:  # acts before catching up: applies the log from its registration, knowing nothing
+            return s.with_replica(evolve(s.replica(broker), applied=end - 1))
         s = s.with_replica(evolve(s.replica(broker), applied=end))
     r = s.replica(broker)
-    if not p.restart_reads_metadata(r, reg):  # the controller tells it, in a message that may come late or never
+    if not reads:  # the controller tells it, in a message that may come late or never
         if broker not in reg.replicas:
             return _send(s, StopReplica(broker, reg.controller_epoch, reg.leader_epoch, reg.partition_epoch))
         return _send(s, LeaderAndIsr(broker, reg.controller_epoch, reg.leader, reg.leader_epoch, reg.partition_epoch,
@@ -1230,29 +1242,34 @@ def apply(s: State, p: Protocol, cfg: Config, action: Action) -> State | None:
     after = KINDS[action.kind].fn(s, p, cfg, *action.args)
     if after is None:
         return None
-    return settle(s, after, p)
+    return settle(s, after, p, cfg)
 
 
-def _kraft(after: State) -> State:
-    """KRaft's end of a step: the registry change published as one batch, the log trimmed to its canonical form."""
+def _kraft(after: State, p: Protocol, cfg: Config) -> State:
+    """KRaft's end of a step: the registry change published as one batch, the bystanders (`Config.bystanders`)
+    caught up with it, the log trimmed to its canonical form."""
     if not after.metadata:
         return after
     after = publish(after)
-    return _trim_metadata(after) if len(after.metadata) > 1 else after
+    end = len(after.metadata) - 1
+    for b in cfg.bystanders:
+        while after.replica(b).alive and after.replica(b).applied < end:
+            after = apply_metadata(after, p, cfg, b) or after
+    return _trim_metadata(after) if end else after
 
 
-def settle(before: State, after: State, p: Protocol) -> State:
+def settle(before: State, after: State, p: Protocol, cfg: Config) -> State:
     """What every step ends with once its kind's function returned `after`: the history variables that need
     the previous state, then the messages nobody would accept pruned, then (KRaft) the metadata batch
     (`apply` = kind function + this)."""
-    return _kraft(_prune(_record_history(before, after), p))
+    return _kraft(_prune(_record_history(before, after), p), p, cfg)
 
 
-def settler(before: State, p: Protocol) -> Callable[[State], State]:
-    """`lambda after: settle(before, after, p)` for many steps from one state, with what depends only on `before`
-    computed once: the maxima `_record_history` takes over `before`'s epochs. No kind function writes the
-    history's maxima, so a successor normally still holds `before`'s (checked by identity; anything else takes
-    the general path)."""
+def settler(before: State, p: Protocol, cfg: Config) -> Callable[[State], State]:
+    """`lambda after: settle(before, after, p, cfg)` for many steps from one state, with what depends only on
+    `before` computed once: the maxima `_record_history` takes over `before`'s epochs. No kind function writes
+    the history's maxima, so a successor normally still holds `before`'s (checked by identity; anything else
+    takes the general path)."""
     bh, was = before.history, before.registry
     base = bh.max_broker_epochs
     maxima = tuple(max(m, r.leader_epoch) if (r.alive and r.known) else m
@@ -1267,7 +1284,7 @@ def settler(before: State, p: Protocol) -> Callable[[State], State]:
         h, reg = after.history, after.registry
         if (h.max_broker_epochs is not base or h.max_leader_epoch != top_epoch
                 or h.max_written_by != top_writer):
-            return _kraft(_prune(_record_history(before, after), p))
+            return _kraft(_prune(_record_history(before, after), p), p, cfg)
         changes: dict[str, Any] = {}
         if maxima is not base:
             changes["max_broker_epochs"] = maxima
@@ -1281,7 +1298,7 @@ def settler(before: State, p: Protocol) -> Callable[[State], State]:
             changes["reassign_origin"] = changes["reassign_seen"] = frozenset()
         if changes:
             after = evolve(after, history=evolve(h, **changes))
-        return _kraft(_prune(after, p))
+        return _kraft(_prune(after, p), p, cfg)
 
     return one
 
