@@ -272,6 +272,16 @@ def _violated(invariants: Sequence[StateInvariant[Any]], s: Any) -> tuple[str, s
     return None
 
 
+def _store_initial(model: Model[Any, Any], key: Callable[[Any], tuple[int, bytes]], seen: FingerprintSet,
+                   store: _Store, invariants: Sequence[StateInvariant[Any]]
+                   ) -> Iterator[tuple[int, Any, bytes, tuple[str, str] | None]]:
+    """Each distinct initial state, stored: (its number, the state, its encoding, the invariant it breaks or None)."""
+    for i, s in enumerate(model.initial_states()):
+        fp, data = key(s)
+        if seen.add(fp):
+            yield store.add(_NO_PARENT, i), s, data, _violated(invariants, s)
+
+
 def replay_path(model: Model[Any, Any], initial: int, actions: Sequence[int]) -> list[tuple[str, Any]]:
     """Re-execute a path given as the initial state's index and action indexes: [(action text, state)], the
     initial state first with "". Raises ValueError if a step does not apply (the model is not deterministic)."""
@@ -368,12 +378,7 @@ def exhaust(model: Model[Any, Any], max_states: int | None = None, max_depth: in
 
     frontier = new_frontier()
     nxt = None
-    for i, s in enumerate(model.initial_states()):
-        fp, data = key(s)
-        if not seen.add(fp):
-            continue
-        n = store.add(_NO_PARENT, i)
-        found = _violated(invariants, s)
+    for n, s, data, found in _store_initial(model, key, seen, store, invariants):
         if found is not None:
             result.counterexample = counterexample(n, found)
             return finish("violation")
@@ -543,12 +548,7 @@ def _ordered_exhaust(model: Model[Any, Any], order: str, novelty: Callable[[Any]
         result.counterexample = Counterexample(found[0], found[1], replay_path(model, initial, path))
         return finish("violation", transitions)
 
-    for i, s in enumerate(model.initial_states()):
-        fp, data = key(s)
-        if not seen.add(fp):
-            continue
-        n = store.add(_NO_PARENT, i)
-        found = _violated(invariants, s)
+    for n, s, data, found in _store_initial(model, key, seen, store, invariants):
         if found is not None:
             return violation(n, found, 0)
         put(s, data, n, 0)

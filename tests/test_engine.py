@@ -450,7 +450,7 @@ def test_caps_and_stop_behave_alike_with_workers(workers):
     assert exhaust(Grid(30), stop=lambda: None, workers=workers).complete
 
 
-@pytest.mark.parametrize("workers", [1, 2])
+@pytest.mark.parametrize("workers", [1, pytest.param(2, marks=pytest.mark.slow)])  # workers: ~8 s, slow
 def test_the_frontier_spills_to_disk_and_the_counts_stay(workers, tmp_path):
     for model in (Grid(80), Counters(), ReplicationModel(Protocol.current(), Config(**SPARE))):
         plain = exhaust(model, workers=workers)

@@ -337,6 +337,7 @@ def test_the_example_assignor_gives_each_topic_to_one_member(capsys, classes):
     assert "assignment.balanced" in {v["invariant"] for v in result["violations"]}
 
 
+@pytest.mark.slow  # the main job's rebalance model over a JVM assignor (~11 s)
 def test_check_runs_a_jvm_assignor_in_the_rebalance_model(capsys, classes):
     code, out, err = run(capsys, "check", "--assignor", "jvm:org.apache.kafka.clients.consumer.RangeAssignor",
                          "--classpath", classes, "--json")

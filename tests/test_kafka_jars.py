@@ -26,6 +26,7 @@ def no_mvn(monkeypatch, tmp_path):
     return tmp_path
 
 
+@pytest.mark.slow  # downloads Maven's distribution when not cached (~10 s)
 def test_maven_is_fetched_verified_and_reused_when_not_installed(no_mvn):
     mvn = kafka_jars.maven()
     assert mvn.startswith(str(no_mvn)) and mvn.endswith("/bin/mvn")

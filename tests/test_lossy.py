@@ -53,6 +53,7 @@ def lost(acked: dict[str, tuple[int, int]], read: dict[tuple[int, int], str]) ->
     return sorted(v for v, at in acked.items() if read.get(at) != v)
 
 
+@pytest.mark.slow  # a second lossy crash on the cluster (~9 s)
 def test_a_follower_cut_back_to_its_recovery_point_loses_nothing_acknowledged(cluster):
     topic = new_topic(cluster, [1, 2])
     acked = produce(cluster, topic, [f"a{i}" for i in range(200)])

@@ -47,6 +47,7 @@ def _totals(result):
             {k: f.config_id for k, f in result.first.items()}, {k: dict(v) for k, v in result.metrics.items()})
 
 
+@pytest.mark.slow  # a Spark sweep of the small preset (~8 s); the end-to-end sweep stays in the fast run
 def test_sweep_checks_every_configuration_once(spark, tmp_path, direct):
     outcome = sweep(SMALL, ResultStore(str(tmp_path)), spark=spark, tasks=7)
     assert outcome.job.ranges == 7 and outcome.job.configurations == len(SMALL)
