@@ -256,6 +256,9 @@ def _serve(k: int, n: int, model: Model[Any, Any], opts: dict[str, Any], inboxes
             pass
 
 
+PROGRESS_SECONDS = 3.0  # between two progress reports
+
+
 def parallel_exhaust(model: Model[Any, Any], *, workers: int, max_states: int | None, max_depth: int | None,
                      max_seconds: float | None, symmetry: bool, progress: Callable[[SearchResult], None] | None,
                      compress: bool, spill_dir: str | None, spill_threshold: int,
@@ -289,7 +292,7 @@ def parallel_exhaust(model: Model[Any, Any], *, workers: int, max_states: int | 
                 if word:
                     halt_word[0] = word
                     shared[0] = _STOP
-        if progress is not None and now - last_report[0] >= 3.0:
+        if progress is not None and now - last_report[0] >= PROGRESS_SECONDS:
             last_report[0] = now
             result.states = sum(shared[1:1 + n])
             result.transitions = sum(shared[1 + n:])
@@ -354,10 +357,14 @@ def parallel_exhaust(model: Model[Any, Any], *, workers: int, max_states: int | 
         result.frontier_peak = sum(ask_all(("init",)))
         level = 0
         stored = sum(shared[1:1 + n])
+        transitions = 0
         while True:
             probe = max_depth is not None and level >= max_depth
             replies = ask_all(("expand", probe))
-            result.transitions += sum(r["transitions"] for r in replies)
+            # A progress report during the level wrote the live count (levels done + this one so far) into
+            # `result`: the exact count is kept apart and written back.
+            transitions += sum(r["transitions"] for r in replies)
+            result.transitions = transitions
             found = next((r["violation"] for r in replies if r["violation"] is not None), None)
             if found is not None:
                 result.depth = level

@@ -385,6 +385,20 @@ def test_workers_store_the_same_states_and_transitions_as_one_process(model, kw)
         assert many.bytes_per_state is not None and many.bytes_per_state < 40
 
 
+def test_progress_reports_during_a_level_do_not_change_the_counts(monkeypatch):
+    """A progress report writes the live transition count into the result; the count at the end is still the
+    exact one (it was the live one plus the last levels again whenever a report fell inside a level: the CLI's
+    --workers runs counted more transitions than one process, on a busy machine only)."""
+    from kcheck.model import parallel
+
+    monkeypatch.setattr(parallel, "PROGRESS_SECONDS", 0.0)  # every poll reports
+    for model in (Counters(), Jugs(bad=99)):  # their last levels have transitions (the grid's last state has none)
+        one = exhaust(model)
+        reports: list[int] = []
+        many = exhaust(model, workers=2, progress=lambda r, out=reports: out.append(r.transitions))
+        assert reports and _figures(many) == _figures(one)
+
+
 def test_workers_on_the_storage_model():
     from kcheck.invariants.storage_model import StorageModel
     from kcheck.model.storage import VARIANTS as STORAGE_VARIANTS
