@@ -1,4 +1,4 @@
-"""One consumer group over time, as a Hypothesis state machine that any assignor can drive.
+"""One consumer group over time, driven by any assignor: the rebalance model.
 
 Mirrors the client side of a rebalance in apache/kafka 1eb7644349:
 `clients/.../consumer/internals/ConsumerCoordinator.java` (`onJoinPrepare`: an eager member revokes
@@ -26,8 +26,9 @@ match the subscription, so these are `Finding`s (read from Kafka's source and re
 not run on a real cluster), kept in `ConsumerGroup.findings`, not failures: the round's other
 violations, and the same violations without such a claim, still fail.
 
-`ConsumerGroup` is the plain model (scripted tests use it directly); `rebalance_machine` wraps it in a
-`RuleBasedStateMachine`; `model_settings` is the CI size, or the deep one when
+`ConsumerGroup` is the plain model (scripted tests use it directly); `kcheck.invariants.rebalance_model_adapter`
+puts it on the one model interface, so the engines of `kcheck.model.search` (random and exhaustive search) run
+it; `model_budget` is the test suite's size for the random search, or the deep one when
 `KCHECK_REBALANCE_EXAMPLES` (and optionally `KCHECK_REBALANCE_STEPS`) is set.
 """
 
@@ -38,9 +39,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from hypothesis import HealthCheck, currently_in_test_context, note, settings
-from hypothesis import strategies as st
-from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
+from hypothesis import currently_in_test_context, note
 
 from kcheck.invariants.assignment import AssignmentSubject, check_assignment, check_two_rounds
 from kcheck.invariants.registry import Report, Violation
@@ -50,7 +49,6 @@ from kcheck.reference.assignors.client import build_partitions_per_topic
 from kcheck.reference.assignors.registry import (
     AssignorInfo,
     ServerSideAdapter,
-    resolve_assignor,
     subscribed_topic_metadata,
 )
 from kcheck.reference.assignors.sticky import NullPointerException
@@ -102,10 +100,6 @@ class ModelFailure(AssertionError):
 
 class AssignorFailed(ModelFailure):
     """The assignor threw (Kafka would fail the rebalance with the same exception)."""
-
-
-class GuaranteeBroken(ModelFailure):
-    """A round broke one of the assignor's guarantees, or the group's ownership safety."""
 
 
 class NotSettled(ModelFailure):
@@ -400,177 +394,22 @@ class ConsumerGroup:
         return "group events:\n" + "\n".join(f"  {i}. {e}" for i, e in enumerate(self.log, 1))
 
 
-# --- the state machine ------------------------------------------------------------------------------------
-
-
-class FindingsMachine(RuleBasedStateMachine):
-    """What rebalance_machine() builds: a state machine whose class keeps the findings of every example."""
-
-    findings: list[Finding]
-
-
-def rebalance_machine(
-    assignor_name: str, max_members: int = 4, max_topics: int = 3, max_partitions: int = 6,
-) -> type[FindingsMachine]:
-    """A state machine of one group driven by `assignor_name` (a built-in name or `module:object`).
-
-    Every history is allowed, time-outs and rejoins with stale ownership included. A broken guarantee
-    raises `GuaranteeBroken` (or `AssignorFailed`, `NotSettled`); a stale-claim finding (see the module
-    docstring) does not: it is kept in `group.findings` and in the class's `findings` (every example's,
-    for the caller to report the smallest).
-    """
-    info = resolve_assignor(assignor_name)
-    names = tuple(f"c{i}" for i in range(1, max_members + 1))
-    topic_names = tuple(f"t{i}" for i in range(1, max_topics + 1))
-    subscription = st.lists(st.sampled_from(topic_names), min_size=1, max_size=max_topics, unique=True)
-
-    class RebalanceModel(FindingsMachine):
-        findings: list[Finding] = []  # every example's, in the order found
-
-        def __init__(self) -> None:
-            super().__init__()
-            self.group: ConsumerGroup | None = None
-            self.failing = False  # teardown must not rebalance on top of a failure
-
-        @property
-        def g(self) -> ConsumerGroup:
-            """The group, for the rules: they run only after create_topics (the @initialize rule) made it."""
-            assert self.group is not None
-            return self.group
-
-        @initialize(sizes=st.lists(st.integers(1, 4), min_size=max_topics, max_size=max_topics),
-                    replication=st.integers(1, 3), broker_racks=st.booleans())
-        def create_topics(self, sizes: list[int], replication: int, broker_racks: bool) -> None:
-            self.group = ConsumerGroup(info, dict(zip(topic_names, sizes, strict=True)), replication, broker_racks)
-            self.group.findings = _Collecting(type(self).findings)
-
-        @precondition(lambda self: len(self.group.members) + len(self.group.timed_out) < max_members)
-        @rule(topics=subscription, rack=st.sampled_from((None, *RACKS)))
-        def join(self, topics: list[str], rack: str | None) -> None:
-            """A new consumer joins under the lowest free name (c1, c2, ...), so every join adds a member."""
-            member = next(n for n in names if n not in self.g.members and n not in self.g.timed_out)
-            self.g.join(member, topics, rack)
-
-        @precondition(lambda self: self.group.members)
-        @rule(member=st.sampled_from(names))
-        def leave(self, member: str) -> None:
-            if member in self.g.members:
-                self.g.leave(member)
-
-        @precondition(lambda self: self.group.members)
-        @rule(member=st.sampled_from(names), topics=subscription)
-        def subscribe(self, member: str, topics: list[str]) -> None:
-            if member in self.g.members:
-                self.g.subscribe(member, topics)
-
-        @precondition(lambda self: min(self.group.partitions.values()) < max_partitions)
-        @rule(topic=st.sampled_from(topic_names), count=st.integers(1, 2))
-        def add_partitions(self, topic: str, count: int) -> None:
-            count = min(count, max_partitions - self.g.partitions[topic])
-            if count > 0:
-                self.g.add_partitions(topic, count)
-
-        @precondition(lambda self: self.group.members)
-        @rule(member=st.sampled_from(names))
-        def time_out(self, member: str) -> None:
-            if member in self.g.members:
-                self.g.time_out(member)
-
-        @precondition(lambda self: self.group.timed_out and len(self.group.members) < max_members)
-        @rule(member=st.sampled_from(names), topics=st.none() | subscription)
-        def rejoin(self, member: str, topics: list[str] | None) -> None:
-            if member in self.g.timed_out:
-                self.g.rejoin(member, topics)
-
-        @precondition(lambda self: self.group.members)  # an empty group has nothing to assign
-        @rule()
-        def rebalance(self) -> None:
-            self.failing = True
-            for r in self.g.rebalance():
-                if r.broken:
-                    raise GuaranteeBroken(
-                        f"{info.name} broke its guarantees in generation {r.generation}:\n"
-                        + "\n".join(f"  {v.invariant} at {v.where}: {v.message}" for v in r.broken)
-                        + "\n" + self.g.story())
-            self.failing = False
-
-        @invariant()
-        def ownership_is_exclusive(self) -> None:
-            """No partition is owned by two members at once (the consumer group's safety property)."""
-            if self.group is None:
-                return
-            seen: dict[TopicPartition, str] = {}
-            for name, m in self.group.members.items():
-                for tp in m.owned:
-                    if tp in seen:
-                        self.failing = True
-                        raise GuaranteeBroken(f"{tp} is owned by {seen[tp]} and {name}\n" + self.group.story())
-                    seen[tp] = name
-
-        @invariant()
-        def settled_group_owns_everything(self) -> None:
-            """After a rebalance (and its follow-ups) with no event since, every subscribed partition has an owner."""
-            g = self.group
-            if g is None or g.pending or not g.rounds or not g.members:
-                return
-            owned = {tp for m in g.members.values() for tp in m.owned}
-            subscribed = {t for m in g.members.values() for t in m.topics}
-            missing = [TopicPartition(t, i) for t in sorted(subscribed) for i in range(g.partitions[t])
-                       if TopicPartition(t, i) not in owned]
-            if missing and "assignment.complete" in info.guarantees:
-                self.failing = True
-                raise GuaranteeBroken(f"settled group leaves {_tps(missing)} unowned\n" + g.story())
-
-        def teardown(self) -> None:
-            # Swarm testing may switch the rebalance rule off: settle whatever happened last.
-            if self.group is not None and self.group.pending and not self.failing:
-                self.rebalance()
-
-    RebalanceModel.__name__ = RebalanceModel.__qualname__ = f"Rebalance_{assignor_name.replace('-', '_')}"
-    return RebalanceModel
-
-
-class _Collecting(list):
-    """A group's findings list that also appends to the machine class's list of every example's findings."""
-
-    def __init__(self, sink: list[Finding]) -> None:
-        super().__init__()
-        self.sink = sink
-
-    def append(self, item: Finding) -> None:
-        super().append(item)
-        self.sink.append(item)
-
-
-def smallest_findings(findings: Sequence[Finding]) -> dict[str, Finding]:
-    """Per kind, the finding with the shortest story (then the fewest members and partitions)."""
-    out: dict[str, Finding] = {}
-    for f in findings:
-        key = (f.steps, len(f.members), sum(f.topics.values()))
-        best = out.get(f.kind)
-        if best is None or key < (best.steps, len(best.members), sum(best.topics.values())):
-            out[f.kind] = f
-    return out
+# --- the budget the test suite runs the model at ------------------------------------------------------------
 
 
 CI_EXAMPLES, CI_STEPS = 200, 30
 DEEP_STEPS = 50
 
 
-def model_settings() -> settings:
-    """CI size by default; `KCHECK_REBALANCE_EXAMPLES=2000` (and `KCHECK_REBALANCE_STEPS`) for deep runs."""
+def model_budget() -> tuple[int, int]:
+    """(programs, steps) for the test suite's random search of every assignor: the CI size by default;
+    `KCHECK_REBALANCE_EXAMPLES=2000` (and `KCHECK_REBALANCE_STEPS`) for deep runs."""
     examples = int(os.environ.get("KCHECK_REBALANCE_EXAMPLES") or 0)
     steps = int(os.environ.get("KCHECK_REBALANCE_STEPS") or 0)
-    return settings(
-        max_examples=examples or CI_EXAMPLES,
-        stateful_step_count=steps or (DEEP_STEPS if examples else CI_STEPS),
-        deadline=None,
-        suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much],
-    )
+    return examples or CI_EXAMPLES, steps or (DEEP_STEPS if examples else CI_STEPS)
 
 
 __all__ = [
-    "STALE_CLAIM_KINDS", "STALE_INVALID", "STALE_NPE", "AssignorFailed", "ConsumerGroup", "Finding", "GuaranteeBroken",
-    "Member", "ModelFailure", "NotSettled", "Round", "model_settings", "protocol_of", "rebalance_machine",
-    "smallest_findings",
+    "STALE_CLAIM_KINDS", "STALE_INVALID", "STALE_NPE", "AssignorFailed", "ConsumerGroup", "Finding",
+    "Member", "ModelFailure", "NotSettled", "Round", "model_budget", "protocol_of",
 ]

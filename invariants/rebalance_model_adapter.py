@@ -1,15 +1,16 @@
 """The consumer-group rebalance model (`kcheck.invariants.rebalance.ConsumerGroup`) on the one engine.
 
 `RebalanceModel(assignor, bounds)` implements `kcheck.model.interface.Model`, so `kcheck.model.search.exhaust`
-and `random_search` run on it as on the replication and storage models. A state is one group (its topics'
+and `random_search` run on it as on the replication and storage models (`kcheck check` runs the random search on
+it for every assignor, the test suite both engines). A state is one group (its topics'
 partition counts, members in join order with their subscriptions, racks, owned partitions, generations and
 their clients' assignor state, the members whose session timed out with their clients), the previous round's
 assignment (the cooperative hand-over check compares against it), the stale-claim findings so far, the first
-broken guarantee, and how much of the event and rebalance budgets is spent. Events are the ones
-`rebalance_machine` draws (join, leave, subscribe, add partitions, session time-out, rejoin with or without a
-new subscription, rebalance), enumerated in a fixed order within `RebalanceBounds`.
+broken guarantee, and how much of the event and rebalance budgets is spent. Events are a group's (join, leave,
+subscribe, add partitions, session time-out, rejoin with or without a new subscription, rebalance), enumerated in
+a fixed order within `RebalanceBounds`.
 
-The invariants are the machine's: a rebalance keeps the assignor's guarantees (`AssignorInfo.guarantees`,
+The invariants: a rebalance keeps the assignor's guarantees (`AssignorInfo.guarantees`,
 with the cooperative hand-over between consecutive rounds), the assignor does not throw, a cooperative group
 settles within `MAX_FOLLOW_UPS` follow-ups, no partition has two owners, and a settled group owns every
 subscribed partition when the assignor guarantees completeness. The StickyAssignor's stale-claim findings
@@ -71,7 +72,9 @@ class RebalanceBounds:
     state per combination) and growing by add-partitions events up to max_partitions; at most max_members
     members plus timed-out clients; `events` non-rebalance events and `rebalances` rebalances in all;
     `kinds` the event kinds allowed (`EVENTS`); consumers join without a rack unless `racks`; `sizes` lists the
-    initial partition counts when given."""
+    initial partition counts when given; `clusters`, when given, the (replication factor, brokers in racks) pairs
+    the initial states range over too (the topics' replicas are what the rack-aware assignors match racks with),
+    instead of `replication` alone without broker racks."""
 
     max_members: int = 3
     topics: int = 2
@@ -83,6 +86,7 @@ class RebalanceBounds:
     racks: tuple[str | None, ...] = (None,)
     replication: int = 1
     sizes: tuple[tuple[int, ...], ...] = ()  # the initial partition counts to start from, instead of every one
+    clusters: tuple[tuple[int, bool], ...] = ()  # (replication factor, broker racks) pairs to start from
 
     def __post_init__(self) -> None:
         unknown = set(self.kinds) - set(EVENTS)
@@ -128,13 +132,14 @@ class RebalanceModel:
 
     # ---- the transition system -------------------------------------------------------------------------------
 
-    def _new_group(self, sizes: Sequence[int]) -> ConsumerGroup:
-        return ConsumerGroup(self.info, dict(zip(self.topic_names, sizes, strict=True)), self.bounds.replication)
+    def _new_group(self, sizes: Sequence[int], cluster: tuple[int, bool] | None = None) -> ConsumerGroup:
+        replication, racks = cluster or (self.bounds.replication, False)
+        return ConsumerGroup(self.info, dict(zip(self.topic_names, sizes, strict=True)), replication, racks)
 
     def initial_states(self) -> list[GroupState]:
         b = self.bounds
         sizes = b.sizes or tuple(itertools.product(range(1, b.initial_partitions + 1), repeat=b.topics))
-        return [GroupState(self._new_group(s)) for s in sizes]
+        return [GroupState(self._new_group(s, c)) for c in b.clusters or (None,) for s in sizes]
 
     def actions(self, s: GroupState) -> list[Action]:
         g, b = s.group, self.bounds
@@ -253,18 +258,19 @@ class RebalanceModel:
         last: Any = bool(g.rounds)
         if g.rounds and g.protocol == COOPERATIVE:
             last = tuple((m, tuple(_tp(tp) for tp in tps)) for m, tps in g.rounds[-1].subject.assignment.items())
-        return (tuple(sorted(g.partitions.items())), g.generation, g.pending,
-                tuple(self._member(m) for m in g.members.values()),
-                tuple(self._member(g.timed_out[n]) for n in sorted(g.timed_out)),
-                last, s.events, s.rebalances, s.failure, tuple(sorted(s.findings)))
+        out = (tuple(sorted(g.partitions.items())), g.generation, g.pending,
+               tuple(self._member(m) for m in g.members.values()),
+               tuple(self._member(g.timed_out[n]) for n in sorted(g.timed_out)),
+               last, s.events, s.rebalances, s.failure, tuple(sorted(s.findings)))
+        return (*out, (g.replication, g.broker_racks)) if self.bounds.clusters else out
 
     def encode(self, s: GroupState) -> bytes:
         return repr(self._plain(s)).encode()
 
     def decode(self, data: bytes) -> GroupState:
-        parts, generation, pending, members, timed_out, last, events, rebalances, failure, found = \
+        parts, generation, pending, members, timed_out, last, events, rebalances, failure, found, *cluster = \
             ast.literal_eval(data.decode())
-        g = self._new_group([n for _, n in parts])
+        g = self._new_group([n for _, n in parts], cluster[0] if cluster else None)
         g.log = []
         g.generation, g.pending = generation, pending
         g.members = {m[0]: self._rebuild(m) for m in members}

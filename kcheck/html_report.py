@@ -122,7 +122,7 @@ def check_html(result: Any, summary: str, failed: bool) -> str:
                      (f"FAILED\n{m.failure}" if m.failure else "holds") + findings])
         classes.append("fail" if m.failure else "finding" if findings else "")
     body += ["<h2>Consumer assignors in the rebalance model (guarantees checked after every step)</h2>",
-             table(("assignor", "histories x steps", "time", "result"), rows, classes, numeric=("time",))]
+             table(("assignor", "programs x steps", "time", "result"), rows, classes, numeric=("time",))]
     rejoins = getattr(result, "rejoins", None)  # the group sweep's time-out-and-rejoin events, when run
     if rejoins is not None:
         counts["rejoin sweep"] = Counter("FAILED" if g.fails else "finding" for g in rejoins.outcomes)

@@ -190,9 +190,10 @@ def counterexample_lines(r: ProofResult) -> list[object]:
 
 
 def models_table(models: list[ModelOutcome]) -> Table:
-    table = Table(title="Consumer assignors in the rebalance model (guarantees checked after every step)",
+    table = Table(title="Consumer assignors in the rebalance model (random search, seed 0; guarantees checked after "
+                        "every step)",
                   title_justify="left")
-    for col in ("assignor", "histories x steps", "time", "result"):
+    for col in ("assignor", "programs x steps", "time", "result"):
         table.add_column(col, overflow="fold")
     for m in models:
         result = "[green]holds[/]" if not m.failure else f"[bold red]FAILED[/]\n{m.failure}"

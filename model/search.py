@@ -69,7 +69,7 @@ import time
 from array import array
 from collections.abc import Callable, Hashable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from kcheck.model.interface import Model, StateInvariant
@@ -107,6 +107,10 @@ class SearchResult:
     workers: int = 1  # processes the exhaustive search ran in
     spilled_bytes: int = 0  # frontier bytes written to spill_dir (exhaust only)
     order: str = "bfs"  # exhaust: which stored state is expanded next (ORDERS)
+    # keep_going: the first counterexample of each invariant that broke, by id, in the order found (the first is
+    # `counterexample`); `covered` is True when the search still went everywhere it would have gone without them
+    counterexamples: dict[str, Counterexample] = field(default_factory=dict)
+    covered: bool = False
 
 
 def fingerprint(data: bytes) -> int:
@@ -303,7 +307,7 @@ def exhaust(model: Model[Any, Any], max_states: int | None = None, max_depth: in
             progress: Callable[[SearchResult], None] | None = None, compress: bool = True, *,
             workers: int = 1, spill_dir: str | None = None, stop: Callable[[], str | None] | None = None,
             spill_threshold: int = DEFAULT_THRESHOLD, order: str = "bfs",
-            novelty: Callable[[Any], Hashable] | None = None) -> SearchResult:
+            novelty: Callable[[Any], Hashable] | None = None, keep_going: bool = False) -> SearchResult:
     """Breadth-first search of every state reachable from `model.initial_states()` (see the module docstring).
 
     Stops at the first state violating an invariant (`counterexample`, a shortest run to it), when storing
@@ -320,11 +324,19 @@ def exhaust(model: Model[Any, Any], max_states: int | None = None, max_depth: in
     `order` (ORDERS): "bfs" (the default, above); "dfs" or "novelty" expand the stored states in another order
     (see the module docstring), in one process, without `max_depth` or `spill_dir`; `novelty(state) -> key` is
     the abstraction order "novelty" ranks states by (default: the model's own `novelty`).
+
+    `keep_going` (as TLC's -continue; order bfs, one process): a violation does not end the search. The first
+    state found breaking each invariant gives that invariant's counterexample (a shortest run, breadth first),
+    the invariant is not checked again, and the search goes on, through the violating states too, until every
+    invariant broke or nothing is left. `counterexamples` holds them all; `complete` stays False when any was
+    found, and `covered` says whether the search still visited every reachable state.
     """
     if workers < 1:
         raise ValueError(f"workers must be at least 1, not {workers}")
     if order not in ORDERS:
         raise ValueError(f"order must be one of {', '.join(ORDERS)}, not {order!r}")
+    if keep_going and (order != "bfs" or workers > 1):
+        raise ValueError("keep_going runs breadth first in one process: it needs order bfs and workers 1")
     if order != "bfs":
         for refused, why in ((workers > 1, "runs in one process: workers > 1 needs"),
                              (max_depth is not None, "does not find every state's shortest depth: max_depth needs"),
@@ -360,6 +372,8 @@ def exhaust(model: Model[Any, Any], max_states: int | None = None, max_depth: in
     def finish(stopped: str | None) -> SearchResult:
         result.states = len(store.parent)
         result.transitions = counts[0]
+        if result.counterexamples:  # keep_going: ran to its end (covered), or stopped by a cap or every invariant
+            result.covered, stopped = stopped is None, stopped or "violation"
         result.complete = stopped is None
         result.stopped_because = stopped
         result.seconds = time.perf_counter() - start
@@ -376,11 +390,24 @@ def exhaust(model: Model[Any, Any], max_states: int | None = None, max_depth: in
         initial, path = store.path(n)
         return Counterexample(found[0], found[1], replay_path(model, initial, path))
 
+    def broke(n: int, s: Any, found: tuple[str, str]) -> bool:
+        """Record state `n`'s violation; True when the search ends here (always, unless keep_going)."""
+        if not keep_going:
+            result.counterexample = counterexample(n, found)
+            return True
+        # every invariant not yet broken that `s` breaks gets `n` as its counterexample, and is not checked again
+        for inv in list(invariants):
+            why = found[1] if inv.id == found[0] else inv.holds(s)
+            if why is not None:
+                result.counterexamples[inv.id] = counterexample(n, (inv.id, why))
+                invariants.remove(inv)
+        result.counterexample = next(iter(result.counterexamples.values()))
+        return not invariants
+
     frontier = new_frontier()
     nxt = None
     for n, s, data, found in _store_initial(model, key, seen, store, invariants):
-        if found is not None:
-            result.counterexample = counterexample(n, found)
+        if found is not None and broke(n, s, found):
             return finish("violation")
         frontier.append(pack(s, data), n)
     result.frontier_peak = len(frontier)
@@ -427,10 +454,9 @@ def exhaust(model: Model[Any, Any], max_states: int | None = None, max_depth: in
                     continue
                 m = store_add(n, ai)
                 found = _violated(invariants, t)
-                if found is not None:
+                if found is not None and broke(m, t, found):
                     counts[0] = transitions
                     result.depth = level + 1
-                    result.counterexample = counterexample(m, found)
                     return finish("violation")
                 append(pack(t, data), m)
         counts[0] = transitions
@@ -730,8 +756,8 @@ def random_search(model: Model[Any, Any], seed: int = 0, programs: int = 200, ma
                   novelty: Callable[[Any], Hashable] | None = None, restart: float = 0.5,
                   round_programs: int = 25, targeted: bool = False, max_seconds: float | None = None,
                   max_cpu_seconds: float | None = None, shrink: bool = True, choices: str = "hypothesis",
-                  on_step: StepHook | None = None, progress: Callable[[SearchResult], None] | None = None
-                  ) -> SearchResult:
+                  on_step: StepHook | None = None, progress: Callable[[SearchResult], None] | None = None,
+                  keep_going: bool = False, lazy: bool = False) -> SearchResult:
     """Hypothesis-driven random search (see the module docstring); never a proof (`complete` is False).
 
     Each program (one Hypothesis example) starts in an initial state, or, with `novelty`, in a stored state,
@@ -770,6 +796,14 @@ def random_search(model: Model[Any, Any], seed: int = 0, programs: int = 200, ma
     - `progress(result)`: the running figures (programs, steps as `transitions`, distinct states, longest
       program as `depth`, seconds) at the end of a program, at most every `PROGRESS_SECONDS`.
 
+    - `keep_going`: a violation ends only its program: the invariant it broke is not checked again and the run goes
+      on until every invariant broke, the programs are spent or the time is up. Each invariant's first
+      violation becomes its counterexample (shrunk against that invariant alone) in `counterexamples`.
+
+    - `lazy`: a step lists `model.actions(state)` and runs `step` only on the action drawn (one that does not apply
+      is set aside and another drawn), instead of computing every successor first: for models whose steps are
+      dear (the rebalance model runs an assignor). Needs `follow` 0 and no `on_step` (both read every successor).
+
     Hypothesis's pool of literals from local modules is switched off meanwhile (`_no_local_constants`), so a
     seed gives the same programs whatever else is imported; a run that is not cut by `max_seconds` is
     deterministic for a seed.
@@ -780,6 +814,8 @@ def random_search(model: Model[Any, Any], seed: int = 0, programs: int = 200, ma
         raise ValueError(f"choices must be hypothesis or random, not {choices!r}")
     if not 0.0 <= follow <= 1.0 or not 0.0 <= restart <= 1.0:
         raise ValueError("follow and restart are probabilities between 0 and 1")
+    if lazy and (follow or on_step is not None):
+        raise ValueError("lazy steps only the action drawn: follow and on_step need every successor")
     if min_steps is not None and not 0 <= min_steps <= max_steps:
         raise ValueError(f"min_steps must be between 0 and max_steps ({max_steps}), not {min_steps}")
     import random
@@ -791,6 +827,7 @@ def random_search(model: Model[Any, Any], seed: int = 0, programs: int = 200, ma
 
     start, cpu_start = time.perf_counter(), time.process_time()
     invariants = list(model.invariants())
+    remaining = list(invariants)  # those not broken yet (keep_going removes each as it breaks)
     kind_of = kind or _kind_of(model)
 
     def out_of_time() -> bool:
@@ -810,6 +847,22 @@ def random_search(model: Model[Any, Any], seed: int = 0, programs: int = 200, ma
 
     class _Done(Exception):
         """Ends the Hypothesis run: a violation was found or the time is up (raised again on its replay)."""
+
+    def ended() -> bool:
+        return bool(stopped or not remaining or (found and not keep_going))
+
+    def broke(node: _Node, first: int, why: tuple[str, str]) -> None:
+        """Record a violation; end the run (raise _Done) unless keep_going leaves invariants to check."""
+        found.append((node, first, why))
+        if keep_going:  # each other invariant this state breaks too gets it as its own counterexample
+            for inv in list(remaining):
+                other = why[1] if inv.id == why[0] else inv.holds(node.state)
+                if other is not None:
+                    if inv.id != why[0]:
+                        found.append((node, first, (inv.id, other)))
+                    remaining.remove(inv)
+        if ended():
+            raise _Done
 
     def weight(k: str) -> int:
         w = scale.get(k)
@@ -845,7 +898,7 @@ def random_search(model: Model[Any, Any], seed: int = 0, programs: int = 200, ma
     pending: list[_Node] = []  # this round's new corpus entries: used from the next round on
 
     def program(data: Any) -> None:
-        if found or stopped:
+        if ended():
             raise _Done  # Hypothesis replays the example that ended the run: end it the same way
         if out_of_time():
             stopped.append("max-seconds")
@@ -865,10 +918,10 @@ def random_search(model: Model[Any, Any], seed: int = 0, programs: int = 200, ma
             first = node_initial[id(node)]
         stats["programs"] += 1
         if not node.depth:
-            why = _violated(invariants, node.state)
+            why = _violated(remaining, node.state)
             if why is not None:
-                found.append((node, first, why))
-                raise _Done
+                broke(node, first, why)
+                return
         length = max_steps
         if min_steps is not None:
             extra, u = split(u, max_steps - min_steps + 1)
@@ -880,7 +933,7 @@ def random_search(model: Model[Any, Any], seed: int = 0, programs: int = 200, ma
         s = node.state
         for _ in range(length):
             every: dict[str, list[tuple[Any, Any]]] = {}
-            options = successors(s)
+            options = successors(s) if not lazy else [(i, a, None) for i, a in enumerate(model.actions(s))]
             for _i, a, t in options:
                 k = kind_of(a)
                 if weight(k):
@@ -913,25 +966,37 @@ def random_search(model: Model[Any, Any], seed: int = 0, programs: int = 200, ma
                 if not onward:
                     break
                 groups = every
-            kinds = list(groups)
-            ws = [weight(k) for k in kinds]
-            (pick, u), chosen = split(u, sum(ws)), 0
-            while pick >= ws[chosen]:
-                pick -= ws[chosen]
-                chosen += 1
-            group = groups[kinds[chosen]]
-            prev = s
-            a, s = group[split(u, len(group))[0]]
+            t = None
+            while t is None and groups:
+                kinds = list(groups)
+                ws = [weight(k) for k in kinds]
+                (pick, u), chosen = split(u, sum(ws)), 0
+                while pick >= ws[chosen]:
+                    pick -= ws[chosen]
+                    chosen += 1
+                group = groups[kinds[chosen]]
+                i = split(u, len(group))[0]
+                a, t = group[i]
+                if t is None:  # lazy: only the drawn action is stepped; one that does not apply is set aside
+                    t = model.step(s, a)
+                    if t is None:
+                        del group[i]
+                        if not group:
+                            del groups[kinds[chosen]]
+                        u = draw()
+            if t is None:
+                break
+            prev, s = s, t
             node = _Node(node, a, s)
             stats["steps"] += 1
             seen.add(fingerprint(model.encode(s)))
             if on_step is not None:
                 on_step(prev, a, s, options)
-            why = _violated(invariants, s)
+            why = _violated(remaining, s)
             if why is not None:
-                found.append((node, first, why))
                 stats["longest"] = max(stats["longest"], node.depth)
-                raise _Done
+                broke(node, first, why)
+                return
             if novelty is not None:
                 nk = novelty(s)
                 if nk not in keys:
@@ -963,7 +1028,7 @@ def random_search(model: Model[Any, Any], seed: int = 0, programs: int = 200, ma
     per_round = round_programs if novelty is not None and choices == "hypothesis" else programs
     rounds = 0
     with _no_local_constants():
-        while stats["programs"] < programs and not found and not stopped:
+        while stats["programs"] < programs and not ended():
             asked = min(per_round, programs - stats["programs"])
             before = stats["programs"]
             run = hseed(seed * 1_000_003 + rounds if rounds else seed)(
@@ -976,18 +1041,18 @@ def random_search(model: Model[Any, Any], seed: int = 0, programs: int = 200, ma
             except Exception:
                 # A violation or the time limit ends the run by raising from the program; Hypothesis replays
                 # that example to report it, which raises again (or, drawing nothing, is called flaky).
-                if not (found or stopped):
+                if not ended():
                     raise
             corpus.extend(pending)
             pending.clear()
             if stats["programs"] == before:  # Hypothesis ran nothing more (its choices exhausted): stop
                 break
-    cx = None
-    if found:
-        node, first, why = found[0]
+    found_all: dict[str, Counterexample] = {}
+    for node, first, why in found:
         acts = node.actions()
-        if shrink and acts:
-            steps, why = minimize_run(model, inits[first], acts, invariants)
+        if shrink and acts:  # keep_going: against the invariant it broke alone, so the shrunk run still shows it
+            steps, why = minimize_run(model, inits[first], acts,
+                                      [i for i in invariants if i.id == why[0]] if keep_going else invariants)
         else:
             steps, n = [("", inits[first])], node
             chain = []
@@ -995,7 +1060,8 @@ def random_search(model: Model[Any, Any], seed: int = 0, programs: int = 200, ma
                 chain.append((model.describe(n.action), n.state))
                 n = n.prev
             steps += reversed(chain)
-        cx = Counterexample(why[0], why[1], steps)
+        found_all[why[0]] = Counterexample(why[0], why[1], steps)
+    cx = next(iter(found_all.values()), None)
     stop = "violation" if cx else (stopped[0] if stopped else "programs")
     return SearchResult(False, len(seen), stats["steps"], stats["longest"], time.perf_counter() - start,
-                        stop, cx, None, programs=stats["programs"])
+                        stop, cx, None, programs=stats["programs"], counterexamples=found_all if keep_going else {})

@@ -1,7 +1,7 @@
 """The rebalance model: every assignor through random group histories, plus scripted stories and findings.
 
-`test_model_keeps_guarantees` runs the state machine for each assignor at CI size; set
-`KCHECK_REBALANCE_EXAMPLES=2000` (and optionally `KCHECK_REBALANCE_STEPS`) for a deep run.
+`test_model_keeps_guarantees` runs the one engine's random search over the model (`RebalanceModel`) for each
+assignor at CI size; set `KCHECK_REBALANCE_EXAMPLES=2000` (and optionally `KCHECK_REBALANCE_STEPS`) for a deep run.
 The finding tests replay, step by step, histories where Kafka's StickyAssignor hands a member a partition
 of a topic it dropped, or throws, because of its stale user data: the model records them as findings
 (they are not skipped, and they do not fail it), and the rejoin sweep that `kcheck check` runs finds the
@@ -13,23 +13,24 @@ from __future__ import annotations
 import json
 
 import pytest
-from hypothesis.stateful import run_state_machine_as_test
 
-from kcheck.check import REJOIN_SPACE, run_rebalance_models, run_rejoin_sweep
+from kcheck.check import REJOIN_SPACE, rebalance_model_bounds, run_rebalance_models, run_rejoin_sweep
 from kcheck.group_format import parse_group, run_assignor
 from kcheck.invariants.assignment import movement
 from kcheck.invariants.rebalance import (
     CI_EXAMPLES,
     CI_STEPS,
+    STALE_CLAIM_KINDS,
     STALE_INVALID,
     STALE_NPE,
     AssignorFailed,
     ConsumerGroup,
-    GuaranteeBroken,
-    model_settings,
-    rebalance_machine,
+    ModelFailure,
+    model_budget,
 )
+from kcheck.invariants.rebalance_model_adapter import RebalanceBounds, RebalanceModel
 from kcheck.model import TopicPartition
+from kcheck.model.search import random_search
 from kcheck.reference.assignors.client import RangeAssignor
 from kcheck.reference.assignors.registry import ASSIGNORS, AssignorInfo
 from kcheck.reference.assignors.sticky import IllegalStateException, StickyAssignor
@@ -37,22 +38,22 @@ from kcheck.reference.assignors.sticky import IllegalStateException, StickyAssig
 
 @pytest.mark.parametrize("name", list(ASSIGNORS))
 def test_model_keeps_guarantees(name):
-    run_state_machine_as_test(rebalance_machine(name), settings=model_settings())
+    programs, steps = model_budget()
+    run = random_search(RebalanceModel(name, rebalance_model_bounds(steps)), seed=0, programs=programs,
+                        max_steps=steps, keep_going=True, lazy=True)
+    broken = {inv: cx.message for inv, cx in run.counterexamples.items() if inv not in STALE_CLAIM_KINDS}
+    assert broken == {}
+    assert run.transitions > programs  # the programs took steps
 
 
-def test_settings_ci_by_default_deep_by_env(monkeypatch):
+def test_budget_ci_by_default_deep_by_env(monkeypatch):
     monkeypatch.delenv("KCHECK_REBALANCE_EXAMPLES", raising=False)
     monkeypatch.delenv("KCHECK_REBALANCE_STEPS", raising=False)
-    s = model_settings()
-    assert (s.max_examples, s.stateful_step_count) == (CI_EXAMPLES, CI_STEPS)
+    assert model_budget() == (CI_EXAMPLES, CI_STEPS)
     monkeypatch.setenv("KCHECK_REBALANCE_EXAMPLES", "2000")
-    assert (model_settings().max_examples, model_settings().stateful_step_count) == (2000, 50)
+    assert model_budget() == (2000, 50)
     monkeypatch.setenv("KCHECK_REBALANCE_STEPS", "80")
-    assert model_settings().stateful_step_count == 80
-
-
-def test_machine_per_assignor_is_named_after_it():
-    assert rebalance_machine("cooperative-sticky").__name__ == "Rebalance_cooperative_sticky"
+    assert model_budget() == (2000, 80)
 
 
 def test_cooperative_join_takes_two_rounds_and_reads_as_a_story():
@@ -158,26 +159,24 @@ def test_finding_sticky_null_pointer_for_a_fixed_older_generation_owner():
 
 
 def test_model_records_the_finding_instead_of_skipping_it():
-    """The state machine allows the stale-claim history (a timed-out member rejoins, then drops t1) and
-    records the finding without failing; the other rules go on."""
-    machine = rebalance_machine("sticky")
-    machine.findings.clear()
-    state = machine()
-    state.create_topics(sizes=[2, 1, 1], replication=1, broker_racks=False)
-    state.join(topics=["t1"], rack=None)
-    state.rebalance()
-    state.time_out(member="c1")
-    state.join(topics=["t1"], rack=None)
-    state.join(topics=["t1", "t2", "t3"], rack=None)
-    state.rebalance()
-    state.rejoin(member="c1", topics=["t2"])  # rejoining with a new subscription is a rule of its own
-    assert state.group.members["c1"].topics == ("t2",)
-    state.rebalance()  # no exception: a finding
-    state.ownership_is_exclusive()
-    state.teardown()
-    assert [f.kind for f in machine.findings] == [STALE_INVALID]
-    assert machine.findings[0].story[-2] == ("c1 rejoins with the client state of its timed-out session, "
-                                             "subscribing to [t2]")
+    """The model allows the stale-claim history (a timed-out member rejoins, then drops t1) and records the
+    finding as its own invariant, with no guarantee broken; the group's story goes on, and a search that keeps
+    going past it still checks every guarantee."""
+    model = RebalanceModel("sticky", RebalanceBounds(max_members=3, topics=3, max_partitions=2, events=8,
+                                                     rebalances=4, sizes=((2, 1, 1),)))
+    (s,) = model.initial_states()
+    for a in [("join", ("t1",), None), ("rebalance",), ("time-out", "c1"), ("join", ("t1",), None),
+              ("join", ("t1", "t2", "t3"), None), ("rebalance",),
+              ("rejoin", "c1", ("t2",)),  # rejoining with a new subscription is an event of its own
+              ("rebalance",)]:
+        assert a in model.actions(s)
+        s = model.step(s, a)
+    assert s.group.members["c1"].topics == ("t2",)
+    verdicts = {inv.id: inv.holds(s) for inv in model.invariants()}
+    assert verdicts.pop(STALE_INVALID) is not None and set(verdicts.values()) == {None}
+    assert s.failure is None and ("rebalance",) in model.actions(s)
+    run = random_search(model, seed=0, programs=50, max_steps=8, keep_going=True, lazy=True)
+    assert set(run.counterexamples) <= set(STALE_CLAIM_KINDS)
 
 
 class _ForeignPartition(StickyAssignor):
@@ -232,7 +231,7 @@ def test_a_stray_assert_in_the_reference_propagates_out_of_check(monkeypatch):
     monkeypatch.setattr(RangeAssignor, "assign_partitions", broken)  # the first assignor the check runs
     with pytest.raises(AssertionError, match="a bug in the reference") as e:
         run_rebalance_models(examples=10, steps=5)
-    assert not isinstance(e.value, GuaranteeBroken)
+    assert not isinstance(e.value, ModelFailure)
 
 
 def test_check_finds_both_stale_claim_findings_with_their_smallest_groups():
@@ -268,3 +267,22 @@ def test_check_finds_both_stale_claim_findings_with_their_smallest_groups():
         "c1": {"topics": ["t1"], "owned": ["t2-0"], "generation": 1}, "c3": {"topics": ["t2"]}}}
     with pytest.raises(Exception, match="NullPointerException"):
         run_assignor(ASSIGNORS["sticky"], parse_group(json.dumps(npe.replay), "finding.json"))
+
+
+def test_main_job_reports_a_model_finding_with_a_replay_file(monkeypatch):
+    """Random histories rarely meet a stale claim (the rejoin sweep finds them); the exhaustive search at the
+    stale-claim bounds does. Fed through `run_rebalance_models` in place of the random search, its counterexample
+    is reported as a finding, not a failure, with the failing rebalance as a `kcheck assign` file that replays it."""
+    import kcheck.model.search as search
+
+    tiny = RebalanceBounds(max_members=3, topics=2, max_partitions=2, events=5, rebalances=3,
+                           kinds=("join", "time-out", "rejoin"), sizes=((1, 1),))
+    monkeypatch.setattr(search, "random_search",
+                        lambda model, **kw: search.exhaust(RebalanceModel(model.info, tiny), keep_going=True))
+    (outcome,) = run_rebalance_models(assignors=["sticky"])
+    assert outcome.failure is None
+    (finding,) = outcome.findings
+    assert finding.kind == STALE_INVALID and finding.steps == 8 and finding.story[-2].startswith("rejoin c1")
+    assert "c1 is assigned t1-0 but subscribes only to [t2]" in finding.message
+    replay = run_assignor(ASSIGNORS["sticky"], parse_group(json.dumps(finding.group_file()), "finding.json"))
+    assert replay.assignment["c1"] == [TopicPartition("t1", 0)]
