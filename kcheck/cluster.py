@@ -228,8 +228,10 @@ class Watchdog:
     group reaches it), reads the cluster's folder and each node's PID from a pipe, and every 0.2 s checks that each
     owner still runs (same PID and start time, not a zombie). When one does not, it SIGKILLs every node whose
     command line still names its properties file, waits for them to be gone and removes the folder if it still
-    holds the state file. `done()` dismisses it; it also leaves once the pipe is closed and no node runs (the
-    cluster was stopped from elsewhere: `kcheck cluster down`).
+    holds the state file. The nodes it kills are those it was told of and those the state file names (a broker
+    another process restarted through `LocalCluster.attach(...)` is there, with its new PID). `done()` dismisses
+    it; it also leaves once the pipe is closed and no node runs (the cluster was stopped from elsewhere:
+    `kcheck cluster down`).
     """
 
     def __init__(self, owners: Sequence[str], directory: Path) -> None:
@@ -282,9 +284,9 @@ class Watchdog:
                         nodes[message["pid"]] = message["mark"]
             if any(_start_time(pid) != start for pid, start in owners):
                 break
-            if closed and not any(mark in (_cmdline(pid) or "") for pid, mark in nodes.items()):
+            if closed and not any(mark in (_cmdline(pid) or "") for pid, mark in _known(nodes, directory).items()):
                 return
-        doomed = [pid for pid, mark in nodes.items() if mark in (_cmdline(pid) or "")]
+        doomed = [pid for pid, mark in _known(nodes, directory).items() if mark in (_cmdline(pid) or "")]
         for pid in doomed:
             with contextlib.suppress(OSError):
                 os.kill(pid, signal.SIGKILL)
@@ -293,6 +295,24 @@ class Watchdog:
             time.sleep(0.05)
         if directory is not None and (Path(directory) / STATE_FILE).is_file():
             shutil.rmtree(directory, ignore_errors=True)
+
+
+def _known(nodes: dict[int, str], directory: str | None) -> dict[int, str]:
+    """The watchdog's nodes (PID -> the properties file its command line names), with those the cluster's state
+    file lists now (another process may have restarted a broker: `restart` saves its new PID there)."""
+    out = dict(nodes)
+    if directory is None:
+        return out
+    try:
+        raw = json.loads((Path(directory) / STATE_FILE).read_text(encoding="utf-8"))
+        listed = [raw["controller"], *raw["brokers"]]
+    except (OSError, ValueError, KeyError, TypeError):  # gone, half-written or not ours: what the pipe said
+        return out
+    for n in listed:
+        if isinstance(n, dict) and isinstance(n.get("pid"), int):
+            name = "controller" if n.get("role") == "controller" else f"broker-{n.get('node_id')}"
+            out.setdefault(n["pid"], str(Path(directory) / name / "server.properties"))
+    return out
 
 
 # The clusters this process started that are still up: stopped at interpreter exit if nothing stopped them before.

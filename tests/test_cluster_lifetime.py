@@ -120,6 +120,23 @@ def test_the_nodes_die_and_the_folder_goes_when_the_owner_is_killed(folder):
     assert bystander.poll() is None
 
 
+def test_a_broker_another_process_restarted_dies_too(folder):
+    """`LocalCluster.attach(folder).restart(2)` in another process starts broker 2 anew and saves its PID in the
+    state file, without telling the owner's watchdog: the watchdog reads the file when the owner ends."""
+    controller, old = _node(folder, "controller"), _node(folder, "broker-2")
+    owner, info = _arm(folder, [controller, old])
+    _end(old[0])  # the restart stopped the old process ...
+    new = _spawn([sys.executable, "-c", NODE, str(old[1])], start_new_session=True)  # ... and started this one
+    state = {"version": "4.4.0", "cluster_id": "x", "directory": str(folder),
+             "controller": {"node_id": 3000, "role": "controller", "port": 1, "pid": controller[0].pid},
+             "brokers": [{"node_id": 2, "role": "broker", "port": 2, "pid": new.pid}]}
+    (folder / STATE_FILE).write_text(json.dumps(state), encoding="utf-8")
+    owner.kill()
+    owner.wait()
+    assert _gone([controller[0].pid, new.pid], 5.0)
+    assert _removed(folder)
+
+
 def test_a_dismissed_watchdog_kills_nothing(folder):
     a = _node(folder, "a")
     owner, info = _arm(folder, [a], done=True)
