@@ -219,15 +219,37 @@ def _bootstrap_servers(bootstrap: str) -> list[str]:
 
 class _Recorder(logging.Handler):
     """The client's own log lines: a refused login or a TLS failure during bootstrap is only logged, then the
-    bootstrap times out; the line that says why is kept for the error."""
+    bootstrap times out; the line that says why is kept for the error (`lines`: WARNING and above).
+
+    A broker may also close the connection right after a wrong password without its error response reaching the
+    client (seen with 4.4.0 under load); the client then logs only a lost connection. From the client's debug lines
+    (while `read_cluster` bootstraps) it notes a connection lost after its SaslAuthenticate request went out and
+    before an answer came: `closed_after_credentials`."""
 
     def __init__(self) -> None:
-        super().__init__(logging.WARNING)
+        super().__init__(logging.DEBUG)
         self.lines: list[str] = []
+        self.closed_after_credentials = False
+        self._sent: set[str] = set()  # nodes whose credentials went out and got no answer yet
 
     def emit(self, record: logging.LogRecord) -> None:
         with contextlib.suppress(Exception):
-            self.lines.append(record.getMessage())
+            text = record.getMessage()
+            if record.levelno >= logging.WARNING:
+                self.lines.append(text)
+            node = _NODE.search(text)
+            if node is None:
+                return
+            if "SaslAuthenticateResponse" in text:
+                self._sent.discard(node.group(1))
+            elif "SaslAuthenticateRequest" in text:
+                self._sent.add(node.group(1))
+            elif "Connection lost" in text and node.group(1) in self._sent:
+                self._sent.discard(node.group(1))
+                self.closed_after_credentials = True
+
+
+_NODE = re.compile(r"\bnode(?:_id)?=([\w.-]+)")
 
 
 _AUTH_FAILED = re.compile(r"SaslAuthenticationFailedError: (?:SaslAuthenticationFailedError: )?([^)\]]+)")
@@ -252,6 +274,9 @@ def _client_errors(servers: list[str], timeout_s: float, recorder: _Recorder) ->
                     raise InputError(SOURCE, f"{where}: authentication failed: {_reason(m.group(1))}") from None
                 if m := _TLS_FAILED.search(line):
                     raise InputError(SOURCE, f"{where}: TLS failed: {_reason(m.group(1))}") from None
+            if recorder.closed_after_credentials:
+                raise InputError(SOURCE, f"{where}: authentication failed: the broker closed the connection after "
+                                         "the SASL credentials were sent, without saying why") from None
             raise InputError(SOURCE, f"cannot reach a broker at {where} within {timeout_s:g} s") from None
         raise InputError(SOURCE, f"{where}: timed out after {timeout_s:g} s ({_short(e)})") from None
     except (errors.SaslAuthenticationFailedError, errors.UnsupportedSaslMechanismError) as e:
@@ -311,8 +336,9 @@ def read_cluster(bootstrap: str, command_config: str | None = None, timeout_s: f
             # retries it until its timeout; between attempts such a line ends the wait (it does not heal).
             left_ms = max(1000, int((deadline - time.monotonic()) * 1000))
             try:
-                admin = KafkaAdminClient(bootstrap_servers=servers, bootstrap_timeout_ms=min(left_ms, _ATTEMPT_MS),
-                                         **config)
+                with _debug_lines():  # the recorder reads the SASL exchange from them (see _Recorder)
+                    admin = KafkaAdminClient(bootstrap_servers=servers,
+                                             bootstrap_timeout_ms=min(left_ms, _ATTEMPT_MS), **config)
             except KafkaTimeoutError:
                 if _refused(recorder) or left_ms <= _ATTEMPT_MS:
                     raise
@@ -333,7 +359,20 @@ _ATTEMPT_MS = 5000
 
 
 def _refused(recorder: _Recorder) -> bool:
-    return any(_AUTH_FAILED.search(line) or _TLS_FAILED.search(line) for line in recorder.lines)
+    return recorder.closed_after_credentials or any(_AUTH_FAILED.search(line) or _TLS_FAILED.search(line)
+                                                    for line in recorder.lines)
+
+
+@contextlib.contextmanager
+def _debug_lines() -> Iterator[None]:
+    """The client's debug lines reach the recorder meanwhile (only while bootstrapping: they are many)."""
+    logger = logging.getLogger("kafka")
+    level = logger.level
+    logger.setLevel(logging.DEBUG)
+    try:
+        yield
+    finally:
+        logger.setLevel(level)
 
 
 def _read(admin: Any, where: str) -> LiveState:
