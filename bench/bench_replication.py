@@ -1,13 +1,17 @@
-"""Replication model benchmark: time to find each variant's bug, throughput with none, exhaustive rates.
+"""Replication model benchmark: each variant's bug found by the exact and the random search, throughput with none,
+exhaustive rates.
 
-    .venv/bin/python bench/bench_replication.py [--seeds 5] [--quick]
+    .venv/bin/python bench/bench_replication.py [--seeds 5] [--examples N] [--sections variants,throughput,...]
 
-Prints, for every historical variant, the seconds Hypothesis needs to find and shrink a violation of
-its row's property and the shrunk trace length (medians over seeds; atomic fetches, lengths counted in
-split steps), next to the shortest trace the exact search finds and, for the rows beyond it, what the
-abstract search finds; then, for Protocol.current(), programs and steps explored per second with no
-violation; then exhaustive states per second and the state count at growing bounds, without and with
-partition reassignment.
+For every historical variant, at its row's settings and checking its row's invariants (as `kcheck explore
+--protocol VARIANT` does): the shortest trace the exact search finds (breadth first, split fetches; in novelty
+order over atomic fetches for the rows beyond breadth-first search, `kcheck.check.DEEP_SEARCH`), its states and
+CPU seconds; then `kcheck explore`'s random search (`replication_search.explore`, the one engine's
+`random_search`) with explore's defaults, atomic fetches, one run per seed: the seeds that found a violation
+within the programs, and over those the median programs run until found, CPU seconds (shrinking included) and
+shrunk trace length (counted in split steps, a fetch being three). Then, for Protocol.current(), programs and
+steps explored per second with no violation; then exhaustive states per second and the state count at growing
+bounds, without and with partition reassignment (up to a million states, about 5 GB).
 """
 
 from __future__ import annotations
@@ -21,42 +25,54 @@ from kcheck.check import DEEP_MAX_STATES, DEEP_SEARCH
 from kcheck.invariants.replication_engine import run_exhaust
 from kcheck.invariants.replication_explore import exhaust, explore, split_fetches
 from kcheck.model.replication import VARIANTS, Config, Protocol
+from kcheck.replication_cli import EXPLORE_EXAMPLES, EXPLORE_STEPS
+
+SECTIONS = ("variants", "throughput", "exhaustive", "reassignment")
 
 
 def variants(seeds: int, examples: int) -> None:
-    print(f"{'variant':24} {'row':>3} {'found':>6} {'median s':>9} {'median steps':>13} {'shortest':>9} "
-          f"{'states':>11} {'s':>6} {'row steps':>9}")
+    print(f"random search: up to {examples:,} programs of up to {EXPLORE_STEPS} steps a seed, atomic fetches")
+    print(f"{'variant':24} {'row':>3} {'shortest':>9} {'states':>11} {'CPU s':>6} {'found':>6} {'programs':>9} "
+          f"{'CPU s':>6} {'steps':>6} {'row steps':>9}")
     for v in VARIANTS.values():
         cfg = Config(**v.settings)
-        atomic = replace(cfg, atomic_fetch=True)
-        times, lengths, found = [], [], 0
+        atomic = replace(cfg, atomic_fetch=True)  # explore's default fetch model
+        cpu, programs, lengths = [], [], []
         for s in range(seeds):
-            r = explore(v.protocol, atomic, examples=examples, steps=40, seed_value=s, only=set(v.violates))
+            t = time.process_time()
+            r = explore(v.protocol, atomic, examples=examples, steps=EXPLORE_STEPS, seed_value=s,
+                        only=set(v.violates))
             if r.trace is not None:
-                found += 1
-                times.append(r.seconds)
+                cpu.append(time.process_time() - t)
+                programs.append(r.examples)
                 lengths.append(len(split_fetches(r.trace, v.protocol).steps))
+        t = time.process_time()
         if v.name in DEEP_SEARCH:  # beyond breadth-first search: the exact search in novelty order, atomic fetches
             ex = run_exhaust(v.protocol, atomic, max_states=DEEP_MAX_STATES, only=set(v.violates), order="novelty")
             shortest = f"{len(split_fetches(ex.trace, v.protocol).steps)}*" if ex.trace else "none*"
         else:
             ex = exhaust(v.protocol, cfg, max_states=400_000, only=set(v.violates))
             shortest = str(len(ex.trace.steps)) if ex.trace else ("none" if ex.complete else "?")
-        med_t = f"{statistics.median(times):.1f}" if times else "-"
-        med_l = f"{statistics.median(lengths):.0f}" if lengths else "-"
-        print(f"{v.name:24} {v.row:>3} {found:>3}/{seeds:<2} {med_t:>9} {med_l:>13} {shortest:>9} "
-              f"{ex.states:>11,} {ex.seconds:>6.0f} {v.minimal_steps:>9}", flush=True)
+        ex_cpu = time.process_time() - t
+
+        def med(xs: list[float], fmt: str) -> str:
+            return format(statistics.median(xs), fmt) if xs else "-"
+
+        print(f"{v.name:24} {v.row:>3} {shortest:>9} {ex.states:>11,} {ex_cpu:>6.0f} {len(cpu):>3}/{seeds:<2} "
+              f"{med(programs, ',.0f'):>9} {med(cpu, '.1f'):>6} {med(lengths, '.0f'):>6} {v.minimal_steps:>9}",
+              flush=True)
     print("* exact search in novelty order over atomic fetches (not a shortest trace); counted in split steps")
 
 
 def current_throughput(examples: int, steps: int) -> None:
-    cfg = Config()
-    t = time.perf_counter()
+    cfg = Config(atomic_fetch=True)  # explore's defaults
+    t = time.process_time()
     r = explore(Protocol.current(), cfg, examples=examples, steps=steps, seed_value=0)
-    dt = time.perf_counter() - t
+    dt = time.process_time() - t
     verdict = "no violation" if r.trace is None else f"VIOLATION: {r.trace.violations[0].message}"
-    print(f"\ncurrent protocol, {cfg.brokers} brokers: {r.examples} programs, {r.steps:,} steps in {dt:.1f} s = "
-          f"{r.examples / dt:.1f} programs/s, {r.steps / dt:,.0f} steps/s ({verdict})")
+    print(f"\ncurrent protocol, {cfg.brokers} brokers, atomic fetches: {r.examples} programs, {r.steps:,} steps, "
+          f"{r.distinct_states:,} distinct states in {dt:.1f} CPU s = {r.examples / dt:.1f} programs/s, "
+          f"{r.steps / dt:,.0f} steps/s ({verdict})")
 
 
 def exhaustive(quick: bool) -> None:
@@ -113,13 +129,23 @@ def reassignment(quick: bool) -> None:
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--seeds", type=int, default=5)
-    ap.add_argument("--examples", type=int, default=1500, help="programs per variant and seed before giving up")
+    ap.add_argument("--examples", type=int, default=EXPLORE_EXAMPLES,
+                    help="programs per variant and seed before giving up (default: explore's)")
+    ap.add_argument("--sections", default=",".join(SECTIONS), help=f"which to run, of {', '.join(SECTIONS)}")
     ap.add_argument("--quick", action="store_true")
     args = ap.parse_args()
-    variants(args.seeds, args.examples)
-    current_throughput(200 if args.quick else 1000, 60)
-    exhaustive(args.quick)
-    reassignment(args.quick)
+    chosen = args.sections.split(",")
+    unknown = [x for x in chosen if x not in SECTIONS]
+    if unknown:
+        ap.error(f"--sections: unknown {', '.join(unknown)} (expected some of {', '.join(SECTIONS)})")
+    if "variants" in chosen:
+        variants(args.seeds, args.examples)
+    if "throughput" in chosen:
+        current_throughput(200 if args.quick else EXPLORE_EXAMPLES, EXPLORE_STEPS)
+    if "exhaustive" in chosen:
+        exhaustive(args.quick)
+    if "reassignment" in chosen:
+        reassignment(args.quick)
 
 
 if __name__ == "__main__":

@@ -28,9 +28,10 @@ invariant. Each choice follows from the model's structure (model/replication/act
 `explore` is `kcheck explore` (and `kcheck check`'s random search): `random_search` with these settings, the
 user's program count and length, and what the command reports beside the verdict, counted through the engine's
 `on_step` hook (action kinds taken and enabled, the most of each fault budget a program used, the invariant
-tally of the states stepped into), change coverage (a `ChangeProbe`: the states become `Node`s carrying their
-path, and every action of a state goes through the probe, as in `kcheck exhaust`), and the counterexample shrunk
-by `minimize_run` and returned as a `Trace` that `kcheck replay` reads.
+tally of the states stepped into, `TallyPlan`), change coverage (a `ChangeProbe`: the states become `Node`s
+carrying their path, and every action of each distinct state goes through the probe, as in `kcheck exhaust`;
+`ProbedModel`), and the counterexample shrunk by `minimize_run` and returned as a `Trace` that `kcheck replay`
+reads. `max_seconds` stops the search (wall clock, as `kcheck exhaust --max-seconds`); shrinking is not cut.
 """
 
 from __future__ import annotations
@@ -39,6 +40,8 @@ import time
 from dataclasses import dataclass, field, fields, replace
 from typing import Any
 
+from kcheck.invariants import registry
+from kcheck.invariants import replication as replication_invariants
 from kcheck.invariants.registry import REGISTRY
 from kcheck.invariants.replication import ReplicationSubject, check_replication
 from kcheck.invariants.replication_engine import Node, NodeModel, _trace_actions
@@ -160,27 +163,102 @@ class ExploreResult:
                 "budgets_never_used_in_full": sorted(self.budgets_unspent)}
 
 
+class TallyPlan:
+    """How `explore` counts, per state a step reaches, which checked invariants their own condition switched off
+    (`InvariantTally`), asking each condition only as often as its answer can change: a config-only condition
+    (`replication.CONFIG_ONLY`) once for the run, a condition with a boolean twin (`replication.STATE_VOID`) through
+    the twin, once per state for all the invariants sharing it (its text only for the first state it holds in,
+    the reason the tally keeps), and the registry's default condition of a built-in invariant ("applies") never.
+    Any other condition (a user's) is asked in every state, as it is. The counts are those of asking every
+    condition in every state."""
+
+    def __init__(self, selected: list[Any], cfg: Config, initial: State) -> None:
+        self.cfg = cfg
+        self.always_off: dict[str, str] = {}  # id -> reason, for every state of the run
+        voids: dict[Any, tuple[Any, list[str]]] = {}  # condition -> (its twin, the ids it switches off)
+        self.asked: list[Any] = []
+        first = ReplicationSubject(initial, cfg)
+        for inv in selected:
+            cond = inv.not_applicable
+            if _builtin(inv) and cond in replication_invariants.CONFIG_ONLY:
+                why = cond(first)
+                if why is not None:
+                    self.always_off[inv.id] = why
+            elif _builtin(inv) and cond in replication_invariants.STATE_VOID:
+                voids.setdefault(cond, (replication_invariants.STATE_VOID[cond], []))[1].append(inv.id)
+            elif not (_builtin(inv) and getattr(cond, "__module__", None) == registry.__name__):
+                self.asked.append(inv)
+        self.voids = [(cond, twin, ids) for cond, (twin, ids) in voids.items()]
+
+    def counter(self, tally: InvariantTally) -> Any:
+        cfg, voids, asked, off, reasons = self.cfg, self.voids, self.asked, tally.off, tally.reasons
+
+        def count(s: State) -> None:
+            tally.states += 1
+            for cond, twin, ids in voids:
+                if twin(s, cfg):
+                    for i in ids:
+                        off[i] = off.get(i, 0) + 1
+                        if i not in reasons:
+                            reasons[i] = cond(ReplicationSubject(s, cfg))
+            if asked:
+                subject = ReplicationSubject(s, cfg)
+                for inv in asked:
+                    why = inv.not_applicable(subject)
+                    if why is not None:
+                        off[inv.id] = off.get(inv.id, 0) + 1
+                        reasons.setdefault(inv.id, why)
+
+        return count
+
+    def close(self, tally: InvariantTally) -> None:
+        """The config-only conditions that hold: off in every state counted."""
+        for i, why in self.always_off.items():
+            tally.off[i] = tally.states
+            tally.reasons.setdefault(i, why)
+
+
+def _builtin(inv: Any) -> bool:
+    """An invariant of invariants/replication.py, with its own conditions (a user's is wrapped by the registry)."""
+    return getattr(inv.check, "__module__", None) == replication_invariants.__name__
+
+
 class ProbedModel(NodeModel):
-    """The replication model over `Node`s for change coverage in a random search: each state's successors go
-    through the probe one action at a time (as in `kcheck exhaust`: the rules are asked what `apply` asks them
-    for every candidate action), each distinct state is counted once (programs revisit states), and steps
-    outside the programs (shrinking) are not visits (`NodeModel.step`)."""
+    """The replication model over `Node`s for change coverage in a random search: the successors of each distinct
+    state go through the probe one action at a time (as in `kcheck exhaust`: the rules are asked what `apply` asks
+    them for every candidate action), so each distinct state is counted once (programs revisit states); a state
+    visited before, where the probe records nothing, gets the model's own one-pass `successors` (the same list,
+    tests/test_replication_model.py). Steps outside the programs (shrinking) are not visits (`NodeModel.step`)."""
 
     def __init__(self, inner: ReplicationModel, probe: ChangeProbe, label: str) -> None:
         super().__init__(inner, StateInvariant("replication", "", _never), abstract=False, probe=probe, label=label)
         self._invariants = [StateInvariant(i.id, i.title, _on_state(i.holds)) for i in inner.invariants()]
+        self._last: tuple[State | None, bytes] = (None, b"")  # the state encoded last, and its encoding
+
+    def encode(self, node: Node | State) -> bytes:
+        s = node.state if isinstance(node, Node) else node
+        last = self._last
+        if last[0] is s:
+            return last[1]
+        out = self.inner.encode(s)
+        self._last = (s, out)
+        return out
 
     def successors(self, node: Node) -> list[tuple[int, Action, Node]]:
         probe, inner, s = self.probe, self.inner, node.state
         assert probe is not None
-        probe.visit(hash(inner.encode(s)))
+        # the search encodes each state it steps into, then asks for its successors: the encoding is reused
+        probe.visit(hash(self.encode(s)))
+        depth, path = node.depth + 1, node.path
+        if not probe._recording:  # visited before: nothing to record
+            return [(i, a, Node(t, depth, (a, path))) for i, a, t in inner.successors(s)]
         out = []
         for i, a in enumerate(inner.actions(s)):
             probe.begin()
             nxt = inner.step(s, a)
             probe.end(a, nxt, node.actions, self.label, inner.cfg, depth=node.depth)
             if nxt is not None:
-                out.append((i, a, Node(nxt, node.depth + 1, (a, node.path))))
+                out.append((i, a, Node(nxt, depth, (a, path))))
         return out
 
 
@@ -219,15 +297,8 @@ def explore(protocol: Protocol, cfg: Config, *, examples: int = 200, steps: int 
     for b in BUDGETS:
         spent[b] = 0
 
-    def count(s: State) -> None:
-        """The tally: in how many states each checked invariant's own condition switched it off, and why."""
-        subject = ReplicationSubject(s, cfg)
-        tally.states += 1
-        for inv in selected:
-            why = inv.not_applicable(subject)
-            if why is not None:
-                tally.off[inv.id] = tally.off.get(inv.id, 0) + 1
-                tally.reasons.setdefault(inv.id, why)
+    plan = TallyPlan(selected, cfg, inner.initial_states()[0])
+    count = plan.counter(tally)
 
     def on_step(prev: Any, action: Action, nxt: Any, enabled: Any) -> None:
         s = state_of(nxt)
@@ -279,6 +350,7 @@ def explore(protocol: Protocol, cfg: Config, *, examples: int = 200, steps: int 
             last = model.step(last, a)
         final = state_of(last)
         result.trace = Trace(label, cfg, tuple(acts), check_replication(final, cfg, only).hard_violations, checked)
+    plan.close(tally)
     result.seconds = time.perf_counter() - start
     final_r = replace(r, seconds=result.seconds)
     if progress is not None:

@@ -110,6 +110,7 @@ EXPLORE_STEPS = 40
 # with its split length; it replays under the settings it was written with).
 EXPLORE_DEFAULTS: dict[str, Any] = {"atomic_fetch": True}
 EXPLORE_ENGINE = "kcheck.model.search.random_search"
+MAX_SECONDS = 1e9  # the most explore --max-seconds takes, as exhaust's option: about 31 years
 
 # What each Config field means, shown in the settings line next to its option.
 MEANINGS: dict[str, str] = {
@@ -721,6 +722,11 @@ def explore_command(
     metadata: MetadataOpt = None,
     list_offsets: ListOffsetsOpt = None,
     shutdowns: ShutdownsOpt = None,
+    max_seconds: Annotated[float | None, typer.Option(
+        "--max-seconds", metavar="SECONDS", show_default=False,
+        help="Stop the search after this many seconds of wall-clock time, as exhaust --max-seconds does (the "
+             "shrinking of a violation found in time is not cut). A clean run stopped so says how many programs "
+             "and steps it covered and exits 4, as every clean explore. Default: no limit.")] = None,
     invariant: InvariantOpt = None,
     invariants: InvariantsOpt = None,
     out: OutOpt = None,
@@ -741,6 +747,10 @@ def explore_command(
     Exit status: 1 a counterexample, 2 bad input, 3 no invariant violated but a rule the protocol changes never
     answered differently from today's rule in the states visited, 4 no invariant violated (not a proof: kcheck
     exhaust proves within its bounds)."""
+    # nan and inf pass a float option's range check; the budget must be a positive, finite number of seconds
+    if max_seconds is not None and not 0 < max_seconds <= MAX_SECONDS:
+        raise InputError("--max-seconds", f"expected a number of seconds above 0 and at most {MAX_SECONDS:g}, "
+                                          f"not '{max_seconds:g}'")
     given = config_options(
         brokers=brokers, replication_factor=replication_factor, min_isr=min_isr, initial_isr=initial_isr, acks=acks,
         records=records, max_leader_epoch=max_leader_epoch, crashes=crashes, lossy_crashes=lossy_crashes,
@@ -753,7 +763,7 @@ def explore_command(
         result: ExploreResult = _run("exploration", resolved, explore,
                                      probe.protocol if probe else resolved.protocol, cfg, examples=examples,
                                      steps=steps, seed_value=seed, label=resolved.label, only=only, probe=probe,
-                                     progress=progress_printer(progress, quiet))
+                                     progress=progress_printer(progress, quiet), max_seconds=max_seconds)
     _write_trace(out, result.trace)
     written = _write_coverage(coverage_dir, probe)
     summary = result.tally.summary(only, prep.not_selected)
@@ -762,7 +772,7 @@ def explore_command(
     if json_out:
         print(json.dumps({"protocol": resolved.label, "config": cfg.as_dict(), "ok": trace is None,
                           "exit_status": int(code), "complete": False, "engine": EXPLORE_ENGINE,
-                          "stopped_by": result.stopped_by, "seed": seed,
+                          "stopped_by": result.stopped_by, "caps": {"max_seconds": max_seconds}, "seed": seed,
                           "examples": result.examples, "examples_asked": examples, "steps": result.steps,
                           "steps_asked": steps, "seconds": round(result.seconds, 3),
                           "found_after_seconds": round(result.found_after, 3) if trace else None,
@@ -775,16 +785,22 @@ def explore_command(
     con = report.console()
     con.print(f"protocol {escape(resolved.label)}: {escape(resolved.protocol.description)}")
     con.print(f"settings: {escape(_config_line(cfg))}")
-    con.print(f"search: {EXPLORE_ENGINE}, seed {seed}, up to {examples:,} programs of up to {steps:,} steps")
+    cap = f", stopping after {max_seconds:g} s (--max-seconds)" if max_seconds is not None else ""
+    con.print(f"search: {EXPLORE_ENGINE}, seed {seed}, up to {examples:,} programs of up to {steps:,} steps{cap}")
     programs = f"{result.examples:,} programs (--examples {examples:,})"
     _print_invariants(summary)
     _print_coverage(probe, prep.unchanged, resolved.label, written)
     if trace is None:
         for covered in _explore_coverage_lines(result):
             con.print(escape(covered))
-        con.print(f"INCOMPLETE: no invariant violated in {programs}, {result.steps:,} steps ({result.seconds:.1f} s, "
-                  f"seed {seed}). A random search proves nothing: `kcheck exhaust` with these bounds visits every "
-                  "reachable state" + ("." if code != Exit.INCOMPLETE else " (exit 4)."))
+        if result.stopped_by == "max-seconds":  # the programs begun: the last one may have been cut short
+            ran = (f"stopped by --max-seconds {max_seconds:g} after {result.examples:,} of the {examples:,} programs "
+                   f"asked (--examples), {result.steps:,} steps ({result.seconds:.1f} s, seed {seed}); no invariant "
+                   "violated in them")
+        else:
+            ran = f"no invariant violated in {programs}, {result.steps:,} steps ({result.seconds:.1f} s, seed {seed})"
+        con.print(f"INCOMPLETE: {ran}. A random search proves nothing: `kcheck exhaust` with these bounds visits "
+                  "every reachable state" + ("." if code != Exit.INCOMPLETE else " (exit 4)."))
         line = _unexercised_line(probe)
         if line:
             con.print(escape(line))

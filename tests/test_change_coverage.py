@@ -158,3 +158,46 @@ def test_probed_successors_enumerate_what_successors_does(name):
 def test_same_as_today_is_still_a_change():
     assert changed_rules(replace(Protocol.current(), isr_join=lambda *a: caught_up_in_leader_epoch(*a)),
                          Protocol.current()) == ["isr_join"]
+
+
+def test_explore_probes_each_distinct_state_once_as_if_it_probed_every_step(monkeypatch):
+    # explore's ProbedModel takes the model's one-pass successors for a state visited before (the probe records
+    # nothing there). The run and its coverage must be those of probing every action of every state it steps
+    # from, the plain definition, which this subclass restores.
+    from kcheck.invariants import replication_search
+    from kcheck.invariants.replication_engine import Node
+
+    def join_unless_fenced(leader, follower, registry):  # differs from today's after a lossy crash
+        leo = leader.view_of(follower)
+        return leo is not None and leo >= leader.hw and leo >= leader.epoch_start and follower not in registry.fenced
+
+    class EveryStep(replication_search.ProbedModel):
+        def successors(self, node):
+            probe, inner, s = self.probe, self.inner, node.state
+            probe.visit(hash(inner.encode(s)))
+            out = []
+            for i, a in enumerate(inner.actions(s)):
+                probe.begin()
+                nxt = inner.step(s, a)
+                probe.end(a, nxt, node.actions, self.label, inner.cfg, depth=node.depth)
+                if nxt is not None:
+                    out.append((i, a, Node(nxt, node.depth + 1, (a, node.path))))
+            return out
+
+    mine = replace(Protocol.current(), name="mine", isr_join=join_unless_fenced)
+    cfg = Config(brokers=2, min_isr=2, records=2, crashes=1, lossy_crashes=1, fences=1, elections=1, isr_shrinks=1,
+                 failovers=0, reads=0, max_leader_epoch=3, atomic_fetch=True)
+
+    def run():
+        probe = ChangeProbe(mine, Protocol.current(), "current")
+        r = replication_search.explore(probe.protocol, cfg, examples=300, steps=30, seed_value=2, probe=probe)
+        return ((r.examples, r.steps, r.distinct_states, r.kinds_fired, r.trace),
+                (probe.visited, [c.as_dict() for c in probe.coverage.values()]))
+
+    fast = run()
+    monkeypatch.setattr(replication_search, "ProbedModel", EveryStep)
+    plain = run()
+    assert fast == plain
+    visited, (rule,) = fast[1]
+    assert rule["differed_states"] > 0  # the rule was exercised
+    assert visited < fast[0][1]  # and programs did revisit states (the shortcut was taken)

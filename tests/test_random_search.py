@@ -188,6 +188,54 @@ def test_the_settings_know_no_row():
     assert novelty_key(s) == novelty_key(s.__class__(**{**s.__dict__, "pool": frozenset({m})}))  # no messages
 
 
+def test_explore_tally_is_every_condition_asked_in_every_state(monkeypatch):
+    """explore asks a config-only condition once, a condition with a boolean twin through the twin, the default
+    one never (`TallyPlan`); the tally must be what asking every selected invariant's `not_applicable` in every
+    state gives, counted here by brute force on the same programs (the same seed and settings)."""
+    from kcheck.invariants.registry import REGISTRY, Invariant, Severity
+    from kcheck.invariants.replication import ReplicationSubject
+    from kcheck.invariants.replication_explore import replication_ids
+    from kcheck.invariants.replication_model_adapter import ReplicationModel
+    from kcheck.invariants.replication_search import MIN_STEPS, explore
+    from kcheck.model.replication import Config
+    from kcheck.model.replication.state import NO_LEADER
+
+    # a user's invariant whose condition reads the state: asked in every state
+    leaderless = Invariant("test.tally-leaderless", "never violated", Severity.SOFT, "test", "replication",
+                           lambda subject: [],
+                           lambda s: "no leader" if s.state.registry.leader == NO_LEADER else None)
+    monkeypatch.setitem(REGISTRY, leaderless.id, leaderless)
+    # one lossy crash voids durability at min.insync.replicas 1 (state-dependent); nothing reassigns and there is
+    # no client view (config-only: off everywhere); the leader is always a replica (config-only: off everywhere)
+    cfg = Config(brokers=3, min_isr=1, lossy_crashes=1, crashes=1, atomic_fetch=True)
+    examples, steps = 60, 20
+    r = explore(Protocol.current(), cfg, examples=examples, steps=steps, seed_value=3)
+    assert r.trace is None
+
+    states, off, reasons = 0, {}, {}
+    ids = replication_ids(None)
+
+    def ask(s):
+        nonlocal states
+        states += 1
+        for i in ids:
+            why = REGISTRY[i].not_applicable(ReplicationSubject(s, cfg))
+            if why is not None:
+                off[i] = off.get(i, 0) + 1
+                reasons.setdefault(i, why)
+
+    model = ReplicationModel(Protocol.current(), cfg, symmetry=False)
+    for s in model.initial_states():
+        ask(s)
+    random_search(model, seed=3, programs=examples, shrink=False, on_step=lambda p, a, s, e: ask(s),
+                  **{**options(), "min_steps": min(MIN_STEPS, steps), "max_steps": steps})
+    assert (r.tally.states, r.tally.off, r.tally.reasons) == (states, off, reasons)
+    # every kind of condition took part: some states off and some on for the state-dependent ones
+    assert 0 < off["replication.no-acked-lost"] < states and 0 < off[leaderless.id] < states
+    assert off["replication.reassignment-completed"] == off["client.list-offsets-monotonic"] == states
+    assert "replication.log-matching" not in off
+
+
 FOUND_FAST = ["zombie-controller", "hw-over-committed-isr", "truncate-to-hw", "truncate-to-hw-lossy",
               "unclean-election"]
 BUDGET = 150  # programs per row: a fixed count, so the test does not depend on the machine's speed

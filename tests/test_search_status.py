@@ -119,6 +119,39 @@ def test_a_clean_explore_is_incomplete_and_says_what_it_covered(capsys):
     assert "distinct states" in text and "OK:" not in text
 
 
+def test_explore_stopped_by_its_time_cap_says_what_it_covered(capsys):
+    # The default 2,000 programs take about 9 CPU seconds here; one second of wall clock stops them early. Without
+    # the option the cap is none and the run is stopped by its programs.
+    code, out, _ = run(capsys, "explore", "--max-seconds", "1", "--json")
+    rep = json.loads(out)
+    assert code == Exit.INCOMPLETE == rep["exit_status"] and rep["complete"] is False
+    assert rep["stopped_by"] == "max-seconds" and rep["caps"] == {"max_seconds": 1.0}
+    assert 0 < rep["examples"] < rep["examples_asked"] == 2000 and rep["steps"] > 0
+    assert rep["search"]["programs"] == rep["examples"] and rep["seconds"] >= 1
+    code, out, _ = run(capsys, "explore", "--max-seconds", "1")
+    text = " ".join(out.split())
+    assert code == Exit.INCOMPLETE
+    assert "INCOMPLETE: stopped by --max-seconds 1 after " in text and "of the 2,000 programs asked" in text
+    assert "no invariant violated in 2,000 programs" not in text and "OK" not in text
+    code, out, _ = run(capsys, "explore", "--examples", "3", "--steps", "3", "--json")
+    rep = json.loads(out)
+    assert rep["stopped_by"] == "programs" and rep["caps"] == {"max_seconds": None} and rep["examples"] == 3
+
+
+def test_a_time_cap_does_not_hide_a_violation_found_in_time(capsys):
+    # Row 6 is found within its first programs: the cap changes nothing, exit 1.
+    code, out, _ = run(capsys, "explore", "--protocol", "hw-over-committed-isr", "--max-seconds", "60", "--json")
+    rep = json.loads(out)
+    assert code == Exit.FAILED and rep["stopped_by"] == "violation" and rep["trace"]["violations"]
+
+
+@pytest.mark.parametrize("value", ["0", "-1", "nan", "inf", "1e10"])
+def test_a_bad_explore_time_cap_is_one_line(capsys, value):
+    code, out, err = run(capsys, "explore", "--examples", "1", "--steps", "1", f"--max-seconds={value}")
+    assert code == Exit.BAD_INPUT and out == ""
+    one_error_line(err, "--max-seconds", "expected a number of seconds above 0")
+
+
 def test_explore_runs_atomic_fetches_unless_told_otherwise(capsys):
     # The old state machine ran split fetches by default; the one engine's search takes a fetch as one step unless
     # --split-fetch (or a row's settings) says otherwise, and says which in its settings line.
