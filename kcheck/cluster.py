@@ -48,7 +48,7 @@ import sys
 import tempfile
 import time
 import uuid
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Annotated, Any
@@ -840,18 +840,13 @@ def _is_stopped(pid: int) -> bool:
     return out.stdout.strip().startswith("T")
 
 
-@contextlib.contextmanager
-def _quiet_kafka_logs() -> Iterator[None]:
+def _quiet_kafka_logs() -> contextlib.AbstractContextManager[None]:
     """kafka-python logs every refused connection at ERROR/WARNING; while polling for readiness those are expected."""
     import logging
 
-    logger = logging.getLogger("kafka")
-    level = logger.level
-    logger.setLevel(logging.CRITICAL)
-    try:
-        yield
-    finally:
-        logger.setLevel(level)
+    from kcheck.live import kafka_log_level
+
+    return kafka_log_level(logging.CRITICAL)
 
 
 # ---------------------------------------------------------------------------------------------------------

@@ -336,7 +336,7 @@ def read_cluster(bootstrap: str, command_config: str | None = None, timeout_s: f
             # retries it until its timeout; between attempts such a line ends the wait (it does not heal).
             left_ms = max(1000, int((deadline - time.monotonic()) * 1000))
             try:
-                with _debug_lines():  # the recorder reads the SASL exchange from them (see _Recorder)
+                with kafka_log_level(logging.DEBUG):  # the recorder reads the SASL exchange (see _Recorder)
                     admin = KafkaAdminClient(bootstrap_servers=servers,
                                              bootstrap_timeout_ms=min(left_ms, _ATTEMPT_MS), **config)
             except KafkaTimeoutError:
@@ -364,15 +364,16 @@ def _refused(recorder: _Recorder) -> bool:
 
 
 @contextlib.contextmanager
-def _debug_lines() -> Iterator[None]:
-    """The client's debug lines reach the recorder meanwhile (only while bootstrapping: they are many)."""
+def kafka_log_level(level: int) -> Iterator[None]:
+    """kafka-python's loggers at `level` meanwhile: DEBUG while `read_cluster` bootstraps (the recorder reads the SASL
+    exchange from those lines; only then, as they are many), CRITICAL while a cluster is polled for readiness."""
     logger = logging.getLogger("kafka")
-    level = logger.level
-    logger.setLevel(logging.DEBUG)
+    before = logger.level
+    logger.setLevel(level)
     try:
         yield
     finally:
-        logger.setLevel(level)
+        logger.setLevel(before)
 
 
 def _read(admin: Any, where: str) -> LiveState:
