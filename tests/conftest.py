@@ -4,6 +4,11 @@ import shutil
 import pytest
 from hypothesis import HealthCheck, settings
 
+try:  # pytest >= 9.2: structured node ids
+    from _pytest.nodeid import NodeId
+except ImportError:  # older pytest: xdist's own suffix works
+    NodeId = None
+
 # "ci": deterministic and bounded; "dev": the default; "deep": for long local runs.
 settings.register_profile("ci", max_examples=100, derandomize=True, deadline=None,
                           suppress_health_check=[HealthCheck.too_slow])
@@ -23,12 +28,26 @@ def pytest_collection_modifyitems(config, items):
     while the other workers take the pure-Python tests. Likewise the Spark tests share one worker (each module
     starts one local SparkSession: a module split across two workers would start two), and the JVM oracle's."""
     for item in items:
-        if item.get_closest_marker("kafka") or item.get_closest_marker("cluster"):
-            item.add_marker(pytest.mark.xdist_group("kafka"))
-        elif item.get_closest_marker("spark"):
-            item.add_marker(pytest.mark.xdist_group("spark"))
-        elif item.get_closest_marker("jvm"):
-            item.add_marker(pytest.mark.xdist_group("jvm"))
+        group = _xdist_group(item)
+        if group is None:
+            continue
+        item.add_marker(pytest.mark.xdist_group(group))
+        # pytest-xdist 3.8 names the group by appending "@group" to `item._nodeid`, which pytest 9.2 no longer reads
+        # (node ids are structured: `item._id`), so its loadgroup scheduler silently spread the groups over every
+        # worker (pytest-xdist issue #1386). Where the structured id exists, append the suffix to it as xdist meant.
+        structured = NodeId is not None and isinstance(getattr(item, "_id", None), NodeId)
+        if structured and getattr(config.option, "loadgroup", False):
+            item._id = NodeId.parse(f"{item.nodeid}@{group}")
+
+
+def _xdist_group(item: pytest.Item) -> str | None:
+    if item.get_closest_marker("kafka") or item.get_closest_marker("cluster"):
+        return "kafka"
+    if item.get_closest_marker("spark"):
+        return "spark"
+    if item.get_closest_marker("jvm"):
+        return "jvm"
+    return None
 
 
 @pytest.fixture(scope="session")
@@ -62,3 +81,24 @@ def cluster(kafka_cluster):
             kafka_cluster.resume(row["node"])
         elif row["state"] == "stopped":
             kafka_cluster.restart(row["node"])
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _one_click_command_per_process():
+    """`kcheck.cli.main` builds its Click command from the Typer app on every call (about 60 ms of signature and
+    type-hint evaluation), once per `kcheck` process; the tests call main() in-process about a thousand times, so
+    each test process builds it once. It is the command main() would build: kcheck/cli.py registers every command
+    at import, and building reads nothing else."""
+    import typer.main
+
+    from kcheck import cli
+
+    build = typer.main.get_command
+    built = build(cli.app)
+
+    def get_command(app):
+        return built if app is cli.app else build(app)
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(typer.main, "get_command", get_command)
+        yield

@@ -13,10 +13,10 @@ Request `GH` puts the same inputs into real HashMaps/HashSets, as the coordinato
 Java hash orders our reference (and `registry.ServerSideAdapter`) reproduce. The release differences
 found are pinned on their smallest inputs below.
 
-Default: 4.4.0 only (a few thousand inputs per assignor). KCHECK_KAFKA_RELEASES="4.0.2,4.1.2,4.4.0"
+Default: 4.4.0 only (about 1,500 inputs per assignor). KCHECK_KAFKA_RELEASES="4.0.2,4.1.2,4.4.0"
 overrides the list (3.9.1 works too: inputs our reference does not model for it, the 3.x heterogeneous
-uniform builder, are left out); 4.0.2 and 4.1.2, huge groups and the 4.0.0/4.0.1 boundary run under
-`-m slow`. Skipped only when `java`, `javac` or `mvn` is missing.
+uniform builder, are left out); about 6,000 inputs per assignor on 4.4.0, 4.0.2 and 4.1.2, huge groups and
+the 4.0.0/4.0.1 boundary run under `-m slow`. Skipped only when `java`, `javac` or `mvn` is missing.
 """
 
 from __future__ import annotations
@@ -56,6 +56,9 @@ VERSIONS = [*RELEASES, *(pytest.param(v, marks=pytest.mark.slow) for v in OTHER_
 ASSIGNORS = ["uniform", "server-range"]
 
 BATCH = settings(max_examples=20, deadline=None, suppress_health_check=list(HealthCheck))
+# Batches of 100-200 group specs per assignor: the default run's share, and the `slow` twin's (every release)
+DEFAULT_BATCHES = 10
+DEEP_BATCHES = 40
 
 
 # HotSpot throws a hot method's implicit exceptions (array index out of bounds, null pointer) preallocated,
@@ -296,18 +299,29 @@ def problem_batches(draw, size=(100, 200)):
 # --- the differential tests --------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("assignor", ASSIGNORS)
-@pytest.mark.parametrize("version", VERSIONS)
-def test_group_assignor_matches_kafka(version, assignor):
+def check_release(version: str, assignor: str, batches: int) -> None:
     _kafka(version)
 
-    @BATCH
+    @settings(BATCH, max_examples=batches)
     @given(problem_batches())
     def check(problems):
         differences = compare(assignor, version, problems)
         assert not differences, f"{len(differences)} of {len(problems)} differ; first:{differences[0]}"
 
     check()
+
+
+@pytest.mark.parametrize("assignor", ASSIGNORS)
+@pytest.mark.parametrize("version", RELEASES)
+def test_group_assignor_matches_kafka(version, assignor):
+    check_release(version, assignor, DEFAULT_BATCHES)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("assignor", ASSIGNORS)
+@pytest.mark.parametrize("version", [*RELEASES, *OTHER_RELEASES])
+def test_group_assignor_matches_kafka_deep(version, assignor):
+    check_release(version, assignor, DEEP_BATCHES)
 
 
 @pytest.mark.slow
