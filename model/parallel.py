@@ -73,7 +73,8 @@ class _Worker:
         self.shared, self.start = shared, start
         self.max_seconds = opts["max_seconds"]
         self.invariants = list(model.invariants())
-        self.key = _keyer(model, list(model.symmetries()) if opts["symmetry"] else [])
+        self.key = _keyer(model, list(model.symmetries()) if opts["symmetry"] else [], lazy=True)
+        self.encode = model.encode
         self.succ = _successor_fn(model)
         threshold = max(1, opts["spill_threshold"] // n)
         pack, self.unpack, _ = _frontier_codec(model, opts["compress"], opts["spill_dir"], threshold, True, 0)
@@ -95,7 +96,7 @@ class _Worker:
             fp, data = self.key(s)
             if fp % n == k and self.seen.add(fp):
                 self.store.add(_NO_PARENT, i)
-                self.frontier.append(self.pack(s, data))
+                self.frontier.append(self.pack(s, self.encode(s) if data is None else data))
         self.shared[1 + k] = len(self.store)
         return len(self.frontier)
 
@@ -103,7 +104,7 @@ class _Worker:
         """One level: check and expand the frontier, route the successors, then store the new ones (unless
         `probe`: then only count them)."""
         k, n, shared = self.k, self.n, self.shared
-        seen, key, succ, pack, unpack = self.seen, self.key, self.succ, self.pack, self.unpack
+        seen, key, succ, pack, unpack, encode = self.seen, self.key, self.succ, self.pack, self.unpack, self.encode
         invariants, inboxes = self.invariants, self.inboxes
         cands = [self.spool(3) for _ in range(n)]
         mine = cands[k].append
@@ -168,6 +169,8 @@ class _Worker:
                 d = fp % n
                 if probe:
                     data = b""
+                elif data is None:
+                    data = encode(t)
                 if d == k:
                     if fp not in seen:
                         mine(pack(t, data) if not probe else data, fp, gid, ai)

@@ -21,6 +21,14 @@
   verdicts, so visiting one of them finds every violation up to renaming. The reduction is complete (one state
   per orbit) when the identity and the listed maps form a group: list every non-identity element.
   The frontier keeps the concrete state that was reached, not a canonical image, so traces stay concrete runs.
+- A model may compute the fingerprint itself (`fingerprint(state) -> int`, optional extension below), without
+  building the encoding: most steps reach a state already stored, and only a new state's encoding is built (for
+  the frontier). It must be a 64-bit hash of the encoding or of something the encoding determines and that
+  determines it (the replication model hashes its parts' bytes, cached per part object, concatenated), so that
+  equal states share it and the estimate below holds; with symmetry the least over the images is taken as above
+  (`fingerprints(state)`: the state's and its images' at once). The search keeps the garbage collector's
+  youngest generation 100,000 allocations wide meanwhile (`_rarer_collections`): it holds no object per stored
+  state, so collecting every 700 allocations finds nothing and cost about a fifth of a run.
 - Fingerprint collisions: two different states with the same 64-bit fingerprint make the search skip the
   second one. With n states the probability of any collision is about n^2 / 2^65: about 2.7e-4 at 10^8 states
   (3e-8 at 10^6). TLC makes the same trade (it reports the same estimate after a run); a clean run is a proof up
@@ -56,12 +64,14 @@ Optional extensions a model may provide (the engines use them when present): `de
 `encodings(state) -> list[bytes]` (the encodings of the state and of its images under every listed symmetry, when
 the model computes them faster than `encode(g(state))`); `successors(state) -> list[(index in actions(state),
 action, next state)]` (only the actions that apply, when the model computes them faster than `actions` + `step`);
-and `kind(action) -> str` (the action's kind, for weights and swarm; by default the first word of
-`describe(action)`).
+`kind(action) -> str` (the action's kind, for weights and swarm; by default the first word of
+`describe(action)`); `fingerprint(state) -> int` and `fingerprints(state) -> list[int]` (the 64-bit key without
+the encoding, above; `fingerprints`: the state's and its images' under the listed symmetries, in their order).
 """
 
 from __future__ import annotations
 
+import gc
 import hashlib
 import os
 import pickle
@@ -210,10 +220,28 @@ class _Store:
         return self.action[n], out
 
 
-def _keyer(model: Model[Any, Any], syms: Sequence[Callable[[Any], Any]]) -> Callable[[Any], tuple[int, bytes]]:
-    """state -> (its canonical fingerprint, its own encoding)."""
+def _keyer(model: Model[Any, Any], syms: Sequence[Callable[[Any], Any]], lazy: bool = False
+           ) -> Callable[[Any], tuple[int, bytes | None]]:
+    """state -> (its canonical fingerprint, its own encoding). With `lazy` and a model that has `fingerprint`, the
+    encoding is None: the caller builds it with `encode` only for a state it stores (most steps reach a state
+    already stored, and then only the fingerprint is needed)."""
     encode = model.encode
     blake2b, from_bytes = hashlib.blake2b, int.from_bytes
+    own = getattr(model, "fingerprint", None)
+    if own is not None:
+        if syms:
+            many = getattr(model, "fingerprints", None)
+            if many is not None:
+                def canon_fp(s: Any) -> int:
+                    return min(many(s))
+            else:
+                def canon_fp(s: Any) -> int:
+                    return min(own(s), *(own(g(s)) for g in syms))
+        else:
+            canon_fp = own
+        if lazy:
+            return lambda s: (canon_fp(s), None)
+        return lambda s: (canon_fp(s), encode(s))
 
     def plain(s: Any) -> tuple[int, bytes]:
         data = encode(s)
@@ -234,6 +262,20 @@ def _keyer(model: Model[Any, Any], syms: Sequence[Callable[[Any], Any]]) -> Call
         return min(fingerprint(data), *(fingerprint(encode(g(s))) for g in syms)), data
 
     return canon
+
+
+@contextmanager
+def _rarer_collections() -> Iterator[None]:
+    """Python's cyclic garbage collector runs its youngest generation every 700 net allocations; a search allocates
+    a few hundred short-lived tuples and model objects per state, freed by reference counting (immutable values
+    make no cycles), and holds no object per stored state (flat arrays), so those collections find nothing and
+    cost about a fifth of the run. They run every 100,000 allocations meanwhile (cycles are still collected)."""
+    old = gc.get_threshold()
+    gc.set_threshold(max(old[0], 100_000), *old[1:])
+    try:
+        yield
+    finally:
+        gc.set_threshold(*old)
 
 
 def _successor_fn(model: Model[Any, Any]) -> Callable[[Any], Sequence[tuple[int, Any, Any]]]:
@@ -276,14 +318,14 @@ def _violated(invariants: Sequence[StateInvariant[Any]], s: Any) -> tuple[str, s
     return None
 
 
-def _store_initial(model: Model[Any, Any], key: Callable[[Any], tuple[int, bytes]], seen: FingerprintSet,
+def _store_initial(model: Model[Any, Any], key: Callable[[Any], tuple[int, bytes | None]], seen: FingerprintSet,
                    store: _Store, invariants: Sequence[StateInvariant[Any]]
                    ) -> Iterator[tuple[int, Any, bytes, tuple[str, str] | None]]:
     """Each distinct initial state, stored: (its number, the state, its encoding, the invariant it breaks or None)."""
     for i, s in enumerate(model.initial_states()):
         fp, data = key(s)
         if seen.add(fp):
-            yield store.add(_NO_PARENT, i), s, data, _violated(invariants, s)
+            yield store.add(_NO_PARENT, i), s, model.encode(s) if data is None else data, _violated(invariants, s)
 
 
 def replay_path(model: Model[Any, Any], initial: int, actions: Sequence[int]) -> list[tuple[str, Any]]:
@@ -302,6 +344,7 @@ def replay_path(model: Model[Any, Any], initial: int, actions: Sequence[int]) ->
     return out
 
 
+@_rarer_collections()
 def exhaust(model: Model[Any, Any], max_states: int | None = None, max_depth: int | None = None,
             max_seconds: float | None = None, symmetry: bool = True,
             progress: Callable[[SearchResult], None] | None = None, compress: bool = True, *,
@@ -361,7 +404,8 @@ def exhaust(model: Model[Any, Any], max_states: int | None = None, max_depth: in
     start = time.perf_counter()
     perf_counter = time.perf_counter
     invariants = list(model.invariants())
-    key = _keyer(model, list(model.symmetries()) if symmetry else [])
+    key = _keyer(model, list(model.symmetries()) if symmetry else [], lazy=True)
+    encode = model.encode
     succ = _successor_fn(model)
     pack, unpack, new_frontier = _frontier_codec(model, compress, spill_dir, spill_threshold)
     seen = FingerprintSet()
@@ -406,10 +450,10 @@ def exhaust(model: Model[Any, Any], max_states: int | None = None, max_depth: in
 
     frontier = new_frontier()
     nxt = None
-    for n, s, data, found in _store_initial(model, key, seen, store, invariants):
+    for n, s, own, found in _store_initial(model, key, seen, store, invariants):
         if found is not None and broke(n, s, found):
             return finish("violation")
-        frontier.append(pack(s, data), n)
+        frontier.append(pack(s, own), n)
     result.frontier_peak = len(frontier)
     level = 0
     last_report = start
@@ -458,7 +502,7 @@ def exhaust(model: Model[Any, Any], max_states: int | None = None, max_depth: in
                     counts[0] = transitions
                     result.depth = level + 1
                     return finish("violation")
-                append(pack(t, data), m)
+                append(pack(t, encode(t) if data is None else data), m)
         counts[0] = transitions
         counts[1] += frontier.spilled
         frontier.close()
@@ -536,7 +580,8 @@ def _ordered_exhaust(model: Model[Any, Any], order: str, novelty: Callable[[Any]
     start = time.perf_counter()
     perf_counter = time.perf_counter
     invariants = list(model.invariants())
-    key = _keyer(model, list(model.symmetries()) if symmetry else [])
+    key = _keyer(model, list(model.symmetries()) if symmetry else [], lazy=True)
+    encode = model.encode
     succ = _successor_fn(model)
     decode = getattr(model, "decode", None)
     seen = FingerprintSet()
@@ -546,8 +591,8 @@ def _ordered_exhaust(model: Model[Any, Any], order: str, novelty: Callable[[Any]
     tiers = _Tiers((lambda: Spool(2, compress)) if decode is not None else _Listed)
     counts: dict[Hashable, int] = {}  # novelty key -> states stored with it so far
 
-    def put(t: Any, data: bytes, n: int, depth: int) -> None:
-        packed = data if decode is not None else t
+    def put(t: Any, data: bytes | None, n: int, depth: int) -> None:
+        packed = (encode(t) if data is None else data) if decode is not None else t
         if novelty is None:
             stack.append((n, depth, packed))
             return
@@ -574,10 +619,10 @@ def _ordered_exhaust(model: Model[Any, Any], order: str, novelty: Callable[[Any]
         result.counterexample = Counterexample(found[0], found[1], replay_path(model, initial, path))
         return finish("violation", transitions)
 
-    for n, s, data, found in _store_initial(model, key, seen, store, invariants):
+    for n, s, own, found in _store_initial(model, key, seen, store, invariants):
         if found is not None:
             return violation(n, found, 0)
-        put(s, data, n, 0)
+        put(s, own, n, 0)
     stack.reverse()  # the first initial state is expanded first
     last_report = start
     expanded = transitions = 0

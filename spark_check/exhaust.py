@@ -71,9 +71,9 @@ def _partition(fp: int) -> int:
     return fp >> 40
 
 
-def _model_tools(model: Model[Any, Any], symmetry: bool) -> tuple[Callable[[Any], tuple[int, bytes]],
+def _model_tools(model: Model[Any, Any], symmetry: bool) -> tuple[Callable[[Any], tuple[int, bytes | None]],
                                                                    Callable[[Any], Any] | None]:
-    return _keyer(model, list(model.symmetries()) if symmetry else []), getattr(model, "decode", None)
+    return _keyer(model, list(model.symmetries()) if symmetry else [], lazy=True), getattr(model, "decode", None)
 
 
 def _successors(model: Model[Any, Any]) -> Callable[[Any], Iterable[tuple[int, Any]]]:
@@ -98,6 +98,7 @@ def _expand(factory: Callable[[], Model[Any, Any]], symmetry: bool) -> Callable[
     def run(items: Iterator[Any]) -> Iterator[Any]:
         model = factory()
         key, decode = _model_tools(model, symmetry)
+        encode = model.encode
         succ = _successors(model)
         best: dict[int, tuple[int, int, Any]] = {}
         transitions = 0
@@ -111,6 +112,8 @@ def _expand(factory: Callable[[], Model[Any, Any]], symmetry: bool) -> Callable[
                     nfp, data = key(t)
                     had = best.get(nfp)
                     if had is None or (fp, ai) < (had[0], had[1]):
+                        if decode is not None and data is None:
+                            data = encode(t)  # only for the candidates kept (`key` leaves it to us)
                         best[nfp] = (fp, ai, data if decode is not None else t)
         yield 0, transitions
         yield from best.items()
@@ -315,6 +318,8 @@ def _search(sc: Any, model: Model[Any, Any], factory: Callable[[], Model[Any, An
     initial: dict[int, tuple[int, int, Any]] = {}
     for i, s in enumerate(model.initial_states()):
         fp, data = key(s)
+        if data is None:
+            data = model.encode(s)
         initial.setdefault(fp, (_NO_PARENT, i, data if decode is not None else s))
     merged = level_rdd(_first_level(sc, sorted(initial.items()), factory, P))
     level = 0

@@ -1,0 +1,117 @@
+"""The replication model's fast key path (issue 14): fingerprints computed from the encoding's parts, the encoding
+built only for new states, invariant verdicts shared by states that differ only in their messages, and the search's
+garbage-collector setting. Expected values come from the definitions (the fingerprint of the encoding, the
+search keyed by the full encoding, each twin on the state itself), not from a run of the code under test."""
+
+from __future__ import annotations
+
+import gc
+import random
+from collections import deque
+
+import pytest
+
+from kcheck.check import SMALL_EXHAUSTIVE_BOUNDS
+from kcheck.invariants.replication import FAST
+from kcheck.invariants.replication_model_adapter import (
+    ReplicationModel,
+    decode_state,
+    encode_state,
+    encoding_fingerprint,
+)
+from kcheck.model.replication import VARIANTS, Config, Protocol, initial_state
+from kcheck.model.replication.actions import successors
+from kcheck.model.replication.state import evolve
+from kcheck.model.search import exhaust
+
+SPARE = dict(brokers=3, replication_factor=1, min_isr=1, records=1, max_leader_epoch=2, crashes=1, lossy_crashes=0,
+             fences=1, elections=0, isr_shrinks=0, failovers=0, reads=0, duplicates=False)
+
+
+def _reachable(protocol: Protocol, cfg: Config, limit: int) -> list:
+    """BFS over `actions.successors` (the model's own function table, not the adapter's fast path)."""
+    s0 = initial_state(cfg)
+    seen, queue, out = {s0}, deque([s0]), []
+    while queue and len(out) < limit:
+        s = queue.popleft()
+        out.append(s)
+        for _, t in successors(s, protocol, cfg):
+            if t not in seen:
+                seen.add(t)
+                queue.append(t)
+    return out
+
+
+class FullEncodingKey(ReplicationModel):
+    """The same model keyed the old way: a subclass with its own `encode` gets no part fingerprints, so the search
+    hashes the whole encoding (and, with symmetry, every image's encoding)."""
+
+    def encode(self, state):
+        return encode_state(state)
+
+
+@pytest.mark.parametrize("metadata", ["kraft", "zookeeper"])
+def test_part_fingerprint_is_the_fingerprint_of_the_encoding(metadata):
+    cfg = Config(**{**SMALL_EXHAUSTIVE_BOUNDS, "duplicates": True, "metadata": metadata})
+    m = ReplicationModel(Protocol.current(), cfg)
+    states = _reachable(Protocol.current(), cfg, 1500)
+    random.Random(7).shuffle(states)  # no help from the previous state's parts: any order must give the same
+    fps = [m.fingerprint(s) for s in states]
+    assert fps == [encoding_fingerprint(encode_state(s)) for s in states]
+    assert len(set(fps)) == len(states)  # distinct states, distinct fingerprints (64 bits, 1,500 states)
+    # a state decoded apart (new objects, its parts taken from the bytes) has the same fingerprint
+    for s, fp in zip(states[:200], fps[:200], strict=True):
+        assert m.fingerprint(decode_state(bytes(encode_state(s)))) == fp
+    # as the search runs: decode a state, then key each successor (they share parts with the decoded state)
+    for s in states[:300]:
+        parent = decode_state(encode_state(s))
+        for _, _, t in m.successors(parent):
+            assert m.fingerprint(t) == encoding_fingerprint(encode_state(t))
+
+
+def test_images_fingerprints_are_those_of_their_encodings():
+    m = ReplicationModel(Protocol.current(), Config(**SPARE))
+    assert m.symmetries()
+    for s in _reachable(Protocol.current(), Config(**SPARE), 400):
+        assert m.fingerprints(s) == [encoding_fingerprint(e) for e in m.encodings(s)]
+
+
+@pytest.mark.parametrize("bounds,symmetry", [(SMALL_EXHAUSTIVE_BOUNDS, False), (SPARE, True), (SPARE, False)],
+                         ids=["small", "spare-symmetry", "spare"])
+def test_search_on_part_fingerprints_stores_what_the_full_encoding_key_stores(bounds, symmetry):
+    cfg = Config(**bounds)
+    fast = exhaust(ReplicationModel(Protocol.current(), cfg), symmetry=symmetry)
+    full_model = FullEncodingKey(Protocol.current(), cfg)
+    assert getattr(full_model, "fingerprint", None) is None
+    full = exhaust(full_model, symmetry=symmetry)
+    assert fast.complete and full.complete
+    assert (fast.states, fast.transitions, fast.depth) == (full.states, full.transitions, full.depth)
+
+
+@pytest.mark.parametrize("name", list(VARIANTS))
+def test_no_twin_reads_the_messages_in_flight(name):
+    """The model shares twin verdicts between states that differ only in their pool: each twin must give the
+    same answer with the pool emptied, on the reachable states of each variant's row setting."""
+    v = VARIANTS[name]
+    cfg = Config(**v.settings)
+    pools = 0
+    for s in _reachable(v.protocol, cfg, 800):
+        if s.pool:
+            pools += 1
+            bare = evolve(s, pool=frozenset())
+            for check, twin in FAST.items():
+                assert twin(s, cfg) == twin(bare, cfg), (check.__name__, s)
+    assert pools
+
+
+def test_a_rows_violation_is_still_found_with_shared_verdicts():
+    """Verdicts shared by pool-only differences do not hide the row's violation from the search."""
+    v = VARIANTS["unclean-election"]
+    r = exhaust(ReplicationModel(v.protocol, Config(**v.settings), only=set(v.violates)), max_states=150_000)
+    assert r.counterexample is not None and r.counterexample.invariant in v.violates
+
+
+def test_search_restores_the_collector_thresholds():
+    before = gc.get_threshold()
+    exhaust(ReplicationModel(Protocol.current(), Config(**SMALL_EXHAUSTIVE_BOUNDS)), max_states=200)
+    assert gc.get_threshold() == before
