@@ -161,6 +161,10 @@ class PlainModel:
             self.successors = inner.successors
         if hasattr(inner, "encodings"):
             self.encodings = inner.encodings
+        # the key without the bytes, which the engine then builds only for states it stores (model.search)
+        for extension in ("fingerprint", "fingerprints"):
+            if hasattr(inner, extension):
+                setattr(self, extension, getattr(inner, extension))
 
     def initial_states(self) -> list[State]:
         return list(self.inner.initial_states())
@@ -196,8 +200,9 @@ class AbstractModel(PlainModel):
         super().__init__(inner, invariant)
         self.name = inner.name + " abstract"
         del self.decode
-        if hasattr(self, "encodings"):
-            del self.encodings  # the images' encodings would be concrete: `encode(g(s))` instead
+        for concrete in ("encodings", "fingerprint", "fingerprints"):  # the abstract key is `encode`'s, below
+            if hasattr(self, concrete):
+                delattr(self, concrete)
 
     def encode(self, state: State) -> bytes:
         return encode_state(abstract_key(state))
