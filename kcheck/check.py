@@ -313,7 +313,7 @@ SMALL_EXHAUSTIVE_BOUNDS: dict[str, Any] = {
 VARIANT_MAX_STATES = 150_000
 # Row 4's counterexamples are 19 steps or more on three brokers (26 in the row's own sequence), beyond breadth-first
 # search: `kcheck check --deep` finds one with the exact search in novelty order over atomic fetches (about 190,000
-# states, half a minute, so not by default) and replays it in the split model.
+# states, about 10 s with change coverage, so not by default) and replays it in the split model.
 DEEP_SEARCH = frozenset({"no-epoch-in-fetch"})
 DEEP_MAX_STATES = 2_000_000
 
