@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import gc
 import random
-from collections import deque
 
 import pytest
 
@@ -19,27 +18,15 @@ from kcheck.invariants.replication_model_adapter import (
     encode_state,
     encoding_fingerprint,
 )
-from kcheck.model.replication import VARIANTS, Config, Protocol, initial_state
-from kcheck.model.replication.actions import successors
+from kcheck.model.replication import VARIANTS, Config, Protocol
 from kcheck.model.replication.state import evolve
 from kcheck.model.search import exhaust
+from model_support import reachable
 
 SPARE = dict(brokers=3, replication_factor=1, min_isr=1, records=1, max_leader_epoch=2, crashes=1, lossy_crashes=0,
              fences=1, elections=0, isr_shrinks=0, failovers=0, reads=0, duplicates=False)
 
 
-def _reachable(protocol: Protocol, cfg: Config, limit: int) -> list:
-    """BFS over `actions.successors` (the model's own function table, not the adapter's fast path)."""
-    s0 = initial_state(cfg)
-    seen, queue, out = {s0}, deque([s0]), []
-    while queue and len(out) < limit:
-        s = queue.popleft()
-        out.append(s)
-        for _, t in successors(s, protocol, cfg):
-            if t not in seen:
-                seen.add(t)
-                queue.append(t)
-    return out
 
 
 class FullEncodingKey(ReplicationModel):
@@ -54,7 +41,7 @@ class FullEncodingKey(ReplicationModel):
 def test_part_fingerprint_is_the_fingerprint_of_the_encoding(metadata):
     cfg = Config(**{**SMALL_EXHAUSTIVE_BOUNDS, "duplicates": True, "metadata": metadata})
     m = ReplicationModel(Protocol.current(), cfg)
-    states = _reachable(Protocol.current(), cfg, 1500)
+    states = reachable(Protocol.current(), cfg, 1500)
     random.Random(7).shuffle(states)  # no help from the previous state's parts: any order must give the same
     fps = [m.fingerprint(s) for s in states]
     assert fps == [encoding_fingerprint(encode_state(s)) for s in states]
@@ -72,7 +59,7 @@ def test_part_fingerprint_is_the_fingerprint_of_the_encoding(metadata):
 def test_images_fingerprints_are_those_of_their_encodings():
     m = ReplicationModel(Protocol.current(), Config(**SPARE))
     assert m.symmetries()
-    for s in _reachable(Protocol.current(), Config(**SPARE), 400):
+    for s in reachable(Protocol.current(), Config(**SPARE), 400):
         assert m.fingerprints(s) == [encoding_fingerprint(e) for e in m.encodings(s)]
 
 
@@ -95,7 +82,7 @@ def test_no_twin_reads_the_messages_in_flight(name):
     v = VARIANTS[name]
     cfg = Config(**v.settings)
     pools = 0
-    for s in _reachable(v.protocol, cfg, 800):
+    for s in reachable(v.protocol, cfg, 800):
         if s.pool:
             pools += 1
             bare = evolve(s, pool=frozenset())

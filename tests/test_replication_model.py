@@ -23,13 +23,14 @@ from kcheck.invariants.replication_explore import (
 )
 from kcheck.invariants.replication_rows import ROW_1, ROW_3, ROW_SCRIPTS, cfg_for, run_script
 from kcheck.model.replication import VARIANTS, Config, Protocol, initial_state
-from kcheck.model.replication.actions import Action, apply, enabled, successors
+from kcheck.model.replication.actions import Action, apply, enabled
 from kcheck.model.replication.protocol import (
     end_offset_for_epoch,
     first_offset_after_epoch,
     truncate_to_high_watermark,
 )
 from kcheck.model.replication.state import Record
+from model_support import reachable
 
 ROWS = [(name, script, expected) for name, (script, expected) in ROW_SCRIPTS.items()]
 
@@ -339,19 +340,6 @@ def _bench_ladder() -> list[dict]:
     return bench.LADDER
 
 
-def _reachable(protocol: Protocol, cfg: Config, limit: int) -> list:
-    from collections import deque
-
-    s0 = initial_state(cfg)
-    seen, queue, out = {s0}, deque([s0]), []
-    while queue and len(out) < limit:
-        s = queue.popleft()
-        out.append(s)
-        for _, t in successors(s, protocol, cfg):
-            if t not in seen:
-                seen.add(t)
-                queue.append(t)
-    return out
 
 
 def _refuse_stale_responses(follower, response):  # a user's rule, from outside model/replication
@@ -381,7 +369,7 @@ def test_fast_successors_are_actions_and_step(name, make, bounds):
 
     protocol, cfg = make(), Config(**bounds)
     m = ReplicationModel(protocol, cfg)
-    for s in _reachable(protocol, cfg, 250):
+    for s in reachable(protocol, cfg, 250):
         slow = [(i, a, t) for i, a in enumerate(m.actions(s)) if (t := apply(s, protocol, cfg, a)) is not None]
         fast = m.successors(s)
         assert [(i, a) for i, a, _ in fast] == [(i, a) for i, a, _ in slow]
@@ -400,7 +388,7 @@ def test_invariant_twins_agree_with_the_checks(name):
 
     v = VARIANTS[name]
     cfg = Config(**v.settings)
-    for s in _reachable(v.protocol, cfg, 800):
+    for s in reachable(v.protocol, cfg, 800):
         subject = ReplicationSubject(s, cfg)
         for check, twin in FAST.items():
             assert twin(s, cfg) == (not check(subject)), (check.__name__, s)
@@ -414,7 +402,7 @@ def test_fast_holds_give_the_checks_messages():
     cfg = Config(**v.settings)
     m = ReplicationModel(v.protocol, cfg)
     bad = 0
-    for s in _reachable(v.protocol, cfg, 1500):
+    for s in reachable(v.protocol, cfg, 1500):
         report = check_replication(s, cfg)
         first = {}
         for x in report.hard_violations:
@@ -454,7 +442,7 @@ def test_a_subclass_that_changes_actions_or_step_gets_successors_from_them():
 
     cfg = Config(**{**SMALL_EXHAUSTIVE_BOUNDS, "duplicates": True})
     m = NoDropsNoFetch(Protocol.current(), cfg)
-    for s in _reachable(Protocol.current(), cfg, 60):
+    for s in reachable(Protocol.current(), cfg, 60):
         expected = [(i, a, t) for i, a in enumerate(m.actions(s)) if (t := m.step(s, a)) is not None]
         assert m.successors(s) == expected
         assert all(a.kind not in ("drop", "fetch") for _, a, _ in m.successors(s))
