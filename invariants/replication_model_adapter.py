@@ -60,7 +60,7 @@ from __future__ import annotations
 
 import inspect
 import marshal
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Hashable, Iterable, Sequence
 from dataclasses import fields
 from functools import partial
 from hashlib import blake2b
@@ -320,18 +320,29 @@ def _rep_part(r: Replica) -> bytes:
 _HISTS: dict[tuple[Any, ...], bytes] = {}  # a history's field values -> its part's bytes
 
 
-def _hist_part(h: History) -> bytes:
-    """The history's part, by object and then by value (as `_rep_part`)."""
-    e = _PARTS.get(id(h))
-    if e is None or e[0] is not h:
-        key = tuple(h.__dict__.values())
-        b = _HISTS.get(key)
+def _by_value(obj: Any, value: Callable[[Any], Hashable], table: dict[Any, bytes],
+              convert: Callable[[Any], tuple[Any, ...]]) -> bytes:
+    """A part's bytes by object (`_PARTS`) and then by `value(obj)` in `table` (as `_rep_part`, kept inline there:
+    the hottest of them)."""
+    e = _PARTS.get(id(obj))
+    if e is None or e[0] is not obj:
+        key = value(obj)
+        b = table.get(key)
         if b is None:
-            if len(_HISTS) >= _MEMO.LIMIT:
-                _HISTS.clear()
-            b = _HISTS[key] = marshal.dumps(_hist(h), 2)
-        e = _PARTS[id(h)] = (h, b)
+            if len(table) >= _MEMO.LIMIT:
+                table.clear()
+            b = table[key] = marshal.dumps(convert(obj), 2)
+        e = _PARTS[id(obj)] = (obj, b)
     return e[1]
+
+
+def _fields(obj: Any) -> tuple[Any, ...]:
+    return tuple(obj.__dict__.values())
+
+
+def _hist_part(h: History) -> bytes:
+    """The history's part, by object and then by its field values."""
+    return _by_value(h, _fields, _HISTS, _hist)
 
 
 def _reg_memo(g: Registry) -> tuple[Any, ...]:
@@ -344,15 +355,12 @@ def _zombies(zs: tuple[ZombieController, ...]) -> tuple[Any, ...]:
 
 
 def _pool_part(pool: frozenset[Message]) -> bytes:
-    e = _PARTS.get(id(pool))
-    if e is None or e[0] is not pool:
-        b = _POOLS.get(pool)
-        if b is None:
-            if len(_POOLS) >= _MEMO.LIMIT:
-                _POOLS.clear()
-            b = _POOLS[pool] = marshal.dumps(_pool(pool), 2)
-        e = _PARTS[id(pool)] = (pool, b)
-    return e[1]
+    """The pool's part, by object and then by value (pools recur across states)."""
+    return _by_value(pool, _same_pool, _POOLS, _pool)
+
+
+def _same_pool(pool: frozenset[Message]) -> frozenset[Message]:
+    return pool
 
 
 def _state_parts(s: State) -> list[bytes]:

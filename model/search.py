@@ -318,6 +318,16 @@ def _violated(invariants: Sequence[StateInvariant[Any]], s: Any) -> tuple[str, s
     return None
 
 
+def _search_setup(model: Model[Any, Any], symmetry: bool
+                  ) -> tuple[list[StateInvariant[Any]], Callable[[Any], tuple[int, bytes | None]],
+                             Callable[[Any], Sequence[tuple[int, Any, Any]]], FingerprintSet, _Store]:
+    """What a one-process exhaust starts from, in every order: the invariants (a list of its own, which keep_going
+    shortens), the key (lazy: encodings built only for the states stored), the successor function, an empty
+    visited set and an empty store."""
+    return (list(model.invariants()), _keyer(model, list(model.symmetries()) if symmetry else [], lazy=True),
+            _successor_fn(model), FingerprintSet(), _Store())
+
+
 def _store_initial(model: Model[Any, Any], key: Callable[[Any], tuple[int, bytes | None]], seen: FingerprintSet,
                    store: _Store, invariants: Sequence[StateInvariant[Any]]
                    ) -> Iterator[tuple[int, Any, bytes, tuple[str, str] | None]]:
@@ -403,13 +413,9 @@ def exhaust(model: Model[Any, Any], max_states: int | None = None, max_depth: in
                                 spill_dir=spill_dir, spill_threshold=spill_threshold, stop=stop)
     start = time.perf_counter()
     perf_counter = time.perf_counter
-    invariants = list(model.invariants())
-    key = _keyer(model, list(model.symmetries()) if symmetry else [], lazy=True)
+    invariants, key, succ, seen, store = _search_setup(model, symmetry)
     encode = model.encode
-    succ = _successor_fn(model)
     pack, unpack, new_frontier = _frontier_codec(model, compress, spill_dir, spill_threshold)
-    seen = FingerprintSet()
-    store = _Store()
     result = SearchResult(False, 0, 0, 0, 0.0, None, None, None)
     counts = [0, 0]  # transitions, bytes spilled by frontiers already dropped
 
@@ -579,13 +585,9 @@ def _ordered_exhaust(model: Model[Any, Any], order: str, novelty: Callable[[Any]
     checks and traces as the BFS; only which stored state is expanded next differs."""
     start = time.perf_counter()
     perf_counter = time.perf_counter
-    invariants = list(model.invariants())
-    key = _keyer(model, list(model.symmetries()) if symmetry else [], lazy=True)
+    invariants, key, succ, seen, store = _search_setup(model, symmetry)
     encode = model.encode
-    succ = _successor_fn(model)
     decode = getattr(model, "decode", None)
-    seen = FingerprintSet()
-    store = _Store()
     result = SearchResult(False, 0, 0, 0, 0.0, None, None, None, order=order)
     stack: list[tuple[int, int, Any]] = []  # dfs: (state number, depth, packed state)
     tiers = _Tiers((lambda: Spool(2, compress)) if decode is not None else _Listed)
