@@ -726,7 +726,7 @@ def explore_command(
         "--max-seconds", metavar="SECONDS", show_default=False,
         help="Stop the search after this many seconds of wall-clock time, as exhaust --max-seconds does (the "
              "shrinking of a violation found in time is not cut). A clean run stopped so says how many programs "
-             "and steps it covered and exits 4, as every clean explore. Default: no limit.")] = None,
+             "and steps it covered and exits 4, as every clean explore. 0, as for exhaust, or no value: no limit.")] = None,
     invariant: InvariantOpt = None,
     invariants: InvariantsOpt = None,
     out: OutOpt = None,
@@ -748,9 +748,10 @@ def explore_command(
     answered differently from today's rule in the states visited, 4 no invariant violated (not a proof: kcheck
     exhaust proves within its bounds)."""
     # nan and inf pass a float option's range check; the budget must be a positive, finite number of seconds
-    if max_seconds is not None and not 0 < max_seconds <= MAX_SECONDS:
-        raise InputError("--max-seconds", f"expected a number of seconds above 0 and at most {MAX_SECONDS:g}, "
+    if max_seconds is not None and not 0 <= max_seconds <= MAX_SECONDS:
+        raise InputError("--max-seconds", f"expected a number of seconds from 0 (no limit) to {MAX_SECONDS:g}, "
                                           f"not '{max_seconds:g}'")
+    max_seconds = max_seconds or None  # 0 means no limit, as exhaust's --max-seconds 0
     given = config_options(
         brokers=brokers, replication_factor=replication_factor, min_isr=min_isr, initial_isr=initial_isr, acks=acks,
         records=records, max_leader_epoch=max_leader_epoch, crashes=crashes, lossy_crashes=lossy_crashes,

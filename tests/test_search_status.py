@@ -145,11 +145,19 @@ def test_a_time_cap_does_not_hide_a_violation_found_in_time(capsys):
     assert code == Exit.FAILED and rep["stopped_by"] == "violation" and rep["trace"]["violations"]
 
 
-@pytest.mark.parametrize("value", ["0", "-1", "nan", "inf", "1e10"])
+@pytest.mark.parametrize("value", ["-1", "nan", "inf", "1e10"])
 def test_a_bad_explore_time_cap_is_one_line(capsys, value):
     code, out, err = run(capsys, "explore", "--examples", "1", "--steps", "1", f"--max-seconds={value}")
     assert code == Exit.BAD_INPUT and out == ""
-    one_error_line(err, "--max-seconds", "expected a number of seconds above 0")
+    one_error_line(err, "--max-seconds", "expected a number of seconds from 0 (no limit)")
+
+
+def test_explore_time_cap_zero_means_no_limit_as_for_exhaust(capsys):
+    # exhaust --max-seconds 0 is "no limit"; explore takes 0 the same way: the run covers every program asked for.
+    code, out, _ = run(capsys, "explore", "--examples", "3", "--steps", "2", "--max-seconds", "0", "--json")
+    rep = json.loads(out)
+    assert code == Exit.INCOMPLETE and rep["stopped_by"] != "max-seconds" and rep["caps"]["max_seconds"] is None
+    assert rep["search"]["programs"] == 3
 
 
 def test_explore_runs_atomic_fetches_unless_told_otherwise(capsys):
