@@ -298,12 +298,12 @@ def _image(g: Callable[[State], State], node: Node) -> Node:
 
 
 def plain_model(protocol: Protocol, cfg: Config, only: set[str] | None = None, symmetry: bool = True,
-                modules: Sequence[str] = ()) -> PlainModel:
+                modules: Sequence[str] = (), reduce: bool = False) -> PlainModel:
     """The model a Spark executor builds (no tally: executors' counts do not come back), after importing the
     user's invariant `modules` (they register into the executor's registry)."""
     for m in modules:
         load_module(m)
-    inner = ReplicationModel(protocol, cfg, only=only, symmetry=symmetry)
+    inner = ReplicationModel(protocol, cfg, only=only, symmetry=symmetry, reduce=reduce)
     return PlainModel(inner, _checker(inner, cfg, only, None, _same))
 
 
@@ -403,6 +403,7 @@ class EngineRun:
     symmetry: bool
     symmetry_note: str | None  # why symmetry is off (None when on)
     notes: list[str] = field(default_factory=list)
+    reduction_off: str | None = "not asked for"  # why model/replication/reduction.py did not run (None: it did)
 
     @property
     def states(self) -> int:
@@ -444,12 +445,13 @@ def _node_state(n: Node) -> State:
 
 def _trace_actions(inner: ReplicationModel, steps: Sequence[tuple[str, Any]]) -> tuple[Action, ...]:
     """The actions of a counterexample's steps (action text, state): in each state, the first action with that
-    text that leads to the next state."""
+    text that leads to the next state, followed by the steps the reduction took after it (`explicit`), so the
+    trace is a run of the model that `kcheck replay` replays."""
     out: list[Action] = []
     for (_, before), (text, after) in zip(steps, steps[1:], strict=False):
         for a in inner.actions(before):
             if inner.describe(a) == text and inner.step(before, a) == after:
-                out.append(a)
+                out.extend(inner.explicit(before, a))
                 break
         else:  # the engine rebuilt this step by re-execution: it applies
             raise AssertionError(f"no action '{text}' leads to the next state of the counterexample")
@@ -464,7 +466,8 @@ def run_exhaust(protocol: Protocol, cfg: Config, *, label: str | None = None, on
                 abstract: bool = False, probe: ChangeProbe | None = None, max_states: int | None = None,
                 max_seconds: float | None = None, max_rss: int | None = None, progress: ProgressFn | None = None,
                 workers: int = 1, master: str | None = None, symmetry: bool = True,
-                spill_dir: str | None = None, modules: Sequence[str] = (), order: str = "bfs") -> EngineRun:
+                spill_dir: str | None = None, modules: Sequence[str] = (), order: str = "bfs",
+                reduce: bool = False) -> EngineRun:
     """Every state reachable within `cfg`'s bounds, breadth first, on the one engine (see the module docstring).
 
     With a `probe`, pass `probe.protocol` as `protocol`. `max_rss` (bytes) stops the search when this process
@@ -473,11 +476,14 @@ def run_exhaust(protocol: Protocol, cfg: Config, *, label: str | None = None, on
     user's invariant modules (imported in Spark executors, and shipped with a `module:object` protocol's module).
     Raises `SearchSetupError` (one line) when the Spark search cannot run. `order` is the engine's (bfs, dfs or
     novelty, the last ranked by `replication_search.novelty_key`); orders other than bfs run in this one process.
+    `reduce`: the search takes model/replication/reduction.py's steps at once where its argument holds (a complete
+    run is the same proof; a counterexample is a run of the model with those steps written out, not necessarily
+    a shortest one).
     """
     label = label or protocol.name
     checked = None if only is None else tuple(sorted(only))
     notes: list[str] = []
-    inner = ReplicationModel(protocol, cfg, only=only, symmetry=symmetry)
+    inner = ReplicationModel(protocol, cfg, only=only, symmetry=symmetry, reduce=reduce)
     sym_note = inner.symmetry_off
     if probe is not None and (workers > 1 or master is not None):
         asked = f"--master {master}" if master is not None else f"--workers {workers}"
@@ -511,7 +517,7 @@ def run_exhaust(protocol: Protocol, cfg: Config, *, label: str | None = None, on
 
         ship = shippable_paths([label, *(f"{m}:_" for m in modules)])
         try:
-            result = spark_exhaust(partial(plain_model, protocol, cfg, only, symmetry, tuple(modules)), master,
+            result = spark_exhaust(partial(plain_model, protocol, cfg, only, symmetry, tuple(modules), reduce), master,
                                    max_states=max_states, max_seconds=max_seconds, symmetry=symmetry,
                                    progress=report, py_files=ship)
         except SparkExhaustError as e:
@@ -556,7 +562,8 @@ def run_exhaust(protocol: Protocol, cfg: Config, *, label: str | None = None, on
         trace = Trace(label, cfg, actions, _violations(last, cfg, only), checked)
     report(result, final=True)
     return EngineRun(label, result, trace, tally, abstract, max(watch.peak, rss_bytes()), engine,
-                     getattr(result, "workers", 1) if master is None else workers, not sym_note, sym_note, notes)
+                     getattr(result, "workers", 1) if master is None else workers, not sym_note, sym_note, notes,
+                     inner.reduction_off if reduce else "not asked for")
 
 
 def _novelty(state_of: Callable[[Any], State]) -> Callable[[Any], int]:

@@ -76,6 +76,7 @@ from kcheck.model.replication import protocol as protocol_module
 from kcheck.model.replication import reassignment as reassignment_module
 from kcheck.model.replication.actions import KINDS, Action, Config, apply, initial_state, settler
 from kcheck.model.replication.protocol import Protocol
+from kcheck.model.replication.reduction import normal, normalize, why_off
 from kcheck.model.replication.state import (
     NO_LEADER,
     AlterPartition,
@@ -713,6 +714,10 @@ _KIND_GATE: dict[str, Callable[[State, Config], bool]] = {
 _LISTED: dict[frozenset[Message], tuple[list[Message], dict[type, list[Message]]]] = {}
 
 
+def _then(first: Callable[[State], State], second: Callable[[State], State], s: State) -> State:
+    return second(first(s))
+
+
 def _listed(pool: frozenset[Message]) -> tuple[list[Message], dict[type, list[Message]]]:
     """`State.messages()` (the pool in its order) and the same grouped by type, kept per pool value: many states
     share a pool, and sorting messages compares dataclasses field by field. Read only."""
@@ -731,7 +736,8 @@ def _listed(pool: frozenset[Message]) -> tuple[list[Message], dict[type, list[Me
 class ReplicationModel:
     """The replication model as a `kcheck.model.interface.Model` (see the module docstring)."""
 
-    def __init__(self, protocol: Protocol, cfg: Config, only: set[str] | None = None, symmetry: bool = True) -> None:
+    def __init__(self, protocol: Protocol, cfg: Config, only: set[str] | None = None, symmetry: bool = True,
+                 reduce: bool = False) -> None:
         self.protocol, self.cfg = protocol, cfg
         self.name = f"replication({protocol.name})"
         self._kinds = [(k, spec) for k, spec in KINDS.items() if spec.possible(cfg)]
@@ -739,8 +745,15 @@ class ReplicationModel:
         self._fast = self._plan()
         # A subclass that changes actions() or step() (e.g. the liveness model) gets successors() from them.
         self._own_steps = type(self).actions is ReplicationModel.actions and type(self).step is ReplicationModel.step
-        self._invariants = self._shared_verdict([(i, inv.title, *self._fast_holds(inv)) for i, inv in REGISTRY.items()
-                                                 if inv.applies_to == "replication" and (only is None or i in only)])
+        checked = [(i, inv) for i, inv in REGISTRY.items()
+                   if inv.applies_to == "replication" and (only is None or i in only)]
+        self._invariants = self._shared_verdict([(i, inv.title, *self._fast_holds(inv)) for i, inv in checked])
+        # model/replication/reduction.py: quiet metadata batches and flushes taken at once (`reduce`; the search
+        # of `kcheck exhaust` asks for it), where its argument holds; `reduction_off` says why not.
+        builtin = all(getattr(inv.check, "__module__", None) == replication_invariants.__name__ for _, inv in checked)
+        self.reduction_off = "switched off" if not reduce else why_off(cfg, audited_rules(protocol), builtin)
+        self._normal: Callable[[State], State] | None = (
+            None if self.reduction_off else partial(normal, p=protocol, cfg=cfg))
         self.symmetry_off = None if symmetry else "switched off"
         if self.symmetry_off is None:
             self.symmetry_off = symmetry_note(protocol, cfg)
@@ -837,7 +850,8 @@ class ReplicationModel:
         return None
 
     def initial_states(self) -> list[State]:
-        return [initial_state(self.cfg)]
+        s = initial_state(self.cfg)
+        return [s if self._normal is None else self._normal(s)]
 
     def actions(self, state: State) -> list[Action]:
         out = []
@@ -847,7 +861,16 @@ class ReplicationModel:
         return out
 
     def step(self, state: State, action: Action) -> State | None:
-        return apply(state, self.protocol, self.cfg, action)
+        nxt = apply(state, self.protocol, self.cfg, action)
+        return nxt if nxt is None or self._normal is None else self._normal(nxt)
+
+    def explicit(self, state: State, action: Action) -> tuple[Action, ...]:
+        """`action` and the steps the reduction took after it (none without one): `step(state, action)` as a run of
+        the model itself, which `actions.apply` replays (a trace file holds these)."""
+        nxt = apply(state, self.protocol, self.cfg, action)
+        if nxt is None or self._normal is None:
+            return (action,)
+        return (action, *normalize(nxt, self.protocol, self.cfg)[1])
 
     def _plan(self) -> list[tuple[Any, ...]]:
         """How `successors` enumerates each kind the config allows (see there)."""
@@ -894,6 +917,8 @@ class ReplicationModel:
         out: list[tuple[int, Action, State]] = []
         append, keeps = out.append, self._keeps
         done = settler(state, p, cfg)
+        if self._normal is not None:
+            done = partial(_then, done, self._normal)
         msgs: list[Any] | None = None
         by_type: dict[type, list[Any]] = {}
         i = 0

@@ -726,7 +726,8 @@ def explore_command(
         "--max-seconds", metavar="SECONDS", show_default=False,
         help="Stop the search after this many seconds of wall-clock time, as exhaust --max-seconds does (the "
              "shrinking of a violation found in time is not cut). A clean run stopped so says how many programs "
-             "and steps it covered and exits 4, as every clean explore. 0, as for exhaust, or no value: no limit.")] = None,
+             "and steps it covered and exits 4, as every clean explore. 0 (as for exhaust) or no value: no "
+             "limit.")] = None,
     invariant: InvariantOpt = None,
     invariants: InvariantsOpt = None,
     out: OutOpt = None,
@@ -865,7 +866,9 @@ def _engine_line(run: EngineRun) -> str:
     store = f", {bps:.0f} bytes a stored state" if bps else ""
     spilled = f", {_size(run.result.spilled_bytes)} of frontier spilled" if run.result.spilled_bytes else ""
     order = f", order {run.result.order}" if getattr(run.result, "order", "bfs") != "bfs" else ""
-    return f"engine: {run.engine}, {where}{order}, {sym}{store}{spilled}"
+    red = ("" if run.reduction_off == "not asked for" else ", reduction off (" + run.reduction_off + ")"
+           if run.reduction_off else ", reduction on")
+    return f"engine: {run.engine}, {where}{order}, {sym}{red}{store}{spilled}"
 
 
 def exhaust_command(
@@ -905,6 +908,13 @@ def exhaust_command(
         "--symmetry/--no-symmetry",
         help="Merge states that differ only by renaming interchangeable brokers (those outside the replica set; "
              "off where reassignment or a user's rule could tell them apart: said in the output).")] = True,
+    reduce: Annotated[bool, typer.Option(
+        "--reduce/--no-reduce",
+        help="Take at once the steps no verdict depends on: a follower applying a KRaft metadata batch that keeps "
+             "its leader and leader epoch, and a flush once no lossy crash is left (off with a user's rules or "
+             "invariants, controlled shutdowns or reassignments: said in the output). A complete run is the same "
+             "proof over fewer states; a counterexample is a run of the model with those steps written out, not "
+             "necessarily a shortest one.")] = False,
     spill_dir: Annotated[str | None, typer.Option(
         metavar="DIR", help="Write the frontier to files in DIR (created) when it outgrows memory.")] = None,
     order: Annotated[str, typer.Option(
@@ -950,7 +960,7 @@ def exhaust_command(
                                  max_seconds=max_seconds or None, max_rss=mem_cap,
                                  progress=progress_printer(progress, quiet), workers=workers, master=master,
                                  symmetry=symmetry, spill_dir=spill_dir, modules=tuple(invariants or ()),
-                                 order=order)
+                                 order=order, reduce=reduce)
     except SearchSetupError as e:
         raise InputError("--master", str(e)) from None
     _write_trace(out, result.trace)
@@ -978,6 +988,8 @@ def exhaust_command(
                           "collision_probability": r.collision_probability,
                           "frontier_peak": r.frontier_peak, "spilled_bytes": r.spilled_bytes,
                           "symmetry": "on" if result.symmetry else "off", "symmetry_note": result.symmetry_note,
+                          "reduction": "off" if result.reduction_off else "on",
+                          "reduction_note": result.reduction_off,
                           "notes": result.notes, "invariants": summary,
                           "coverage": _coverage_json(probe, prep.unchanged),
                           "trace": json.loads(result.trace.to_json()) if result.trace else None}, indent=2))
