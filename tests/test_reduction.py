@@ -173,3 +173,12 @@ def test_the_adapter_switches_the_reduction_off_for_a_rule_it_has_not_audited():
     assert model.reduction_off is not None and "audited" in model.reduction_off
     assert ReplicationModel(Protocol.current(), cfg, reduce=True).reduction_off is None
     assert ReplicationModel(Protocol.current(), cfg).reduction_off == "switched off"
+
+
+def test_the_reduced_model_gives_the_same_counts_with_worker_processes():
+    from kcheck.model.search import exhaust
+
+    cfg = Config(**dict(RF3, crashes=1))
+    one = exhaust(ReplicationModel(Protocol.current(), cfg, reduce=True))
+    two = exhaust(ReplicationModel(Protocol.current(), cfg, reduce=True), workers=2)
+    assert one.complete and two.complete and (one.states, one.transitions) == (two.states, two.transitions)
