@@ -748,8 +748,8 @@ class ReplicationModel:
         checked = [(i, inv) for i, inv in REGISTRY.items()
                    if inv.applies_to == "replication" and (only is None or i in only)]
         self._invariants = self._shared_verdict([(i, inv.title, *self._fast_holds(inv)) for i, inv in checked])
-        # model/replication/reduction.py: quiet metadata batches and flushes taken at once (`reduce`; the search
-        # of `kcheck exhaust` asks for it), where its argument holds; `reduction_off` says why not.
+        # model/replication/reduction.py: quiet metadata batches and flushes taken at once (`reduce`, which
+        # `kcheck exhaust --reduce` asks for), where its argument holds; `reduction_off` says why not.
         builtin = all(getattr(inv.check, "__module__", None) == replication_invariants.__name__ for _, inv in checked)
         self.reduction_off = "switched off" if not reduce else why_off(cfg, audited_rules(protocol), builtin)
         self._normal: Callable[[State], State] | None = (

@@ -748,7 +748,7 @@ def explore_command(
     Exit status: 1 a counterexample, 2 bad input, 3 no invariant violated but a rule the protocol changes never
     answered differently from today's rule in the states visited, 4 no invariant violated (not a proof: kcheck
     exhaust proves within its bounds)."""
-    # nan and inf pass a float option's range check; the budget must be a positive, finite number of seconds
+    # nan and inf pass a float option's range check; the budget must be a finite number of seconds, 0 or more
     if max_seconds is not None and not 0 <= max_seconds <= MAX_SECONDS:
         raise InputError("--max-seconds", f"expected a number of seconds from 0 (no limit) to {MAX_SECONDS:g}, "
                                           f"not '{max_seconds:g}'")
