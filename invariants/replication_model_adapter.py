@@ -11,22 +11,26 @@ the message pool sorted, each Record as its (id, epoch) pair; `state_tuple`); ea
 the registry, the zombies, the pool, the history, the budget spent) is serialised with `marshal` format 2, which
 writes the same bytes for equal values (no back-references, unlike formats 3 and 4), and the tuple of those
 parts' bytes is marshalled again. Equal states therefore give equal bytes, and `decode` inverts it, so the
-search keeps its frontier as bytes. The parts are kept per object, so a successor (which shares most objects
-with its parent) re-marshals only what its step replaced.
+search keeps its frontier as bytes. The parts are kept by value, so a successor (which shares most objects with
+its parent) converts only what its step replaced, and only when no state had that value yet.
 
 Speed (issue 14): `successors` computes the enabled actions and their results in one pass, skipping candidates
-that a guard of their own kind rules out (`_PRE`); the invariants of invariants/replication.py run as their
-twins (`replication.FAST`: None fast, no Violation objects), those with a twin sharing one verdict per state
-(`_shared_verdict`), and the ones a config switches off do not run. A decoded state's registry is the same object
-as its metadata log's last image when they are equal, so `publish` finds it unchanged by identity.
-The search's key is `fingerprint` (`fingerprint_state`): blake2b (8 bytes) of the parts' bytes concatenated, each
-part marshalled on its own and so marking its own end, which makes it a hash of the encoding's parts (equal to
-`encoding_fingerprint(encode(s))`); a successor takes the parts it shares with the state just decoded (the one
-the search steps) by identity, and the others from memos by object, then for replicas, histories and pools by value
-(a step builds new objects whose values other states had), so a step that reaches a state already stored (most
-do) costs the parts it replaced and one hash, never the whole encoding, which is built only for new states. The twins
-read no message in flight, so a state whose other parts' bytes are those of a state where every twin held shares
-its verdict (most new states differ from one already checked only in their pool).
+that a guard of their own kind rules out (`_PRE`) and, at plan time, those that spend a budget the config sets to
+0 (`_NEVER`); each successor is settled by `actions.settler`, which repeats only the settling its step made
+necessary. Some steps read and change only a few parts, so their results are kept per the objects they read
+(decoded states share them): `apply_metadata` (the broker's replica and the log), `advance_hw` (the replica and the
+history), `handle_fetch` (the leader's answer to a request) and the steps of `_RECIPIENT_ONLY` (the recipient's
+replica); a drop and its settling are one step. The invariants of invariants/replication.py run as their twins
+(`replication.FAST`: None fast, no Violation objects), those with a twin sharing one verdict per state
+(`_shared_verdict`), asked by the search in one call (`first_violation`), and the ones a config switches off do
+not run. A decoded state's registry is the
+same object as its metadata log's last image when they are equal, so `publish` finds it unchanged by identity.
+The search's key is `fingerprint` (`fingerprint_state`): the XOR of the parts' 64-bit digests (blake2b of each
+part's bytes, personalised with the part's kind), equal to `encoding_fingerprint(encode(s))`. A part's digest is
+kept with its bytes, by value, so a successor of the state just decoded (the one the search steps) costs a table
+lookup per part its step replaced and two XORs, never hashing bytes or building the encoding, which only new
+states get. The twins read no message in flight, so a state whose other parts' bytes are those of a state where
+every twin held shares its verdict (most new states differ from one already checked only in their pool).
 
 Broker symmetry, and why it is sound. A permutation p of the broker ids 1..n acts on a state by renaming every
 broker id in it (the replicas' positions, every leader, ISR, ELR, fenced set, replica list, message sender and
@@ -60,7 +64,7 @@ from __future__ import annotations
 
 import inspect
 import marshal
-from collections.abc import Callable, Hashable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import fields
 from functools import partial
 from hashlib import blake2b
@@ -74,7 +78,21 @@ from kcheck.invariants.replication import ReplicationSubject
 from kcheck.model.interface import StateInvariant
 from kcheck.model.replication import protocol as protocol_module
 from kcheck.model.replication import reassignment as reassignment_module
-from kcheck.model.replication.actions import KINDS, Action, Config, apply, initial_state, settler
+from kcheck.model.replication.actions import (
+    KINDS,
+    Action,
+    Config,
+    advance_hw,
+    apply,
+    apply_metadata,
+    drop,
+    handle_fetch,
+    handle_fetch_response,
+    handle_leader_and_isr,
+    handle_stop_replica,
+    initial_state,
+    settler,
+)
 from kcheck.model.replication.protocol import Protocol
 from kcheck.model.replication.reduction import normal, normalize, why_off
 from kcheck.model.replication.state import (
@@ -256,9 +274,6 @@ def _unbudget(t: tuple[Any, ...]) -> Budget:
     return Budget(*t)
 
 
-_PARTS: dict[int, tuple[Any, bytes]] = {}  # object id -> (object, its part's bytes): the encoder's memo
-
-
 def _tuple_parts(t: tuple[Any, ...]) -> tuple[bytes, ...]:
     """The parts of a state tuple: each replica, then registry, zombies, pool, history, budget, each marshalled."""
     dumps = marshal.dumps
@@ -266,138 +281,186 @@ def _tuple_parts(t: tuple[Any, ...]) -> tuple[bytes, ...]:
 
 
 _POOL_PART = 2  # the pool's part follows the replicas' parts, the registry's and the zombies'
-_POOLS: dict[frozenset[Message], bytes] = {}  # pool value -> its part's bytes (pools recur across states)
+# The kind of each part, in the parts' order after the replicas (every replica's part is of the first kind).
+_KINDS = (b"replica", b"registry", b"zombies", b"pool", b"history", b"budget", b"metadata")
+_from_bytes = int.from_bytes
+
+
+def _part_digest(kind: bytes, data: bytes) -> int:
+    """A part's 64-bit digest: blake2b of its bytes, personalised with its kind."""
+    return _from_bytes(blake2b(data, digest_size=8, person=kind).digest(), "little")
+
+
+def _digest(parts: Sequence[bytes]) -> int:
+    """The fingerprint of a state from its parts' bytes (see `fingerprint_state`)."""
+    n = len(parts) - 6
+    fp = 0
+    for i, data in enumerate(parts):
+        fp ^= _part_digest(_KINDS[i - n + 1] if i >= n else b"replica", data)
+    return fp or 1
 
 
 class _Last:
-    """The parts of the state decoded last, with their objects (`decode_state`): its successors share most of them,
-    found by identity before any memo lookup."""
+    """The parts of the state decoded last, with their objects and their (bytes, digest) entries, and the XOR of
+    its digests (`decode_state`): its successors share most of them, found by identity before any table lookup."""
 
-    __slots__ = ("reps", "rep_parts", "reg", "reg_part", "zs", "zs_part", "pool", "pool_part", "h", "h_part", "used",
-                 "used_part", "meta", "meta_part")
+    __slots__ = ("reps", "rep_entries", "reg", "reg_e", "zs", "zs_e", "pool", "pool_e", "h", "h_e", "used", "used_e",
+                 "meta", "meta_e", "fp")
 
     def __init__(self) -> None:
         self.reps: tuple[Replica, ...] = ()
-        self.rep_parts: list[bytes] = []
+        self.rep_entries: list[tuple[Any, ...]] = []  # (bytes, digest) entries, or a decoding table's (.., value)
         self.reg: Any = None
         self.zs: Any = None
         self.pool: Any = None
         self.h: Any = None
         self.used: Any = None
         self.meta: Any = None
-        self.reg_part = self.zs_part = self.pool_part = self.h_part = self.used_part = self.meta_part = b""
+        # each a (bytes, digest) entry, or a decoding table's (bytes, digest, value)
+        self.reg_e: tuple[Any, ...] = (b"", 0)
+        self.zs_e: tuple[Any, ...] = self.reg_e
+        self.pool_e: tuple[Any, ...] = self.reg_e
+        self.h_e: tuple[Any, ...] = self.reg_e
+        self.used_e: tuple[Any, ...] = self.reg_e
+        self.meta_e: tuple[Any, ...] = self.reg_e
+        self.fp: int | None = None  # None: nothing decoded yet
 
 
 _LAST = _Last()
 
-
-def _part(obj: Any, conv: Callable[[Any], Any]) -> bytes:
-    """The bytes of one part, kept per object (`_PARTS`)."""
-    e = _PARTS.get(id(obj))
-    if e is None or e[0] is not obj:
-        e = _PARTS[id(obj)] = (obj, marshal.dumps(conv(obj), 2))
-    return e[1]
-
-
-_REPS: dict[tuple[Any, ...], bytes] = {}  # a replica's field values -> its part's bytes
-
-
-def _rep_part(r: Replica) -> bytes:
-    """A replica's part, by object and then by value: a step builds a new replica object whose value many other
-    states had (hashing its field values costs less than converting and marshalling them). Equal field tuples are
-    equal replicas: each field holds values of one type (never 1 where it holds True, which compare equal)."""
-    e = _PARTS.get(id(r))
-    if e is None or e[0] is not r:
-        key = tuple(r.__dict__.values())  # the fields in declaration order (`evolve` keeps the dict's order)
-        b = _REPS.get(key)
-        if b is None:
-            if len(_REPS) >= 4 * _MEMO.LIMIT:
-                _REPS.clear()
-            b = _REPS[key] = marshal.dumps(_MEMO.get(r, _rep), 2)
-        e = _PARTS[id(r)] = (r, b)
-    return e[1]
+# A part's (bytes, digest) by the part's value. A step builds new objects (a successor's replaced replica,
+# registry, pool, history, budget), whose values other states mostly had, so a table by value finds them where a
+# memo by object would not (a new object is never in one); hashing a value costs less than converting and
+# marshalling it. For a replica, registry, history and budget the key is the tuple of its field values (in
+# declaration order: `evolve` keeps the dict's order); equal tuples are equal values, since each field holds values
+# of one type (never 1 where it holds True, which compare equal). A pool is its own key; a metadata log is kept by
+# its batches' ids (`_meta_entry`). Each table is emptied when it grows large.
+_REPS: dict[tuple[Any, ...], tuple[bytes, int]] = {}
+_REGS: dict[tuple[Any, ...], tuple[bytes, int]] = {}
+_HISTS: dict[tuple[Any, ...], tuple[bytes, int]] = {}
+_USED: dict[tuple[Any, ...], tuple[bytes, int]] = {}
+_POOLS: dict[frozenset[Message], tuple[bytes, int]] = {}
+_METAS: dict[tuple[int, ...], tuple[bytes, int]] = {}
 
 
-_HISTS: dict[tuple[Any, ...], bytes] = {}  # a history's field values -> its part's bytes
+def _converted(table: dict[Any, tuple[bytes, int]], key: Any, obj: Any, conv: Callable[[Any], Any], kind: bytes,
+               limit: int) -> tuple[bytes, int]:
+    """A part not in its table: converted (through `_MEMO`, emptied first if large), marshalled, digested, kept."""
+    if len(_MEMO.d) >= _MEMO.LIMIT:
+        _MEMO.d.clear()
+    if len(table) >= limit:
+        table.clear()
+    data = marshal.dumps(conv(obj), 2)
+    e = table[key] = (data, _part_digest(kind, data))
+    return e
 
 
-def _by_value(obj: Any, value: Callable[[Any], Hashable], table: dict[Any, bytes],
-              convert: Callable[[Any], tuple[Any, ...]]) -> bytes:
-    """A part's bytes by object (`_PARTS`) and then by `value(obj)` in `table` (as `_rep_part`, kept inline there:
-    the hottest of them)."""
-    e = _PARTS.get(id(obj))
-    if e is None or e[0] is not obj:
-        key = value(obj)
-        b = table.get(key)
-        if b is None:
-            if len(table) >= _MEMO.LIMIT:
-                table.clear()
-            b = table[key] = marshal.dumps(convert(obj), 2)
-        e = _PARTS[id(obj)] = (obj, b)
-    return e[1]
+def _rep_entry(r: Replica) -> tuple[bytes, int]:
+    key = tuple(r.__dict__.values())
+    return _REPS.get(key) or _converted(_REPS, key, r, _rep, b"replica", 4 * _MEMO.LIMIT)
 
 
-def _fields(obj: Any) -> tuple[Any, ...]:
-    return tuple(obj.__dict__.values())
+def _reg_entry(g: Registry) -> tuple[bytes, int]:
+    key = tuple(g.__dict__.values())
+    return _REGS.get(key) or _converted(_REGS, key, g, _reg, b"registry", _MEMO.LIMIT)
 
 
-def _hist_part(h: History) -> bytes:
-    """The history's part, by object and then by its field values."""
-    return _by_value(h, _fields, _HISTS, _hist)
+def _hist_entry(h: History) -> tuple[bytes, int]:
+    key = tuple(h.__dict__.values())
+    return _HISTS.get(key) or _converted(_HISTS, key, h, _hist, b"history", _MEMO.LIMIT)
 
 
-def _reg_memo(g: Registry) -> tuple[Any, ...]:
-    return _MEMO.get(g, _reg)
+def _used_entry(b: Budget) -> tuple[bytes, int]:
+    key = tuple(b.__dict__.values())
+    return _USED.get(key) or _converted(_USED, key, b, _budget, b"budget", _MEMO.LIMIT)
 
 
-def _zombies(zs: tuple[ZombieController, ...]) -> tuple[Any, ...]:
-    get = _MEMO.get
-    return tuple((z.epoch, get(z.view, _reg)) for z in zs)
+def _pool_entry(pool: frozenset[Message]) -> tuple[bytes, int]:
+    return _POOLS.get(pool) or _converted(_POOLS, pool, pool, _pool, b"pool", _MEMO.LIMIT)
 
 
-def _pool_part(pool: frozenset[Message]) -> bytes:
-    """The pool's part, by object and then by value (pools recur across states)."""
-    return _by_value(pool, _same_pool, _POOLS, _pool)
+_NO_ZOMBIES = marshal.dumps((), 2)
+_NO_ZOMBIES_E = (_NO_ZOMBIES, _part_digest(b"zombies", _NO_ZOMBIES))
+_NO_META_E = (_NO_ZOMBIES, _part_digest(b"metadata", _NO_ZOMBIES))
 
 
-def _same_pool(pool: frozenset[Message]) -> frozenset[Message]:
-    return pool
+def _zs_entry(zs: tuple[ZombieController, ...]) -> tuple[bytes, int]:
+    if not zs:
+        return _NO_ZOMBIES_E
+    if len(_MEMO.d) >= _MEMO.LIMIT:
+        _MEMO.d.clear()
+    data = marshal.dumps(_zombies(zs), 2)
+    return data, _part_digest(b"zombies", data)
+
+
+_BATCHES: dict[int, tuple[MetadataRecord, bytes]] = {}  # id of a metadata batch -> (the batch, its bytes)
+_TUPLE = b"("  # marshal's tuple code: a tuple is the code, its length (4 bytes, little-endian), then each item
+
+
+def _meta_entry(log: tuple[MetadataRecord, ...]) -> tuple[bytes, int]:
+    """The metadata log's part, `marshal.dumps(_meta(log), 2)`, put together from each batch's bytes (a tuple's
+    marshalled form is its items' forms after a header), kept per batch object (`_BATCHES`), and the whole log's
+    entry by the ids of its batches (`_METAS`): a step makes a new log tuple (a batch appended, a prefix trimmed)
+    around batch objects other states share. An id names one object only while the object lives: `_BATCHES`
+    holds every batch of every log in `_METAS`, and the two are emptied together."""
+    if not log:
+        return _NO_META_E
+    key = tuple(map(id, log))
+    got = _METAS.get(key)
+    if got is not None:
+        return got
+    if len(_BATCHES) >= _MEMO.LIMIT or len(_METAS) >= _MEMO.LIMIT:
+        _BATCHES.clear()
+        _METAS.clear()
+    get = _BATCHES.get
+    batches = []
+    for rec in log:
+        e = get(id(rec))
+        if e is None or e[0] is not rec:
+            if len(_MEMO.d) >= _MEMO.LIMIT:
+                _MEMO.d.clear()
+            e = _BATCHES[id(rec)] = (rec, marshal.dumps((rec.kind, _MEMO.get(rec.image, _reg)), 2))
+        batches.append(e[1])
+    data = _TUPLE + len(log).to_bytes(4, "little") + b"".join(batches)
+    got = _METAS[key] = (data, _part_digest(b"metadata", data))
+    return got
 
 
 def _state_parts(s: State) -> list[bytes]:
     """The bytes of each part of the state (each replica, the registry, the zombies, the pool, the history, the
     budget spent, the metadata log), each `marshal.dumps(part tuple, 2)` of its `state_tuple` component. A part
-    that is the same object as in the state decoded last (`_Last`: a search steps the state it decoded, and its
-    successors share most of its parts) is taken from there; any other is kept per object (`_PARTS`), so a
-    successor marshals only the parts its step replaced; a pool and a replica also by value (see `_pool_part`)."""
-    if s is _JUST[0]:  # a new state: keyed, then checked, then encoded
-        return _JUST[1].copy()
-    if len(_PARTS) >= _MEMO.LIMIT:
-        _PARTS.clear()
-    if len(_MEMO.d) >= _MEMO.LIMIT:
-        _MEMO.d.clear()
+    that is the same object as in the state decoded last (`_Last`) is taken from there; any other from its table by
+    value (`_rep_entry`, ...), converted only when no state had that value yet. The list is the one kept for the
+    next call on the same state (`_JUST`): read it, do not change it."""
+    if s is _JUST[0]:  # a new state: checked, then encoded
+        return _JUST[1]
     last = _LAST
     reps = s.replicas
     if reps is last.reps:
-        parts = last.rep_parts.copy()
+        parts = [e[0] for e in last.rep_entries]
     else:
         old: tuple[Any, ...] = last.reps
         if len(old) != len(reps):
             old = (None,) * len(reps)
-        old_parts = last.rep_parts
-        parts = [old_parts[i] if r is old[i] else _rep_part(r) for i, r in enumerate(reps)]
+        entries = last.rep_entries
+        parts = [(entries[i] if r is old[i] else _rep_entry(r))[0] for i, r in enumerate(reps)]
     reg, zs, pool, h, used, meta = s.registry, s.zombies, s.pool, s.history, s.used, s.metadata
-    parts.append(last.reg_part if reg is last.reg else _part(reg, _reg_memo))
-    parts.append(last.zs_part if zs is last.zs else marshal.dumps(_zombies(zs), 2) if zs else _NO_ZOMBIES)
-    parts.append(last.pool_part if pool is last.pool else _pool_part(pool))
-    parts.append(last.h_part if h is last.h else _hist_part(h))
-    parts.append(last.used_part if used is last.used else _part(used, _budget))
-    parts.append(last.meta_part if meta is last.meta else _part(meta, _meta) if meta else _NO_ZOMBIES)
+    parts.append((last.reg_e if reg is last.reg else _reg_entry(reg))[0])
+    parts.append((last.zs_e if zs is last.zs else _zs_entry(zs))[0])
+    parts.append((last.pool_e if pool is last.pool else _pool_entry(pool))[0])
+    parts.append((last.h_e if h is last.h else _hist_entry(h))[0])
+    parts.append((last.used_e if used is last.used else _used_entry(used))[0])
+    parts.append((last.meta_e if meta is last.meta else _meta_entry(meta))[0])
     _JUST[0], _JUST[1] = s, parts
-    return parts.copy()
+    return parts
 
 
 _JUST: list[Any] = [None, []]  # the state `_state_parts` answered last and its parts (states are immutable)
+
+
+def _zombies(zs: tuple[ZombieController, ...]) -> tuple[Any, ...]:
+    get = _MEMO.get
+    return tuple((z.epoch, get(z.view, _reg)) for z in zs)
 
 
 def encode_state(s: State) -> bytes:
@@ -406,19 +469,52 @@ def encode_state(s: State) -> bytes:
     return marshal.dumps(tuple(_state_parts(s)), 2)
 
 
-def _digest(parts: Iterable[bytes]) -> int:
-    return _from_bytes(blake2b(b"".join(parts), digest_size=8).digest(), "little") or 1
-
-
-_from_bytes, _join = int.from_bytes, b"".join
-
-
 def fingerprint_state(s: State) -> int:
-    """The state's 64-bit fingerprint, `encoding_fingerprint(encode_state(s))`, without building the encoding:
-    blake2b (8 bytes) of its parts' bytes concatenated. Each part is one marshalled value, which marks its own
-    end, so the concatenation determines the parts and with them the encoding: the fingerprint is a 64-bit hash
-    of an injective image of the encoding, and the search's collision estimate (n^2 / 2^65) holds as it is."""
-    return _from_bytes(blake2b(_join(_state_parts(s)), digest_size=8).digest(), "little") or 1
+    """The state's 64-bit fingerprint, `encoding_fingerprint(encode_state(s))`, without building the encoding: the
+    XOR of its parts' digests, each blake2b (8 bytes) of the part's bytes personalised with its kind (`_KINDS`),
+    mapped to 1 if 0. Equal states have equal parts, so equal fingerprints. Two different states differ in the
+    bytes of some part; that part's digest enters the XOR of one state and not of the other (a replica's bytes
+    hold its broker id, the other kinds have one part each, and digests of different kinds are independent), so
+    the fingerprints are equal with probability 2^-64 over the digests (taken as random functions), and the
+    search's collision estimate (n^2 / 2^65, a union bound over pairs) holds as it is.
+
+    A successor of the state decoded last (`_Last`) shares most parts with it by identity: its fingerprint is the
+    parent's with the digests of the replaced parts swapped (XOR is its own inverse), a table lookup by value for
+    each replaced part and no hashing of bytes (the digests are kept with the bytes, computed once per distinct
+    part)."""
+    last = _LAST
+    fp = last.fp
+    reps = s.replicas
+    if fp is None or len(reps) != len(last.reps):
+        return _full_fingerprint(s)
+    if reps is not last.reps:
+        old, entries = last.reps, last.rep_entries
+        for i, r in enumerate(reps):
+            if r is not old[i]:
+                fp ^= entries[i][1] ^ (_REPS.get(tuple(r.__dict__.values())) or _rep_entry(r))[1]
+    reg, zs, pool, h, used, meta = s.registry, s.zombies, s.pool, s.history, s.used, s.metadata
+    if reg is not last.reg:
+        fp ^= last.reg_e[1] ^ _reg_entry(reg)[1]
+    if zs is not last.zs:
+        fp ^= last.zs_e[1] ^ _zs_entry(zs)[1]
+    if pool is not last.pool:
+        fp ^= last.pool_e[1] ^ (_POOLS.get(pool) or _pool_entry(pool))[1]
+    if h is not last.h:
+        fp ^= last.h_e[1] ^ (_HISTS.get(tuple(h.__dict__.values())) or _hist_entry(h))[1]
+    if used is not last.used:
+        fp ^= last.used_e[1] ^ _used_entry(used)[1]
+    if meta is not last.meta:
+        fp ^= last.meta_e[1] ^ _meta_entry(meta)[1]
+    return fp or 1
+
+
+def _full_fingerprint(s: State) -> int:
+    fp = 0
+    for r in s.replicas:
+        fp ^= _rep_entry(r)[1]
+    fp ^= (_reg_entry(s.registry)[1] ^ _zs_entry(s.zombies)[1] ^ _pool_entry(s.pool)[1] ^ _hist_entry(s.history)[1]
+           ^ _used_entry(s.used)[1] ^ _meta_entry(s.metadata)[1])
+    return fp or 1
 
 
 def encoding_fingerprint(data: bytes) -> int:
@@ -426,18 +522,18 @@ def encoding_fingerprint(data: bytes) -> int:
     return _digest(marshal.loads(data))
 
 
-_NO_ZOMBIES = marshal.dumps((), 2)
+# Per part kind: part bytes -> (those bytes, the part's digest, the value they stand for), built once per distinct
+# part; the first two are the part's entry, as in the tables by value above.
+_DECODED_PARTS: dict[bytes, dict[bytes, tuple[bytes, int, Any]]] = {kind: {} for kind in _KINDS}
 
 
-def _part_value(data: bytes, build: Callable[[tuple[Any, ...]], Any]) -> Any:
-    """The value a part's bytes stand for, built once per distinct part (see `_cached`)."""
-    key = (build, data)
-    v = _DECODED.get(key)
-    if v is None:
-        if len(_DECODED) >= 50_000:
-            _DECODED.clear()
-        v = _DECODED[key] = build(marshal.loads(data))
-    return v
+def _decoded(table: dict[bytes, tuple[bytes, int, Any]], data: bytes, build: Callable[[tuple[Any, ...]], Any],
+             kind: bytes) -> tuple[bytes, int, Any]:
+    """A part not in its decoding table: built (see `_cached`), digested, kept."""
+    if len(table) >= 10_000:
+        table.clear()
+    got = table[data] = (data, _part_digest(kind, data), build(marshal.loads(data)))
+    return got
 
 
 def _unzombies(t: tuple[Any, ...]) -> tuple[ZombieController, ...]:
@@ -450,20 +546,49 @@ def _shared_reg(t: tuple[Any, ...]) -> Registry:
     return _cached(t, _unreg)
 
 
+_DEC_REPS, _DEC_REG, _DEC_ZS, _DEC_POOL, _DEC_HIST, _DEC_USED, _DEC_META = (_DECODED_PARTS[k] for k in _KINDS)
+
+
 def decode_state(data: bytes) -> State:
     parts = marshal.loads(data)
     n = len(parts) - 6
-    s = State(tuple(_part_value(r, _unrep) for r in parts[:n]), _part_value(parts[n], _shared_reg),
-              _part_value(parts[n + 1], _unzombies), _part_value(parts[n + 2], _unpool),
-              _part_value(parts[n + 3], _unhist), _part_value(parts[n + 4], _unbudget),
-              _part_value(parts[n + 5], _unmeta))
+    reps_t = _DEC_REPS
+    reps = [reps_t.get(r) or _decoded(reps_t, r, _unrep, b"replica") for r in parts[:n]]
+    b_reg, b_zs, b_pool, b_h, b_used, b_meta = parts[n:]
+    reg = _DEC_REG.get(b_reg) or _decoded(_DEC_REG, b_reg, _shared_reg, b"registry")
+    zs = _DEC_ZS.get(b_zs) or _decoded(_DEC_ZS, b_zs, _unzombies, b"zombies")
+    pool = _DEC_POOL.get(b_pool) or _decoded(_DEC_POOL, b_pool, _unpool, b"pool")
+    h = _DEC_HIST.get(b_h) or _decoded(_DEC_HIST, b_h, _unhist, b"history")
+    used = _DEC_USED.get(b_used) or _decoded(_DEC_USED, b_used, _unbudget, b"budget")
+    meta = _DEC_META.get(b_meta) or _decoded(_DEC_META, b_meta, _unmeta, b"metadata")
+    s = _new(State)  # every field given: the dataclass's __init__ would set the same dict, field by field
+    _setattr(s, "__dict__", {"replicas": tuple([r[2] for r in reps]), "registry": reg[2], "zombies": zs[2],
+                             "pool": pool[2], "history": h[2], "used": used[2], "metadata": meta[2]})
     # The search steps the state it decodes: its successors find the parts they share with it here, by identity.
     last = _LAST
-    last.reps, last.rep_parts = s.replicas, list(parts[:n])
-    last.reg, last.zs, last.pool, last.h, last.used, last.meta = (s.registry, s.zombies, s.pool, s.history, s.used,
-                                                                  s.metadata)
-    (last.reg_part, last.zs_part, last.pool_part, last.h_part, last.used_part, last.meta_part) = parts[n:]
+    last.reps, last.rep_entries = s.replicas, reps
+    last.reg, last.zs, last.pool, last.h, last.used, last.meta = reg[2], zs[2], pool[2], h[2], used[2], meta[2]
+    last.reg_e, last.zs_e, last.pool_e, last.h_e, last.used_e, last.meta_e = reg, zs, pool, h, used, meta
+    fp = reg[1] ^ zs[1] ^ pool[1] ^ h[1] ^ used[1] ^ meta[1]
+    for r in reps:
+        fp ^= r[1]
+    last.fp = fp
     return s
+
+
+_new, _setattr = object.__new__, object.__setattr__
+
+
+def _with_replicas(s: State, reps: tuple[Replica, ...]) -> State:
+    """`s` with its replicas replaced (`evolve`, which `State.with_replica` uses)."""
+    fields_ = s.__dict__.copy()
+    fields_["replicas"] = reps
+    new = _new(State)
+    _setattr(new, "__dict__", fields_)
+    return new
+
+
+_action = tuple.__new__  # Action(kind, args) without its Python-level __new__ (a NamedTuple's is one)
 
 
 # ---- broker renaming ------------------------------------------------------------------------------
@@ -575,10 +700,7 @@ def _pre_fetch(s: State, cfg: Config, follower: int) -> bool:
     r = s.replicas[follower - 1]
     if not r.alive or not r.known or r.needs_truncation or r.leader == NO_LEADER or r.leader == follower:
         return False
-    for m in s.pool:  # one fetch in flight per follower
-        if (type(m) is FetchRequest and m.frm == follower) or (type(m) is FetchResponse and m.to == follower):
-            return False
-    return True
+    return follower not in _listed(s.pool)[2]  # one fetch in flight per follower
 
 
 def _pre_fetch_round(s: State, cfg: Config, follower: int) -> bool:
@@ -711,25 +833,57 @@ _KIND_GATE: dict[str, Callable[[State, Config], bool]] = {
 }
 
 
-_LISTED: dict[frozenset[Message], tuple[list[Message], dict[type, list[Message]]]] = {}
+# Config-only conditions under which a candidate never applies, whatever the state: its function spends a budget
+# (`_spend`) the config sets to 0, which it refuses. The plan leaves such candidates out (their indexes kept).
+_NEVER: dict[str, Callable[[Config, tuple[Any, ...]], bool]] = {
+    "produce": lambda cfg, args: cfg.records == 0,
+    "shrink_isr": lambda cfg, args: cfg.isr_shrinks == 0,
+    "crash": lambda cfg, args: (cfg.lossy_crashes if args[1] else cfg.crashes) == 0,
+    "move_leader": lambda cfg, args: cfg.elections == 0,
+    "failover": lambda cfg, args: cfg.failovers == 0,
+    "zombie_move_leader": lambda cfg, args: cfg.elections == 0,
+    "consume": lambda cfg, args: cfg.reads == 0,
+}
 
 
-def _then(first: Callable[[State], State], second: Callable[[State], State], s: State) -> State:
-    return second(first(s))
+class _Normalized:
+    """A state's settler (`actions.settler`) followed by the reduction's normal form, its drop path too."""
+
+    __slots__ = ("settle", "norm", "dropped")
+
+    def __init__(self, settle: Callable[[State], State], norm: Callable[[State], State]) -> None:
+        self.settle, self.norm = settle, norm
+        dropped = getattr(settle, "dropped", None)
+        self.dropped = None if dropped is None else (lambda m: norm(dropped(m)))
+
+    def __call__(self, s: State) -> State:
+        return self.norm(self.settle(s))
 
 
-def _listed(pool: frozenset[Message]) -> tuple[list[Message], dict[type, list[Message]]]:
-    """`State.messages()` (the pool in its order) and the same grouped by type, kept per pool value: many states
-    share a pool, and sorting messages compares dataclasses field by field. Read only."""
+# Message kinds whose step reads only the message and its recipient's replica and changes only that replica (and
+# consumes the message unless kept): model/replication/actions.py's functions, read for it.
+_RECIPIENT_ONLY = frozenset({handle_fetch_response, handle_leader_and_isr, handle_stop_replica})
+
+
+_LISTED: dict[frozenset[Message], tuple[list[Message], dict[type, list[Message]], frozenset[int]]] = {}
+
+
+def _listed(pool: frozenset[Message]) -> tuple[list[Message], dict[type, list[Message]], frozenset[int]]:
+    """`State.messages()` (the pool in its order), the same grouped by type, and the followers with a fetch in
+    flight (a request from them or a response to them), kept per pool value: many states share a pool, and
+    sorting messages compares dataclasses field by field. Read only."""
     got = _LISTED.get(pool)
     if got is None:
         msgs = sorted(pool, key=message_key)
         by_type: dict[type, list[Message]] = {}
         for m in msgs:
             by_type.setdefault(type(m), []).append(m)
+        requests: list[Any] = by_type.get(FetchRequest, [])
+        responses: list[Any] = by_type.get(FetchResponse, [])
+        fetching = frozenset([m.frm for m in requests] + [m.to for m in responses])
         if len(_LISTED) >= _MEMO.LIMIT:
             _LISTED.clear()
-        got = _LISTED[pool] = (msgs, by_type)
+        got = _LISTED[pool] = (msgs, by_type, fetching)
     return got
 
 
@@ -743,11 +897,20 @@ class ReplicationModel:
         self._kinds = [(k, spec) for k, spec in KINDS.items() if spec.possible(cfg)]
         self._keeps = (False, True) if cfg.duplicates else (False,)
         self._fast = self._plan()
+        self._applied: dict[tuple[int, int, int], tuple[Replica, tuple[MetadataRecord, ...], Replica | None]] = {}
+        self._moved: dict[tuple[int, int, int], tuple[Replica, History, Replica | None, History | None]] = {}
+        self._answers: dict[tuple[int, int, int], tuple[Any, ...]] = {}
+        self._received_by: dict[tuple[int, int], tuple[Any, Replica, Replica | None]] = {}
         # A subclass that changes actions() or step() (e.g. the liveness model) gets successors() from them.
         self._own_steps = type(self).actions is ReplicationModel.actions and type(self).step is ReplicationModel.step
+        self._verdict: tuple[Callable[[State], str | None] | None, list[Callable[[State], str | None]],
+                             list[State | None]] = (None, [], [None])
         checked = [(i, inv) for i, inv in REGISTRY.items()
                    if inv.applies_to == "replication" and (only is None or i in only)]
         self._invariants = self._shared_verdict([(i, inv.title, *self._fast_holds(inv)) for i, inv in checked])
+        # The search's one call per new state (`first_violation`), for the invariants this class lists.
+        self.first_violation = (self._first_violation if self._verdict[0] is not None
+                                and type(self).invariants is ReplicationModel.invariants else None)
         # model/replication/reduction.py: quiet metadata batches and flushes taken at once (`reduce`, which
         # `kcheck exhaust --reduce` asks for), where its argument holds; `reduction_off` says why not.
         builtin = all(getattr(inv.check, "__module__", None) == replication_invariants.__name__ for _, inv in checked)
@@ -817,8 +980,8 @@ class ReplicationModel:
                 if s is last[0]:
                     return None
                 parts = _state_parts(s)
-                parts[len(s.replicas) + _POOL_PART] = b""
-                key = tuple(parts)
+                i = len(s.replicas) + _POOL_PART
+                key = (*parts[:i], b"", *parts[i + 1:])
                 if key not in passed:
                     for ok in twins:
                         if not ok(s, cfg):
@@ -834,11 +997,35 @@ class ReplicationModel:
             return lambda s: None if s is last[0] else own(s)
 
         out, lead = [], True
+        lead_holds: Callable[[State], str | None] | None = None
+        rest: list[Callable[[State], str | None]] = []  # the invariants outside the shared verdict that can fail
         for i, title, holds, ok in rows:
             if ok is not None:
                 holds, lead = (first(holds) if lead else other(holds)), False
+                lead_holds = lead_holds or holds
+            elif holds is not _always_holds:
+                rest.append(holds)
             out.append(StateInvariant(i, title, holds))
+        self._verdict = (lead_holds, rest, last)
         return out
+
+    def _first_violation(self, s: State) -> tuple[str, str] | None:
+        """(id, message) of the first invariant in `invariants()` order that `s` breaks, or None: what asking each
+        in turn gives. When the shared verdict holds (every twin held: the first of them remembers `s`), the other
+        invariants sharing it hold too and those switched off always hold, so only the rest are asked; any
+        violation is found by asking each in turn."""
+        lead_holds, rest, last = self._verdict
+        if lead_holds is not None and lead_holds(s) is None and last[0] is s:
+            for holds in rest:
+                if holds(s) is not None:
+                    break
+            else:
+                return None
+        for inv in self._invariants:
+            why = inv.holds(s)
+            if why is not None:
+                return inv.id, why
+        return None
 
     def _holds(self, inv: Any, s: State) -> str | None:
         subject = ReplicationSubject(s, self.cfg)
@@ -873,28 +1060,57 @@ class ReplicationModel:
         return (action, *normalize(nxt, self.protocol, self.cfg)[1])
 
     def _plan(self) -> list[tuple[Any, ...]]:
-        """How `successors` enumerates each kind the config allows (see there)."""
+        """How `successors` enumerates each kind the config allows (see there). Candidates `_NEVER` rules out
+        under the config are left out, their action indexes kept: a static kind's by the count of the entry
+        before it (or a "skip" entry), consume's and a generic kind's by counting them in the state."""
         plan: list[tuple[Any, ...]] = []
-        init = initial_state(self.cfg)
+        init, cfg = initial_state(self.cfg), self.cfg
+
+        def skip(count: int) -> None:
+            if plan and plan[-1][0] in ("static", "units", "skip"):
+                plan[-1] = (*plan[-1][:3], plan[-1][3] + count, *plan[-1][4:])
+            else:
+                plan.append(("skip", "", None, count))
+
         for kind, spec in self._kinds:
             mtype = getattr(spec.candidates, "message_type", None)
+            never = _NEVER.get(kind)
             if kind == "drop":
                 plan.append(("drop", kind, spec.fn))
             elif mtype is not None:
-                plan.append(("message", kind, spec.fn, mtype, _PRE.get(kind)))
+                how = 1 if spec.fn is handle_fetch else 2 if spec.fn in _RECIPIENT_ONLY else 0
+                plan.append(("message", kind, spec.fn, mtype, _PRE.get(kind), how))
             elif kind in _STATIC:
                 groups: dict[Any, list[tuple[int, tuple[Any, ...], Action]]] = {}
-                for pos, args in enumerate(spec.candidates(init, self.cfg)):
-                    key = args[0] if args else None
-                    groups.setdefault(key, []).append((pos, tuple(args), Action(kind, tuple(args))))
-                count = sum(map(len, groups.values()))
+                count = 0
+                for pos, args in enumerate(spec.candidates(init, cfg)):
+                    count += 1
+                    if never is None or not never(cfg, tuple(args)):
+                        key = args[0] if args else None
+                        groups.setdefault(key, []).append((pos, tuple(args), Action(kind, tuple(args))))
+                if not groups:
+                    skip(count)
+                    continue
                 gate: Callable[..., bool] | None = _GATE.get(kind)
                 pre: Callable[..., bool] | None = _PRE[kind]
                 if gate is None:  # the kind's condition reads its first argument only: it is the gate
                     gate, pre = pre, None
-                plan.append(("static", kind, spec.fn, count, list(groups.items()), gate, pre, _KIND_GATE.get(kind)))
+                kgate = _KIND_GATE.get(kind)
+                if (pre is None and kgate is None and None not in groups
+                        and all(len(c) == 1 and len(c[0][1]) == 1 for c in groups.values())):
+                    # one candidate per broker, one argument: a flat list, the gate its only condition
+                    units = [(first, c[0][0], c[0][2]) for first, c in groups.items()]
+                    mode = "apply" if spec.fn is apply_metadata else "hw" if spec.fn is advance_hw else "units"
+                    plan.append((mode, kind, spec.fn, count, units, gate))
+                    continue
+                plan.append(("static", kind, spec.fn, count, list(groups.items()), gate, pre, kgate))
             elif kind == "consume":
-                plan.append(("consume", kind, spec.fn, _PRE[kind]))
+                if never is not None and never(cfg, ()):
+                    plan.append(("skip_logs", kind, None))
+                else:
+                    plan.append(("consume", kind, spec.fn, _PRE[kind]))
+            elif never is not None and never(cfg, ()):
+                plan.append(("skip_generic", kind, None, spec.candidates))
             else:  # every candidate, as actions() lists them
                 plan.append(("generic", kind, spec.fn, spec.candidates, _PRE.get(kind)))
         return plan
@@ -918,13 +1134,65 @@ class ReplicationModel:
         append, keeps = out.append, self._keeps
         done = settler(state, p, cfg)
         if self._normal is not None:
-            done = partial(_then, done, self._normal)
+            done = _Normalized(done, self._normal)
         msgs: list[Any] | None = None
         by_type: dict[type, list[Any]] = {}
         i = 0
         for entry in self._fast:
             mode, kind, fn = entry[0], entry[1], entry[2]
-            if mode == "static":
+            if mode == "units":
+                gate = entry[5]
+                for first, pos, action in entry[4]:
+                    if gate(state, cfg, first):
+                        nxt = fn(state, p, cfg, first)
+                        if nxt is not None:
+                            append((i + pos, action, done(nxt)))
+                i += entry[3]
+            elif mode == "apply":
+                # `apply_metadata` reads the broker's replica and the metadata log and changes that replica only:
+                # its replica is kept per (broker, replica, log) object (decoded states share them; the entry
+                # holds both, so their ids name them while it lives), the step's state rebuilt around it.
+                gate, applied, reps, meta = entry[5], self._applied, state.replicas, state.metadata
+                for first, pos, action in entry[4]:
+                    if gate(state, cfg, first):
+                        r = reps[first - 1]
+                        got = applied.get((first, id(r), id(meta)))
+                        if got is None:
+                            nxt = fn(state, p, cfg, first)
+                            if len(applied) >= _MEMO.LIMIT:
+                                applied.clear()
+                            got = applied[(first, id(r), id(meta))] = (
+                                r, meta, None if nxt is None else nxt.replicas[first - 1])
+                        if got[2] is not None:
+                            changed = list(reps)
+                            changed[first - 1] = got[2]
+                            append((i + pos, action, done(_with_replicas(state, tuple(changed)))))
+                i += entry[3]
+            elif mode == "hw":
+                # `advance_hw` reads the broker's replica and the history and changes those two only: both kept per
+                # (broker, replica, history) object, as "apply" above.
+                gate, moved, reps, h = entry[5], self._moved, state.replicas, state.history
+                for first, pos, action in entry[4]:
+                    if gate(state, cfg, first):
+                        r = reps[first - 1]
+                        hw = moved.get((first, id(r), id(h)))
+                        if hw is None:
+                            nxt = fn(state, p, cfg, first)
+                            if len(moved) >= _MEMO.LIMIT:
+                                moved.clear()
+                            hw = moved[(first, id(r), id(h))] = (
+                                r, h, None if nxt is None else nxt.replicas[first - 1],
+                                None if nxt is None else nxt.history)
+                        if hw[2] is not None:
+                            changed = list(reps)
+                            changed[first - 1] = hw[2]
+                            fields_ = state.__dict__.copy()
+                            fields_["replicas"], fields_["history"] = tuple(changed), hw[3]
+                            nxt = _new(State)
+                            _setattr(nxt, "__dict__", fields_)
+                            append((i + pos, action, done(nxt)))
+                i += entry[3]
+            elif mode == "static":
                 _, _, _, count, groups, gate, pre, kgate = entry
                 if kgate is None or kgate(state, cfg):
                     for first, cands in groups:
@@ -937,22 +1205,34 @@ class ReplicationModel:
                 i += count
             elif mode == "message" or mode == "drop":
                 if msgs is None:
-                    msgs, by_type = _listed(state.pool)
+                    msgs, by_type, _ = _listed(state.pool)
                 if mode == "drop":
+                    dropped = getattr(done, "dropped", None) if fn is drop else None
+                    if dropped is not None:  # settled parent: `actions.drop` and its settling in one step
+                        for m in msgs:
+                            append((i, _action(Action, (kind, (m,))), dropped(m)))
+                            i += 1
+                        continue
                     for m in msgs:
                         nxt = fn(state, p, cfg, m)
                         if nxt is not None:
-                            append((i, Action(kind, (m,)), done(nxt)))
+                            append((i, _action(Action, (kind, (m,))), done(nxt)))
                         i += 1
                     continue
                 pre = entry[4]
+                if entry[5] == 1:
+                    i = self._fetches(state, by_type.get(entry[3], ()), i, kind, fn, pre, append, done)
+                    continue
+                if entry[5] == 2:
+                    i = self._received(state, by_type.get(entry[3], ()), i, kind, fn, pre, append, done)
+                    continue
                 for m in by_type.get(entry[3], ()):
                     ok = pre is None or pre(state, cfg, m)
                     for keep in keeps:
                         if ok:
                             nxt = fn(state, p, cfg, m, keep)
                             if nxt is not None:
-                                append((i, Action(kind, (m, keep)), done(nxt)))
+                                append((i, _action(Action, (kind, (m, keep))), done(nxt)))
                         i += 1
             elif mode == "consume":
                 pre = entry[3]
@@ -964,17 +1244,112 @@ class ReplicationModel:
                             if pre(state, cfg, b, o):
                                 nxt = fn(state, p, cfg, b, o)
                                 if nxt is not None:
-                                    append((i + o, Action(kind, (b, o)), done(nxt)))
+                                    append((i + o, _action(Action, (kind, (b, o))), done(nxt)))
                     i += n
+            elif mode == "skip":
+                i += entry[3]
+            elif mode == "skip_logs":
+                for r in state.replicas:
+                    i += len(r.log)
+            elif mode == "skip_generic":
+                for _ in entry[3](state, cfg):
+                    i += 1
             else:
                 pre = entry[4]
                 for args in entry[3](state, cfg):
                     if pre is None or pre(state, cfg, *args):
                         nxt = fn(state, p, cfg, *args)
                         if nxt is not None:
-                            append((i, Action(kind, tuple(args)), done(nxt)))
+                            append((i, _action(Action, (kind, tuple(args))), done(nxt)))
                     i += 1
         return out
+
+    def _fetches(self, state: State, msgs: Sequence[Any], i: int, kind: str, fn: Callable[..., State | None],
+                 pre: Callable[..., bool] | None, append: Callable[[Any], None], done: Callable[[State], State]
+                 ) -> int:
+        """`successors`' handle_fetch candidates from action index `i`; the index after them. The leader's answer
+        (its replica after the fetch, the response) is a function of the request, the leader's replica and the
+        fetcher's (its leader epoch answers a request without one): kept per those objects (decoded states share
+        them; the entry holds them, so their ids name them while it lives), the step's state rebuilt around it
+        (the request consumed unless kept, the response sent, the leader's replica replaced)."""
+        p, cfg, answers, reps = self.protocol, self.cfg, self._answers, state.replicas
+        n = len(reps)
+        for m in msgs:
+            ok = pre is None or pre(state, cfg, m)
+            for keep in self._keeps:
+                if ok:
+                    leader = reps[m.to - 1]
+                    follower = reps[m.frm - 1] if 1 <= m.frm <= n else None
+                    key = (id(m), id(leader), id(follower))
+                    got = answers.get(key)
+                    if got is None:
+                        nxt = fn(state, p, cfg, m, keep)
+                        if nxt is None:
+                            got = (m, leader, follower, None, None)
+                        else:
+                            sent = nxt.pool - state.pool
+                            if len(sent) != 1:  # the response was in the pool already: nothing to keep
+                                append((i, _action(Action, (kind, (m, keep))), done(nxt)))
+                                i += 1
+                                continue
+                            (response,) = sent
+                            got = (m, leader, follower, nxt.replicas[m.to - 1], response)
+                        if len(answers) >= _MEMO.LIMIT:
+                            answers.clear()
+                        answers[key] = got
+                    if got[3] is not None:
+                        pool = state.pool if keep else state.pool - {m}
+                        fields_ = state.__dict__.copy()
+                        fields_["pool"] = pool | {got[4]}
+                        if got[3] is not leader:
+                            changed = list(reps)
+                            changed[m.to - 1] = got[3]
+                            fields_["replicas"] = tuple(changed)
+                        nxt = _new(State)
+                        _setattr(nxt, "__dict__", fields_)
+                        append((i, _action(Action, (kind, (m, keep))), done(nxt)))
+                i += 1
+        return i
+
+    def _received(self, state: State, msgs: Sequence[Any], i: int, kind: str, fn: Callable[..., State | None],
+                  pre: Callable[..., bool] | None, append: Callable[[Any], None], done: Callable[[State], State]
+                  ) -> int:
+        """`successors`' candidates of a kind in `_RECIPIENT_ONLY` from action index `i`; the index after them.
+        Such a step reads the message and its recipient's replica, and changes that replica and nothing else but
+        the message consumed (unless kept): the recipient's replica after it is kept per (message, replica) object
+        (as `_fetches`), the step's state rebuilt around it."""
+        p, cfg, kept, reps = self.protocol, self.cfg, self._received_by, state.replicas
+        n = len(reps)
+        for m in msgs:
+            ok = pre is None or pre(state, cfg, m)
+            for keep in self._keeps:
+                if ok:
+                    if not 1 <= m.to <= n:  # not a broker: the function decides, nothing kept
+                        nxt = fn(state, p, cfg, m, keep)
+                        if nxt is not None:
+                            append((i, _action(Action, (kind, (m, keep))), done(nxt)))
+                        i += 1
+                        continue
+                    r = reps[m.to - 1]
+                    got = kept.get((id(m), id(r)))
+                    if got is None:
+                        nxt = fn(state, p, cfg, m, keep)
+                        if len(kept) >= _MEMO.LIMIT:
+                            kept.clear()
+                        got = kept[(id(m), id(r))] = (m, r, None if nxt is None else nxt.replicas[m.to - 1])
+                    if got[2] is not None:
+                        fields_ = state.__dict__.copy()
+                        if not keep:
+                            fields_["pool"] = state.pool - {m}
+                        if got[2] is not r:
+                            changed = list(reps)
+                            changed[m.to - 1] = got[2]
+                            fields_["replicas"] = tuple(changed)
+                        nxt = _new(State)
+                        _setattr(nxt, "__dict__", fields_)
+                        append((i, _action(Action, (kind, (m, keep))), done(nxt)))
+                i += 1
+        return i
 
     def invariants(self) -> Sequence[StateInvariant[State]]:
         return self._invariants

@@ -23,9 +23,10 @@
   The frontier keeps the concrete state that was reached, not a canonical image, so traces stay concrete runs.
 - A model may compute the fingerprint itself (`fingerprint(state) -> int`, optional extension below), without
   building the encoding: most steps reach a state already stored, and only a new state's encoding is built (for
-  the frontier). It must be a 64-bit hash of the encoding or of something the encoding determines and that
-  determines it (the replication model hashes its parts' bytes, cached per part object, concatenated), so that
-  equal states share it and the estimate below holds; with symmetry the least over the images is taken as above
+  the frontier). Equal states must share it and two different states share it with probability at most 2^-64 (a
+  64-bit hash of the encoding, or of something the encoding determines and that determines it; the replication
+  model XORs a personalised 64-bit digest of each part of its encoding, kept with the part), so that the estimate
+  below holds; with symmetry the least over the images is taken as above
   (`fingerprints(state)`: the state's and its images' at once). The search keeps the garbage collector's
   youngest generation 100,000 allocations wide meanwhile (`_rarer_collections`): it holds no object per stored
   state, so collecting every 700 allocations finds nothing and cost about a fifth of a run.
@@ -66,7 +67,9 @@ the model computes them faster than `encode(g(state))`); `successors(state) -> l
 action, next state)]` (only the actions that apply, when the model computes them faster than `actions` + `step`);
 `kind(action) -> str` (the action's kind, for weights and swarm; by default the first word of
 `describe(action)`); `fingerprint(state) -> int` and `fingerprints(state) -> list[int]` (the 64-bit key without
-the encoding, above; `fingerprints`: the state's and its images' under the listed symmetries, in their order).
+the encoding, above; `fingerprints`: the state's and its images' under the listed symmetries, in their order);
+`first_violation(state) -> (id, message) | None` (what asking each of `invariants()` in turn gives: the first that
+breaks, or None; exhaust's breadth-first loop asks it once per new state instead, unless keep_going).
 """
 
 from __future__ import annotations
@@ -144,13 +147,12 @@ class FingerprintSet:
         """Adds `fp`; True if it was not there."""
         table, mask = self._table, self._mask
         i = fp & mask
-        while True:
-            v = table[i]
-            if v == _EMPTY:
-                break
+        v = table[i]
+        while v:  # 0 (_EMPTY) ends the probe
             if v == fp:
                 return False
             i = (i + 1) & mask
+            v = table[i]
         table[i] = fp
         self.size += 1
         if self.size > self._limit:
@@ -240,7 +242,11 @@ def _keyer(model: Model[Any, Any], syms: Sequence[Callable[[Any], Any]], lazy: b
         else:
             canon_fp = own
         if lazy:
-            return lambda s: (canon_fp(s), None)
+            def lazy_key(s: Any) -> tuple[int, None]:
+                return canon_fp(s), None
+
+            lazy_key.fp_only = canon_fp  # type: ignore[attr-defined]  # exhaust's loop calls it directly
+            return lazy_key
         return lambda s: (canon_fp(s), encode(s))
 
     def plain(s: Any) -> tuple[int, bytes]:
@@ -466,6 +472,8 @@ def exhaust(model: Model[Any, Any], max_states: int | None = None, max_depth: in
     expanded = 0
     transitions = 0
     seen_add, store_add, parents = seen.add, store.add, store.parent
+    fp_only = getattr(key, "fp_only", None)
+    violation = getattr(model, "first_violation", None) if not keep_going else None  # keep_going drops invariants
     while len(frontier):
         if max_depth is not None and level >= max_depth:
             # Anything new past the bound? Look without storing: the answer decides `complete`.
@@ -494,7 +502,10 @@ def exhaust(model: Model[Any, Any], max_states: int | None = None, max_depth: in
             s = unpack(packed)
             for ai, _, t in succ(s):
                 transitions += 1
-                fp, data = key(t)
+                if fp_only is not None:  # the model's own fingerprint: the encoding is built for new states only
+                    fp, data = fp_only(t), None
+                else:
+                    fp, data = key(t)
                 if max_states is not None and len(parents) >= max_states:
                     if fp not in seen:
                         counts[0] = transitions
@@ -503,7 +514,7 @@ def exhaust(model: Model[Any, Any], max_states: int | None = None, max_depth: in
                 if not seen_add(fp):
                     continue
                 m = store_add(n, ai)
-                found = _violated(invariants, t)
+                found = violation(t) if violation is not None else _violated(invariants, t)
                 if found is not None and broke(m, t, found):
                     counts[0] = transitions
                     result.depth = level + 1

@@ -102,3 +102,52 @@ def test_search_restores_the_collector_thresholds():
     before = gc.get_threshold()
     exhaust(ReplicationModel(Protocol.current(), Config(**SMALL_EXHAUSTIVE_BOUNDS)), max_states=200)
     assert gc.get_threshold() == before
+
+
+_PART_KINDS = (b"registry", b"zombies", b"pool", b"history", b"budget", b"metadata")  # after the replicas
+
+
+def _xor_of_part_digests(encoding: bytes) -> int:
+    """The fingerprint's definition, computed here from the encoding alone: each part's blake2b (8 bytes,
+    personalised with its kind), XORed, 0 taken as 1."""
+    import marshal
+    from hashlib import blake2b
+
+    parts = marshal.loads(encoding)
+    n = len(parts) - len(_PART_KINDS)
+    out = 0
+    for part, kind in zip(parts, (b"replica",) * n + _PART_KINDS, strict=True):
+        out ^= int.from_bytes(blake2b(part, digest_size=8, person=kind).digest(), "little")
+    return out or 1
+
+
+@pytest.mark.parametrize("metadata", ["kraft", "zookeeper"])
+def test_fingerprint_is_the_xor_of_the_parts_digests(metadata):
+    """A successor's fingerprint is its parent's with the replaced parts' digests swapped; whatever the order the
+    states come in, it is the definition computed from the state's own encoding."""
+    cfg = Config(**{**SMALL_EXHAUSTIVE_BOUNDS, "duplicates": True, "metadata": metadata})
+    m = ReplicationModel(Protocol.current(), cfg)
+    states = reachable(Protocol.current(), cfg, 600)
+    random.Random(3).shuffle(states)
+    assert [m.fingerprint(s) for s in states] == [_xor_of_part_digests(encode_state(s)) for s in states]
+    for s in states[:200]:
+        parent = decode_state(encode_state(s))
+        for _, _, t in m.successors(parent):
+            assert m.fingerprint(t) == _xor_of_part_digests(encode_state(t))
+
+
+@pytest.mark.parametrize("name", ["unclean-election", "zombie-controller"])
+def test_first_violation_is_what_asking_each_invariant_gives(name):
+    """The search's one call per new state (`first_violation`) names the first invariant, in the model's order,
+    that the state breaks, as asking each in turn does; on a row's states, some of which break invariants."""
+    from kcheck.model.search import _violated
+
+    v = VARIANTS[name]
+    m = ReplicationModel(v.protocol, Config(**v.settings))
+    assert m.first_violation is not None
+    broken = 0
+    for s in reachable(v.protocol, Config(**v.settings), 1500):
+        expected = _violated(m.invariants(), s)
+        assert m.first_violation(s) == expected
+        broken += expected is not None
+    assert broken

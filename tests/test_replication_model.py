@@ -355,6 +355,10 @@ SUCCESSOR_CASES = [
                                                    reassignments=1, cancels=1, duplicates=False)),
     ("user-rule", lambda: replace(Protocol.current(), name="mine", accept_fetch_response=_refuse_stale_responses),
      dict(brokers=2, min_isr=1, records=2, duplicates=True)),
+    # budgets at 0 (the plan leaves out the candidates that would spend them, keeping their indexes)
+    ("zero-budgets", lambda: Protocol.current(), dict(brokers=3, min_isr=1, records=1, crashes=1, lossy_crashes=0,
+                                                       fences=0, elections=0, isr_shrinks=0, failovers=0, reads=0,
+                                                       duplicates=False)),
     *[(name, lambda v=v: v.protocol, dict(v.settings)) for name, v in VARIANTS.items()],
 ]
 
@@ -378,6 +382,33 @@ def test_fast_successors_are_actions_and_step(name, make, bounds):
         for _, a, _ in slow:
             after = KINDS[a.kind].fn(s, protocol, cfg, *a.args)
             assert one(after) == settle(s, after, protocol, cfg)
+
+
+@pytest.mark.parametrize("metadata", ["kraft", "zookeeper"])
+def test_settler_on_a_state_that_is_not_settled_is_settle(metadata):
+    """`settler` repeats only the settling a step made necessary when its state is settled itself (every reachable
+    state is); on one that is not (a message its recipient refuses, or a registry change not yet published), each
+    successor still gets what `settle` gives."""
+    from kcheck.invariants.replication_model_adapter import ReplicationModel
+    from kcheck.model.replication.actions import KINDS, settle, settler
+    from kcheck.model.replication.state import FetchResponse, evolve
+
+    protocol = Protocol.current()
+    cfg = Config(brokers=2, min_isr=1, records=2, duplicates=False, metadata=metadata)
+    checked = 0
+    for s in reachable(protocol, cfg, 300)[1:]:
+        stale = FetchResponse(2, 1, 99, 0, (), 0, "")  # an offset no fetch of broker 2 has, whatever its state
+        unsettled = [evolve(s, pool=s.pool | {stale})]
+        if cfg.kraft:  # a fence the metadata log does not carry yet
+            unsettled.append(evolve(s, registry=evolve(s.registry, fenced=s.registry.fenced | {2})))
+        for u in unsettled:
+            one = settler(u, protocol, cfg)
+            for a in ReplicationModel(protocol, cfg).actions(u):
+                after = KINDS[a.kind].fn(u, protocol, cfg, *a.args)
+                if after is not None:
+                    assert one(after) == settle(u, after, protocol, cfg)
+                    checked += 1
+    assert checked
 
 
 @pytest.mark.parametrize("name", list(VARIANTS))

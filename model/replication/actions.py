@@ -78,6 +78,7 @@ from kcheck.model.replication.state import (
     evolve,
     message_as_dict,
     message_from_dict,
+    new_value,
 )
 
 METADATA_MODES = ("kraft", "zookeeper")
@@ -373,19 +374,19 @@ def produce(s: State, p: Protocol, cfg: Config, broker: int, acks: str) -> State
         return None
     if not p.produce_accepted(r, acks, cfg.min_isr):
         return None  # e.g. NotEnoughReplicas: the write is refused, nothing is appended
-    spent = _spend(s, cfg, "records")
-    if spent is None:
+    if s.used.records >= cfg.records:  # `_spend(s, cfg, "records")`, its budget spent in the one new state below
         return None
-    s = spent
-    rec = Record(s.used.records, r.leader_epoch)
+    used = evolve(s.used, records=s.used.records + 1)
+    rec = Record(used.records, r.leader_epoch)
     offset = r.leo
-    s = s.with_replica(evolve(r, log=r.log + (rec,)))
+    reps = list(s.replicas)
+    reps[r.id - 1] = evolve(r, log=r.log + (rec,))
     h = s.history
     if acks == "all":
         h = evolve(h, pending_acks=h.pending_acks | {(broker, offset, rec.id)})
     elif acks == "1":
         h = evolve(h, acked_leader_only=h.acked_leader_only | {(offset, rec.id)})
-    return evolve(s, history=h)
+    return evolve(s, used=used, replicas=tuple(reps), history=h)
 
 
 def fetch(s: State, p: Protocol, cfg: Config, follower: int) -> State | None:
@@ -401,7 +402,8 @@ def fetch(s: State, p: Protocol, cfg: Config, follower: int) -> State | None:
         if (isinstance(m, FetchRequest) and m.frm == follower) or (isinstance(m, FetchResponse) and m.to == follower):
             return None
     epoch = p.fetch_leader_epoch(r)
-    return _send(s, FetchRequest(follower, r.leader, r.leo, epoch, r.broker_epoch))
+    return _send(s, new_value(FetchRequest, frm=follower, to=r.leader, offset=r.leo, current_epoch=epoch,
+                              broker_epoch=r.broker_epoch))
 
 
 def handle_fetch(s: State, p: Protocol, cfg: Config, m: FetchRequest, keep: bool = False) -> State | None:
@@ -409,7 +411,8 @@ def handle_fetch(s: State, p: Protocol, cfg: Config, m: FetchRequest, keep: bool
     if not isinstance(m, FetchRequest) or m.to not in s.brokers or not s.replica(m.to).alive:
         return None
     leader = s.replica(m.to)
-    s = _consume(s, m, keep)
+    pool = s.pool if keep else s.pool - {m}  # the request consumed (`_consume`); one new state at the end
+    reps = s.replicas
     error = p.fetch_validation(leader, m.current_epoch)
     if not error and m.frm not in leader.replicas:
         # `Partition.followerReplicaOrThrow`: the leader does not know the fetcher as a replica (yet, or any
@@ -419,11 +422,15 @@ def handle_fetch(s: State, p: Protocol, cfg: Config, m: FetchRequest, keep: bool
         error = "OFFSET_OUT_OF_RANGE"
     if not error:
         leader = leader.with_view(m.frm, m.offset, m.broker_epoch)
-        s = s.with_replica(leader)
+        changed = list(reps)
+        changed[m.to - 1] = leader
+        reps = tuple(changed)
     # Without an epoch in the request, the response is tagged with the follower's epoch when the leader answers.
-    follower_epoch = m.current_epoch if m.current_epoch >= 0 else s.replica(m.frm).leader_epoch
+    follower_epoch = m.current_epoch if m.current_epoch >= 0 else reps[m.frm - 1].leader_epoch
     records = () if error else leader.log[m.offset:]
-    return _send(s, FetchResponse(m.frm, m.to, m.offset, follower_epoch, records, leader.hw, error))
+    response = new_value(FetchResponse, to=m.frm, frm=m.to, offset=m.offset, follower_epoch=follower_epoch,
+                         records=records, hw=leader.hw, error=error)
+    return evolve(s, pool=pool | {response}, replicas=reps)
 
 
 def handle_fetch_response(s: State, p: Protocol, cfg: Config, m: FetchResponse, keep: bool = False
@@ -431,12 +438,14 @@ def handle_fetch_response(s: State, p: Protocol, cfg: Config, m: FetchResponse, 
     """The follower appends what it fetched and takes the leader's high watermark (bounded by its log end)."""
     if not isinstance(m, FetchResponse) or not p.accept_fetch_response(s.replica(m.to), m):
         return None
-    s = _consume(s, m, keep)
     if m.error:
-        return s
+        return _consume(s, m, keep)
     r = s.replica(m.to)
     log = r.log + m.records
-    return s.with_replica(evolve(r, log=log, hw=min(m.hw, len(log))))
+    reps = list(s.replicas)
+    reps[r.id - 1] = evolve(r, log=log, hw=min(m.hw, len(log)))
+    # `_consume` and `with_replica` in one new state
+    return evolve(s, replicas=tuple(reps)) if keep else evolve(s, pool=s.pool - {m}, replicas=tuple(reps))
 
 
 def fetch_round(s: State, p: Protocol, cfg: Config, follower: int) -> State | None:
@@ -477,7 +486,8 @@ def advance_hw(s: State, p: Protocol, cfg: Config, broker: int) -> State | None:
     if hw <= r.hw:
         return None
     r = evolve(r, hw=hw)
-    s = s.with_replica(r)
+    reps = list(s.replicas)
+    reps[r.id - 1] = r
     h = s.history
     committed = {(o, r.log[o].id) for o in range(hw)}
     # acks=all writes get their answer once the high watermark passes them; the rule says whether it is a success.
@@ -485,7 +495,7 @@ def advance_hw(s: State, p: Protocol, cfg: Config, broker: int) -> State | None:
     acked = {(o, i) for (_, o, i) in done if r.log[o].id == i} if p.ack_complete(r, cfg.min_isr) else set()
     h = evolve(h, committed=h.committed | committed, true_hw=max(h.true_hw, hw),
                 pending_acks=h.pending_acks - done, acked=h.acked | acked)
-    return evolve(s, history=h)
+    return evolve(s, replicas=tuple(reps), history=h)  # `with_replica` and the history in one new state
 
 
 def expand_isr(s: State, p: Protocol, cfg: Config, leader: int, follower: int) -> State | None:
@@ -712,8 +722,10 @@ def apply_metadata(s: State, p: Protocol, cfg: Config, broker: int) -> State | N
     r = evolve(r, applied=r.applied + 1)
     if rec.partition_epoch != before.partition_epoch or not r.known:
         if broker in rec.replicas:
-            m: LeaderAndIsr | StopReplica = LeaderAndIsr(broker, rec.written_by, rec.leader, rec.leader_epoch,
-                                                         rec.partition_epoch, tuple(sorted(rec.isr)), rec.replicas)
+            m: LeaderAndIsr | StopReplica = new_value(
+                LeaderAndIsr, to=broker, controller_epoch=rec.written_by, leader=rec.leader,
+                leader_epoch=rec.leader_epoch, partition_epoch=rec.partition_epoch, isr=tuple(sorted(rec.isr)),
+                replicas=rec.replicas)
             if p.partition_state_applies(r, m):
                 r = _apply_leader_and_isr(r, p, rec.written_by, rec.leader, rec.leader_epoch, rec.partition_epoch,
                                           rec.isr, rec.replicas)
@@ -937,7 +949,8 @@ def cancel_reassignment(s: State, p: Protocol, cfg: Config) -> State | None:
 
 def drop(s: State, p: Protocol, cfg: Config, m: Message) -> State | None:
     """The network loses a message."""
-    return evolve(s, pool=s.pool - {m}) if m in s.pool else None
+    rest = s.pool - {m}
+    return evolve(s, pool=rest) if len(rest) < len(s.pool) else None  # m was in the pool (one hash of m)
 
 
 # ---- the broker lifecycle: who is active, controlled shutdown (KRaft; issue 15) ------------------------------
@@ -1269,38 +1282,182 @@ def settler(before: State, p: Protocol, cfg: Config) -> Callable[[State], State]
     """`lambda after: settle(before, after, p, cfg)` for many steps from one state, with what depends only on
     `before` computed once: the maxima `_record_history` takes over `before`'s epochs. No kind function writes
     the history's maxima, so a successor normally still holds `before`'s (checked by identity; anything else
-    takes the general path)."""
-    bh, was = before.history, before.registry
+    takes the general path).
+
+    When `before` is itself settled (nothing to prune, publish, catch up or trim: true of every state a step
+    produced, and checked once here), a successor repeats only the work its step can have made necessary, found
+    by identity against `before`: `_prune` asks the protocol about the messages that are new or whose recipient's
+    replica the step replaced (any other message got the same answer in `before`, where it was kept: the rules are
+    functions of the replica and the message), and `_kraft` runs only when the registry, the metadata log, a
+    bystander or a live replica's metadata position changed (otherwise there is nothing to publish or trim)."""
+    bh, was, breps = before.history, before.registry, before.replicas
     base = bh.max_broker_epochs
-    maxima = tuple(max(m, r.leader_epoch) if (r.alive and r.known) else m
-                   for m, r in zip(base, before.replicas, strict=True))
-    if maxima == base:
-        maxima = base
+    maxima = base
+    for m, r in zip(base, breps, strict=True):
+        if r.leader_epoch > m and r.alive and r.known:
+            maxima = tuple(max(m, r.leader_epoch) if (r.alive and r.known) else m
+                           for m, r in zip(base, breps, strict=True))
+            break
     top_epoch, top_writer = bh.max_leader_epoch, bh.max_written_by
-    new_epoch = was.leader_epoch if was.leader_epoch > top_epoch else None
-    new_writer = was.written_by if was.written_by > top_writer else None
+    fixed: dict[str, Any] = {}  # the history changes every successor gets (they depend on `before` only)
+    if maxima is not base:
+        fixed["max_broker_epochs"] = maxima
+    if was.leader_epoch > top_epoch:
+        fixed["max_leader_epoch"] = was.leader_epoch
+    if was.written_by > top_writer:
+        fixed["max_written_by"] = was.written_by
+    bpool, bmeta = before.pool, before.metadata
+    checked = _accepted_by_recipient(before, p) if bpool else {}
+    if checked is None or not _settled_log(before, cfg):
+        return lambda after: _kraft(_prune(_record_history(before, after), p), p, cfg)
+    watched = cfg.bystanders
+    no_leader = NO_LEADER
+
+    def changes_for(h: History, reg: Registry) -> dict[str, Any]:
+        changes = fixed.copy()
+        if reg.leader != no_leader and (reg.leader_epoch, reg.leader) not in h.epoch_leaders:
+            changes["epoch_leaders"] = h.epoch_leaders | {(reg.leader_epoch, reg.leader)}
+        if not (reg.adding or reg.removing) and (h.reassign_origin or h.reassign_seen):
+            changes["reassign_origin"] = changes["reassign_seen"] = frozenset()
+        return changes
+
+    # The changes for a successor that kept `before`'s registry and the history fields they read.
+    same = changes_for(bh, was)
+    same_h = evolve(bh, **same) if same else bh
+    b_leaders, b_origin, b_seen = bh.epoch_leaders, bh.reassign_origin, bh.reassign_seen
 
     def one(after: State) -> State:
         h, reg = after.history, after.registry
-        if (h.max_broker_epochs is not base or h.max_leader_epoch != top_epoch
+        if h is bh:
+            if reg is was:
+                new_h = same_h
+            else:
+                changes = changes_for(h, reg)
+                new_h = evolve(h, **changes) if changes else h
+        elif (h.max_broker_epochs is not base or h.max_leader_epoch != top_epoch
                 or h.max_written_by != top_writer):
             return _kraft(_prune(_record_history(before, after), p), p, cfg)
-        changes: dict[str, Any] = {}
-        if maxima is not base:
-            changes["max_broker_epochs"] = maxima
-        if reg.leader != NO_LEADER and (reg.leader_epoch, reg.leader) not in h.epoch_leaders:
-            changes["epoch_leaders"] = h.epoch_leaders | {(reg.leader_epoch, reg.leader)}
-        if new_epoch is not None:
-            changes["max_leader_epoch"] = new_epoch
-        if new_writer is not None:
-            changes["max_written_by"] = new_writer
-        if not (reg.adding or reg.removing) and (h.reassign_origin or h.reassign_seen):
-            changes["reassign_origin"] = changes["reassign_seen"] = frozenset()
-        if changes:
-            after = evolve(after, history=evolve(h, **changes))
-        return _kraft(_prune(after, p), p, cfg)
+        elif (reg is was and h.epoch_leaders is b_leaders and h.reassign_origin is b_origin
+              and h.reassign_seen is b_seen):
+            new_h = evolve(h, **same) if same else h
+        else:
+            changes = changes_for(h, reg)
+            new_h = evolve(h, **changes) if changes else h
+        reps, pool, meta = after.replicas, after.pool, after.metadata
+        kraft = reg is not was or meta is not bmeta  # publish, catch the bystanders up, trim
+        trim = False  # only the trim (a live replica's metadata position moved, or a replica died or came back)
+        suspects: Any = ()  # messages (list or frozenset) whose verdict may have changed
+        if reps is not breps:
+            if len(reps) != len(breps):
+                return _kraft(_prune(_record_history(before, after), p), p, cfg)
+            for r, q in zip(reps, breps, strict=True):
+                if r is not q:
+                    if r.alive != q.alive or r.applied != q.applied:
+                        trim = True
+                        if r.id in watched:
+                            kraft = True
+                    if r.id in checked:
+                        suspects = [*suspects, *checked[r.id]]
+        if pool is not bpool:
+            new = pool - bpool
+            if new:
+                suspects = [*suspects, *new] if suspects else new
+        stale = None
+        m: Any
+        for m in suspects:
+            if m in pool:
+                t = type(m)
+                if t is FetchResponse:
+                    if not p.accept_fetch_response(reps[m.to - 1], m):
+                        stale = {m} if stale is None else stale | {m}
+                elif t is LeaderAndIsr or t is StopReplica:
+                    r = reps[m.to - 1]
+                    if not r.alive or not p.partition_state_applies(r, m):
+                        stale = {m} if stale is None else stale | {m}
+        if new_h is not h:
+            after = evolve(after, history=new_h, pool=pool - stale) if stale else evolve(after, history=new_h)
+        elif stale:
+            after = evolve(after, pool=pool - stale)
+        if not meta:
+            return after
+        if kraft:
+            return _kraft(after, p, cfg)
+        # Nothing to publish (same registry and log as the settled `before`), no bystander moved: `_kraft` would
+        # only trim.
+        return _trimmed(after) if trim and len(meta) > 1 else after
 
+    def dropped(m: Message) -> State:
+        """`one(drop(before, p, cfg, m))` for a message of `before`'s pool, in one new state: the pool less `m`
+        and the history of a successor that kept `before`'s history and registry; nothing else changed, so there
+        is nothing to prune, publish or trim."""
+        if same_h is bh:
+            return evolve(before, pool=bpool - {m})
+        return evolve(before, pool=bpool - {m}, history=same_h)
+
+    one.dropped = dropped  # type: ignore[attr-defined]  # the model adapter's drops take it (one call a drop)
     return one
+
+
+def _trimmed(s: State) -> State:
+    """`_trim_metadata(s)`, the trimmed log and replicas kept per log and replica objects (a function of them; the
+    states `settler` sees share them): each entry holds its objects, so their ids name them while it lives."""
+    meta, reps = s.metadata, s.replicas
+    key = (id(meta), *map(id, reps))
+    got = _TRIMMED.get(key)
+    if got is None:
+        t = _trim_metadata(s)
+        if len(_TRIMMED) >= 8_000:
+            _TRIMMED.clear()
+        got = _TRIMMED[key] = (meta, reps, t.metadata, t.replicas)
+    if got[2] is meta:
+        return s
+    return evolve(s, metadata=got[2], replicas=got[3])
+
+
+_TRIMMED: dict[tuple[int, ...], tuple[tuple[MetadataRecord, ...], tuple[Replica, ...], tuple[MetadataRecord, ...],
+                                      tuple[Replica, ...]]] = {}
+
+
+def _accepted_by_recipient(s: State, p: Protocol) -> dict[int, list[Message]] | None:
+    """The messages `_prune` asks about in `s`, by recipient, when it would remove none of them (else None)."""
+    out: dict[int, list[Message]] = {}
+    m: Any
+    for m in s.pool:
+        t = type(m)
+        if t is FetchResponse:
+            if not p.accept_fetch_response(s.replicas[m.to - 1], m):
+                return None
+        elif t is LeaderAndIsr or t is StopReplica:
+            r = s.replicas[m.to - 1]
+            if not r.alive or not p.partition_state_applies(r, m):
+                return None
+        else:
+            continue
+        if m.to in out:
+            out[m.to].append(m)
+        else:
+            out[m.to] = [m]
+    return out
+
+
+def _settled_log(s: State, cfg: Config) -> bool:
+    """`_kraft(s) is s`: nothing to publish, no bystander behind, nothing to trim (always, in ZooKeeper mode)."""
+    meta = s.metadata
+    if not meta:
+        return True
+    last, reg = meta[-1].image, s.registry
+    if reg is not last and _record_kind(last, reg):
+        return False
+    end = len(meta) - 1
+    for b in cfg.bystanders:
+        r = s.replicas[b - 1]
+        if r.alive and r.applied < end:
+            return False
+    if end:
+        live = [r.applied for r in s.replicas if r.alive]
+        if not live or min(live) > 0:
+            return False
+    return True
 
 
 def enabled(s: State, p: Protocol, cfg: Config, kind: str) -> list[tuple[Action, State]]:

@@ -49,6 +49,15 @@ def evolve(obj: Any, **changes: Any) -> Any:
 _new, _setattr = object.__new__, object.__setattr__
 
 
+def new_value(cls: type, **fields: Any) -> Any:
+    """`cls(**fields)` for one of the model's frozen value classes, without running `__init__` (as `evolve`): every
+    field must be given, in declaration order (the dict `__init__` would build). Steps build a message per step;
+    the generated `__init__` sets each field through `object.__setattr__`."""
+    new: Any = _new(cls)
+    _setattr(new, "__dict__", fields)
+    return new
+
+
 @dataclass(frozen=True, order=True)
 class Record:
     id: int  # unique over the whole run: record 3 is "x3"
