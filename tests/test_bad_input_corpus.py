@@ -135,7 +135,7 @@ OPTIONS: dict[str, tuple[list[str], dict[str, list[str]]]] = {
         "--reads": ["-1", "x"],
         "--invariants": ["", "no_such_module_kcheck_inv", "a b", "mod.py", "kcheck.model", *CONTROLS, LONG],
         "--coverage-dir": ["plan.json"],
-        "--max-seconds": ["0", "-0", "-1", "nan", "inf", "1e10", "x", ""],
+        "--max-seconds": ["-1", "-0.5", "nan", "inf", "1e10", "x", ""],
     }),
     "exhaust": (["exhaust", "--max-states", "1"], {
         "--protocol": ["nope", "\x1b[31m"],
