@@ -911,8 +911,9 @@ def exhaust_command(
     reduce: Annotated[bool, typer.Option(
         "--reduce/--no-reduce",
         help="Take at once the steps no verdict depends on: a follower applying a KRaft metadata batch that keeps "
-             "its leader and leader epoch, and a flush once no lossy crash is left (off with a user's rules or "
-             "invariants, controlled shutdowns or reassignments: said in the output). A complete run is the same "
+             "its leader and leader epoch (not with controlled shutdowns or reassignments), and a flush once no "
+             "lossy crash is left; all of it off with a user's rules or invariants (said in the output). A complete "
+             "run is the same "
              "proof over fewer states; a counterexample is a run of the model with those steps written out, not "
              "necessarily a shortest one.")] = False,
     spill_dir: Annotated[str | None, typer.Option(
