@@ -10,7 +10,6 @@ over `actions.successors` (the model's own function table), independent of the e
 from __future__ import annotations
 
 import json
-from collections import deque
 from dataclasses import replace
 from typing import Any
 
@@ -22,10 +21,11 @@ from kcheck.invariants.replication import check_replication
 from kcheck.invariants.replication_explore import Trace, replay
 from kcheck.invariants.replication_model_adapter import ReplicationModel
 from kcheck.model.replication import Config, Protocol, initial_state
-from kcheck.model.replication.actions import Action, apply, successors
+from kcheck.model.replication.actions import Action, apply
 from kcheck.model.replication.protocol import VARIANTS
 from kcheck.model.replication.reduction import normal, normalize, why_off
 from kcheck.model.replication.state import NO_LEADER, State, evolve
+from model_support import reachable
 
 RF3 = dict(brokers=3, replication_factor=3, min_isr=2, records=1, crashes=0, fences=0, lossy_crashes=0, elections=0,
            isr_shrinks=0, failovers=0, reads=0, duplicates=False, atomic_fetch=True)
@@ -52,18 +52,9 @@ def _protocol(name: str) -> Protocol:
 
 
 def _bfs(p: Protocol, cfg: Config, norm: bool, limit: int = 200_000) -> set[State]:
-    step = (lambda s: normal(s, p, cfg)) if norm else (lambda s: s)
-    s0 = step(initial_state(cfg))
-    seen, queue = {s0}, deque([s0])
-    while queue:
-        s = queue.popleft()
-        for _, t in successors(s, p, cfg):
-            t = step(t)
-            if t not in seen:
-                seen.add(t)
-                queue.append(t)
-        assert len(seen) <= limit, "the case outgrew the test: pick a smaller one"
-    return seen
+    states = reachable(p, cfg, limit + 1, (lambda s: normal(s, p, cfg)) if norm else None)
+    assert len(states) <= limit, "the case outgrew the test: pick a smaller one"
+    return set(states)
 
 
 def _unread(s: State) -> State:

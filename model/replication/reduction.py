@@ -76,16 +76,23 @@ def _next(s: State, cfg: Config) -> Action | None:
 
 def normalize(s: State, p: Protocol, cfg: Config) -> tuple[State, tuple[Action, ...]]:
     """`s` after every quiet metadata batch and every flush the reductions take at once, with those steps."""
+    return _take(s, p, cfg, _next(s, cfg))
+
+
+def _take(s: State, p: Protocol, cfg: Config, a: Action | None) -> tuple[State, tuple[Action, ...]]:
+    """`normalize` from its first step `a` (already asked of `_next`)."""
     taken: list[Action] = []
-    while (a := _next(s, cfg)) is not None:
+    while a is not None:
         nxt = apply(s, p, cfg, a)
         if nxt is None:  # _next asks for enabled steps only
             raise AssertionError(f"the reduction's step {a.label()} does not apply")
         s = nxt
         taken.append(a)
+        a = _next(s, cfg)
     return s, tuple(taken)
 
 
 def normal(s: State, p: Protocol, cfg: Config) -> State:
     """`normalize`'s state alone; `s` itself (the same object) when it is normal already."""
-    return s if _next(s, cfg) is None else normalize(s, p, cfg)[0]
+    a = _next(s, cfg)
+    return s if a is None else _take(s, p, cfg, a)[0]
