@@ -866,10 +866,11 @@ class LogDirsSubject:
 
 @register("log-dirs.size", "The size kafka-log-dirs reports for a replica is the sum of its segments' bytes",
           Severity.HARD, "UnifiedLog.size (LogSegments.sizeInBytes), ReplicaManager.describeLogDirs", "log-dirs",
-          lambda s: s.why_unmatched)
+          lambda s: s.why_unmatched or (None if _bytes(s.view) is not None else
+                                        "the dump prints no batch sizes (--deep-iteration of Kafka 1.0 to 2.1)"))
 def _log_dirs_size(s: LogDirsSubject) -> list[Violation]:
     assert s.replica is not None
-    total = sum(seg.size_bytes or 0 for seg in s.view.segments)
+    total = _bytes(s.view)
     if total == s.replica.size:
         return []
     return [Violation("log-dirs.size", Severity.HARD, f"partition {s.view.partition}",
@@ -1127,6 +1128,12 @@ def _counts(p: PartitionDump) -> tuple[int | None, list[int]]:
     return n, [s.base_offset for s in p.segments if not s.deep]
 
 
+def _bytes(view: Any) -> int | None:
+    """A partition's bytes (None: unknown, the one-line-per-record dumps of 1.0 to 2.1 print no batch sizes)."""
+    sizes = [s.size_bytes for s in view.segments]
+    return None if None in sizes else sum(sizes)
+
+
 def _json(result: VerifyLogResult, inputs: list[str], code: Exit) -> dict[str, Any]:
     rows = []
     for p, (view, rep, d) in zip(result.parts, result.reports, strict=True):
@@ -1134,7 +1141,7 @@ def _json(result: VerifyLogResult, inputs: list[str], code: Exit) -> dict[str, A
         rows.append({
             "partition": view.partition, "segments": [s.base_offset for s in view.segments], "records": records,
             "shallow_segments": shallow, "compacted": view.compacted,
-            "bytes": sum(s.size_bytes or 0 for s in view.segments),
+            "bytes": _bytes(view),
             "checked": list(rep.checked) + (list(d.checked) if d else []),
             "not_applicable": {**rep.skipped, **(d.skipped if d else {})}})
     return {
@@ -1194,7 +1201,7 @@ def _print(result: VerifyLogResult, hard: list[Violation]) -> None:
         records, shallow = _counts(p)
         shown_records = ("?" if records is None else str(records)) + (" (batches only)" if shallow else "")
         table.add_row(escape(shown(view.partition)), str(len(view.segments)), shown_records,
-                      str(sum(s.size_bytes or 0 for s in view.segments)), "yes" if view.compacted else "no",
+                      str(_bytes(view) if _bytes(view) is not None else "?"), "yes" if view.compacted else "no",
                       str(len(rep.violations) + (len(d.violations) if d else 0)))
     out.print(table)
     if result.violations:

@@ -33,6 +33,7 @@ from kcheck.log_formats import (
     log_view,
     parse_dump,
     partitions,
+    read_inputs,
     verify_log,
 )
 
@@ -83,8 +84,8 @@ def printed_by(p: PartitionDump, release: str, mode: str) -> PartitionDump:
 
 
 def undecoded(view):
-    """A view without its keys and values: each release's --offsets-decoder prints them its own way (JSON from 3.7,
-    'offset_commit::group=...' in 3.4 to 3.6, with the topic id from 4.1)."""
+    """A view without its keys and values: each release's --offsets-decoder prints them its own way (JSON from 3.8,
+    'offset_commit::group=...' in 3.4 to 3.7, with the topic id from 4.1)."""
     return replace(view, segments=tuple(replace(s, records=tuple(
         replace(r, key=None, value=None if r.value is None else "") for r in s.records)) for s in view.segments))
 
@@ -140,9 +141,27 @@ def test_the_release_differences_are_in_the_tools_own_text() -> None:
                 records = re.search(r"^(\| offset: |offset: [0-9]+ position: [0-9]+ \w+: )", text(mode, release),
                                     re.MULTILINE)
                 assert bool(records) == (v(release) >= (1, 1)), (mode, release)  # 1.0: not without --deep-iteration
+        first = next(line for line in shallow.splitlines() if line.startswith("baseOffset: "))
+        assert (first.index("isvalid: ") < first.index("size: ")) == (v(release) <= (2, 1)), release
+        assert ("compresscodec: none" in first) == (v(release) >= (3, 0)), release
         # up to 2.2 every offset-index entry of a batch of several records is 'a mismatch' (KAFKA-7487)
         assert ("Mismatches in :" in deep) == (v(release) <= (2, 2)), release
         assert ("Non-consecutive offsets in " in deep) == (v(release) >= (4, 3)), release
+        gaps = text("compacted", release)  # compacted-0 has real gaps: every release with records reports them
+        assert ("Non-consecutive offsets in :" in gaps) == ((1, 1) <= v(release) <= (2, 2)), release
+        assert ("Non-consecutive offsets in " in gaps) == (v(release) >= (1, 1)), release
+        # segment 18's offset index has no entry: nothing printed up to 2.7, 'is empty.' from 2.8
+        assert ("00000000000000000018.index is empty." in deep) == (v(release) >= (2, 8)), release
+        sane = text("sanity", release)
+        assert ("00000000000000000018.index passed sanity check." in sane) == (v(release) <= (2, 7)), release
+        # the Java tool from 4.3 (its stack trace names the class that died)
+        died = text("live-sanity", release)
+        assert ("at org.apache.kafka.tools.DumpLogSegments." in died) == (v(release) >= (4, 3)), release
+        if release not in DECODER_TOO_OLD and v(release) >= (1, 1):
+            decoded = text("offsets", release)
+            assert ("key: offset_commit::group=" in decoded) == ((3, 4) <= v(release) <= (3, 7)), release
+            assert ('key: {"type":"1"' in decoded) == (v(release) >= (3, 8)), release
+            assert ('"topicId":' in decoded) == (v(release) >= (4, 1)), release
 
 
 def test_early_index_mismatches_are_the_batches_last_offsets() -> None:
@@ -179,8 +198,13 @@ def test_an_active_time_index_with_no_entry_yet(release: str) -> None:
         if v(release) <= (2, 2):  # the old tools look up every zero slot of live-0's active time index too
             (missing,) = [n for n in zero if n.kind == "offset-not-found"]
             assert missing.text.startswith("Indexed offset: 6,") and missing.repeat == 4092 // 12 - 2
+            assert [n.text for n in zero if n.kind == "time-index-order"] == [
+                "Index timestamp: 0, Previously indexed timestamp: 0"]
         else:
             assert {n.kind for n in result.notes if n.finding} == {"time-index-mismatch"}
+    # the copies of the running broker's files: the active segments' indexes as preallocated (segment.index.bytes)
+    assert [(DATA / "segments" / f).stat().st_size for f in ("live-1/00000000000000000000.timeindex",
+                                                               "live-0/00000000000000000006.timeindex")] == [4092] * 2
     (live_1,) = [p for p in partitions([dump("live", release)]) if p.name == "live-1"]
     assert live_1.time_indexes[0].entries == () and live_1.time_indexes[0].zero_slots >= 1
 
@@ -275,3 +299,22 @@ def test_partition_option_misused(capsys) -> None:
     code, out, err = run(capsys, "verify-log", "--partition", "a/b", str(DATA / "plain.txt"))
     assert code == Exit.BAD_INPUT and out == ""
     one_error_line(err, "--partition: ", "is not a folder name")
+
+
+@pytest.mark.parametrize("release", MANIFEST["dumps"]["shallow"])
+def test_sizes_against_what_kafka_log_dirs_reports(release: str, tmp_path: Path) -> None:
+    """The bytes of every release's dump of plain-0 are the size kafka-log-dirs reported for broker 1's replica of the
+    same files (tests/data/dump/log-dirs.txt, from the cluster they were copied from); 1.0 to 2.1 with
+    --deep-iteration print no batch sizes, so the check does not apply there (and says why)."""
+    doc = json.loads((DATA / "log-dirs.txt").read_text(encoding="utf-8").splitlines()[-1])
+    doc["brokers"] = [b for b in doc["brokers"] if b["broker"] == 1]  # the broker whose files were kept
+    (tmp_path / "dirs.txt").write_text(json.dumps(doc), encoding="utf-8")
+    dirs = read_inputs([str(tmp_path / "dirs.txt"), str(RELEASES / MANIFEST["dumps"]["shallow"][release]["file"])])[1]
+    for mode in ("shallow", "deep-data"):
+        ((_, _, checked),) = verify_log([dump(mode, release)], dirs).reports
+        assert checked is not None and checked.violations == ()
+        if mode == "deep-data" and v(release) < (2, 2):
+            assert checked.skipped == {"log-dirs.size": "the dump prints no batch sizes (--deep-iteration of Kafka "
+                                                         "1.0 to 2.1)"}
+        else:
+            assert checked.checked == ("log-dirs.size",)
