@@ -55,7 +55,7 @@ COMPACTED: list[list[tuple[str, str | None]]] = (
 
 
 def main(version: str = "4.4.0") -> None:
-    from kafka import KafkaConsumer, KafkaProducer, OffsetAndMetadata, TopicPartition
+    from kafka import KafkaProducer
     from kafka.admin import KafkaAdminClient, NewTopic
 
     from kcheck.cluster import LocalCluster
@@ -104,13 +104,7 @@ def main(version: str = "4.4.0") -> None:
         plain.close()
         gzip.close()
 
-        tp = TopicPartition("plain", 0)
-        consumer = KafkaConsumer(bootstrap_servers=boot, group_id="dump-group", enable_auto_commit=False)
-        consumer.assign([tp])
-        for offset in COMMITS:
-            consumer.commit({tp: OffsetAndMetadata(offset, "", -1)})
-        consumer.close()
-        admin.delete_groups(["dump-group"])
+        commit_then_delete_group(boot, "plain", "dump-group", COMMITS)
         admin.close()
 
         checkpoint = work / "cluster" / "broker-1" / "data" / "cleaner-offset-checkpoint"
@@ -164,6 +158,23 @@ def main(version: str = "4.4.0") -> None:
 
     make_releases.dump_all()
     print(f"wrote the dumps of Kafka {version} (and every release's tool's, releases/) to {HERE}")
+
+
+def commit_then_delete_group(boot: Sequence[str], topic: str, group: str, offsets: Sequence[int]) -> None:
+    """A consumer group commits `offsets` for partition 0 of `topic`, one by one, then is deleted: its commits and then
+    their tombstones land in __consumer_offsets."""
+    from kafka import KafkaConsumer, OffsetAndMetadata, TopicPartition
+    from kafka.admin import KafkaAdminClient
+
+    tp = TopicPartition(topic, 0)
+    consumer = KafkaConsumer(bootstrap_servers=list(boot), group_id=group, enable_auto_commit=False)
+    consumer.assign([tp])
+    for offset in offsets:
+        consumer.commit({tp: OffsetAndMetadata(offset, "", -1)})
+    consumer.close()
+    admin = KafkaAdminClient(bootstrap_servers=list(boot), request_timeout_ms=30_000)
+    admin.delete_groups([group])
+    admin.close()
 
 
 def dump_command(release: str) -> list[str]:

@@ -145,8 +145,9 @@ def dump_all(only: list[str] | None = None) -> None:
 
 def make_live() -> None:
     """segments/live-0, live-1 and __consumer_offsets-N, copied from a running Kafka 4.4.0 broker."""
-    from kafka import KafkaConsumer, KafkaProducer, OffsetAndMetadata, TopicPartition
+    from kafka import KafkaProducer
     from kafka.admin import KafkaAdminClient, NewTopic
+    from make import commit_then_delete_group
 
     from kcheck.cluster import LocalCluster
 
@@ -171,14 +172,8 @@ def make_live() -> None:
         burst(0, [(f"b{i}", f"active segment {i}") for i in range(6)])
         burst(1, [("only", "one batch")])  # one batch: no index entry yet
         producer.close()
-        consumer = KafkaConsumer(bootstrap_servers=boot, group_id="live-group", enable_auto_commit=False)
-        tp = TopicPartition("live", 0)
-        consumer.assign([tp])
-        for offset in LIVE_COMMITS:
-            consumer.commit({tp: OffsetAndMetadata(offset, "", -1)})
-        consumer.close()
-        admin.delete_groups(["live-group"])
         admin.close()
+        commit_then_delete_group(boot, "live", "live-group", LIVE_COMMITS)
         time.sleep(1)
         data = cluster.directory / "broker-1" / "data"
         offsets = [d for d in sorted(data.glob("__consumer_offsets-*")) if any(
