@@ -151,7 +151,7 @@ class Dump:
 #   3.3      `Log starting offset: N`
 #   4.3      the Java tool (KAFKA-14579)
 # Up to 2.3 a tombstone's key is not printed (KAFKA-9293, 2.4); up to 2.2 every offset-index entry is reported as
-# a mismatch with its batch's first offset (KAFKA-7487, 2.3); up to 2.8 an empty index prints nothing (later
+# a mismatch with its batch's first offset (KAFKA-7487, 2.3); up to 2.7 an empty index prints nothing (later
 # 'X.index is empty.').
 
 _INT = r"-?[0-9]+"
@@ -301,7 +301,7 @@ def _bool_field(fields: dict[str, str], name: str, default: bool = False) -> boo
     return value == "true"
 
 
-def _batch_line(line: str, n: int) -> tuple[dict[str, Any], str]:
+def _batch_line(line: str) -> tuple[dict[str, Any], str]:
     """A batch line's fields for DumpBatch (records and line aside), and the layout it was printed in; ValueError
     when it is not one."""
     parsed = _fields(line)
@@ -330,7 +330,6 @@ def _batch_line(line: str, n: int) -> tuple[dict[str, Any], str]:
 @dataclass
 class _RecordLine:
     fields: dict[str, str]
-    names: list[str]
     headers: tuple[str, ...]
     rest: str  # after the header keys: data, a control record's text, or nothing
     layout: str
@@ -370,7 +369,7 @@ def _record_line(line: str, piped: bool) -> _RecordLine:
     if close is None:
         raise ValueError("the record's headerKeys list does not end")
     headers = tuple(h for h in tail[: close.start()].split(",") if h) if close.start() else ()
-    return _RecordLine(fields, names, headers, tail[close.end():], layout)
+    return _RecordLine(fields, headers, tail[close.end():], layout)
 
 
 def _needs_more(rest: str, key_size: int, value_size: int) -> bool:
@@ -509,7 +508,7 @@ class _DumpParser:
             if self.base is not None or self.batches or self.batch is not None:
                 raise self.err(f"{shown(self.current)}: a second '{m['header']}' line")
             self.base = int(m["base"])
-            self.layouts.append("1.0–3.2" if m["header"] == "Starting offset" else "3.3–4.4")
+            self.layouts.append(f"{m['header']}: " + ("1.0–3.2" if m["header"] == "Starting offset" else "3.3–4.4"))
             return
         if _LEGACY_RE.match(line) and " headerKeys: [" not in line:
             raise self.err(f"{shown(self.current)}: a message-format v0/v1 batch: kcheck reads the v2 format (Kafka "
@@ -536,7 +535,7 @@ class _DumpParser:
             raise self.err(f"{shown(self.current)}: a batch before the 'Log starting offset' line")
         self.close_batch()
         try:
-            self.batch, layout = _batch_line(line, self.n)
+            self.batch, layout = _batch_line(line)
         except ValueError as e:
             raise self.err(f"{shown(self.current)}: {e}") from None
         self.batch["line"] = self.n
@@ -1141,6 +1140,7 @@ def _json(result: VerifyLogResult, inputs: list[str], code: Exit) -> dict[str, A
         rows.append({
             "partition": view.partition, "segments": [s.base_offset for s in view.segments], "records": records,
             "shallow_segments": shallow, "compacted": view.compacted,
+            "layouts": sorted({x for s in p.segments for x in s.layout.split(" and ") if x}),
             "bytes": _bytes(view),
             "checked": list(rep.checked) + (list(d.checked) if d else []),
             "not_applicable": {**rep.skipped, **(d.skipped if d else {})}})

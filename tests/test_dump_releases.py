@@ -164,6 +164,25 @@ def test_the_release_differences_are_in_the_tools_own_text() -> None:
             assert ('"topicId":' in decoded) == (v(release) >= (4, 1)), release
 
 
+@pytest.mark.parametrize("release", MANIFEST["dumps"]["deep-data"])
+def test_the_layout_read_is_named(capsys, release: str) -> None:
+    """--json names the layouts a dump was read in: the releases whose tool prints each kind of line that way."""
+    code, out, _ = run(capsys, "verify-log", "--json", str(RELEASES / MANIFEST["dumps"]["deep-data"][release]["file"]))
+    (part,) = json.loads(out)["partitions"]
+    header = "Starting offset: 1.0–3.2" if v(release) < (3, 3) else "Log starting offset: 3.3–4.4"
+    records = ("record lines 1.0–2.1 (one line per record)" if v(release) < (2, 2) else
+               "record lines 2.2–2.7" if v(release) < (2, 8) else "record lines 2.8" if v(release) < (3, 0) else
+               "record lines 3.0–4.4")
+    batches = ("batch lines 1.0–1.1" if v(release) < (2, 0) else "batch lines 2.0–2.1" if v(release) < (2, 2) else
+               "batch lines 2.2–2.8" if v(release) < (3, 0) else "batch lines 3.0–3.1" if v(release) < (3, 2) else
+               "batch lines 3.2–4.4")
+    deep = [header, records] + ([batches] if v(release) >= (2, 2) else [])  # 1.0 to 2.1: no batch line then
+    assert code == Exit.OK and part["layouts"] == sorted(deep)
+    code, out, _ = run(capsys, "verify-log", "--json", str(RELEASES / MANIFEST["dumps"]["shallow"][release]["file"]))
+    (part,) = json.loads(out)["partitions"]
+    assert code == Exit.OK and part["layouts"] == sorted([header, batches])
+
+
 def test_early_index_mismatches_are_the_batches_last_offsets() -> None:
     """1.0 to 2.2 report each offset-index entry whose batch holds several records: the entry names the batch's last
     offset (LogSegment.append writes it so), the tool compared it with the batch's first (KAFKA-7487, fixed in

@@ -256,3 +256,16 @@ def test_live_broker_directory(kafka_cluster, capsys, tmp_path: Path) -> None:
     assert part["records"] == len(sent) and "log-dirs.size" in part["checked"] and len(part["segments"]) >= 3
     view = log_view(partitions([parse_dump(dump.stdout, "dump")])[0])
     assert [(r.key, r.value) for s in view.segments for r in s.records] == sent  # tombstone included, as None
+
+
+def test_stdin(capsys, monkeypatch) -> None:
+    import io
+
+    monkeypatch.setattr("sys.stdin", io.StringIO((DATA / "plain.txt").read_text(encoding="utf-8")))
+    code, out, err = run(capsys, "verify-log", "--json", "-", str(DATA / "log-dirs.txt"))
+    doc = json.loads(out)
+    assert code == Exit.OK and err == "" and doc["inputs"] == ["<stdin>", str(DATA / "log-dirs.txt")]
+    assert [p["partition"] for p in doc["partitions"]] == ["plain-0"] and doc["violations"] == []
+    code, out, err = run(capsys, "verify-log", "-", "-")
+    assert code == Exit.BAD_INPUT and out == ""
+    one_error_line(err, "DUMP: '-' (stdin) given more than once")
