@@ -914,9 +914,9 @@ _NOT_FOUND = re.compile(r"Indexed offset: (?P<index>-?[0-9]+), found log offset:
 _SANITY_ZERO = re.compile(r".*Corrupt time index found, .* the last timestamp is 0 which is less than the first "
                           r"timestamp -?[0-9]+|.*Corrupt index found, .* the last offset is (?P<last>[0-9]+) which is "
                           r"no (?:larger|greater) than the base offset (?P<base>[0-9]+)\.?")
-ZERO_SLOT = ("the active segment's index file is preallocated to segment.index.bytes and holds slots of zeros past "
-             "its entries (trimmed only when the segment rolls or the log closes); kafka-dump-log reads such a slot "
-             "as an entry: expected on a live log or a copy of one")
+ZERO_SLOT = ("the active segment's index file (its partition's last segment in the dump) is preallocated to "
+             "segment.index.bytes and holds slots of zeros past its entries (trimmed only when the segment rolls or "
+             "the log closes); kafka-dump-log reads such a slot as an entry: expected on a live log or a copy of one")
 SANITY_STOP = (" --index-sanity-check reads the last slot as the last entry and fails, so the tool stops here: the "
                "files listed after this one were not checked")
 EARLY_MISMATCH = ("Kafka up to 2.2 compares an offset-index entry with the first offset of the batch at its position "
@@ -969,7 +969,8 @@ def _expected(n: KafkaNote, files: _Files, bare: str | None) -> str | None:
             return EARLY_MISMATCH
         return ZERO_SLOT if index == base and files.active(partition, base) else None
     if n.kind == "exception" and (m := _SANITY_ZERO.fullmatch(n.text)) and files.active(partition, base):
-        return ZERO_SLOT + "." + SANITY_STOP if m["last"] == m["base"] else None  # (both None: the time index)
+        # the time index's message names no offsets (both None); the offset index's names the zero slot's
+        return ZERO_SLOT + "." + SANITY_STOP if m["last"] == m["base"] else None
     return None
 
 
