@@ -1,18 +1,20 @@
-"""Kafka's own storage tools' output, read into `LogView`s, and `kcheck verify-log` (issue 17, part 4).
+"""Kafka's own storage tools' output, read into `LogView`s, and `kcheck verify-log` (issues 17 and 32).
 
-* `kafka-dump-log.sh` (`org.apache.kafka.tools.DumpLogSegments`, `tools/src/main/java/org/apache/kafka/tools/
-  DumpLogSegments.java` from 4.x; `core/src/main/scala/kafka/tools/DumpLogSegments.scala` before): `.log` segments
-  shallow (batches only), with `--deep-iteration` (one line per record) and with `--print-data-log` (keys and
-  payloads; any decoder option implies it), `--offsets-decoder` (__consumer_offsets as JSON), `.index` and
-  `.timeindex` files, `--index-sanity-check`, several `--files` at once, and what the tool writes on stderr
-  (pasted with `2>&1`: index mismatches, non-consecutive offsets, a failed sanity check's exception).
+* `kafka-dump-log.sh` of every release from 1.0 to 4.4 (`org.apache.kafka.tools.DumpLogSegments`,
+  `tools/src/main/java/org/apache/kafka/tools/DumpLogSegments.java` from 4.3; `core/src/main/scala/kafka/tools/
+  DumpLogSegments.scala` before; each release's layout below): `.log` segments shallow (batches only), with
+  `--deep-iteration` (a line per record) and with `--print-data-log` (keys and payloads; from 1.1 it, and any decoder
+  option, implies deep iteration), `--offsets-decoder`, `.index` and `.timeindex` files, `--index-sanity-check`,
+  `--verify-index-only`, several `--files` at once, and what the tool writes on stderr (pasted with `2>&1`: index
+  mismatches, non-consecutive offsets, a failed sanity check's exception).
 * `kafka-log-dirs.sh --describe` (`org.apache.kafka.tools.LogDirsCommand`): the JSON of brokers, log dirs and
   each replica's size and offset lag, after the tool's two chatter lines.
 
-How the dump shows what matters (read in Kafka's code, checked on Kafka 4.4.0's tool over a real cluster's data,
-tests/data/dump/make.py):
+How the dump shows what matters (read in Kafka's code, checked on each release's tool over a real cluster's data,
+tests/data/dump/make.py and make_releases.py):
 * A batch line (`baseOffset: ... position: P ... size: S ...`) gives the batch's file position and bytes; a
-  record line (`| offset: N CreateTime: T keySize: K valueSize: V ...`) follows for each record with deep iteration.
+  record line (`| offset: N CreateTime: T keySize: K valueSize: V ...`) follows for each record with deep iteration
+  (1.0 to 2.1: no batch line, a record line that names its batch's position).
 * A null value (a tombstone) prints `valueSize: -1` and no `payload:` at all; an empty value prints
   `valueSize: 0` and `payload: ` with nothing after it. A null key prints `keySize: -1` and no `key:`. The offsets
   decoder prints a tombstone as `payload: <DELETE>` (with `valueSize: -1`). Payloads and keys are printed raw: a
@@ -20,16 +22,18 @@ tests/data/dump/make.py):
   bytes, the UTF-8 of the printed text for the default StringDecoder) say where each ends.
 * After cleaning, a batch keeps its base and last offsets while holding fewer records (`count` < the span).
 * An offset-index entry is a batch's last offset and the batch's position; a time-index entry is a timestamp and
-  an offset. `X.index is empty.` is an index with no entries.
-* Kafka 4.4.0's tool reports every segment not starting at offset 0 as 'Non-consecutive offsets ... -1 is
-  followed by N' (its Java port compares the first record with -1; 3.9's Scala tool did not): kcheck ignores the
+  an offset. `X.index is empty.` is an index with no entries (2.8+). An active segment's index files are
+  preallocated: the slots past its entries are zeros, which the tool prints and checks as entries (judge_notes).
+* Kafka 4.3+'s tool reports every segment not starting at offset 0 as 'Non-consecutive offsets ... -1 is
+  followed by N' (its Java port compares the first record with -1; the Scala tool did not): kcheck ignores the
   tool's own non-consecutive report (a compacted log has gaps anyway) and checks offsets itself.
 
 One `LogView` per partition directory (`kcheck.invariants.log_storage`): segments from the `.log` file names
 (base offsets), records from the batches (offset, key, payload or tombstone, timestamp, the batch's bytes spread
-over its records), each record's batch position, and the index entries of the segment's `.index` and `.timeindex`
-dumps. What the dump cannot say: the log start offset (taken as the first segment's base offset) and the high
-watermark (unknown). Every malformed line is an `InputError` naming the file and line (exit 2).
+over its records; a shallow dump: one per batch), each record's batch position, and the index entries of the
+segment's `.index` and `.timeindex` dumps. What the dump cannot say: the log start offset (taken as the first
+segment's base offset) and the high watermark (unknown). Every malformed line is an `InputError` naming the file
+and line (exit 2).
 """
 
 from __future__ import annotations

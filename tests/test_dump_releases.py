@@ -338,3 +338,19 @@ def test_sizes_against_what_kafka_log_dirs_reports(release: str, tmp_path: Path)
                                                          "1.0 to 2.1)"}
         else:
             assert checked.checked == ("log-dirs.size",)
+
+
+def test_a_shallow_dump_checks_the_index_against_the_batches(capsys, tmp_path: Path) -> None:
+    """1.0's --print-data-log prints batches only (no --deep-iteration implied) beside the indexes: an offset-index
+    entry moved past its batch is still caught, batch by batch (segment 0's batch 17..18 starts at 75)."""
+    body = text("compacted", "1.0.2")
+    assert body.count("offset: 18 position: 75\n") == 1
+    bad = tmp_path / "compacted.1.0.2.txt"
+    bad.write_text(body.replace("offset: 18 position: 75\n", "offset: 18 position: 150\n"), encoding="utf-8")
+    code, out, _ = run(capsys, "verify-log", "--json", str(RELEASES / MANIFEST["dumps"]["compacted"]["1.0.2"]["file"]))
+    assert code == Exit.OK and json.loads(out)["partitions"][0]["shallow_segments"] == [0, 22]
+    code, out, _ = run(capsys, "verify-log", "--json", str(bad))
+    found = [(x["invariant"], x["segment"], x["offset"]) for x in json.loads(out)["violations"]]
+    assert code == Exit.FAILED and ("log.offset-index", "0", "18") in found
+    assert any("lands past its target: the batch of offset 18 starts at position 75" in x["message"]
+               for x in json.loads(out)["violations"])
