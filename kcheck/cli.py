@@ -22,7 +22,7 @@ from rich.table import Table
 from typer._click.core import Context as ClickContext
 from typer._click.exceptions import ClickException
 
-from kcheck import formats, report
+from kcheck import formats, interrupts, report
 from kcheck.chaos import chaos_command
 from kcheck.check import MAX_BROKERS, failed_any, run_check
 from kcheck.cluster import cluster_command
@@ -684,6 +684,7 @@ def prove_command(
         raise InputError("--timeout", f"{timeout} is outside (0, {MAX_TIMEOUT:,.0f}] seconds")
     bounds = Bounds(max_brokers, max_racks, max_partitions, max_rf)
     timeout_ms = max(1, int(timeout * 1000))
+    interrupts.z3_interruptible()
     requested = _requested_release(kafka_version)
     if placer is None and algorithm == "all" and requested is not None:
         from kcheck.reference.releases import profile
@@ -1020,6 +1021,31 @@ def list_invariants() -> int:
 def main(argv: list[str] | None = None) -> int:
     global _debug
     _debug = False  # main() may run many times in one process (tests)
+    with interrupts.handling():
+        try:
+            code = _main(argv)
+        except interrupts.Interrupted:
+            code = interrupts.INTERRUPTED
+        except BaseException:
+            if interrupts.interrupted() is None:
+                raise
+            code = interrupts.INTERRUPTED  # whatever the interrupt became on its way up (a library's own error)
+        if interrupts.interrupted() is not None:  # one line, exit 130, nothing left running, no partial file
+            interrupts.cleanup()
+            print(interrupts.line(), file=sys.stderr)
+            interrupts.exit_now(interrupts.INTERRUPTED)
+            return interrupts.INTERRUPTED
+    return code
+
+
+def _error(message: str) -> int:
+    if interrupts.interrupted() is not None:  # an error the interrupt caused: main() prints the one line
+        raise interrupts.Interrupted()
+    print(f"kcheck: error: {message}", file=sys.stderr)
+    return 2
+
+
+def _main(argv: list[str] | None) -> int:
     command = typer.main.get_command(app)
     try:
         code = command.main(args=argv, prog_name="kcheck", standalone_mode=False)
@@ -1028,19 +1054,15 @@ def main(argv: list[str] | None = None) -> int:
             if e.format_message():
                 print(e.format_message())
             return 0
-        print(f"kcheck: error: {formats.one_line(e.format_message())}", file=sys.stderr)
-        return 2
+        return _error(formats.one_line(e.format_message()))
     except InputError as e:
-        print(f"kcheck: error: {e}", file=sys.stderr)
-        return 2
+        return _error(str(e))
     except PluginError as e:  # the user's module:object failed; one line unless --debug
-        if _debug:
+        if _debug and interrupts.interrupted() is None:
             traceback.print_exception(e, file=sys.stderr)
-        print(f"kcheck: error: {e}", file=sys.stderr)
-        return 2
+        return _error(str(e))
     except KafkaError as e:
-        print(f"kcheck: error: {formats.one_line(f'{type(e).__name__}: {e}')}", file=sys.stderr)
-        return 2
+        return _error(formats.one_line(f"{type(e).__name__}: {e}"))
     except BrokenPipeError:  # e.g. `kcheck place ... | head`
         return 0
     return code if isinstance(code, int) else 0

@@ -883,6 +883,9 @@ def run_plan(current: str, brokers_file: str | None, decommission: str | None, a
     problem, source, block = read_problem(current, brokers_file, decommission, add_brokers, threshold,
                                           max_replicas_per_broker, min_isr, balance)
     err = report.console(stderr=True)
+    from kcheck import interrupts
+
+    interrupts.z3_interruptible()
     try:
         plan = solve(problem, timeout)
     except Infeasible as e:
