@@ -142,7 +142,7 @@ MAX_PLACE_REPLICAS = 1_000_000  # partitions x replication factor
 MAX_OPTIMIZE_PARTITIONS = 64
 MAX_OPTIMIZE_PRODUCT = 1_000  # partitions x replication factor x brokers given to Z3
 MAX_TIMEOUT = 86_400.0  # seconds per solver query: a day
-_ID_RE = re.compile(r"-?[0-9]+")  # not int() alone: it also takes '+1', '1_0' and non-ASCII digits
+_ID_RE = re.compile(r"-?[0-9]+")  # ASCII digits: not int() alone: it also takes '+1', '1_0' and non-ASCII digits
 
 
 def _bounded(option: str, value: int, low: int, high: int, what: str = "") -> int:
@@ -161,7 +161,10 @@ def _finite(option: str, value: float) -> float:
 def _int_list(text: str, option: str) -> list[int]:
     tokens = [tok.strip() for tok in text.split(",") if tok.strip()]
     if not all(_ID_RE.fullmatch(tok) for tok in tokens):
-        raise InputError(option, f"'{text}' is not a comma-separated list of broker ids")
+        raise InputError(option, f"'{formats.shown(text, 60)}' is not a comma-separated list of broker ids")
+    huge = next((tok for tok in tokens if len(tok.lstrip("-")) > 10), None)  # before int(): thousands of digits
+    if huge is not None:
+        raise InputError(option, f"broker id {formats.shown(huge, 20)} is outside Kafka's int32 range")
     values = [int(tok) for tok in tokens]
     if not values:
         raise InputError(option, "no broker ids given")
@@ -194,8 +197,21 @@ def _rack_map(text: str, broker_ids: list[int]) -> dict[int, str]:
     return racks
 
 
+def _module_files(modules: list[str] | None) -> list[str]:
+    """The files of the user's modules (loaded already), so that no report is written over one."""
+    files = []
+    for name in modules or ():
+        module = sys.modules.get(name.partition(":")[0])
+        path = getattr(module, "__file__", None)
+        if isinstance(path, str):
+            files.append(path)
+    return files
+
+
 def _jvm(classpath: str | None, kafka_version: str | None = None) -> None:
     """--classpath (and the release) for jvm:<class> plug-ins, checked now: a missing entry is one line."""
+    if classpath is not None and not classpath.strip():
+        raise InputError("--classpath", "is empty: give jars or class folders, or leave --classpath out")
     if not classpath and "kcheck.reference.jvm_plugins" not in sys.modules:
         return  # nothing to set, nothing an earlier command set to reset
     from kcheck.reference import jvm_plugins
@@ -267,10 +283,13 @@ def check(
     from kcheck.sweep import _names
 
     # refused before minutes of work, not after
-    junit_path = junit.output_path(junit_xml, "--junit-xml") if junit_xml else None
-    html_path = junit.output_path(html_out, "--html", [junit_xml]) if html_out else None
+    junit.output_path(junit_xml, "--junit-xml") if junit_xml is not None else None
+    junit.output_path(html_out, "--html", [junit_xml]) if html_out is not None else None
     placers, assignors = _names(placer), _names(assignor)
     user_invariants = load_invariants(invariants, applies_to=None)  # a user's invariants hold or fail the job
+    own = _module_files(invariants)  # a report must never replace the user's own module
+    junit_path = junit.output_path(junit_xml, "--junit-xml", own) if junit_xml is not None else None
+    html_path = junit.output_path(html_out, "--html", [junit_xml, *own]) if html_out is not None else None
     _jvm(classpath)
     for option, names, resolve in (("--placer", placers, resolve_placer), ("--assignor", assignors, resolve_assignor)):
         for name in names or ():
@@ -581,7 +600,7 @@ def verify(
                                  "HOST:PORT")
     junit_path = (junit.output_path(junit_xml, "--junit-xml", [plan, brokers_file, baseline, allowlist,
                                                                command_config])
-                  if junit_xml else None)
+                  if junit_xml is not None else None)
     live = read_live(bootstrap_server, command_config)
     if live is not None:  # the live cluster as kafka-topics --describe would print it: one parser, one set of checks
         source, text = live.source, live.describe_text
@@ -669,7 +688,7 @@ def prove_command(
     from kcheck.invariants.prover import ALGORITHMS, RACK_NAMES, Bounds
     from kcheck.invariants.prover import prove as prove_pair
 
-    junit_path = junit.output_path(junit_xml, "--junit-xml") if junit_xml else None
+    junit_path = junit.output_path(junit_xml, "--junit-xml") if junit_xml is not None else None
     names = [algorithm] if algorithm != "all" else list(ALGORITHMS)
     if placer is None and any(a not in ALGORITHMS for a in names):
         raise InputError("--algorithm", f"'{algorithm}' is not one of {', '.join(ALGORITHMS)}, all")
@@ -812,7 +831,7 @@ def assign(
     from kcheck.invariants.assignment import AssignmentSubject, check_assignment
     from kcheck.reference.assignors.registry import resolve_assignor
 
-    junit_path = junit.output_path(junit_xml, "--junit-xml", [group]) if junit_xml else None
+    junit_path = junit.output_path(junit_xml, "--junit-xml", [group]) if junit_xml is not None else None
 
     requested = _requested_release(kafka_version, against_kafka)
     _jvm(classpath, requested)

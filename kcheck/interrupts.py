@@ -58,6 +58,27 @@ def z3_interruptible() -> None:
     on_interrupt(lambda: z3.main_ctx().interrupt())
 
 
+def _stop_spark() -> None:
+    """A Spark job in flight: its JVM (and so its Python workers, which end with it) killed at once, and nothing
+    more of it printed (its errors about the jobs it loses, Py4J's about the connection)."""
+    if "pyspark" not in sys.modules:
+        return
+    import logging
+
+    from pyspark import SparkContext
+
+    from kcheck.spark_check import job
+
+    job.QUIET.set()
+    for name in ("py4j", "py4j.clientserver", "py4j.java_gateway", "pyspark"):
+        logging.getLogger(name).disabled = True
+    proc = getattr(getattr(SparkContext, "_gateway", None), "proc", None)
+    if proc is not None:
+        child(proc.pid)
+        with contextlib.suppress(OSError):
+            os.kill(proc.pid, signal.SIGKILL)
+
+
 def child(pid: int) -> None:
     """A process kcheck started that must not outlive an interrupt."""
     _state.children.add(pid)
@@ -129,7 +150,7 @@ def handling() -> Iterator[None]:
         yield
         return
     _state.signum = None
-    _state.cancels, _state.children, _state.partial = [], set(), set()
+    _state.cancels, _state.children, _state.partial = [_stop_spark], set(), set()
     read_end, write_end = os.pipe()
     os.set_blocking(write_end, False)
     done = threading.Event()

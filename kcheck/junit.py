@@ -133,11 +133,12 @@ def _probe_writable(directory: str, path: str, option: str) -> None:
 
 
 def output_path(path: str, option: str, inputs: Iterable[str | None] = (), *, new: bool = False,
-                directory: bool = False) -> str:
+                directory: bool = False, parents: bool = False) -> str:
     """The absolute path to write `option`'s output to, checked before any work (one line, exit 2, otherwise):
     its folder exists and takes a file (tried: a file made and removed), it is not in /proc, /sys or /dev nor a
     special file, not one of the command's own `inputs` (a report must never replace the plan it checks),
-    not an existing file when `new`, and a folder (existing, or made in an existing parent) when `directory`."""
+    not an existing file when `new`, and a folder (existing, or made in an existing parent, or with `parents` in
+    its nearest existing ancestor) when `directory`."""
     if not path or not path.strip():
         raise InputError(option, "no path given")
     target = os.path.realpath(path)
@@ -146,6 +147,10 @@ def output_path(path: str, option: str, inputs: Iterable[str | None] = (), *, ne
         if os.path.exists(target) and not os.path.isdir(target):
             raise InputError(option, f"{formats.shown(path)} exists and is not a directory")
         parent = target if os.path.isdir(target) else os.path.dirname(target)
+        while parents and not os.path.exists(parent) and parent != os.path.dirname(parent):
+            parent = os.path.dirname(parent)
+        if os.path.exists(parent) and not os.path.isdir(parent):
+            raise InputError(option, f"{formats.shown(path)} is under a file, {formats.shown(parent)}")
     else:
         if os.path.isdir(target):
             raise InputError(option, f"{formats.shown(path)} is a directory, not a file")

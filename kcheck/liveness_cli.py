@@ -26,13 +26,14 @@ input (one line), 4 no counterexample but nothing proved (a stopped graph search
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass, field, fields
 from typing import Annotated, Any
 
 import typer
 from rich.markup import escape
 
-from kcheck import report
+from kcheck import formats, report
 from kcheck.exit_codes import Exit
 from kcheck.formats import InputError
 from kcheck.invariants.replication_explore import ReplayStep, ResolvedProtocol, Trace
@@ -109,11 +110,10 @@ def _targets(values: list[str] | None, brokers: int) -> tuple[tuple[int, ...], .
         return None
     out = []
     for v in values:
-        try:
-            t = tuple(int(x) for x in v.split(","))
-        except ValueError:
+        if not re.fullmatch(r"[0-9]{1,9}(,[0-9]{1,9})*", v):  # ASCII digits, and few: int() takes '١' and 5,000 9s
             raise InputError("--reassign-target", f"expected broker ids separated by commas such as 1,2,3, not "
-                                                  f"'{v}'") from None
+                                                  f"'{formats.shown(v, 40)}'")
+        t = tuple(int(x) for x in v.split(","))
         if not t or len(set(t)) != len(t) or any(not 1 <= b <= brokers for b in t):
             raise InputError("--reassign-target", f"'{v}': expected distinct broker ids of the cluster (1..{brokers})")
         out.append(t)

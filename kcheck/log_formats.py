@@ -746,7 +746,7 @@ def verify_log_command(
     from kcheck import junit, report
     from kcheck.invariants.registry import REGISTRY
 
-    junit_path = junit.output_path(junit_xml, "--junit-xml", dumps) if junit_xml else None
+    junit_path = junit.output_path(junit_xml, "--junit-xml", dumps) if junit_xml is not None else None
     if sum(d == "-" for d in dumps) > 1:
         raise InputError("DUMP", "'-' (stdin) given more than once")
     parsed, dirs = read_inputs(dumps)

@@ -130,12 +130,21 @@ class TopicConfig:
         return cast(TopicConfig, _from_pairs(base or cls(), pairs, CONFIG_KEYS, "topic config"))
 
 
+_INT_RE = re.compile(r"[+-]?[0-9]{1,30}")  # ASCII digits only: int() also takes '١٢' and '1_0'
+_FLOAT_RE = re.compile(r"[+-]?([0-9]{1,30}(\.[0-9]{0,30})?|\.[0-9]{1,30})([eE][+-]?[0-9]{1,3})?")
+
+
+def _shown(text: str) -> str:
+    from kcheck import formats
+
+    return formats.shown(text, 40)
+
+
 def _int(lo: int | None = None, hi: int = LONG_MAX) -> Callable[[str], int]:
     def parse(text: str) -> int:
-        try:
-            v = int(text.strip())
-        except ValueError:
-            raise ValueError(f"'{text}' is not an integer") from None
+        if not _INT_RE.fullmatch(text.strip()):
+            raise ValueError(f"'{_shown(text)}' is not an integer")
+        v = int(text.strip())
         if lo is not None and v < lo:
             raise ValueError(f"{v} is below the least allowed value {lo}")
         if v > hi:
@@ -146,10 +155,9 @@ def _int(lo: int | None = None, hi: int = LONG_MAX) -> Callable[[str], int]:
 
 def _float(lo: float, hi: float) -> Callable[[str], float]:
     def parse(text: str) -> float:
-        try:
-            v = float(text.strip())
-        except ValueError:
-            raise ValueError(f"'{text}' is not a number") from None
+        if not _FLOAT_RE.fullmatch(text.strip()):
+            raise ValueError(f"'{_shown(text)}' is not a number")
+        v = float(text.strip())
         if not (lo <= v <= hi) or math.isnan(v):
             raise ValueError(f"{v} is not in [{lo}, {hi}]")
         return v
@@ -199,10 +207,13 @@ _UNITS = {"ms": 1, "s": 1000, "m": 60_000, "min": 60_000, "h": 3_600_000, "d": 8
 
 def parse_duration(text: str) -> int:
     """'1500', '1500ms', '90s', '10m', '2h', '1d' -> milliseconds."""
-    m = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*(ms|s|m|min|h|d)?\s*", text)
+    m = re.fullmatch(r"\s*([0-9]{1,19}(?:\.[0-9]{1,19})?)\s*(ms|s|m|min|h|d)?\s*", text)
     if not m:
-        raise ValueError(f"'{text}' is not a duration (e.g. 500ms, 90s, 10m, 2h)")
-    return int(round(float(m[1]) * _UNITS[m[2] or "ms"]))
+        raise ValueError(f"'{_shown(text)}' is not a duration (e.g. 500ms, 90s, 10m, 2h)")
+    v = int(round(float(m[1]) * _UNITS[m[2] or "ms"]))
+    if v > LONG_MAX:
+        raise ValueError(f"'{_shown(text)}' is above Java's long range in milliseconds")
+    return v
 
 
 def _duration(lo: int) -> Callable[[str], int]:
@@ -795,14 +806,44 @@ def simulate(config: TopicConfig, workload: Workload, *, check: bool = True, rec
 # ---- the command --------------------------------------------------------------------------------------------------
 
 
+MAX_PROPERTIES_BYTES = 1 << 20  # a properties file of topic configs or workload settings: far more than any needs
+
+
 def _read_file(path: str, option: str) -> str:
-    try:
-        with open(path, encoding="utf-8") as f:
-            return f.read()
-    except OSError as e:
-        raise InputError(option, f"cannot read {path}: {e.strerror}") from None
-    except UnicodeDecodeError:
-        raise InputError(option, f"{path} is not UTF-8 text") from None
+    """A properties file: a regular file or a pipe (never /dev/zero, a FIFO with no writer is empty), at most
+    MAX_PROPERTIES_BYTES; InputError naming the file otherwise."""
+    from kcheck import formats
+
+    return formats.read_text(path, MAX_PROPERTIES_BYTES)
+
+
+# Sizes refused before any work. A step checks the whole log (every log.* invariant) and the consumer's view, so
+# the cost is about steps x records produced: 2.2 microseconds of CPU per step x record on this project's
+# 2-core machine (600 steps x 600 records 0.8 s; 60 x 6,000 0.7 s; the default 600 x 6,000 about 8 s).
+MAX_LOG_WORK = 50_000_000  # steps x records of one simulation: about 2 minutes of CPU
+MAX_SWEEP_CELLS = 100_000
+MAX_SWEEP_WORK = 500_000_000  # the sum over a sweep's cells: about 20 minutes of CPU, 10 on local[2]
+
+
+def workload_size(wl: Workload) -> tuple[int, int]:
+    """(steps, records produced) of a workload."""
+    return wl.steps, math.ceil(wl.rate * wl.duration_ms / 1000)
+
+
+def check_size(wl: Workload, option: str = "--workload", cells: int = 1) -> None:
+    """Refuse a workload (times `cells` of a sweep) that would not finish in reasonable time, naming the limit."""
+    steps, records = workload_size(wl)
+    work = steps * records
+    if cells == 1 and work > MAX_LOG_WORK:
+        raise InputError(option, f"{steps:,} steps x {records:,} records = {work:,} is above kcheck log's limit of "
+                                 f"{MAX_LOG_WORK:,} (about 2 minutes of CPU): shorten duration, raise step or lower "
+                                 "rate")
+    if cells > MAX_SWEEP_CELLS:
+        raise InputError("--axis", f"the grid has {cells:,} cells, above kcheck sweep-log's limit of "
+                                   f"{MAX_SWEEP_CELLS:,}")
+    if cells > 1 and work * cells > MAX_SWEEP_WORK:
+        raise InputError("--axis", f"{cells:,} cells x up to {work:,} steps x records each is above kcheck "
+                                   f"sweep-log's limit of {MAX_SWEEP_WORK:,} (about 20 minutes of CPU)")
 
 
 def parse_inputs(configs: Sequence[str], config_file: str | None, workload_file: str | None,
@@ -822,9 +863,11 @@ def parse_inputs(configs: Sequence[str], config_file: str | None, workload_file:
         # a workload file may carry the topic config too: any key of the topic's goes there
         moved = [p for p in wpairs if p[0] in CONFIG_KEYS]
         wpairs = [p for p in wpairs if p[0] not in CONFIG_KEYS]
-        return TopicConfig.from_pairs(moved + cpairs), Workload.from_pairs(wpairs)
+        cfg, wl = TopicConfig.from_pairs(moved + cpairs), Workload.from_pairs(wpairs)
     except ConfigError as e:
         raise InputError(e.key, e.message) from None
+    check_size(wl, workload_file if workload_file and not workload else "--workload")
+    return cfg, wl
 
 
 ConfigOpt = Annotated[list[str] | None, typer.Option(
@@ -897,6 +940,18 @@ def log_command(
     return int(code)
 
 
+def _costliest(grid: Any) -> Workload:
+    """The workload of a grid's costliest cell: the most records a second, the longest duration, the shortest step
+    any axis gives (cost grows with the first two and falls with the step)."""
+    pairs = list(grid.workload)
+    for key, pick in (("rate", max), ("duration", max), ("step", min)):
+        values = dict(grid.axes).get(key)
+        if values:
+            parse = WORKLOAD_KEYS[key][1]
+            pairs.append((key, pick(values, key=parse)))
+    return Workload.from_pairs(pairs)
+
+
 def sweep_log_command(
     config: ConfigOpt = None,
     config_file: ConfigFileOpt = None,
@@ -946,8 +1001,16 @@ def sweep_log_command(
         grid = sw.LogGrid(tuple(cpairs), tuple(wpairs), axes)
         grid.validate()
         t_axis = sw.threshold_axis(grid, threshold)
+        worst = _costliest(grid)
     except ConfigError as e:
         raise InputError(e.key, e.message) from None
+    check_size(worst, "--axis", len(grid))
+    if python and master is not None:
+        raise InputError("--master", "the cells run in this process with --python: no Spark master to give them to")
+    if not python:
+        from kcheck.sweep import check_master
+
+        check_master(master)
     began = _time.perf_counter()
     rows = sw.sweep_python(grid) if python else sw.sweep_spark(grid, master)
     wall = _time.perf_counter() - began

@@ -27,7 +27,6 @@ import contextlib
 import json
 import multiprocessing
 import os
-import re
 import sys
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, fields, replace
@@ -822,9 +821,9 @@ def explore_command(
 def _engine_options(workers: int, master: str | None, spill_dir: str | None) -> None:
     """--workers, --master and --spill-dir, checked before any work: one line each."""
     if master is not None:
-        if not _MASTER.fullmatch(master):
-            raise InputError("--master", f"expected a Spark master URL such as spark://HOST:7077 or local[2], "
-                                         f"not '{master}'")
+        from kcheck.sweep import check_master
+
+        check_master(master)
         if workers > 1:
             raise InputError("--workers", "is for a search on this machine; with --master the Spark executors do "
                                           "the work (their cores decide)")
@@ -861,9 +860,6 @@ def _order_option(order: str, workers: int, master: str | None, spill_dir: str |
 
 
 # local, local[N], local[*], local[N,F]; spark://host:port[,host:port...]; yarn; k8s://...
-_MASTER = re.compile(r"local(\[(\*|[1-9]\d*)(,[1-9]\d*)?\])?|spark://[^\s/:,]+:\d+(,[^\s/:,]+:\d+)*|yarn|"
-                     r"k8s://\S+")
-
 
 def _engine_line(run: EngineRun) -> str:
     where = ("Spark" if run.engine == SPARK_ENGINE else

@@ -9,6 +9,7 @@ input. Also runnable as a script, for spark-submit:
 from __future__ import annotations
 
 import os
+import re
 import sys
 import time
 from typing import TYPE_CHECKING, Annotated, Any
@@ -107,6 +108,21 @@ def results_table(rows: list[Any], title: str) -> Table:
     return table
 
 
+# The Spark master URLs kcheck passes on (ASCII digits: Python's \d takes any script's); anything else would fail
+# inside Spark with a JVM stack trace after seconds of start-up.
+_MASTER = re.compile(r"local(\[(\*|[1-9][0-9]{0,3})(,[1-9][0-9]{0,3})?\])?|spark://[^\s/:,]+:[0-9]{1,5}"
+                     r"(,[^\s/:,]+:[0-9]{1,5})*|yarn|k8s://\S+")
+
+
+def check_master(master: str | None, option: str = "--master") -> None:
+    """A Spark master URL, checked before Spark starts: one line, exit 2."""
+    from kcheck import formats
+
+    if master is not None and not _MASTER.fullmatch(master):
+        raise InputError(option, f"expected a Spark master URL such as spark://HOST:7077, yarn or local[2] "
+                                 f"(at most local[9999]), not '{formats.shown(master, 60)}'")
+
+
 def sweep_command(
     kind: Annotated[str, typer.Argument(metavar="SPACE", help="placement or assignors.")],
     space: Annotated[str, typer.Option(help="small, default, large, or bounds, e.g. "
@@ -151,6 +167,7 @@ def sweep_command(
     from kcheck.cli import _jvm, _requested_release
     from kcheck.spark_check.store import ResultStore, StoreError
 
+    check_master(master)
     requested = _requested_release(kafka_version, against_kafka)
     _jvm(classpath, requested)  # before the space resolves its plug-ins
     if against_kafka is not None and kind == "placement" and not placer:
@@ -158,12 +175,15 @@ def sweep_command(
     # --against-kafka runs the reference as the release itself (and compares only the calls it models)
     built = build_space(kind, space, _names(placer), _names(assignor), None if against_kafka else requested)
     built, release = with_release(built, kafka_version, against_kafka)
-    root = out or os.path.join("kcheck-sweep", built.name + (f"-{against_kafka}" if against_kafka else ""))
+    root = out if out is not None else os.path.join("kcheck-sweep", built.name + (f"-{against_kafka}" if against_kafka
+                                                                                 else ""))
     from kcheck import junit
+
+    junit.output_path(root, "--out", directory=True, parents=True)
 
     junit_path = (junit.output_path(junit_xml, "--junit-xml", [os.path.join(root, "report.md"),
                                                                os.path.join(root, "report.html")])
-                  if junit_xml else None)
+                  if junit_xml is not None else None)
     store = ResultStore(root)
     size = len(built)
     try:
