@@ -29,6 +29,7 @@ from kcheck.cluster import cluster_command
 from kcheck.formats import InputError
 from kcheck.gate import AllowlistOpt, BaselineOpt, DecommissionOpt, FailOnOpt, gate_settings
 from kcheck.invariants import REGISTRY, BalanceSettings, PlacementSubject, Severity, check_placement
+from kcheck.isolation import isolating
 from kcheck.liveness_cli import liveness_command
 from kcheck.log_formats import verify_log_command
 from kcheck.log_sim import log_command, sweep_log_command
@@ -259,6 +260,7 @@ def _random(seed: str) -> JavaRandom:
 
 
 @app.command()
+@isolating(("placer", "assignor", "invariants"), gate=True)
 def check(
     json_out: Annotated[bool, typer.Option("--json", help="Print the results as JSON.")] = False,
     max_brokers: Annotated[int, typer.Option(min=1, max=12, help="Largest built-in cluster.")] = MAX_BROKERS,
@@ -345,6 +347,7 @@ def check(
 
 
 @app.command()
+@isolating(("placer",))
 def place(
     brokers: Brokers,
     partitions: Partitions,
@@ -659,6 +662,7 @@ def verify(
 
 
 @app.command("prove")
+@isolating(("placer",))
 def prove_command(
     algorithm: Annotated[str, typer.Option(help="adminutils, adminutils-rack-aware, striped or all.")] = "all",
     invariant: Annotated[str, typer.Option(help="An invariant id (see kcheck invariants) or all.")] = "all",
@@ -758,6 +762,7 @@ def prove_command(
 
 
 @app.command()
+@isolating(("placer",))
 def optimize(
     brokers: Brokers,
     partitions: Partitions,
@@ -812,6 +817,7 @@ def optimize(
 
 
 @app.command()
+@isolating(("assignor",))
 def assign(
     group: Annotated[str, typer.Argument(help="Group description JSON: topics and members ('-': stdin).")],
     assignor: Annotated[str, typer.Option(
@@ -992,13 +998,15 @@ def verify_reassignment(
                                    threshold, max_replicas_per_broker, junit_xml, prof, gs, live)
 
 
-app.command("sweep")(sweep_command)  # kcheck/sweep.py: PySpark sweeps over generated spaces
+# kcheck/sweep.py: PySpark sweeps over generated spaces
+app.command("sweep")(isolating(("placer", "assignor"), gate=True)(sweep_command))
 # kcheck/replication_cli.py: the replication state-machine model
-app.command("explore")(explore_command)
-app.command("exhaust")(exhaust_command)
-app.command("replay")(replay_command)
+app.command("explore")(isolating(("protocol", "invariants"))(explore_command))
+app.command("exhaust")(isolating(("protocol", "invariants"))(exhaust_command))
+app.command("replay")(isolating(("protocol", "invariants"))(replay_command))
 app.command("variants")(variants_command)
-app.command("liveness")(liveness_command)  # kcheck/liveness_cli.py: fair cycles, healing runs, KAFKA-19975
+# kcheck/liveness_cli.py: fair cycles, healing runs, KAFKA-19975
+app.command("liveness")(isolating(("protocol", "invariants"))(liveness_command))
 app.command("rules")(rules_command)  # kcheck/rules_cli.py: the protocol's rules, for rule writers
 app.command("plan")(plan_command)  # kcheck/plan.py: the fewest moves that clear the hard violations
 app.add_typer(cluster_command, name="cluster")  # kcheck/cluster.py: a real KRaft cluster on 127.0.0.1
@@ -1066,8 +1074,13 @@ def _error(message: str) -> int:
 
 def _main(argv: list[str] | None) -> int:
     command = typer.main.get_command(app)
+    return _main_errors(lambda: command.main(args=argv, prog_name="kcheck", standalone_mode=False))
+
+
+def _main_errors(run: Any) -> int:
+    """run()'s exit status; bad input and failing plug-ins as one line on stderr, exit 2."""
     try:
-        code = command.main(args=argv, prog_name="kcheck", standalone_mode=False)
+        code = run()
     except ClickException as e:  # usage errors: unknown option, bad integer, missing argument
         if type(e).__name__ == "NoArgsIsHelpError":  # bare `kcheck`: the help, as `kcheck --help` prints it
             if e.format_message():

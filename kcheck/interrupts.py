@@ -28,6 +28,7 @@ class _State:
     children: set[int] = set()  # process ids to SIGKILL when the process ends itself
     partial: set[str] = set()  # files being written, removed when the process ends itself
     active = False  # a command runs under handling()
+    quiet = False  # a child of --isolate-plugins: its parent prints the line
 
 
 _state = _State()
@@ -139,16 +140,19 @@ def _watch(read_end: int, done: threading.Event) -> None:
             return
         cleanup()  # the command did not unwind in time (blocked in C, or a plug-in swallowed the interrupt)
         with contextlib.suppress(OSError):
-            os.write(2, (line() + "\n").encode())
+            if not _state.quiet:
+                os.write(2, (line() + "\n").encode())
         os._exit(INTERRUPTED)
 
 
 @contextlib.contextmanager
-def handling() -> Iterator[None]:
-    """While a command runs: SIGINT and SIGTERM raise KeyboardInterrupt, the watcher runs the cancel hooks."""
+def handling(quiet: bool = False) -> Iterator[None]:
+    """While a command runs: SIGINT and SIGTERM raise Interrupted, the watcher runs the cancel hooks. `quiet`: the
+    process does not print the line itself (a child whose parent does)."""
     if threading.current_thread() is not threading.main_thread():
         yield
         return
+    _state.quiet = quiet
     _state.signum = None
     _state.cancels, _state.children, _state.partial = [_stop_spark], set(), set()
     read_end, write_end = os.pipe()
