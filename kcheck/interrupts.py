@@ -18,7 +18,9 @@ import sys
 import threading
 from collections.abc import Callable, Iterator
 
-INTERRUPTED = 130  # the shell's 128 + SIGINT, for SIGTERM too: one code a CI script can test
+from kcheck.exit_codes import Exit
+
+INTERRUPTED = int(Exit.INTERRUPTED)  # the shell's 128 + SIGINT, for SIGTERM too: one code a CI script can test
 GRACE = 1.5  # seconds the command has to unwind by itself after the cancel hooks ran
 
 

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import json
 import re
+import sys
 from dataclasses import dataclass, field, fields
 from typing import Annotated, Any
 
@@ -183,7 +184,8 @@ def run_liveness(model: LivenessModel, props: list[LivenessProperty[State]], eng
                  max_seconds: float | None, programs: int, steps: int, heal_steps: int, seed: int) -> LivenessRun:
     out = LivenessRun()
     if engine in ("graph", "both"):
-        out.graph = check_liveness(model, props, max_states=max_states, max_seconds=max_seconds)
+        out.graph = check_liveness(model, props, max_states=max_states, max_seconds=max_seconds,
+                                   progress=_progress(max_states) if sys.stderr.isatty() else None)
         for pid, lasso in out.graph.violations.items():
             if lasso is not None:
                 out.lassos[pid] = ("graph", lasso)
@@ -197,6 +199,14 @@ def run_liveness(model: LivenessModel, props: list[LivenessProperty[State]], eng
                 for pid, why in heal.failed.items():
                     out.lassos[pid] = ("random", _random_lasso(pid, why, program, heal))
     return out
+
+
+def _progress(max_states: int) -> Any:
+    """On a terminal, the graph's growth once a second (stderr): a large bound says how far it is from its cap."""
+    def show(states: int, transitions: int, seconds: float) -> None:
+        print(f"kcheck liveness: {states:,} of at most {max_states:,} states, {transitions:,} transitions, "
+              f"{states / seconds if seconds else 0:,.0f} states/s, {seconds:,.0f} s", file=sys.stderr, flush=True)
+    return show
 
 
 def _verdict(run: LivenessRun, pid: str) -> str:

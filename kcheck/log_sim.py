@@ -846,26 +846,63 @@ def check_size(wl: Workload, option: str = "--workload", cells: int = 1) -> None
                                    f"sweep-log's limit of {MAX_SWEEP_WORK:,} (about 20 minutes of CPU)")
 
 
-def parse_inputs(configs: Sequence[str], config_file: str | None, workload_file: str | None,
-                 workload: Sequence[str]) -> tuple[TopicConfig, Workload]:
-    """The topic config and workload a command line names; InputError naming the key otherwise."""
+def _pairs(texts: Sequence[str], option: str) -> list[tuple[str, str]]:
+    """--config/--workload values as KEY=VALUE pairs; an empty value is refused (it would change nothing)."""
+    out: list[tuple[str, str]] = []
+    for text in texts:
+        pairs = split_assignments(text)
+        if not pairs:
+            raise InputError(option, "empty: give KEY=VALUE")
+        out += pairs
+    return out
+
+
+def _checked(pairs: Sequence[tuple[str, str]], where: str) -> None:
+    """Every key known and every value valid, one source at a time, so the error names the option or file that
+    gave it: InputError(`where`, 'KEY: why')."""
+    for key, value in pairs:
+        keys = CONFIG_KEYS if key in CONFIG_KEYS else WORKLOAD_KEYS
+        try:
+            if key not in keys:
+                raise ValueError(f"unknown key (known: {', '.join([*CONFIG_KEYS, *WORKLOAD_KEYS])})")
+            keys[key][1](value)
+        except ValueError as e:
+            from kcheck import formats
+
+            raise InputError(where, f"{formats.shown(key, 60) or '(empty key)'}: {e}") from None
+
+
+def source_pairs(configs: Sequence[str], config_file: str | None, workload_file: str | None,
+                 workload: Sequence[str]) -> tuple[list[tuple[str, str]], list[tuple[str, str]]]:
+    """The (topic config, workload) pairs the options and files give, each source checked on its own."""
     cpairs: list[tuple[str, str]] = []
     wpairs: list[tuple[str, str]] = []
     try:
-        if config_file:
-            cpairs += read_properties(_read_file(config_file, "--config-file"), config_file)
-        for c in configs:
-            cpairs += split_assignments(c)
-        if workload_file:
-            wpairs += read_properties(_read_file(workload_file, "--workload-file"), workload_file)
-        for w in workload:
-            wpairs += split_assignments(w)
-        # a workload file may carry the topic config too: any key of the topic's goes there
-        moved = [p for p in wpairs if p[0] in CONFIG_KEYS]
-        wpairs = [p for p in wpairs if p[0] not in CONFIG_KEYS]
-        cfg, wl = TopicConfig.from_pairs(moved + cpairs), Workload.from_pairs(wpairs)
+        for pairs, where, into in (
+                (read_properties(_read_file(config_file, "--config-file"), config_file) if config_file else [],
+                 config_file, cpairs),
+                (_pairs(configs, "--config"), "--config", cpairs),
+                (read_properties(_read_file(workload_file, "--workload-file"), workload_file) if workload_file
+                 else [], workload_file, wpairs),
+                (_pairs(workload, "--workload"), "--workload", wpairs)):
+            _checked(pairs, where or "")
+            into += pairs
     except ConfigError as e:
         raise InputError(e.key, e.message) from None
+    if config_file and not any(True for _ in cpairs):
+        raise InputError(config_file, "holds no KEY=VALUE line")
+    # a workload file may carry the topic config too: any key of the topic's goes there
+    return [p for p in wpairs if p[0] in CONFIG_KEYS] + cpairs, [p for p in wpairs if p[0] not in CONFIG_KEYS]
+
+
+def parse_inputs(configs: Sequence[str], config_file: str | None, workload_file: str | None,
+                 workload: Sequence[str]) -> tuple[TopicConfig, Workload]:
+    """The topic config and workload a command line names; InputError naming the option or file otherwise."""
+    cpairs, wpairs = source_pairs(configs, config_file, workload_file, workload)
+    try:
+        cfg, wl = TopicConfig.from_pairs(cpairs), Workload.from_pairs(wpairs)
+    except ConfigError as e:
+        raise InputError("--workload" if e.key in WORKLOAD_KEYS else "--config", f"{e.key}: {e.message}") from None
     check_size(wl, workload_file if workload_file and not workload else "--workload")
     return cfg, wl
 
@@ -978,32 +1015,21 @@ def sweep_log_command(
 
     from kcheck.spark_check import log_sweep as sw
 
+    if config is not None or config_file or workload is not None or workload_file:
+        cpairs, wpairs = source_pairs(config or [], config_file, workload_file, workload or [])
+    else:
+        cpairs, wpairs = list(sw.DEFAULT_CONFIG), list(sw.DEFAULT_WORKLOAD)
     try:
-        if config or config_file or workload or workload_file:
-            cpairs: list[tuple[str, str]] = []
-            wpairs: list[tuple[str, str]] = []
-            if config_file:
-                cpairs += read_properties(_read_file(config_file, "--config-file"), config_file)
-            for c in config or []:
-                cpairs += split_assignments(c)
-            if workload_file:
-                wpairs += read_properties(_read_file(workload_file, "--workload-file"), workload_file)
-            for w in workload or []:
-                wpairs += split_assignments(w)
-            cpairs = [p for p in wpairs if p[0] in CONFIG_KEYS] + cpairs
-            wpairs = [p for p in wpairs if p[0] not in CONFIG_KEYS]
-            for k, _ in wpairs:
-                if k not in WORKLOAD_KEYS:
-                    raise ConfigError(k, f"unknown workload key (known: {', '.join(WORKLOAD_KEYS)})")
-        else:
-            cpairs, wpairs = list(sw.DEFAULT_CONFIG), list(sw.DEFAULT_WORKLOAD)
         axes = tuple(sw.parse_axis(a) for a in axis) if axis else sw.DEFAULT_AXES
         grid = sw.LogGrid(tuple(cpairs), tuple(wpairs), axes)
         grid.validate()
         t_axis = sw.threshold_axis(grid, threshold)
         worst = _costliest(grid)
     except ConfigError as e:
-        raise InputError(e.key, e.message) from None
+        from kcheck import formats
+
+        where = "--threshold" if threshold is not None and e.key == threshold else "--axis"
+        raise InputError(where, f"{formats.shown(e.key, 60)}: {e.message}") from None
     check_size(worst, "--axis", len(grid))
     if python and master is not None:
         raise InputError("--master", "the cells run in this process with --python: no Spark master to give them to")

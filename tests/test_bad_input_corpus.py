@@ -316,7 +316,7 @@ EXTRA += [
     (["plan"], "current"), (["plan", "-", "-"], "-"), (["verify-log"], "DUMP"), (["verify-log", "-", "-"], "DUMP"),
     (["log", "--workload", "rate=1000000", "--workload", "duration=1h"], "--workload"),
     (["log", "--workload-file", "topic.properties", "--config-file", "topic.properties", "--workload", "keys=0"],
-     "keys"),
+     "--workload"),
     (["liveness", "--engine", "random", "--max-states", "5", "--programs", "1", "--reassign-target", "1,2"],
      "--reassign-target"),
     (["rules", "extra-argument"], "extra-argument"), (["invariants", "--json"], "--json"),
@@ -566,7 +566,13 @@ FLAGS: dict[str, list[str]] = {
     "liveness": ["--duplicates", "--atomic-fetch", "--permanent-crashes", "--drops", "--json"], "rules": ["--json"],
     "plan": ["--balance", "--json"], "chaos": ["--unclean-leader-election"], "verify-log": ["--json"],
     "log": ["--steps", "--json"], "sweep-log": ["--python", "--json"], "cluster status": ["--json"],
+    "optimize": [],
 }
+ISOLATING = ("check", "place", "optimize", "prove", "assign", "sweep", "explore", "exhaust", "replay", "liveness")
+for _command in ISOLATING:  # kcheck/isolation.py's options (the flag's other half: --no-isolate-plugins)
+    FLAGS[_command].append("--isolate-plugins")
+    OPTIONS[_command][1]["--plugin-timeout"] = [*FLOAT, "0", "-1", "86401", BIG]
+    EXTRA.append(([*OPTIONS[_command][0], "--no-isolate-plugins=1"], "--no-isolate-plugins"))
 for _command, _flags in FLAGS.items():
     if _command in OPTIONS:
         EXTRA += [([*OPTIONS[_command][0], f"{flag}=1"], flag) for flag in _flags]
@@ -764,7 +770,8 @@ def test_corpus_is_large_and_spans_every_command() -> None:
     assert len(cases) >= 600
     commands = {c.values[0][0] for c in cases if c.values[0]}
     assert commands >= {"check", "place", "verify", "prove", "optimize", "assign", "reassign", "verify-reassignment",
-                        "sweep", "explore", "exhaust", "replay", "variants", "invariants"}
+                        "sweep", "explore", "exhaust", "replay", "variants", "invariants", "liveness", "rules", "plan",
+                        "log", "sweep-log", "verify-log", "chaos", "cluster"}
 
 
 # ---- plug-ins (engineer A's loading and result checks): broken module:object placers, assignors, protocols ------
