@@ -16,6 +16,7 @@ import os
 import signal
 import sys
 import threading
+import time
 from collections.abc import Callable, Iterator
 
 from kcheck.exit_codes import Exit
@@ -119,6 +120,11 @@ def cleanup() -> None:
     for pid in list(_state.children):
         with contextlib.suppress(OSError):
             os.kill(pid, signal.SIGKILL)
+    deadline = time.monotonic() + 0.5  # reaped, not left as zombies for a moment after kcheck's exit
+    for pid in list(_state.children):
+        with contextlib.suppress(OSError):
+            while os.waitpid(pid, os.WNOHANG) == (0, 0) and time.monotonic() < deadline:
+                time.sleep(0.01)
     for path in list(_state.partial):
         with contextlib.suppress(OSError):
             os.unlink(path)
