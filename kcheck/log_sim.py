@@ -1038,7 +1038,14 @@ def sweep_log_command(
 
         check_master(master)
     began = _time.perf_counter()
-    rows = sw.sweep_python(grid) if python else sw.sweep_spark(grid, master)
+    try:
+        rows = sw.sweep_python(grid) if python else sw.sweep_spark(grid, master)
+    except Exception as e:
+        from kcheck.sweep import spark_failure
+
+        if (bad := spark_failure(e, master)) is not None:
+            raise bad from None
+        raise
     wall = _time.perf_counter() - began
     inv = sw.invariant_rows(rows)
     names, ths = sw.thresholds(grid, rows, t_axis) if t_axis else ([], [])

@@ -121,6 +121,42 @@ def check_master(master: str | None, option: str = "--master") -> None:
     if master is not None and not _MASTER.fullmatch(master):
         raise InputError(option, f"expected a Spark master URL such as spark://HOST:7077, yarn or local[2] "
                                  f"(at most local[9999]), not '{formats.shown(master, 60)}'")
+    if master is not None and master.startswith("spark://"):
+        _reachable(master, option)
+
+
+def _reachable(master: str, option: str) -> None:
+    """A standalone master that takes a connection: Spark itself would retry an unreachable one for a minute and
+    more before giving up."""
+    import socket
+
+    from kcheck import formats
+
+    problems = []
+    for hostport in master.removeprefix("spark://").split(","):
+        host, _, port = hostport.rpartition(":")
+        try:
+            with socket.create_connection((host, int(port)), timeout=5):
+                return
+        except (OSError, ValueError) as e:
+            problems.append(f"{hostport}: {getattr(e, 'strerror', None) or e}")
+    raise InputError(option, f"no Spark master answers at {formats.shown(master, 80)} "
+                             f"({formats.one_line('; '.join(problems))})")
+
+
+def spark_failure(e: BaseException, master: str | None) -> InputError | None:
+    """A Spark failure that comes from the --master given (an unreachable or refused master, a URL Spark cannot
+    parse), as one line naming the option; None for any other failure (a job's own, re-raised as it is)."""
+    from kcheck import formats
+
+    text = str(e)
+    markers = ("master", "Master", "unresponsive", "Connection refused", "UnknownHost", "Could not parse",
+               "stopped SparkContext")
+    if type(e).__module__.split(".")[0] not in ("py4j", "pyspark") or not any(m in text for m in markers):
+        return None
+    first = next((line.strip() for line in text.splitlines() if line.strip() and "Traceback" not in line), text)
+    return InputError("--master", f"Spark could not run on {formats.shown(master or 'local', 80)}: "
+                                  f"{formats.one_line(first)}")
 
 
 def sweep_command(
@@ -263,6 +299,10 @@ def _run(built: Any, store: Any, resume: bool, master: str | None, tasks: int | 
                         py_files=shippable_paths(subjects))
     except StoreError as e:  # a damaged stored file (read before any Spark starts), or overlapping ranges
         raise InputError("--out", str(e)) from None
+    except Exception as e:
+        if (bad := spark_failure(e, master)) is not None:
+            raise bad from None
+        raise
     wall = time.perf_counter() - began
     stored, job = outcome.stored, outcome.job
     rows = invariant_rows(built, stored.result)

@@ -39,8 +39,10 @@ from kcheck.spark_check.store import ResultStore, Stored, cell_size, gaps, grid
 TASK_SCHEMA = "start long, stop long, configurations long, violations long, seconds double"
 RANGE_TARGET = 1_000_000  # configurations per task at most, unless --tasks asks for fewer, larger ones
 
+# Spark's own console log off but for fatal errors: a failure reaches kcheck as the job's exception, which it
+# reports in its one line (Spark's ERROR lines would come before it, and a cancelled job prints them by the dozen).
 _LOG4J = """\
-rootLogger.level = error
+rootLogger.level = fatal
 rootLogger.appenderRef.stderr.ref = console
 appender.console.type = Console
 appender.console.name = console
@@ -48,7 +50,7 @@ appender.console.target = SYSTEM_ERR
 appender.console.layout.type = PatternLayout
 appender.console.layout.pattern = %d{HH:mm:ss} %p %c{1}: %m%n
 logger.spark.name = org.apache.spark
-logger.spark.level = error
+logger.spark.level = fatal
 """
 
 
