@@ -191,7 +191,8 @@ REPLICATION = {  # the replication model's options, shared by explore, exhaust, 
     "--metadata": ["", "x", "ZooKeeper", "\x1b[31m"], "--list-offsets": ["-1", "x", BIG],
     "--shutdowns": ["-1", "x", BIG], "--kafka-version": RELEASES_BAD,
 }
-SPARK_MASTERS = ["", "x", "spark://127.0.0.1:1", "spark://nohost.invalid:7077", "local[0]", "local[-1]", "local[x]", "local[" + BIG + "]", "nope://host", "\x1b[31m", LONG]
+SPARK_MASTERS = ["", "x", "spark://127.0.0.1:1", "spark://nohost.invalid:7077",
+                 "local[0]", "local[-1]", "local[x]", "local[" + BIG + "]", "nope://host", "\x1b[31m", LONG]
 WORKLOADS = [
     "", "x", "=1", "nope=1", "rate=x", "rate=nan", "rate=inf", "rate=-1", "rate=1e309", "rate=" + BIG,
     "duration=36500d", "duration=" + BIG, "duration=1y", "duration=\u0661s", "duration=0", "step=0",
