@@ -199,11 +199,19 @@ def _rack_map(text: str, broker_ids: list[int]) -> dict[int, str]:
 
 
 def _module_files(modules: list[str] | None) -> list[str]:
-    """The files of the user's modules (loaded already), so that no report is written over one."""
+    """The files of the user's modules, so that no report is written over one: found on sys.path without running
+    them (a dotted name's packages would run: only a top-level module, or one imported already, is looked up)."""
+    import importlib.util
+
     files = []
-    for name in modules or ():
-        module = sys.modules.get(name.partition(":")[0])
-        path = getattr(module, "__file__", None)
+    for name in (m.partition(":")[0] for m in modules or ()):
+        path = getattr(sys.modules.get(name), "__file__", None)
+        if path is None and name.isidentifier():
+            try:
+                spec = importlib.util.find_spec(name)
+            except (ImportError, ValueError):
+                spec = None
+            path = spec.origin if spec is not None else None
         if isinstance(path, str):
             files.append(path)
     return files
@@ -284,14 +292,12 @@ def check(
     from kcheck.reference.assignors.registry import resolve_assignor
     from kcheck.sweep import _names
 
-    # refused before minutes of work, not after
-    junit.output_path(junit_xml, "--junit-xml") if junit_xml is not None else None
-    junit.output_path(html_out, "--html", [junit_xml]) if html_out is not None else None
-    placers, assignors = _names(placer), _names(assignor)
-    user_invariants = load_invariants(invariants, applies_to=None)  # a user's invariants hold or fail the job
-    own = _module_files(invariants)  # a report must never replace the user's own module
+    # refused before minutes of work, not after; never over the user's own module (found without importing it)
+    own = _module_files(invariants)
     junit_path = junit.output_path(junit_xml, "--junit-xml", own) if junit_xml is not None else None
     html_path = junit.output_path(html_out, "--html", [junit_xml, *own]) if html_out is not None else None
+    placers, assignors = _names(placer), _names(assignor)
+    user_invariants = load_invariants(invariants, applies_to=None)  # a user's invariants hold or fail the job
     _jvm(classpath)
     for option, names, resolve in (("--placer", placers, resolve_placer), ("--assignor", assignors, resolve_assignor)):
         for name in names or ():
@@ -1072,8 +1078,14 @@ def _error(message: str) -> int:
     return 2
 
 
+_command: Any = None  # the Click command, built once per process (Typer's build costs 0.1-0.3 s)
+
+
 def _main(argv: list[str] | None) -> int:
-    command = typer.main.get_command(app)
+    global _command
+    if _command is None:
+        _command = typer.main.get_command(app)
+    command = _command
     return _main_errors(lambda: command.main(args=argv, prog_name="kcheck", standalone_mode=False))
 
 

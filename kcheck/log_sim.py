@@ -850,7 +850,12 @@ def _pairs(texts: Sequence[str], option: str) -> list[tuple[str, str]]:
     """--config/--workload values as KEY=VALUE pairs; an empty value is refused (it would change nothing)."""
     out: list[tuple[str, str]] = []
     for text in texts:
-        pairs = split_assignments(text)
+        try:
+            pairs = split_assignments(text)
+        except ConfigError as e:
+            from kcheck import formats
+
+            raise InputError(option, f"{formats.shown(e.key, 60) or '(empty key)'}: {e.message}") from None
         if not pairs:
             raise InputError(option, "empty: give KEY=VALUE")
         out += pairs

@@ -645,6 +645,7 @@ def test_refused_in_one_line(argv: list[str], place: str, files: dict[str, Any],
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path.parent / "cache"))  # Hypothesis's cache is not in the case
     monkeypatch.setattr(sys, "stdin", io.StringIO(""))
+    monkeypatch.syspath_prepend(str(tmp_path))  # as `kcheck` run there: modules beside the command import
     _workdir(tmp_path, files)
     before = _snapshot(tmp_path)
     _never_replace_special_files(monkeypatch)
@@ -668,6 +669,26 @@ def _never_replace_special_files(monkeypatch: Any) -> None:
     monkeypatch.setattr(os, "rename", guarded(os.rename))
 
 
+def _warm() -> None:
+    """Build the Click command and import what commands import lazily, once in this process: every forked case
+    then has them (each case would otherwise pay a second or more for pyspark, Z3, Hypothesis and Typer)."""
+    import importlib
+
+    import typer
+
+    from kcheck import cli
+
+    cli._command = typer.main.get_command(cli.app)
+    for name in ("kcheck.junit", "kcheck.html_report", "kcheck.spark_check.log_sweep", "kcheck.spark_check.job",
+                 "kcheck.invariants.prover", "kcheck.invariants.smt", "kcheck.reference.assignors.registry",
+                 "kcheck.group_format", "kcheck.reassign", "kcheck.isolation", "hypothesis", "z3", "pyspark.sql"):
+        with contextlib.suppress(ImportError):
+            importlib.import_module(name)
+    with contextlib.redirect_stderr(io.StringIO()):  # the first call's one-off costs (Click, Rich), here
+        cli.main(["log", "--config", "x"])
+
+
+_warm()
 HANG_SECONDS = 20  # a refusal comes at once; a case still running after this is a hang (a command doing the work)
 
 
