@@ -380,7 +380,7 @@ def place(
         raise InputError("--topic", problem)
     ids = _int_list(brokers, "--brokers")
     rack_map = _rack_map(racks, ids) if racks else {}
-    fenced_ids = _int_list(fenced, "--fenced") if fenced else []
+    fenced_ids = _int_list(fenced, "--fenced") if fenced is not None else []
     unknown = [b for b in fenced_ids if b not in ids]
     if unknown:
         raise InputError("--fenced", f"broker {unknown[0]} is not in --brokers")
@@ -715,6 +715,8 @@ def prove_command(
     timeout_ms = max(1, int(timeout * 1000))
     interrupts.z3_interruptible()
     requested = _requested_release(kafka_version)
+    if placer is None and classpath is not None:
+        raise InputError("--classpath", "is for a jvm:<class> --placer; Kafka's own placers need none")
     if placer is None and algorithm == "all" and requested is not None:
         from kcheck.reference.releases import profile
 

@@ -260,7 +260,9 @@ def liveness_command(
         help="graph: every reachable state, fair cycles and terminal states (a proof within the bounds); random: "
              "Hypothesis programs healed to quiescence (never a proof); both.")] = "graph",
     max_states: Annotated[int, typer.Option(
-        min=1, max=0xFFFFFFFE, help="Graph: store at most this many states (then incomplete, exit 4).")
+        min=1, max=0xFFFFFFFE, help="Graph: store at most this many states (then incomplete, exit 4); the "
+                                    "default, 2,000,000, takes about 10 minutes and 200 MB on 2 cores, with its "
+                                    "progress printed each second on a terminal.")
                           ] = DEFAULT_MAX_STATES,
     max_seconds: Annotated[float, typer.Option(
         min=0, max=1e9, help="Graph: stop after this many seconds (0: no limit; then incomplete, exit 4).")] = 0,

@@ -495,7 +495,7 @@ def parse_memory(text: str) -> tuple[int | None, str]:
     number = t.rstrip("kmgtib")
     unit = t[len(number):]
     try:
-        value = float(number)
+        value = float(number) if number.isascii() and "_" not in number else -1.0  # float() takes '١' and '1_0'
     except ValueError:
         value = -1.0
     if unit not in units or not value > 0 or value != value or value * units[unit] > 1 << 50:
