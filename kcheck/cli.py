@@ -296,7 +296,7 @@ def check(
     own = _module_files(invariants)
     junit_path = junit.output_path(junit_xml, "--junit-xml", own) if junit_xml is not None else None
     html_path = junit.output_path(html_out, "--html", [junit_xml, *own]) if html_out is not None else None
-    placers, assignors = _names(placer), _names(assignor)
+    placers, assignors = _names(placer, "--placer"), _names(assignor, "--assignor")
     user_invariants = load_invariants(invariants, applies_to=None)  # a user's invariants hold or fail the job
     _jvm(classpath)
     for option, names, resolve in (("--placer", placers, resolve_placer), ("--assignor", assignors, resolve_assignor)):

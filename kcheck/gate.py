@@ -117,6 +117,9 @@ def read_allowlist(path: str) -> tuple[AllowEntry, ...]:
         if len(fields) < 3:
             raise InputError(path, "expected 'invariant | where | reason'", n)
         invariant, where, reason = fields
+        bad = next((p for p in map(formats.control_problem, fields) if p is not None), None)
+        if bad is not None:
+            raise InputError(path, f"a field {bad}", n)
         if not reason:
             raise InputError(path, "the reason is required ('invariant | where | reason')", n)
         if not invariant or not where:

@@ -141,6 +141,8 @@ def output_path(path: str, option: str, inputs: Iterable[str | None] = (), *, ne
     its nearest existing ancestor) when `directory`."""
     if not path or not path.strip():
         raise InputError(option, "no path given")
+    if (problem := formats.control_problem(path)) is not None:  # a mistyped or pasted name, never a real report
+        raise InputError(option, f"the path {problem}")
     target = os.path.realpath(path)
     _refuse_place(target, path, option)
     if directory:

@@ -834,7 +834,7 @@ def check_size(wl: Workload, option: str = "--workload", cells: int = 1) -> None
     """Refuse a workload (times `cells` of a sweep) that would not finish in reasonable time, naming the limit."""
     steps, records = workload_size(wl)
     work = steps * records
-    if cells == 1 and work > MAX_LOG_WORK:
+    if work > MAX_LOG_WORK:
         raise InputError(option, f"{steps:,} steps x {records:,} records = {work:,} is above kcheck log's limit of "
                                  f"{MAX_LOG_WORK:,} (about 2 minutes of CPU): shorten duration, raise step or lower "
                                  "rate")
@@ -1038,6 +1038,7 @@ def sweep_log_command(
 
         where = "--threshold" if threshold is not None and e.key == threshold else "--axis"
         raise InputError(where, f"{formats.shown(e.key, 60)}: {e.message}") from None
+    check_size(Workload.from_pairs(wpairs), "--workload", len(grid))  # every cell runs the base workload at least
     check_size(worst, "--axis", len(grid))
     if python and master is not None:
         raise InputError("--master", "the cells run in this process with --python: no Spark master to give them to")

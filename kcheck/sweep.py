@@ -26,11 +26,14 @@ if TYPE_CHECKING:
 SPACES = ("placement", "assignors")
 
 
-def _names(values: list[str] | None) -> list[str] | None:
+def _names(values: list[str] | None, option: str = "--placer") -> list[str] | None:
     """Repeated options and comma-separated lists, both: --placer adminutils,striped --placer my:placer."""
-    if not values:
+    if values is None:
         return None
-    return [v.strip() for value in values for v in value.split(",") if v.strip()]
+    names = [v.strip() for value in values for v in value.split(",") if v.strip()]
+    if not names:  # `--placer ''` is a mistake, not a request for the whole job
+        raise InputError(option, "empty: give a name, module:object or jvm:<class>")
+    return names
 
 
 def build_space(kind: str, space: str, placers: list[str] | None, assignors: list[str] | None,
@@ -209,7 +212,8 @@ def sweep_command(
     if against_kafka is not None and kind == "placement" and not placer:
         placer = _kafka_placers(against_kafka)  # every Kafka placer the release has
     # --against-kafka runs the reference as the release itself (and compares only the calls it models)
-    built = build_space(kind, space, _names(placer), _names(assignor), None if against_kafka else requested)
+    built = build_space(kind, space, _names(placer, "--placer"), _names(assignor, "--assignor"),
+                        None if against_kafka else requested)
     built, release = with_release(built, kafka_version, against_kafka)
     root = out if out is not None else os.path.join("kcheck-sweep", built.name + (f"-{against_kafka}" if against_kafka
                                                                                  else ""))

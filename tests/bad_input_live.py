@@ -2,7 +2,8 @@
 kafka-classpath, verify --bootstrap-server, --against-kafka), in the shape of tests/test_bad_input_corpus.py's
 OPTIONS and EXTRA, which merges them into its parametrised tests: one corpus.
 
-Placeholder: only the cases refused today without starting a JVM, a cluster or Maven. The options with no such
+Placeholder: only the cases refused today, in one line naming the option, without starting a JVM, a cluster or
+Maven (an unknown but well-formed release, 9.9.9, still reaches Maven in chaos and cluster up). The options with no such
 case yet are in LIVE_PENDING, with why; the live helper's module replaces this one.
 """
 
@@ -13,14 +14,14 @@ LIVE_OPTIONS: dict[str, tuple[list[str], dict[str, list[str]]]] = {
         "--brokers": ["0", "x", "-1"], "--partitions": ["0", "-1", "9" * 50], "--replication-factor": ["0", "x"],
         "--min-insync-replicas": ["0", "x"], "--duration": ["nan", "-1", "inf"], "--seed": ["x", "1.5"],
         "--faults": ["nope", ""], "--schedule": ["nope.txt", "subdir"], "--rate": ["nan", "-1"],
-        "--heal-timeout": ["nan", "-1"], "--dir": ["/nonexistent-kcheck-dir"], "--kafka-version": ["x", "9.9.9"],
+        "--heal-timeout": ["nan", "-1"], "--kafka-version": ["x"],
         "--json": [""],
     }),
     "cluster up": (["cluster", "up"], {
-        "--brokers": ["0", "x", "-1"], "--racks": [""], "--kafka-version": ["x", "9.9.9"],
+        "--brokers": ["0", "x", "-1"], "--racks": [""], "--kafka-version": ["x"],
     }),
-    "cluster down": (["cluster", "down"], {"--dir": ["/nonexistent-kcheck-dir", "plan.json"]}),
-    "cluster status": (["cluster", "status"], {"--dir": ["/nonexistent-kcheck-dir", "plan.json"]}),
+    "cluster down": (["cluster", "down"], {}),
+    "cluster status": (["cluster", "status"], {}),
     "replay": (["replay", "trace.json"], {"--dir": ["/nonexistent-kcheck-dir"]}),
     "verify": (["verify"], {"--bootstrap-server": ["", "x", "a:b", "a:99999"]}),
     "verify-reassignment": (["verify-reassignment", "plan.json"], {"--bootstrap-server": ["x", "a:b"]}),
@@ -42,4 +43,7 @@ LIVE_PENDING: dict[tuple[str, str], str] = {
     ("cluster up", "--dir"): "a --dir under a file is a traceback after the jars resolve",
     ("cluster up", "--timeout"): "NaN and negative timeouts reach the storage formatting",
     ("kafka-classpath", "--kafka-version"): "an unknown release runs Maven and writes into the jar cache",
+    ("chaos", "--dir"): "a folder with no cluster is refused naming 'cluster', not --dir",
+    ("cluster down", "--dir"): "a folder with no cluster is refused naming 'cluster', not --dir",
+    ("cluster status", "--dir"): "a folder with no cluster is refused naming 'cluster', not --dir",
 }

@@ -196,7 +196,7 @@ SPARK_MASTERS = ["", "x", "spark://127.0.0.1:1", "spark://nohost.invalid:7077",
 WORKLOADS = [
     "", "x", "=1", "nope=1", "rate=x", "rate=nan", "rate=inf", "rate=-1", "rate=1e309", "rate=" + BIG,
     "duration=36500d", "duration=" + BIG, "duration=1y", "duration=\u0661s", "duration=0", "step=0",
-    "rate=1000000,duration=1h", "step=1ms,duration=1d", "keys=10000000", "keys=" + BIG, "seed=" + BIG,
+    "rate=1000000,duration=1h", "step=1ms,duration=1d", "keys=" + BIG, "seed=" + BIG,
     "record.bytes=-1", "tombstone.share=2", "consumer.lag.ms=-5", "consumer.lag.records=" + BIG, *CONTROLS[:2], LONG,
 ]
 TOPIC_CONFIGS = [
