@@ -862,14 +862,15 @@ def _pairs(texts: Sequence[str], option: str) -> list[tuple[str, str]]:
     return out
 
 
-def _checked(pairs: Sequence[tuple[str, str]], where: str) -> None:
+def _checked(pairs: Sequence[tuple[str, str]], where: str, workload: bool) -> None:
     """Every key known and every value valid, one source at a time, so the error names the option or file that
-    gave it: InputError(`where`, 'KEY: why')."""
+    gave it: InputError(`where`, 'KEY: why'). A workload source may also carry topic configs, not the reverse."""
     for key, value in pairs:
-        keys = CONFIG_KEYS if key in CONFIG_KEYS else WORKLOAD_KEYS
+        keys = CONFIG_KEYS if key in CONFIG_KEYS or not workload else WORKLOAD_KEYS
         try:
             if key not in keys:
-                raise ValueError(f"unknown key (known: {', '.join([*CONFIG_KEYS, *WORKLOAD_KEYS])})")
+                known = [*CONFIG_KEYS, *WORKLOAD_KEYS] if workload else list(CONFIG_KEYS)
+                raise ValueError(f"unknown {'key' if workload else 'topic config key'} (known: {', '.join(known)})")
             keys[key][1](value)
         except ValueError as e:
             from kcheck import formats
@@ -890,7 +891,7 @@ def source_pairs(configs: Sequence[str], config_file: str | None, workload_file:
                 (read_properties(_read_file(workload_file, "--workload-file"), workload_file) if workload_file
                  else [], workload_file, wpairs),
                 (_pairs(workload, "--workload"), "--workload", wpairs)):
-            _checked(pairs, where or "")
+            _checked(pairs, where or "", into is wpairs)
             into += pairs
     except ConfigError as e:
         raise InputError(e.key, e.message) from None
