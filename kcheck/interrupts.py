@@ -18,6 +18,7 @@ import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
+from typing import Any
 
 from kcheck.exit_codes import Exit
 
@@ -32,6 +33,7 @@ class _State:
     partial: set[str] = set()  # files being written, removed when the process ends itself
     active = False  # a command runs under handling()
     quiet = False  # a child of --isolate-plugins: its parent prints the line
+    deferred = False  # the signal came while the main thread ran a finalizer: to be delivered again
 
 
 _state = _State()
@@ -103,8 +105,17 @@ class Interrupted(BaseException):
     stderr and which some libraries handle themselves; `except Exception` lets it through."""
 
 
-def _raise(signum: int, frame: object) -> None:
+def _raise(signum: int, frame: Any) -> None:
     _state.signum = signum
+    # Objects the interrupt left half-built (a Z3 AST whose __init__ it cut) fail in their finalizers later;
+    # Python would print each as "Exception ignored in ..." before kcheck's one line.
+    sys.unraisablehook = lambda unraisable: None
+    f = frame
+    while f is not None:  # an exception raised in a finalizer is printed ("Exception ignored in ...") and dropped
+        if f.f_code.co_name == "__del__":
+            _state.deferred = True  # the watcher sends the signal again in a moment
+            return
+        f = f.f_back
     raise Interrupted(signum)
 
 
@@ -144,7 +155,15 @@ def _watch(read_end: int, done: threading.Event) -> None:
         for cancel in list(_state.cancels):
             with contextlib.suppress(Exception):
                 cancel()
-        if done.wait(GRACE):
+        deadline = time.monotonic() + GRACE
+        while not done.wait(0.05):
+            if _state.deferred:  # the main thread was in a finalizer when the signal came: once more
+                _state.deferred = False
+                with contextlib.suppress(OSError):
+                    os.kill(os.getpid(), _state.signum or signal.SIGINT)
+            if time.monotonic() >= deadline:
+                break
+        if done.is_set():
             return
         cleanup()  # the command did not unwind in time (blocked in C, or a plug-in swallowed the interrupt)
         with contextlib.suppress(OSError):
@@ -171,9 +190,12 @@ def handling(quiet: bool = False) -> Iterator[None]:
     watcher = threading.Thread(target=_watch, args=(read_end, done), name="kcheck-interrupts", daemon=True)
     watcher.start()
     _state.active = True
+    unraisable = sys.unraisablehook
     try:
         yield
     finally:
+        if _state.signum is None:  # interrupted: the process is ending, its last finalizers stay quiet
+            sys.unraisablehook = unraisable
         _state.active = False
         done.set()
         for s, handler in previous.items():
