@@ -50,8 +50,10 @@ def big_describe(partitions: int = 1500, brokers: int = 30) -> str:
 
 
 def session_processes(sid: int) -> list[str]:
-    out = subprocess.run(["ps", "-eo", "pid=,sid=,args="], capture_output=True, text=True).stdout
-    return [line.strip() for line in out.splitlines() if line.split()[1:2] == [str(sid)]]
+    """The processes of a session, zombies aside (gone, waiting for their parent or init to reap them)."""
+    out = subprocess.run(["ps", "-eo", "pid=,sid=,stat=,args="], capture_output=True, text=True).stdout
+    return [line.strip() for line in out.splitlines()
+            if line.split()[1:2] == [str(sid)] and not line.split()[2].startswith("Z")]
 
 
 def one(name: str, signum: int, rng: random.Random) -> dict[str, object]:
@@ -87,7 +89,7 @@ def one(name: str, signum: int, rng: random.Random) -> dict[str, object]:
     lines = err.decode("utf-8", "replace").splitlines()
     return {"command": name, "delay": round(delay, 1), "seconds": round(seconds, 2), "exit": proc.returncode,
             "ended_before_signal": early is not None, "stderr_lines": len(lines), "stderr": "\n".join(lines),
-            "files_left": sorted(after), "processes_left": len(left)}
+            "files_left": sorted(after), "processes_left": len(left), "left": [x[:150] for x in left]}
 
 
 def main() -> None:
@@ -106,6 +108,8 @@ def main() -> None:
             r = one(name, signum, rng)
             print(f"| {r['command']} | {r['delay']} | {r['seconds']} | {r['exit']} | {r['stderr_lines']} | "
                   f"{', '.join(r['files_left']) or '-'} | {r['processes_left']} |", flush=True)
+            if r["left"]:
+                print(f"    left: {r['left']}")
             if r["stderr_lines"] != 1 or r["ended_before_signal"]:
                 print(f"    stderr: {r['stderr'][:1500]!r}; ended before the signal: {r['ended_before_signal']}")
 

@@ -126,8 +126,37 @@ def reclaim() -> None:
         signal.signal(signal.SIGTERM, _raise)
 
 
+def _descendants(root: int) -> list[int]:
+    """Every live process below `root` (from /proc; empty where there is none): what kcheck started, directly or
+    through a child (Spark's JVM and the Python workers it forks, a plug-in's isolated child)."""
+    parents: dict[int, list[int]] = {}
+    try:
+        entries = os.listdir("/proc")
+    except OSError:
+        return []
+    for entry in entries:
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat", "rb") as f:
+                stat = f.read()
+        except OSError:
+            continue
+        fields = stat[stat.rfind(b")") + 2:].split()  # after "pid (comm)": state, ppid, ...
+        if len(fields) > 1 and fields[0] != b"Z":
+            parents.setdefault(int(fields[1]), []).append(int(entry))
+    out, todo = [], [root]
+    while todo:
+        for kid in parents.get(todo.pop(), []):
+            out.append(kid)
+            todo.append(kid)
+    return out
+
+
 def cleanup() -> None:
-    """Kill the registered children and remove the partial files (an interrupt's last work)."""
+    """Kill the processes this one started (registered, or found below it) and remove the partial files (an
+    interrupt's last work)."""
+    _state.children.update(_descendants(os.getpid()))
     for pid in list(_state.children):
         with contextlib.suppress(OSError):
             os.kill(pid, signal.SIGKILL)
