@@ -713,10 +713,8 @@ def prove_command(
         raise InputError("--timeout", f"{timeout} is outside (0, {MAX_TIMEOUT:,.0f}] seconds")
     bounds = Bounds(max_brokers, max_racks, max_partitions, max_rf)
     timeout_ms = max(1, int(timeout * 1000))
-    interrupts.z3_interruptible()
+    _prove_setup(placer, classpath)
     requested = _requested_release(kafka_version)
-    if placer is None and classpath is not None:
-        raise InputError("--classpath", "is for a jvm:<class> --placer; Kafka's own placers need none")
     if placer is None and algorithm == "all" and requested is not None:
         from kcheck.reference.releases import profile
 
@@ -767,6 +765,13 @@ def prove_command(
         out.print(f"{'OK' if ok else 'FAIL'}: {sum(r.status == 'proved' for r in hard)} hard invariant result(s) "
                   f"proved, {refuted} refuted, {sum(r.status == 'unknown' for r in hard)} unknown.")
     return 0 if ok else 1
+
+
+def _prove_setup(placer: str | None, classpath: str | None) -> None:
+    """prove's --classpath goes with a jvm: placer only; Z3 is made interruptible (Ctrl-C mid-query)."""
+    if placer is None and classpath is not None:
+        raise InputError("--classpath", "is for a jvm:<class> --placer; Kafka's own placers need none")
+    interrupts.z3_interruptible()
 
 
 @app.command()
