@@ -1,8 +1,9 @@
 """Ctrl-C on every long-running command: the time from SIGINT (or SIGTERM) to the process's end.
 
 Each command starts in its own folder and session; the signal comes at a random moment 1 to 4 s after its
-imports are done (9 to 12 s for Spark, inside a job), then the run is judged: exit 130, one line on stderr, no file left in the folder that
-was not there before, no process of its session left running. A second run of the same command must start.
+imports are done (9 to 12 s for Spark, inside a job), then the run is judged: exit 130, one line on stderr, no
+file left in the folder that was not there before (a sweep's result store stays: --resume continues it), no
+process of its session left running (zombies aside, reaped by init).
 
     python bench/bench_interrupts.py [--runs N] [--signal INT|TERM] [--only NAME ...]
 """

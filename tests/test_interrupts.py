@@ -75,12 +75,17 @@ def _assert_stopped(code: int, lines: list[str], seconds: float, signum: int = s
 
 
 @pytest.mark.parametrize("workers", ["1", "2"])
-def test_ctrl_c_ends_exhaust_and_its_workers(workers: str, tmp_path: Path) -> None:
+def test_ctrl_c_ends_exhaust_and_its_workers(workers: str, tmp_path: Path, monkeypatch: Any) -> None:
     code, lines, seconds = _interrupt(["exhaust", "--brokers", "3", "--records", "2", "--workers", workers,
                                        "--progress", "--out", "t.json"], tmp_path, wait_for="kcheck exhaust:")
     _assert_stopped(code, lines, seconds)
     assert sum(LINE in line for line in lines) == 1
     assert not (tmp_path / "t.json").exists()
+    # the next run works: nothing the interrupted one left (a spill, a lock) is in its way
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / ".cache"))
+    assert main(["exhaust", "--brokers", "3", "--records", "2", "--workers", workers, "--max-states", "200",
+                 "--out", "t.json"]) == 4
 
 
 def test_ctrl_c_interrupts_z3_inside_a_query(tmp_path: Path) -> None:
