@@ -152,7 +152,7 @@ def output_path(path: str, option: str, inputs: Iterable[str | None] = (), *, ne
         while parents and not os.path.exists(parent) and parent != os.path.dirname(parent):
             parent = os.path.dirname(parent)
         if os.path.exists(parent) and not os.path.isdir(parent):
-            raise InputError(option, f"{formats.shown(path)} is under a file, {formats.shown(parent)}")
+            raise InputError(option, f"cannot create {formats.shown(path)}: {formats.shown(parent)} is a file")
     else:
         if os.path.isdir(target):
             raise InputError(option, f"{formats.shown(path)} is a directory, not a file")
