@@ -1,5 +1,3 @@
-import sys
+from kcheck.entry import run
 
-from kcheck.cli import main
-
-sys.exit(main())
+run()

@@ -22,13 +22,14 @@ from rich.table import Table
 from typer._click.core import Context as ClickContext
 from typer._click.exceptions import ClickException
 
-from kcheck import formats, report
+from kcheck import formats, interrupts, report
 from kcheck.chaos import chaos_command
 from kcheck.check import MAX_BROKERS, failed_any, run_check
 from kcheck.cluster import cluster_command
 from kcheck.formats import InputError
 from kcheck.gate import AllowlistOpt, BaselineOpt, DecommissionOpt, FailOnOpt, gate_settings
 from kcheck.invariants import REGISTRY, BalanceSettings, PlacementSubject, Severity, check_placement
+from kcheck.isolation import isolating
 from kcheck.liveness_cli import liveness_command
 from kcheck.log_formats import verify_log_command
 from kcheck.log_sim import log_command, sweep_log_command
@@ -142,7 +143,7 @@ MAX_PLACE_REPLICAS = 1_000_000  # partitions x replication factor
 MAX_OPTIMIZE_PARTITIONS = 64
 MAX_OPTIMIZE_PRODUCT = 1_000  # partitions x replication factor x brokers given to Z3
 MAX_TIMEOUT = 86_400.0  # seconds per solver query: a day
-_ID_RE = re.compile(r"-?[0-9]+")  # not int() alone: it also takes '+1', '1_0' and non-ASCII digits
+_ID_RE = re.compile(r"-?[0-9]+")  # ASCII digits: not int() alone: it also takes '+1', '1_0' and non-ASCII digits
 
 
 def _bounded(option: str, value: int, low: int, high: int, what: str = "") -> int:
@@ -161,7 +162,10 @@ def _finite(option: str, value: float) -> float:
 def _int_list(text: str, option: str) -> list[int]:
     tokens = [tok.strip() for tok in text.split(",") if tok.strip()]
     if not all(_ID_RE.fullmatch(tok) for tok in tokens):
-        raise InputError(option, f"'{text}' is not a comma-separated list of broker ids")
+        raise InputError(option, f"'{formats.shown(text, 60)}' is not a comma-separated list of broker ids")
+    huge = next((tok for tok in tokens if len(tok.lstrip("-")) > 10), None)  # before int(): thousands of digits
+    if huge is not None:
+        raise InputError(option, f"broker id {formats.shown(huge, 20)} is outside Kafka's int32 range")
     values = [int(tok) for tok in tokens]
     if not values:
         raise InputError(option, "no broker ids given")
@@ -194,8 +198,29 @@ def _rack_map(text: str, broker_ids: list[int]) -> dict[int, str]:
     return racks
 
 
+def _module_files(modules: list[str] | None) -> list[str]:
+    """The files of the user's modules, so that no report is written over one: found on sys.path without running
+    them (a dotted name's packages would run: only a top-level module, or one imported already, is looked up)."""
+    import importlib.util
+
+    files = []
+    for name in (m.partition(":")[0] for m in modules or ()):
+        path = getattr(sys.modules.get(name), "__file__", None)
+        if path is None and name.isidentifier():
+            try:
+                spec = importlib.util.find_spec(name)
+            except (ImportError, ValueError):
+                spec = None
+            path = spec.origin if spec is not None else None
+        if isinstance(path, str):
+            files.append(path)
+    return files
+
+
 def _jvm(classpath: str | None, kafka_version: str | None = None) -> None:
     """--classpath (and the release) for jvm:<class> plug-ins, checked now: a missing entry is one line."""
+    if classpath is not None and not classpath.strip():
+        raise InputError("--classpath", "is empty: give jars or class folders, or leave --classpath out")
     if not classpath and "kcheck.reference.jvm_plugins" not in sys.modules:
         return  # nothing to set, nothing an earlier command set to reset
     from kcheck.reference import jvm_plugins
@@ -243,6 +268,7 @@ def _random(seed: str) -> JavaRandom:
 
 
 @app.command()
+@isolating(("placer", "assignor", "invariants"), gate=True)
 def check(
     json_out: Annotated[bool, typer.Option("--json", help="Print the results as JSON.")] = False,
     max_brokers: Annotated[int, typer.Option(min=1, max=12, help="Largest built-in cluster.")] = MAX_BROKERS,
@@ -266,10 +292,11 @@ def check(
     from kcheck.reference.assignors.registry import resolve_assignor
     from kcheck.sweep import _names
 
-    # refused before minutes of work, not after
-    junit_path = junit.output_path(junit_xml, "--junit-xml") if junit_xml else None
-    html_path = junit.output_path(html_out, "--html", [junit_xml]) if html_out else None
-    placers, assignors = _names(placer), _names(assignor)
+    # refused before minutes of work, not after; never over the user's own module (found without importing it)
+    own = _module_files(invariants)
+    junit_path = junit.output_path(junit_xml, "--junit-xml", own) if junit_xml is not None else None
+    html_path = junit.output_path(html_out, "--html", [junit_xml, *own]) if html_out is not None else None
+    placers, assignors = _names(placer, "--placer"), _names(assignor, "--assignor")
     user_invariants = load_invariants(invariants, applies_to=None)  # a user's invariants hold or fail the job
     _jvm(classpath)
     for option, names, resolve in (("--placer", placers, resolve_placer), ("--assignor", assignors, resolve_assignor)):
@@ -326,6 +353,7 @@ def check(
 
 
 @app.command()
+@isolating(("placer",))
 def place(
     brokers: Brokers,
     partitions: Partitions,
@@ -352,7 +380,7 @@ def place(
         raise InputError("--topic", problem)
     ids = _int_list(brokers, "--brokers")
     rack_map = _rack_map(racks, ids) if racks else {}
-    fenced_ids = _int_list(fenced, "--fenced") if fenced else []
+    fenced_ids = _int_list(fenced, "--fenced") if fenced is not None else []
     unknown = [b for b in fenced_ids if b not in ids]
     if unknown:
         raise InputError("--fenced", f"broker {unknown[0]} is not in --brokers")
@@ -581,7 +609,7 @@ def verify(
                                  "HOST:PORT")
     junit_path = (junit.output_path(junit_xml, "--junit-xml", [plan, brokers_file, baseline, allowlist,
                                                                command_config])
-                  if junit_xml else None)
+                  if junit_xml is not None else None)
     live = read_live(bootstrap_server, command_config)
     if live is not None:  # the live cluster as kafka-topics --describe would print it: one parser, one set of checks
         source, text = live.source, live.describe_text
@@ -640,6 +668,7 @@ def verify(
 
 
 @app.command("prove")
+@isolating(("placer",))
 def prove_command(
     algorithm: Annotated[str, typer.Option(help="adminutils, adminutils-rack-aware, striped or all.")] = "all",
     invariant: Annotated[str, typer.Option(help="An invariant id (see kcheck invariants) or all.")] = "all",
@@ -669,7 +698,7 @@ def prove_command(
     from kcheck.invariants.prover import ALGORITHMS, RACK_NAMES, Bounds
     from kcheck.invariants.prover import prove as prove_pair
 
-    junit_path = junit.output_path(junit_xml, "--junit-xml") if junit_xml else None
+    junit_path = junit.output_path(junit_xml, "--junit-xml") if junit_xml is not None else None
     names = [algorithm] if algorithm != "all" else list(ALGORITHMS)
     if placer is None and any(a not in ALGORITHMS for a in names):
         raise InputError("--algorithm", f"'{algorithm}' is not one of {', '.join(ALGORITHMS)}, all")
@@ -684,6 +713,7 @@ def prove_command(
         raise InputError("--timeout", f"{timeout} is outside (0, {MAX_TIMEOUT:,.0f}] seconds")
     bounds = Bounds(max_brokers, max_racks, max_partitions, max_rf)
     timeout_ms = max(1, int(timeout * 1000))
+    _prove_setup(placer, classpath)
     requested = _requested_release(kafka_version)
     if placer is None and algorithm == "all" and requested is not None:
         from kcheck.reference.releases import profile
@@ -737,7 +767,15 @@ def prove_command(
     return 0 if ok else 1
 
 
+def _prove_setup(placer: str | None, classpath: str | None) -> None:
+    """prove's --classpath goes with a jvm: placer only; Z3 is made interruptible (Ctrl-C mid-query)."""
+    if placer is None and classpath is not None:
+        raise InputError("--classpath", "is for a jvm:<class> --placer; Kafka's own placers need none")
+    interrupts.z3_interruptible()
+
+
 @app.command()
+@isolating(("placer",))
 def optimize(
     brokers: Brokers,
     partitions: Partitions,
@@ -792,6 +830,7 @@ def optimize(
 
 
 @app.command()
+@isolating(("assignor",))
 def assign(
     group: Annotated[str, typer.Argument(help="Group description JSON: topics and members ('-': stdin).")],
     assignor: Annotated[str, typer.Option(
@@ -811,7 +850,7 @@ def assign(
     from kcheck.invariants.assignment import AssignmentSubject, check_assignment
     from kcheck.reference.assignors.registry import resolve_assignor
 
-    junit_path = junit.output_path(junit_xml, "--junit-xml", [group]) if junit_xml else None
+    junit_path = junit.output_path(junit_xml, "--junit-xml", [group]) if junit_xml is not None else None
 
     requested = _requested_release(kafka_version, against_kafka)
     _jvm(classpath, requested)
@@ -972,13 +1011,15 @@ def verify_reassignment(
                                    threshold, max_replicas_per_broker, junit_xml, prof, gs, live)
 
 
-app.command("sweep")(sweep_command)  # kcheck/sweep.py: PySpark sweeps over generated spaces
+# kcheck/sweep.py: PySpark sweeps over generated spaces
+app.command("sweep")(isolating(("placer", "assignor"), gate=True)(sweep_command))
 # kcheck/replication_cli.py: the replication state-machine model
-app.command("explore")(explore_command)
-app.command("exhaust")(exhaust_command)
-app.command("replay")(replay_command)
+app.command("explore")(isolating(("protocol", "invariants"))(explore_command))
+app.command("exhaust")(isolating(("protocol", "invariants"))(exhaust_command))
+app.command("replay")(isolating(("protocol", "invariants"))(replay_command))
 app.command("variants")(variants_command)
-app.command("liveness")(liveness_command)  # kcheck/liveness_cli.py: fair cycles, healing runs, KAFKA-19975
+# kcheck/liveness_cli.py: fair cycles, healing runs, KAFKA-19975
+app.command("liveness")(isolating(("protocol", "invariants"))(liveness_command))
 app.command("rules")(rules_command)  # kcheck/rules_cli.py: the protocol's rules, for rule writers
 app.command("plan")(plan_command)  # kcheck/plan.py: the fewest moves that clear the hard violations
 app.add_typer(cluster_command, name="cluster")  # kcheck/cluster.py: a real KRaft cluster on 127.0.0.1
@@ -1020,27 +1061,59 @@ def list_invariants() -> int:
 def main(argv: list[str] | None = None) -> int:
     global _debug
     _debug = False  # main() may run many times in one process (tests)
-    command = typer.main.get_command(app)
+    with interrupts.handling():
+        try:
+            code = _main(argv)
+        except interrupts.Interrupted:
+            code = interrupts.INTERRUPTED
+        except BaseException:
+            if interrupts.interrupted() is None:
+                raise
+            code = interrupts.INTERRUPTED  # whatever the interrupt became on its way up (a library's own error)
+        if interrupts.interrupted() is not None:  # one line, exit 130, nothing left running, no partial file
+            interrupts.cleanup()
+            print(interrupts.line(), file=sys.stderr)
+            interrupts.exit_now(interrupts.INTERRUPTED)
+            return interrupts.INTERRUPTED
+    return code
+
+
+def _error(message: str) -> int:
+    if interrupts.interrupted() is not None:  # an error the interrupt caused: main() prints the one line
+        raise interrupts.Interrupted()
+    print(f"kcheck: error: {message}", file=sys.stderr)
+    return 2
+
+
+_command: Any = None  # the Click command, built once per process (Typer's build costs 0.1-0.3 s)
+
+
+def _main(argv: list[str] | None) -> int:
+    global _command
+    if _command is None:
+        _command = typer.main.get_command(app)
+    command = _command
+    return _main_errors(lambda: command.main(args=argv, prog_name="kcheck", standalone_mode=False))
+
+
+def _main_errors(run: Any) -> int:
+    """run()'s exit status; bad input and failing plug-ins as one line on stderr, exit 2."""
     try:
-        code = command.main(args=argv, prog_name="kcheck", standalone_mode=False)
+        code = run()
     except ClickException as e:  # usage errors: unknown option, bad integer, missing argument
         if type(e).__name__ == "NoArgsIsHelpError":  # bare `kcheck`: the help, as `kcheck --help` prints it
             if e.format_message():
                 print(e.format_message())
             return 0
-        print(f"kcheck: error: {formats.one_line(e.format_message())}", file=sys.stderr)
-        return 2
+        return _error(formats.one_line(e.format_message()))
     except InputError as e:
-        print(f"kcheck: error: {e}", file=sys.stderr)
-        return 2
+        return _error(str(e))
     except PluginError as e:  # the user's module:object failed; one line unless --debug
-        if _debug:
+        if _debug and interrupts.interrupted() is None:
             traceback.print_exception(e, file=sys.stderr)
-        print(f"kcheck: error: {e}", file=sys.stderr)
-        return 2
+        return _error(str(e))
     except KafkaError as e:
-        print(f"kcheck: error: {formats.one_line(f'{type(e).__name__}: {e}')}", file=sys.stderr)
-        return 2
+        return _error(formats.one_line(f"{type(e).__name__}: {e}"))
     except BrokenPipeError:  # e.g. `kcheck place ... | head`
         return 0
     return code if isinstance(code, int) else 0

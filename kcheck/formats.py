@@ -101,9 +101,12 @@ def one_line(text: str) -> str:
     return _cut(printable(text), LINE_LIMIT)
 
 
-def _read_bytes(path: str) -> bytes:
+MAX_INPUT_BYTES = 4 << 30  # the most kcheck reads of one input file (a pipe that never ends stops here)
+
+
+def _read_bytes(path: str, limit: int = MAX_INPUT_BYTES) -> bytes:
     """Open without blocking (a FIFO with no writer would wait forever), then refuse what is not a file or a pipe
-    (a directory, a device such as /dev/zero that never ends, a socket)."""
+    (a directory, a device such as /dev/zero that never ends, a socket), and read at most `limit` bytes."""
     fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
     with open(fd, "rb", closefd=True) as f:
         mode = os.fstat(fd).st_mode
@@ -112,13 +115,16 @@ def _read_bytes(path: str) -> bytes:
         if not (stat.S_ISREG(mode) or stat.S_ISFIFO(mode)):
             raise OSError(0, "not a regular file")
         os.set_blocking(fd, True)  # a pipe with a writer is read to its end; one without reads as empty
-        return f.read()
+        data = f.read(limit + 1)
+        if len(data) > limit:
+            raise OSError(0, f"larger than kcheck's limit of {limit:,} bytes for this input")
+        return data
 
 
-def read_text(path: str) -> str:
-    """The text of a UTF-8 file (a BOM is dropped); an unreadable or blank file is an InputError."""
+def read_text(path: str, limit: int = MAX_INPUT_BYTES) -> str:
+    """The text of a UTF-8 file (a BOM is dropped); an unreadable, blank or too large file is an InputError."""
     try:
-        data = _read_bytes(path)
+        data = _read_bytes(path, limit)
     except FileNotFoundError:
         raise InputError(path, "no such file") from None
     except IsADirectoryError:

@@ -100,6 +100,9 @@ def _decommission(text: str) -> frozenset[int]:
         if not _ID_RE.fullmatch(item):
             raise InputError("--decommission", f"'{formats.shown(item, 40)}' is not a broker id (e.g. --decommission "
                                                "5,6)")
+        if len(item) > 10 or int(item) > 2**31 - 1:  # the length first: int() of thousands of digits raises
+            raise InputError("--decommission", f"broker id {formats.shown(item, 20)} is above 2147483647 (Kafka's "
+                                               "int32 maximum)")
         ids.append(int(item))
     return frozenset(ids)
 
@@ -114,6 +117,9 @@ def read_allowlist(path: str) -> tuple[AllowEntry, ...]:
         if len(fields) < 3:
             raise InputError(path, "expected 'invariant | where | reason'", n)
         invariant, where, reason = fields
+        bad = next((p for p in map(formats.control_problem, fields) if p is not None), None)
+        if bad is not None:
+            raise InputError(path, f"a field {bad}", n)
         if not reason:
             raise InputError(path, "the reason is required ('invariant | where | reason')", n)
         if not invariant or not where:

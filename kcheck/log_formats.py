@@ -1030,6 +1030,44 @@ class VerifyLogResult:
         return own + [(None, x) for x in self.kafka.violations]
 
 
+# ---- numbers: Kafka's tools print Java longs in ASCII digits (issue 33; checked before either parser runs) ----------
+
+# A number field of kafka-dump-log.sh (before the record's key and payload, which are the user's text) or a JSON
+# number of kafka-log-dirs.sh: its digits, ASCII or not.
+_DUMP_NUMBER = re.compile(r"(?:^|\s|\|)([A-Za-z]+(?: [a-z]+)*): (-?\w+)")
+_JSON_NUMBER = re.compile(r"(?<![\w.\"])-?[0-9]{20,}")
+_LONG = 2**63
+
+
+def check_numbers(text: str, source: str) -> None:
+    """Refuse, naming file and line, a number past Java's long range or written with non-ASCII digits (Python's
+    int() takes '١' and thousands of digits; Kafka prints neither)."""
+    json_like = looks_like_log_dirs(text)
+    for n, line in enumerate(text.splitlines(), 1):
+        if json_like:
+            m = _JSON_NUMBER.search(line)
+            if m is not None and not -_LONG <= int(m.group(0)[:25]) < _LONG:
+                raise InputError(source, f"a number of {len(m.group(0).lstrip('-')):,} digits is outside Java's "
+                                         "long range", n)
+            continue
+        if line.startswith("Dumping "):  # a segment's file name is its base offset
+            base = os.path.basename(line.removeprefix("Dumping ").strip()).partition(".")[0]
+            if base.isdigit() and (not base.isascii() or len(base) > 20):
+                raise InputError(source, f"segment file name {shown(base, 30)}: not a base offset in Java's long "
+                                         "range", n)
+            continue
+        head = re.split(r" (?:key|payload): ", line, maxsplit=1)[0]  # the key and payload are the user's data
+        for label, token in _DUMP_NUMBER.findall(head):
+            digits = token.lstrip("-")
+            if not any(c.isdigit() for c in digits) or not digits.isdigit():
+                continue
+            if not digits.isascii():
+                raise InputError(source, f"{label}: {shown(token, 30)!r} is not written in ASCII digits", n)
+            if len(digits) > 19 or not -_LONG <= int(token) < _LONG:
+                raise InputError(source, f"{label}: a number of {len(digits):,} digits is outside Java's long range",
+                                 n)
+
+
 def read_inputs(paths: Sequence[str]) -> tuple[list[Dump], list[LogDirs]]:
     dumps: list[Dump] = []
     dirs: list[LogDirs] = []
@@ -1038,6 +1076,7 @@ def read_inputs(paths: Sequence[str]) -> tuple[list[Dump], list[LogDirs]]:
         text = sys.stdin.read() if path == "-" else read_text(path)
         if not text.strip():
             raise InputError(source, "is empty")
+        check_numbers(text, source)
         if looks_like_log_dirs(text):
             dirs.append(parse_log_dirs(text, source))
         else:
@@ -1246,7 +1285,7 @@ def verify_log_command(
     (and the sizes kafka-log-dirs reports): each violation with its segment, offset and key."""
     from kcheck import junit
 
-    junit_path = junit.output_path(junit_xml, "--junit-xml", dumps) if junit_xml else None
+    junit_path = junit.output_path(junit_xml, "--junit-xml", dumps) if junit_xml is not None else None
     if sum(d == "-" for d in dumps) > 1:
         raise InputError("DUMP", "'-' (stdin) given more than once")
     if partition is not None and (not partition or os.sep in partition or partition in (".", "..")

@@ -879,10 +879,13 @@ def run_plan(current: str, brokers_file: str | None, decommission: str | None, a
 
     if not (math.isfinite(timeout) and 0 < timeout <= 86_400):
         raise InputError("--timeout", f"{timeout} is outside (0, 86400] seconds")
-    out_path = junit.output_path(out, "--out", [current, brokers_file]) if out else None
+    out_path = junit.output_path(out, "--out", [current, brokers_file]) if out is not None else None
     problem, source, block = read_problem(current, brokers_file, decommission, add_brokers, threshold,
                                           max_replicas_per_broker, min_isr, balance)
     err = report.console(stderr=True)
+    from kcheck import interrupts
+
+    interrupts.z3_interruptible()
     try:
         plan = solve(problem, timeout)
     except Infeasible as e:

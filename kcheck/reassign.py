@@ -269,7 +269,7 @@ def run_verify_reassignment(current_path: str | None, proposed_path: str, broker
     gs = gate_settings or gate.gate_settings(None, None, None, "hard")
     junit_path = (junit.output_path(junit_xml, "--junit-xml", [current_path, proposed_path, brokers_file,
                                                                gs.baseline, gs.allowlist])
-                  if junit_xml else None)
+                  if junit_xml is not None else None)
     if controller not in CONTROLLERS:
         raise InputError("--controller", f"'{controller}' is not one of {', '.join(CONTROLLERS)}")
     if min_isr is not None and min_isr < 1:
