@@ -79,7 +79,7 @@ def test_describe_of_every_release(name):
 @pytest.mark.parametrize("text, line, fragment", [
     ("Current partition replica assignment\n{\"version\":1,\"partitions\":[]}\n"
      "Proposed partition reassignment configuration\n{}\n", 2, "partition reassignment list cannot be empty"),
-    ("Current partition replica assignment\n{\"version\":1,\n", 3, "invalid JSON"),  # where the JSON ends
+    ("Current partition replica assignment\n{\"version\":1,\n", "3 column 1", "invalid JSON"),  # where it ends
     ("Proposed partition reassignment configuration\n{\"version\":1,\"partitions\":[{\"topic\":\"a\",\"partition\":0,"
      "\"replicas\":[1]}]}\nhello\n", 3, 'not part of kafka-reassign-partitions output: "hello"'),
 ])
@@ -88,6 +88,21 @@ def test_bad_paste_is_one_line_naming_the_line(text, line, fragment):
         parse_pasted(text, "p.txt", "proposed")
     msg = str(e.value)
     assert msg.startswith(f"p.txt line {line}: ") and fragment in msg and "\n" not in msg
+
+
+def test_a_json_error_in_a_long_pasted_line_keeps_its_line_and_column(capsys, tmp_path):
+    """Kafka prints each block as one line (100,000 characters for a few thousand partitions): the error names
+    the column, ahead of the message, so it stays whole when the message is cut. On main it named the line only."""
+    parts = ",".join(f'{{"topic":"t","partition":{p},"replicas":[1,2,3]}}' for p in range(3000))
+    good = f'{{"version":1,"partitions":[{parts}]}}'
+    block = f'{{"version":1,"partitions":[{parts},]}}'  # a stray comma before the closing bracket
+    paste = tmp_path / ("x" * 200 + ".txt")  # a long name, cut in the message: the position is not
+    paste.write_text(f"Current partition replica assignment\n{good}\n\nProposed partition reassignment "
+                     f"configuration\n{block}\n")
+    code, out, err = run(capsys, "verify", str(paste))
+    assert (code, out) == (2, "")
+    one_error_line(err, "…(", f"line 5 column {len(block) - 1}: invalid JSON in the Proposed partition reassignment "
+                        "configuration block: Expecting value")
 
 
 # --- the commands -----------------------------------------------------------------------------------------------
