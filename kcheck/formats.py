@@ -376,7 +376,8 @@ def _id_list(value: str, key: str, source: str, n: int) -> tuple[int, ...]:
 #               from 2.6 "... is complete." (3.7+: "is completed."), "... is still in progress.", "There is no
 #               active reassignment of partition t-0, but replica set is a rather than b.", and throttle lines.
 #   --list      (2.6+) "Current partition reassignments:" then "t-0: replicas: 4,2,3,1. adding: 4. removing: 1."
-#   --cancel    (2.6+) names the partitions it cancelled, no replicas: refused.
+#   --cancel    (2.6+) names the partitions it cancelled, no replicas: refused; so is --execute's "There is an
+#               existing assignment running." (up to 2.5, a second run while one is in flight).
 
 PASTED_WANTS = ("current", "proposed")
 _CURRENT_HEADER = "Current partition replica assignment"
@@ -491,6 +492,9 @@ def _pasted_kind(lines: list[str], source: str) -> str | None:
     if any(_CANCEL_RE.match(line.strip()) for line in lines):
         raise InputError(source, "kafka-reassign-partitions --cancel output names the partitions it cancelled, not "
                                  "their replicas: paste kafka-topics --describe")
+    if any(line.strip().startswith("There is an existing assignment running") for line in lines):
+        raise InputError(source, "kafka-reassign-partitions --execute output of a run refused while a reassignment "
+                                 "was in flight names no replicas: paste kafka-topics --describe")
     if any(line.strip() == "No partition reassignments found." for line in lines):
         raise InputError(source, "kafka-reassign-partitions --list output with no reassignment in flight names no "
                                  "partition: paste kafka-topics --describe")

@@ -5,7 +5,9 @@ real cluster, with `kafka-topics --describe` of the cluster at each step.
 
 Releases from 2.6 talk to the brokers with --bootstrap-server (KIP-455's admin API); they run against one Kafka 3.9.1
 KRaft cluster (`kcheck.cluster.LocalCluster`: a 4.x broker refuses the requests of clients before 2.1, KIP-896, and
-3.9.1 accepts every client here). Brokers 1..4 in racks a, b, c, a. For each release, from a clean slate:
+3.9.1 accepts every client here). Releases up to 2.5 write the reassignment into ZooKeeper (`--zookeeper`; 2.5 takes
+--bootstrap-server for log directories only): they run against a ZooKeeper-mode 3.9.1 cluster (tests/zk_cluster.py).
+Either cluster has brokers 1..4 in racks a, b, c, a. For each release, from a clean slate:
 
   * topic `orders`: 6 partitions, RF 3 on brokers 1, 2, 3, min.insync.replicas=2, ~1 MB of records;
     topic `events`: 6 partitions, RF 1, four on broker 1, one each on 2 and 3 (broker 4 holds nothing);
@@ -13,8 +15,13 @@ KRaft cluster (`kcheck.cluster.LocalCluster`: a 4.x broker refuses the requests 
   * generate_events.txt: `--generate` of `events` onto `--broker-list 4` (every partition to broker 4);
     generate_orders.txt: `--generate` of `orders` onto brokers 1..4 (Kafka's random placement: as it came out);
   * execute.txt: `--execute --throttle 1` of plan_orders.json (three partitions swap broker 1 for 4), so the moves
-    stay in flight; describe_moving.txt; verify_progress.txt (`--verify`); list.txt (`--list`, 2.6+);
-    cancel.txt (`--cancel`, 2.6+); verify_cancelled.txt (`--verify` once cancelled: "no active reassignment");
+    stay in flight; describe_moving.txt; verify_progress.txt (`--verify`);
+  * 2.6 on: list.txt (`--list`), cancel.txt (`--cancel`), verify_cancelled.txt (`--verify` once cancelled: "no
+    active reassignment ... rather than");
+    up to 2.5 (no --list, no --cancel): execute_again.txt (`--execute` again with a throttle of 100 MB/s: "There is
+    an existing assignment running."), verify_orders.txt (`--verify` once the moves completed, "Throttle was
+    removed."), verify_mismatch.txt (`--verify` of generate_orders.txt's proposal, plan_mismatch.json, never
+    executed: "ERROR: Assigned replicas (..) don't match ..." and "failed" where it differs);
   * execute_events.txt: `--execute` of generate_events.txt's Proposed block (plan_events.json), run to completion;
     verify_complete.txt; describe_after.txt;
   * the topics deleted.
@@ -34,6 +41,7 @@ HERE = Path(__file__).resolve().parent
 BROKER_RELEASE = "3.9.1"  # the cluster's release: accepts the requests of every client from 0.10.2 on
 KRAFT_TOOLS = ("4.4.0", "4.3.1", "4.2.2", "4.1.2", "4.0.2", "3.9.1", "3.8.1", "3.7.2", "3.6.2", "3.5.2", "3.4.1",
                "3.3.2", "3.2.3", "3.1.2", "3.0.2", "2.8.2", "2.7.2", "2.6.3")
+ZK_TOOLS = ("2.5.1", "2.4.1", "2.3.1", "2.2.2", "2.1.1", "2.0.1", "1.1.1", "1.0.2", "0.11.0.3", "0.10.2.2")
 ORDERS = {p: [[1, 2, 3], [2, 3, 1], [3, 1, 2]][p % 3] for p in range(6)}
 EVENTS = {0: [1], 1: [1], 2: [1], 3: [1], 4: [2], 5: [3]}
 PLAN_ORDERS = {"version": 1, "partitions": [
@@ -63,8 +71,7 @@ def wait_until(check, what: str, timeout: float = 60.0) -> None:
         time.sleep(1.0)
 
 
-def release_outputs(version: str, boot: str, work: Path) -> dict[str, str]:
-    """Run the scenario with `version`'s tool against the cluster at `boot`; the files to write, by name."""
+def _create_topics(boot: str) -> None:
     from kafka import KafkaProducer
     from kafka.admin import KafkaAdminClient, NewTopic
 
@@ -81,77 +88,133 @@ def release_outputs(version: str, boot: str, work: Path) -> dict[str, str]:
         producer.close()
     finally:
         admin.close()
+
+
+def _delete_topics(boot: str) -> None:
+    from kafka.admin import KafkaAdminClient, NewTopic
+    from kafka.errors import KafkaError
+
+    tool(BROKER_RELEASE, "kafka-topics", ["--bootstrap-server", boot, "--delete", "--topic", "orders|events"])
+    admin = KafkaAdminClient(bootstrap_servers=boot.split(","), request_timeout_ms=30_000)
+
+    def gone() -> bool:  # ZooKeeper mode deletes in the background: gone once the names can be created again
+        try:
+            admin.create_topics([NewTopic(t, 1, 1) for t in ("orders", "events")], validate_only=True)
+        except KafkaError:
+            return False
+        return True
+
+    try:
+        wait_until(gone, "the topics' deletion", 120.0)
+    finally:
+        admin.close()
+
+
+def _plan(work: Path, out: dict[str, str], name: str, body: str) -> Path:
+    path = work / name
+    path.write_text(body + "\n")
+    out[name] = body + "\n"
+    return path
+
+
+def _proposed(generated: str) -> str:
+    return generated.split("Proposed partition reassignment configuration", 1)[1].strip()
+
+
+def release_outputs(version: str, boot: str, zookeeper: str | None, work: Path) -> dict[str, str]:
+    """Run the scenario with `version`'s tool against the cluster at `boot` (its tool talks to `zookeeper` when
+    given); the files to write, by name."""
+    _create_topics(boot)
     out: dict[str, str] = {}
-    server = ["--bootstrap-server", boot]
+    server = ["--zookeeper", zookeeper] if zookeeper else ["--bootstrap-server", boot]
     describe = ["--bootstrap-server", boot, "--describe", "--topic", "orders|events"]
+
+    def reassign(*args: str) -> str:
+        return tool(version, "kafka-reassign-partitions", [*server, *args])
+
     out["describe_before.txt"] = tool(BROKER_RELEASE, "kafka-topics", describe)
     for topic, brokers in (("events", "4"), ("orders", "1,2,3,4")):
         topics = work / f"topics_{topic}.json"
         topics.write_text(json.dumps({"version": 1, "topics": [{"topic": topic}]}))
-        out[f"generate_{topic}.txt"] = tool(version, "kafka-reassign-partitions", [
-            *server, "--generate", "--topics-to-move-json-file", str(topics), "--broker-list", brokers])
-    plan_orders = work / "plan_orders.json"
-    plan_orders.write_text(json.dumps(PLAN_ORDERS))
-    out["plan_orders.json"] = json.dumps(PLAN_ORDERS) + "\n"
-    reassign = [*server, "--reassignment-json-file", str(plan_orders)]
-    out["execute.txt"] = tool(version, "kafka-reassign-partitions", [*reassign, "--execute", "--throttle", "1"])
+        out[f"generate_{topic}.txt"] = reassign("--generate", "--topics-to-move-json-file", str(topics),
+                                                "--broker-list", brokers)
+    orders = ["--reassignment-json-file", str(_plan(work, out, "plan_orders.json", json.dumps(PLAN_ORDERS)))]
+    out["execute.txt"] = reassign(*orders, "--execute", "--throttle", "1")
     out["describe_moving.txt"] = tool(BROKER_RELEASE, "kafka-topics", describe)
-    out["verify_progress.txt"] = tool(version, "kafka-reassign-partitions", [*reassign, "--verify",
-                                                                            "--preserve-throttles"])
-    out["list.txt"] = tool(version, "kafka-reassign-partitions", [*server, "--list"])
-    out["cancel.txt"] = tool(version, "kafka-reassign-partitions", [*reassign, "--cancel"])
-    out["verify_cancelled.txt"] = tool(version, "kafka-reassign-partitions", [*reassign, "--verify"])
-    proposed = out["generate_events.txt"].split("Proposed partition reassignment configuration", 1)[1].strip()
-    plan_events = work / "plan_events.json"
-    plan_events.write_text(proposed + "\n")
-    out["plan_events.json"] = proposed + "\n"
-    events = [*server, "--reassignment-json-file", str(plan_events)]
-    out["execute_events.txt"] = tool(version, "kafka-reassign-partitions", [*events, "--execute"])
+    if zookeeper is None:
+        out["verify_progress.txt"] = reassign(*orders, "--verify", "--preserve-throttles")
+        out["list.txt"] = reassign("--list")
+        out["cancel.txt"] = reassign(*orders, "--cancel")
+        out["verify_cancelled.txt"] = reassign(*orders, "--verify")
+    else:  # no --cancel: raise the throttle and let the moves complete
+        out["verify_progress.txt"] = reassign(*orders, "--verify")
+        out["execute_again.txt"] = reassign(*orders, "--execute", "--throttle", "100000000")
+        out["verify_orders.txt"] = _verified(reassign, orders, "the orders moves")
+        mismatch = _plan(work, out, "plan_mismatch.json", _proposed(out["generate_orders.txt"]))
+        out["verify_mismatch.txt"] = reassign("--reassignment-json-file", str(mismatch), "--verify")
+    events = ["--reassignment-json-file", str(_plan(work, out, "plan_events.json",
+                                                   _proposed(out["generate_events.txt"])))]
+    out["execute_events.txt"] = reassign(*events, "--execute")
+    out["verify_complete.txt"] = _verified(reassign, events, "the events moves")
+    out["describe_after.txt"] = tool(BROKER_RELEASE, "kafka-topics", describe)
+    _delete_topics(boot)
+    return out
+
+
+def _verified(reassign, plan: list[str], what: str) -> str:
+    """--verify, again until nothing is in progress; its last output."""
     verified: list[str] = []
 
     def complete() -> bool:
-        verified.append(tool(version, "kafka-reassign-partitions", [*events, "--verify"]))
+        verified.append(reassign(*plan, "--verify"))
         return "progress" not in verified[-1]
 
-    wait_until(complete, "the events moves")
-    out["verify_complete.txt"] = verified[-1]
-    out["describe_after.txt"] = tool(BROKER_RELEASE, "kafka-topics", describe)
-    tool(BROKER_RELEASE, "kafka-topics", [*server, "--delete", "--topic", "orders|events"])
-    admin = KafkaAdminClient(bootstrap_servers=boot.split(","), request_timeout_ms=30_000)
-    try:
-        wait_until(lambda: not {"orders", "events"} & set(admin.list_topics()), "the topics' deletion")
-    finally:
-        admin.close()
-    return out
+    wait_until(complete, what)
+    return verified[-1]
 
 
 def main(versions: list[str]) -> None:
     from kcheck.cluster import LocalCluster
 
-    unknown = [v for v in versions if v not in KRAFT_TOOLS]
+    unknown = [v for v in versions if v not in KRAFT_TOOLS + ZK_TOOLS]
     if unknown:
-        raise SystemExit(f"not a release this script runs: {unknown[0]} (known: {', '.join(KRAFT_TOOLS)})")
+        raise SystemExit(f"not a release this script runs: {unknown[0]} (known: {', '.join(KRAFT_TOOLS + ZK_TOOLS)})")
     # A fixed folder: --execute and --generate print the replicas' log directories, so the files stay comparable.
     work = Path(tempfile.gettempdir()) / "kcheck-reassign-make"
     work.mkdir()  # refused when present: another run's, not ours to remove
-    cluster = LocalCluster(BROKER_RELEASE, 4, ("a", "b", "c"), directory=work / "cluster")
-    cluster.start()
     try:
-        for version in versions:
-            started = time.monotonic()
-            files = release_outputs(version, cluster.bootstrap, work)
-            folder = HERE / version
-            folder.mkdir(exist_ok=True)
-            for name, text in files.items():
-                (folder / name).write_text(text)
-            print(f"{version}: {len(files)} files in {time.monotonic() - started:.0f} s", flush=True)
+        kraft = [v for v in versions if v in KRAFT_TOOLS]
+        if kraft:
+            cluster = LocalCluster(BROKER_RELEASE, 4, ("a", "b", "c"), directory=work / "cluster")
+            cluster.start()
+            try:
+                _write(kraft, cluster.bootstrap, None, work)
+            finally:
+                cluster.stop()
+        old = [v for v in versions if v in ZK_TOOLS]
+        if old:
+            from zk_cluster import ZkCluster
+
+            with ZkCluster(4, ("a", "b", "c")) as zk:
+                _write(old, zk.bootstrap, zk.zookeeper, work)
     finally:
-        cluster.stop()
-        for name in ("topics_events.json", "topics_orders.json", "plan_orders.json", "plan_events.json"):
+        for name in ("topics_events.json", "topics_orders.json", "plan_orders.json", "plan_events.json",
+                     "plan_mismatch.json"):
             (work / name).unlink(missing_ok=True)
         work.rmdir()
 
 
+def _write(versions: list[str], boot: str, zookeeper: str | None, work: Path) -> None:
+    for version in versions:
+        started = time.monotonic()
+        files = release_outputs(version, boot, zookeeper, work)
+        folder = HERE / version
+        folder.mkdir(exist_ok=True)
+        for name, text in files.items():
+            (folder / name).write_text(text)
+        print(f"{version}: {len(files)} files in {time.monotonic() - started:.0f} s", flush=True)
+
+
 if __name__ == "__main__":
-    sys.path.insert(0, str(HERE.parents[2]))
-    main(sys.argv[1:] or list(KRAFT_TOOLS))
+    sys.path.insert(0, str(HERE.parents[1]))  # tests/: zk_cluster
+    main(sys.argv[1:] or [*KRAFT_TOOLS, *ZK_TOOLS])
