@@ -357,14 +357,16 @@ def judge(after: Report, before: Report | None, settings: GateSettings, against:
         # a check the target did not run (the live state of a partition) cannot say the plan fixed it
         (fixed if v.invariant in after.checked and v.invariant not in kept else unchanged).append(v)
     suppressed: list[tuple[Violation, str]] = []
-    baseline = settings.baseline_report.violations if settings.baseline_report else ()
+    baseline: dict[tuple[str, str], list[Violation]] = {}
+    for b in settings.baseline_report.violations if settings.baseline_report else ():
+        baseline.setdefault(_key(b), []).append(b)
 
     def keep(v: Violation) -> bool:
         for entry in settings.allow:
             if entry.matches(v):
                 suppressed.append((v, f"allowlist {settings.allowlist} line {entry.line}: {entry.reason}"))
                 return False
-        known = [b for b in baseline if _key(b) == _key(v)]
+        known = baseline.get(_key(v), [])
         if any(_same(b, v) for b in known):
             suppressed.append((v, f"in the baseline {settings.baseline}"))
             return False
