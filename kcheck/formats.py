@@ -443,7 +443,7 @@ def parse_pasted(text: str, source: str, want: str | None = None) -> tuple[Repli
         return parse_plan(text, source), ("reassignment JSON" if text.removeprefix("\ufeff").lstrip()[:1] in ("{", "[")
                                           else "kafka-topics --describe")
     want = want or DEFAULT_BLOCK[kind]
-    pasted = _pasted_blocks(lines, source)
+    pasted = _pasted_blocks(lines, source, kind)
     if kind == "--generate":
         name, other = (_PROPOSED_HEADER, _CURRENT_HEADER) if want == "proposed" else (_CURRENT_HEADER, _PROPOSED_HEADER)
         if name not in pasted.blocks:
@@ -540,7 +540,7 @@ class _Pasted:
     listed: list[PartitionReplicas] = field(default_factory=list)  # --list
 
 
-def _pasted_blocks(lines: list[str], source: str) -> _Pasted:
+def _pasted_blocks(lines: list[str], source: str, kind: str) -> _Pasted:
     """The JSON blocks, --verify statuses and the replicas it names, --list lines; anything else is refused."""
     found = _Pasted()
     header = ""
@@ -558,7 +558,7 @@ def _pasted_blocks(lines: list[str], source: str) -> _Pasted:
             n = _json_block(lines, n, header, source, found)
             header = ""
             continue
-        _status_line(line, n, source, found)
+        _status_line(line, n, source, found, kind)
     return found
 
 
@@ -582,7 +582,7 @@ def _json_block(lines: list[str], n: int, header: str, source: str, found: _Past
     return n + rest[start:end].count("\n")
 
 
-def _status_line(line: str, n: int, source: str, found: _Pasted) -> None:
+def _status_line(line: str, n: int, source: str, found: _Pasted, kind: str) -> None:
     """A --verify status, a line naming a partition's replicas now, or a --list line."""
     listed = _LIST_RE.match(line)
     if listed is not None:
@@ -596,7 +596,8 @@ def _status_line(line: str, n: int, source: str, found: _Pasted) -> None:
         return
     m = _STATUS_RE.match(line) or _ELSEWHERE_RE.match(line) or _MISMATCH_RE.match(line)
     if m is None:
-        raise InputError(source, f"not part of kafka-reassign-partitions output: {_quote(line)}", n)
+        raise InputError(source, f"not part of kafka-reassign-partitions {kind} output (of any release from 0.10.2 "
+                                 f"to 4.4): {_quote(line)}", n)
     tp = TopicPartition(_topic_name(m.group("t1") or m.group("t2"), source, n), int(m.group("p1") or m.group("p2")))
     if "now" not in m.groupdict():
         if tp in found.statuses:

@@ -881,9 +881,9 @@ def _soft_json(j: gate.Judged) -> list[dict[str, Any]]:
             for change, v, before in rows if v.severity is not Severity.HARD]
 
 
-def plan_json(plan: Plan, source: str, block: str, out: str | None) -> dict[str, Any]:
+def plan_json(plan: Plan, source: str, block: str, out: str | None, j: gate.Judged | None = None) -> dict[str, Any]:
     pr = plan.problem
-    j = judged(plan)
+    j = j or judged(plan)
     return {
         "current": source, "current_block": block, "brokers": list(pr.brokers), "decommission": sorted(pr.leaving),
         "balance": pr.balance, "threshold": pr.settings.replica_threshold,
@@ -926,15 +926,15 @@ def run_plan(current: str, brokers_file: str | None, decommission: str | None, a
         err.print(formats.one_line(f"INCOMPLETE: {e}"), markup=False, soft_wrap=True)
         return Exit.INCOMPLETE
     text = formats.format_reassignment_json(plan.proposed) if len(plan.proposed) else None
+    j = judged(plan)
     if out_path and text is not None:
         junit.write_atomic(out_path, (text + "\n").encode("utf-8"))
     if json_out:
-        print(json.dumps(plan_json(plan, source, block, out_path if text is not None else None), indent=2))
+        print(json.dumps(plan_json(plan, source, block, out_path if text is not None else None, j), indent=2))
     elif text is not None and out_path is None:
         print(text)
     err.print(f"Read {formats.shown(source)}: {block}.", markup=False, soft_wrap=True)
     err.print(_summary_table(plan))
-    j = judged(plan)
     if j.introduced or j.changed or j.unchanged or j.fixed:
         err.print(gate.judged_table(j, "Findings after the plan against the cluster now (soft ones are not "
                                        "constrained; every hard one is fixed)"))

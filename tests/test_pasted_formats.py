@@ -46,7 +46,8 @@ def test_describe_of_every_release(name):
      "Proposed partition reassignment configuration\n{}\n", 2, "partition reassignment list cannot be empty"),
     ("Current partition replica assignment\n{\"version\":1,\n", "3 column 1", "invalid JSON"),  # where it ends
     ("Proposed partition reassignment configuration\n{\"version\":1,\"partitions\":[{\"topic\":\"a\",\"partition\":0,"
-     "\"replicas\":[1]}]}\nhello\n", 3, 'not part of kafka-reassign-partitions output: "hello"'),
+     "\"replicas\":[1]}]}\nhello\n", 3,
+     'not part of kafka-reassign-partitions --generate output (of any release from 0.10.2 to 4.4): "hello"'),
 ])
 def test_bad_paste_is_one_line_naming_the_line(text, line, fragment):
     with pytest.raises(InputError) as e:
