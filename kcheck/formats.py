@@ -366,15 +366,17 @@ def _id_list(value: str, key: str, source: str, n: int) -> tuple[int, ...]:
 # What each release prints (`kafka.admin.ReassignPartitionsCommand` up to 3.6, then
 # `org.apache.kafka.tools.reassign.ReassignPartitionsCommand`), all read here:
 #   --generate  "Current partition replica assignment", its JSON, a blank line, "Proposed partition reassignment
-#               configuration", its JSON (before 2.6 a blank line follows each header; log_dirs from 1.1).
+#               configuration", its JSON (log_dirs from 1.0; partitions in ZooKeeper's order up to 2.5).
 #   --execute   "Current partition replica assignment", a blank line, the JSON (the rollback plan: the replicas the
-#               plan's partitions have now, with their log directories from 3.x), "Save this to use as the
-#               --reassignment-json-file option during rollback", throttle lines, "Successfully started ...".
+#               plan's partitions have now, up to 2.5 every partition of the plan's topics; their real log
+#               directories from 4.2, "any" before), "Save this to use as the --reassignment-json-file option during
+#               rollback", throttle lines, "Successfully started ...".
 #   --verify    "Status of partition reassignment:" then per partition: up to 2.5 "Reassignment of partition
-#               [t,0] / t-0 completed successfully | is still in progress | failed" (with "ERROR: Assigned replicas
-#               (..) don't match the list of replicas for reassignment (..) for partition .." before a failure);
-#               from 2.6 "... is complete." (3.7+: "is completed."), "... is still in progress.", "There is no
-#               active reassignment of partition t-0, but replica set is a rather than b.", and throttle lines.
+#               [t,0] (to 0.11) / t-0 completed successfully | is still in progress | failed" (up to 2.0 with
+#               "ERROR: Assigned replicas (..) don't match the list of replicas for reassignment (..) for partition
+#               .." before a failure); from 2.6 "... is complete." (3.3+: "is completed."), "... is still in
+#               progress.", "There is no active reassignment of partition t-0, but replica set is a rather than b.",
+#               and throttle lines.
 #   --list      (2.6+) "Current partition reassignments:" then "t-0: replicas: 4,2,3,1. adding: 4. removing: 1."
 #   --cancel    (2.6+) names the partitions it cancelled, no replicas: refused; so is --execute's "There is an
 #               existing assignment running." (up to 2.5, a second run while one is in flight).
