@@ -588,8 +588,10 @@ def verify(
     = None,
     controller: Annotated[str, typer.Option(help="kraft or zk: whose leader-imbalance and reassignment rules the "
                                                  "health checks apply.")] = "kraft",
-    block: Annotated[str, typer.Option(help="Which block of pasted kafka-reassign-partitions output to check: "
-                                            "proposed or current.")] = "proposed",
+    block: Annotated[str | None, typer.Option(
+        help="Which block of pasted kafka-reassign-partitions output to check: proposed or current (default: "
+             "--generate's Proposed block; the state before the plan in --execute output; the partitions as --verify "
+             "states them).")] = None,
     bootstrap_server: BootstrapOpt = None,
     command_config: CommandConfigOpt = None,
 ) -> int:
@@ -623,11 +625,14 @@ def verify(
             raise InputError(source, "is empty")
     if controller not in CONTROLLERS:
         raise InputError("--controller", f"'{controller}' is not one of {', '.join(CONTROLLERS)}")
-    if block not in formats.PASTED_WANTS:
-        raise InputError("--block", f"'{block}' is not one of {', '.join(formats.PASTED_WANTS)}")
+    if block is not None and block not in formats.PASTED_WANTS:
+        raise InputError("--block", f"'{formats.shown(block, 40)}' is not one of {', '.join(formats.PASTED_WANTS)}")
     if min_insync_replicas is not None:
         _bounded("--min-insync-replicas", min_insync_replicas, 1, INT32_MAX)
-    assignment, block_used = formats.parse_pasted(text, source, block)
+    try:
+        assignment, block_used = formats.parse_pasted(text, source, block)
+    except formats.BlockRefused as e:
+        raise InputError(e.source, f"{e.message}; --block {e.other} reads {e.what}", e.line) from None
     if brokers_file:
         cluster = formats.parse_brokers(formats.read_text(brokers_file), brokers_file)
     elif live is not None:  # the brokers the cluster reports, with their racks

@@ -19,6 +19,7 @@ import re
 import stat
 from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 from kcheck.model import (
@@ -85,13 +86,16 @@ def terminal_safe(text: str) -> str:
 
 
 class InputError(Exception):
-    """Bad user input. str(e) is one line: '<source>: <message>' or '<source> line <n>: <message>'."""
+    """Bad user input. str(e) is one line: '<source>: <message>', '<source> line <n>: <message>' or, for a position
+    in a line (a JSON error in a 100,000-character line of Kafka's JSON), '<source> line <n> column <c>: <message>'.
+    The place comes first, so it stays whole however much of the message is cut."""
 
-    def __init__(self, source: str, message: str, line: int | None = None) -> None:
+    def __init__(self, source: str, message: str, line: int | None = None, column: int | None = None) -> None:
         self.source = source
         self.message = message
         self.line = line
-        where = source if line is None else f"{source} line {line}"
+        self.column = column
+        where = source if line is None else f"{source} line {line}" + ("" if column is None else f" column {column}")
         # User text (names, quoted lines, paths) must not break the one-line promise nor drive the terminal.
         super().__init__(one_line(f"{where}: {message}"))
 
@@ -363,28 +367,66 @@ def _id_list(value: str, key: str, source: str, n: int) -> tuple[int, ...]:
 
 
 # ---------------------------------------------------------------------------------------------
-# Pasted tool output: kafka-reassign-partitions --generate / --execute / --verify, or any of the above
+# Pasted tool output: kafka-reassign-partitions --generate / --execute / --verify / --list, or any of the above
+#
+# What each release prints (`kafka.admin.ReassignPartitionsCommand` up to 3.6, then
+# `org.apache.kafka.tools.reassign.ReassignPartitionsCommand`), all read here:
+#   --generate  "Current partition replica assignment", its JSON, a blank line, "Proposed partition reassignment
+#               configuration", its JSON (log_dirs from 1.0; partitions in ZooKeeper's order up to 2.5).
+#   --execute   "Current partition replica assignment", a blank line, the JSON (the rollback plan: the replicas the
+#               plan's partitions have now, up to 2.5 every partition of the plan's topics; their real log
+#               directories from 4.2, "any" before), "Save this to use as the --reassignment-json-file option during
+#               rollback", throttle lines, "Successfully started ...".
+#   --verify    "Status of partition reassignment:" then per partition: up to 2.5 "Reassignment of partition
+#               [t,0] (to 0.11) / t-0 completed successfully | is still in progress | failed" (up to 2.0 with
+#               "ERROR: Assigned replicas (..) don't match the list of replicas for reassignment (..) for partition
+#               .." before a failure); from 2.6 "... is complete." (3.3+: "is completed."), "... is still in
+#               progress.", "There is no active reassignment of partition t-0, but replica set is a rather than b.",
+#               and throttle lines.
+#   --list      (2.6+) "Current partition reassignments:" then "t-0: replicas: 4,2,3,1. adding: 4. removing: 1."
+#   --cancel    (2.6+) names the partitions it cancelled, no replicas: refused; so is --execute's "There is an
+#               existing assignment running." (up to 2.5, a second run while one is in flight).
 
 PASTED_WANTS = ("current", "proposed")
 _CURRENT_HEADER = "Current partition replica assignment"
 _PROPOSED_HEADER = "Proposed partition reassignment configuration"
 _STATUS_HEADER = "Status of partition reassignment:"
 _ROLLBACK_LINE = "Save this to use as the --reassignment-json-file option during rollback"
-# --verify's partition lines, every release: 'foo-0' (TopicPartition) or '[foo,0]' (0.8's TopicAndPartition).
+_LIST_HEADER = "Current partition reassignments:"
+# --verify's partition lines, every release: 'foo-0' (TopicPartition) or '[foo,0]' (0.10's TopicAndPartition).
 _TP = r"(?:\[(?P<t1>[^,\]\s]+),(?P<p1>[0-9]+)\]|(?P<t2>\S+)-(?P<p2>[0-9]+))"
 _STATUS_RE = re.compile(rf"Reassignment of partition {_TP} (?P<state>is complete|is completed|completed successfully"
                         rf"|is still in progress|failed)\.?\s*$")
 _ELSEWHERE_RE = re.compile(rf"There is no active reassignment of partition {_TP}, but replica set is "
                            r"(?P<now>[0-9,]*) rather than (?P<target>[0-9,]*)\.\s*$")
+_MISMATCH_RE = re.compile(r"ERROR: Assigned replicas \((?P<now>[0-9,]*)\) don't match the list of replicas for "
+                          rf"reassignment \((?P<target>[0-9,]*)\) for partition {_TP}\s*$")
+_LIST_RE = re.compile(r"(?P<t>\S+)-(?P<p>[0-9]+): replicas: (?P<replicas>[0-9,]*)\.(?: adding: (?P<adding>[0-9,]+)\.)?"
+                      r"(?: removing: (?P<removing>[0-9,]+)\.)?\s*$")
+_CANCEL_RE = re.compile(r"(Successfully cancelled partition reassignments? for: |None of the specified partition "
+                        r"(reassignments|moves) are active\.)")
 # Lines the tool prints around its blocks, and a shell prompt line of the paste: not data, skipped.
-_TOOL_NOISE_RE = re.compile(r"(Successfully started (partition )?reassignments? |Warning: "
-                            r"|The (inter-broker|replica-alter-dir) throttle |Reassignment of replica "
-                            r"|Partition \S+ (on broker|is not found|cannot "
-                            r"be found)|Current partition reassignments:|There are no ongoing|Clearing broker-level "
-                            r"throttles|Clearing topic-level throttles|\$ |> )")
+_TOOL_NOISE_RE = re.compile(r"(Successfully started (partition )?reassignments? |Warning: |There is an existing "
+                            r"assignment running|The (inter-broker |replica-alter-dir )?throttle |Throttle was removed"
+                            r"|Reassignment of replica |Partition \S+ (on broker|is not found|cannot be found)"
+                            r"|There are no ongoing|Clearing broker-level throttles|Clearing topic-level throttles"
+                            r"|No partition reassignments found|\$ |> )")
+# The block each kind of output gives when the command does not ask (verify's --block unset): the plan of
+# --generate, the state of the others.
+DEFAULT_BLOCK = {"--generate": "proposed", "--execute": "current", "--verify": "current", "--list": "current"}
 
 
-def parse_pasted(text: str, source: str, want: str) -> tuple[ReplicaAssignment, str]:
+class BlockRefused(InputError):
+    """The block asked for is not in the paste, or cannot be read from it, but `other` can be: each command says
+    how to ask for it (verify: --block; verify-reassignment: the other argument)."""
+
+    def __init__(self, source: str, message: str, other: str, what: str, line: int | None = None) -> None:
+        super().__init__(source, message, line)
+        self.other = other  # "current" or "proposed"
+        self.what = what  # what that block is, for people
+
+
+def parse_pasted(text: str, source: str, want: str | None = None) -> tuple[ReplicaAssignment, str]:
     """Kafka's own tool output as pasted, auto-detected; returns the assignment and the name of the block used.
 
     * `kafka-reassign-partitions --generate` (its "Current partition replica assignment" and "Proposed partition
@@ -392,38 +434,85 @@ def parse_pasted(text: str, source: str, want: str) -> tuple[ReplicaAssignment, 
     * `--execute` output: its only block, the replicas before the plan (the rollback JSON), is the current state.
     * `--verify` output ("Status of partition reassignment:" lines) with the reassignment JSON it verified in the
       same paste: "proposed" is that JSON; "current" is each partition as --verify states it (completed: on its
-      target; "no active reassignment ... rather than": on the replicas it names). A partition still in progress
-      has no replica list in that output, so "current" refuses it (kafka-topics --describe shows its Adding and
-      Removing Replicas). --verify output alone names no replicas and is refused.
+      target; "no active reassignment ... rather than" or a ZooKeeper-era "Assigned replicas (..) don't match": on
+      the replicas it names). A partition still in progress has no replica list in that output, so "current"
+      refuses it (kafka-topics --describe shows its Adding and Removing Replicas). --verify output alone names no
+      replicas and is refused.
+    * `--list` output: the partitions being reassigned with their replicas, adding and removing ones ("current").
     * Otherwise a reassignment JSON or `kafka-topics --describe` text of any release (`parse_plan`).
-    """
-    if want not in PASTED_WANTS:
-        raise ValueError(f"want must be one of {PASTED_WANTS}, not {want!r}")
+
+    `want` None: the block `DEFAULT_BLOCK` names for what was pasted. A block that is not there, or cannot be read,
+    while the other can is a `BlockRefused`."""
+    if want is not None and want not in PASTED_WANTS:
+        raise ValueError(f"want must be one of {PASTED_WANTS} or None, not {want!r}")
     lines = _lines(text)
-    headers = {h: [n for n, line in enumerate(lines, 1) if line.strip().rstrip(":") == h]
-               for h in (_CURRENT_HEADER, _PROPOSED_HEADER)}
-    status_at = [n for n, line in enumerate(lines, 1) if line.strip().startswith(_STATUS_HEADER.rstrip(":"))]
-    if not (headers[_CURRENT_HEADER] or headers[_PROPOSED_HEADER] or status_at):
+    kind = _pasted_kind(lines, source)
+    if kind is None:
         return parse_plan(text, source), ("reassignment JSON" if text.removeprefix("\ufeff").lstrip()[:1] in ("{", "[")
-                      else "kafka-topics --describe")
-    for h, at in headers.items():
-        if len(at) > 1:
-            raise InputError(source, f'"{h}" appears twice (lines {at[0]} and {at[1]}): paste one run\'s output',
-                             at[1])
-    blocks, statuses, elsewhere = _pasted_blocks(lines, source)
-    rollback = any(line.strip() == _ROLLBACK_LINE for line in lines)
-    if headers[_PROPOSED_HEADER] or (headers[_CURRENT_HEADER] and not rollback):
-        tool = "--generate output"
-        name = _PROPOSED_HEADER if want == "proposed" else _CURRENT_HEADER
-        if name not in blocks:
-            raise InputError(source, f'kafka-reassign-partitions {tool} without its "{name}" block')
-        return blocks[name], f"{tool}: {name}"
-    if headers[_CURRENT_HEADER]:
+                                          else "kafka-topics --describe")
+    want = want or DEFAULT_BLOCK[kind]
+    pasted = _pasted_blocks(lines, source, kind)
+    if kind == "--generate":
+        name, other = (_PROPOSED_HEADER, _CURRENT_HEADER) if want == "proposed" else (_CURRENT_HEADER, _PROPOSED_HEADER)
+        if name not in pasted.blocks:
+            message = f'kafka-reassign-partitions --generate output without its "{name}" block'
+            if other in pasted.blocks:
+                raise BlockRefused(source, message, _other(want), f'its "{other}" block')
+            raise InputError(source, message)
+        return pasted.blocks[name], f"--generate output: {name}"
+    if kind == "--execute":
         if want == "proposed":
-            raise InputError(source, "kafka-reassign-partitions --execute output holds only the replicas before the "
-                                     'plan ("Current partition replica assignment", the rollback JSON), not a plan')
-        return blocks[_CURRENT_HEADER], f"--execute output: {_CURRENT_HEADER} (before the plan)"
-    plan = blocks.get("")
+            raise BlockRefused(source, "kafka-reassign-partitions --execute output holds only the replicas before the "
+                                       'plan ("Current partition replica assignment", the rollback JSON), not a plan',
+                               "current", "that block, the state before the plan")
+        return pasted.blocks[_CURRENT_HEADER], f"--execute output: {_CURRENT_HEADER} (before the plan)"
+    if kind == "--list":
+        if want == "proposed":
+            raise BlockRefused(source, "kafka-reassign-partitions --list output names the reassignments in flight, not "
+                                       "a plan", "current", "the partitions in flight with their adding and removing "
+                                                            "replicas")
+        return ReplicaAssignment(tuple(pasted.listed)), "--list output: the reassignments in flight (no leader or ISR)"
+    return _verified(pasted, source, want)
+
+
+def _other(want: str) -> str:
+    return "current" if want == "proposed" else "proposed"
+
+
+def _pasted_kind(lines: list[str], source: str) -> str | None:
+    """Which output of kafka-reassign-partitions the paste is, from its headers; None when it is none of them."""
+    def at(header: str) -> list[int]:
+        return [n for n, line in enumerate(lines, 1) if line.strip().rstrip(":") == header.rstrip(":")]
+
+    current, proposed, listed = at(_CURRENT_HEADER), at(_PROPOSED_HEADER), at(_LIST_HEADER)
+    for header, found in ((_CURRENT_HEADER, current), (_PROPOSED_HEADER, proposed), (_LIST_HEADER, listed)):
+        if len(found) > 1:
+            raise InputError(source, f'"{header.rstrip(":")}" appears twice (lines {found[0]} and {found[1]}): paste '
+                                     "one run's output", found[1])
+    if proposed or (current and not any(line.strip() == _ROLLBACK_LINE for line in lines)):
+        return "--generate"
+    if current:
+        return "--execute"
+    if listed:
+        return "--list"
+    if any(line.strip().startswith(_STATUS_HEADER.rstrip(":")) for line in lines):
+        return "--verify"
+    if any(_CANCEL_RE.match(line.strip()) for line in lines):
+        raise InputError(source, "kafka-reassign-partitions --cancel output names the partitions it cancelled, not "
+                                 "their replicas: paste kafka-topics --describe")
+    if any(line.strip().startswith("There is an existing assignment running") for line in lines):
+        raise InputError(source, "kafka-reassign-partitions --execute output of a run refused while a reassignment "
+                                 "was in flight names no replicas: paste kafka-topics --describe")
+    if any(line.strip() == "No partition reassignments found." for line in lines):
+        raise InputError(source, "kafka-reassign-partitions --list output with no reassignment in flight names no "
+                                 "partition: paste kafka-topics --describe")
+    return None
+
+
+def _verified(pasted: _Pasted, source: str, want: str) -> tuple[ReplicaAssignment, str]:
+    """--verify output with the reassignment JSON it verified: that JSON ("proposed"), or the partitions as the
+    output states them ("current")."""
+    plan = pasted.blocks.get("")
     if plan is None:
         raise InputError(source, "kafka-reassign-partitions --verify output names each partition's status, not its "
                                  "replicas: paste it with the reassignment JSON it verified, or paste "
@@ -432,73 +521,103 @@ def parse_pasted(text: str, source: str, want: str) -> tuple[ReplicaAssignment, 
         return plan, "--verify output: the reassignment JSON it verified"
     by_tp = {p.tp: p for p in plan}
     parts: list[PartitionReplicas] = []
-    for tp, (state, n) in sorted(statuses.items()):
+    for tp, (state, n) in sorted(pasted.statuses.items()):
         if tp not in by_tp:
             raise InputError(source, f"partition {tp}: --verify status without an entry in the reassignment JSON", n)
+        if tp in pasted.elsewhere:
+            continue  # "failed", after the ZooKeeper-era line naming its replicas
         if state in ("is still in progress", "failed"):
-            raise InputError(source, f"partition {tp}: --verify says its reassignment {state.removeprefix('is ')}; "
-                                     "that output has no replica list for it (kafka-topics --describe shows its "
-                                     "Adding and Removing Replicas)", n)
+            raise BlockRefused(source, f"partition {tp}: --verify says its reassignment {state.removeprefix('is ')}; "
+                                       "that output has no replica list for it (kafka-topics --describe shows its "
+                                       "Adding and Removing Replicas)", "proposed", "the reassignment JSON it "
+                                                                                    "verified", n)
         parts.append(PartitionReplicas(tp.topic, tp.partition, by_tp[tp].replicas))
-    for tp, (now, _) in sorted(elsewhere.items()):
+    for tp, (now, _) in sorted(pasted.elsewhere.items()):
         parts.append(PartitionReplicas(tp.topic, tp.partition, now))
-    missing = sorted(set(by_tp) - set(statuses) - set(elsewhere))
+    missing = sorted(set(by_tp) - set(pasted.statuses) - set(pasted.elsewhere))
     if missing:
         raise InputError(source, f"partition {missing[0]}: in the reassignment JSON but without a --verify status")
     return ReplicaAssignment(tuple(parts)), "--verify output: the partitions as it states them"
 
 
-def _pasted_blocks(lines: list[str], source: str) -> tuple[
-        dict[str, ReplicaAssignment], dict[TopicPartition, tuple[str, int]], dict[TopicPartition, tuple[tuple[int, ...],
-                                                                                                         int]]]:
-    """The JSON blocks by the header before them ('' when none), --verify statuses and 'rather than' lines."""
-    blocks: dict[str, ReplicaAssignment] = {}
-    statuses: dict[TopicPartition, tuple[str, int]] = {}
-    elsewhere: dict[TopicPartition, tuple[tuple[int, ...], int]] = {}
+@dataclass
+class _Pasted:
+    blocks: dict[str, ReplicaAssignment] = field(default_factory=dict)  # by the header before them ('' when none)
+    statuses: dict[TopicPartition, tuple[str, int]] = field(default_factory=dict)  # --verify: (state, line)
+    elsewhere: dict[TopicPartition, tuple[tuple[int, ...], int]] = field(default_factory=dict)  # replicas now, line
+    listed: list[PartitionReplicas] = field(default_factory=list)  # --list
+
+
+def _pasted_blocks(lines: list[str], source: str, kind: str) -> _Pasted:
+    """The JSON blocks, --verify statuses and the replicas it names, --list lines; anything else is refused."""
+    found = _Pasted()
     header = ""
-    decoder = json.JSONDecoder()
     n = 0
     while n < len(lines):
         line = lines[n].strip()
         n += 1
-        if not line or line == _ROLLBACK_LINE or line.startswith(_STATUS_HEADER) or _TOOL_NOISE_RE.match(line):
+        if not line or line == _ROLLBACK_LINE or line.startswith(_STATUS_HEADER.rstrip(":")) or line == _LIST_HEADER \
+                or _TOOL_NOISE_RE.match(line) or _CANCEL_RE.match(line):
             continue
         if line.rstrip(":") in (_CURRENT_HEADER, _PROPOSED_HEADER):
             header = line.rstrip(":")
             continue
         if line.startswith("{"):
-            rest = "\n".join(lines[n - 1:])
-            start = rest.index("{")
-            try:
-                _, end = decoder.raw_decode(rest, start)
-            except json.JSONDecodeError as e:
-                raise InputError(source, f"invalid JSON in the {header or 'reassignment'} block: {e.msg}",
-                                 n - 1 + e.lineno) from None
-            where = f"{header} block" if header else "reassignment JSON"
-            if header in blocks or (not header and "" in blocks):
-                raise InputError(source, f"a second {where}", n)
-            try:
-                blocks[header] = parse_reassignment_json(rest[start:end], source)
-            except InputError as e:
-                raise InputError(source, f"{where}: {e.message}", n) from None
-            n += rest[start:end].count("\n")
+            n = _json_block(lines, n, header, source, found)
             header = ""
             continue
-        m = _STATUS_RE.match(line) or _ELSEWHERE_RE.match(line)
-        if m is None:
-            raise InputError(source, f"not part of kafka-reassign-partitions output: {_quote(line)}", n)
-        topic = m.group("t1") or m.group("t2")
-        tp = TopicPartition(_topic_name(topic, source, n), int(m.group("p1") or m.group("p2")))
-        if tp in statuses or tp in elsewhere:
+        _status_line(line, n, source, found, kind)
+    return found
+
+
+def _json_block(lines: list[str], n: int, header: str, source: str, found: _Pasted) -> int:
+    """Read the JSON that starts on line n (1-based) into `found`; returns the number of its last line."""
+    rest = "\n".join(lines[n - 1:])
+    start = rest.index("{")
+    where = f"{header} block" if header else "reassignment JSON"
+    try:
+        _, end = json.JSONDecoder().raw_decode(rest, start)
+    except json.JSONDecodeError as e:
+        raise InputError(source, f"invalid JSON in the {where}: {e.msg}", n - 1 + e.lineno, e.colno) from None
+    except (ValueError, RecursionError) as e:  # an integer of more than 4300 digits, deep nesting
+        raise InputError(source, f"invalid JSON in the {where}: {type(e).__name__}: {e}", n) from None
+    if header in found.blocks:
+        raise InputError(source, f"a second {where}", n)
+    try:
+        found.blocks[header] = parse_reassignment_json(rest[start:end], source)
+    except InputError as e:
+        raise InputError(source, f"{where}: {e.message}", n) from None
+    return n + rest[start:end].count("\n")
+
+
+def _status_line(line: str, n: int, source: str, found: _Pasted, kind: str) -> None:
+    """A --verify status, a line naming a partition's replicas now, or a --list line."""
+    listed = _LIST_RE.match(line)
+    if listed is not None:
+        topic = _topic_name(listed.group("t"), source, n)
+        replicas = _id_list(listed.group("replicas"), "replicas", source, n)
+        if not replicas:
+            raise InputError(source, f"partition {topic}-{listed.group('p')}: empty replica set", n)
+        found.listed.append(PartitionReplicas(topic, int(listed.group("p")), replicas,
+                                              adding=_id_list(listed.group("adding") or "", "adding", source, n),
+                                              removing=_id_list(listed.group("removing") or "", "removing", source, n)))
+        return
+    m = _STATUS_RE.match(line) or _ELSEWHERE_RE.match(line) or _MISMATCH_RE.match(line)
+    if m is None:
+        raise InputError(source, f"not part of kafka-reassign-partitions {kind} output (of any release from 0.10.2 "
+                                 f"to 4.4): {_quote(line)}", n)
+    tp = TopicPartition(_topic_name(m.group("t1") or m.group("t2"), source, n), int(m.group("p1") or m.group("p2")))
+    if "now" not in m.groupdict():
+        if tp in found.statuses:
             raise InputError(source, f"partition {tp} has two --verify statuses", n)
-        if "now" in m.groupdict():
-            now = _id_list(m.group("now"), "replica set", source, n)
-            if not now:
-                raise InputError(source, f"partition {tp}: empty replica set", n)
-            elsewhere[tp] = (now, n)
-        else:
-            statuses[tp] = (m.group("state"), n)
-    return blocks, statuses, elsewhere
+        found.statuses[tp] = (m.group("state"), n)
+        return
+    if tp in found.elsewhere or (tp in found.statuses and found.statuses[tp][0] != "failed"):
+        raise InputError(source, f"partition {tp} has two --verify statuses", n)
+    now = _id_list(m.group("now"), "replica set", source, n)
+    if not now:
+        raise InputError(source, f"partition {tp}: empty replica set", n)
+    found.elsewhere[tp] = (now, n)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -252,14 +252,17 @@ def report_cases(report: Report, classname: str, fails: Iterable[str] = ()) -> l
 
 def judged_cases(report: Report, judged: Any, classname: str) -> list[TestCase]:
     """A gated command (kcheck/gate.py): one case per invariant, a failure exactly when one of its findings fails
-    the gate (`--fail-on`); introduced, unchanged, suppressed (with the reason) and fixed findings that do not
-    fail it are listed in <system-out> of a passing case."""
+    the gate (`--fail-on`); introduced, changed, unchanged, suppressed (with the reason) and fixed findings that do
+    not fail it are listed in <system-out> of a passing case."""
     fails = {id(v) for v in judged.counted}
     by_invariant: dict[str, list[tuple[str, Violation]]] = {}
     for change, found in (("introduced", judged.introduced), ("unchanged", judged.unchanged),
                           ("fixed", judged.fixed)):
         for v in found:
             by_invariant.setdefault(v.invariant, []).append((change, v))
+    for c in judged.changed:
+        by_invariant.setdefault(c.after.invariant, []).append((f"changed ({c.direction}; before: {c.before.message})",
+                                                               c.after))
     for v, reason in judged.suppressed:
         by_invariant.setdefault(v.invariant, []).append((f"suppressed ({reason})", v))
     cases = []
