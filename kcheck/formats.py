@@ -146,9 +146,16 @@ def read_text(path: str) -> str:
 
 def parse_plan(text: str, source: str) -> ReplicaAssignment:
     """A reassignment JSON (first non-blank character '{' or '[') or else `kafka-topics --describe` text."""
-    if text.removeprefix("\ufeff").lstrip()[:1] in ("{", "["):  # '[' too: a clearer error than a describe one
+    if is_json(text):
         return parse_reassignment_json(text, source)
     return parse_describe(text, source)
+
+
+def is_json(text: str) -> bool:
+    """A reassignment JSON ('[' too: a clearer error than a describe one), not a paste that starts with a shell
+    prompt such as '[user@host ~]$ kafka-topics ...'."""
+    body = text.removeprefix("\ufeff").lstrip()
+    return body[:1] in ("{", "[") and not _PROMPT_RE.match(body.split("\n", 1)[0])
 
 
 # ---------------------------------------------------------------------------------------------
@@ -309,10 +316,12 @@ class Describe:
     def layout(self) -> str:
         """The layout in words: which kafka-topics releases print it."""
         span = self.releases
-        what = ("Confluent Server's kafka-topics" if "confluent" in self.features else "kafka-topics")
         if span is None:
-            return f"{what}, lines of several releases' layouts (a mix of pastes?)"
-        return f"{what} {span[0]}–{span[1]}" if span != (OLDEST, NEWEST) else f"{what}, any release"
+            text = "kafka-topics, lines of several releases' layouts (a mix of pastes?)"
+        else:
+            text = f"kafka-topics {span[0]}–{span[1]}" if span != (OLDEST, NEWEST) else "kafka-topics, any release"
+        return (f"Confluent Server's kafka-topics (Offline/Observers columns) on the layout of Apache {text}"
+                if "confluent" in self.features else text)
 
     @property
     def era(self) -> tuple[str | None, str]:
@@ -441,7 +450,9 @@ class _DescribeReader:
             why = (" (topic lines only, as --topics-with-overrides prints them: nothing to check)" if self.headers
                    else "")
             raise InputError(self.source, "no partitions found" + why)
-        return Describe(ReplicaAssignment(tuple(self.parts), self.rf) if check else ReplicaAssignment(()),
+        # A header's ReplicationFactor counts observers, which are left out: those topics' factor is not known.
+        rf = {t: n for t, n in self.rf.items() if not any(tp.topic == t for tp in self.observers)}
+        return Describe(ReplicaAssignment(tuple(self.parts), rf) if check else ReplicaAssignment(()),
                         dict(self.counts), dict(self.min_isr), self.headers, dict(self.leader_text),
                         dict(self.observers), frozenset(self.features), tuple(self.skipped))
 
@@ -571,7 +582,7 @@ def parse_pasted(text: str, source: str, want: str) -> tuple[ReplicaAssignment, 
                for h in (_CURRENT_HEADER, _PROPOSED_HEADER)}
     status_at = [n for n, line in enumerate(lines, 1) if line.strip().startswith(_STATUS_HEADER.rstrip(":"))]
     if not (headers[_CURRENT_HEADER] or headers[_PROPOSED_HEADER] or status_at):
-        return parse_plan(text, source), ("reassignment JSON" if text.removeprefix("\ufeff").lstrip()[:1] in ("{", "[")
+        return parse_plan(text, source), ("reassignment JSON" if is_json(text)
                       else "kafka-topics --describe")
     for h, at in headers.items():
         if len(at) > 1:

@@ -164,15 +164,15 @@ def by_topic(parts: list[PartitionSurvival]) -> list[TopicSurvival]:
     for ps in parts:
         groups.setdefault(ps.partition.topic, []).append(ps)
     out = []
-    for topic, ps in groups.items():
-        weakest = min(ps, key=lambda x: (x.broker_failures, x.rack_failures or 0))
-        racked = ps[0].after_rack_loss is not None
+    for topic, group in groups.items():
+        weakest = min(group, key=lambda x: (x.broker_failures, x.rack_failures or 0))
+        racked = group[0].after_rack_loss is not None
         out.append(TopicSurvival(
-            topic, len(ps), ps[0].min_isr, weakest.broker_failures, str(weakest.partition.tp),
-            min(x.rack_failures or 0 for x in ps) if racked else None,
-            all(w for x in ps if x.writable for w, _ in (x.after_rack_loss or {}).values()) if racked else None,
-            all(r for x in ps if x.readable for _, r in (x.after_rack_loss or {}).values()) if racked else None,
-            sum(not x.writable for x in ps)))
+            topic, len(group), group[0].min_isr, weakest.broker_failures, str(weakest.partition.tp),
+            min(x.rack_failures or 0 for x in group) if racked else None,
+            all(w for x in group if x.writable for w, _ in (x.after_rack_loss or {}).values()) if racked else None,
+            all(r for x in group if x.readable for _, r in (x.after_rack_loss or {}).values()) if racked else None,
+            sum(not x.writable for x in group)))
     return sorted(out, key=lambda t: (t.broker_failures, t.rack_failures or 0, t.topic))
 
 
