@@ -3,8 +3,9 @@
 * Reassignment JSON, the input and output of `kafka-reassign-partitions.sh`
   (`tools/src/main/java/org/apache/kafka/tools/reassign/ReassignPartitionsCommand.java`:
   `parsePartitionReassignmentData`, `formatAsReassignmentJson`).
-* `kafka-topics.sh --describe` text in every historical variant
-  (`tools/src/main/java/org/apache/kafka/tools/TopicCommand.java`: `printDescription`).
+* `kafka-topics.sh --describe` text in every release's layout from 0.10.2 to 4.4 and Confluent Server's
+  (`core/src/main/scala/kafka/admin/TopicCommand.scala` up to 3.6, `tools/src/main/java/org/apache/kafka/tools/
+  TopicCommand.java` from 3.7: `printDescription`), with what the text tells about itself (`read_describe`).
 * Broker rack files for `--brokers-file`: JSON or `id:rack` lines (kcheck's own; Kafka has none).
 
 Every problem with the input is an `InputError` whose text is one line naming the file and
