@@ -22,6 +22,7 @@ path before it is checked).
 
 from __future__ import annotations
 
+import re
 import subprocess
 import zipfile
 from collections.abc import Sequence
@@ -88,8 +89,31 @@ def resolve_tools(version: str, timeout: float = 900.0) -> ResolvedRelease:
         pom = kafka_jars._pom(version, tuple((GROUP, a, version) for a in wanted), kafka_jars._SERVER_EXCLUSIONS)
         kafka_jars._copy_dependencies(mvn, pom, work, version, ", ".join(f"{GROUP}:{a}:{version}" for a in wanted),
                                       timeout)
+        _java17_zookeeper_client(mvn, work, version, timeout)
 
     return kafka_jars._resolve_into(tools_directory(version), version, wanted, fill)
+
+
+# ZooKeeper's 3.4.11-3.4.14 clients cannot connect on Java 14 and later (ZOOKEEPER-3779: they read a host back from
+# InetSocketAddress.toString, whose format changed); 3.4.10's client speaks the same protocol and API and can.
+_BROKEN_ZK_CLIENT = re.compile(r"zookeeper-3\.4\.1[1-4]\.jar")
+_ZK_CLIENT = ("org.apache.zookeeper", "zookeeper", "3.4.10")
+
+
+def _java17_zookeeper_client(mvn: str, work: Path, version: str, timeout: float) -> None:
+    """Swap a release's ZooKeeper 3.4.11-3.4.14 client jar for 3.4.10's (2.0 to 2.3 ship them), so `--zookeeper`
+    tools run on the JDK kcheck runs; the tool's own classes, and what it prints, are the release's."""
+    broken = [p for p in (work / "lib").glob("zookeeper-3.4.*.jar") if _BROKEN_ZK_CLIENT.fullmatch(p.name)]
+    if not broken:
+        return
+    client = work / "zookeeper-client"
+    client.mkdir()
+    kafka_jars._copy_dependencies(mvn, kafka_jars._pom(version, (_ZK_CLIENT,), (("*", "*"),)), client, version,
+                                  ":".join(_ZK_CLIENT), timeout)
+    for jar in broken:
+        jar.unlink()
+    for jar in (client / "lib").glob("*.jar"):
+        jar.rename(work / "lib" / jar.name)
 
 
 @cache
