@@ -631,7 +631,7 @@ def verify(
     else:
         out = report.console()
         out.print(f"Read {formats.shown(source)}: {block_used}.", markup=False)
-        for line in verify_describe.notes(described, result):
+        for line in verify_describe.notes(described, health, result):
             out.print(line, markup=False)
         out.print(_broker_table(subject))
         if described.describe is not None:

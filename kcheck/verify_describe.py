@@ -105,14 +105,16 @@ def check(v: DescribeView, subject: PlacementSubject, min_insync_replicas: int |
                   (*placement.violations, *health.violations)), hs
 
 
-def _filters_matching(d: Describe, report: Report) -> list[str]:
-    """The health filters whose definition every listed partition meets."""
+def _filters_matching(d: Describe, hs: HealthSubject, report: Report) -> list[str]:
+    """The health filters whose definition every listed partition meets (the min-ISR ones only when
+    --min-insync-replicas says the value: a filter's output has no Configs)."""
     listed = {f"partition {p.tp}" for p in d.assignment}
-    return [option for inv, option in HEALTH_FILTERS.items()
-            if listed <= {x.where for x in report.violations if x.invariant == inv}]
+    known = hs.default_min_isr is not None
+    return [option for inv, option in HEALTH_FILTERS.items() if (known or "min-isr" not in inv)
+            and listed <= {x.where for x in report.violations if x.invariant == inv}]
 
 
-def notes(v: DescribeView, report: Report) -> list[str]:
+def notes(v: DescribeView, hs: HealthSubject, report: Report) -> list[str]:
     """What people should know about the text read, one line each."""
     d = v.describe
     if d is None:
@@ -121,10 +123,11 @@ def notes(v: DescribeView, report: Report) -> list[str]:
     if (why := v.partial) is not None:
         out.append(f"Not the whole cluster: {why}; balance findings are skipped.")
     if d.filter_output:
-        matching = _filters_matching(d, report)
+        matching = _filters_matching(d, hs, report)
         out.append("Every partition listed is " + (f"what {', '.join(matching)} lists." if matching else
                                                    "not what any one health filter lists: topic lines removed?")
-                   + " min.insync.replicas is not in it (topic lines hold Configs): --min-insync-replicas or 1.")
+                   + " min.insync.replicas is not in it (topic lines hold Configs): --min-insync-replicas or 1"
+                   + ("." if hs.default_min_isr is not None else " (the min-ISR filters are not told apart)."))
     if d.observers:
         shown = ", ".join(f"{tp} ({','.join(map(str, obs))})" for tp, obs in sorted(d.observers.items())[:3])
         out.append(f"Confluent Server's observers are not modelled by kcheck: the {len(d.observers)} partitions with "
@@ -209,10 +212,10 @@ def json_fields(v: DescribeView, hs: HealthSubject, report: Report) -> dict[str,
             "layout": d.layout, "releases": None if span is None else list(span),
             "controller_from": v.controller_from, "topic_lines": d.headers, "filter_output": d.filter_output,
             "partial": v.partial, "partition_counts": dict(d.partition_counts),
-            "filters_matching": _filters_matching(d, report) if d.filter_output else None,
+            "filters_matching": _filters_matching(d, hs, report) if d.filter_output else None,
             "observers_left_out": {str(tp): list(b) for tp, b in sorted(d.observers.items())},
             "skipped_lines": [{"line": n, "what": kind} for n, kind in d.skipped],
-            "notes": notes(v, report),
+            "notes": notes(v, hs, report),
         },
         "survivability": {"topics": [t.as_dict() for t in by_topic(parts)], "partitions": [p.as_dict() for p in parts]},
     }

@@ -1,17 +1,22 @@
 """Every release's `kafka-topics --describe`, as the real tools printed it, read and judged as Kafka judges it.
 
-tests/data/describe/<release>/ holds what that release's kafka-topics printed (tests/data/describe/make.py ran
-them; nothing there is written by hand) on one cluster state: the full `--describe` and each health filter the
-release has. Per release: the describe parses, its layout names the release, and kcheck's `health.*` findings
-on the full describe list exactly the partitions each filter listed. Where a describe cannot tell what
-TopicCommand used, the difference is computed from the state the cluster was in (kraft-state.json), never
-pasted:
+tests/data/describe/ holds what each release's kafka-topics printed (tests/data/describe/make.py ran them;
+nothing there is written by hand): `<release>/` on a KRaft cluster (`--bootstrap-server`, 2.2 and later) and
+`<release>/` (before 2.2) or `<release>-zk/` on a ZooKeeper-mode cluster (`--zookeeper`, 0.10.2 to 2.8), each the
+full `--describe` and each health filter the release has, all on one cluster state per cluster. Per release: the
+describe parses, its layout names the release, and kcheck's `health.*` findings on the full describe list exactly
+the partitions each filter listed. Where TopicCommand used what a describe does not show, or its code path
+ignores the definition, what it lists instead is computed from the state the cluster was in (<kind>-state.json)
+by TopicCommand's own rule, never pasted:
 
 - 2.5's `getReplicationFactor` leaves out the adding replicas of a reassignment still removing a replica, but
   2.5's describe prints no Adding/Removing Replicas (2.6 does): kcheck counts every replica there.
-- `--unavailable-partitions` also lists a leader on a broker that is not live; the state has none (a stopped
-  broker leads nothing once fenced), and `test_a_leader_on_a_dead_broker_needs_the_live_brokers` shows what
-  the live brokers change.
+- `--zookeeper` of 2.3 compares the ISR with 0 instead of min.insync.replicas (`minIsrCount = 0` on that path):
+  under-min-ISR lists nothing, at-min-ISR the empty ISRs. From 2.4 to 2.8 that path passes no config: under-min-ISR
+  lists only partitions without a leader, at-min-ISR nothing. kcheck keeps the filters' meaning.
+- `--unavailable-partitions` also lists a leader on a broker that is not live; the states have none (a stopped
+  broker leads nothing once the controller knows), and `test_a_leader_on_a_dead_broker_needs_the_live_brokers`
+  shows what the live brokers change.
 """
 
 from __future__ import annotations
@@ -30,13 +35,23 @@ from kcheck.formats import read_describe
 from kcheck.invariants.partition_health import HEALTH_FILTERS, check_partition_health
 
 DATA = Path(__file__).parent / "data" / "describe"
-STATE = json.loads((DATA / "kraft-state.json").read_text())
+STATES = {kind: json.loads((DATA / f"{kind}-state.json").read_text()) for kind in ("kraft", "zk")
+          if (DATA / f"{kind}-state.json").exists()}
+STATE = STATES["kraft"]
 KRAFT = STATE["releases"]
 FILTER_OF = {option.removeprefix("--"): inv for inv, option in HEALTH_FILTERS.items()}
 
 
 def key(v: str) -> tuple[int, ...]:
     return tuple(int(x) for x in v.split("."))
+
+
+def folder(kind: str, release: str) -> str:
+    return f"{release}-zk" if kind == "zk" and key(release) >= (2, 2) else release
+
+
+# (cluster kind, release, folder): every describe stored
+RUNS = [(kind, r, folder(kind, r)) for kind, st in STATES.items() for r in st["releases"]]
 
 
 def listed(path: Path) -> set[str]:
@@ -46,12 +61,12 @@ def listed(path: Path) -> set[str]:
 
 
 @cache
-def verdicts(release: str) -> dict:
-    """verify --json on the release's full describe, with the cluster's racks (once per release)."""
+def verdicts(kind: str, where: str) -> dict:
+    """verify --json on a stored full describe, with the cluster's racks (once per describe)."""
     out, err = io.StringIO(), io.StringIO()
     with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        code = main(["verify", str(DATA / release / "describe.txt"), "--json",
-                     "--brokers-file", str(DATA / "kraft-brokers.txt")])
+        code = main(["verify", str(DATA / where / "describe.txt"), "--json",
+                     "--brokers-file", str(DATA / f"{kind}-brokers.txt")])
     assert err.getvalue() == "" and code == 1, err.getvalue()  # the state has unavailable partitions: hard
     return json.loads(out.getvalue())
 
@@ -60,60 +75,75 @@ def found(rep: dict, invariant: str) -> set[str]:
     return {v["where"] for v in rep["violations"] if v["invariant"] == invariant}
 
 
-def _reassigning_with_removing() -> set[str]:
-    """Partitions whose reassignment 2.5's TopicCommand counts as in progress (a removing replica still a
-    replica) and whose ISR covers the replicas without the adding ones: 2.5 does not list them, kcheck does."""
-    out = set()
-    for tp, p in STATE["partitions"].items():
-        if set(p["removing"]) & set(p["replicas"]) and len(p["isr"]) >= len(p["replicas"]) - len(p["adding"]):
-            out.add(f"partition {tp}")
-    return out
+def topic_commands_own(kind: str, release: str, option: str, ours: set[str]) -> set[str]:
+    """What TopicCommand lists where it departs from the definition kcheck keeps (see the module doc)."""
+    parts = STATES[kind]["partitions"]
+    if kind == "kraft" and release.startswith("2.5.") and option == "under-replicated-partitions":
+        # in progress for 2.5: a removing replica is still a replica; then RF = replicas - adding
+        return ours - {f"partition {tp}" for tp, p in parts.items()
+                       if set(p["removing"]) & set(p["replicas"])
+                       and len(p["isr"]) >= len(p["replicas"]) - len(p["adding"])}
+    if kind == "zk" and key(release)[:2] == (2, 3) and "min-isr" in option:
+        return set() if option.startswith("under") else {f"partition {tp}" for tp, p in parts.items() if not p["isr"]}
+    if kind == "zk" and key(release) >= (2, 4) and "min-isr" in option:
+        return set() if option.startswith("at") else {f"partition {tp}" for tp, p in parts.items() if p["leader"] < 0}
+    return ours
 
 
-CASES = [(r, f.stem) for r in KRAFT for f in sorted((DATA / r).glob("*-partitions.txt"))]
+CASES = [(kind, r, where, f.stem) for kind, r, where in RUNS for f in sorted((DATA / where).glob("*-partitions.txt"))]
 
 
-@pytest.mark.parametrize("release", KRAFT)
-def test_the_describe_reads_and_names_its_release(release):
-    d = read_describe((DATA / release / "describe.txt").read_text(), "d")
-    assert len(d.assignment) == len(STATE["partitions"])
+@pytest.mark.parametrize("kind, release, where", RUNS, ids=[w for _, _, w in RUNS])
+def test_the_describe_reads_and_names_its_release(kind, release, where):
+    state = STATES[kind]
+    d = read_describe((DATA / where / "describe.txt").read_text(), "d")
+    assert len(d.assignment) == len(state["partitions"])
     lo, hi = d.releases
     assert key(lo) <= key(release)[:len(key(lo))] and key(release)[:len(key(hi))] <= key(hi), (release, d.layout)
     assert not d.partial and not d.filter_output and d.headers == 6
-    # the state as the admin client read it: replicas, leader, ISR (observers none, racks from the brokers file)
+    # the state as read by the cluster's own client: replicas, leader, ISR
     for p in d.assignment:
-        want = STATE["partitions"][str(p.tp)]
+        want = state["partitions"][str(p.tp)]
         assert (list(p.replicas), list(p.isr or ()), p.leader) == (want["replicas"], want["isr"], want["leader"])
         if "adding-removing" in d.features:
             assert (list(p.adding), list(p.removing)) == (want["adding"], want["removing"])
     era, _ = d.era
-    # no TopicId before 2.8: a ZooKeeper-era layout; Elr values from 3.8: only KRaft reports them
+    # no TopicId (tools before 2.8) or Leader: -1: the ZooKeeper era; Elr values (3.8+ on KRaft): KRaft; a 2.8
+    # --zookeeper describe prints the ZooKeeper cluster's TopicId, which tells nothing
     assert era == ("zk" if key(release) < (2, 8) else "kraft" if key(release) >= (3, 8) else None)
 
 
-@pytest.mark.parametrize("release, option", CASES, ids=[f"{r}-{o}" for r, o in CASES])
-def test_kcheck_lists_what_the_filter_lists(release, option):
-    filtered = listed(DATA / release / f"{option}.txt")
-    ours = found(verdicts(release), FILTER_OF[option])
-    if release.startswith("2.5.") and option == "under-replicated-partitions":
-        assert ours - filtered == _reassigning_with_removing() != set() and filtered <= ours
-        return
-    assert ours == filtered
+@pytest.mark.parametrize("kind, release, where, option", CASES, ids=[f"{c[2]}-{c[3]}" for c in CASES])
+def test_kcheck_lists_what_the_filter_lists(kind, release, where, option):
+    filtered = listed(DATA / where / f"{option}.txt")
+    ours = found(verdicts(kind, where), FILTER_OF[option])
+    assert filtered == topic_commands_own(kind, release, option, ours)
 
 
-@pytest.mark.parametrize("release", KRAFT)
-def test_every_release_has_its_filters(release):
-    have = {f.stem for f in (DATA / release).glob("*-partitions.txt")}
+def test_the_departures_are_real():
+    """Each departure above shows in the stored state (else the test of it would prove nothing)."""
+    assert topic_commands_own("kraft", "2.5.1", "under-replicated-partitions",
+                              found(verdicts("kraft", "2.5.1"), "health.under-replicated")) != \
+        found(verdicts("kraft", "2.5.1"), "health.under-replicated")
+    if "zk" in STATES and "2.4.1" in STATES["zk"]["releases"]:
+        ours = found(verdicts("zk", "2.4.1-zk"), "health.under-min-isr")
+        assert topic_commands_own("zk", "2.4.1", "under-min-isr-partitions", ours) < ours
+
+
+@pytest.mark.parametrize("kind, release, where", RUNS, ids=[w for _, _, w in RUNS])
+def test_every_release_has_its_filters(kind, release, where):
+    have = {f.stem for f in (DATA / where).glob("*-partitions.txt")}
     # KIP-351 (2.3) added the two min-ISR filters
     assert have == set(FILTER_OF) if key(release) >= (2, 3) else {"under-replicated-partitions",
                                                                    "unavailable-partitions"}
 
 
-@pytest.mark.parametrize("release", KRAFT)
-def test_a_filters_output_is_said_to_be_one(release, capsys):
+@pytest.mark.parametrize("kind, release, where", RUNS, ids=[w for _, _, w in RUNS])
+def test_a_filters_output_is_said_to_be_one(kind, release, where, capsys):
     for option in ("under-replicated-partitions", "unavailable-partitions"):
-        path = DATA / release / f"{option}.txt"
-        code, out, err = run(capsys, "verify", str(path), "--json", "--brokers-file", str(DATA / "kraft-brokers.txt"))
+        path = DATA / where / f"{option}.txt"
+        code, out, err = run(capsys, "verify", str(path), "--json", "--brokers-file",
+                             str(DATA / f"{kind}-brokers.txt"))
         rep = json.loads(out)
         described = rep["describe"]
         assert described["filter_output"] and f"--{option}" in described["filters_matching"]
@@ -138,7 +168,7 @@ def test_a_leader_on_a_dead_broker_needs_the_live_brokers():
 def test_survivability_on_the_generated_state():
     """Broker failures survived = |ISR| - min.insync.replicas (0 when not writable); racks a,b,c,a with broker 4
     (rack a) stopped. Each figure follows from the state file."""
-    rep = verdicts(KRAFT[-1])
+    rep = verdicts("kraft", KRAFT[-1])
     parts = {p["partition"]: p for p in rep["survivability"]["partitions"]}
     assert (parts["healthy-0"]["broker_failures"], parts["healthy-0"]["rack_failures"]) == (2, 2)  # ISR 1,2,3
     assert (parts["orders-1"]["broker_failures"], parts["orders-1"]["rack_failures"]) == (0, 0)  # ISR 1,2 min 2

@@ -41,7 +41,9 @@ STOPPED = 4
 # One release per minor with --bootstrap-server (the last patch kafka_tools runs), newest last.
 KRAFT_RELEASES = ("2.2.2", "2.3.1", "2.4.1", "2.5.1", "2.6.3", "2.7.2", "2.8.2", "3.0.2", "3.1.2", "3.2.3", "3.3.2",
                   "3.4.1", "3.5.2", "3.6.2", "3.7.2", "3.8.1", "3.9.1", "4.0.2", "4.1.2", "4.2.2", "4.3.1", "4.4.0")
-ZK_ONLY_RELEASES = ("0.10.2.2", "0.11.0.3", "1.0.2", "1.1.1", "2.0.1", "2.1.1")
+# --zookeeper: the only way before 2.2, there until 2.8 (its own code path, stored as <release>-zk from 2.2 on).
+ZK_RELEASES = ("0.10.2.2", "0.11.0.3", "1.0.2", "1.1.1", "2.0.1", "2.1.1", "2.2.2", "2.3.1", "2.4.1", "2.5.1",
+               "2.6.3", "2.7.2", "2.8.2")
 FILTERS = ("under-replicated-partitions", "unavailable-partitions", "under-min-isr-partitions",
            "at-min-isr-partitions")
 # (topic, configs, replica assignment): created by 4.4.0's kafka-topics with --replica-assignment
@@ -100,14 +102,14 @@ def settle(bootstrap: str) -> dict[str, dict[int, object]]:
         time.sleep(1)
 
 
-def write(release: str, bootstrap: str) -> None:
-    where = HERE / release
+def write(release: str, server: str, zookeeper: bool = False) -> None:
+    where = HERE / (f"{release}-zk" if zookeeper and key(release) >= (2, 2) else release)
     where.mkdir(exist_ok=True)
-    base = ["--bootstrap-server", bootstrap] if key(release) >= (2, 2) else ["--zookeeper", bootstrap]
+    base = ["--zookeeper" if zookeeper else "--bootstrap-server", server]
     (where / "describe.txt").write_text(run_tool(release, [*base, "--describe"]))
     for f in filters_of(release):
         (where / f"{f}.txt").write_text(run_tool(release, [*base, "--describe", f"--{f}"]))
-    print(f"{release}: written", flush=True)
+    print(f"{where.name}: written", flush=True)
 
 
 def kraft(releases: list[str]) -> None:
@@ -128,33 +130,83 @@ def kraft(releases: list[str]) -> None:
         after = settle(live)
         if after != states:
             raise SystemExit(f"the state changed while the tools ran: {states} -> {after}")
-        brokers = "".join(f"{b}:{RACKS[(b - 1) % len(RACKS)]}\n" for b in cluster.brokers)
-        (HERE / "kraft-brokers.txt").write_text(brokers)
-        state = HERE / "kraft-state.json"
-        done = json.loads(state.read_text())["releases"] if state.exists() else []
-        parts = {f"{t}-{p}": {"leader": s.leader, "replicas": s.replicas, "isr": s.isr, "elr": s.elr,
-                              "adding": s.adding, "removing": s.removing}
-                 for t, by_id in sorted(states.items()) for p, s in sorted(by_id.items())}
-        lines = ",\n".join(f"  {json.dumps(tp)}: {json.dumps(v)}" for tp, v in parts.items())
-        state.write_text(
-            "{\n"
-            f' "cluster": "KRaft, Kafka {CLUSTER_RELEASE}, brokers 1-4 in racks a,b,c,a",\n'
-            f' "live_brokers": {json.dumps([b for b in cluster.brokers if b != STOPPED])},\n'
-            f' "releases": {json.dumps(sorted({*done, *releases}, key=key))},\n'
-            f' "partitions": {{\n{lines}\n }}\n}}\n')
+        write_state("kraft", f"KRaft, Kafka {CLUSTER_RELEASE}", releases, {
+            f"{t}-{p}": {"leader": s.leader, "replicas": s.replicas, "isr": s.isr, "elr": s.elr, "adding": s.adding,
+                         "removing": s.removing}
+            for t, by_id in sorted(states.items()) for p, s in sorted(by_id.items())})
     finally:
         cluster.stop()
 
 
+def write_state(kind: str, cluster: str, releases: list[str], parts: dict[str, dict[str, object]]) -> None:
+    """<kind>-brokers.txt (racks) and <kind>-state.json: the partitions as read before the tools ran, the live
+    brokers, and the releases described so far."""
+    (HERE / f"{kind}-brokers.txt").write_text("".join(f"{b}:{RACKS[(b - 1) % len(RACKS)]}\n" for b in range(1, 5)))
+    state = HERE / f"{kind}-state.json"
+    done = json.loads(state.read_text())["releases"] if state.exists() else []
+    lines = ",\n".join(f"  {json.dumps(tp)}: {json.dumps(v)}" for tp, v in sorted(parts.items()))
+    state.write_text(
+        "{\n"
+        f' "cluster": "{cluster}, brokers 1-4 in racks a,b,c,a, broker {STOPPED} stopped",\n'
+        f' "live_brokers": {json.dumps([b for b in range(1, 5) if b != STOPPED])},\n'
+        f' "releases": {json.dumps(sorted({*done, *releases}, key=key))},\n'
+        f' "partitions": {{\n{lines}\n }}\n}}\n')
+
+
+def zk_state(bootstrap: str) -> dict[str, dict[str, object]]:
+    """The partitions as 3.9.1's kafka-topics describes them (the ZooKeeper cluster's own release)."""
+    from kcheck.formats import read_describe
+
+    d = read_describe(run_tool("3.9.1", ["--bootstrap-server", bootstrap, "--describe"]), "3.9.1")
+    return {str(p.tp): {"leader": p.leader, "replicas": p.replicas, "isr": p.isr, "elr": [], "adding": p.adding,
+                        "removing": p.removing} for p in d.assignment}
+
+
+def zookeeper(releases: list[str]) -> None:
+    """Kafka 3.9.1 brokers in ZooKeeper mode (tests/zk_cluster.py). The ZooKeeper controller refuses to reassign
+    onto a dead broker, so broker 4 is paused (still registered) while the moves start, then killed: its session
+    ends and it leaves the ISRs; a partition it alone held keeps it as its last ISR member, without a leader."""
+    import os
+    import signal
+
+    sys.path.insert(0, str(HERE.parent.parent))
+    from zk_cluster import ZkCluster  # noqa: I001 - tests/, put on the path just above
+
+    from kcheck import cluster_admin
+
+    with ZkCluster(4, RACKS) as cluster:
+        set_up(cluster.bootstrap)
+        os.kill(cluster.procs[f"broker-{STOPPED}"].pid, signal.SIGSTOP)
+        live = ",".join(f"127.0.0.1:{cluster.ports[b]}" for b in cluster.ports if b != STOPPED)
+        cluster_admin.reassign(live, "moving", MOVES)
+        cluster.kill(STOPPED)
+        cluster.wait_registered({b for b in cluster.ports if b != STOPPED})
+        deadline = time.monotonic() + 60
+        while True:
+            states = zk_state(live)
+            if all(STOPPED not in s["isr"] or s["isr"] == (STOPPED,) for s in states.values()):
+                break
+            if time.monotonic() > deadline:
+                raise SystemExit(f"the state did not settle: {states}")
+            time.sleep(2)
+        for release in releases:
+            write(release, cluster.zookeeper, zookeeper=True)
+        if zk_state(live) != states:
+            raise SystemExit("the state changed while the tools ran")
+        write_state("zk", "ZooKeeper mode, Kafka 3.9.1", releases, states)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--release", action="append", help="only these releases (default: every KRaft one)")
+    parser.add_argument("--release", action="append", help="only these releases (default: every one)")
+    parser.add_argument("--zk", action="store_true", help="the ZooKeeper cluster and --zookeeper (default: KRaft)")
     opts = parser.parse_args()
-    wanted = opts.release or list(KRAFT_RELEASES)
-    unknown = [r for r in wanted if r not in KRAFT_RELEASES]
+    known = ZK_RELEASES if opts.zk else KRAFT_RELEASES
+    wanted = opts.release or list(known)
+    unknown = [r for r in wanted if r not in known]
     if unknown:
-        sys.exit(f"not a release described on the KRaft cluster: {', '.join(unknown)}")
-    kraft(wanted)
+        sys.exit(f"not a release described on the {'ZooKeeper' if opts.zk else 'KRaft'} cluster: {', '.join(unknown)}")
+    (zookeeper if opts.zk else kraft)(wanted)
 
 
 if __name__ == "__main__":
