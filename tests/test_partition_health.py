@@ -224,3 +224,22 @@ def test_reassignment_completes_as_kafkas_builder_completes_it(version):
         differ += kafka_stuck != (f"partition {p.tp}" in stuck)
         assert kafka_stuck == (f"partition {p.tp}" in stuck), (p, answer)
     assert compared > 300 and differ == 0
+
+
+def test_the_former_id_of_unavailable_still_works_in_baselines_and_allowlists(capsys, tmp_path):
+    """health.unavailable was health.offline-partition: a user's allowlist and baseline name it so."""
+    text = describe("Leader: none\tReplicas: 1,2,3\tIsr: \tElr: \tLastKnownElr: 1", HEALTHY)
+    code, rep = verify(capsys, tmp_path, text)
+    assert ("health.unavailable", "hard", "partition t-0") in findings(rep)
+    allow = tmp_path / "allow.txt"
+    allow.write_text("health.offline-partition | partition t-0 | decommissioned rack (OPS-1)\n"
+                     "health.under-min-isr | partition t-0 | same\n")
+    code, rep = verify(capsys, tmp_path, text, "--allowlist", str(allow))
+    assert code == 0 and ("health.unavailable", "partition t-0") in {(v["invariant"], v["where"])
+                                                                     for v in rep["suppressed"]}
+    base = tmp_path / "old.json"  # a report written before the rename
+    base.write_text(json.dumps(rep).replace("health.unavailable", "health.offline-partition"))
+    assert "health.offline-partition" in base.read_text()
+    code, rep = verify(capsys, tmp_path, text, "--baseline", str(base))
+    assert code == 0 and ("health.unavailable", "partition t-0") in {(v["invariant"], v["where"])
+                                                                     for v in rep["suppressed"]}
