@@ -208,6 +208,19 @@ def test_a_partial_paste_is_said_to_be_one_and_balance_is_skipped(capsys, tmp_pa
     assert found(rep, "health.under-min-isr") == {"partition pairs-0"}  # ISR 1 of min 2
 
 
+def test_the_junit_report_names_the_layout_and_the_partial_paste(capsys, tmp_path):
+    import xml.etree.ElementTree as ET
+
+    lines = (DATA / KRAFT[-1] / "describe.txt").read_text().splitlines(keepends=True)
+    path = tmp_path / "cut.txt"
+    path.write_text("".join(lines[:-1]))  # the last partition line left out
+    xml = tmp_path / "junit.xml"
+    run(capsys, "verify", str(path), "--junit-xml", str(xml))
+    props = {p.get("name"): p.get("value") for p in ET.parse(xml).iter("property")}
+    assert props["layout"] == read_describe("".join(lines), "d").layout and props["partial"].startswith("a partial paste: ")
+    assert (props["filter_output"], props["controller"]) == ("false", "kraft")
+
+
 def test_an_elided_paste_is_partial(capsys, tmp_path):
     lines = (DATA / KRAFT[-1] / "describe.txt").read_text().splitlines(keepends=True)
     at = next(i for i, x in enumerate(lines) if "Topic: healthy\tPartition: 2" in x)
