@@ -239,17 +239,27 @@ def _under_replicated(s: HealthSubject) -> list[Violation]:
            "TopicCommand --under-min-isr-partitions (PartitionDescription.isUnderMinIsr: no leader, or ISR below "
            "the topic's min.insync.replicas); acks=all producers get NOT_ENOUGH_REPLICAS below it", _no_isr)
 def _under_min_isr(s: HealthSubject) -> list[Violation]:
+    def judge(p: PartitionReplicas, isr: tuple[int, ...], need: int) -> tuple[str, str] | None:
+        if len(isr) < need:
+            return f"{isr_text(isr)} is below", "acks=all writes fail"
+        if p.leader == NO_LEADER:  # isUnderMinIsr counts a partition without a leader whatever its ISR
+            return f"no leader ({_leader_shown(s, p)}), so Kafka counts it under", "acks=all writes fail"
+        return None
+
+    return _against_min_isr(s, "health.under-min-isr", Severity.HARD, judge)
+
+
+def _against_min_isr(s: HealthSubject, invariant: str, severity: Severity,
+                     judge: Callable[[PartitionReplicas, tuple[int, ...], int], tuple[str, str] | None]
+                     ) -> list[Violation]:
+    """A finding per partition `judge` picks, given its ISR and its topic's min.insync.replicas: (what, then)."""
     out = []
     for p in s.with_isr:
         isr = p.isr or ()
         need, source = s.min_isr_of(p.topic)
-        if p.leader == NO_LEADER or len(isr) < need:
-            # isUnderMinIsr counts a partition without a leader whatever its ISR
-            what = (f"{isr_text(isr)} is below" if len(isr) < need
-                    else f"no leader ({_leader_shown(s, p)}), so Kafka counts it under")
-            out.append(_v("health.under-min-isr", Severity.HARD, p, f"{what} min.insync.replicas={need} "
-                          f"({source}): acks=all writes fail", isr=list(isr), min_insync_replicas=need,
-                          min_insync_replicas_from=source))
+        if (said := judge(p, isr, need)) is not None:
+            out.append(_v(invariant, severity, p, f"{said[0]} min.insync.replicas={need} ({source}): {said[1]}",
+                          isr=list(isr), min_insync_replicas=need, min_insync_replicas_from=source))
     return out
 
 
@@ -258,17 +268,13 @@ def _under_min_isr(s: HealthSubject) -> list[Violation]:
            "TopicCommand --at-min-isr-partitions (PartitionDescription.isAtMinIsrPartitions: ISR size equal to the "
            "topic's min.insync.replicas)", _no_isr)
 def _at_min_isr(s: HealthSubject) -> list[Violation]:
-    out = []
-    for p in s.with_isr:
-        isr = p.isr or ()
-        need, source = s.min_isr_of(p.topic)
-        if len(isr) == need:
-            then = ("no leader now" if p.leader == NO_LEADER else
-                    "one more replica out of sync and acks=all writes fail")
-            out.append(_v("health.at-min-isr", Severity.SOFT, p, f"{isr_text(isr)} is at min.insync.replicas="
-                          f"{need} ({source}): {then}", isr=list(isr), min_insync_replicas=need,
-                          min_insync_replicas_from=source))
-    return out
+    def judge(p: PartitionReplicas, isr: tuple[int, ...], need: int) -> tuple[str, str] | None:
+        if len(isr) != need:
+            return None
+        return f"{isr_text(isr)} is at", ("no leader now" if p.leader == NO_LEADER else
+                                          "one more replica out of sync and acks=all writes fail")
+
+    return _against_min_isr(s, "health.at-min-isr", Severity.SOFT, judge)
 
 
 @_register("health.unavailable", "the partition has a leader on a live broker (kafka-topics "
