@@ -217,7 +217,8 @@ def test_the_junit_report_names_the_layout_and_the_partial_paste(capsys, tmp_pat
     xml = tmp_path / "junit.xml"
     run(capsys, "verify", str(path), "--junit-xml", str(xml))
     props = {p.get("name"): p.get("value") for p in ET.parse(xml).iter("property")}
-    assert props["layout"] == read_describe("".join(lines), "d").layout and props["partial"].startswith("a partial paste: ")
+    assert props["layout"] == read_describe("".join(lines), "d").layout
+    assert props["partial"].startswith("a partial paste: ")
     assert (props["filter_output"], props["controller"]) == ("false", "kraft")
 
 

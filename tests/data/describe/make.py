@@ -170,15 +170,25 @@ def zookeeper(releases: list[str]) -> None:
     import signal
 
     sys.path.insert(0, str(HERE.parent.parent))
-    from zk_cluster import ZkCluster  # noqa: I001 - tests/, put on the path just above
+    from kafka import TopicPartition
+    from kafka.admin import KafkaAdminClient
 
-    from kcheck import cluster_admin
+    from zk_cluster import ZkCluster  # tests/, put on the path just above
 
-    with ZkCluster(4, RACKS) as cluster:
+    # a session long enough to start the moves while broker 4 is paused but still registered
+    with ZkCluster(4, RACKS, config={"zookeeper.session.timeout.ms": "15000"}) as cluster:
         set_up(cluster.bootstrap)
-        os.kill(cluster.procs[f"broker-{STOPPED}"].pid, signal.SIGSTOP)
         live = ",".join(f"127.0.0.1:{cluster.ports[b]}" for b in cluster.ports if b != STOPPED)
-        cluster_admin.reassign(live, "moving", MOVES)
+        admin = KafkaAdminClient(bootstrap_servers=live)
+        try:
+            if admin.describe_cluster()["controller_id"] == STOPPED:  # connected, the controller known
+                raise SystemExit(f"broker {STOPPED} is the controller: run again")
+            os.kill(cluster.procs[f"broker-{STOPPED}"].pid, signal.SIGSTOP)
+            answer = admin.alter_partition_reassignments({TopicPartition("moving", p): t for p, t in MOVES.items()})
+        finally:
+            admin.close()
+        if any(e is not None for e in answer.values()):
+            raise SystemExit(f"the moves did not start: {answer}")
         cluster.kill(STOPPED)
         cluster.wait_registered({b for b in cluster.ports if b != STOPPED})
         deadline = time.monotonic() + 60
