@@ -23,7 +23,7 @@ from rich.table import Table
 
 from kcheck import formats
 from kcheck.formats import Describe
-from kcheck.invariants import Report, check_all, check_placement
+from kcheck.invariants import REGISTRY, Report, check_all, check_placement
 from kcheck.invariants.partition_health import (
     HEALTH_FILTERS,
     HealthSubject,
@@ -85,8 +85,6 @@ def view(text: str, source: str, block_used: str, controller: str | None, live: 
 def check(v: DescribeView, subject: PlacementSubject, min_insync_replicas: int | None,
           release: str) -> tuple[Report, HealthSubject]:
     """The placement checks (balance skipped on what is not the whole cluster) and every health check."""
-    from kcheck.invariants.registry import REGISTRY
-
     why = v.partial
     only = None if why is None else {i for i, inv in REGISTRY.items() if inv.applies_to == "placement"} - set(BALANCE)
     placement = check_placement(subject, only)

@@ -8,8 +8,9 @@ same state, so the tests can compare kcheck's verdicts on the full describe with
 listed. Nothing here is written by hand but the state the script sets up.
 
 The releases with `--bootstrap-server` (2.2 and later) describe a KRaft cluster (`kcheck.cluster.LocalCluster`,
-Kafka 4.4.0; KIP-896's 4.0 brokers still speak every protocol version a 2.1+ client needs). The ZooKeeper-only
-releases (0.10.2 to 2.1) describe a ZooKeeper-mode cluster (`tests/zk_cluster.py`, when it is there; `--zk`).
+Kafka 4.4.0; KIP-896's 4.0 brokers still speak every protocol version a 2.1+ client needs): `<release>/`. With
+`--zk`, every release with `--zookeeper` (0.10.2 to 2.8) describes a ZooKeeper-mode cluster (`tests/zk_cluster.py`,
+Kafka 3.9.1): `<release>/` before 2.2, `<release>-zk/` after (the min-ISR filters are refused there).
 
 The state (brokers 1-4 in racks a, b, c, a; broker 4 stopped with a controlled shutdown, so its replicas leave the
 ISR and partitions it alone held lose their leader):
@@ -23,7 +24,9 @@ ISR and partitions it alone held lose their leader):
                                                     1,2 -> 2,4 and one RF increase 2,3 -> 2,3,4
 
 Run from the repository root, under the shared lock: `flock /work/briefs/kafka.lock .venv/bin/python
-tests/data/describe/make.py` (about 5 minutes on 2 cores); `--release 3.9.1` (repeatable) regenerates only those.
+tests/data/describe/make.py` (about 5 minutes on 2 cores), then with `--zk` (about 4); `--release 3.9.1`
+(repeatable) regenerates only those. Each run writes `<kind>-state.json` (the partitions as the cluster's own client
+read them, the live brokers) and `<kind>-brokers.txt` (the racks), which the tests compare with.
 """
 
 from __future__ import annotations
@@ -62,9 +65,10 @@ def key(version: str) -> tuple[int, ...]:
     return tuple(int(x) for x in version.split("."))
 
 
-def filters_of(version: str) -> tuple[str, ...]:
-    """The health filters a release's TopicCommand has (KIP-351 added the min-ISR two in 2.3)."""
-    return FILTERS if key(version) >= (2, 3) else FILTERS[:2]
+def filters_of(version: str, zookeeper: bool = False) -> tuple[str, ...]:
+    """The health filters a release's TopicCommand has: KIP-351 added the min-ISR two in 2.3, for
+    --bootstrap-server only ('Not supported with the --zookeeper option')."""
+    return FILTERS if key(version) >= (2, 3) and not zookeeper else FILTERS[:2]
 
 
 def run_tool(version: str, args: list[str]) -> str:
@@ -107,7 +111,7 @@ def write(release: str, server: str, zookeeper: bool = False) -> None:
     where.mkdir(exist_ok=True)
     base = ["--zookeeper" if zookeeper else "--bootstrap-server", server]
     (where / "describe.txt").write_text(run_tool(release, [*base, "--describe"]))
-    for f in filters_of(release):
+    for f in filters_of(release, zookeeper):
         (where / f"{f}.txt").write_text(run_tool(release, [*base, "--describe", f"--{f}"]))
     print(f"{where.name}: written", flush=True)
 
@@ -177,12 +181,17 @@ def zookeeper(releases: list[str]) -> None:
 
     # a session long enough to start the moves while broker 4 is paused but still registered
     with ZkCluster(4, RACKS, config={"zookeeper.session.timeout.ms": "15000"}) as cluster:
-        set_up(cluster.bootstrap)
         live = ",".join(f"127.0.0.1:{cluster.ports[b]}" for b in cluster.ports if b != STOPPED)
         admin = KafkaAdminClient(bootstrap_servers=live)
+        if admin.describe_cluster()["controller_id"] == STOPPED:  # the controller must not be the one paused
+            cluster.kill(STOPPED)
+            cluster.wait_registered({b for b in cluster.ports if b != STOPPED})
+            cluster.start_broker(STOPPED)
+            cluster.wait_registered(set(cluster.ports))
+        set_up(cluster.bootstrap)
         try:
-            if admin.describe_cluster()["controller_id"] == STOPPED:  # connected, the controller known
-                raise SystemExit(f"broker {STOPPED} is the controller: run again")
+            if admin.describe_cluster()["controller_id"] == STOPPED:
+                raise SystemExit(f"broker {STOPPED} is the controller again")
             os.kill(cluster.procs[f"broker-{STOPPED}"].pid, signal.SIGSTOP)
             answer = admin.alter_partition_reassignments({TopicPartition("moving", p): t for p, t in MOVES.items()})
         finally:
