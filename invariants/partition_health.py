@@ -31,6 +31,7 @@ Registered with `applies_to="partition-health"`; `check_partition_health` runs t
 state is unknown (a reassignment JSON: no leader, no ISR) are not judged; an invariant with nothing to judge
 is reported in `Report.skipped` with the reason.
 """
+
 from __future__ import annotations
 
 from collections import Counter
@@ -438,17 +439,14 @@ def _partition_survival(p: PartitionReplicas, need: int, racks: Mapping[int, str
     # The worst k racks to lose are the k holding the most ISR members.
     worst = sorted(per_rack.values(), reverse=True)
     lost, survived = 0, 0
-    if writable:
-        for n in worst:
-            lost += n
-            if len(isr) - lost < need:
-                break
-            survived += 1
-        else:
-            survived = len(all_racks)  # every rack holding ISR members can go (never: need >= 1)
+    for n in worst if writable else ():
+        lost += n
+        if len(isr) - lost < need:
+            break
+        survived += 1
     after = {r: (readable and len(isr) - per_rack.get(r, 0) >= need,
                  readable and len(isr) - per_rack.get(r, 0) >= 1) for r in all_racks}
-    return PartitionSurvival(p, need, writable, readable, brokers, min(survived, len(all_racks)), after)
+    return PartitionSurvival(p, need, writable, readable, brokers, survived, after)
 
 
 def survivability(s: HealthSubject) -> list[PartitionSurvival]:
@@ -498,7 +496,8 @@ def _zone_loss(s: HealthSubject) -> list[Violation]:
         worst = max(racks, key=lambda r: (len(unwritable[r]) + len(unreadable[r]), len(unreadable[r])))
         lost = [str(ps.partition.tp) for ps in unwritable[worst]]
         dark = [str(ps.partition.tp) for ps in unreadable[worst]]
-        hit = [ps for ps in parts if any(ps is x for x in (*unwritable[worst], *unreadable[worst]))]
+        chosen = {id(x) for x in (*unwritable[worst], *unreadable[worst])}
+        hit = [ps for ps in parts if id(ps) in chosen]
         by_design = [str(ps.partition.tp) for ps in hit
                      if not _writable_by_design(ps.partition, ps.min_isr, s.racks, worst)]
         what = []
