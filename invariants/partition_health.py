@@ -34,7 +34,6 @@ is reported in `Report.skipped` with the reason.
 
 from __future__ import annotations
 
-from collections import Counter
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -81,6 +80,12 @@ class HealthSubject:
     @cached_property
     def with_isr(self) -> tuple[PartitionReplicas, ...]:
         return tuple(p for p in self.live if p.isr is not None)
+
+    @cached_property
+    def survival(self) -> list[PartitionSurvival]:
+        """`survivability`, computed once (health.zone-loss and verify's table both read it)."""
+        all_racks = tuple(sorted(set(self.racks.values()))) if self.racks else ()
+        return [_partition_survival(p, self.min_isr_of(p.topic)[0], self.racks, all_racks) for p in self.with_isr]
 
     @cached_property
     def in_flight(self) -> tuple[PartitionReplicas, ...]:
@@ -421,9 +426,9 @@ class PartitionSurvival:
                                "writable": self.writable, "readable": self.readable,
                                "broker_failures": self.broker_failures,
                                "rack_failures": self.rack_failures}
-        if self.after_rack_loss is not None:
-            out["after_rack_loss"] = {r: {"writable": w, "readable": rd}
-                                      for r, (w, rd) in sorted(self.after_rack_loss.items())}
+        if self.after_rack_loss is not None:  # the racks whose loss alone would stop writes, or reads
+            out["unwritable_if_lost"] = [r for r, (w, _) in sorted(self.after_rack_loss.items()) if not w]
+            out["unreadable_if_lost"] = [r for r, (_, rd) in sorted(self.after_rack_loss.items()) if not rd]
         return out
 
 
@@ -435,7 +440,10 @@ def _partition_survival(p: PartitionReplicas, need: int, racks: Mapping[int, str
     brokers = max(0, len(isr) - need) if writable else 0
     if racks is None:
         return PartitionSurvival(p, need, writable, readable, brokers, None, None)
-    per_rack = Counter(racks.get(b) for b in isr)
+    per_rack: dict[str | None, int] = {}
+    for b in isr:
+        rack = racks.get(b)
+        per_rack[rack] = per_rack.get(rack, 0) + 1
     # The worst k racks to lose are the k holding the most ISR members.
     worst = sorted(per_rack.values(), reverse=True)
     lost, survived = 0, 0
@@ -451,8 +459,7 @@ def _partition_survival(p: PartitionReplicas, need: int, racks: Mapping[int, str
 
 def survivability(s: HealthSubject) -> list[PartitionSurvival]:
     """Every partition with an ISR: the broker failures (and, with racks, the rack failures) it survives today."""
-    all_racks = tuple(sorted(set(s.racks.values()))) if s.racks else ()
-    return [_partition_survival(p, s.min_isr_of(p.topic)[0], s.racks, all_racks) for p in s.with_isr]
+    return s.survival
 
 
 def _no_racks(s: HealthSubject) -> str | None:

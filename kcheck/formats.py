@@ -21,6 +21,7 @@ import stat
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any
 
 from kcheck.model import (
@@ -416,13 +417,14 @@ class _DescribeReader:
                 self.features.add("leader-minus-one")
         if observers:
             self.observers[p.tp] = observers
-        if "Adding Replicas" in fields or "Removing Replicas" in fields:
+        keys = fields.keys()
+        if "Adding Replicas" in keys or "Removing Replicas" in keys:
             self.features.add("adding-removing")
-        if "Elr" in fields or "LastKnownElr" in fields:
+        if "Elr" in keys or "LastKnownElr" in keys:
             self.features.add("elr")
-            if any(k in fields and fields[k] != "N/A" for k in ("Elr", "LastKnownElr")):
+            if fields.get("Elr", "N/A") != "N/A" or fields.get("LastKnownElr", "N/A") != "N/A":
                 self.features.add("elr-values")
-        if any(k in fields for k in _CONFLUENT):
+        if not keys.isdisjoint(_CONFLUENT):
             self.features.add("confluent")
 
     def header(self, fields: dict[str, str], line: str, n: int) -> None:
@@ -460,7 +462,13 @@ class _DescribeReader:
 
 def read_describe(text: str, source: str) -> Describe:
     """`kafka-topics.sh --describe` output of any release (Apache Kafka's or Confluent Server's), with or without
-    topic headers, with the shell prompts, banners and '...' of a paste skipped."""
+    topic headers, with the shell prompts, banners and '...' of a paste skipped. The last text read is kept:
+    `verify` reads it as a plan (`parse_plan`), then for what it tells about itself."""
+    return _read_describe(text, source)
+
+
+@lru_cache(maxsize=1)
+def _read_describe(text: str, source: str) -> Describe:
     reader = _DescribeReader(source)
     for n, line in enumerate(_lines(text), 1):
         reader.line(n, line)
