@@ -67,6 +67,13 @@ class Invariant:
 
 
 REGISTRY: dict[str, Invariant] = {}
+# Former ids of renamed invariants -> today's, so users' baselines and allowlists written with them still work.
+ALIASES: dict[str, str] = {}
+
+
+def canonical(id: str) -> str:
+    """Today's id of an invariant id, also given by a former name."""
+    return ALIASES.get(id, id)
 
 
 def register(

@@ -586,8 +586,9 @@ def verify(
     min_insync_replicas: Annotated[int | None, typer.Option(
         help="min.insync.replicas of topics whose describe has none in Configs (default: the broker default, 1).")]
     = None,
-    controller: Annotated[str, typer.Option(help="kraft or zk: whose leader-imbalance and reassignment rules the "
-                                                 "health checks apply.")] = "kraft",
+    controller: Annotated[str | None, typer.Option(
+        help="kraft or zk: whose leader-imbalance and reassignment rules the health checks apply (default: what "
+             "the describe's layout tells, else kraft).")] = None,
     block: Annotated[str | None, typer.Option(
         help="Which block of pasted kafka-reassign-partitions output to check: proposed or current (default: "
              "--generate's Proposed block; the state before the plan in --execute output; the partitions as --verify "
@@ -597,9 +598,8 @@ def verify(
 ) -> int:
     """Check a reassignment plan or a cluster description against every placement invariant and, for a describe,
     every partition's health (against a baseline's findings when given)."""
-    from kcheck import gate, junit
-    from kcheck.invariants.partition_health import CONTROLLERS, check_partition_health
-    from kcheck.reassign import _merge, topic_min_isr
+    from kcheck import gate, junit, verify_describe
+    from kcheck.invariants.partition_health import CONTROLLERS
     from kcheck.reference.releases import DEFAULT_VERSION
 
     release = _requested_release(kafka_version) or DEFAULT_VERSION
@@ -623,7 +623,7 @@ def verify(
         text = sys.stdin.read() if plan == "-" else formats.read_text(plan)
         if not text.strip():
             raise InputError(source, "is empty")
-    if controller not in CONTROLLERS:
+    if controller is not None and controller not in CONTROLLERS:
         raise InputError("--controller", f"'{controller}' is not one of {', '.join(CONTROLLERS)}")
     if block is not None and block not in formats.PASTED_WANTS:
         raise InputError("--block", f"'{formats.shown(block, 40)}' is not one of {', '.join(formats.PASTED_WANTS)}")
@@ -633,6 +633,7 @@ def verify(
         assignment, block_used = formats.parse_pasted(text, source, block)
     except formats.BlockRefused as e:
         raise InputError(e.source, f"{e.message}; --block {e.other} reads {e.what}", e.line) from None
+    described = verify_describe.view(text, source, block_used, controller, live)
     if brokers_file:
         cluster = formats.parse_brokers(formats.read_text(brokers_file), brokers_file)
     elif live is not None:  # the brokers the cluster reports, with their racks
@@ -644,26 +645,30 @@ def verify(
     settings = BalanceSettings(replica_threshold=threshold, leader_threshold=threshold,
                                follower_threshold=threshold, max_replicas_per_broker=max_replicas_per_broker)
     subject = PlacementSubject(cluster, assignment, settings, leaving=gs.decommission)
-    result = check_placement(subject)
-    # The partitions' live state (a describe): leader, ISR, ELR, reassignments in flight.
-    result = _merge(result, check_partition_health(assignment, topic_min_isr(text), min_insync_replicas, controller,
-                                                   release))
+    # Placement (balance skipped on a partial paste) and the partitions' live state: leader, ISR, ELR, moves.
+    result, health = verify_describe.check(described, subject, min_insync_replicas, release)
     # Against the baseline's findings when given; without one every finding is new (nothing is known).
     judged = gate.judge(result, gs.baseline_report, gs, f"the baseline {baseline}" if baseline else None)
     if junit_path:
         junit.write(junit_path, "kcheck verify", [junit.TestSuite(
             f"kcheck verify {source}", junit.judged_cases(result, judged, "kcheck.verify"),
             properties={"plan": source, "block": block_used, "kafka_version": release,
-                        "partitions": str(len(assignment)), "brokers": str(len(cluster)), "fail_on": gs.fail_on})])
+                        "partitions": str(len(assignment)), "brokers": str(len(cluster)), "fail_on": gs.fail_on,
+                        **verify_describe.junit_properties(described)})])
     if json_out:
         print(report.report_json(result, {"plan": source, "block": block_used, "kafka_version": release,
                                           "partitions": len(assignment),
                                           "brokers": len(cluster), "decommission": sorted(gs.decommission),
+                                          **verify_describe.json_fields(described, health, result),
                                           **gate.report_json_fields(result, judged, "verify")}))
     else:
         out = report.console()
         out.print(f"Read {formats.shown(source)}: {block_used}.", markup=False)
+        for line in verify_describe.notes(described, health, result):
+            out.print(line, markup=False)
         out.print(_broker_table(subject))
+        if described.describe is not None:
+            out.print(verify_describe.survivability_table(verify_describe.survivability_of(health)))
         out.print(gate.judged_table(
             judged, f"Findings in {_escape(formats.shown(source))} ({len(assignment)} partitions, "
                     f"{len(cluster)} brokers)" + (f", against the baseline {_escape(formats.shown(baseline))}"

@@ -3,8 +3,9 @@
 * Reassignment JSON, the input and output of `kafka-reassign-partitions.sh`
   (`tools/src/main/java/org/apache/kafka/tools/reassign/ReassignPartitionsCommand.java`:
   `parsePartitionReassignmentData`, `formatAsReassignmentJson`).
-* `kafka-topics.sh --describe` text in every historical variant
-  (`tools/src/main/java/org/apache/kafka/tools/TopicCommand.java`: `printDescription`).
+* `kafka-topics.sh --describe` text in every release's layout from 0.10.2 to 4.4 and Confluent Server's
+  (`core/src/main/scala/kafka/admin/TopicCommand.scala` up to 3.6, `tools/src/main/java/org/apache/kafka/tools/
+  TopicCommand.java` from 3.7: `printDescription`), with what the text tells about itself (`read_describe`).
 * Broker rack files for `--brokers-file`: JSON or `id:rack` lines (kcheck's own; Kafka has none).
 
 Every problem with the input is an `InputError` whose text is one line naming the file and
@@ -18,8 +19,9 @@ import os
 import re
 import stat
 from collections import Counter
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Any
 
 from kcheck.model import (
@@ -155,9 +157,16 @@ def read_text(path: str, limit: int = MAX_INPUT_BYTES) -> str:
 
 def parse_plan(text: str, source: str) -> ReplicaAssignment:
     """A reassignment JSON (first non-blank character '{' or '[') or else `kafka-topics --describe` text."""
-    if text.removeprefix("\ufeff").lstrip()[:1] in ("{", "["):  # '[' too: a clearer error than a describe one
+    if is_json(text):
         return parse_reassignment_json(text, source)
     return parse_describe(text, source)
+
+
+def is_json(text: str) -> bool:
+    """A reassignment JSON ('[' too: a clearer error than a describe one), not a paste that starts with a shell
+    prompt such as '[user@host ~]$ kafka-topics ...'."""
+    body = text.removeprefix("\ufeff").lstrip()
+    return body[:1] in ("{", "[") and not _PROMPT_RE.match(body.split("\n", 1)[0])
 
 
 # ---------------------------------------------------------------------------------------------
@@ -257,55 +266,228 @@ def format_reassignment_json(assignment: ReplicaAssignment) -> str:
 # pre-2.4 'Key:value' style, and Configs values full of ',' and '='.
 _DESCRIBE_KEYS = ("Adding Replicas", "Removing Replicas", "TopicId", "Topic", "PartitionCount", "Partition",
                   "ReplicationFactor", "Configs", "Leader", "Replicas", "Isr", "LastKnownElr", "Elr",
-                  "MarkedForDeletion", "Offline")
+                  "MarkedForDeletion", "Offline", "LiveObservers", "Observers")
 _KEY_RE = re.compile(r"(?:^|(?<=\s))(" + "|".join(re.escape(k).replace(r"\ ", r"\s+") for k in _DESCRIBE_KEYS)
                      + r"):")
 # A line with any of these describes a partition; otherwise it is a topic header.
 _PARTITION_KEYS = frozenset({"Partition", "Leader", "Replicas", "Isr", "Adding Replicas", "Removing Replicas",
-                             "Elr", "LastKnownElr", "Offline"})
+                             "Elr", "LastKnownElr", "Offline", "LiveObservers", "Observers"})
 _UINT_RE = re.compile(r"[0-9]+")  # not int(): it also takes '+1', '1_0' and non-ASCII digits
+_MIN_ISR_RE = re.compile(r"(?:^|,)\s*min\.insync\.replicas=([0-9]+)\s*(?=,|$)")
+# Lines around a paste that are not the tool's: a shell prompt with its command ('$ kafka-topics ...',
+# '[user@host ~]$ ...', 'user@host:~$ ...'), the '==> Describe topic t' banners of Confluent's example
+# scripts, and '...' where a document left lines out.
+_PROMPT_RE = re.compile(r"\s*(?:\$|\[[^\]]*\]\s*[$#]|[\w.-]+@[\w.-]+(?::\S*)?\s*[$#])(?:\s|$)")
+_BANNER_RE = re.compile(r"\s*==> ")
+_ELISION_RE = re.compile(r"\s*(?:\.\.\.|…)\s*")
+
+# The kafka-topics releases whose layout prints each feature (TopicCommand's printDescription per release):
+# the header's 'Topic:t' without spaces up to 2.3 and 'Topic: t' from 2.4 (KAFKA-8669); TopicId from 2.8
+# (KIP-516); Adding/Removing Replicas from 2.6 (KIP-455); Elr/LastKnownElr from 3.8 (KIP-966); 'Leader: -1' only
+# from --zookeeper before 2.4 (a ZooKeeper partition state without a leader; later releases print 'none').
+OLDEST, NEWEST = "0.10.2", "4.4"
+_RELEASES_OF = {
+    "compact-header": (OLDEST, "2.3"),
+    "spaced-header": ("2.4", NEWEST),
+    "topic-id": ("2.8", NEWEST),
+    "adding-removing": ("2.6", NEWEST),
+    "elr": ("3.8", NEWEST),
+    "leader-minus-one": (OLDEST, "2.3"),
+}
+_CONFLUENT = ("Offline", "LiveObservers", "Observers")  # Confluent Server's kafka-topics (Apache Kafka's never)
+
+
+def _release_key(v: str) -> tuple[int, ...]:
+    return tuple(int(x) for x in v.split("."))
+
+
+@dataclass(frozen=True)
+class Describe:
+    """`kafka-topics --describe` text as read: the partitions, and what the text tells about itself."""
+
+    assignment: ReplicaAssignment
+    partition_counts: Mapping[str, int]  # topic -> its header's PartitionCount
+    min_isr: Mapping[str, int]  # topic -> min.insync.replicas in its header's Configs
+    headers: int  # topic header lines read (0: the output of a filter option)
+    leader_text: Mapping[TopicPartition, str]  # a partition without a leader -> 'none' or '-1', as written
+    observers: Mapping[TopicPartition, tuple[int, ...]]  # Confluent observers outside the ISR, left out
+    features: frozenset[str]  # layout features seen (keys of _RELEASES_OF, 'confluent', 'elr-values')
+    skipped: tuple[tuple[int, str], ...] = ()  # (line, what) not the tool's output: prompts, banners, '...'
+
+    @property
+    def releases(self) -> tuple[str, str] | None:
+        """The oldest and newest kafka-topics whose layout has every feature seen; None when none has."""
+        lo, hi = OLDEST, NEWEST
+        for f in self.features & _RELEASES_OF.keys():
+            a, b = _RELEASES_OF[f]
+            lo, hi = max(lo, a, key=_release_key), min(hi, b, key=_release_key)
+        return (lo, hi) if _release_key(lo) <= _release_key(hi) else None
+
+    @property
+    def layout(self) -> str:
+        """The layout in words: which kafka-topics releases print it."""
+        span = self.releases
+        if span is None:
+            text = "kafka-topics, lines of several releases' layouts (a mix of pastes?)"
+        else:
+            text = f"kafka-topics {span[0]}–{span[1]}" if span != (OLDEST, NEWEST) else "kafka-topics, any release"
+        return (f"Confluent Server's kafka-topics (Offline/Observers columns) on the layout of Apache {text}"
+                if "confluent" in self.features else text)
+
+    @property
+    def era(self) -> tuple[str | None, str]:
+        """('zk' | 'kraft' | None, why): the controller the layout shows, where it shows one."""
+        kraft = "elr-values" in self.features
+        zk = "leader-minus-one" in self.features or (self.headers > 0 and "topic-id" not in self.features)
+        if kraft and not zk:
+            return "kraft", "Elr/LastKnownElr values: only KRaft brokers report them (KIP-966)"
+        if zk and not kraft:
+            if "leader-minus-one" in self.features:
+                return "zk", "'Leader: -1': kafka-topics --zookeeper before 2.4 prints a ZooKeeper state that way"
+            return "zk", "no TopicId: the layout of kafka-topics before 2.8 or a cluster before 2.8, the ZooKeeper era"
+        if kraft and zk:
+            return None, "the lines mix ZooKeeper-era and KRaft-only layouts"
+        return None, "the layout does not tell (TopicId is printed for ZooKeeper clusters from 2.8 too)"
+
+    @property
+    def partial(self) -> dict[str, tuple[int, int | None]]:
+        """Topics with fewer partitions listed than their header's PartitionCount, or listed without a header
+        while other topics have one: topic -> (listed, PartitionCount or None)."""
+        if not self.headers:
+            return {}
+        listed = Counter(p.topic for p in self.assignment)
+        out: dict[str, tuple[int, int | None]] = {}
+        for topic, n in listed.items():
+            count = self.partition_counts.get(topic)
+            if count is None or n < count:
+                out[topic] = (n, count)
+        return out
+
+    @property
+    def filter_output(self) -> bool:
+        """No topic line at all: what kafka-topics prints with a health filter option."""
+        return self.headers == 0
 
 
 def parse_describe(text: str, source: str) -> ReplicaAssignment:
     """Parse `kafka-topics.sh --describe` output of any Kafka version, with or without topic headers."""
-    parts: list[PartitionReplicas] = []
-    part_line: dict[TopicPartition, int] = {}
-    rf: dict[str, int] = {}
-    rf_line: dict[str, int] = {}
-    for n, line in enumerate(_lines(text), 1):
+    return read_describe(text, source).assignment
+
+
+class _DescribeReader:
+    """One pass over the lines; what it has seen so far also names the layout an unreadable line breaks."""
+
+    def __init__(self, source: str) -> None:
+        self.source = source
+        self.parts: list[PartitionReplicas] = []
+        self.part_line: dict[TopicPartition, int] = {}
+        self.rf: dict[str, int] = {}
+        self.rf_line: dict[str, int] = {}
+        self.counts: dict[str, int] = {}
+        self.min_isr: dict[str, int] = {}
+        self.headers = 0
+        self.leader_text: dict[TopicPartition, str] = {}
+        self.observers: dict[TopicPartition, tuple[int, ...]] = {}
+        self.features: set[str] = set()
+        self.skipped: list[tuple[int, str]] = []
+
+    def expected(self) -> str:
+        """The layout a line was expected in, from the lines read so far."""
+        d = self.result(check=False)
+        return (f"expected a topic line 'Topic: NAME  PartitionCount: N ...' or a partition line 'Topic: NAME  "
+                f"Partition: N  Leader: ID  Replicas: IDS  Isr: IDS' ({d.layout})")
+
+    def line(self, n: int, line: str) -> None:
         if not line.strip():
-            continue
-        fields = _describe_fields(line, source, n)
+            return
+        for kind, pattern in (("shell prompt", _PROMPT_RE), ("banner", _BANNER_RE)):
+            if pattern.match(line):
+                self.skipped.append((n, kind))
+                return
+        if _ELISION_RE.fullmatch(line):
+            self.skipped.append((n, "'...' (lines left out)"))
+            return
+        fields = _describe_fields(line, self.source, n, self.expected)
         if fields.keys() & _PARTITION_KEYS:
-            p = _describe_partition(fields, source, n)
-            if p.tp in part_line:
-                raise InputError(source, f"partition {p.tp} is listed twice "
-                                         f"(lines {part_line[p.tp]} and {n})", n)
-            part_line[p.tp] = n
-            parts.append(p)
-            continue
+            self.partition(fields, n)
+        else:
+            self.header(fields, line, n)
+
+    def partition(self, fields: dict[str, str], n: int) -> None:
+        p, observers = _describe_partition(fields, self.source, n, self.expected)
+        if p.tp in self.part_line:
+            raise InputError(self.source, f"partition {p.tp} is listed twice (lines {self.part_line[p.tp]} and {n})",
+                             n)
+        self.part_line[p.tp] = n
+        self.parts.append(p)
+        if p.leader == NO_LEADER:
+            self.leader_text[p.tp] = fields["Leader"]
+            if fields["Leader"] == "-1":
+                self.features.add("leader-minus-one")
+        if observers:
+            self.observers[p.tp] = observers
+        keys = fields.keys()
+        if "Adding Replicas" in keys or "Removing Replicas" in keys:
+            self.features.add("adding-removing")
+        if "Elr" in keys or "LastKnownElr" in keys:
+            self.features.add("elr")
+            if fields.get("Elr", "N/A") != "N/A" or fields.get("LastKnownElr", "N/A") != "N/A":
+                self.features.add("elr-values")
+        if not keys.isdisjoint(_CONFLUENT):
+            self.features.add("confluent")
+
+    def header(self, fields: dict[str, str], line: str, n: int) -> None:
+        source = self.source
         if "Topic" not in fields:
             raise InputError(source, "topic line has no Topic: field", n)
         topic = _topic_name(fields["Topic"], source, n)
+        self.headers += 1
+        self.features.add("compact-header" if re.match(r"\s*Topic:\S", line) else "spaced-header")
+        if "TopicId" in fields:
+            self.features.add("topic-id")
         if "PartitionCount" in fields:
-            _uint(fields["PartitionCount"], "PartitionCount", "a partition count", source, n)
+            self.counts[topic] = _uint(fields["PartitionCount"], "PartitionCount", "a partition count", source, n)
+        if (m := _MIN_ISR_RE.search(fields.get("Configs", ""))) and int(m.group(1)) <= INT32_MAX:
+            self.min_isr[topic] = int(m.group(1))
         if "ReplicationFactor" in fields:
-            factor = _uint(fields["ReplicationFactor"], "ReplicationFactor", "a replication factor",
-                           source, n)
-            if rf.get(topic, factor) != factor:
+            factor = _uint(fields["ReplicationFactor"], "ReplicationFactor", "a replication factor", source, n)
+            if self.rf.get(topic, factor) != factor:
                 raise InputError(source, f"topic {topic}: ReplicationFactor {factor} contradicts "
-                                         f"ReplicationFactor {rf[topic]} on line {rf_line[topic]}", n)
-            rf[topic] = factor
-            rf_line.setdefault(topic, n)
-    if not parts:
-        raise InputError(source, "no partitions found")
-    return ReplicaAssignment(tuple(parts), rf)
+                                         f"ReplicationFactor {self.rf[topic]} on line {self.rf_line[topic]}", n)
+            self.rf[topic] = factor
+            self.rf_line.setdefault(topic, n)
+
+    def result(self, check: bool = True) -> Describe:
+        if check and not self.parts:
+            why = (" (topic lines only, as --topics-with-overrides prints them: nothing to check)" if self.headers
+                   else "")
+            raise InputError(self.source, "no partitions found" + why)
+        # A header's ReplicationFactor counts observers, which are left out: those topics' factor is not known.
+        rf = {t: n for t, n in self.rf.items() if not any(tp.topic == t for tp in self.observers)}
+        return Describe(ReplicaAssignment(tuple(self.parts), rf) if check else ReplicaAssignment(()),
+                        dict(self.counts), dict(self.min_isr), self.headers, dict(self.leader_text),
+                        dict(self.observers), frozenset(self.features), tuple(self.skipped))
 
 
-def _describe_fields(line: str, source: str, n: int) -> dict[str, str]:
+def read_describe(text: str, source: str) -> Describe:
+    """`kafka-topics.sh --describe` output of any release (Apache Kafka's or Confluent Server's), with or without
+    topic headers, with the shell prompts, banners and '...' of a paste skipped. The last text read is kept:
+    `verify` reads it as a plan (`parse_plan`), then for what it tells about itself."""
+    return _read_describe(text, source)
+
+
+@lru_cache(maxsize=1)
+def _read_describe(text: str, source: str) -> Describe:
+    reader = _DescribeReader(source)
+    for n, line in enumerate(_lines(text), 1):
+        reader.line(n, line)
+    return reader.result()
+
+
+def _describe_fields(line: str, source: str, n: int, expected: Callable[[], str]) -> dict[str, str]:
     matches = list(_KEY_RE.finditer(line))
     if not matches or line[: matches[0].start()].strip():
-        raise InputError(source, f"not a kafka-topics --describe line: {_quote(line.strip())}", n)
+        raise InputError(source, f"not a kafka-topics --describe line: {_quote(line.strip())}; {expected()}", n)
     fields: dict[str, str] = {}
     following: list[re.Match[str] | None] = [*matches[1:], None]
     for m, nxt in zip(matches, following, strict=True):
@@ -316,16 +498,18 @@ def _describe_fields(line: str, source: str, n: int) -> dict[str, str]:
     return fields
 
 
-def _describe_partition(fields: dict[str, str], source: str, n: int) -> PartitionReplicas:
+def _describe_partition(fields: dict[str, str], source: str, n: int,
+                        expected: Callable[[], str]) -> tuple[PartitionReplicas, tuple[int, ...]]:
+    """The partition, and the Confluent observers left out of its replicas (those outside the ISR)."""
     for key in ("Topic", "Partition", "Leader", "Replicas"):
         if key not in fields:
-            raise InputError(source, f"partition line has no {key}: field", n)
+            raise InputError(source, f"partition line has no {key}: field; {expected()}", n)
     topic = _topic_name(fields["Topic"], source, n)
     partition = _uint(fields["Partition"], "Partition", "a partition id", source, n)
     leader_text = fields["Leader"]
-    # 'none' when there is no leader; some versions print Kafka's stored -1 instead.
+    # 'none' when there is no leader; kafka-topics --zookeeper before 2.4 prints ZooKeeper's stored -1 instead.
     leader = (NO_LEADER if leader_text in ("none", "-1")
-              else _uint(leader_text, "Leader", "a broker id", source, n))
+              else _uint(leader_text, "Leader", "a broker id ('none' without a leader)", source, n))
     replicas = _id_list(fields["Replicas"], "Replicas", source, n)
     if not replicas:
         raise InputError(source, f"partition {topic}-{partition}: Replicas: is empty", n)
@@ -335,11 +519,19 @@ def _describe_partition(fields: dict[str, str], source: str, n: int) -> Partitio
     adding = _id_list(fields.get("Adding Replicas", ""), "Adding Replicas", source, n)
     removing = _id_list(fields.get("Removing Replicas", ""), "Removing Replicas", source, n)
     # Elr/LastKnownElr (3.8+, KIP-966): 'N/A' when the broker does not report them, empty when ELR is empty.
-    # Offline: Confluent Platform's kafka-topics prints it (Apache Kafka's never did).
+    # Offline, Observers (LiveObservers in Confluent Platform 5.4): Confluent Server's kafka-topics prints them.
     extra = {key: None if key not in fields or fields[key] == "N/A" else _id_list(fields[key], key, source, n)
-             for key in ("Elr", "LastKnownElr", "Offline")}
+             for key in ("Elr", "LastKnownElr", "Offline", "Observers", "LiveObservers")}
+    # kcheck has no model of observers (asynchronous replicas kept out of the ISR): one outside the ISR is left
+    # out of every check; one in the ISR (promoted) is a replica like the others.
+    left_out = tuple(b for b in (*(extra["Observers"] or ()), *(extra["LiveObservers"] or ()))
+                     if b in replicas and b not in (isr or ()))
+    if left_out and len(left_out) < len(replicas):
+        replicas = tuple(r for r in replicas if r not in left_out)
+    else:
+        left_out = ()
     return PartitionReplicas(topic, partition, replicas, leader, isr, adding, removing, elr=extra["Elr"],
-                             last_known_elr=extra["LastKnownElr"], offline=extra["Offline"])
+                             last_known_elr=extra["LastKnownElr"], offline=extra["Offline"]), left_out
 
 
 def _topic_name(value: str, source: str, n: int) -> str:
@@ -448,8 +640,7 @@ def parse_pasted(text: str, source: str, want: str | None = None) -> tuple[Repli
     lines = _lines(text)
     kind = _pasted_kind(lines, source)
     if kind is None:
-        return parse_plan(text, source), ("reassignment JSON" if text.removeprefix("\ufeff").lstrip()[:1] in ("{", "[")
-                                          else "kafka-topics --describe")
+        return parse_plan(text, source), "reassignment JSON" if is_json(text) else "kafka-topics --describe"
     want = want or DEFAULT_BLOCK[kind]
     pasted = _pasted_blocks(lines, source, kind)
     if kind == "--generate":

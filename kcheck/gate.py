@@ -58,6 +58,7 @@ from kcheck import formats
 from kcheck.exit_codes import Exit
 from kcheck.formats import InputError
 from kcheck.invariants import REGISTRY, Report, Severity, Violation
+from kcheck.invariants.registry import canonical
 
 FAIL_ON = ("hard", "soft", "new")
 
@@ -129,6 +130,7 @@ def read_allowlist(path: str) -> tuple[AllowEntry, ...]:
         bad = next((p for p in map(formats.control_problem, fields) if p is not None), None)
         if bad is not None:
             raise InputError(path, f"a field {bad}", n)
+        invariant = canonical(invariant)  # a former id (README, "Renamed invariants") names today's
         if not reason:
             raise InputError(path, "the reason is required ('invariant | where | reason')", n)
         if not invariant or not where:
@@ -158,10 +160,10 @@ def read_baseline(path: str, command: str | None = None) -> Report:
             raise InputError(path, f"violation #{i + 1} has no \"invariant\" and \"where\" strings")
         severity = Severity.SOFT if v.get("severity") == "soft" else Severity.HARD
         detail = v.get("detail")
-        found.append(Violation(v["invariant"], severity, v["where"], str(v.get("message", "")),
+        found.append(Violation(canonical(v["invariant"]), severity, v["where"], str(v.get("message", "")),
                                detail if isinstance(detail, dict) else {}))
     checked = doc.get("checked")
-    checked = tuple(c for c in checked if isinstance(c, str)) if isinstance(checked, list) else \
+    checked = tuple(canonical(c) for c in checked if isinstance(c, str)) if isinstance(checked, list) else \
         tuple(sorted({v.invariant for v in found}))
     return Report(checked, {}, tuple(found))
 

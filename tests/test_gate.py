@@ -139,19 +139,21 @@ def test_verify_against_its_own_baseline_passes_and_names_the_reason(capsys, fil
     assert code == 0 and doc["ok"] is True
     assert {(v["invariant"], v["where"], v["reason"]) for v in doc["suppressed"]} == {
         (*LEGACY, "in the baseline baseline.json"),
-        ("placement.replica-spread", "broker 7", "in the baseline baseline.json")}
+        ("placement.replica-spread", "broker 7", "in the baseline baseline.json"),
+        ("health.zone-loss", "topic legacy", "in the baseline baseline.json")}  # both replicas in rack a
     # A new finding still fails: a describe where orders-0 sits in racks a and b only.
     (files / "later.txt").write_text(DESCRIBE.replace("Replicas: 1,3,5\tIsr: 1,3,5", "Replicas: 1,3,4\tIsr: 1,3,4"))
     code, out, _ = run(capsys, "verify", "later.txt", "--brokers-file", "brokers.txt", "--baseline", "baseline.json",
                        "--json")
     doc = json.loads(out)
-    assert code == 1 and keys(doc["introduced"]) == {("placement.rack-diversity", "partition orders-0")}
+    assert code == 1 and keys(doc["introduced"]) == {("placement.rack-diversity", "partition orders-0"),
+                                                     ("health.zone-loss", "topic orders")}  # rack b holds 3,4
     # ... and what the baseline had and is gone now is fixed: legacy-0 moved to racks a and b.
     (files / "fixed.txt").write_text(DESCRIBE.replace("Replicas: 1,2\tIsr: 1,2", "Replicas: 1,3\tIsr: 1,3"))
     code, out, _ = run(capsys, "verify", "fixed.txt", "--brokers-file", "brokers.txt", "--baseline", "baseline.json",
                        "--json")
     doc = json.loads(out)
-    assert code == 0 and keys(doc["fixed"]) == {LEGACY}
+    assert code == 0 and keys(doc["fixed"]) == {LEGACY, ("health.zone-loss", "topic legacy")}
     assert [v["severity"] for v in doc["introduced"]] == ["soft"]  # broker 1's followers now lean on broker 3
 
 
