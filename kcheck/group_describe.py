@@ -19,8 +19,9 @@ output):
 
 Around the tables, on stderr (pasted with them from a terminal): "Consumer group 'g' has no active members.",
 "Warning: Consumer group 'g' is rebalancing.", "Error: Consumer group 'g' does not exist.", the "Note: ..." of
-0.10.2 to 2.0, and log lines (SLF4J, log4j). Before 2.3 no line names the group but those notes; a paste's unnamed
-tables are taken as one group.
+0.10.2 to 2.0, and log lines (SLF4J, log4j). Before 2.3 no line names the group but those notes, and the command
+line when the paste has it (`kafka-consumer-groups.sh ... --group g`); a paste's tables named by neither are taken as
+one group.
 
 Cells are read by the header's column positions (every release pads its columns to the widest value), and by
 whitespace when a paste lost the alignment; a row that fits neither is an InputError naming its line.
@@ -63,7 +64,7 @@ _LOG_LINE = re.compile(r"^(?:SLF4J: |log4j:|\[\d{4}-\d\d-\d\d[ T][\d:,.]+\] (?:T
                        r"\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d|(?:TRACE|DEBUG|INFO|WARN|ERROR) |"
                        r"\[[\w .|-]+\] (?:INFO|WARN) )")
 _COMMAND = re.compile(r"kafka-consumer-groups(?:\.sh|\.bat)?\s")
-_TOOL_ERROR = re.compile(r"^(?:Error: |Exception in thread |\s+at [\w$.]+\(|Caused by: )")
+_TOOL_ERROR = re.compile(r"^(?:Error: |Exception in thread |\s+at [\w$.]+\(|Caused by: |WARN: |Warn: |Warning: )")
 _COORDINATOR = re.compile(r"(?P<host>\S+):(?P<port>\d+)\s+\((?P<id>-?\d+)\)")
 _SCALA_ASSIGNMENT = re.compile(r"(?P<topic>[^\s(),]+)\((?P<parts>[\d,]*)\)")
 _ANONYMOUS_ASSIGNMENT = re.compile(r"\((?P<parts>[\d,]*)\)")
@@ -384,7 +385,7 @@ class _Table:
     kind: str
     words: list[tuple[str, int]]
     line: int
-    named: str | None  # the group a note right before it named
+    named: str | None  # the group a note right before it, or the command line, named
     rows: list[OffsetRow | MemberRow | StateRow] = field(default_factory=list)
 
 
@@ -396,6 +397,7 @@ class _Reader:
         self.commands: list[tuple[int, str]] = []
         self.table: _Table | None = None
         self.named: str | None = None  # the group the last note named, for the next table
+        self.command_group: str | None = None  # the one --group of the last command line pasted
 
     def group(self, name: str | None) -> GroupView:
         if name not in self.groups:
@@ -434,7 +436,7 @@ class _Reader:
                                            + " ".join(w for w, _ in words)), n)
         _check_header(kind, words, self.source, n)
         self.close()
-        self.table = _Table(kind, words, n, self.named)
+        self.table = _Table(kind, words, n, self.named or self.command_group)
         self.named = None
 
     def note(self, text: str, n: int) -> bool:
@@ -447,8 +449,10 @@ class _Reader:
             self.named = None
         elif _ERA_NOTE.match(text) or _TOOL_ERROR.match(text):
             self.tool_notes.append((n, text))
-        elif _COMMAND.search(text):
+        elif _COMMAND.search(text):  # a new command: a note before it names none of its tables
             self.commands.append((n, text))
+            groups = re.findall(r"--group[= ]+(\S+)", text)
+            self.named, self.command_group = None, groups[0].strip("'\"") if len(groups) == 1 else None
         elif not _LOG_LINE.match(text):
             return False
         return True
@@ -459,7 +463,7 @@ class _Reader:
             return
         names = {r.group for r in t.rows} or {None}
         if names == {None}:
-            names = {t.named}  # before 2.3, or a header without rows: the group a note named, if any
+            names = {t.named}  # before 2.3, or a header without rows: the group a note or the command named
         for name in names:
             self.add(t, name)
 

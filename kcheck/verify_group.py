@@ -127,9 +127,11 @@ def _protocol(g: GroupView) -> str | None:
 def _members(g: GroupView) -> list[Member]:
     out: dict[str, Member] = {}
     for m in g.members or ():
-        out[m.consumer] = Member(m.consumer, m.client, m.host, m.instance,
-                                 list(m.assignment) if m.assignment is not None else None, m.count,
-                                 list(m.target) if m.target is not None else None)
+        known = out.get(m.consumer)  # a second members table of the group (--members after --members --verbose)
+        out[m.consumer] = Member(
+            m.consumer, m.client, m.host, m.instance,
+            list(m.assignment) if m.assignment is not None else (known.partitions if known else None), m.count,
+            list(m.target) if m.target is not None else (known.target if known else None))
     for r in g.offsets or ():
         if r.consumer is not None and r.consumer not in out:
             out[r.consumer] = Member(r.consumer, r.client, r.host)

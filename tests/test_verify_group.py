@@ -204,6 +204,27 @@ def test_a_paste_that_lost_its_alignment_reads_the_same(file: str, cluster: str)
             assert (other.offsets, other.members, other.states) == (g.offsets, g.members, g.states), name
 
 
+def test_a_terminal_session_pasted_whole_names_each_group_by_its_command(capsys: Any) -> None:
+    """Before 2.3 no table names its group: the command lines of a pasted session do, and a note names only the
+    table right after it (never one after the next command)."""
+    folder = GROUPS / "1.1.1@3.9.1"
+    session = ""
+    runs = (("archive", "members", " --members"), ("billing", "describe", ""), ("billing", "state", " --state"),
+            ("shipping", "members-verbose", " --members --verbose"))
+    for group, mode, flags in runs:
+        session += (f"$ bin/kafka-consumer-groups.sh --bootstrap-server b:9092 --describe --group {group}{flags}\n"
+                    + (folder / f"{mode}.{group}.txt").read_text() + "\n")
+    paste = parse_group_describe(session, "session.txt")
+    assert set(paste.groups) == {"archive", "billing", "shipping"} and len(paste.commands) == 4
+    t = truth("3.9.1")["groups"]
+    billing = verdict(paste.groups["billing"], None)
+    assert (billing.state, billing.strategy) == ("Stable", "range")
+    assert {str(r.tp): r.current for r in billing.lag} == t["billing"]["committed"]
+    shipping = verdict(paste.groups["shipping"], None)
+    assert {m.id: sorted(map(str, m.partitions or ())) for m in shipping.members} == _owned(t["shipping"])
+    assert verdict(paste.groups["archive"], None).state == "Empty"
+
+
 # --- the command --------------------------------------------------------------------------------------------------
 
 MISASSIGNED = GROUPS / "2.6.3@3.9.1" / "members-verbose.all.txt"
