@@ -321,13 +321,29 @@ def verdict(g: GroupView, assignor_option: str | None) -> Verdict:
                            key=lambda x: (x.topic, x.partition))
     v.report = judge(v, owned, counts, target)
     v.cannot += cannot_tell(v, owned)
+    v.notes += lag_notes(v, owned)
+    return v
+
+
+def lag_notes(v: Verdict, owned: Mapping[str, Sequence[TopicPartition]] | None) -> list[str]:
+    """What the lag table says beyond its numbers: partitions nobody consumes, lag below zero."""
+    out = []
+    waiting = sum(r.lag for r in v.lag if not r.owners and r.lag is not None and r.lag > 0)
+    if v.state == "Empty" and waiting:
+        out.append(f"no active members: nothing consumes these partitions, and their lag ({waiting:,}) grows with "
+                   "every produce")
+    in_scope = set(_topics(owned or {}))
+    idle = sorted({r.tp.topic for r in v.lag if not r.owners} - in_scope) if owned else []
+    if idle:
+        out.append(f"committed offsets of topic(s) no member owns a partition of ({', '.join(idle)}): the group may "
+                   "no longer subscribe to them, or every member that did is gone; not judged")
     below = [r.tp for r in v.lag if r.lag is not None and r.lag < 0]
     if below:
-        v.notes.append(f"lag below zero on {_tps(below)}: the committed offset is above the log-end offset printed, "
-                       "so either the tool read the log end wrong in this snapshot or the log was cut below the "
-                       "group's commit (an unclean leader election, a topic deleted and re-created); on the latter "
-                       "the consumer resets by auto.offset.reset")
-    return v
+        out.append(f"lag below zero on {_tps(below)}: the committed offset is above the log-end offset printed, so "
+                   "either the tool read the log end wrong in this snapshot or the log was cut below the group's "
+                   "commit (an unclean leader election, a topic deleted and re-created); on the latter the consumer "
+                   "resets by auto.offset.reset")
+    return out
 
 
 LAG_SNAPSHOT = ("lag is one snapshot: the log-end offset moves with every produce and the committed offset with "

@@ -180,6 +180,10 @@ def test_what_cannot_be_told_is_said(file: str, cluster: str) -> None:
             assert ALIVE in v.cannot, name  # a killed member still owns its partitions: only its session ends that
         if any(m.anonymous is not None for m in v.group.members or ()):
             assert any("prints no topic names" in c for c in v.cannot), name
+        behind = sum(truth(cluster)["log_end_offsets"][tp] - o for tp, o in group["committed"].items())
+        if group["state"] == "Empty" and v.group.offsets is not None:  # nothing consumes an empty group's partitions
+            assert any(n.startswith(f"no active members: nothing consumes these partitions, and their lag "
+                                    f"({behind:,})") for n in v.notes) == (behind > 0), name
         if group["state"] == "Reconciling" and any(m.target is not None for m in v.members):
             everything = {f"{t}-{p}" for t in group["topics"] for p in range(truth(cluster)["topics"][t])}
             taken = {tp for m in group["members"] for tp in m["partitions"]}
