@@ -57,14 +57,18 @@ _MAY_BE_BLANK = {"GROUP-INSTANCE-ID", "ASSIGNMENT-STRATEGY"}
 _HEADER_WORD = re.compile(r"#?[A-Z][A-Z-]*")
 _NOTE = re.compile(r"^(?P<warning>Warning: )?Consumer group '(?P<group>.*)' (?P<what>has no active members|"
                    r"is rebalancing)\.$")
-_MISSING = re.compile(r"^Error: (?:The )?[Cc]onsumer group '(?P<group>.*)' does not exist\.$")
+# Up to 3.9 a group that is not there is named in a line; 4.x's tool fails with GroupIdNotFoundException instead.
+_MISSING = re.compile(r"^Error: (?:The )?[Cc]onsumer group '(?P<group>.*)' does not exist\.$|"
+                      r"^Error: Executing consumer group command failed due to \S*GroupIdNotFoundException: "
+                      r"Group (?P<id>.*) not found\.$")
 _ERA_NOTE = re.compile(r"^Note: This will (?:only show information about consumers that use the Java consumer API|"
                        r"not show information about old Zookeeper-based consumers)")
 _LOG_LINE = re.compile(r"^(?:SLF4J: |log4j:|\[\d{4}-\d\d-\d\d[ T][\d:,.]+\] (?:TRACE|DEBUG|INFO|WARN|ERROR) |"
                        r"\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d|(?:TRACE|DEBUG|INFO|WARN|ERROR) |"
                        r"\[[\w .|-]+\] (?:INFO|WARN) )")
 _COMMAND = re.compile(r"kafka-consumer-groups(?:\.sh|\.bat)?\s")
-_TOOL_ERROR = re.compile(r"^(?:Error: |Exception in thread |\s+at [\w$.]+\(|Caused by: |WARN: |Warn: |Warning: )")
+_TOOL_ERROR = re.compile(r"^(?:Error: |Exception in thread |\s*at \S+\(|Caused by: |WARN: |Warn: |Warning: |"
+                         r"[\w$.]+(?:Exception|Error)(?::|$)|\s*\.\.\. \d+ more$)")
 _COORDINATOR = re.compile(r"(?P<host>\S+):(?P<port>\d+)\s+\((?P<id>-?\d+)\)")
 _SCALA_ASSIGNMENT = re.compile(r"(?P<topic>[^\s(),]+)\((?P<parts>[\d,]*)\)")
 _ANONYMOUS_ASSIGNMENT = re.compile(r"\((?P<parts>[\d,]*)\)")
@@ -445,7 +449,7 @@ class _Reader:
             self.group(m["group"]).notes.append((n, "empty" if m["what"].startswith("has") else "rebalancing"))
             self.named = m["group"]
         elif m := _MISSING.match(text):
-            self.group(m["group"]).notes.append((n, "missing"))
+            self.group(m["group"] if m["group"] is not None else m["id"]).notes.append((n, "missing"))
             self.named = None
         elif _ERA_NOTE.match(text) or _TOOL_ERROR.match(text):
             self.tool_notes.append((n, text))

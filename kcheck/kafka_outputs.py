@@ -36,7 +36,9 @@ _CG_OTHER = (
     (re.compile(r"\bTOPIC\s+PARTITION\s+NEW-OFFSET\b"), "kafka-consumer-groups --reset-offsets output"),
     (re.compile(r"^\s*TOPIC\s+PARTITION\s+STATUS\s*$", re.M), "kafka-consumer-groups --delete-offsets output"),
 )
-_CG_NOTE = re.compile(r"^(?:Warning: )?Consumer group '.*' (?:has no active members|is rebalancing)\.$", re.M)
+_CG_NOTE = re.compile(r"^(?:(?:Warning: )?Consumer group '.*' (?:has no active members|is rebalancing)\.|"
+                      r"Error: (?:The )?[Cc]onsumer group '.*' does not exist\.|Error: Executing consumer group "
+                      r"command failed due to .*)$", re.M)
 _TOPICS = re.compile(r"^\s*Topic:\s*\S+\s+(?:TopicId:|PartitionCount:|Partition:)", re.M)
 _REASSIGN = re.compile(r"^(?:Current partition replica assignment|Proposed partition reassignment configuration|"
                        r"Status of partition reassignment:|Successfully started partition reassignments?)", re.M)

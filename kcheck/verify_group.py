@@ -420,7 +420,7 @@ def verdict_json(v: Verdict) -> dict[str, Any]:
 
 
 def _headline(v: Verdict) -> str:
-    state = v.state or "state not shown"
+    state = {None: "state not shown", "Dead": "Dead (the tool says it does not exist)"}.get(v.state, v.state)
     how = f", assignor {v.strategy}" if v.strategy else ""
     proto = {"consumer": " (consumer protocol, KIP-848)", "classic": " (classic protocol)"}.get(v.protocol or "", "")
     topics = {r.tp.topic for r in v.lag} | {tp.topic for m in v.members for tp in m.partitions or ()}
@@ -527,7 +527,13 @@ def read_pastes(files: Sequence[str]) -> GroupPaste:
         if not text.strip():
             raise InputError(source, "is empty")
         pastes.append(parse_group_describe(text, source))
-    return merge(pastes)
+    paste = merge(pastes)
+    if all(g.offsets is None and g.members is None and not g.states and {k for _, k in g.notes} == {"missing"}
+           for g in paste.groups.values()):  # nothing to judge: a gate must not pass on a group that is not there
+        names = ", ".join(repr(shown(str(name), 60)) for name in paste.groups)
+        raise InputError(paste.source, f"kafka-consumer-groups found no group {names} (it does not exist); "
+                                       "nothing to verify")
+    return paste
 
 
 def _check_assignor(option: str | None) -> None:

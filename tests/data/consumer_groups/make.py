@@ -26,7 +26,8 @@ What it sets up, so the outputs are Kafka's and the ground truth is what was don
     takes the partition the first one revokes for it, and the group stays in reconciliation);
   * every release's tool run in every mode it has (`--describe` alone, `--offsets`, `--members`,
     `--members --verbose`, `--state`, and from 4.0 `--state --verbose` and `--offsets --verbose`), per group
-    before 2.3 (no `--all-groups`), with `--all-groups` and for one group from 2.3 on; stdout and stderr in one
+    before 2.3 (no `--all-groups`), with `--all-groups` and for one group from 2.3 on, and for a group that does
+    not exist (`nosuch`); stdout and stderr in one
     pipe, as a terminal shows them (the tool's "has no active members" and "is rebalancing" lines are on
     stderr), with the logging the release's own `bin/kafka-run-class.sh` sets up for tools (WARN, on stderr).
 
@@ -54,6 +55,7 @@ from typing import Any
 
 HERE = Path(__file__).resolve().parent
 TOPICS = {"orders": (6, 10), "payments": (3, 20), "audit": (3, 5)}  # name -> (partitions, records per partition)
+MISSING = "nosuch"  # a group never set up
 
 
 @dataclass
@@ -267,6 +269,7 @@ def describe_all(cluster: str, tools: tuple[str, ...], specs: list[GroupSpec], b
                 runs.append((f"{mode}.all", ["--all-groups", *extra]))
         if _key(tool) >= (2, 3):
             runs.append((f"describe.{specs[0].name}", ["--group", specs[0].name]))
+        runs.append((f"describe.{MISSING}", ["--group", MISSING]))  # what the tool says of a group that is not there
         for name, extra in runs:
             args = ["--bootstrap-server", boot, "--describe", *extra]
             done = run_tool(tool, args, log4j)
