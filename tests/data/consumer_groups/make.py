@@ -35,7 +35,8 @@ Written: `<tool release>@<cluster release>/<mode>.<group or all>.txt`, `index.js
 cluster, the arguments, the exit status) and `truth.<cluster release>.json` (topics, log-end offsets, and per
 group: protocol, assignor, subscribed topics, committed offsets, the state set up, each member's client id,
 member id, instance id, its own view of its assignment, and whether it was alive, killed or paused). The script
-fails if any member's assignment changed while the tools ran.
+fails if any member's assignment changed while the tools ran. `kept/` holds outputs of earlier runs that a new run
+does not reproduce (see its README); the script leaves it alone.
 """
 
 from __future__ import annotations
