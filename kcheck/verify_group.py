@@ -558,7 +558,7 @@ def verify_group_command(
     from kcheck import junit, report
 
     _check_assignor(assignor)
-    junit_path = junit.output_path(junit_xml, "--junit-xml", files) if junit_xml else None
+    junit_path = junit.output_path(junit_xml, "--junit-xml", files) if junit_xml is not None else None
     paste = read_pastes(files)
     if assignor == "server-range":
         assignor = "range"  # as --state prints it; the protocol tells which range
