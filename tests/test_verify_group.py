@@ -309,7 +309,8 @@ def test_junit_report(tmp_path: Path, capsys: Any) -> None:
 def _other_outputs() -> list[Any]:
     return [pytest.param(DATA / "pasted" / "describe_4.0.txt", "kafka-topics --describe", "kcheck verify`",
                          id="topics"),
-            pytest.param(DATA / "reassign" / "4.4.0" / "generate_orders.txt", "kafka-reassign-partitions", "kcheck verify-reassignment`",
+            pytest.param(DATA / "reassign" / "4.4.0" / "generate_orders.txt",
+                         "kafka-reassign-partitions", "kcheck verify-reassignment`",
                          id="reassign"),
             pytest.param(DATA / "dump" / "plain.txt", "kafka-dump-log", "kcheck verify-log`", id="dump"),
             pytest.param(DATA / "dump" / "log-dirs.txt", "kafka-log-dirs", "kcheck verify-log`", id="log-dirs"),
