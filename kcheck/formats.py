@@ -313,6 +313,7 @@ class Describe:
     observers: Mapping[TopicPartition, tuple[int, ...]]  # Confluent observers outside the ISR, left out
     features: frozenset[str]  # layout features seen (keys of _RELEASES_OF, 'confluent', 'elr-values')
     skipped: tuple[tuple[int, str], ...] = ()  # (line, what) not the tool's output: prompts, banners, '...'
+    topic_from_header: tuple[int, ...] = ()  # partition lines without Topic:, read as the header's topic
 
     @property
     def releases(self) -> tuple[str, str] | None:
@@ -390,6 +391,8 @@ class _DescribeReader:
         self.observers: dict[TopicPartition, tuple[int, ...]] = {}
         self.features: set[str] = set()
         self.skipped: list[tuple[int, str]] = []
+        self.header_topic: str | None = None  # the topic of the last header line
+        self.topic_from_header: list[int] = []
 
     def expected(self) -> str:
         """The layout a line was expected in, from the lines read so far."""
@@ -414,6 +417,10 @@ class _DescribeReader:
             self.header(fields, line, n)
 
     def partition(self, fields: dict[str, str], n: int) -> None:
+        if "Topic" not in fields and self.header_topic is not None:
+            # Kafka prints Topic: on every partition line; a paste (or an edited blog post) may have dropped it.
+            fields = {"Topic": self.header_topic, **fields}
+            self.topic_from_header.append(n)
         p, observers = _describe_partition(fields, self.source, n, self.expected)
         if p.tp in self.part_line:
             raise InputError(self.source, f"partition {p.tp} is listed twice (lines {self.part_line[p.tp]} and {n})",
@@ -441,6 +448,7 @@ class _DescribeReader:
         if "Topic" not in fields:
             raise InputError(source, "topic line has no Topic: field", n)
         topic = _topic_name(fields["Topic"], source, n)
+        self.header_topic = topic
         self.headers += 1
         self.features.add("compact-header" if re.match(r"\s*Topic:\S", line) else "spaced-header")
         if "TopicId" in fields:
@@ -466,7 +474,8 @@ class _DescribeReader:
         rf = {t: n for t, n in self.rf.items() if not any(tp.topic == t for tp in self.observers)}
         return Describe(ReplicaAssignment(tuple(self.parts), rf) if check else ReplicaAssignment(()),
                         dict(self.counts), dict(self.min_isr), self.headers, dict(self.leader_text),
-                        dict(self.observers), frozenset(self.features), tuple(self.skipped))
+                        dict(self.observers), frozenset(self.features), tuple(self.skipped),
+                        tuple(self.topic_from_header))
 
 
 def read_describe(text: str, source: str) -> Describe:
