@@ -171,6 +171,9 @@ def _check_header(kind: str, words: list[tuple[str, int]], source: str, n: int) 
     order = COLUMNS[kind]
     names = [w for w, _ in words]
     for w in names:
+        if w == "OWNER":  # the member column before 0.10.2 (CONSUMER-ID, HOST and CLIENT-ID since)
+            raise InputError(source, "OWNER column: the layout of kafka-consumer-groups before 0.10.2; kcheck reads "
+                                     f"the layouts of 0.10.2 to 4.4 ({kind} table: {' '.join(order)})", n)
         if w not in order:
             raise InputError(source, f"unknown column {w} in a kafka-consumer-groups --describe header "
                                      f"({kind} table of Kafka 0.10.2 to 4.4: {' '.join(order)})", n)

@@ -450,7 +450,7 @@ def print_verdict(v: Verdict, out: Any) -> None:
                           *([escape(shown(m.instance or "-"))] if static else []), escape(shown(m.host or "-")),
                           _tps(m.partitions), "?" if count is None else str(count),
                           *([_tps(m.target)] if target else []),
-                          str(sum(x for x in lags if x is not None)) if lags else "-")
+                          _member_lag(lags))
         out.print(table)
     if v.lag:
         out.print(lag_table(v))
@@ -482,6 +482,14 @@ def print_general(verdicts: Sequence[Verdict], out: Any) -> None:
               markup=False)
     for line in lines:
         out.print(f"Cannot tell: {line}", markup=False)
+
+
+def _member_lag(lags: list[int | None]) -> str:
+    """A member's lag: the sum over its partitions; '-' when none has a committed offset, '+' when some have not."""
+    known = [x for x in lags if x is not None]
+    if not known:
+        return "-"
+    return f"{sum(known):,}" + ("+" if len(known) < len(lags) else "")
 
 
 def lag_table(v: Verdict) -> Any:

@@ -414,3 +414,26 @@ def test_a_directory_is_refused(tmp_path: Path, capsys: Any) -> None:
     code, out, err = run(capsys, "verify-group", str(tmp_path))
     assert code == 2 and not out
     one_error_line(err, "is a directory")
+
+
+def test_the_layout_before_0_10_2_is_named(tmp_path: Path, capsys: Any) -> None:
+    # ConsumerGroupCommand before 0.10.2 printed one OWNER column (consumer id and host) where later releases print
+    # CONSUMER-ID, HOST and CLIENT-ID; kcheck reads 0.10.2 on and says which layout it was given.
+    path = tmp_path / "old.txt"
+    path.write_text("GROUP                          TOPIC                          PARTITION  CURRENT-OFFSET  "
+                    "LOG-END-OFFSET  LAG             OWNER\n"
+                    "g                              t                              0          4499            "
+                    "4500            1               consumer-1_/172.19.0.4\n")
+    code, out, err = run(capsys, "verify-group", str(path))
+    assert code == 2 and not out
+    one_error_line(err, "OWNER column: the layout of kafka-consumer-groups before 0.10.2")
+
+
+def test_a_member_whose_partitions_have_no_commit_has_no_lag_number(tmp_path: Path, capsys: Any) -> None:
+    path = tmp_path / "g.txt"
+    path.write_text("GROUP TOPIC PARTITION CURRENT-OFFSET LOG-END-OFFSET LAG CONSUMER-ID HOST CLIENT-ID\n"
+                    "g t 0 - 5 - c-1 /h c\ng t 1 3 5 2 c-2 /h c\ng t 2 - 9 - c-2 /h c\n")
+    code, out, _ = run(capsys, "verify-group", str(path))
+    rows = {line.split("│")[1].strip(): line.split("│")[-2].strip() for line in out.splitlines()
+            if line.startswith("│ c-")}
+    assert code == 0 and rows == {"c-1": "-", "c-2": "2+"}
