@@ -278,6 +278,11 @@ _MIN_ISR_RE = re.compile(r"(?:^|,)\s*min\.insync\.replicas=([0-9]+)\s*(?=,|$)")
 # '[user@host ~]$ ...', 'user@host:~$ ...'), the '==> Describe topic t' banners of Confluent's example
 # scripts, and '...' where a document left lines out.
 _PROMPT_RE = re.compile(r"\s*(?:\$|\[[^\]]*\]\s*[$#]|[\w.-]+@[\w.-]+(?::\S*)?\s*[$#])(?:\s|$)")
+
+
+def is_shell_prompt(line: str) -> bool:
+    """A shell prompt line of a paste ('$ cmd', '[user@host dir]# cmd', 'user@host:~$ cmd'): not a tool's output."""
+    return _PROMPT_RE.match(line) is not None
 _BANNER_RE = re.compile(r"\s*==> ")
 _ELISION_RE = re.compile(r"\s*(?:\.\.\.|…)\s*")
 
