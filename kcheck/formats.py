@@ -655,8 +655,15 @@ def parse_pasted(text: str, source: str, want: str | None = None) -> tuple[Repli
     kind = _pasted_kind(lines, source)
     if kind is None:
         return parse_plan(text, source), "reassignment JSON" if is_json(text) else "kafka-topics --describe"
-    want = want or DEFAULT_BLOCK[kind]
     pasted = _pasted_blocks(lines, source, kind)
+    assignment, name = _pick_block(kind, want or DEFAULT_BLOCK[kind], pasted, source)
+    if pasted.wrapped:
+        name += f" (its JSON wrapped at {pasted.wrapped} columns by a terminal: read with those line breaks removed)"
+    return assignment, name
+
+
+def _pick_block(kind: str, want: str, pasted: _Pasted, source: str) -> tuple[ReplicaAssignment, str]:
+    """The block `want` names in `kind` output, with the name the report gives it."""
     if kind == "--generate":
         name, other = (_PROPOSED_HEADER, _CURRENT_HEADER) if want == "proposed" else (_CURRENT_HEADER, _PROPOSED_HEADER)
         if name not in pasted.blocks:
@@ -751,6 +758,7 @@ class _Pasted:
     statuses: dict[TopicPartition, tuple[str, int]] = field(default_factory=dict)  # --verify: (state, line)
     elsewhere: dict[TopicPartition, tuple[tuple[int, ...], int]] = field(default_factory=dict)  # replicas now, line
     listed: list[PartitionReplicas] = field(default_factory=list)  # --list
+    wrapped: int | None = None  # the terminal width a JSON block was wrapped at (line breaks removed to read it)
 
 
 def _pasted_blocks(lines: list[str], source: str, kind: str) -> _Pasted:
@@ -782,17 +790,42 @@ def _json_block(lines: list[str], n: int, header: str, source: str, found: _Past
     where = f"{header} block" if header else "reassignment JSON"
     try:
         _, end = json.JSONDecoder().raw_decode(rest, start)
+        text, last = rest[start:end], n + rest[start:end].count("\n")
     except json.JSONDecodeError as e:
-        raise InputError(source, f"invalid JSON in the {where}: {e.msg}", n - 1 + e.lineno, e.colno) from None
+        unwrapped = _unwrapped_json(lines, n)
+        if unwrapped is None:
+            raise InputError(source, f"invalid JSON in the {where}: {e.msg}", n - 1 + e.lineno, e.colno) from None
+        text, last, found.wrapped = unwrapped
     except (ValueError, RecursionError) as e:  # an integer of more than 4300 digits, deep nesting
         raise InputError(source, f"invalid JSON in the {where}: {type(e).__name__}: {e}", n) from None
     if header in found.blocks:
         raise InputError(source, f"a second {where}", n)
     try:
-        found.blocks[header] = parse_reassignment_json(rest[start:end], source)
+        found.blocks[header] = parse_reassignment_json(text, source)
     except InputError as e:
         raise InputError(source, f"{where}: {e.message}", n) from None
-    return n + rest[start:end].count("\n")
+    return last
+
+
+_WRAP_MIN = 40  # narrower lines of equal length are a JSON of short lines, not a terminal's wrapping
+
+
+def _unwrapped_json(lines: list[str], n: int) -> tuple[str, int, int] | None:
+    """kafka-reassign-partitions prints each JSON on one line; a terminal wraps it at its width, and a paste keeps
+    those breaks, even inside a string. Lines of one width (at least _WRAP_MIN) from line n, and the shorter last
+    one, joined without the breaks, when that is one whole JSON: (text, its last line, the width). Else None."""
+    width = len(lines[n - 1])
+    last = n
+    while last < len(lines) and len(lines[last]) == width:
+        last += 1
+    if width < _WRAP_MIN or last == n or last >= len(lines):
+        return None
+    text = "".join(lines[n - 1:last + 1]).strip()
+    try:
+        _, end = json.JSONDecoder().raw_decode(text)
+    except (ValueError, RecursionError):
+        return None
+    return (text, last + 1, width) if end == len(text) else None
 
 
 def _status_line(line: str, n: int, source: str, found: _Pasted, kind: str) -> None:
