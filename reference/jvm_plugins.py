@@ -91,6 +91,7 @@ GROUP_INTERFACE = "org.apache.kafka.coordinator.group.api.assignor.ConsumerGroup
 _KINDS = {"placer": PLACER_INTERFACE, "client": CLIENT_INTERFACE, "group": GROUP_INTERFACE}
 # A Java binary class name: dotted identifiers, '$' for nested classes.
 _CLASS_RE = re.compile(r"[^\W\d][\w$]*(?:\.[^\W\d][\w$]*)*")
+MAX_CLASS_NAME = 65_535  # bytes: a class file's constant pool holds a name in one CONSTANT_Utf8 of at most this
 _MASK48 = (1 << 48) - 1
 _MASK64 = (1 << 64) - 1
 ENUMERATION_CHUNK = 2_000  # runs per JPX answer: a few hundred kB at most
@@ -208,7 +209,7 @@ class JvmClass:
 def class_name(spec: str) -> str:
     """The class of a `jvm:<class>` spec; a ValueError (one line) when it is not one."""
     name = spec[len(PREFIX):] if is_jvm(spec) else ""
-    if not _CLASS_RE.fullmatch(name):
+    if len(name.encode("utf-8", "surrogatepass")) > MAX_CLASS_NAME or not _CLASS_RE.fullmatch(name):
         raise ValueError(f"'{spec}' is not of the form jvm:<fully.qualified.ClassName>")
     return name
 
