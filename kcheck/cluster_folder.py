@@ -164,7 +164,12 @@ def claim(path: Path | None) -> tuple[Path, str]:
     real = _real(folder)
     ident = uuid.uuid4().hex
     doc = json.dumps({"kind": MARKER_KIND, "path": str(real), "id": ident}) + "\n"
-    fd = os.open(real / MARKER_FILE, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644)
+    try:  # O_EXCL: of two `up` in one folder at once, one wins and the other is told
+        fd = os.open(real / MARKER_FILE, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644)
+    except FileExistsError:
+        raise FolderError(f"a cluster is already set up in {shown(str(real))}") from None
+    except OSError as e:
+        raise FolderError(f"cannot create files in {shown(str(real))}: {_why(e)}") from None
     with open(fd, "w", encoding="utf-8") as f:
         f.write(doc)
     return real, ident

@@ -131,6 +131,8 @@ def parse_classpath(text: str | None) -> tuple[str, ...]:
             raise ValueError(f"'{entry}' does not exist")
         if not (os.path.isdir(path) or path.endswith((".jar", ".zip", ".JAR", ".ZIP"))):
             raise ValueError(f"'{entry}' is neither a jar nor a folder of classes")
+        if not os.path.isdir(path) and not os.path.isfile(path):  # a FIFO or a device: the JVM would wait on it
+            raise ValueError(f"'{entry}' is not a regular file")
         if os.path.isdir(path) is False and not os.access(path, os.R_OK):
             raise ValueError(f"'{entry}' is not readable")
         entries.append(path)

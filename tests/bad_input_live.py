@@ -118,6 +118,8 @@ LIVE_OPTIONS: dict[str, tuple[list[str], dict[str, list[str]]]] = {
     "replay (releases)": (["replay", "trace.json"], {"--kafka-version": SHORT_RELEASES}),
     "liveness (releases)": (["liveness"], {"--kafka-version": SHORT_RELEASES}),
     "rules (releases)": (["rules"], {"--kafka-version": SHORT_RELEASES}),
+    "sweep (releases)": (["sweep", "placement"], {"--against-kafka": SHORT_RELEASES,
+                                                  "--kafka-version": SHORT_RELEASES}),
     "place (jvm plug-ins)": (PLACE, {"--placer": JVM_CLASSES, "--classpath": CLASSPATHS}),
     "assign (jvm plug-ins)": (["assign", "group.json"], {"--assignor": JVM_CLASSES[:6], "--classpath": CLASSPATHS[:4]}),
     "optimize (jvm plug-ins)": (["optimize", "--brokers", "0,1,2", "--partitions", "3", "--replication-factor", "2"],

@@ -270,6 +270,25 @@ def test_a_fifo_for_a_state_file_or_marker_is_refused_not_waited_on(tmp_path, wh
     assert _alive(procs) and (a / which).exists()
 
 
+FIFO_CASES = [
+    (["chaos", "--schedule", "fifo"], "fifo"),
+    (["verify", "--bootstrap-server", "127.0.0.1:1", "--command-config", "fifo"], "fifo"),
+    (["place", "--brokers", "0,1", "--partitions", "1", "--replication-factor", "1", "--placer", "jvm:a.B",
+      "--classpath", "fifo.jar"], "--classpath"),
+    (["cluster", "up", "--dir", "fifo"], "--dir"),
+]
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="no named pipes")
+@pytest.mark.parametrize(("argv", "place"), FIFO_CASES, ids=[" ".join(a[:2]) for a, _ in FIFO_CASES])
+def test_a_fifo_given_as_a_file_is_refused_not_waited_on(tmp_path, argv, place):
+    os.mkfifo(tmp_path / "fifo")
+    os.mkfifo(tmp_path / "fifo.jar")
+    done = _run_kcheck(*argv, cwd=tmp_path)
+    assert_refused(done.returncode, done.stdout, done.stderr, place)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["fifo", "fifo.jar"]
+
+
 def _state(a: Path) -> dict[str, Any]:
     return json.loads((a / STATE_FILE).read_text())
 
