@@ -291,6 +291,7 @@ class Campaign:
         self.lag = 0.0  # seconds the schedule ran late in all
         self.running_before: set[int] = set()  # the brokers that ran when the campaign began
         self.threads: list[threading.Thread] = []
+        self.producers: list[Any] = []
 
     # -- the cluster ---------------------------------------------------------------------------------------
 
@@ -376,6 +377,7 @@ class Campaign:
         except KafkaError as e:
             self.errors.append(f"the acks={acks} producer did not start: {e}")
             return
+        self.producers.append(producer)
         n = 0
         interval = 1.0 / self.s.rate
         next_at = time.monotonic()
@@ -719,6 +721,9 @@ class Campaign:
                     self.cluster.launch(b)
             if stopped:
                 done.append(f"started broker(s) {', '.join(map(str, stopped))} again")
+        for producer in self.producers:  # kafka-python's own close at exit would wait on a paused leader, then raise
+            with contextlib.suppress(Exception):
+                producer._unregister_cleanup()
         for th in self.threads:
             th.join(0.3)
         return done

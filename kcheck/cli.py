@@ -1057,6 +1057,11 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     except BrokenPipeError:  # e.g. `kcheck place ... | head`
         return 0
+    except KeyboardInterrupt:  # Ctrl-C where no command undoes anything (the live commands say what they undid)
+        from kcheck.exit_codes import Exit
+
+        print("kcheck: interrupted", file=sys.stderr)
+        return int(Exit.INTERRUPTED)
     return code if isinstance(code, int) else 0
 
 

@@ -47,6 +47,7 @@ the cluster's ISR before the poll: that counts as a match (the model's next step
 from __future__ import annotations
 
 import json
+import logging
 import sys
 import time
 import uuid
@@ -68,6 +69,7 @@ from kcheck.exit_codes import Exit
 from kcheck.formats import InputError
 from kcheck.interrupts import caught, interrupted, interrupts, shielded
 from kcheck.interrupts import check as interrupt_check
+from kcheck.live import kafka_log_level
 from kcheck.lossy import lossy_kill
 from kcheck.model.replication.actions import Action
 from kcheck.model.replication.state import NO_LEADER, State
@@ -629,7 +631,7 @@ def report(out: Outcome, info: dict[str, Any], trace_file: str, label: str, json
 def replay_on_cluster(trace_file: str, trace: Any, resolved: Any, model_steps: list[Any], cluster: LocalCluster,
                       json_out: bool) -> int:
     started = cluster._state is None
-    with interrupts():
+    with interrupts(), kafka_log_level(logging.CRITICAL):  # the client logs every refused connection of a fault
         try:
             outcome, info = run_on_cluster(trace, resolved.protocol, model_steps, cluster)
         except BaseException as e:
