@@ -7,7 +7,7 @@ exit 130 with one `kcheck: interrupted:` line and leave no process naming its fo
 (started here once, and reused) must have no paused broker after it. Prints per command: trials, exit statuses,
 min / median / max seconds from the signal to the exit.
 
-    python bench/live_interrupts.py [--trials 5] [--signal INT|TERM] [--only cluster-up,chaos-dir,...]
+    python bench/live_interrupts.py [--trials 5] [--signal INT|TERM] [--only cluster-up,chaos-dir,...] [--verbose]
 
 Commands: cluster-up (`cluster up --brokers 1`), chaos-dir (`chaos --dir` a running cluster, a schedule that
 pauses and kills brokers), chaos-own (`chaos` starting its own one-broker cluster), replay-dir (`replay
@@ -20,6 +20,7 @@ from __future__ import annotations
 import argparse
 import json
 import random
+import re
 import signal
 import socket
 import statistics
@@ -31,12 +32,14 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+# A replication-model trace that kills broker 2 (kill -9) and starts it again: about 15 s on a cluster.
 TRACE = {"format": 2, "protocol": "current",
          "config": {"brokers": 2, "replication_factor": 0, "min_isr": 1, "initial_isr": 0, "acks": ["all"],
                     "records": 1, "max_leader_epoch": 3, "crashes": 1, "lossy_crashes": 0, "fences": 0,
                     "elections": 0, "isr_shrinks": 0, "failovers": 0, "reads": 1, "reassignments": 0, "cancels": 0,
                     "duplicates": True, "atomic_fetch": False},
-         "steps": [{"action": "produce", "broker": 1, "acks": "all"}, {"action": "fetch", "follower": 2}]}
+         "steps": [{"action": "produce", "broker": 1, "acks": "all"}, {"action": "fetch", "follower": 2},
+                   {"action": "crash", "broker": 2, "lossy": False}, {"action": "restart", "broker": 2}]}
 
 
 def processes_naming(text: str) -> list[int]:
@@ -92,6 +95,7 @@ def main() -> None:
     ap.add_argument("--trials", type=int, default=5)
     ap.add_argument("--signal", choices=("INT", "TERM"), default="INT")
     ap.add_argument("--only", default="cluster-up,chaos-dir,chaos-own,replay-dir,replay-own,verify")
+    ap.add_argument("--verbose", action="store_true", help="Print every trial's last line.")
     args = ap.parse_args()
     sig = signal.SIGINT if args.signal == "INT" else signal.SIGTERM
     only = args.only.split(",")
@@ -100,18 +104,20 @@ def main() -> None:
     (work / "s.txt").write_text("0.5 pause 3\n1 kill 2\n")
     silent = Silent()
     shared = None
+    seen: set[str] = set()  # the replay topics before a trial
     if {"chaos-dir", "replay-dir"} & set(only):
         from kcheck.cluster import LocalCluster
 
         shared = LocalCluster(brokers=3, directory=work / "shared").start(timeout_s=120)
     runs: dict[str, tuple[list[str], Callable[[str], bool], float]] = {
-        "cluster-up": (["cluster", "up", "--brokers", "1", "--dir", "c"], lambda e: (work / "c").exists(), 4.0),
+        "cluster-up": (["cluster", "up", "--brokers", "1", "--dir", "c"], lambda e: (work / "c").exists(), 3.0),
         "chaos-dir": (["chaos", "--dir", str(work / "shared"), "--schedule", "s.txt", "--duration", "60", "--rate",
                        "20"], lambda e: "kcheck chaos: topic" in e, 6.0),
         "chaos-own": (["chaos", "--brokers", "1", "--replication-factor", "1", "--min-insync-replicas", "1",
                        "--duration", "60"], lambda e: "kcheck chaos: starting" in e, 15.0),
-        "replay-dir": (["replay", "trace.json", "--on-cluster", "--dir", str(work / "shared")], lambda e: True, 3.0),
-        "replay-own": (["replay", "trace.json", "--on-cluster", "--dir", "r"], lambda e: (work / "r").exists(), 12.0),
+        "replay-dir": (["replay", "trace.json", "--on-cluster", "--dir", str(work / "shared")],
+                       lambda e: shared is not None and bool(replay_topics(shared.bootstrap) - seen), 8.0),
+        "replay-own": (["replay", "trace.json", "--on-cluster", "--dir", "r"], lambda e: (work / "r").exists(), 15.0),
         "verify": (["verify", "--bootstrap-server", f"127.0.0.1:{silent.server.getsockname()[1]}"],
                    lambda e: len(silent.held) > 0, 3.0),
     }
@@ -120,6 +126,8 @@ def main() -> None:
             argv, working, most = runs[name]
             results = []
             for _ in range(args.trials):
+                seen.clear()
+                seen.update(replay_topics(shared.bootstrap) if shared is not None and name == "replay-dir" else ())
                 code, took, last = trial(argv, work, working, most, sig)
                 left = processes_naming(str(work / "c")) + processes_naming(str(work / "r"))
                 results.append((code, took, last, left))
@@ -131,7 +139,7 @@ def main() -> None:
                   f"min {min(times):.2f} median {statistics.median(times):.2f} max {max(times):.2f}"
                   if times else f"{name}: no trial was interrupted ({results})")
             for code, took, last, left in results:
-                if code != 130 or left:
+                if code != 130 or left or args.verbose:
                     print(f"  exit {code} after {took:.2f} s, left {left}: {last}")
     finally:
         if shared is not None:  # another process may have started a broker again: the folder's state has its PID
@@ -139,6 +147,16 @@ def main() -> None:
 
             LocalCluster.attach(work / "shared").stop()
             shared._dismiss_watchdog()
+
+
+def replay_topics(bootstrap: str) -> set[str]:
+    """The cluster's replay topics now: a new one says a replay has begun its work on the cluster."""
+    from kcheck.live import read_cluster
+
+    try:
+        return set(re.findall(r"Topic: (kcheck-replay-\w+)\t", read_cluster(bootstrap, timeout_s=5).describe_text))
+    except Exception:  # noqa: BLE001 - asked again
+        return set()
 
 
 def heal(folder: Path) -> None:

@@ -1,9 +1,3 @@
-import sys
+from kcheck.entry import run
 
-try:  # Ctrl-C while the modules load: one line, as during a command
-    from kcheck.cli import main
-except KeyboardInterrupt:
-    print("kcheck: interrupted", file=sys.stderr)
-    sys.exit(130)
-
-sys.exit(main())
+run()

@@ -6,9 +6,11 @@ violated, 2 on bad input (one line on stderr naming the place, never a traceback
 
 from __future__ import annotations
 
+import atexit
 import math
 import os
 import re
+import signal
 import sys
 import traceback
 from collections import Counter
@@ -22,7 +24,7 @@ from rich.table import Table
 from typer._click.core import Context as ClickContext
 from typer._click.exceptions import ClickException
 
-from kcheck import formats, report
+from kcheck import formats, interrupts, report
 from kcheck.chaos import chaos_command
 from kcheck.check import MAX_BROKERS, failed_any, run_check
 from kcheck.cluster import cluster_command
@@ -1034,8 +1036,9 @@ def list_invariants() -> int:
 def main(argv: list[str] | None = None) -> int:
     global _debug
     _debug = False  # main() may run many times in one process (tests)
-    command = typer.main.get_command(app)
+    interrupts.reset()
     try:
+        command = typer.main.get_command(app)
         code = command.main(args=argv, prog_name="kcheck", standalone_mode=False)
     except ClickException as e:  # usage errors: unknown option, bad integer, missing argument
         if type(e).__name__ == "NoArgsIsHelpError":  # bare `kcheck`: the help, as `kcheck --help` prints it
@@ -1058,12 +1061,26 @@ def main(argv: list[str] | None = None) -> int:
     except BrokenPipeError:  # e.g. `kcheck place ... | head`
         return 0
     except KeyboardInterrupt:  # Ctrl-C where no command undoes anything (the live commands say what they undid)
-        from kcheck.exit_codes import Exit
-
-        print("kcheck: interrupted", file=sys.stderr)
-        return int(Exit.INTERRUPTED)
+        code = interrupts.INTERRUPTED
+    if code == interrupts.INTERRUPTED and not interrupts.reported():  # typer returns 130 for a Ctrl-C, silently
+        return interrupts.interrupted(None)
     return code if isinstance(code, int) else 0
 
 
+def run() -> None:
+    """The `kcheck` program: main(), then exit with its status. After an interrupt the status is 130 for certain:
+    CPython would otherwise end the process by SIGINT if the KeyboardInterrupt had passed through code it ran from
+    a string (dataclasses' generated methods, typer's evaluated annotations), whoever caught it afterwards. The exit
+    functions run first, as at a normal exit."""
+    code = main()
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # done: a Ctrl-C while the interpreter exits changes nothing
+    if code == interrupts.INTERRUPTED:
+        atexit._run_exitfuncs()
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(code)
+    sys.exit(code)
+
+
 if __name__ == "__main__":
-    sys.exit(main())
+    run()

@@ -64,6 +64,7 @@ from kcheck.cluster_folder import (
     claim,
     default_directory,
     describe_left,
+    find_node,
     matches,
     node_folder,
     open_existing,
@@ -459,14 +460,19 @@ class LocalCluster:
     # -- processes -----------------------------------------------------------------------------------------
 
     def pid_of(self, node_id: int) -> int | None:
-        """The PID of a node's running process (None when it is not running)."""
+        """The PID of a node's running process (None when it is not running): the recorded one if it still runs as
+        this node, else any process that does (started, its PID never saved: an interrupt came in between)."""
         node = self.node(node_id)
-        if node.pid is None:
-            return None
-        child = self._children.get(node_id)
-        if child is not None and child.pid == node.pid:  # ours: right after fork its command line is not java's yet
-            return node.pid if child.poll() is None else None
-        return node.pid if started_for(node.pid, self.properties_file(node_id), self._id) else None
+        if node.pid is not None:
+            child = self._children.get(node_id)
+            if child is not None and child.pid == node.pid and child.poll() is None:
+                return node.pid  # ours: right after fork its command line is not java's yet
+            if started_for(node.pid, self.properties_file(node_id), self._id):
+                return node.pid
+        found = find_node(self.properties_file(node_id), self._id)
+        if found is not None:
+            node.pid = found
+        return found
 
     def is_running(self, node_id: int) -> bool:
         return self.pid_of(node_id) is not None

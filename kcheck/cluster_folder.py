@@ -362,6 +362,25 @@ def started_for(pid: int, properties: Path | str, ident: str) -> bool:
     return args is not None and bool(ident) and args[-1:] == [str(properties)] and f"{ID_OPTION}{ident}" in args
 
 
+def find_node(properties: Path | str, ident: str) -> int | None:
+    """The PID of a process running as this node (started_for), looked for among all processes: a node whose PID
+    was never recorded (kcheck interrupted between starting it and saving its PID) is still found, and never started
+    twice. None where there is no /proc."""
+    if not ident or not os.path.isdir("/proc"):
+        return None
+    wanted = [f"{ID_OPTION}{ident}".encode(), str(properties).encode()]
+    for entry in os.scandir("/proc"):
+        if entry.name.isdigit():
+            try:
+                with open(f"/proc/{entry.name}/cmdline", "rb") as f:
+                    raw = f.read()
+            except OSError:
+                continue
+            if all(w in raw for w in wanted) and started_for(int(entry.name), properties, ident):
+                return int(entry.name)
+    return None
+
+
 def remove_ours(real: Path, ident: str) -> list[str]:
     """Delete what kcheck created in the cluster folder `real` (only while its marker still names it with `ident`):
     node folders, state file, and the marker last; the folder too if it is then empty. Returns what was left (paths

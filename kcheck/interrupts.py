@@ -22,7 +22,8 @@ from types import FrameType
 from kcheck.exit_codes import Exit
 
 _SIGNALS = (signal.SIGINT, signal.SIGTERM)
-_state = {"caught": False, "shielded": 0}
+INTERRUPTED = int(Exit.INTERRUPTED)
+_state = {"caught": False, "shielded": 0, "reported": False}
 
 
 def _on_signal(signum: int, frame: FrameType | None) -> None:
@@ -78,9 +79,20 @@ def shielded() -> Iterator[None]:
             signal.signal(s, handler)
 
 
-def interrupted(what: str) -> int:
-    """Say what an interrupted command undid, in one line; the exit status to return."""
+def interrupted(what: str | None) -> int:
+    """Say in one line that the command was interrupted, and what it undid; the exit status to return."""
     from kcheck.formats import one_line
 
-    print(f"kcheck: interrupted: {one_line(what)}", file=sys.stderr)
-    return int(Exit.INTERRUPTED)
+    print("kcheck: interrupted" + (f": {one_line(what)}" if what else ""), file=sys.stderr)
+    _state["reported"] = True
+    return INTERRUPTED
+
+
+def reported() -> bool:
+    """True once `interrupted` said it (the CLI then adds nothing)."""
+    return bool(_state["reported"])
+
+
+def reset() -> None:
+    """A new command line in this process (tests run many): nothing caught or said yet."""
+    _state.update(caught=False, reported=False)

@@ -549,14 +549,15 @@ def test_a_closed_port_is_refused_at_once():
     assert "Connection refused" in done.stderr
 
 
-def _topics_named(cluster: Any, prefix: str) -> bool:
-    """True once a topic whose name starts with `prefix` exists (the replay has begun its work on the cluster)."""
+def _replay_topics(cluster: Any) -> set[str] | None:
+    """The cluster's replay topics now (a new one: a replay has begun its work on the cluster); None if unread."""
     from kcheck.live import read_cluster
 
     try:
-        return f"Topic: {prefix}" in read_cluster(cluster.bootstrap, timeout_s=5).describe_text
+        text = read_cluster(cluster.bootstrap, timeout_s=5).describe_text
     except Exception:  # noqa: BLE001 - asked again
-        return False
+        return None
+    return set(re.findall(r"Topic: (kcheck-replay-\w+)\t", text))
 
 
 def _adopt(cluster: Any) -> None:
@@ -606,9 +607,11 @@ def test_replay_on_cluster_interrupted_is_one_line_and_the_cluster_runs_on(clust
     """A trace that kills broker 2 and starts it again (about 15 s on the cluster): interrupted at a random moment
     of it, the broker runs again."""
     (tmp_path / "crash.json").write_text(json.dumps(CRASH_TRACE))
+    before = _replay_topics(cluster) or set()
     proc = Background("replay", "crash.json", "--on-cluster", "--dir", str(cluster.directory), cwd=tmp_path)
     try:
-        code, took, out, err = proc.interrupt(lambda: _topics_named(cluster, "kcheck-replay-"), random.uniform(0, 4))
+        code, took, out, err = proc.interrupt(lambda: bool((_replay_topics(cluster) or before) - before),
+                                              random.uniform(0, 6))
     finally:
         _adopt(cluster)
     assert_interrupted(code, took, out, err, "replay --on-cluster: ")
