@@ -31,6 +31,8 @@ import pytest
 
 from bad_input_live import LIVE_DATA, LIVE_EXTRA, LIVE_OPTIONS
 from kcheck.cli import main
+from test_bad_input_corpus import VALID
+from test_bad_input_corpus import _assert_refused as assert_refused  # the corpus's one-line check
 
 _CONTROL_RE = re.compile("[\x00-\x08\x0a-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
 
@@ -63,24 +65,9 @@ def _snapshot(root: Path) -> dict[str, str]:
 
 def _workdir(root: Path) -> None:
     """The corpus's valid inputs (tests/test_bad_input_corpus.py's VALID), and an empty folder."""
-    from test_bad_input_corpus import VALID
-
     for name, text in VALID.items():
         (root / name).write_text(text)
     (root / "subdir").mkdir()
-
-
-def assert_refused(code: int | None, out: str, err: str, place: str) -> None:
-    assert "Traceback" not in err, err
-    assert code == 2, (code, err[:500])
-    assert err.endswith("\n") and err.count("\n") == 1, err[:2000]
-    line = err.removesuffix("\n")
-    assert line.startswith("kcheck: error: ") and line.removeprefix("kcheck: error: ").strip(), line
-    assert not _CONTROL_RE.search(line), f"raw control character in {line!r}"
-    assert len(line) <= 2_100, len(line)
-    shown = place.encode("unicode_escape").decode("ascii") if _CONTROL_RE.search(place) else place
-    assert shown[:100] in line, (place, line[:300])
-    assert out == "", out[:500]
 
 
 @pytest.mark.parametrize("argv, place", _cases())
