@@ -31,6 +31,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
 
+from kcheck.invariants.partition_health import isr_text
 from kcheck.invariants.registry import Report, Severity, Violation, check_all, register
 from kcheck.model import NO_LEADER, Cluster, PartitionReplicas, ReplicaAssignment, TopicPartition
 from kcheck.reference.reassignment import (
@@ -288,7 +289,7 @@ def _min_isr_now(s: ReassignmentSubject) -> list[Violation]:
         need = s.min_isr(m.tp.topic)
         if len(m.isr) < need:
             out.append(Violation("reassignment.min-isr-now", Severity.HARD, _where(m),
-                                 f"partition {m.tp}: ISR {list(m.isr)} has {len(m.isr)} member(s), fewer than "
+                                 f"partition {m.tp}: {isr_text(m.isr)}, fewer than "
                                  f"min.insync.replicas={need} before the move starts",
                                  {"partition": str(m.tp), "isr": list(m.isr), "min_insync_replicas": need}))
     return out

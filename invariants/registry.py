@@ -67,6 +67,13 @@ class Invariant:
 
 
 REGISTRY: dict[str, Invariant] = {}
+# Former ids of renamed invariants -> today's, so users' baselines and allowlists written with them still work.
+ALIASES: dict[str, str] = {}
+
+
+def canonical(id: str) -> str:
+    """Today's id of an invariant id, also given by a former name."""
+    return ALIASES.get(id, id)
 
 
 def register(
@@ -103,6 +110,8 @@ def load_module(name: str) -> list[str]:
     import sys
 
     before = set(REGISTRY)
+    if plugins.watcher is not None:
+        plugins.watcher.enter(name)
     try:
         if name in sys.modules and not any(v.module == name for v in REGISTRY.values()):
             importlib.reload(sys.modules[name])  # imported before, its ids since removed (tests restore the registry)
@@ -115,6 +124,9 @@ def load_module(name: str) -> list[str]:
         raise plugins.failure(name, e) from e
     except BaseException as e:  # noqa: BLE001 - SyntaxError, a duplicate id, sys.exit, KeyboardInterrupt
         raise plugins.failure(name, e) from e
+    finally:
+        if plugins.watcher is not None:
+            plugins.watcher.leave()
     ids = [i for i in REGISTRY if i not in before or REGISTRY[i].module == name]
     for i in ids:
         if not getattr(REGISTRY[i].check, "_kcheck_guarded", False):
@@ -133,10 +145,15 @@ def _guarded(spec: str, inv: Invariant) -> Invariant:
         return plugins.PluginError(spec, err.message, err.exc_type, err.where, f"invariant {inv.id}{what}")
 
     def check(subject: Any) -> list[Violation]:
+        if plugins.watcher is not None:
+            plugins.watcher.enter(spec)
         try:
             out = inv.check(subject)
         except BaseException as e:  # noqa: BLE001 - the user's code: its failure, in one line
             raise fail(e, "") from e
+        finally:
+            if plugins.watcher is not None:
+                plugins.watcher.leave()
         if not isinstance(out, list | tuple) or not all(isinstance(v, Violation) for v in out):
             raise plugins.PluginError(spec, f"returned {type(out).__name__}, not a list of Violation",
                                       "bad result", context=f"invariant {inv.id}")

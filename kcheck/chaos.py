@@ -57,6 +57,7 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
+from kcheck import interrupts
 from kcheck.chaos_history import (
     CHECKS,
     Ack,
@@ -74,8 +75,6 @@ from kcheck.chaos_history import (
 from kcheck.cluster import DEFAULT_VERSION, HOST, ClusterError, LocalCluster
 from kcheck.exit_codes import Exit
 from kcheck.formats import InputError, read_text, topic_problem
-from kcheck.interrupts import caught, interrupted, interrupts, shielded
-from kcheck.interrupts import check as interrupt_check
 
 FAULT_KINDS = ("kill", "lossy-kill", "pause", "restart", "shutdown", "start", "elect-preferred", "elect-unclean",
                "reassign")
@@ -475,7 +474,7 @@ class Campaign:
             consumer.seek_to_beginning(*parts)
             deadline = time.monotonic() + timeout_s
             while any(consumer.position(tp) < ends[tp] for tp in parts) and time.monotonic() < deadline:
-                interrupt_check()
+                interrupts.check()
                 with contextlib.suppress(KafkaError):
                     for tp, records in consumer.poll(timeout_ms=500).items():
                         t = h.now()
@@ -636,8 +635,8 @@ class Campaign:
     # -- the whole campaign --------------------------------------------------------------------------------
 
     def run(self) -> Outcome:
-        """The campaign, healed and checked. On KeyboardInterrupt (Ctrl-C, SIGTERM under kcheck.interrupts) it stops
-        at once, neither healing nor reading: the caller runs `abort()`."""
+        """The campaign, healed and checked. On an interrupt (Ctrl-C, SIGTERM: kcheck.interrupts) it stops at once,
+        neither healing nor reading: the caller runs `abort()`."""
         with quiet_clients():
             began = time.monotonic()
             self.running_before = {b for b in self.cluster.brokers if self.cluster.is_running(b)}
@@ -652,7 +651,7 @@ class Campaign:
             try:
                 self._follow_schedule()
             except BaseException as e:
-                if not (isinstance(e, KeyboardInterrupt) or caught()):  # a failure: heal what the faults did
+                if not interrupts.by_interrupt(e):  # a failure: heal what the faults did
                     self.stop_producing.set()
                     self.heal()
                 raise
@@ -678,7 +677,7 @@ class Campaign:
             else:
                 lag -= wait
             self.apply(step)
-            interrupt_check()  # a fault's Kafka client may have swallowed a Ctrl-C
+            interrupts.check()  # a fault's Kafka client may have swallowed a Ctrl-C
         self.lag = lag
         rest = self.s.duration + lag - (time.monotonic() - self.history.began)
         if rest > 0:
@@ -698,7 +697,7 @@ class Campaign:
                 c.close()
         deadline = time.monotonic() + 20
         while ends and not self.consumer_caught_up(ends) and time.monotonic() < deadline:
-            interrupt_check()
+            interrupts.check()
             time.sleep(0.3)
 
     def abort(self, restart: bool) -> list[str]:
@@ -724,8 +723,9 @@ class Campaign:
         for producer in self.producers:  # kafka-python's own close at exit would wait on a paused leader, then raise
             with contextlib.suppress(Exception):
                 producer._unregister_cleanup()
+        until = time.monotonic() + 0.3  # the clients a moment to stop; kcheck's end does not wait for them
         for th in self.threads:
-            th.join(0.3)
+            th.join(max(0.0, until - time.monotonic()))
         return done
 
     def _resume_now(self, broker: int) -> bool:
@@ -932,19 +932,18 @@ def chaos_command(
     plan = _prepare(kafka_version, brokers, partitions, replication_factor, min_insync_replicas,
                     unclean_leader_election, duration, seed, faults, schedule, rate, topic, heal_timeout, json_out,
                     directory)
-    with interrupts():
-        try:
-            return _campaign(plan)
-        except BaseException as e:
-            if not (isinstance(e, KeyboardInterrupt) or caught()):  # the Kafka client turns one into a time-out
-                raise
-            with shielded():
-                done = plan.campaign.abort(restart=not plan.own) if plan.campaign is not None else []
-                if plan.own and plan.cluster._dir is not None:
-                    plan.cluster.stop(kill=True)
-                    done.append("stopped the cluster it started and removed its folder")
-            return interrupted("chaos: the campaign stopped" + "".join(f"; {d}" for d in done)
-                               + ("; no --json file written" if plan.json_path else ""))
+    try:
+        return _campaign(plan)
+    except BaseException as e:
+        if not interrupts.by_interrupt(e):  # (the Kafka client turns an interrupt into a time-out of its own)
+            raise
+        with interrupts.shielded():  # undone before kcheck's one line (cli.main), which says what was
+            for done in plan.campaign.abort(restart=not plan.own) if plan.campaign is not None else ():
+                interrupts.note(done)
+            if plan.own and plan.cluster._dir is not None:
+                plan.cluster.stop(kill=True)
+                interrupts.note("stopped the cluster it started and removed its folder")
+        raise
 
 
 def _campaign(plan: _Plan) -> int:
@@ -962,7 +961,7 @@ def _campaign(plan: _Plan) -> int:
         plan.campaign = Campaign(cluster, s, plan.steps, say=lambda line: err(f"  {line}"))
         outcome = plan.campaign.run()
     except BaseException as e:
-        if plan.own and cluster._state is not None and not (isinstance(e, KeyboardInterrupt) or caught()):
+        if plan.own and cluster._state is not None and not interrupts.by_interrupt(e):
             cluster.stop()
         raise
     if plan.own:

@@ -6,11 +6,9 @@ violated, 2 on bad input (one line on stderr naming the place, never a traceback
 
 from __future__ import annotations
 
-import atexit
 import math
 import os
 import re
-import signal
 import sys
 import traceback
 from collections import Counter
@@ -31,6 +29,7 @@ from kcheck.cluster import cluster_command
 from kcheck.formats import InputError
 from kcheck.gate import AllowlistOpt, BaselineOpt, DecommissionOpt, FailOnOpt, gate_settings
 from kcheck.invariants import REGISTRY, BalanceSettings, PlacementSubject, Severity, check_placement
+from kcheck.isolation import isolating
 from kcheck.liveness_cli import liveness_command
 from kcheck.log_formats import verify_log_command
 from kcheck.log_sim import log_command, sweep_log_command
@@ -144,7 +143,7 @@ MAX_PLACE_REPLICAS = 1_000_000  # partitions x replication factor
 MAX_OPTIMIZE_PARTITIONS = 64
 MAX_OPTIMIZE_PRODUCT = 1_000  # partitions x replication factor x brokers given to Z3
 MAX_TIMEOUT = 86_400.0  # seconds per solver query: a day
-_ID_RE = re.compile(r"-?[0-9]+")  # not int() alone: it also takes '+1', '1_0' and non-ASCII digits
+_ID_RE = re.compile(r"-?[0-9]+")  # ASCII digits: not int() alone: it also takes '+1', '1_0' and non-ASCII digits
 
 
 def _bounded(option: str, value: int, low: int, high: int, what: str = "") -> int:
@@ -163,7 +162,10 @@ def _finite(option: str, value: float) -> float:
 def _int_list(text: str, option: str) -> list[int]:
     tokens = [tok.strip() for tok in text.split(",") if tok.strip()]
     if not all(_ID_RE.fullmatch(tok) for tok in tokens):
-        raise InputError(option, f"'{text}' is not a comma-separated list of broker ids")
+        raise InputError(option, f"'{formats.shown(text, 60)}' is not a comma-separated list of broker ids")
+    huge = next((tok for tok in tokens if len(tok.lstrip("-")) > 10), None)  # before int(): thousands of digits
+    if huge is not None:
+        raise InputError(option, f"broker id {formats.shown(huge, 20)} is outside Kafka's int32 range")
     values = [int(tok) for tok in tokens]
     if not values:
         raise InputError(option, "no broker ids given")
@@ -196,8 +198,29 @@ def _rack_map(text: str, broker_ids: list[int]) -> dict[int, str]:
     return racks
 
 
+def _module_files(modules: list[str] | None) -> list[str]:
+    """The files of the user's modules, so that no report is written over one: found on sys.path without running
+    them (a dotted name's packages would run: only a top-level module, or one imported already, is looked up)."""
+    import importlib.util
+
+    files = []
+    for name in (m.partition(":")[0] for m in modules or ()):
+        path = getattr(sys.modules.get(name), "__file__", None)
+        if path is None and name.isidentifier():
+            try:
+                spec = importlib.util.find_spec(name)
+            except (ImportError, ValueError):
+                spec = None
+            path = spec.origin if spec is not None else None
+        if isinstance(path, str):
+            files.append(path)
+    return files
+
+
 def _jvm(classpath: str | None, kafka_version: str | None = None) -> None:
     """--classpath (and the release) for jvm:<class> plug-ins, checked now: a missing entry is one line."""
+    if classpath is not None and not classpath.strip():
+        raise InputError("--classpath", "is empty: give jars or class folders, or leave --classpath out")
     if not classpath and "kcheck.reference.jvm_plugins" not in sys.modules:
         return  # nothing to set, nothing an earlier command set to reset
     from kcheck.reference import jvm_plugins
@@ -245,6 +268,7 @@ def _random(seed: str) -> JavaRandom:
 
 
 @app.command()
+@isolating(("placer", "assignor", "invariants"), gate=True)
 def check(
     json_out: Annotated[bool, typer.Option("--json", help="Print the results as JSON.")] = False,
     max_brokers: Annotated[int, typer.Option(min=1, max=12, help="Largest built-in cluster.")] = MAX_BROKERS,
@@ -268,10 +292,11 @@ def check(
     from kcheck.reference.assignors.registry import resolve_assignor
     from kcheck.sweep import _names
 
-    # refused before minutes of work, not after
-    junit_path = junit.output_path(junit_xml, "--junit-xml") if junit_xml else None
-    html_path = junit.output_path(html_out, "--html", [junit_xml]) if html_out else None
-    placers, assignors = _names(placer), _names(assignor)
+    # refused before minutes of work, not after; never over the user's own module (found without importing it)
+    own = _module_files(invariants)
+    junit_path = junit.output_path(junit_xml, "--junit-xml", own) if junit_xml is not None else None
+    html_path = junit.output_path(html_out, "--html", [junit_xml, *own]) if html_out is not None else None
+    placers, assignors = _names(placer, "--placer"), _names(assignor, "--assignor")
     user_invariants = load_invariants(invariants, applies_to=None)  # a user's invariants hold or fail the job
     _jvm(classpath)
     for option, names, resolve in (("--placer", placers, resolve_placer), ("--assignor", assignors, resolve_assignor)):
@@ -328,6 +353,7 @@ def check(
 
 
 @app.command()
+@isolating(("placer",))
 def place(
     brokers: Brokers,
     partitions: Partitions,
@@ -354,7 +380,7 @@ def place(
         raise InputError("--topic", problem)
     ids = _int_list(brokers, "--brokers")
     rack_map = _rack_map(racks, ids) if racks else {}
-    fenced_ids = _int_list(fenced, "--fenced") if fenced else []
+    fenced_ids = _int_list(fenced, "--fenced") if fenced is not None else []
     unknown = [b for b in fenced_ids if b not in ids]
     if unknown:
         raise InputError("--fenced", f"broker {unknown[0]} is not in --brokers")
@@ -500,22 +526,14 @@ CommandConfigOpt = Annotated[str | None, typer.Option(
 
 
 def read_live(bootstrap_server: str | None, command_config: str | None) -> Any:
-    """The live cluster (kcheck.live.LiveState) when --bootstrap-server is given, else None. Ctrl-C or SIGTERM
-    while it is asked: one line, exit 130 (nothing was started)."""
+    """The live cluster (kcheck.live.LiveState) when --bootstrap-server is given, else None."""
     if bootstrap_server is None:
         if command_config is not None:
             raise InputError("--command-config", "applies only with --bootstrap-server")
         return None
-    from kcheck.interrupts import caught, interrupted, interrupts
     from kcheck.live import read_cluster
 
-    with interrupts():
-        try:
-            return read_cluster(bootstrap_server, command_config)
-        except (KeyboardInterrupt, InputError) as e:
-            if isinstance(e, InputError) and not caught():  # the client turns an interrupt into a time-out
-                raise
-            raise typer.Exit(interrupted("reading the cluster at --bootstrap-server")) from None
+    return read_cluster(bootstrap_server, command_config)
 
 
 def balance_options(threshold: float, max_replicas_per_broker: int) -> None:
@@ -568,18 +586,20 @@ def verify(
     min_insync_replicas: Annotated[int | None, typer.Option(
         help="min.insync.replicas of topics whose describe has none in Configs (default: the broker default, 1).")]
     = None,
-    controller: Annotated[str, typer.Option(help="kraft or zk: whose leader-imbalance and reassignment rules the "
-                                                 "health checks apply.")] = "kraft",
-    block: Annotated[str, typer.Option(help="Which block of pasted kafka-reassign-partitions output to check: "
-                                            "proposed or current.")] = "proposed",
+    controller: Annotated[str | None, typer.Option(
+        help="kraft or zk: whose leader-imbalance and reassignment rules the health checks apply (default: what "
+             "the describe's layout tells, else kraft).")] = None,
+    block: Annotated[str | None, typer.Option(
+        help="Which block of pasted kafka-reassign-partitions output to check: proposed or current (default: "
+             "--generate's Proposed block; the state before the plan in --execute output; the partitions as --verify "
+             "states them).")] = None,
     bootstrap_server: BootstrapOpt = None,
     command_config: CommandConfigOpt = None,
 ) -> int:
     """Check a reassignment plan or a cluster description against every placement invariant and, for a describe,
     every partition's health (against a baseline's findings when given)."""
-    from kcheck import gate, junit
-    from kcheck.invariants.partition_health import CONTROLLERS, check_partition_health
-    from kcheck.reassign import _merge, topic_min_isr
+    from kcheck import gate, junit, verify_describe
+    from kcheck.invariants.partition_health import CONTROLLERS
     from kcheck.reference.releases import DEFAULT_VERSION
 
     release = _requested_release(kafka_version) or DEFAULT_VERSION
@@ -591,11 +611,11 @@ def verify(
                                  "HOST:PORT")
     junit_path = (junit.output_path(junit_xml, "--junit-xml", [plan, brokers_file, baseline, allowlist,
                                                                command_config])
-                  if junit_xml else None)
-    if controller not in CONTROLLERS:
+                  if junit_xml is not None else None)
+    if controller is not None and controller not in CONTROLLERS:
         raise InputError("--controller", f"'{controller}' is not one of {', '.join(CONTROLLERS)}")
-    if block not in formats.PASTED_WANTS:
-        raise InputError("--block", f"'{block}' is not one of {', '.join(formats.PASTED_WANTS)}")
+    if block is not None and block not in formats.PASTED_WANTS:
+        raise InputError("--block", f"'{formats.shown(block, 40)}' is not one of {', '.join(formats.PASTED_WANTS)}")
     if min_insync_replicas is not None:
         _bounded("--min-insync-replicas", min_insync_replicas, 1, INT32_MAX)
     # Every input is checked before a live cluster is asked (which may take seconds): the brokers file too.
@@ -611,7 +631,11 @@ def verify(
         text = sys.stdin.read() if plan == "-" else formats.read_text(plan)
         if not text.strip():
             raise InputError(source, "is empty")
-    assignment, block_used = formats.parse_pasted(text, source, block)
+    try:
+        assignment, block_used = formats.parse_pasted(text, source, block)
+    except formats.BlockRefused as e:
+        raise InputError(e.source, f"{e.message}; --block {e.other} reads {e.what}", e.line) from None
+    described = verify_describe.view(text, source, block_used, controller, live)
     if given_cluster is not None:
         cluster = given_cluster
     elif live is not None:  # the brokers the cluster reports, with their racks
@@ -623,26 +647,30 @@ def verify(
     settings = BalanceSettings(replica_threshold=threshold, leader_threshold=threshold,
                                follower_threshold=threshold, max_replicas_per_broker=max_replicas_per_broker)
     subject = PlacementSubject(cluster, assignment, settings, leaving=gs.decommission)
-    result = check_placement(subject)
-    # The partitions' live state (a describe): leader, ISR, ELR, reassignments in flight.
-    result = _merge(result, check_partition_health(assignment, topic_min_isr(text), min_insync_replicas, controller,
-                                                   release))
+    # Placement (balance skipped on a partial paste) and the partitions' live state: leader, ISR, ELR, moves.
+    result, health = verify_describe.check(described, subject, min_insync_replicas, release)
     # Against the baseline's findings when given; without one every finding is new (nothing is known).
     judged = gate.judge(result, gs.baseline_report, gs, f"the baseline {baseline}" if baseline else None)
     if junit_path:
         junit.write(junit_path, "kcheck verify", [junit.TestSuite(
             f"kcheck verify {source}", junit.judged_cases(result, judged, "kcheck.verify"),
             properties={"plan": source, "block": block_used, "kafka_version": release,
-                        "partitions": str(len(assignment)), "brokers": str(len(cluster)), "fail_on": gs.fail_on})])
+                        "partitions": str(len(assignment)), "brokers": str(len(cluster)), "fail_on": gs.fail_on,
+                        **verify_describe.junit_properties(described)})])
     if json_out:
         print(report.report_json(result, {"plan": source, "block": block_used, "kafka_version": release,
                                           "partitions": len(assignment),
                                           "brokers": len(cluster), "decommission": sorted(gs.decommission),
+                                          **verify_describe.json_fields(described, health, result),
                                           **gate.report_json_fields(result, judged, "verify")}))
     else:
         out = report.console()
         out.print(f"Read {formats.shown(source)}: {block_used}.", markup=False)
+        for line in verify_describe.notes(described, health, result):
+            out.print(line, markup=False)
         out.print(_broker_table(subject))
+        if described.describe is not None:
+            out.print(verify_describe.survivability_table(verify_describe.survivability_of(health)))
         out.print(gate.judged_table(
             judged, f"Findings in {_escape(formats.shown(source))} ({len(assignment)} partitions, "
                     f"{len(cluster)} brokers)" + (f", against the baseline {_escape(formats.shown(baseline))}"
@@ -652,6 +680,7 @@ def verify(
 
 
 @app.command("prove")
+@isolating(("placer",))
 def prove_command(
     algorithm: Annotated[str, typer.Option(help="adminutils, adminutils-rack-aware, striped or all.")] = "all",
     invariant: Annotated[str, typer.Option(help="An invariant id (see kcheck invariants) or all.")] = "all",
@@ -681,7 +710,7 @@ def prove_command(
     from kcheck.invariants.prover import ALGORITHMS, RACK_NAMES, Bounds
     from kcheck.invariants.prover import prove as prove_pair
 
-    junit_path = junit.output_path(junit_xml, "--junit-xml") if junit_xml else None
+    junit_path = junit.output_path(junit_xml, "--junit-xml") if junit_xml is not None else None
     names = [algorithm] if algorithm != "all" else list(ALGORITHMS)
     if placer is None and any(a not in ALGORITHMS for a in names):
         raise InputError("--algorithm", f"'{algorithm}' is not one of {', '.join(ALGORITHMS)}, all")
@@ -696,6 +725,7 @@ def prove_command(
         raise InputError("--timeout", f"{timeout} is outside (0, {MAX_TIMEOUT:,.0f}] seconds")
     bounds = Bounds(max_brokers, max_racks, max_partitions, max_rf)
     timeout_ms = max(1, int(timeout * 1000))
+    _prove_setup(placer, classpath)
     requested = _requested_release(kafka_version)
     if placer is None and algorithm == "all" and requested is not None:
         from kcheck.reference.releases import profile
@@ -706,8 +736,8 @@ def prove_command(
 
     release = requested or describe_releases(per_release)
     results = []
-    _jvm(classpath, requested)  # --classpath checked whether or not a jvm: placer uses it
     if placer is not None:
+        _jvm(classpath, requested)
         try:
             info = resolve_placer(placer)
         except ValueError as e:
@@ -749,7 +779,15 @@ def prove_command(
     return 0 if ok else 1
 
 
+def _prove_setup(placer: str | None, classpath: str | None) -> None:
+    """prove's --classpath goes with a jvm: placer only; Z3 is made interruptible (Ctrl-C mid-query)."""
+    if placer is None and classpath is not None:
+        raise InputError("--classpath", "is for a jvm:<class> --placer; Kafka's own placers need none")
+    interrupts.z3_interruptible()
+
+
 @app.command()
+@isolating(("placer",))
 def optimize(
     brokers: Brokers,
     partitions: Partitions,
@@ -804,6 +842,7 @@ def optimize(
 
 
 @app.command()
+@isolating(("assignor",))
 def assign(
     group: Annotated[str, typer.Argument(help="Group description JSON: topics and members ('-': stdin).")],
     assignor: Annotated[str, typer.Option(
@@ -823,7 +862,7 @@ def assign(
     from kcheck.invariants.assignment import AssignmentSubject, check_assignment
     from kcheck.reference.assignors.registry import resolve_assignor
 
-    junit_path = junit.output_path(junit_xml, "--junit-xml", [group]) if junit_xml else None
+    junit_path = junit.output_path(junit_xml, "--junit-xml", [group]) if junit_xml is not None else None
 
     requested = _requested_release(kafka_version, against_kafka)
     _jvm(classpath, requested)
@@ -987,13 +1026,15 @@ def verify_reassignment(
                                    threshold, max_replicas_per_broker, junit_xml, prof, gs, live)
 
 
-app.command("sweep")(sweep_command)  # kcheck/sweep.py: PySpark sweeps over generated spaces
+# kcheck/sweep.py: PySpark sweeps over generated spaces
+app.command("sweep")(isolating(("placer", "assignor"), gate=True)(sweep_command))
 # kcheck/replication_cli.py: the replication state-machine model
-app.command("explore")(explore_command)
-app.command("exhaust")(exhaust_command)
-app.command("replay")(replay_command)
+app.command("explore")(isolating(("protocol", "invariants"))(explore_command))
+app.command("exhaust")(isolating(("protocol", "invariants"))(exhaust_command))
+app.command("replay")(isolating(("protocol", "invariants"))(replay_command))
 app.command("variants")(variants_command)
-app.command("liveness")(liveness_command)  # kcheck/liveness_cli.py: fair cycles, healing runs, KAFKA-19975
+# kcheck/liveness_cli.py: fair cycles, healing runs, KAFKA-19975
+app.command("liveness")(isolating(("protocol", "invariants"))(liveness_command))
 app.command("rules")(rules_command)  # kcheck/rules_cli.py: the protocol's rules, for rule writers
 app.command("plan")(plan_command)  # kcheck/plan.py: the fewest moves that clear the hard violations
 app.add_typer(cluster_command, name="cluster")  # kcheck/cluster.py: a real KRaft cluster on 127.0.0.1
@@ -1036,51 +1077,63 @@ def list_invariants() -> int:
 def main(argv: list[str] | None = None) -> int:
     global _debug
     _debug = False  # main() may run many times in one process (tests)
-    interrupts.reset()
+    with interrupts.handling():
+        try:
+            code = _main(argv)
+        except interrupts.Interrupted:
+            code = interrupts.INTERRUPTED
+        except BaseException:
+            if interrupts.interrupted() is None:
+                raise
+            code = interrupts.INTERRUPTED  # whatever the interrupt became on its way up (a library's own error)
+        if interrupts.interrupted() is not None:  # one line, exit 130, nothing left running, no partial file
+            interrupts.cleanup()
+            print(interrupts.line(), file=sys.stderr)
+            interrupts.exit_now(interrupts.INTERRUPTED)
+            return interrupts.INTERRUPTED
+    return code
+
+
+def _error(message: str) -> int:
+    if interrupts.interrupted() is not None:  # an error the interrupt caused: main() prints the one line
+        raise interrupts.Interrupted()
+    print(f"kcheck: error: {message}", file=sys.stderr)
+    return 2
+
+
+_command: Any = None  # the Click command, built once per process (Typer's build costs 0.1-0.3 s)
+
+
+def _main(argv: list[str] | None) -> int:
+    global _command
+    if _command is None:
+        _command = typer.main.get_command(app)
+    command = _command
+    return _main_errors(lambda: command.main(args=argv, prog_name="kcheck", standalone_mode=False))
+
+
+def _main_errors(run: Any) -> int:
+    """run()'s exit status; bad input and failing plug-ins as one line on stderr, exit 2."""
     try:
-        command = typer.main.get_command(app)
-        code = command.main(args=argv, prog_name="kcheck", standalone_mode=False)
+        code = run()
     except ClickException as e:  # usage errors: unknown option, bad integer, missing argument
         if type(e).__name__ == "NoArgsIsHelpError":  # bare `kcheck`: the help, as `kcheck --help` prints it
             if e.format_message():
                 print(e.format_message())
             return 0
-        print(f"kcheck: error: {formats.one_line(e.format_message())}", file=sys.stderr)
-        return 2
+        return _error(formats.one_line(e.format_message()))
     except InputError as e:
-        print(f"kcheck: error: {e}", file=sys.stderr)
-        return 2
+        return _error(str(e))
     except PluginError as e:  # the user's module:object failed; one line unless --debug
-        if _debug:
+        if _debug and interrupts.interrupted() is None:
             traceback.print_exception(e, file=sys.stderr)
-        print(f"kcheck: error: {e}", file=sys.stderr)
-        return 2
+        return _error(str(e))
     except KafkaError as e:
-        print(f"kcheck: error: {formats.one_line(f'{type(e).__name__}: {e}')}", file=sys.stderr)
-        return 2
+        return _error(formats.one_line(f"{type(e).__name__}: {e}"))
     except BrokenPipeError:  # e.g. `kcheck place ... | head`
         return 0
-    except KeyboardInterrupt:  # Ctrl-C where no command undoes anything (the live commands say what they undid)
-        code = interrupts.INTERRUPTED
-    if code == interrupts.INTERRUPTED and not interrupts.reported():  # typer returns 130 for a Ctrl-C, silently
-        return interrupts.interrupted(None)
     return code if isinstance(code, int) else 0
 
 
-def run() -> None:
-    """The `kcheck` program: main(), then exit with its status. After an interrupt the status is 130 for certain:
-    CPython would otherwise end the process by SIGINT if the KeyboardInterrupt had passed through code it ran from
-    a string (dataclasses' generated methods, typer's evaluated annotations), whoever caught it afterwards. The exit
-    functions run first, as at a normal exit."""
-    code = main()
-    signal.signal(signal.SIGINT, signal.SIG_IGN)  # done: a Ctrl-C while the interpreter exits changes nothing
-    if code == interrupts.INTERRUPTED:
-        atexit._run_exitfuncs()
-        sys.stdout.flush()
-        sys.stderr.flush()
-        os._exit(code)
-    sys.exit(code)
-
-
 if __name__ == "__main__":
-    run()
+    sys.exit(main())

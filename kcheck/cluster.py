@@ -54,6 +54,7 @@ from typing import Annotated, Any
 
 import typer
 
+from kcheck import interrupts
 from kcheck.cluster_folder import (
     CONTROLLER_ID,
     ID_OPTION,
@@ -73,8 +74,6 @@ from kcheck.cluster_folder import (
 )
 from kcheck.exit_codes import Exit
 from kcheck.formats import InputError, control_problem
-from kcheck.interrupts import caught, interrupted, interrupts, shielded
-from kcheck.interrupts import check as interrupt_check
 
 DEFAULT_VERSION = "4.4.0"
 HOST = "127.0.0.1"
@@ -371,6 +370,7 @@ class LocalCluster:
         self.sasl_users = dict(sasl_users or {})
         self._given_directory = Path(directory) if directory is not None else None
         self._dir: Path | None = None  # the folder's real path, once claimed or attached (its marker names it)
+        self._attached = False  # set up by another process or another LocalCluster (attach)
         self._id = ""  # the marker's id
         self.left: list[str] = []  # what stop() found in the folder that kcheck had not created, and left
         self._state: _State | None = None
@@ -394,7 +394,7 @@ class LocalCluster:
                        [Node(**b) for b in raw["brokers"]], opened.id)
         cluster = cls(state.version, len(state.brokers), tuple(b.rack for b in state.brokers if b.rack))
         cluster._dir, cluster._id = opened.path, opened.id
-        cluster._state = state
+        cluster._state, cluster._attached = state, True
         return cluster
 
     @property
@@ -588,6 +588,8 @@ class LocalCluster:
             log.close()
         node.pid = proc.pid
         self._children[node.node_id] = proc
+        if self._attached:  # a node of a cluster kcheck was given: the user's, it outlives an interrupt of kcheck
+            interrupts.spare(proc.pid)
         if self._watchdog is not None:
             self._watchdog.node(proc.pid, where / "server.properties")
 
@@ -664,8 +666,8 @@ class LocalCluster:
         try:
             self._start(java, owners, began, timeout_s)
         except BaseException as e:
-            with shielded():
-                self.stop(kill=isinstance(e, KeyboardInterrupt) or caught())
+            with interrupts.shielded():
+                self.stop(kill=interrupts.by_interrupt(e))
             raise
         self.started_in_s = time.monotonic() - began
         return self
@@ -744,7 +746,7 @@ class LocalCluster:
         deadline = time.monotonic() + timeout_s
         pending = list(want)
         while pending:
-            interrupt_check()
+            interrupts.check()
             self._check_alive(nodes)
             if self.unfenced(pending[0].node_id):
                 pending.pop(0)
@@ -943,14 +945,13 @@ def up(
     seconds_option("--timeout", timeout, 1, MAX_START_TIMEOUT)
     folder = check_new(directory if directory is not None else default_directory())
     cluster = LocalCluster(version, brokers, parse_racks(racks), folder, outlive=True)
-    with interrupts():
-        try:
-            cluster.start(timeout)
-        except BaseException as e:
-            if not (isinstance(e, KeyboardInterrupt) or caught()):
-                raise
-            return interrupted(f"cluster up: stopped the nodes it had started and removed what it created in "
-                               f"{folder}{describe_left(folder, cluster.left)}")
+    try:
+        cluster.start(timeout)
+    except BaseException as e:
+        if interrupts.by_interrupt(e):  # start() killed its nodes: said in kcheck's one line (cli.main)
+            interrupts.note(f"killed the nodes it had started and removed what it created in {folder}"
+                            f"{describe_left(folder, cluster.left)}")
+        raise
     print(f"kcheck cluster: Kafka {version}, {brokers} broker(s) and a controller up in "
           f"{cluster.started_in_s:.1f} s; folder {cluster.directory}", file=sys.stderr)
     print(cluster.bootstrap)
@@ -963,7 +964,7 @@ def down(directory: DirOpt = None) -> int:
     in its folder (the folder too once it is empty; anything else is left, and said)."""
     cluster = LocalCluster.attach(directory)
     folder = cluster.directory
-    with shielded():  # stopping is the undoing: it runs to its end
+    with interrupts.shielded():  # stopping is the undoing: it runs to its end
         took = cluster.stop()
     what = (f"removed {folder}" if not cluster.left else
             f"removed kcheck's files from {folder}{describe_left(folder, cluster.left)}")

@@ -1,7 +1,7 @@
-"""The `kcheck` program's entry point (`python -m kcheck` too): Ctrl-C at any moment is one line and exit 130.
+"""The `kcheck` console script and `python -m kcheck`.
 
-It imports nothing heavy itself, so that a Ctrl-C while kcheck's modules load (a second or two on a busy machine)
-is caught here; `kcheck.cli.run` covers the rest (kcheck.interrupts).
+Ctrl-C or SIGTERM while Python imports the command line (a second, several on a loaded machine) ends with the
+same one line and exit 130 as during a command (kcheck.interrupts); nothing has been started or written yet.
 """
 
 from __future__ import annotations
@@ -11,23 +11,15 @@ import signal
 import sys
 
 
-def _interrupted(e: BaseException) -> bool:
-    """True if a KeyboardInterrupt is `e` or what caused it (class creation wraps one in a RuntimeError)."""
-    seen: BaseException | None = e
-    while seen is not None:
-        if isinstance(seen, KeyboardInterrupt):
-            return True
-        seen = seen.__cause__ or seen.__context__
-    return False
+def _early(signum: int, frame: object) -> None:
+    name = "SIGTERM" if signum == signal.SIGTERM else "SIGINT"
+    os.write(2, f"kcheck: interrupted ({name}): stopped, no output written\n".encode())
+    os._exit(130)
 
 
 def run() -> None:
-    try:
-        from kcheck.cli import run as cli_run
-    except BaseException as e:
-        if not _interrupted(e):
-            raise
-        signal.signal(signal.SIGINT, signal.SIG_IGN)
-        print("kcheck: interrupted", file=sys.stderr, flush=True)
-        os._exit(130)  # nothing has started yet (and see kcheck.cli.run: a plain exit may become death by SIGINT)
-    cli_run()
+    for s in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(s, _early)
+    from kcheck.cli import main
+
+    sys.exit(main())

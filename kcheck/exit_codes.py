@@ -15,7 +15,7 @@ class Exit(IntEnum):
     BAD_INPUT = 2  # refused before any work: one line on stderr naming the place
     CHANGE_NOT_EXERCISED = 3  # no violation, but a rule the protocol changes never answered differently
     INCOMPLETE = 4  # no violation found, but the search stopped before covering its bounds
-    INTERRUPTED = 130  # Ctrl-C or SIGTERM: what the command started was undone (128 + SIGINT, as a shell reports it)
+    INTERRUPTED = 130  # Ctrl-C or SIGTERM (the shell's 128 + SIGINT): stopped, no output written
 
 
 POLICY: tuple[tuple[Exit, str], ...] = (
@@ -27,6 +27,6 @@ POLICY: tuple[tuple[Exit, str], ...] = (
                                 "from today's in the states visited"),
     (Exit.INCOMPLETE, "no violation found, but the search did not cover its bounds (a state, time or memory "
                       "cap, an abstract search, any clean random search): not a pass"),
-    (Exit.INTERRUPTED, "interrupted (Ctrl-C or SIGTERM): what the command started is stopped and removed, one line "
-                       "on stderr, no partial output file"),
+    (Exit.INTERRUPTED, "Ctrl-C or SIGTERM: one line on stderr, every process kcheck started ended, no output file "
+                       "written"),
 )

@@ -3,8 +3,9 @@
 * Reassignment JSON, the input and output of `kafka-reassign-partitions.sh`
   (`tools/src/main/java/org/apache/kafka/tools/reassign/ReassignPartitionsCommand.java`:
   `parsePartitionReassignmentData`, `formatAsReassignmentJson`).
-* `kafka-topics.sh --describe` text in every historical variant
-  (`tools/src/main/java/org/apache/kafka/tools/TopicCommand.java`: `printDescription`).
+* `kafka-topics.sh --describe` text in every release's layout from 0.10.2 to 4.4 and Confluent Server's
+  (`core/src/main/scala/kafka/admin/TopicCommand.scala` up to 3.6, `tools/src/main/java/org/apache/kafka/tools/
+  TopicCommand.java` from 3.7: `printDescription`), with what the text tells about itself (`read_describe`).
 * Broker rack files for `--brokers-file`: JSON or `id:rack` lines (kcheck's own; Kafka has none).
 
 Every problem with the input is an `InputError` whose text is one line naming the file and
@@ -18,7 +19,9 @@ import os
 import re
 import stat
 from collections import Counter
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Any
 
 from kcheck.model import (
@@ -85,13 +88,16 @@ def terminal_safe(text: str) -> str:
 
 
 class InputError(Exception):
-    """Bad user input. str(e) is one line: '<source>: <message>' or '<source> line <n>: <message>'."""
+    """Bad user input. str(e) is one line: '<source>: <message>', '<source> line <n>: <message>' or, for a position
+    in a line (a JSON error in a 100,000-character line of Kafka's JSON), '<source> line <n> column <c>: <message>'.
+    The place comes first, so it stays whole however much of the message is cut."""
 
-    def __init__(self, source: str, message: str, line: int | None = None) -> None:
+    def __init__(self, source: str, message: str, line: int | None = None, column: int | None = None) -> None:
         self.source = source
         self.message = message
         self.line = line
-        where = source if line is None else f"{source} line {line}"
+        self.column = column
+        where = source if line is None else f"{source} line {line}" + ("" if column is None else f" column {column}")
         # User text (names, quoted lines, paths) must not break the one-line promise nor drive the terminal.
         super().__init__(one_line(f"{where}: {message}"))
 
@@ -101,9 +107,12 @@ def one_line(text: str) -> str:
     return _cut(printable(text), LINE_LIMIT)
 
 
-def _read_bytes(path: str) -> bytes:
+MAX_INPUT_BYTES = 4 << 30  # the most kcheck reads of one input file (a pipe that never ends stops here)
+
+
+def _read_bytes(path: str, limit: int = MAX_INPUT_BYTES) -> bytes:
     """Open without blocking (a FIFO with no writer would wait forever), then refuse what is not a file or a pipe
-    (a directory, a device such as /dev/zero that never ends, a socket)."""
+    (a directory, a device such as /dev/zero that never ends, a socket), and read at most `limit` bytes."""
     fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
     with open(fd, "rb", closefd=True) as f:
         mode = os.fstat(fd).st_mode
@@ -112,13 +121,16 @@ def _read_bytes(path: str) -> bytes:
         if not (stat.S_ISREG(mode) or stat.S_ISFIFO(mode)):
             raise OSError(0, "not a regular file")
         os.set_blocking(fd, True)  # a pipe with a writer is read to its end; one without reads as empty
-        return f.read()
+        data = f.read(limit + 1)
+        if len(data) > limit:
+            raise OSError(0, f"larger than kcheck's limit of {limit:,} bytes for this input")
+        return data
 
 
-def read_text(path: str) -> str:
-    """The text of a UTF-8 file (a BOM is dropped); an unreadable or blank file is an InputError."""
+def read_text(path: str, limit: int = MAX_INPUT_BYTES) -> str:
+    """The text of a UTF-8 file (a BOM is dropped); an unreadable, blank or too large file is an InputError."""
     try:
-        data = _read_bytes(path)
+        data = _read_bytes(path, limit)
     except FileNotFoundError:
         raise InputError(path, "no such file") from None
     except IsADirectoryError:
@@ -145,9 +157,16 @@ def read_text(path: str) -> str:
 
 def parse_plan(text: str, source: str) -> ReplicaAssignment:
     """A reassignment JSON (first non-blank character '{' or '[') or else `kafka-topics --describe` text."""
-    if text.removeprefix("\ufeff").lstrip()[:1] in ("{", "["):  # '[' too: a clearer error than a describe one
+    if is_json(text):
         return parse_reassignment_json(text, source)
     return parse_describe(text, source)
+
+
+def is_json(text: str) -> bool:
+    """A reassignment JSON ('[' too: a clearer error than a describe one), not a paste that starts with a shell
+    prompt such as '[user@host ~]$ kafka-topics ...'."""
+    body = text.removeprefix("\ufeff").lstrip()
+    return body[:1] in ("{", "[") and not _PROMPT_RE.match(body.split("\n", 1)[0])
 
 
 # ---------------------------------------------------------------------------------------------
@@ -247,55 +266,228 @@ def format_reassignment_json(assignment: ReplicaAssignment) -> str:
 # pre-2.4 'Key:value' style, and Configs values full of ',' and '='.
 _DESCRIBE_KEYS = ("Adding Replicas", "Removing Replicas", "TopicId", "Topic", "PartitionCount", "Partition",
                   "ReplicationFactor", "Configs", "Leader", "Replicas", "Isr", "LastKnownElr", "Elr",
-                  "MarkedForDeletion", "Offline")
+                  "MarkedForDeletion", "Offline", "LiveObservers", "Observers")
 _KEY_RE = re.compile(r"(?:^|(?<=\s))(" + "|".join(re.escape(k).replace(r"\ ", r"\s+") for k in _DESCRIBE_KEYS)
                      + r"):")
 # A line with any of these describes a partition; otherwise it is a topic header.
 _PARTITION_KEYS = frozenset({"Partition", "Leader", "Replicas", "Isr", "Adding Replicas", "Removing Replicas",
-                             "Elr", "LastKnownElr", "Offline"})
+                             "Elr", "LastKnownElr", "Offline", "LiveObservers", "Observers"})
 _UINT_RE = re.compile(r"[0-9]+")  # not int(): it also takes '+1', '1_0' and non-ASCII digits
+_MIN_ISR_RE = re.compile(r"(?:^|,)\s*min\.insync\.replicas=([0-9]+)\s*(?=,|$)")
+# Lines around a paste that are not the tool's: a shell prompt with its command ('$ kafka-topics ...',
+# '[user@host ~]$ ...', 'user@host:~$ ...'), the '==> Describe topic t' banners of Confluent's example
+# scripts, and '...' where a document left lines out.
+_PROMPT_RE = re.compile(r"\s*(?:\$|\[[^\]]*\]\s*[$#]|[\w.-]+@[\w.-]+(?::\S*)?\s*[$#])(?:\s|$)")
+_BANNER_RE = re.compile(r"\s*==> ")
+_ELISION_RE = re.compile(r"\s*(?:\.\.\.|…)\s*")
+
+# The kafka-topics releases whose layout prints each feature (TopicCommand's printDescription per release):
+# the header's 'Topic:t' without spaces up to 2.3 and 'Topic: t' from 2.4 (KAFKA-8669); TopicId from 2.8
+# (KIP-516); Adding/Removing Replicas from 2.6 (KIP-455); Elr/LastKnownElr from 3.8 (KIP-966); 'Leader: -1' only
+# from --zookeeper before 2.4 (a ZooKeeper partition state without a leader; later releases print 'none').
+OLDEST, NEWEST = "0.10.2", "4.4"
+_RELEASES_OF = {
+    "compact-header": (OLDEST, "2.3"),
+    "spaced-header": ("2.4", NEWEST),
+    "topic-id": ("2.8", NEWEST),
+    "adding-removing": ("2.6", NEWEST),
+    "elr": ("3.8", NEWEST),
+    "leader-minus-one": (OLDEST, "2.3"),
+}
+_CONFLUENT = ("Offline", "LiveObservers", "Observers")  # Confluent Server's kafka-topics (Apache Kafka's never)
+
+
+def _release_key(v: str) -> tuple[int, ...]:
+    return tuple(int(x) for x in v.split("."))
+
+
+@dataclass(frozen=True)
+class Describe:
+    """`kafka-topics --describe` text as read: the partitions, and what the text tells about itself."""
+
+    assignment: ReplicaAssignment
+    partition_counts: Mapping[str, int]  # topic -> its header's PartitionCount
+    min_isr: Mapping[str, int]  # topic -> min.insync.replicas in its header's Configs
+    headers: int  # topic header lines read (0: the output of a filter option)
+    leader_text: Mapping[TopicPartition, str]  # a partition without a leader -> 'none' or '-1', as written
+    observers: Mapping[TopicPartition, tuple[int, ...]]  # Confluent observers outside the ISR, left out
+    features: frozenset[str]  # layout features seen (keys of _RELEASES_OF, 'confluent', 'elr-values')
+    skipped: tuple[tuple[int, str], ...] = ()  # (line, what) not the tool's output: prompts, banners, '...'
+
+    @property
+    def releases(self) -> tuple[str, str] | None:
+        """The oldest and newest kafka-topics whose layout has every feature seen; None when none has."""
+        lo, hi = OLDEST, NEWEST
+        for f in self.features & _RELEASES_OF.keys():
+            a, b = _RELEASES_OF[f]
+            lo, hi = max(lo, a, key=_release_key), min(hi, b, key=_release_key)
+        return (lo, hi) if _release_key(lo) <= _release_key(hi) else None
+
+    @property
+    def layout(self) -> str:
+        """The layout in words: which kafka-topics releases print it."""
+        span = self.releases
+        if span is None:
+            text = "kafka-topics, lines of several releases' layouts (a mix of pastes?)"
+        else:
+            text = f"kafka-topics {span[0]}–{span[1]}" if span != (OLDEST, NEWEST) else "kafka-topics, any release"
+        return (f"Confluent Server's kafka-topics (Offline/Observers columns) on the layout of Apache {text}"
+                if "confluent" in self.features else text)
+
+    @property
+    def era(self) -> tuple[str | None, str]:
+        """('zk' | 'kraft' | None, why): the controller the layout shows, where it shows one."""
+        kraft = "elr-values" in self.features
+        zk = "leader-minus-one" in self.features or (self.headers > 0 and "topic-id" not in self.features)
+        if kraft and not zk:
+            return "kraft", "Elr/LastKnownElr values: only KRaft brokers report them (KIP-966)"
+        if zk and not kraft:
+            if "leader-minus-one" in self.features:
+                return "zk", "'Leader: -1': kafka-topics --zookeeper before 2.4 prints a ZooKeeper state that way"
+            return "zk", "no TopicId: the layout of kafka-topics before 2.8 or a cluster before 2.8, the ZooKeeper era"
+        if kraft and zk:
+            return None, "the lines mix ZooKeeper-era and KRaft-only layouts"
+        return None, "the layout does not tell (TopicId is printed for ZooKeeper clusters from 2.8 too)"
+
+    @property
+    def partial(self) -> dict[str, tuple[int, int | None]]:
+        """Topics with fewer partitions listed than their header's PartitionCount, or listed without a header
+        while other topics have one: topic -> (listed, PartitionCount or None)."""
+        if not self.headers:
+            return {}
+        listed = Counter(p.topic for p in self.assignment)
+        out: dict[str, tuple[int, int | None]] = {}
+        for topic, n in listed.items():
+            count = self.partition_counts.get(topic)
+            if count is None or n < count:
+                out[topic] = (n, count)
+        return out
+
+    @property
+    def filter_output(self) -> bool:
+        """No topic line at all: what kafka-topics prints with a health filter option."""
+        return self.headers == 0
 
 
 def parse_describe(text: str, source: str) -> ReplicaAssignment:
     """Parse `kafka-topics.sh --describe` output of any Kafka version, with or without topic headers."""
-    parts: list[PartitionReplicas] = []
-    part_line: dict[TopicPartition, int] = {}
-    rf: dict[str, int] = {}
-    rf_line: dict[str, int] = {}
-    for n, line in enumerate(_lines(text), 1):
+    return read_describe(text, source).assignment
+
+
+class _DescribeReader:
+    """One pass over the lines; what it has seen so far also names the layout an unreadable line breaks."""
+
+    def __init__(self, source: str) -> None:
+        self.source = source
+        self.parts: list[PartitionReplicas] = []
+        self.part_line: dict[TopicPartition, int] = {}
+        self.rf: dict[str, int] = {}
+        self.rf_line: dict[str, int] = {}
+        self.counts: dict[str, int] = {}
+        self.min_isr: dict[str, int] = {}
+        self.headers = 0
+        self.leader_text: dict[TopicPartition, str] = {}
+        self.observers: dict[TopicPartition, tuple[int, ...]] = {}
+        self.features: set[str] = set()
+        self.skipped: list[tuple[int, str]] = []
+
+    def expected(self) -> str:
+        """The layout a line was expected in, from the lines read so far."""
+        d = self.result(check=False)
+        return (f"expected a topic line 'Topic: NAME  PartitionCount: N ...' or a partition line 'Topic: NAME  "
+                f"Partition: N  Leader: ID  Replicas: IDS  Isr: IDS' ({d.layout})")
+
+    def line(self, n: int, line: str) -> None:
         if not line.strip():
-            continue
-        fields = _describe_fields(line, source, n)
+            return
+        for kind, pattern in (("shell prompt", _PROMPT_RE), ("banner", _BANNER_RE)):
+            if pattern.match(line):
+                self.skipped.append((n, kind))
+                return
+        if _ELISION_RE.fullmatch(line):
+            self.skipped.append((n, "'...' (lines left out)"))
+            return
+        fields = _describe_fields(line, self.source, n, self.expected)
         if fields.keys() & _PARTITION_KEYS:
-            p = _describe_partition(fields, source, n)
-            if p.tp in part_line:
-                raise InputError(source, f"partition {p.tp} is listed twice "
-                                         f"(lines {part_line[p.tp]} and {n})", n)
-            part_line[p.tp] = n
-            parts.append(p)
-            continue
+            self.partition(fields, n)
+        else:
+            self.header(fields, line, n)
+
+    def partition(self, fields: dict[str, str], n: int) -> None:
+        p, observers = _describe_partition(fields, self.source, n, self.expected)
+        if p.tp in self.part_line:
+            raise InputError(self.source, f"partition {p.tp} is listed twice (lines {self.part_line[p.tp]} and {n})",
+                             n)
+        self.part_line[p.tp] = n
+        self.parts.append(p)
+        if p.leader == NO_LEADER:
+            self.leader_text[p.tp] = fields["Leader"]
+            if fields["Leader"] == "-1":
+                self.features.add("leader-minus-one")
+        if observers:
+            self.observers[p.tp] = observers
+        keys = fields.keys()
+        if "Adding Replicas" in keys or "Removing Replicas" in keys:
+            self.features.add("adding-removing")
+        if "Elr" in keys or "LastKnownElr" in keys:
+            self.features.add("elr")
+            if fields.get("Elr", "N/A") != "N/A" or fields.get("LastKnownElr", "N/A") != "N/A":
+                self.features.add("elr-values")
+        if not keys.isdisjoint(_CONFLUENT):
+            self.features.add("confluent")
+
+    def header(self, fields: dict[str, str], line: str, n: int) -> None:
+        source = self.source
         if "Topic" not in fields:
             raise InputError(source, "topic line has no Topic: field", n)
         topic = _topic_name(fields["Topic"], source, n)
+        self.headers += 1
+        self.features.add("compact-header" if re.match(r"\s*Topic:\S", line) else "spaced-header")
+        if "TopicId" in fields:
+            self.features.add("topic-id")
         if "PartitionCount" in fields:
-            _uint(fields["PartitionCount"], "PartitionCount", "a partition count", source, n)
+            self.counts[topic] = _uint(fields["PartitionCount"], "PartitionCount", "a partition count", source, n)
+        if (m := _MIN_ISR_RE.search(fields.get("Configs", ""))) and int(m.group(1)) <= INT32_MAX:
+            self.min_isr[topic] = int(m.group(1))
         if "ReplicationFactor" in fields:
-            factor = _uint(fields["ReplicationFactor"], "ReplicationFactor", "a replication factor",
-                           source, n)
-            if rf.get(topic, factor) != factor:
+            factor = _uint(fields["ReplicationFactor"], "ReplicationFactor", "a replication factor", source, n)
+            if self.rf.get(topic, factor) != factor:
                 raise InputError(source, f"topic {topic}: ReplicationFactor {factor} contradicts "
-                                         f"ReplicationFactor {rf[topic]} on line {rf_line[topic]}", n)
-            rf[topic] = factor
-            rf_line.setdefault(topic, n)
-    if not parts:
-        raise InputError(source, "no partitions found")
-    return ReplicaAssignment(tuple(parts), rf)
+                                         f"ReplicationFactor {self.rf[topic]} on line {self.rf_line[topic]}", n)
+            self.rf[topic] = factor
+            self.rf_line.setdefault(topic, n)
+
+    def result(self, check: bool = True) -> Describe:
+        if check and not self.parts:
+            why = (" (topic lines only, as --topics-with-overrides prints them: nothing to check)" if self.headers
+                   else "")
+            raise InputError(self.source, "no partitions found" + why)
+        # A header's ReplicationFactor counts observers, which are left out: those topics' factor is not known.
+        rf = {t: n for t, n in self.rf.items() if not any(tp.topic == t for tp in self.observers)}
+        return Describe(ReplicaAssignment(tuple(self.parts), rf) if check else ReplicaAssignment(()),
+                        dict(self.counts), dict(self.min_isr), self.headers, dict(self.leader_text),
+                        dict(self.observers), frozenset(self.features), tuple(self.skipped))
 
 
-def _describe_fields(line: str, source: str, n: int) -> dict[str, str]:
+def read_describe(text: str, source: str) -> Describe:
+    """`kafka-topics.sh --describe` output of any release (Apache Kafka's or Confluent Server's), with or without
+    topic headers, with the shell prompts, banners and '...' of a paste skipped. The last text read is kept:
+    `verify` reads it as a plan (`parse_plan`), then for what it tells about itself."""
+    return _read_describe(text, source)
+
+
+@lru_cache(maxsize=1)
+def _read_describe(text: str, source: str) -> Describe:
+    reader = _DescribeReader(source)
+    for n, line in enumerate(_lines(text), 1):
+        reader.line(n, line)
+    return reader.result()
+
+
+def _describe_fields(line: str, source: str, n: int, expected: Callable[[], str]) -> dict[str, str]:
     matches = list(_KEY_RE.finditer(line))
     if not matches or line[: matches[0].start()].strip():
-        raise InputError(source, f"not a kafka-topics --describe line: {_quote(line.strip())}", n)
+        raise InputError(source, f"not a kafka-topics --describe line: {_quote(line.strip())}; {expected()}", n)
     fields: dict[str, str] = {}
     following: list[re.Match[str] | None] = [*matches[1:], None]
     for m, nxt in zip(matches, following, strict=True):
@@ -306,16 +498,18 @@ def _describe_fields(line: str, source: str, n: int) -> dict[str, str]:
     return fields
 
 
-def _describe_partition(fields: dict[str, str], source: str, n: int) -> PartitionReplicas:
+def _describe_partition(fields: dict[str, str], source: str, n: int,
+                        expected: Callable[[], str]) -> tuple[PartitionReplicas, tuple[int, ...]]:
+    """The partition, and the Confluent observers left out of its replicas (those outside the ISR)."""
     for key in ("Topic", "Partition", "Leader", "Replicas"):
         if key not in fields:
-            raise InputError(source, f"partition line has no {key}: field", n)
+            raise InputError(source, f"partition line has no {key}: field; {expected()}", n)
     topic = _topic_name(fields["Topic"], source, n)
     partition = _uint(fields["Partition"], "Partition", "a partition id", source, n)
     leader_text = fields["Leader"]
-    # 'none' when there is no leader; some versions print Kafka's stored -1 instead.
+    # 'none' when there is no leader; kafka-topics --zookeeper before 2.4 prints ZooKeeper's stored -1 instead.
     leader = (NO_LEADER if leader_text in ("none", "-1")
-              else _uint(leader_text, "Leader", "a broker id", source, n))
+              else _uint(leader_text, "Leader", "a broker id ('none' without a leader)", source, n))
     replicas = _id_list(fields["Replicas"], "Replicas", source, n)
     if not replicas:
         raise InputError(source, f"partition {topic}-{partition}: Replicas: is empty", n)
@@ -325,11 +519,19 @@ def _describe_partition(fields: dict[str, str], source: str, n: int) -> Partitio
     adding = _id_list(fields.get("Adding Replicas", ""), "Adding Replicas", source, n)
     removing = _id_list(fields.get("Removing Replicas", ""), "Removing Replicas", source, n)
     # Elr/LastKnownElr (3.8+, KIP-966): 'N/A' when the broker does not report them, empty when ELR is empty.
-    # Offline: Confluent Platform's kafka-topics prints it (Apache Kafka's never did).
+    # Offline, Observers (LiveObservers in Confluent Platform 5.4): Confluent Server's kafka-topics prints them.
     extra = {key: None if key not in fields or fields[key] == "N/A" else _id_list(fields[key], key, source, n)
-             for key in ("Elr", "LastKnownElr", "Offline")}
+             for key in ("Elr", "LastKnownElr", "Offline", "Observers", "LiveObservers")}
+    # kcheck has no model of observers (asynchronous replicas kept out of the ISR): one outside the ISR is left
+    # out of every check; one in the ISR (promoted) is a replica like the others.
+    left_out = tuple(b for b in (*(extra["Observers"] or ()), *(extra["LiveObservers"] or ()))
+                     if b in replicas and b not in (isr or ()))
+    if left_out and len(left_out) < len(replicas):
+        replicas = tuple(r for r in replicas if r not in left_out)
+    else:
+        left_out = ()
     return PartitionReplicas(topic, partition, replicas, leader, isr, adding, removing, elr=extra["Elr"],
-                             last_known_elr=extra["LastKnownElr"], offline=extra["Offline"])
+                             last_known_elr=extra["LastKnownElr"], offline=extra["Offline"]), left_out
 
 
 def _topic_name(value: str, source: str, n: int) -> str:
@@ -357,28 +559,66 @@ def _id_list(value: str, key: str, source: str, n: int) -> tuple[int, ...]:
 
 
 # ---------------------------------------------------------------------------------------------
-# Pasted tool output: kafka-reassign-partitions --generate / --execute / --verify, or any of the above
+# Pasted tool output: kafka-reassign-partitions --generate / --execute / --verify / --list, or any of the above
+#
+# What each release prints (`kafka.admin.ReassignPartitionsCommand` up to 3.6, then
+# `org.apache.kafka.tools.reassign.ReassignPartitionsCommand`), all read here:
+#   --generate  "Current partition replica assignment", its JSON, a blank line, "Proposed partition reassignment
+#               configuration", its JSON (log_dirs from 1.0; partitions in ZooKeeper's order up to 2.5).
+#   --execute   "Current partition replica assignment", a blank line, the JSON (the rollback plan: the replicas the
+#               plan's partitions have now, up to 2.5 every partition of the plan's topics; their real log
+#               directories from 4.2, "any" before), "Save this to use as the --reassignment-json-file option during
+#               rollback", throttle lines, "Successfully started ...".
+#   --verify    "Status of partition reassignment:" then per partition: up to 2.5 "Reassignment of partition
+#               [t,0] (to 0.11) / t-0 completed successfully | is still in progress | failed" (up to 2.0 with
+#               "ERROR: Assigned replicas (..) don't match the list of replicas for reassignment (..) for partition
+#               .." before a failure); from 2.6 "... is complete." (3.3+: "is completed."), "... is still in
+#               progress.", "There is no active reassignment of partition t-0, but replica set is a rather than b.",
+#               and throttle lines.
+#   --list      (2.6+) "Current partition reassignments:" then "t-0: replicas: 4,2,3,1. adding: 4. removing: 1."
+#   --cancel    (2.6+) names the partitions it cancelled, no replicas: refused; so is --execute's "There is an
+#               existing assignment running." (up to 2.5, a second run while one is in flight).
 
 PASTED_WANTS = ("current", "proposed")
 _CURRENT_HEADER = "Current partition replica assignment"
 _PROPOSED_HEADER = "Proposed partition reassignment configuration"
 _STATUS_HEADER = "Status of partition reassignment:"
 _ROLLBACK_LINE = "Save this to use as the --reassignment-json-file option during rollback"
-# --verify's partition lines, every release: 'foo-0' (TopicPartition) or '[foo,0]' (0.8's TopicAndPartition).
+_LIST_HEADER = "Current partition reassignments:"
+# --verify's partition lines, every release: 'foo-0' (TopicPartition) or '[foo,0]' (0.10's TopicAndPartition).
 _TP = r"(?:\[(?P<t1>[^,\]\s]+),(?P<p1>[0-9]+)\]|(?P<t2>\S+)-(?P<p2>[0-9]+))"
 _STATUS_RE = re.compile(rf"Reassignment of partition {_TP} (?P<state>is complete|is completed|completed successfully"
                         rf"|is still in progress|failed)\.?\s*$")
 _ELSEWHERE_RE = re.compile(rf"There is no active reassignment of partition {_TP}, but replica set is "
                            r"(?P<now>[0-9,]*) rather than (?P<target>[0-9,]*)\.\s*$")
+_MISMATCH_RE = re.compile(r"ERROR: Assigned replicas \((?P<now>[0-9,]*)\) don't match the list of replicas for "
+                          rf"reassignment \((?P<target>[0-9,]*)\) for partition {_TP}\s*$")
+_LIST_RE = re.compile(r"(?P<t>\S+)-(?P<p>[0-9]+): replicas: (?P<replicas>[0-9,]*)\.(?: adding: (?P<adding>[0-9,]+)\.)?"
+                      r"(?: removing: (?P<removing>[0-9,]+)\.)?\s*$")
+_CANCEL_RE = re.compile(r"(Successfully cancelled partition reassignments? for: |None of the specified partition "
+                        r"(reassignments|moves) are active\.)")
 # Lines the tool prints around its blocks, and a shell prompt line of the paste: not data, skipped.
-_TOOL_NOISE_RE = re.compile(r"(Successfully started (partition )?reassignments? |Warning: "
-                            r"|The (inter-broker|replica-alter-dir) throttle |Reassignment of replica "
-                            r"|Partition \S+ (on broker|is not found|cannot "
-                            r"be found)|Current partition reassignments:|There are no ongoing|Clearing broker-level "
-                            r"throttles|Clearing topic-level throttles|\$ |> )")
+_TOOL_NOISE_RE = re.compile(r"(Successfully started (partition )?reassignments? |Warning: |There is an existing "
+                            r"assignment running|The (inter-broker |replica-alter-dir )?throttle |Throttle was removed"
+                            r"|Reassignment of replica |Partition \S+ (on broker|is not found|cannot be found)"
+                            r"|There are no ongoing|Clearing broker-level throttles|Clearing topic-level throttles"
+                            r"|No partition reassignments found|\$ |> )")
+# The block each kind of output gives when the command does not ask (verify's --block unset): the plan of
+# --generate, the state of the others.
+DEFAULT_BLOCK = {"--generate": "proposed", "--execute": "current", "--verify": "current", "--list": "current"}
 
 
-def parse_pasted(text: str, source: str, want: str) -> tuple[ReplicaAssignment, str]:
+class BlockRefused(InputError):
+    """The block asked for is not in the paste, or cannot be read from it, but `other` can be: each command says
+    how to ask for it (verify: --block; verify-reassignment: the other argument)."""
+
+    def __init__(self, source: str, message: str, other: str, what: str, line: int | None = None) -> None:
+        super().__init__(source, message, line)
+        self.other = other  # "current" or "proposed"
+        self.what = what  # what that block is, for people
+
+
+def parse_pasted(text: str, source: str, want: str | None = None) -> tuple[ReplicaAssignment, str]:
     """Kafka's own tool output as pasted, auto-detected; returns the assignment and the name of the block used.
 
     * `kafka-reassign-partitions --generate` (its "Current partition replica assignment" and "Proposed partition
@@ -386,38 +626,84 @@ def parse_pasted(text: str, source: str, want: str) -> tuple[ReplicaAssignment, 
     * `--execute` output: its only block, the replicas before the plan (the rollback JSON), is the current state.
     * `--verify` output ("Status of partition reassignment:" lines) with the reassignment JSON it verified in the
       same paste: "proposed" is that JSON; "current" is each partition as --verify states it (completed: on its
-      target; "no active reassignment ... rather than": on the replicas it names). A partition still in progress
-      has no replica list in that output, so "current" refuses it (kafka-topics --describe shows its Adding and
-      Removing Replicas). --verify output alone names no replicas and is refused.
+      target; "no active reassignment ... rather than" or a ZooKeeper-era "Assigned replicas (..) don't match": on
+      the replicas it names). A partition still in progress has no replica list in that output, so "current"
+      refuses it (kafka-topics --describe shows its Adding and Removing Replicas). --verify output alone names no
+      replicas and is refused.
+    * `--list` output: the partitions being reassigned with their replicas, adding and removing ones ("current").
     * Otherwise a reassignment JSON or `kafka-topics --describe` text of any release (`parse_plan`).
-    """
-    if want not in PASTED_WANTS:
-        raise ValueError(f"want must be one of {PASTED_WANTS}, not {want!r}")
+
+    `want` None: the block `DEFAULT_BLOCK` names for what was pasted. A block that is not there, or cannot be read,
+    while the other can is a `BlockRefused`."""
+    if want is not None and want not in PASTED_WANTS:
+        raise ValueError(f"want must be one of {PASTED_WANTS} or None, not {want!r}")
     lines = _lines(text)
-    headers = {h: [n for n, line in enumerate(lines, 1) if line.strip().rstrip(":") == h]
-               for h in (_CURRENT_HEADER, _PROPOSED_HEADER)}
-    status_at = [n for n, line in enumerate(lines, 1) if line.strip().startswith(_STATUS_HEADER.rstrip(":"))]
-    if not (headers[_CURRENT_HEADER] or headers[_PROPOSED_HEADER] or status_at):
-        return parse_plan(text, source), ("reassignment JSON" if text.removeprefix("\ufeff").lstrip()[:1] in ("{", "[")
-                      else "kafka-topics --describe")
-    for h, at in headers.items():
-        if len(at) > 1:
-            raise InputError(source, f'"{h}" appears twice (lines {at[0]} and {at[1]}): paste one run\'s output',
-                             at[1])
-    blocks, statuses, elsewhere = _pasted_blocks(lines, source)
-    rollback = any(line.strip() == _ROLLBACK_LINE for line in lines)
-    if headers[_PROPOSED_HEADER] or (headers[_CURRENT_HEADER] and not rollback):
-        tool = "--generate output"
-        name = _PROPOSED_HEADER if want == "proposed" else _CURRENT_HEADER
-        if name not in blocks:
-            raise InputError(source, f'kafka-reassign-partitions {tool} without its "{name}" block')
-        return blocks[name], f"{tool}: {name}"
-    if headers[_CURRENT_HEADER]:
+    kind = _pasted_kind(lines, source)
+    if kind is None:
+        return parse_plan(text, source), "reassignment JSON" if is_json(text) else "kafka-topics --describe"
+    want = want or DEFAULT_BLOCK[kind]
+    pasted = _pasted_blocks(lines, source, kind)
+    if kind == "--generate":
+        name, other = (_PROPOSED_HEADER, _CURRENT_HEADER) if want == "proposed" else (_CURRENT_HEADER, _PROPOSED_HEADER)
+        if name not in pasted.blocks:
+            message = f'kafka-reassign-partitions --generate output without its "{name}" block'
+            if other in pasted.blocks:
+                raise BlockRefused(source, message, _other(want), f'its "{other}" block')
+            raise InputError(source, message)
+        return pasted.blocks[name], f"--generate output: {name}"
+    if kind == "--execute":
         if want == "proposed":
-            raise InputError(source, "kafka-reassign-partitions --execute output holds only the replicas before the "
-                                     'plan ("Current partition replica assignment", the rollback JSON), not a plan')
-        return blocks[_CURRENT_HEADER], f"--execute output: {_CURRENT_HEADER} (before the plan)"
-    plan = blocks.get("")
+            raise BlockRefused(source, "kafka-reassign-partitions --execute output holds only the replicas before the "
+                                       'plan ("Current partition replica assignment", the rollback JSON), not a plan',
+                               "current", "that block, the state before the plan")
+        return pasted.blocks[_CURRENT_HEADER], f"--execute output: {_CURRENT_HEADER} (before the plan)"
+    if kind == "--list":
+        if want == "proposed":
+            raise BlockRefused(source, "kafka-reassign-partitions --list output names the reassignments in flight, not "
+                                       "a plan", "current", "the partitions in flight with their adding and removing "
+                                                            "replicas")
+        return ReplicaAssignment(tuple(pasted.listed)), "--list output: the reassignments in flight (no leader or ISR)"
+    return _verified(pasted, source, want)
+
+
+def _other(want: str) -> str:
+    return "current" if want == "proposed" else "proposed"
+
+
+def _pasted_kind(lines: list[str], source: str) -> str | None:
+    """Which output of kafka-reassign-partitions the paste is, from its headers; None when it is none of them."""
+    def at(header: str) -> list[int]:
+        return [n for n, line in enumerate(lines, 1) if line.strip().rstrip(":") == header.rstrip(":")]
+
+    current, proposed, listed = at(_CURRENT_HEADER), at(_PROPOSED_HEADER), at(_LIST_HEADER)
+    for header, found in ((_CURRENT_HEADER, current), (_PROPOSED_HEADER, proposed), (_LIST_HEADER, listed)):
+        if len(found) > 1:
+            raise InputError(source, f'"{header.rstrip(":")}" appears twice (lines {found[0]} and {found[1]}): paste '
+                                     "one run's output", found[1])
+    if proposed or (current and not any(line.strip() == _ROLLBACK_LINE for line in lines)):
+        return "--generate"
+    if current:
+        return "--execute"
+    if listed:
+        return "--list"
+    if any(line.strip().startswith(_STATUS_HEADER.rstrip(":")) for line in lines):
+        return "--verify"
+    if any(_CANCEL_RE.match(line.strip()) for line in lines):
+        raise InputError(source, "kafka-reassign-partitions --cancel output names the partitions it cancelled, not "
+                                 "their replicas: paste kafka-topics --describe")
+    if any(line.strip().startswith("There is an existing assignment running") for line in lines):
+        raise InputError(source, "kafka-reassign-partitions --execute output of a run refused while a reassignment "
+                                 "was in flight names no replicas: paste kafka-topics --describe")
+    if any(line.strip() == "No partition reassignments found." for line in lines):
+        raise InputError(source, "kafka-reassign-partitions --list output with no reassignment in flight names no "
+                                 "partition: paste kafka-topics --describe")
+    return None
+
+
+def _verified(pasted: _Pasted, source: str, want: str) -> tuple[ReplicaAssignment, str]:
+    """--verify output with the reassignment JSON it verified: that JSON ("proposed"), or the partitions as the
+    output states them ("current")."""
+    plan = pasted.blocks.get("")
     if plan is None:
         raise InputError(source, "kafka-reassign-partitions --verify output names each partition's status, not its "
                                  "replicas: paste it with the reassignment JSON it verified, or paste "
@@ -426,73 +712,103 @@ def parse_pasted(text: str, source: str, want: str) -> tuple[ReplicaAssignment, 
         return plan, "--verify output: the reassignment JSON it verified"
     by_tp = {p.tp: p for p in plan}
     parts: list[PartitionReplicas] = []
-    for tp, (state, n) in sorted(statuses.items()):
+    for tp, (state, n) in sorted(pasted.statuses.items()):
         if tp not in by_tp:
             raise InputError(source, f"partition {tp}: --verify status without an entry in the reassignment JSON", n)
+        if tp in pasted.elsewhere:
+            continue  # "failed", after the ZooKeeper-era line naming its replicas
         if state in ("is still in progress", "failed"):
-            raise InputError(source, f"partition {tp}: --verify says its reassignment {state.removeprefix('is ')}; "
-                                     "that output has no replica list for it (kafka-topics --describe shows its "
-                                     "Adding and Removing Replicas)", n)
+            raise BlockRefused(source, f"partition {tp}: --verify says its reassignment {state.removeprefix('is ')}; "
+                                       "that output has no replica list for it (kafka-topics --describe shows its "
+                                       "Adding and Removing Replicas)", "proposed", "the reassignment JSON it "
+                                                                                    "verified", n)
         parts.append(PartitionReplicas(tp.topic, tp.partition, by_tp[tp].replicas))
-    for tp, (now, _) in sorted(elsewhere.items()):
+    for tp, (now, _) in sorted(pasted.elsewhere.items()):
         parts.append(PartitionReplicas(tp.topic, tp.partition, now))
-    missing = sorted(set(by_tp) - set(statuses) - set(elsewhere))
+    missing = sorted(set(by_tp) - set(pasted.statuses) - set(pasted.elsewhere))
     if missing:
         raise InputError(source, f"partition {missing[0]}: in the reassignment JSON but without a --verify status")
     return ReplicaAssignment(tuple(parts)), "--verify output: the partitions as it states them"
 
 
-def _pasted_blocks(lines: list[str], source: str) -> tuple[
-        dict[str, ReplicaAssignment], dict[TopicPartition, tuple[str, int]], dict[TopicPartition, tuple[tuple[int, ...],
-                                                                                                         int]]]:
-    """The JSON blocks by the header before them ('' when none), --verify statuses and 'rather than' lines."""
-    blocks: dict[str, ReplicaAssignment] = {}
-    statuses: dict[TopicPartition, tuple[str, int]] = {}
-    elsewhere: dict[TopicPartition, tuple[tuple[int, ...], int]] = {}
+@dataclass
+class _Pasted:
+    blocks: dict[str, ReplicaAssignment] = field(default_factory=dict)  # by the header before them ('' when none)
+    statuses: dict[TopicPartition, tuple[str, int]] = field(default_factory=dict)  # --verify: (state, line)
+    elsewhere: dict[TopicPartition, tuple[tuple[int, ...], int]] = field(default_factory=dict)  # replicas now, line
+    listed: list[PartitionReplicas] = field(default_factory=list)  # --list
+
+
+def _pasted_blocks(lines: list[str], source: str, kind: str) -> _Pasted:
+    """The JSON blocks, --verify statuses and the replicas it names, --list lines; anything else is refused."""
+    found = _Pasted()
     header = ""
-    decoder = json.JSONDecoder()
     n = 0
     while n < len(lines):
         line = lines[n].strip()
         n += 1
-        if not line or line == _ROLLBACK_LINE or line.startswith(_STATUS_HEADER) or _TOOL_NOISE_RE.match(line):
+        if not line or line == _ROLLBACK_LINE or line.startswith(_STATUS_HEADER.rstrip(":")) or line == _LIST_HEADER \
+                or _TOOL_NOISE_RE.match(line) or _CANCEL_RE.match(line):
             continue
         if line.rstrip(":") in (_CURRENT_HEADER, _PROPOSED_HEADER):
             header = line.rstrip(":")
             continue
         if line.startswith("{"):
-            rest = "\n".join(lines[n - 1:])
-            start = rest.index("{")
-            try:
-                _, end = decoder.raw_decode(rest, start)
-            except json.JSONDecodeError as e:
-                raise InputError(source, f"invalid JSON in the {header or 'reassignment'} block: {e.msg}",
-                                 n - 1 + e.lineno) from None
-            where = f"{header} block" if header else "reassignment JSON"
-            if header in blocks or (not header and "" in blocks):
-                raise InputError(source, f"a second {where}", n)
-            try:
-                blocks[header] = parse_reassignment_json(rest[start:end], source)
-            except InputError as e:
-                raise InputError(source, f"{where}: {e.message}", n) from None
-            n += rest[start:end].count("\n")
+            n = _json_block(lines, n, header, source, found)
             header = ""
             continue
-        m = _STATUS_RE.match(line) or _ELSEWHERE_RE.match(line)
-        if m is None:
-            raise InputError(source, f"not part of kafka-reassign-partitions output: {_quote(line)}", n)
-        topic = m.group("t1") or m.group("t2")
-        tp = TopicPartition(_topic_name(topic, source, n), int(m.group("p1") or m.group("p2")))
-        if tp in statuses or tp in elsewhere:
+        _status_line(line, n, source, found, kind)
+    return found
+
+
+def _json_block(lines: list[str], n: int, header: str, source: str, found: _Pasted) -> int:
+    """Read the JSON that starts on line n (1-based) into `found`; returns the number of its last line."""
+    rest = "\n".join(lines[n - 1:])
+    start = rest.index("{")
+    where = f"{header} block" if header else "reassignment JSON"
+    try:
+        _, end = json.JSONDecoder().raw_decode(rest, start)
+    except json.JSONDecodeError as e:
+        raise InputError(source, f"invalid JSON in the {where}: {e.msg}", n - 1 + e.lineno, e.colno) from None
+    except (ValueError, RecursionError) as e:  # an integer of more than 4300 digits, deep nesting
+        raise InputError(source, f"invalid JSON in the {where}: {type(e).__name__}: {e}", n) from None
+    if header in found.blocks:
+        raise InputError(source, f"a second {where}", n)
+    try:
+        found.blocks[header] = parse_reassignment_json(rest[start:end], source)
+    except InputError as e:
+        raise InputError(source, f"{where}: {e.message}", n) from None
+    return n + rest[start:end].count("\n")
+
+
+def _status_line(line: str, n: int, source: str, found: _Pasted, kind: str) -> None:
+    """A --verify status, a line naming a partition's replicas now, or a --list line."""
+    listed = _LIST_RE.match(line)
+    if listed is not None:
+        topic = _topic_name(listed.group("t"), source, n)
+        replicas = _id_list(listed.group("replicas"), "replicas", source, n)
+        if not replicas:
+            raise InputError(source, f"partition {topic}-{listed.group('p')}: empty replica set", n)
+        found.listed.append(PartitionReplicas(topic, int(listed.group("p")), replicas,
+                                              adding=_id_list(listed.group("adding") or "", "adding", source, n),
+                                              removing=_id_list(listed.group("removing") or "", "removing", source, n)))
+        return
+    m = _STATUS_RE.match(line) or _ELSEWHERE_RE.match(line) or _MISMATCH_RE.match(line)
+    if m is None:
+        raise InputError(source, f"not part of kafka-reassign-partitions {kind} output (of any release from 0.10.2 "
+                                 f"to 4.4): {_quote(line)}", n)
+    tp = TopicPartition(_topic_name(m.group("t1") or m.group("t2"), source, n), int(m.group("p1") or m.group("p2")))
+    if "now" not in m.groupdict():
+        if tp in found.statuses:
             raise InputError(source, f"partition {tp} has two --verify statuses", n)
-        if "now" in m.groupdict():
-            now = _id_list(m.group("now"), "replica set", source, n)
-            if not now:
-                raise InputError(source, f"partition {tp}: empty replica set", n)
-            elsewhere[tp] = (now, n)
-        else:
-            statuses[tp] = (m.group("state"), n)
-    return blocks, statuses, elsewhere
+        found.statuses[tp] = (m.group("state"), n)
+        return
+    if tp in found.elsewhere or (tp in found.statuses and found.statuses[tp][0] != "failed"):
+        raise InputError(source, f"partition {tp} has two --verify statuses", n)
+    now = _id_list(m.group("now"), "replica set", source, n)
+    if not now:
+        raise InputError(source, f"partition {tp}: empty replica set", n)
+    found.elsewhere[tp] = (now, n)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -11,12 +11,14 @@ from __future__ import annotations
 import datetime
 import os
 import re
+import stat
 import tempfile
 import xml.etree.ElementTree as ET
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from kcheck import formats
 from kcheck.formats import InputError
 from kcheck.invariants import REGISTRY, Report, Severity, Violation
 
@@ -99,15 +101,68 @@ def to_xml(name: str, suites: Sequence[TestSuite]) -> bytes:
 # Output files: checked before the work starts, written atomically
 
 
-def output_path(path: str, option: str, inputs: Iterable[str | None] = ()) -> str:
-    """The absolute path to write `option`'s report to; InputError (exit 2) when its directory does not exist
-    or it names one of the command's own inputs (a report must never replace the plan it checks)."""
+# Where kcheck never writes: pseudo file systems whose files are the kernel's, not reports.
+_PSEUDO = ("/proc", "/sys", "/dev")
+
+
+def _refuse_place(target: str, path: str, option: str) -> None:
+    """A target in a pseudo file system, or an existing special file (a device, a FIFO, a socket)."""
+    if any(target == p or target.startswith(p + "/") for p in _PSEUDO) and not target.startswith("/dev/shm/"):
+        raise InputError(option, f"{formats.shown(path)} is in {target.split('/')[1] and '/' + target.split('/')[1]}, "
+                                 "a file system of the kernel's, not a place for a report")
+    try:
+        mode = os.stat(target).st_mode
+    except OSError:
+        return
+    if stat.S_ISDIR(mode) or stat.S_ISREG(mode):
+        return
+    kind = "a named pipe" if stat.S_ISFIFO(mode) else "a device" if stat.S_ISCHR(mode) or stat.S_ISBLK(mode) else \
+        "a socket" if stat.S_ISSOCK(mode) else "a special file"
+    raise InputError(option, f"{formats.shown(path)} is {kind}, not a regular file")
+
+
+def _probe_writable(directory: str, path: str, option: str) -> None:
+    """Create and remove a file in `directory`: the only test that holds for root, read-only mounts and quotas."""
+    try:
+        fd, probe = tempfile.mkstemp(prefix=".kcheck-probe-", dir=directory)
+    except OSError as e:
+        raise InputError(option, f"cannot write in {formats.shown(directory)} ({e.strerror or e}): "
+                                 f"{formats.shown(path)} could not be written") from None
+    os.close(fd)
+    os.unlink(probe)
+
+
+def output_path(path: str, option: str, inputs: Iterable[str | None] = (), *, new: bool = False,
+                directory: bool = False, parents: bool = False) -> str:
+    """The absolute path to write `option`'s output to, checked before any work (one line, exit 2, otherwise):
+    its folder exists and takes a file (tried: a file made and removed), it is not in /proc, /sys or /dev nor a
+    special file, not one of the command's own `inputs` (a report must never replace the plan it checks),
+    not an existing file when `new`, and a folder (existing, or made in an existing parent, or with `parents` in
+    its nearest existing ancestor) when `directory`."""
+    if not path or not path.strip():
+        raise InputError(option, "no path given")
+    if (problem := formats.control_problem(path)) is not None:  # a mistyped or pasted name, never a real report
+        raise InputError(option, f"the path {problem}")
     target = os.path.realpath(path)
-    directory = os.path.dirname(target)
-    if not os.path.isdir(directory):
-        raise InputError(option, f"directory {os.path.dirname(os.path.abspath(path)) or '.'} does not exist")
-    if os.path.isdir(target):
-        raise InputError(option, f"{path} is a directory, not a file")
+    _refuse_place(target, path, option)
+    if directory:
+        if os.path.exists(target) and not os.path.isdir(target):
+            raise InputError(option, f"{formats.shown(path)} exists and is not a directory")
+        parent = target if os.path.isdir(target) else os.path.dirname(target)
+        while parents and not os.path.exists(parent) and parent != os.path.dirname(parent):
+            parent = os.path.dirname(parent)
+        if os.path.exists(parent) and not os.path.isdir(parent):
+            raise InputError(option, f"cannot create {formats.shown(path)}: {formats.shown(parent)} is a file")
+    else:
+        if os.path.isdir(target):
+            raise InputError(option, f"{formats.shown(path)} is a directory, not a file")
+        if new and os.path.lexists(path):
+            raise InputError(option, f"{formats.shown(path)} already exists; kcheck does not overwrite files")
+        parent = os.path.dirname(target)
+    if not os.path.isdir(parent):
+        raise InputError(option, f"directory {formats.shown(os.path.dirname(os.path.abspath(path)) or '.')} does "
+                                 "not exist")
+    _probe_writable(parent, path, option)
     for given in inputs:
         if not given or given == "-":
             continue
@@ -117,23 +172,35 @@ def output_path(path: str, option: str, inputs: Iterable[str | None] = ()) -> st
         except OSError:
             pass
         if same:
-            raise InputError(option, f"{path} is a file this command reads or writes itself; it would be overwritten")
+            raise InputError(option, f"{formats.shown(path)} is a file this command reads; it would be overwritten")
     return target
 
 
-def write_atomic(path: str, data: bytes) -> None:
-    """Write a temporary file beside `path`, then rename it over `path`: a reader never sees half a report."""
+def write_atomic(path: str, data: bytes, *, new: bool = False) -> None:
+    """Write a temporary file beside `path`, then rename it over `path`: a reader never sees half a report, and an
+    interrupt leaves no partial file. `new`: never over an existing file (linked into place, which fails if
+    something appeared there since output_path checked)."""
+    from kcheck import interrupts
+
     directory = os.path.dirname(os.path.abspath(path))
     fd, tmp = tempfile.mkstemp(prefix=f".{os.path.basename(path)}.", suffix=".tmp", dir=directory)
     try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-            f.flush()
-            os.fsync(f.fileno())
-        umask = os.umask(0)
-        os.umask(umask)
-        os.chmod(tmp, 0o666 & ~umask)  # mkstemp's 0600 would hide the report from a CI artifact collector
-        os.replace(tmp, path)
+        with interrupts.partial_file(tmp):
+            with os.fdopen(fd, "wb") as f:
+                f.write(data)
+                f.flush()
+                os.fsync(f.fileno())
+            umask = os.umask(0)
+            os.umask(umask)
+            os.chmod(tmp, 0o666 & ~umask)  # mkstemp's 0600 would hide the report from a CI artifact collector
+            if new:
+                try:
+                    os.link(tmp, path)
+                except FileExistsError:
+                    raise InputError(path, "already exists; kcheck does not overwrite files") from None
+                os.unlink(tmp)
+            else:
+                os.replace(tmp, path)
     except BaseException:
         try:
             os.unlink(tmp)
@@ -185,14 +252,17 @@ def report_cases(report: Report, classname: str, fails: Iterable[str] = ()) -> l
 
 def judged_cases(report: Report, judged: Any, classname: str) -> list[TestCase]:
     """A gated command (kcheck/gate.py): one case per invariant, a failure exactly when one of its findings fails
-    the gate (`--fail-on`); introduced, unchanged, suppressed (with the reason) and fixed findings that do not
-    fail it are listed in <system-out> of a passing case."""
+    the gate (`--fail-on`); introduced, changed, unchanged, suppressed (with the reason) and fixed findings that do
+    not fail it are listed in <system-out> of a passing case."""
     fails = {id(v) for v in judged.counted}
     by_invariant: dict[str, list[tuple[str, Violation]]] = {}
     for change, found in (("introduced", judged.introduced), ("unchanged", judged.unchanged),
                           ("fixed", judged.fixed)):
         for v in found:
             by_invariant.setdefault(v.invariant, []).append((change, v))
+    for c in judged.changed:
+        by_invariant.setdefault(c.after.invariant, []).append((f"changed ({c.direction}; before: {c.before.message})",
+                                                               c.after))
     for v, reason in judged.suppressed:
         by_invariant.setdefault(v.invariant, []).append((f"suppressed ({reason})", v))
     cases = []

@@ -130,12 +130,21 @@ class TopicConfig:
         return cast(TopicConfig, _from_pairs(base or cls(), pairs, CONFIG_KEYS, "topic config"))
 
 
+_INT_RE = re.compile(r"[+-]?[0-9]{1,30}")  # ASCII digits only: int() also takes '١٢' and '1_0'
+_FLOAT_RE = re.compile(r"[+-]?([0-9]{1,30}(\.[0-9]{0,30})?|\.[0-9]{1,30})([eE][+-]?[0-9]{1,3})?")
+
+
+def _shown(text: str) -> str:
+    from kcheck import formats
+
+    return formats.shown(text, 40)
+
+
 def _int(lo: int | None = None, hi: int = LONG_MAX) -> Callable[[str], int]:
     def parse(text: str) -> int:
-        try:
-            v = int(text.strip())
-        except ValueError:
-            raise ValueError(f"'{text}' is not an integer") from None
+        if not _INT_RE.fullmatch(text.strip()):
+            raise ValueError(f"'{_shown(text)}' is not an integer")
+        v = int(text.strip())
         if lo is not None and v < lo:
             raise ValueError(f"{v} is below the least allowed value {lo}")
         if v > hi:
@@ -146,10 +155,9 @@ def _int(lo: int | None = None, hi: int = LONG_MAX) -> Callable[[str], int]:
 
 def _float(lo: float, hi: float) -> Callable[[str], float]:
     def parse(text: str) -> float:
-        try:
-            v = float(text.strip())
-        except ValueError:
-            raise ValueError(f"'{text}' is not a number") from None
+        if not _FLOAT_RE.fullmatch(text.strip()):
+            raise ValueError(f"'{_shown(text)}' is not a number")
+        v = float(text.strip())
         if not (lo <= v <= hi) or math.isnan(v):
             raise ValueError(f"{v} is not in [{lo}, {hi}]")
         return v
@@ -199,10 +207,13 @@ _UNITS = {"ms": 1, "s": 1000, "m": 60_000, "min": 60_000, "h": 3_600_000, "d": 8
 
 def parse_duration(text: str) -> int:
     """'1500', '1500ms', '90s', '10m', '2h', '1d' -> milliseconds."""
-    m = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*(ms|s|m|min|h|d)?\s*", text)
+    m = re.fullmatch(r"\s*([0-9]{1,19}(?:\.[0-9]{1,19})?)\s*(ms|s|m|min|h|d)?\s*", text)
     if not m:
-        raise ValueError(f"'{text}' is not a duration (e.g. 500ms, 90s, 10m, 2h)")
-    return int(round(float(m[1]) * _UNITS[m[2] or "ms"]))
+        raise ValueError(f"'{_shown(text)}' is not a duration (e.g. 500ms, 90s, 10m, 2h)")
+    v = int(round(float(m[1]) * _UNITS[m[2] or "ms"]))
+    if v > LONG_MAX:
+        raise ValueError(f"'{_shown(text)}' is above Java's long range in milliseconds")
+    return v
 
 
 def _duration(lo: int) -> Callable[[str], int]:
@@ -795,36 +806,111 @@ def simulate(config: TopicConfig, workload: Workload, *, check: bool = True, rec
 # ---- the command --------------------------------------------------------------------------------------------------
 
 
+MAX_PROPERTIES_BYTES = 1 << 20  # a properties file of topic configs or workload settings: far more than any needs
+
+
 def _read_file(path: str, option: str) -> str:
+    """A properties file: a regular file or a pipe (never /dev/zero, a FIFO with no writer is empty), at most
+    MAX_PROPERTIES_BYTES; InputError naming the file otherwise."""
+    from kcheck import formats
+
+    return formats.read_text(path, MAX_PROPERTIES_BYTES)
+
+
+# Sizes refused before any work. A step checks the whole log (every log.* invariant) and the consumer's view, so
+# the cost is about steps x records produced: 2.2 microseconds of CPU per step x record on this project's
+# 2-core machine (600 steps x 600 records 0.8 s; 60 x 6,000 0.7 s; the default 600 x 6,000 about 8 s).
+MAX_LOG_WORK = 50_000_000  # steps x records of one simulation: about 2 minutes of CPU
+MAX_SWEEP_CELLS = 100_000
+MAX_SWEEP_WORK = 500_000_000  # the sum over a sweep's cells: about 20 minutes of CPU, 10 on local[2]
+
+
+def workload_size(wl: Workload) -> tuple[int, int]:
+    """(steps, records produced) of a workload."""
+    return wl.steps, math.ceil(wl.rate * wl.duration_ms / 1000)
+
+
+def check_size(wl: Workload, option: str = "--workload", cells: int = 1) -> None:
+    """Refuse a workload (times `cells` of a sweep) that would not finish in reasonable time, naming the limit."""
+    steps, records = workload_size(wl)
+    work = steps * records
+    if work > MAX_LOG_WORK:
+        raise InputError(option, f"{steps:,} steps x {records:,} records = {work:,} is above kcheck log's limit of "
+                                 f"{MAX_LOG_WORK:,} (about 2 minutes of CPU): shorten duration, raise step or lower "
+                                 "rate")
+    if cells > MAX_SWEEP_CELLS:
+        raise InputError("--axis", f"the grid has {cells:,} cells, above kcheck sweep-log's limit of "
+                                   f"{MAX_SWEEP_CELLS:,}")
+    if cells > 1 and work * cells > MAX_SWEEP_WORK:
+        raise InputError("--axis", f"{cells:,} cells x up to {work:,} steps x records each is above kcheck "
+                                   f"sweep-log's limit of {MAX_SWEEP_WORK:,} (about 20 minutes of CPU)")
+
+
+def _pairs(texts: Sequence[str], option: str) -> list[tuple[str, str]]:
+    """--config/--workload values as KEY=VALUE pairs; an empty value is refused (it would change nothing)."""
+    out: list[tuple[str, str]] = []
+    for text in texts:
+        try:
+            pairs = split_assignments(text)
+        except ConfigError as e:
+            from kcheck import formats
+
+            raise InputError(option, f"{formats.shown(e.key, 60) or '(empty key)'}: {e.message}") from None
+        if not pairs:
+            raise InputError(option, "empty: give KEY=VALUE")
+        out += pairs
+    return out
+
+
+def _checked(pairs: Sequence[tuple[str, str]], where: str, workload: bool) -> None:
+    """Every key known and every value valid, one source at a time, so the error names the option or file that
+    gave it: InputError(`where`, 'KEY: why'). A workload source may also carry topic configs, not the reverse."""
+    for key, value in pairs:
+        keys = CONFIG_KEYS if key in CONFIG_KEYS or not workload else WORKLOAD_KEYS
+        try:
+            if key not in keys:
+                known = [*CONFIG_KEYS, *WORKLOAD_KEYS] if workload else list(CONFIG_KEYS)
+                raise ValueError(f"unknown {'key' if workload else 'topic config key'} (known: {', '.join(known)})")
+            keys[key][1](value)
+        except ValueError as e:
+            from kcheck import formats
+
+            raise InputError(where, f"{formats.shown(key, 60) or '(empty key)'}: {e}") from None
+
+
+def source_pairs(configs: Sequence[str], config_file: str | None, workload_file: str | None,
+                 workload: Sequence[str]) -> tuple[list[tuple[str, str]], list[tuple[str, str]]]:
+    """The (topic config, workload) pairs the options and files give, each source checked on its own."""
+    cpairs: list[tuple[str, str]] = []
+    wpairs: list[tuple[str, str]] = []
     try:
-        with open(path, encoding="utf-8") as f:
-            return f.read()
-    except OSError as e:
-        raise InputError(option, f"cannot read {path}: {e.strerror}") from None
-    except UnicodeDecodeError:
-        raise InputError(option, f"{path} is not UTF-8 text") from None
+        for pairs, where, into in (
+                (read_properties(_read_file(config_file, "--config-file"), config_file) if config_file else [],
+                 config_file, cpairs),
+                (_pairs(configs, "--config"), "--config", cpairs),
+                (read_properties(_read_file(workload_file, "--workload-file"), workload_file) if workload_file
+                 else [], workload_file, wpairs),
+                (_pairs(workload, "--workload"), "--workload", wpairs)):
+            _checked(pairs, where or "", into is wpairs)
+            into += pairs
+    except ConfigError as e:
+        raise InputError(e.key, e.message) from None
+    if config_file and not any(True for _ in cpairs):
+        raise InputError(config_file, "holds no KEY=VALUE line")
+    # a workload file may carry the topic config too: any key of the topic's goes there
+    return [p for p in wpairs if p[0] in CONFIG_KEYS] + cpairs, [p for p in wpairs if p[0] not in CONFIG_KEYS]
 
 
 def parse_inputs(configs: Sequence[str], config_file: str | None, workload_file: str | None,
                  workload: Sequence[str]) -> tuple[TopicConfig, Workload]:
-    """The topic config and workload a command line names; InputError naming the key otherwise."""
-    cpairs: list[tuple[str, str]] = []
-    wpairs: list[tuple[str, str]] = []
+    """The topic config and workload a command line names; InputError naming the option or file otherwise."""
+    cpairs, wpairs = source_pairs(configs, config_file, workload_file, workload)
     try:
-        if config_file:
-            cpairs += read_properties(_read_file(config_file, "--config-file"), config_file)
-        for c in configs:
-            cpairs += split_assignments(c)
-        if workload_file:
-            wpairs += read_properties(_read_file(workload_file, "--workload-file"), workload_file)
-        for w in workload:
-            wpairs += split_assignments(w)
-        # a workload file may carry the topic config too: any key of the topic's goes there
-        moved = [p for p in wpairs if p[0] in CONFIG_KEYS]
-        wpairs = [p for p in wpairs if p[0] not in CONFIG_KEYS]
-        return TopicConfig.from_pairs(moved + cpairs), Workload.from_pairs(wpairs)
+        cfg, wl = TopicConfig.from_pairs(cpairs), Workload.from_pairs(wpairs)
     except ConfigError as e:
-        raise InputError(e.key, e.message) from None
+        raise InputError("--workload" if e.key in WORKLOAD_KEYS else "--config", f"{e.key}: {e.message}") from None
+    check_size(wl, workload_file if workload_file and not workload else "--workload")
+    return cfg, wl
 
 
 ConfigOpt = Annotated[list[str] | None, typer.Option(
@@ -852,7 +938,8 @@ def log_command(
 ) -> int:
     """Simulate a topic partition's storage (segments, indexes, retention, the log cleaner, a lagging consumer) on
     kcheck's bit-exact storage reference, step by step, checking the log invariants and the consumer's view after
-    every step. Exit 1 on a violation."""
+    every step. Exit 1 on a violation. Refused (exit 2) above 50,000,000 steps x records produced, about 2 minutes
+    of CPU (the default workload: 600 x 6,000)."""
     cfg, wl = parse_inputs(config or [], config_file, workload_file, workload or [])
     sim = simulate(cfg, wl, record_steps=steps or json_out)
     code = Exit.FAILED if sim.violations else Exit.OK
@@ -897,6 +984,18 @@ def log_command(
     return int(code)
 
 
+def _costliest(grid: Any) -> Workload:
+    """The workload of a grid's costliest cell: the most records a second, the longest duration, the shortest step
+    any axis gives (cost grows with the first two and falls with the step)."""
+    pairs = list(grid.workload)
+    for key, pick in (("rate", max), ("duration", max), ("step", min)):
+        values = dict(grid.axes).get(key)
+        if values:
+            parse = WORKLOAD_KEYS[key][1]
+            pairs.append((key, pick(values, key=parse)))
+    return Workload.from_pairs(pairs)
+
+
 def sweep_log_command(
     config: ConfigOpt = None,
     config_file: ConfigFileOpt = None,
@@ -918,38 +1017,45 @@ def sweep_log_command(
     """Run `kcheck log`'s simulation over a grid of topic configs x workloads (Spark, local[2] by default) and
     report which configurations break which invariant, and the smallest threshold-axis value (e.g. consumer lag)
     that breaks each. Exit 1 when a log invariant breaks, or a consumer lagging at most delete.retention.ms
-    misses a tombstone (Kafka promises both); other consumer findings are reported, exit 0."""
+    misses a tombstone (Kafka promises both); other consumer findings are reported, exit 0. Refused (exit 2) above
+    100,000 cells, or 500,000,000 steps x records over the grid (its costliest cell's count for every cell; about
+    20 minutes of CPU)."""
     import time as _time
 
     from kcheck.spark_check import log_sweep as sw
 
+    if config is not None or config_file or workload is not None or workload_file:
+        cpairs, wpairs = source_pairs(config or [], config_file, workload_file, workload or [])
+    else:
+        cpairs, wpairs = list(sw.DEFAULT_CONFIG), list(sw.DEFAULT_WORKLOAD)
     try:
-        if config or config_file or workload or workload_file:
-            cpairs: list[tuple[str, str]] = []
-            wpairs: list[tuple[str, str]] = []
-            if config_file:
-                cpairs += read_properties(_read_file(config_file, "--config-file"), config_file)
-            for c in config or []:
-                cpairs += split_assignments(c)
-            if workload_file:
-                wpairs += read_properties(_read_file(workload_file, "--workload-file"), workload_file)
-            for w in workload or []:
-                wpairs += split_assignments(w)
-            cpairs = [p for p in wpairs if p[0] in CONFIG_KEYS] + cpairs
-            wpairs = [p for p in wpairs if p[0] not in CONFIG_KEYS]
-            for k, _ in wpairs:
-                if k not in WORKLOAD_KEYS:
-                    raise ConfigError(k, f"unknown workload key (known: {', '.join(WORKLOAD_KEYS)})")
-        else:
-            cpairs, wpairs = list(sw.DEFAULT_CONFIG), list(sw.DEFAULT_WORKLOAD)
         axes = tuple(sw.parse_axis(a) for a in axis) if axis else sw.DEFAULT_AXES
         grid = sw.LogGrid(tuple(cpairs), tuple(wpairs), axes)
         grid.validate()
         t_axis = sw.threshold_axis(grid, threshold)
+        worst = _costliest(grid)
     except ConfigError as e:
-        raise InputError(e.key, e.message) from None
+        from kcheck import formats
+
+        where = "--threshold" if threshold is not None and e.key == threshold else "--axis"
+        raise InputError(where, f"{formats.shown(e.key, 60)}: {e.message}") from None
+    check_size(Workload.from_pairs(wpairs), "--workload", len(grid))  # every cell runs the base workload at least
+    check_size(worst, "--axis", len(grid))
+    if python and master is not None:
+        raise InputError("--master", "the cells run in this process with --python: no Spark master to give them to")
+    if not python:
+        from kcheck.sweep import check_master
+
+        check_master(master)
     began = _time.perf_counter()
-    rows = sw.sweep_python(grid) if python else sw.sweep_spark(grid, master)
+    try:
+        rows = sw.sweep_python(grid) if python else sw.sweep_spark(grid, master)
+    except Exception as e:
+        from kcheck.sweep import spark_failure
+
+        if (bad := spark_failure(e, master)) is not None:
+            raise bad from None
+        raise
     wall = _time.perf_counter() - began
     inv = sw.invariant_rows(rows)
     names, ths = sw.thresholds(grid, rows, t_axis) if t_axis else ([], [])

@@ -56,7 +56,7 @@ import z3
 from rich.markup import escape
 from rich.table import Table
 
-from kcheck import formats, report
+from kcheck import formats, gate, report
 from kcheck.exit_codes import Exit
 from kcheck.formats import InputError
 from kcheck.gate import DecommissionOpt
@@ -754,6 +754,23 @@ def check_plan(problem: PlanProblem, target: ReplicaAssignment) -> Report:
                   (*safety.violations, *placement.violations))
 
 
+def judged(plan: Plan) -> gate.Judged:
+    """The plan's own check judged as verify-reassignment judges a plan: against the cluster now (its placement,
+    leaving brokers out of the balance, and the per-move checks with nothing moved), so each finding the plan leaves
+    says whether the plan introduced, changed or only kept it, and what it fixed is listed."""
+    from kcheck.reassign import BEFORE_THE_MOVE, build_subject, unmoved_findings
+
+    pr = plan.problem
+    after = plan.check or check_plan(pr, plan.target)
+    subject = build_subject(pr.current, plan.proposed, pr.cluster, "the plan", pr.controller, pr.min_isr_override,
+                            dict(pr.min_insync_replicas), pr.settings.max_replicas_per_broker, pr.kafka_version)
+    now = check_placement(PlacementSubject(pr.cluster, pr.current, pr.settings, leaving=pr.leaving),
+                          set(after.checked))
+    moves = unmoved_findings(subject)
+    before = Report((*now.checked, *moves.checked), {}, (*now.violations, *moves.violations))
+    return gate.judge(after, before, gate.gate_settings(None, None, None, "hard"), "the cluster now", BEFORE_THE_MOVE)
+
+
 def _checked(plan: Plan) -> Plan:
     """The plan with its own check attached; PlanBug when it fails a hard invariant, puts a replica on a leaving
     broker, or (with the balance limits on) breaks a balance limit it was built to meet."""
@@ -855,9 +872,18 @@ def verdict(plan: Plan) -> str:
             f"({plan.why_not_proved}).")
 
 
-def plan_json(plan: Plan, source: str, block: str, out: str | None) -> dict[str, Any]:
+def _soft_json(j: gate.Judged) -> list[dict[str, Any]]:
+    """The soft findings the plan leaves, each with what the plan did to it."""
+    rows: list[tuple[str, Any, str | None]] = [("introduced", v, None) for v in j.introduced]
+    rows += [("changed", c.after, c.before.message) for c in j.changed]
+    rows += [("unchanged", v, None) for v in j.unchanged]
+    return [{"invariant": v.invariant, "where": v.where, "message": v.message, "change": change, "before": before}
+            for change, v, before in rows if v.severity is not Severity.HARD]
+
+
+def plan_json(plan: Plan, source: str, block: str, out: str | None, j: gate.Judged | None = None) -> dict[str, Any]:
     pr = plan.problem
-    soft = [v for v in (plan.check.violations if plan.check else ()) if v.severity is not Severity.HARD]
+    j = j or judged(plan)
     return {
         "current": source, "current_block": block, "brokers": list(pr.brokers), "decommission": sorted(pr.leaving),
         "balance": pr.balance, "threshold": pr.settings.replica_threshold,
@@ -867,7 +893,8 @@ def plan_json(plan: Plan, source: str, block: str, out: str | None) -> dict[str,
         "partitions_changed": len(plan.proposed), "out": out,
         "moved_replicas": [{"partition": tp, "to": to, "from": fr} for tp, to, fr in plan.moved_replicas()],
         "reassignment": json.loads(formats.format_reassignment_json(plan.proposed)) if len(plan.proposed) else None,
-        "soft_findings": [{"invariant": v.invariant, "where": v.where, "message": v.message} for v in soft],
+        "soft_findings": _soft_json(j),
+        "fixed_findings": [{"invariant": v.invariant, "where": v.where, "message": v.message} for v in j.fixed],
         "exit_status": int(Exit.OK),
     }
 
@@ -879,10 +906,13 @@ def run_plan(current: str, brokers_file: str | None, decommission: str | None, a
 
     if not (math.isfinite(timeout) and 0 < timeout <= 86_400):
         raise InputError("--timeout", f"{timeout} is outside (0, 86400] seconds")
-    out_path = junit.output_path(out, "--out", [current, brokers_file]) if out else None
+    out_path = junit.output_path(out, "--out", [current, brokers_file]) if out is not None else None
     problem, source, block = read_problem(current, brokers_file, decommission, add_brokers, threshold,
                                           max_replicas_per_broker, min_isr, balance)
     err = report.console(stderr=True)
+    from kcheck import interrupts
+
+    interrupts.z3_interruptible()
     try:
         plan = solve(problem, timeout)
     except Infeasible as e:
@@ -899,18 +929,18 @@ def run_plan(current: str, brokers_file: str | None, decommission: str | None, a
         err.print(formats.one_line(f"INCOMPLETE: {e}"), markup=False, soft_wrap=True)
         return Exit.INCOMPLETE
     text = formats.format_reassignment_json(plan.proposed) if len(plan.proposed) else None
+    j = judged(plan)
     if out_path and text is not None:
         junit.write_atomic(out_path, (text + "\n").encode("utf-8"))
     if json_out:
-        print(json.dumps(plan_json(plan, source, block, out_path if text is not None else None), indent=2))
+        print(json.dumps(plan_json(plan, source, block, out_path if text is not None else None, j), indent=2))
     elif text is not None and out_path is None:
         print(text)
     err.print(f"Read {formats.shown(source)}: {block}.", markup=False, soft_wrap=True)
     err.print(_summary_table(plan))
-    soft = [v for v in (plan.check.violations if plan.check else ()) if v.severity is not Severity.HARD]
-    if soft:
-        err.print(report.violations_table(Report((), {}, tuple(soft)),
-                                          "Soft findings the plan leaves (not constrained)"))
+    if j.introduced or j.changed or j.unchanged or j.fixed:
+        err.print(gate.judged_table(j, "Findings after the plan against the cluster now (soft ones are not "
+                                       "constrained; every hard one is fixed)"))
     for i, why in list(problem.frozen.items())[:20]:
         err.print(f"Not moved: partition {formats.shown(str(problem.partitions[i].tp))}: {why} (moving it fails "
                   "verify-reassignment's safety checks).", markup=False, soft_wrap=True)

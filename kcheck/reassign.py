@@ -12,6 +12,7 @@ invariants (`invariants/reassignment.py`) and the target placement with the plac
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 import sys
@@ -198,6 +199,15 @@ def _read(path: str) -> tuple[str, str]:
     return text, source
 
 
+def _pasted(text: str, source: str, want: str) -> tuple[ReplicaAssignment, str]:
+    """CURRENT or PROPOSED read by `formats.parse_pasted`; a block it refuses names the argument that reads it."""
+    try:
+        return formats.parse_pasted(text, source, want)
+    except formats.BlockRefused as e:
+        argument = "CURRENT (the cluster as it is)" if e.other == "current" else "PROPOSED (the plan)"
+        raise InputError(e.source, f"{e.message}; given as {argument}, kcheck reads {e.what}", e.line) from None
+
+
 def build_subject(current: ReplicaAssignment, proposed: ReplicaAssignment, cluster: Cluster, proposed_source: str,
                   controller: str, min_isr: int | None, topic_min: dict[str, int],
                   max_replicas_per_broker: int, kafka_version: str | None = None) -> ReassignmentSubject:
@@ -251,6 +261,21 @@ def _moves_table(subject: ReassignmentSubject, violations: dict[str, list[str]],
     return table
 
 
+# The per-move checks that also describe the cluster before any move: an ISR below min.insync.replicas, one at it
+# (no headroom: a replication-factor-1 partition has none, moved or not), a broker over max.replicas.per.broker.
+BEFORE_THE_MOVE = frozenset({"reassignment.min-isr-now", "reassignment.min-isr-headroom",
+                             "reassignment.transient-max-replicas-per-broker"})
+
+
+def unmoved_findings(subject: ReassignmentSubject) -> Report:
+    """What `BEFORE_THE_MOVE` finds with nothing moved (each partition's target its replicas now, nothing in
+    flight): the findings the plan found and did not introduce. A plan cannot fix them (the move starts from that
+    state), so the gate keeps them unchanged when the target lacks them."""
+    still = tuple(dataclasses.replace(m, current=dataclasses.replace(m.current, adding=(), removing=()),
+                                      target=m.current.replicas) for m in subject.moves)
+    return check_reassignment(dataclasses.replace(subject, moves=still), set(BEFORE_THE_MOVE))
+
+
 def _merge(a: Report, b: Report) -> Report:
     return Report((*a.checked, *b.checked), {**a.skipped, **b.skipped}, (*a.violations, *b.violations))
 
@@ -269,7 +294,7 @@ def run_verify_reassignment(current_path: str | None, proposed_path: str, broker
     gs = gate_settings or gate.gate_settings(None, None, None, "hard")
     junit_path = (junit.output_path(junit_xml, "--junit-xml", [current_path, proposed_path, brokers_file,
                                                                gs.baseline, gs.allowlist])
-                  if junit_xml else None)
+                  if junit_xml is not None else None)
     if controller not in CONTROLLERS:
         raise InputError("--controller", f"'{controller}' is not one of {', '.join(CONTROLLERS)}")
     if min_isr is not None and min_isr < 1:
@@ -286,9 +311,9 @@ def run_verify_reassignment(current_path: str | None, proposed_path: str, broker
     if live is None:
         assert current_path is not None
         current_text, current_source = _read(current_path)
-        current, current_block = formats.parse_pasted(current_text, current_source, "current")
+        current, current_block = _pasted(current_text, current_source, "current")
     proposed_text, proposed_source = _read(proposed_path)
-    proposed, proposed_block = formats.parse_pasted(proposed_text, proposed_source, "proposed")
+    proposed, proposed_block = _pasted(proposed_text, proposed_source, "proposed")
     if proposed_block == "kafka-topics --describe":
         raise InputError(proposed_source, "PROPOSED must be a reassignment JSON "
                                           '({"version":1,"partitions":[...]}) or kafka-reassign-partitions output')
@@ -296,7 +321,7 @@ def run_verify_reassignment(current_path: str | None, proposed_path: str, broker
     if live is not None:  # kcheck.live.LiveState: the live cluster as kafka-topics --describe would print it
         live = live() if callable(live) else live
         current_text, current_source = live.describe_text, live.source
-        current, current_block = formats.parse_pasted(current_text, current_source, "current")
+        current, current_block = _pasted(current_text, current_source, "current")
     derived = brokers_file is None and live is None
     if brokers_file or live is not None:  # the brokers file, else the brokers the live cluster reports
         cluster = given_cluster if given_cluster is not None else formats.parse_brokers(live.brokers_text, live.source)
@@ -327,8 +352,8 @@ def run_verify_reassignment(current_path: str | None, proposed_path: str, broker
     # reassignment.min-isr-now already reports an ISR below min.insync.replicas on a moved partition
     health = Report(tuple(i for i in health.checked if i != "health.under-min-isr"), health.skipped,
                     tuple(v for v in health.violations if v.invariant != "health.under-min-isr"))
-    result, before = _merge(result, health), _merge(before, health)
-    judged = gate.judge(result, before, gs, f"the current placement ({current_source})")
+    result, before = _merge(result, health), _merge(_merge(before, health), unmoved_findings(subject))
+    judged = gate.judge(result, before, gs, f"the current placement ({current_source})", BEFORE_THE_MOVE)
     code = int(judged.exit)
     if junit_path:
         junit.write(junit_path, "kcheck verify-reassignment", [junit.TestSuite(

@@ -55,6 +55,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from kcheck import interrupts
 from kcheck.cluster import DEFAULT_VERSION, LocalCluster, release_option
 from kcheck.cluster_admin import (
     PartitionState,
@@ -67,8 +68,6 @@ from kcheck.cluster_admin import (
 from kcheck.cluster_folder import check_new, has_cluster
 from kcheck.exit_codes import Exit
 from kcheck.formats import InputError
-from kcheck.interrupts import caught, interrupted, interrupts, shielded
-from kcheck.interrupts import check as interrupt_check
 from kcheck.live import kafka_log_level
 from kcheck.lossy import lossy_kill
 from kcheck.model.replication.actions import Action
@@ -293,9 +292,9 @@ def prepare_cluster(version: str | None, directory: str | None, brokers: int) ->
 def run_on_cluster(trace: Any, protocol: Any, model_steps: list[Any], cluster: LocalCluster,
                    settle_s: float = SETTLE_S) -> tuple[Outcome, dict[str, Any]]:
     """Play the trace on `cluster` (running, or not started yet: then started here and stopped at the end); the
-    step table and the final comparison. Every broker runs again at the end of a cluster this did not start. On
-    KeyboardInterrupt: a cluster started here is killed at once, paused brokers of one it did not start are resumed
-    and stopped ones started again without waiting (`undo`)."""
+    step table and the final comparison. Every broker runs again at the end of a cluster this did not start. On an
+    interrupt the caller runs `undo`: a cluster started here killed at once, paused brokers of one it did not start
+    resumed and stopped ones started again without waiting."""
     cfg = trace.config
     n, rf = cfg.brokers, cfg.rf
     unclean = protocol.rules().get("leader_choice") == "unclean_allowed"
@@ -315,10 +314,10 @@ def run_on_cluster(trace: Any, protocol: Any, model_steps: list[Any], cluster: L
         _create_topic(cluster, topic, rf, cfg.min_isr, unclean)
         replayer.warm_up(cfg.acks)
         _play(replayer, trace, model_steps, outcome)
-    except KeyboardInterrupt:
-        replayer.close(timeout_s=0.0)
-        raise
-    except BaseException:
+    except BaseException as e:
+        if interrupts.by_interrupt(e):  # the caller undoes (undo); the producers' waits are not kept
+            replayer.close(timeout_s=0.0)
+            raise
         replayer.close()
         _finish(cluster, started)
         raise
@@ -382,7 +381,7 @@ def _play(rp: _Replayer, trace: Any, model_steps: list[Any], out: Outcome) -> No
         out.notes.append(f"the trace starts with an ISR of {trace.config.initial_isr} of {trace.config.rf} "
                          "replicas; a new topic starts with every replica in its ISR")
     for n, a in enumerate(steps, 1):
-        interrupt_check()
+        interrupts.check()
         before, after = model_steps[n - 1].state, model_steps[n].state
         action = _map(rp, steps, n, a, before, after)
         leader, isr = _model_view(after)
@@ -631,13 +630,13 @@ def report(out: Outcome, info: dict[str, Any], trace_file: str, label: str, json
 def replay_on_cluster(trace_file: str, trace: Any, resolved: Any, model_steps: list[Any], cluster: LocalCluster,
                       json_out: bool) -> int:
     started = cluster._state is None
-    with interrupts(), kafka_log_level(logging.CRITICAL):  # the client logs every refused connection of a fault
+    with kafka_log_level(logging.CRITICAL):  # the client logs every refused connection of a fault
         try:
             outcome, info = run_on_cluster(trace, resolved.protocol, model_steps, cluster)
         except BaseException as e:
-            if not (isinstance(e, KeyboardInterrupt) or caught()):
+            if not interrupts.by_interrupt(e):
                 raise
-            with shielded():
-                what = undo(cluster, started)
-            return interrupted(f"replay --on-cluster: {what}")
+            with interrupts.shielded():  # undone before kcheck's one line (cli.main), which says what was
+                interrupts.note(undo(cluster, started))
+            raise
     return report(outcome, info, trace_file, resolved.label, json_out)

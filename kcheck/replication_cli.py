@@ -27,9 +27,8 @@ import contextlib
 import json
 import multiprocessing
 import os
-import re
 import sys
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, fields, replace
 from typing import Annotated, Any
 
@@ -317,10 +316,12 @@ def _only(resolved: ResolvedProtocol, invariants: list[str] | None, users: list[
     return only, {i: why for i in replication_ids() if i not in only}
 
 
-def _check_out(path: str | None) -> None:
-    """Refuse an existing --out file before any work is done."""
-    if path is not None and os.path.exists(path):
-        raise InputError(path, "already exists; kcheck does not overwrite files (choose another --out)")
+def _check_out(path: str | None, inputs: Iterable[str | None] = ()) -> None:
+    """Refuse, before any work is done, an --out that cannot be written as a new file (junit.output_path)."""
+    if path is not None:
+        from kcheck import junit
+
+        junit.output_path(path, "--out", inputs, new=True)
 
 
 @dataclass
@@ -350,8 +351,9 @@ def _check_coverage_dir(directory: str | None, probe: ChangeProbe | None) -> Non
     if probe is None:
         raise InputError("--coverage-dir", "applies to a protocol that differs from today's (a variant or a "
                                            "module:object protocol with changed rules)")
-    if os.path.exists(directory) and not os.path.isdir(directory):
-        raise InputError("--coverage-dir", f"{directory} exists and is not a directory")
+    from kcheck import junit
+
+    junit.output_path(directory, "--coverage-dir", directory=True)
     for rule in probe.coverage:
         path = os.path.join(directory, f"{rule}.json")
         if os.path.exists(path):
@@ -376,11 +378,10 @@ def _prepare(out: str | None, protocol: str, invariant: list[str] | None, module
 def _write_trace(path: str | None, trace: Trace | None) -> None:
     if path is None or trace is None:
         return
-    if os.path.exists(path):
-        raise InputError(path, "already exists; kcheck does not overwrite files (choose another --out)")
+    from kcheck import junit
+
     try:
-        with open(path, "x", encoding="utf-8") as f:
-            f.write(trace.to_json() + "\n")
+        junit.write_atomic(path, (trace.to_json() + "\n").encode("utf-8"), new=True)
     except OSError as e:
         raise InputError(path, f"cannot write: {e.strerror or e}") from None
 
@@ -410,8 +411,10 @@ def hypothesis_home(directory: str | None = None) -> Iterator[None]:
     if directory is None:
         cache = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
         directory = os.path.join(cache, "kcheck", "hypothesis")
-    elif os.path.exists(directory) and not os.path.isdir(directory):
-        raise InputError("--hypothesis-dir", f"{directory} exists and is not a directory")
+    else:
+        from kcheck import junit
+
+        junit.output_path(directory, "--hypothesis-dir", directory=True)
     previous = vars(hc).get("__hypothesis_home_directory")
     hc.set_hypothesis_home_dir(directory)
     try:
@@ -492,7 +495,7 @@ def parse_memory(text: str) -> tuple[int | None, str]:
     number = t.rstrip("kmgtib")
     unit = t[len(number):]
     try:
-        value = float(number)
+        value = float(number) if number.isascii() and "_" not in number else -1.0  # float() takes '١' and '1_0'
     except ValueError:
         value = -1.0
     if unit not in units or not value > 0 or value != value or value * units[unit] > 1 << 50:
@@ -818,9 +821,9 @@ def explore_command(
 def _engine_options(workers: int, master: str | None, spill_dir: str | None) -> None:
     """--workers, --master and --spill-dir, checked before any work: one line each."""
     if master is not None:
-        if not _MASTER.fullmatch(master):
-            raise InputError("--master", f"expected a Spark master URL such as spark://HOST:7077 or local[2], "
-                                         f"not '{master}'")
+        from kcheck.sweep import check_master
+
+        check_master(master)
         if workers > 1:
             raise InputError("--workers", "is for a search on this machine; with --master the Spark executors do "
                                           "the work (their cores decide)")
@@ -829,15 +832,18 @@ def _engine_options(workers: int, master: str | None, spill_dir: str | None) -> 
                                             "the Spark executors")
     if workers > 1 and "fork" not in multiprocessing.get_all_start_methods():
         raise InputError("--workers", "needs processes started by fork (Linux, macOS); use --workers 1 here")
+    if spill_dir is not None:  # made only once every option is checked (_make_spill_dir)
+        from kcheck import junit
+
+        junit.output_path(spill_dir, "--spill-dir", directory=True)
+
+
+def _make_spill_dir(spill_dir: str | None) -> None:
     if spill_dir is not None:
-        if os.path.exists(spill_dir) and not os.path.isdir(spill_dir):
-            raise InputError("--spill-dir", f"{spill_dir} exists and is not a directory")
         try:
             os.makedirs(spill_dir, exist_ok=True)
         except OSError as e:
             raise InputError("--spill-dir", f"cannot create {spill_dir}: {e.strerror or e}") from None
-        if not os.access(spill_dir, os.W_OK | os.X_OK):
-            raise InputError("--spill-dir", f"{spill_dir} is not writable")
 
 
 def _order_option(order: str, workers: int, master: str | None, spill_dir: str | None) -> None:
@@ -854,9 +860,6 @@ def _order_option(order: str, workers: int, master: str | None, spill_dir: str |
 
 
 # local, local[N], local[*], local[N,F]; spark://host:port[,host:port...]; yarn; k8s://...
-_MASTER = re.compile(r"local(\[(\*|[1-9]\d*)(,[1-9]\d*)?\])?|spark://[^\s/:,]+:\d+(,[^\s/:,]+:\d+)*|yarn|"
-                     r"k8s://\S+")
-
 
 def _engine_line(run: EngineRun) -> str:
     where = ("Spark" if run.engine == SPARK_ENGINE else
@@ -954,6 +957,7 @@ def exhaust_command(
     resolved, cfg, only, probe = prep.resolved, prep.config, prep.only, prep.probe
     if max_states is None:
         max_states = default_max_states(mem_cap if mem_cap is not None else parse_memory("auto")[0])
+    _make_spill_dir(spill_dir)
     try:
         result: EngineRun = _run("exhaustive search", resolved, run_exhaust,
                                  probe.protocol if probe else resolved.protocol, cfg, label=resolved.label,

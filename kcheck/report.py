@@ -63,12 +63,13 @@ def gate_summary(report: Report, judged: Any) -> str:
     many of them fail the gate (--fail-on), and what the change did."""
     from kcheck.exit_codes import Exit
 
-    standing = (*judged.introduced, *judged.unchanged)
+    standing = (*judged.introduced, *(c.after for c in judged.changed), *judged.unchanged)
     hard = sum(v.severity is Severity.HARD for v in standing)
     verdict = "FAIL" if judged.exit is Exit.FAILED else "OK"
     return (f"{verdict}: {hard} hard and {len(standing) - hard} soft violation(s) over {len(report.checked)} "
             f"invariant(s); {len(judged.counted)} fail the gate (--fail-on {judged.fail_on}): "
-            f"{len(judged.introduced)} introduced, {len(judged.unchanged)} unchanged, {len(judged.fixed)} fixed, "
+            f"{len(judged.introduced)} introduced, {len(judged.changed)} changed, {len(judged.unchanged)} unchanged, "
+            f"{len(judged.fixed)} fixed, "
             f"{len(judged.suppressed)} suppressed"
             + (f" (compared with {judged.against})" if judged.against else "") + _not_applicable(report))
 

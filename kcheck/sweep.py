@@ -9,6 +9,7 @@ input. Also runnable as a script, for spark-submit:
 from __future__ import annotations
 
 import os
+import re
 import sys
 import time
 from typing import TYPE_CHECKING, Annotated, Any
@@ -25,11 +26,14 @@ if TYPE_CHECKING:
 SPACES = ("placement", "assignors")
 
 
-def _names(values: list[str] | None) -> list[str] | None:
+def _names(values: list[str] | None, option: str = "--placer") -> list[str] | None:
     """Repeated options and comma-separated lists, both: --placer adminutils,striped --placer my:placer."""
-    if not values:
+    if values is None:
         return None
-    return [v.strip() for value in values for v in value.split(",") if v.strip()]
+    names = [v.strip() for value in values for v in value.split(",") if v.strip()]
+    if not names:  # `--placer ''` is a mistake, not a request for the whole job
+        raise InputError(option, "empty: give a name, module:object or jvm:<class>")
+    return names
 
 
 def build_space(kind: str, space: str, placers: list[str] | None, assignors: list[str] | None,
@@ -107,6 +111,57 @@ def results_table(rows: list[Any], title: str) -> Table:
     return table
 
 
+# The Spark master URLs kcheck passes on (ASCII digits: Python's \d takes any script's); anything else would fail
+# inside Spark with a JVM stack trace after seconds of start-up.
+_MASTER = re.compile(r"local(\[(\*|[1-9][0-9]{0,3})(,[1-9][0-9]{0,3})?\])?|spark://[^\s/:,]+:[0-9]{1,5}"
+                     r"(,[^\s/:,]+:[0-9]{1,5})*|yarn|k8s://\S+")
+
+
+def check_master(master: str | None, option: str = "--master") -> None:
+    """A Spark master URL, checked before Spark starts: one line, exit 2."""
+    from kcheck import formats
+
+    if master is not None and not _MASTER.fullmatch(master):
+        raise InputError(option, f"expected a Spark master URL such as spark://HOST:7077, yarn or local[2] "
+                                 f"(at most local[9999]), not '{formats.shown(master, 60)}'")
+    if master is not None and master.startswith("spark://"):
+        _reachable(master, option)
+
+
+def _reachable(master: str, option: str) -> None:
+    """A standalone master that takes a connection: Spark itself would retry an unreachable one for a minute and
+    more before giving up."""
+    import socket
+
+    from kcheck import formats
+
+    problems = []
+    for hostport in master.removeprefix("spark://").split(","):
+        host, _, port = hostport.rpartition(":")
+        try:
+            with socket.create_connection((host, int(port)), timeout=5):
+                return
+        except (OSError, ValueError) as e:
+            problems.append(f"{hostport}: {getattr(e, 'strerror', None) or e}")
+    raise InputError(option, f"no Spark master answers at {formats.shown(master, 80)} "
+                             f"({formats.one_line('; '.join(problems))})")
+
+
+def spark_failure(e: BaseException, master: str | None) -> InputError | None:
+    """A Spark failure that comes from the --master given (an unreachable or refused master, a URL Spark cannot
+    parse), as one line naming the option; None for any other failure (a job's own, re-raised as it is)."""
+    from kcheck import formats
+
+    text = str(e)
+    markers = ("master", "Master", "unresponsive", "Connection refused", "UnknownHost", "Could not parse",
+               "stopped SparkContext")
+    if type(e).__module__.split(".")[0] not in ("py4j", "pyspark") or not any(m in text for m in markers):
+        return None
+    first = next((line.strip() for line in text.splitlines() if line.strip() and "Traceback" not in line), text)
+    return InputError("--master", f"Spark could not run on {formats.shown(master or 'local', 80)}: "
+                                  f"{formats.one_line(first)}")
+
+
 def sweep_command(
     kind: Annotated[str, typer.Argument(metavar="SPACE", help="placement or assignors.")],
     space: Annotated[str, typer.Option(help="small, default, large, or bounds, e.g. "
@@ -151,19 +206,24 @@ def sweep_command(
     from kcheck.cli import _jvm, _requested_release
     from kcheck.spark_check.store import ResultStore, StoreError
 
+    check_master(master)
     requested = _requested_release(kafka_version, against_kafka)
     _jvm(classpath, requested)  # before the space resolves its plug-ins
     if against_kafka is not None and kind == "placement" and not placer:
         placer = _kafka_placers(against_kafka)  # every Kafka placer the release has
     # --against-kafka runs the reference as the release itself (and compares only the calls it models)
-    built = build_space(kind, space, _names(placer), _names(assignor), None if against_kafka else requested)
+    built = build_space(kind, space, _names(placer, "--placer"), _names(assignor, "--assignor"),
+                        None if against_kafka else requested)
     built, release = with_release(built, kafka_version, against_kafka)
-    root = out or os.path.join("kcheck-sweep", built.name + (f"-{against_kafka}" if against_kafka else ""))
+    root = out if out is not None else os.path.join("kcheck-sweep", built.name + (f"-{against_kafka}" if against_kafka
+                                                                                 else ""))
     from kcheck import junit
+
+    junit.output_path(root, "--out", directory=True, parents=True)
 
     junit_path = (junit.output_path(junit_xml, "--junit-xml", [os.path.join(root, "report.md"),
                                                                os.path.join(root, "report.html")])
-                  if junit_xml else None)
+                  if junit_xml is not None else None)
     store = ResultStore(root)
     size = len(built)
     try:
@@ -243,6 +303,10 @@ def _run(built: Any, store: Any, resume: bool, master: str | None, tasks: int | 
                         py_files=shippable_paths(subjects))
     except StoreError as e:  # a damaged stored file (read before any Spark starts), or overlapping ranges
         raise InputError("--out", str(e)) from None
+    except Exception as e:
+        if (bad := spark_failure(e, master)) is not None:
+            raise bad from None
+        raise
     wall = time.perf_counter() - began
     stored, job = outcome.stored, outcome.job
     rows = invariant_rows(built, stored.result)

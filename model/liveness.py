@@ -169,7 +169,8 @@ def _action_key(model: Model[Any, Any], a: Any) -> Any:
 
 
 def _explore(model: Model[Any, Any], fair: Callable[[Any], bool], goals: Sequence[Callable[[Any], bool]],
-             max_states: int | None, max_seconds: float | None, started: float
+             max_states: int | None, max_seconds: float | None, started: float,
+             progress: Callable[[int, int, float], None] | None = None
              ) -> tuple[_Graph, list[bytearray], bytearray, str | None, int]:
     key = _keyer(model, [])
     at_bound = getattr(model, "at_bound", None)
@@ -195,11 +196,17 @@ def _explore(model: Model[Any, Any], fair: Callable[[Any], bool], goals: Sequenc
         frontier.append(s)
     stopped = None
     transitions = 0
+    shown = started
     while frontier:
         n = g.expanded
-        if n % 64 == 0 and max_seconds is not None and time.perf_counter() - started >= max_seconds:
-            stopped = "max-seconds"
-            break
+        if n % 64 == 0 and (max_seconds is not None or progress is not None):
+            now = time.perf_counter()
+            if max_seconds is not None and now - started >= max_seconds:
+                stopped = "max-seconds"
+                break
+            if progress is not None and now - shown >= 1.0:  # states stored, transitions, seconds: once a second
+                shown = now
+                progress(len(g.store.parent), transitions, now - started)
         s = frontier.popleft()
         mark = len(g.dst)
         for ai, a in enumerate(model.actions(s)):
@@ -385,14 +392,16 @@ def _rebuild(model: Model[Any, Any], g: _Graph, prop: str, kind: str, message: s
 
 def check_liveness(model: Model[Any, Any], properties: Sequence[LivenessProperty[Any]],
                    max_states: int | None = None, fair: Callable[[Any], bool] | None = None,
-                   max_seconds: float | None = None) -> LivenessResult:
+                   max_seconds: float | None = None,
+                   progress: Callable[[int, int, float], None] | None = None) -> LivenessResult:
     """Check each property on the reachable graph (see the module docstring). `fair` says which actions are
-    weakly fair progress (default: the model's `fair` method if it has one, else every action)."""
+    weakly fair progress (default: the model's `fair` method if it has one, else every action). `progress`
+    is told (states, transitions, seconds) about once a second while the graph is built."""
     started = time.perf_counter()
     if fair is None:
         fair = getattr(model, "fair", None) or (lambda a: True)
     g, goal_bits, bound, stopped, transitions = _explore(model, fair, [p.goal for p in properties], max_states,
-                                                         max_seconds, started)
+                                                         max_seconds, started, progress)
     violations: dict[str, Lasso | None] = {}
     sccs = 0
     depth = _depths(g)

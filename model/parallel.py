@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import marshal
 import multiprocessing as mp
+import signal
 import sys
 import time
 import traceback
@@ -245,6 +246,11 @@ class _Worker:
 
 def _serve(k: int, n: int, model: Model[Any, Any], opts: dict[str, Any], inboxes: list[Any], conn: Connection,
            shared: Any, start: float) -> None:
+    # Interrupts are the caller's: it ends the search and terminates the workers. A worker forked with the
+    # caller's handlers would raise in the middle of a level on SIGTERM, or report Ctrl-C as its own error.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    signal.set_wakeup_fd(-1)
     try:
         w = _Worker(k, n, model, opts, inboxes, shared, start)
         while True:

@@ -108,12 +108,20 @@ def failure(spec: str, exc: BaseException) -> PluginError:
     return err
 
 
+# Set by a supervisor that runs the command in a child process with a time limit per plug-in call (kcheck's
+# --isolate-plugins): told when the user's code starts and ends running (`enter(spec)`, `leave()`, nested calls
+# counted). None, the default, costs one test per call.
+watcher: Any = None
+
+
 def load(spec: str) -> object:
     """Import `module:object` (object may be dotted). A name that does not resolve is a ValueError (one line);
     anything the module does wrong while importing is a PluginError."""
     module_name, sep, attr = spec.partition(":")
     if not sep or not module_name or not attr:
         raise ValueError(f"'{spec}' is not of the form module:object")
+    if watcher is not None:
+        watcher.enter(spec)
     try:
         obj: object = importlib.import_module(module_name)
     except ModuleNotFoundError as e:
@@ -124,6 +132,9 @@ def load(spec: str) -> object:
         raise failure(spec, e) from e  # the plug-in exists but imports something that does not
     except BaseException as e:  # noqa: BLE001 - SyntaxError, its own exceptions, sys.exit, KeyboardInterrupt
         raise failure(spec, e) from e
+    finally:
+        if watcher is not None:
+            watcher.leave()
     for part in attr.split("."):
         try:
             obj = getattr(obj, part)
@@ -137,10 +148,15 @@ def load(spec: str) -> object:
 def call(spec: str, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
     """fn(*args, **kwargs), where fn is the plug-in's code: whatever it raises (sys.exit and KeyboardInterrupt
     included) becomes a PluginError, so a plug-in never decides kcheck's exit status."""
+    if watcher is not None:
+        watcher.enter(spec)
     try:
         return fn(*args, **kwargs)
     except BaseException as e:  # noqa: BLE001
         raise failure(spec, e) from e
+    finally:
+        if watcher is not None:
+            watcher.leave()
 
 
 def bad_result(spec: str, what: str) -> PluginError:
@@ -259,6 +275,8 @@ def guard_rules(spec: str, protocol: T, rules: Sequence[str]) -> T:
     def wrap(rule: str, fn: Callable[..., Any]) -> Callable[..., Any]:
         @functools.wraps(fn)
         def guarded(*args: Any, **kwargs: Any) -> Any:
+            if watcher is not None:
+                watcher.enter(spec)
             try:
                 return fn(*args, **kwargs)
             except BaseException as e:  # noqa: BLE001
@@ -266,6 +284,9 @@ def guard_rules(spec: str, protocol: T, rules: Sequence[str]) -> T:
                 if not err.context:  # the innermost rule names the failure (a rule may call another)
                     err = PluginError(spec, err.message, err.exc_type, err.where, f"rule {rule}")
                 raise err from e
+            finally:
+                if watcher is not None:
+                    watcher.leave()
         return guarded
 
     changes = {r: wrap(r, getattr(protocol, r)) for r in rules if callable(getattr(protocol, r, None))}
@@ -282,12 +303,17 @@ def guard_exits(spec: str, obj: T, methods: Sequence[str]) -> T:
             continue
 
         def guarded(*args: Any, _method: Callable[..., Any] = method, **kwargs: Any) -> Any:
+            if watcher is not None:
+                watcher.enter(spec)
             try:
                 return _method(*args, **kwargs)
             except Exception:
                 raise
             except BaseException as e:  # noqa: BLE001 - SystemExit, KeyboardInterrupt, GeneratorExit
                 raise failure(spec, e) from e
+            finally:
+                if watcher is not None:
+                    watcher.leave()
 
         try:
             setattr(obj, name, guarded)

@@ -20,6 +20,7 @@ import atexit
 import contextlib
 import os
 import shutil
+import signal
 import sys
 import tempfile
 import threading
@@ -38,8 +39,10 @@ from kcheck.spark_check.store import ResultStore, Stored, cell_size, gaps, grid
 TASK_SCHEMA = "start long, stop long, configurations long, violations long, seconds double"
 RANGE_TARGET = 1_000_000  # configurations per task at most, unless --tasks asks for fewer, larger ones
 
+# Spark's own console log off but for fatal errors: a failure reaches kcheck as the job's exception, which it
+# reports in its one line (Spark's ERROR lines would come before it, and a cancelled job prints them by the dozen).
 _LOG4J = """\
-rootLogger.level = error
+rootLogger.level = fatal
 rootLogger.appenderRef.stderr.ref = console
 appender.console.type = Console
 appender.console.name = console
@@ -47,7 +50,7 @@ appender.console.target = SYSTEM_ERR
 appender.console.layout.type = PatternLayout
 appender.console.layout.pattern = %d{HH:mm:ss} %p %c{1}: %m%n
 logger.spark.name = org.apache.spark
-logger.spark.level = error
+logger.spark.level = fatal
 """
 
 
@@ -110,9 +113,14 @@ def _jvm_stderr_filtered(active: bool) -> Iterator[None]:
         threading.Thread(target=_forward, args=(read_end, saved), name="kcheck-jvm-stderr", daemon=True).start()
 
 
+QUIET = threading.Event()  # set by the caller on an interrupt: the JVM's last words are not forwarded
+
+
 def _forward(read_end: int, out: int) -> None:
     pending: bytes | None = b""  # the JVM's output until its first line is known not to be the noise
     while chunk := os.read(read_end, 65536):
+        if QUIET.is_set():
+            continue
         if pending is not None:
             pending += chunk
             if b"\n" not in pending and len(pending) < len(_JVM_NOISE) + 2:
@@ -162,9 +170,14 @@ def spark_session(master: str | None = None, progress: bool | None = None, app_n
     }
     for key, value in conf.items():
         builder = builder.config(key, value)
+    # SparkContext replaces the main thread's SIGINT handler by its own (cancel every job, raise
+    # KeyboardInterrupt); the caller's handler stays: it ends the JVM itself, at once and quietly.
+    sigint = signal.getsignal(signal.SIGINT) if threading.current_thread() is threading.main_thread() else None
     with warnings.catch_warnings(), _jvm_stderr_filtered(not submitted):
         warnings.filterwarnings("ignore", message="PySpark does not yet fully support pandas")
         spark = builder.getOrCreate()
+    if sigint is not None:
+        signal.signal(signal.SIGINT, sigint)
     _drop_log4j()
     spark.sparkContext.setLogLevel("ERROR")
     ship(spark.sparkContext, py_files)

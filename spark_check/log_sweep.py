@@ -67,6 +67,8 @@ def parse_axis(text: str) -> tuple[str, tuple[str, ...]]:
     values = tuple(v.strip() for v in re.findall(r"(?:[^,\[]|\[[^\]]*\])+", spec) if v.strip())
     if not values:
         raise ConfigError(key, "no value")
+    if len(set(values)) != len(values):  # the same cells twice
+        raise ConfigError(key, f"value '{next(v for v in values if values.count(v) > 1)}' is given twice")
     return key, values
 
 

@@ -8,13 +8,16 @@ hang (a FIFO with no writer) run as subprocesses under a timeout, so a hang fail
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import io
 import json
 import os
 import re
+import signal
 import subprocess
 import sys
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -40,8 +43,11 @@ TRACE = {"format": 2, "protocol": "current",
                     "elections": 0, "isr_shrinks": 0, "failovers": 0, "reads": 1, "reassignments": 0, "cancels": 0,
                     "duplicates": True, "atomic_fetch": False},
          "steps": [{"action": "produce", "broker": 1, "acks": "all"}, {"action": "fetch", "follower": 2}]}
+DUMP = (DATA / "dump" / "plain.txt").read_text()
+LOG_DIRS = (DATA / "dump" / "log-dirs.txt").read_text()
 VALID = {"plan.json": PLAN, "current.txt": CURRENT, "brokers.txt": BROKERS, "group.json": GROUP,
-         "trace.json": json.dumps(TRACE)}
+         "trace.json": json.dumps(TRACE), "dump.txt": DUMP, "topic.properties": "segment.bytes=1048576\n",
+         "kc_corpus_inv.py": "raise RuntimeError('imported: kcheck must refuse before loading this module')\n"}
 
 # ---- options: per command, a valid command line and per option its bad values ----------------------------------
 
@@ -163,6 +169,116 @@ OPTIONS: dict[str, tuple[list[str], dict[str, list[str]]]] = {
         "--invariants": ["", "no_such_module_kcheck_inv", "\x1b[31m"],
     }),
 }
+# ---- issue 33: the newer commands and the options every command shares ---------------------------------------------
+
+BIG = "9" * 5000  # past every integer type (Python's own int() refuses more than 4,300 digits)
+DIGITS = ["\u0661", "\u0967", "\uff11", "\U0001d7cf"]  # Arabic-Indic, Devanagari, full-width and mathematical one
+# An output path that cannot be written: a missing folder, a folder, a special file, pseudo file systems, nothing
+OUTPUTS = ["nodir/out.x", "subdir", "/dev/null", "/proc/kcheck-out.x", "/sys/kcheck-out.x", "", *CONTROLS[:1]]
+RELEASES_BAD = ["", " ", "x", "9.9.9", "4.4", "../../x", "4.4.0/..", "4.4.0\x00", "\x1b[31m", LONG]
+CLASSPATHS = ["", "nope.jar", "subdir/none", "\x1b[31m.jar", "/dev/zero"]
+FILES_IN = ["nope.txt", "subdir", "/dev/zero", "/dev/urandom", "/proc/self/mem", LONG, "\x1b[31m"]
+GATE: dict[str, list[str]] = {
+    "--baseline": [*FILES_IN, "plan.json", "current.txt"],
+    "--allowlist": [*FILES_IN, "plan.json"],
+    "--decommission": ["", ",", "x", "-1", "1,,2", "2147483648", BIG, "1," + BIG, *DIGITS, "+1", "1_0", *CONTROLS[:2]],
+    "--fail-on": ["", "x", "HARD", "hard,soft", *CONTROLS[:2], LONG],
+}
+PLUGINS_BAD = ["", "nope", "no_such_module_kcheck:p", "kc_corpus_inv", "\x1b[2J", LONG]
+REPLICATION = {  # the replication model's options, shared by explore, exhaust, replay and liveness
+    "--lossy-crashes": ["-1", "x", "2147483648", BIG], "--fences": ["-1", "x", BIG], "--elections": ["-1", "1.5"],
+    "--isr-shrinks": ["-1", "x"], "--failovers": ["-1", BIG], "--cancels": ["-1", "x"],
+    "--metadata": ["", "x", "ZooKeeper", "\x1b[31m"], "--list-offsets": ["-1", "x", BIG],
+    "--shutdowns": ["-1", "x", BIG], "--kafka-version": RELEASES_BAD,
+}
+SPARK_MASTERS = ["", "x", "spark://127.0.0.1:1", "spark://nohost.invalid:7077",
+                 "local[0]", "local[-1]", "local[x]", "local[" + BIG + "]", "nope://host", "\x1b[31m", LONG]
+WORKLOADS = [
+    "", "x", "=1", "nope=1", "rate=x", "rate=nan", "rate=inf", "rate=-1", "rate=1e309", "rate=" + BIG,
+    "duration=36500d", "duration=" + BIG, "duration=1y", "duration=\u0661s", "duration=0", "step=0",
+    "rate=1000000,duration=1h", "step=1ms,duration=1d", "keys=" + BIG, "seed=" + BIG,
+    "record.bytes=-1", "tombstone.share=2", "consumer.lag.ms=-5", "consumer.lag.records=" + BIG, *CONTROLS[:2], LONG,
+]
+TOPIC_CONFIGS = [
+    "", "x", "nope=1", "segment.bytes=x", "segment.bytes=" + BIG, "segment.bytes=\u0661\u0662", "segment.bytes=13",
+    "segment.ms=0", "segment.ms=" + BIG, "retention.ms=-2", "cleanup.policy=[]", "cleanup.policy=nope",
+    "min.cleanable.dirty.ratio=nan", "min.cleanable.dirty.ratio=" + BIG, "\x1b[31m=1", LONG,
+]
+AXES = ["", "x", "consumer.lag.ms=", "nope=1,2", "consumer.lag.ms=5..1/1", "consumer.lag.ms=0..10/0",
+        "consumer.lag.ms=0..10/-1", "consumer.lag.ms=0.." + BIG + "/1", "consumer.lag.ms=0..1000000000000/1",
+        "consumer.lag.ms=" + ",".join(["1s"] * 3), "delete.retention.ms=x,y", "\x1b[31m=1", LONG]
+FIFO_PLACEHOLDER = "fifo"  # FIFO cases run in a subprocess (FIFO_CASES)
+
+_more: dict[str, dict[str, list[str]]] = {
+    "check": {"--junit-xml": OUTPUTS, "--html": OUTPUTS, "--placer": PLUGINS_BAD,
+              "--assignor": PLUGINS_BAD, "--classpath": CLASSPATHS},
+    "place": {"--fenced": IDS[:14], "--classpath": CLASSPATHS[1:], "--kafka-version": RELEASES_BAD},
+    "verify": {"--junit-xml": [*OUTPUTS, "plan.json"], "--kafka-version": RELEASES_BAD, **GATE,
+               "--min-insync-replicas": ["0", "-1", "2147483648", "x", BIG, *DIGITS[:1]],
+               "--controller": ["", "x", "ZK", *CONTROLS[:2]], "--block": ["", "x", "Proposed", "\x1b[31m"]},
+    "verify-reassignment": {"--junit-xml": [*OUTPUTS, "plan.json", "current.txt"], "--kafka-version": RELEASES_BAD,
+                            **GATE},
+    "prove": {"--junit-xml": OUTPUTS, "--classpath": CLASSPATHS[1:], "--kafka-version": RELEASES_BAD,
+              "--max-brokers": [BIG, *DIGITS[:1]], "--timeout": [BIG]},
+    "optimize": {"--classpath": CLASSPATHS[1:]},
+    "assign": {"--junit-xml": [*OUTPUTS, "group.json"], "--classpath": CLASSPATHS[1:], "--kafka-version": RELEASES_BAD},
+    "reassign": {"--kafka-version": RELEASES_BAD},
+    "sweep": {"--master": SPARK_MASTERS, "--out": ["plan.json", "/dev/null", "/proc/kcheck-sweep", "\x1b[31m"],
+              "--junit-xml": OUTPUTS, "--classpath": CLASSPATHS[1:], "--kafka-version": RELEASES_BAD,
+              "--tasks": [BIG, *DIGITS[:1]]},
+    "explore": {**REPLICATION, "--out": [*OUTPUTS, "plan.json"], "--coverage-dir": ["/dev/null", "/proc/kcheck-cov"],
+                "--hypothesis-dir": ["/dev/null", "/proc/kcheck-h", "nodir/deeper"]},
+    "exhaust": {**REPLICATION, "--replication-factor": ["-1", "9", "x"], "--crashes": ["-1", "x"],
+                "--reassignments": ["-1", "x"], "--out": [*OUTPUTS, "plan.json"],
+                "--coverage-dir": ["/dev/null", "/proc/kcheck-cov"],
+                "--max-seconds": ["-1", "nan", "inf", "1e10", "x", "", BIG],
+                "--max-memory": ["", "x", "-1", "nan", "1e400", BIG, "5 parsecs", "\u0661G", "1_0G", "\x1b[31m"],
+                "--workers": ["0", "-1", "x", "100000", BIG], "--master": SPARK_MASTERS,
+                "--spill-dir": ["nope/none", "plan.json", "/dev/null", "/proc/kcheck-spill", "\x1b[31m"],
+                "--order": ["", "x", "BFS", "\x1b[31m"]},
+    "replay": {**REPLICATION, "--replication-factor": ["-1", "x"], "--crashes": ["-1"], "--reassignments": ["-1"],
+               "--reads": ["-1"]},
+}
+for _command, _options in _more.items():
+    OPTIONS[_command][1].update({k: v + [x for x in OPTIONS[_command][1].get(k, []) if x not in v]
+                                 for k, v in _options.items()})
+OPTIONS.update({
+    "variants": (["variants"], {}),
+    "invariants": (["invariants"], {}),
+    "rules": (["rules"], {"--kafka-version": RELEASES_BAD}),
+    "liveness": (["liveness", "--max-states", "5"], {
+        **REPLICATION, "--protocol": ["", "nope", "no_such_module_kcheck:p", *CONTROLS, LONG],
+        "--brokers": ["0", "7", "-1", "x", BIG], "--replication-factor": ["-1", "9", "x"],
+        "--min-isr": ["-1", "9", "x"], "--initial-isr": ["-1", "9", "x"], "--acks": ["x", "", "all,x"],
+        "--records": ["-1", "x", BIG], "--max-leader-epoch": ["0", "-1", "x"], "--crashes": ["-1", "x"],
+        "--reads": ["-1"], "--reassignments": ["-1", "x"],
+        "--reassign-target": ["", ",", "x", "1,1", "0", "9", BIG, *DIGITS[:2], "1,2,3,4,5,6,7,8", *CONTROLS[:1]],
+        "--property": ["", "x", "liveness.nope", "\x1b[31m"], "--engine": ["", "x", "GRAPH", "\x1b[31m"],
+        "--max-states": ["0", "-1", "x", "4294967295", BIG], "--max-seconds": ["-1", "nan", "inf", "1e10", "x", BIG],
+        "--programs": ["0", "-1", "x", BIG], "--steps": ["-1", "x", BIG], "--heal-steps": ["0", "-1", "x"],
+        "--seed": ["x", "1.5", "", BIG], "--out": [*OUTPUTS, "trace.json"],
+    }),
+    "plan": (["plan", "current.txt"], {
+        "--brokers-file": ["nope.txt", "subdir", "/dev/zero", LONG, "\x1b[31m.txt"],
+        "--decommission": GATE["--decommission"], "--add-brokers": GATE["--decommission"],
+        "--threshold": [*FLOAT, "0.5", "-1", "0", BIG], "--max-replicas-per-broker": [*INT, "-1", "0"],
+        "--min-insync-replicas": ["0", "-1", "2147483648", "x", BIG], "--timeout": [*FLOAT, "0", "-1", "86401", BIG],
+        "--out": [*OUTPUTS, "current.txt"],
+    }),
+    "log": (["log", "--summary", "--workload", "duration=2s"], {
+        "--config": TOPIC_CONFIGS, "--workload": WORKLOADS,
+        "--config-file": FILES_IN, "--workload-file": FILES_IN,
+    }),
+    "sweep-log": (["sweep-log", "--python"], {
+        "--config": TOPIC_CONFIGS[:10], "--workload": WORKLOADS, "--config-file": FILES_IN,
+        "--workload-file": FILES_IN, "--axis": AXES, "--threshold": ["", "x", "nope.axis", "\x1b[31m", LONG],
+        "--master": SPARK_MASTERS,
+    }),
+    "verify-log": (["verify-log", "dump.txt"], {"--junit-xml": [*OUTPUTS, "dump.txt"],
+                                               # dump.txt names its folders, so even a good name is refused
+                                               "--partition": ["", ".", "..", "a/b", "p\x1b[31m", LONG, "plain-0"]}),
+})
+
 # Options that take no value, extra arguments and unknown options, for every command (and none).
 EXTRA: list[tuple[list[str], str]] = [
     *[([*base, "--nope"], "--nope") for base, _ in OPTIONS.values()],
@@ -182,6 +298,33 @@ EXTRA: list[tuple[list[str], str]] = [
      "--partitions"),
     (["place", "--brokers", ",".join(map(str, range(1000))), "--partitions", "1001", "--replication-factor",
       "1000"], "--partitions"),
+]
+
+VARIANT = ["exhaust", "--max-states", "1", "--protocol", "truncate-to-hw"]
+EXTRA += [
+    (["check", "--junit-xml", "r.xml", "--html", "r.xml"], "--html"),  # one file for two reports
+    (["check", "--invariants", "kc_corpus_inv", "--html", "kc_corpus_inv.py"], "--html"),  # the user's own module
+    (["check", "--invariants", "kc_corpus_inv", "--junit-xml", "./kc_corpus_inv.py"], "--junit-xml"),
+    *[([*VARIANT, "--coverage-dir", d], "--coverage-dir") for d in
+      ("/dev/null", "/proc/kcheck-cov", "plan.json", "nodir/deeper", "/sys/kcheck-cov")],
+    *[([*VARIANT, "--out", d], "--out") for d in ("nodir/t.json", "/proc/t.json", "/dev/null")],
+    (["sweep-log", "--python", "--axis", "consumer.lag.ms=0..999999/1", "--axis", "delete.retention.ms=0..999999/1"],
+     "--axis"),  # 10^12 cells
+    (["sweep-log", "--python", "--axis", "consumer.lag.ms=0..9999/1", "--axis", "delete.retention.ms=0..9999/1",
+      "--axis", "segment.ms=1..10000/1"], "--axis"),
+    *[(["sweep-log", "--master", m], "--master") for m in SPARK_MASTERS],
+    (["sweep-log", "--python", "--master", "local[1]"], "--master"),  # no Spark to give it to
+    (["plan", "current.txt", "--decommission", "1", "--add-brokers", "1"], "--add-brokers"),
+    (["plan", "current.txt", "--add-brokers", "1"], "--add-brokers"),  # already a broker
+    (["plan"], "current"), (["plan", "-", "-"], "-"), (["verify-log"], "DUMP"), (["verify-log", "-", "-"], "DUMP"),
+    (["log", "--workload", "rate=1000000", "--workload", "duration=1h"], "--workload"),
+    (["log", "--workload-file", "topic.properties", "--config-file", "topic.properties", "--workload", "keys=0"],
+     "--workload"),
+    (["liveness", "--engine", "random", "--max-states", "5", "--programs", "1", "--reassign-target", "1,2"],
+     "--reassign-target"),
+    (["rules", "extra-argument"], "extra-argument"), (["invariants", "--json"], "--json"),
+    (["verify", "plan.json", "--decommission", "9"], "--decommission"),
+    (["verify-reassignment", "current.txt", "plan.json", "--decommission", "99"], "--decommission"),
 ]
 
 # ---- input files: per format, mutations of a valid file ----------------------------------------------------
@@ -320,6 +463,61 @@ TRACE_MUTATIONS: dict[str, Any] = {  # engineer A's strict trace schema
     "step-disabled": _json(json.dumps(TRACE), lambda d: d["steps"].insert(0, {"action": "fetch", "follower": 1})),
 }
 
+
+def _dump(old: str, new: str) -> bytes:
+    assert old in DUMP, old
+    return DUMP.replace(old, new, 1).encode()
+
+
+DUMP_MUTATIONS: dict[str, Any] = {  # kafka-dump-log.sh output: numbers past every type in its fields
+    **GENERIC,
+    **{f"{name}-{n}": _dump(old, old.split(": ")[0] + ": " + v) for name, old in (
+        ("base-offset", "baseOffset: 0"), ("offset", "| offset: 0"), ("position", "position: 103"),
+        ("size", "size: 103"), ("count", "count: 2"), ("start", "Log starting offset: 0"),
+        ("timestamp", "timestamp: 1795538137019"), ("create-time", "CreateTime: 1795538136905"),
+        ("key-size", "keySize: 2"), ("epoch", "partitionLeaderEpoch: 0"))
+       for n, v in (("big", BIG), ("long-max-plus-1", str(2**63)), ("digit", "\u0661"), ("neg-big", "-" + BIG))},
+    "segment-name-big": _dump("00000000000000000005.log", BIG + ".log"),
+}
+_DIRS = json.loads(LOG_DIRS[LOG_DIRS.index("{"):])
+
+
+def _dirs(change) -> bytes:  # type: ignore[no-untyped-def]
+    doc = json.loads(json.dumps(_DIRS))
+    change(doc)
+    return (LOG_DIRS[:LOG_DIRS.index("{")] + json.dumps(doc)).encode()
+
+
+LOG_DIRS_MUTATIONS: dict[str, Any] = {  # kafka-log-dirs.sh --describe output: numbers past every type
+    "size-big": _dirs(lambda d: d["brokers"][0]["logDirs"][0]["partitions"][1].update(size=int(BIG[:4000]))),
+    "size-str": _dirs(lambda d: d["brokers"][0]["logDirs"][0]["partitions"][1].update(size="1487")),
+    "size-float": _dirs(lambda d: d["brokers"][0]["logDirs"][0]["partitions"][1].update(size=1e400)),
+    "broker-big": _dirs(lambda d: d["brokers"][0].update(broker=int(BIG[:4000]))),
+    "offset-lag-big": _dirs(lambda d: d["brokers"][0]["logDirs"][0]["partitions"][1].update(offsetLag=2**64)),
+    "bigint-text": (LOG_DIRS[:LOG_DIRS.index("{")] + '{"brokers":[{"broker":' + BIG + "}]}").encode(),
+    "deep": (LOG_DIRS[:LOG_DIRS.index("{")] + "[" * 100_000).encode(),
+}
+BASELINE = {"command": "verify", "violations": [{"invariant": "placement.rack-diversity", "where": "partition a-0"}]}
+BASELINE_MUTATIONS: dict[str, Any] = {
+    **GENERIC, "list": b"[]", "no-violations": b'{"command": "verify"}', "violations-obj": b'{"violations": {}}',
+    "other-command": _json(json.dumps(BASELINE), lambda d: d.update(command="assign")),
+    "entry-str": _json(json.dumps(BASELINE), lambda d: d["violations"].append("x")),
+    "entry-no-where": _json(json.dumps(BASELINE), lambda d: d["violations"].append({"invariant": "x"})),
+    "bigint-detail": b'{"violations": [{"invariant": "a", "where": "b", "detail": {"n": ' + BIG.encode() + b"}}]}",
+}
+ALLOWLIST_MUTATIONS: dict[str, Any] = {
+    **GENERIC, "one-field": b"placement.rack-diversity\n", "no-reason": b"placement.rack-diversity | * |\n",
+    "unknown-invariant": b"placement.nope | * | why\n", "empty-where": b"placement.rack-diversity |  | why\n",
+    "escape": b"placement.rack-diversity | \x1b[31m | why\n".replace(b"\\x1b", b"\x1b"),
+}
+PROPERTIES_MUTATIONS: dict[str, Any] = {
+    **GENERIC, "no-equals": b"segment.bytes\n", "unknown": b"nope=1\n", "big": b"segment.bytes=" + BIG.encode() + b"\n",
+    "digit": "segment.bytes=\u0661\u0662\u0663\n".encode(), "nan": b"min.cleanable.dirty.ratio=nan\n",
+    "duration-years": b"duration=36500d\n", "rate-hour": b"rate=1000000\nduration=1h\n",
+    "step-day": b"step=1ms\nduration=1d\n", "keys-big": b"keys=" + BIG.encode() + b"\n",
+    "empty-key": b"=1\n", "control": b"segment.bytes=1\x1b[31m\n",
+}
+
 # Which command reads each format, and where the file goes on its command line.
 READERS: list[tuple[str, dict[str, Any], list[str]]] = [
     ("plan", PLAN_MUTATIONS, ["verify", "bad.json"]),
@@ -329,6 +527,15 @@ READERS: list[tuple[str, dict[str, Any], list[str]]] = [
     ("brokers", BROKERS_MUTATIONS, ["verify", "plan.json", "--brokers-file", "bad.txt"]),
     ("group", GROUP_MUTATIONS, ["assign", "bad.json"]),
     ("trace", TRACE_MUTATIONS, ["replay", "bad.json"]),
+    ("dump", DUMP_MUTATIONS, ["verify-log", "bad.txt"]),
+    ("log-dirs", LOG_DIRS_MUTATIONS, ["verify-log", "dump.txt", "bad.txt"]),
+    ("baseline", BASELINE_MUTATIONS, ["verify", "plan.json", "--baseline", "bad.json"]),
+    ("allowlist", ALLOWLIST_MUTATIONS, ["verify-reassignment", "current.txt", "plan.json", "--allowlist", "bad.txt"]),
+    ("plan-current", DESCRIBE_MUTATIONS, ["plan", "bad.txt"]),
+    ("plan-brokers", BROKERS_MUTATIONS, ["plan", "current.txt", "--brokers-file", "bad.txt"]),
+    ("config-file", PROPERTIES_MUTATIONS, ["log", "--config-file", "bad.txt"]),
+    ("workload-file", PROPERTIES_MUTATIONS, ["log", "--workload-file", "bad.txt"]),
+    ("sweep-config-file", PROPERTIES_MUTATIONS, ["sweep-log", "--python", "--config-file", "bad.txt"]),
 ]
 # Trace and plug-in cases that engineer A's validation makes pass; each name listed here fails today.
 def _ascii(value: str) -> str:
@@ -336,7 +543,45 @@ def _ascii(value: str) -> str:
     return shown if len(shown) <= 24 else f"{shown[:16]}..{len(value)}"
 
 
-PATH_OPTIONS = {"--brokers-file"}
+PATH_OPTIONS = {"--brokers-file", "--config-file", "--workload-file", "--baseline", "--allowlist", "--schedule"}
+
+# The live commands' cases (tests/bad_input_live.py, the same shapes), merged into the same tests: one corpus.
+import bad_input_live  # noqa: E402
+
+LIVE_OPTIONS, LIVE_EXTRA = bad_input_live.LIVE_OPTIONS, bad_input_live.LIVE_EXTRA
+# (command, option) pairs the live module has no case for yet, each with why (none once every one has a case)
+LIVE_PENDING: dict[tuple[str, str], str] = getattr(bad_input_live, "LIVE_PENDING", {})
+
+for _command, (_base, _options) in LIVE_OPTIONS.items():
+    # on its own base (a --bootstrap-server case takes no PLAN file), under its own key
+    if _command not in OPTIONS:
+        EXTRA.append(([*_base, "--nope"], "--nope"))
+    OPTIONS[_command if _command not in OPTIONS else f"{_command} (live)"] = (_base, dict(_options))
+EXTRA += LIVE_EXTRA
+
+# Options that take no value: the only bad input is a value (`--json=1`), tried for each. No flag is missing here:
+# test_every_command_and_option_has_a_case fails on a flag not listed.
+FLAGS: dict[str, list[str]] = {
+    "check": ["--json", "--deep"], "place": ["--report"], "verify": ["--json"],
+    "prove": ["--labelled", "--exhaustive", "--json"], "assign": ["--json"], "reassign": ["--all-steps", "--json"],
+    "verify-reassignment": ["--json"], "sweep": ["--resume"],
+    "explore": ["--duplicates", "--atomic-fetch", "--json", "--progress", "--quiet"],
+    "exhaust": ["--duplicates", "--atomic-fetch", "--abstract", "--symmetry", "--reduce", "--json", "--progress",
+                "--quiet"],
+    "replay": ["--duplicates", "--atomic-fetch", "--json", "--on-cluster"], "variants": ["--json"],
+    "liveness": ["--duplicates", "--atomic-fetch", "--permanent-crashes", "--drops", "--json"], "rules": ["--json"],
+    "plan": ["--balance", "--json"], "chaos": ["--unclean-leader-election"], "verify-log": ["--json"],
+    "log": ["--steps", "--json"], "sweep-log": ["--python", "--json"], "cluster status": ["--json"],
+    "optimize": [],
+}
+ISOLATING = ("check", "place", "optimize", "prove", "assign", "sweep", "explore", "exhaust", "replay", "liveness")
+for _command in ISOLATING:  # kcheck/isolation.py's options (the flag's other half: --no-isolate-plugins)
+    FLAGS[_command].append("--isolate-plugins")
+    OPTIONS[_command][1]["--plugin-timeout"] = [*FLOAT, "0", "-1", "86401", BIG]
+    EXTRA.append(([*OPTIONS[_command][0], "--no-isolate-plugins=1"], "--no-isolate-plugins"))
+for _command, _flags in FLAGS.items():
+    if _command in OPTIONS:
+        EXTRA += [([*OPTIONS[_command][0], f"{flag}=1"], flag) for flag in _flags]
 
 
 def _cases() -> list[Any]:
@@ -406,12 +651,144 @@ def test_refused_in_one_line(argv: list[str], place: str, files: dict[str, Any],
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path.parent / "cache"))  # Hypothesis's cache is not in the case
     monkeypatch.setattr(sys, "stdin", io.StringIO(""))
+    monkeypatch.syspath_prepend(str(tmp_path))  # as `kcheck` run there: modules beside the command import
     _workdir(tmp_path, files)
     before = _snapshot(tmp_path)
-    code = main(list(argv))
-    out, err = capsys.readouterr()
+    _never_replace_special_files(monkeypatch)
+    code, out, err = _run_forked(argv, capsys)
     _assert_refused(code, out, err, place)
     assert _snapshot(tmp_path) == before  # every input and every other file unchanged, nothing new
+
+
+def _never_replace_special_files(monkeypatch: Any) -> None:
+    """The corpus runs as the user it is given, root included: a kcheck that regressed to renaming a report over
+    /dev/null must fail the case, not replace the machine's /dev/null."""
+    def guarded(real: Any) -> Any:
+        def rename(src: Any, dst: Any, *args: Any, **kwargs: Any) -> None:
+            if os.path.lexists(dst) and not os.path.isfile(dst) and not os.path.isdir(dst):
+                raise AssertionError(f"kcheck renamed a file over the special file {dst}")
+            if str(os.path.realpath(dst)).startswith(("/dev/", "/proc/", "/sys/")):
+                raise AssertionError(f"kcheck renamed a file into {dst}")
+            real(src, dst, *args, **kwargs)
+        return rename
+    monkeypatch.setattr(os, "replace", guarded(os.replace))
+    monkeypatch.setattr(os, "rename", guarded(os.rename))
+
+
+def _warm() -> None:
+    """Build the Click command and import what commands import lazily, once in this process: every forked case
+    then has them (each case would otherwise pay a second or more for pyspark, Z3, Hypothesis and Typer)."""
+    import importlib
+
+    import typer
+
+    from kcheck import cli
+
+    cli._command = typer.main.get_command(cli.app)
+    for name in ("kcheck.junit", "kcheck.html_report", "kcheck.spark_check.log_sweep", "kcheck.spark_check.job",
+                 "kcheck.invariants.prover", "kcheck.invariants.smt", "kcheck.reference.assignors.registry",
+                 "kcheck.group_format", "kcheck.reassign", "kcheck.isolation", "hypothesis", "z3", "pyspark.sql"):
+        with contextlib.suppress(ImportError):
+            importlib.import_module(name)
+    with contextlib.redirect_stderr(io.StringIO()):  # the first call's one-off costs (Click, Rich), here
+        cli.main(["log", "--config", "x"])
+
+
+_warm()
+HANG_SECONDS = 20  # a refusal comes at once; a case still running after this is a hang (a command doing the work)
+
+
+def _run_forked(argv: list[str], capsys: Any) -> tuple[int | None, str, str]:
+    """kcheck.cli.main(argv) in a forked copy of this process (cheap: nothing is imported again), so that a case
+    that hangs, or does the work it should refuse, is killed after HANG_SECONDS with whatever it started, and no
+    case leaves state (a plug-in's registered invariants, sys.modules) to the next."""
+    read_end, write_end = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: run, send (code, out, err) back, leave without pytest's exit handlers
+        status = 0
+        try:
+            os.close(read_end)
+            os.setpgid(0, 0)
+            code = main(list(argv))
+            out, err = capsys.readouterr()
+            with os.fdopen(write_end, "w") as f:
+                json.dump([code, out, err], f)
+        except BaseException:  # noqa: BLE001 - anything main() let through is reported by the parent as a failure
+            import traceback
+
+            status = 4
+            out, err = capsys.readouterr()
+            with contextlib.suppress(Exception), os.fdopen(write_end, "w") as f:
+                json.dump([None, out, err + "Traceback (raised out of main()):\n" + traceback.format_exc()], f)
+        finally:
+            os._exit(status)
+    os.close(write_end)
+    with os.fdopen(read_end) as f:
+        chunks: list[str] = []
+        reader = threading.Thread(target=lambda: chunks.append(f.read()), daemon=True)
+        reader.start()
+        reader.join(HANG_SECONDS)
+        if reader.is_alive():
+            with contextlib.suppress(OSError):
+                os.killpg(pid, signal.SIGKILL)
+            os.waitpid(pid, 0)
+            pytest.fail(f"HANG: kcheck {' '.join(argv)[:200]!r} still ran after {HANG_SECONDS} s")
+    _, status = os.waitpid(pid, 0)
+    with contextlib.suppress(OSError):
+        os.killpg(pid, signal.SIGKILL)  # whatever the case started and left running
+    if not chunks or not chunks[0]:
+        pytest.fail(f"kcheck {' '.join(argv)[:200]!r} raised out of main() or ended the process "
+                    f"(status {os.waitstatus_to_exitcode(status)})")
+    code, out, err = json.loads(chunks[0])
+    return code, out, err
+
+
+def _command_of(argv: list[str]) -> str:
+    return " ".join(argv[:2]) if argv[:1] == ["cluster"] else (argv[0] if argv else "")
+
+
+def _click_commands() -> dict[str, Any]:
+    """Every command and subcommand of the Typer app, by its path ("cluster up")."""
+    import typer
+
+    from kcheck.cli import app
+
+    found: dict[str, Any] = {}
+
+    def walk(command: Any, path: list[str]) -> None:
+        if hasattr(command, "commands"):
+            for name, sub in command.commands.items():
+                walk(sub, [*path, name])
+        else:
+            found[" ".join(path)] = command
+    walk(typer.main.get_command(app), [])
+    return found
+
+
+def test_every_command_and_option_has_a_case() -> None:
+    """A new command or option without a bad-input case fails here: add its bad values to OPTIONS (or the live
+    helper's LIVE_OPTIONS), a case to EXTRA or READERS, or, for a flag, its name to FLAGS."""
+    cases = [c.values[0] for c in _cases() + _plugin_cases()] + [a for a, _ in FIFO_CASES]
+    tried: dict[str, set[str]] = {}
+    for argv in cases:
+        tried.setdefault(_command_of(argv), set()).update(a.split("=")[0] for a in argv if a.startswith("-"))
+    for base, options in OPTIONS.values():
+        tried.setdefault(_command_of(base), set()).update(options)
+    read = {_command_of(argv) for _, _, argv in READERS} | {_command_of(a) for a, _ in FIFO_CASES}
+    missing = []
+    for path, command in _click_commands().items():
+        for param in command.params:
+            if param.param_type_name == "argument":
+                if path not in read and not any(_command_of(a) == path and len(a) > 1 for a, _ in EXTRA):
+                    missing.append(f"{path} {param.name} (an argument: no READERS or EXTRA case)")
+                continue
+            names = set(param.opts) | set(param.secondary_opts)
+            if getattr(param, "is_flag", False):
+                if param.opts[0] not in FLAGS.get(path, []):
+                    missing.append(f"{path} {param.opts[0]} (a flag: list it in FLAGS)")
+            elif not names & tried.get(path, set()) and (path, param.opts[0]) not in LIVE_PENDING:
+                missing.append(f"{path} {param.opts[0]}")
+    assert not missing, "no bad-input case for: " + "; ".join(missing)
 
 
 def test_corpus_is_large_and_spans_every_command() -> None:
@@ -420,7 +797,8 @@ def test_corpus_is_large_and_spans_every_command() -> None:
     assert len(cases) >= 600
     commands = {c.values[0][0] for c in cases if c.values[0]}
     assert commands >= {"check", "place", "verify", "prove", "optimize", "assign", "reassign", "verify-reassignment",
-                        "sweep", "explore", "exhaust", "replay", "variants", "invariants"}
+                        "sweep", "explore", "exhaust", "replay", "variants", "invariants", "liveness", "rules", "plan",
+                        "log", "sweep-log", "verify-log", "chaos", "cluster"}
 
 
 # ---- plug-ins (engineer A's loading and result checks): broken module:object placers, assignors, protocols ------
@@ -475,6 +853,16 @@ def test_broken_plugin_refused_in_one_line(argv: list[str], place: str, files: d
 FIFO_CASES = [
     (["verify", "fifo"], "fifo"), (["verify", "plan.json", "--brokers-file", "fifo"], "fifo"),
     (["verify-reassignment", "fifo", "plan.json"], "fifo"), (["assign", "fifo"], "fifo"), (["replay", "fifo"], "fifo"),
+    (["log", "--config-file", "fifo"], "fifo"), (["log", "--workload-file", "fifo"], "fifo"),
+    (["sweep-log", "--python", "--config-file", "fifo"], "fifo"), (["verify-log", "fifo"], "fifo"),
+    (["plan", "fifo"], "fifo"), (["verify", "plan.json", "--baseline", "fifo"], "fifo"),
+    (["verify", "plan.json", "--allowlist", "fifo"], "fifo"), (["chaos", "--schedule", "fifo"], "fifo"),
+    # a FIFO as an output: refused (a special file), never opened for writing (it would wait) or replaced
+    (["verify", "plan.json", "--junit-xml", "fifo"], "--junit-xml"),
+    (["plan", "current.txt", "--out", "fifo"], "--out"),
+    (["explore", "--examples", "1", "--steps", "1", "--out", "fifo"], "--out"),
+    (["liveness", "--max-states", "5", "--out", "fifo"], "--out"), (["check", "--html", "fifo"], "--html"),
+    (["verify-log", "dump.txt", "--junit-xml", "fifo"], "--junit-xml"),
 ]
 
 

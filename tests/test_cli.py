@@ -111,6 +111,13 @@ def test_verify_describe_with_uneven_racks_reports_numbers(capsys):
         ("placement.follower-spread", "broker 1"),
         # orders-3 is led by 2, not its preferred replica 1 (Leader: 2, Replicas: 1,2,4): partition health
         ("health.preferred-leader", "partition orders-3"),
+        # orders-3's ISR 2,4: 2 of 3 replicas (TopicCommand's isUnderReplicated), 2 = min.insync.replicas
+        # (isAtMinIsrPartitions)
+        ("health.under-replicated", "partition orders-3"),
+        ("health.at-min-isr", "partition orders-3"),
+        # losing us-east-1a leaves orders-3 one in-sync replica (4) of the 2 it needs, payments-0 (1,2) none
+        ("health.zone-loss", "topic orders"),
+        ("health.zone-loss", "topic payments"),
     }
     assert got[("placement.rack-diversity", "partition orders-3")]["replicas_per_rack"] == {
         "us-east-1a": 2, "us-east-1b": 1}

@@ -213,7 +213,7 @@ def test_kill_9_and_restart_loses_no_acknowledged_record_and_the_reader_matches_
     doc = json.loads(out)
     found = {(v["invariant"], v["where"]) for v in doc["violations"]}
     assert code == 1 and doc["plan"].startswith("cluster at ") and doc["block"] == "kafka-topics --describe"
-    assert {("health.under-min-isr", "partition under-0"), ("health.offline-partition", "partition single-1")} <= found
+    assert {("health.under-min-isr", "partition under-0"), ("health.unavailable", "partition single-1")} <= found
     assert "placement.rack-diversity" in doc["checked"]  # racks come from the cluster, not a brokers file
     plan = tmp_path / "plan.json"
     plan.write_text('{"version":1,"partitions":[{"topic":"single","partition":1,"replicas":[2]}]}')

@@ -139,19 +139,21 @@ def test_verify_against_its_own_baseline_passes_and_names_the_reason(capsys, fil
     assert code == 0 and doc["ok"] is True
     assert {(v["invariant"], v["where"], v["reason"]) for v in doc["suppressed"]} == {
         (*LEGACY, "in the baseline baseline.json"),
-        ("placement.replica-spread", "broker 7", "in the baseline baseline.json")}
+        ("placement.replica-spread", "broker 7", "in the baseline baseline.json"),
+        ("health.zone-loss", "topic legacy", "in the baseline baseline.json")}  # both replicas in rack a
     # A new finding still fails: a describe where orders-0 sits in racks a and b only.
     (files / "later.txt").write_text(DESCRIBE.replace("Replicas: 1,3,5\tIsr: 1,3,5", "Replicas: 1,3,4\tIsr: 1,3,4"))
     code, out, _ = run(capsys, "verify", "later.txt", "--brokers-file", "brokers.txt", "--baseline", "baseline.json",
                        "--json")
     doc = json.loads(out)
-    assert code == 1 and keys(doc["introduced"]) == {("placement.rack-diversity", "partition orders-0")}
+    assert code == 1 and keys(doc["introduced"]) == {("placement.rack-diversity", "partition orders-0"),
+                                                     ("health.zone-loss", "topic orders")}  # rack b holds 3,4
     # ... and what the baseline had and is gone now is fixed: legacy-0 moved to racks a and b.
     (files / "fixed.txt").write_text(DESCRIBE.replace("Replicas: 1,2\tIsr: 1,2", "Replicas: 1,3\tIsr: 1,3"))
     code, out, _ = run(capsys, "verify", "fixed.txt", "--brokers-file", "brokers.txt", "--baseline", "baseline.json",
                        "--json")
     doc = json.loads(out)
-    assert code == 0 and keys(doc["fixed"]) == {LEGACY}
+    assert code == 0 and keys(doc["fixed"]) == {LEGACY, ("health.zone-loss", "topic legacy")}
     assert [v["severity"] for v in doc["introduced"]] == ["soft"]  # broker 1's followers now lean on broker 3
 
 
@@ -242,6 +244,51 @@ def test_judge_without_anything_to_compare_counts_every_finding_as_introduced():
     after = Report(("a",), {}, (_v("a", "p0"),))
     j = judge(after, None, gate_settings(None, None, None, "new"))
     assert j.introduced == after.violations and j.exit is Exit.FAILED
+
+
+def _c(inv, where, severity=Severity.HARD, **detail):
+    return Violation(inv, severity, where, f"{inv} at {where} {detail}", detail)
+
+
+def test_judge_compares_the_figures_of_a_finding_at_the_same_place():
+    cap = "placement.max-replicas-per-broker"
+    before = Report((cap,), {}, (_c(cap, "broker 1", count=12, limit=10, excess=2),
+                                 _c(cap, "broker 2", count=12, limit=10, excess=2),
+                                 _c(cap, "broker 3", count=11, limit=10, excess=1)))
+    after = Report((cap,), {}, (_c(cap, "broker 1", count=14, limit=10, excess=4),  # worse
+                                _c(cap, "broker 2", count=11, limit=10, excess=1),  # better
+                                _c(cap, "broker 3", count=11, limit=12, excess=-1)))  # the limit moved: same count
+    for fail_on, failing in (("new", {"broker 1"}), ("hard", {"broker 1", "broker 2", "broker 3"})):
+        j = judge(after, before, gate_settings(None, None, None, fail_on))
+        assert {c.after.where: c.direction for c in j.changed} == {"broker 1": "worse", "broker 2": "better"}
+        assert [v.where for v in j.unchanged] == ["broker 3"] and not j.introduced
+        assert {v.where for v in j.counted} == failing
+
+
+def test_a_change_kcheck_cannot_rank_counts_as_worse():
+    before = Report(("user.x",), {}, (_c("user.x", "broker 1", owner="a"),))
+    after = Report(("user.x",), {}, (_c("user.x", "broker 1", owner="b"),))
+    (c,) = judge(after, before, gate_settings(None, None, None, "new")).changed
+    assert (c.direction, c.worse) == ("unknown", True)
+
+
+def test_the_baseline_suppresses_what_is_not_worse_than_it_and_old_reports_without_figures(tmp_path):
+    spread = "placement.replica-spread"
+    base = tmp_path / "base.json"
+    base.write_text(json.dumps({"command": "verify", "violations": [
+        {"invariant": spread, "where": "broker 1", "severity": "soft", "detail": {"count": 9, "excess": 3}},
+        {"invariant": spread, "where": "broker 2", "severity": "soft", "detail": {"count": 9, "excess": 3}},
+        {"invariant": spread, "where": "broker 3", "severity": "soft"}]}))  # a report without detail
+    settings = gate_settings(str(base), None, None, "soft", "verify")
+    after = Report((spread,), {}, (_c(spread, "broker 1", Severity.SOFT, count=11, excess=5),
+                                   _c(spread, "broker 2", Severity.SOFT, count=8, excess=2),
+                                   _c(spread, "broker 3", Severity.SOFT, count=40, excess=34)))
+    j = judge(after, settings.baseline_report, settings, "the baseline")
+    assert [(c.after.where, c.direction) for c in j.changed] == [("broker 1", "worse")]
+    reasons = {v.where: reason for v, reason in j.suppressed}
+    assert reasons["broker 2"].startswith(f"in the baseline {base}, not worse than there")
+    assert reasons["broker 3"] == f"in the baseline {base}"  # nothing to compare: the same finding
+    assert [v.where for v in j.counted] == ["broker 1"] and j.exit is Exit.FAILED
 
 
 # --- 5. one exit policy ----------------------------------------------------------------------------------------

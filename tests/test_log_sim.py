@@ -225,7 +225,7 @@ def test_split_assignments(text: str, expected: list[tuple[str, str]]) -> None:
     (["-w", "duration=forever"], "duration"),
     (["-w", "tombstones=0.1"], "tombstones"),
     (["-w", "consumer.lag.ms=5s,consumer.lag.records=10"], "consumer.lag.records"),
-    (["--config-file", "/nonexistent/kcheck.properties"], "--config-file"),
+    (["--config-file", "/nonexistent/kcheck.properties"], "/nonexistent/kcheck.properties"),  # the file is named
 ])
 def test_bad_input_is_one_line_naming_the_key(args: list[str], key: str, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["log", *args]) == 2

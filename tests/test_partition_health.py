@@ -58,7 +58,7 @@ CASES = [
      "health.elr-within-replicas"),
     ("ELR member also in the ISR", "Leader: 1\tReplicas: 1,2,3\tIsr: 1\tElr: 1,2\tLastKnownElr: ",
      "health.elr-disjoint-isr"),
-    ("Leader: none", "Leader: none\tReplicas: 1,2,3\tIsr: \tElr: \tLastKnownElr: 1", "health.offline-partition"),
+    ("Leader: none", "Leader: none\tReplicas: 1,2,3\tIsr: \tElr: \tLastKnownElr: 1", "health.unavailable"),
     ("under min ISR (Configs)", "Leader: 1\tReplicas: 1,2,3\tIsr: 1", "health.under-min-isr"),
     ("removing replica the only ISR member",
      "Leader: 1\tReplicas: 4,2,3,1\tIsr: 1\tAdding Replicas: 4\tRemoving Replicas: 1", "health.reassignment-safe"),
@@ -82,7 +82,9 @@ def test_healthy_describe_has_no_health_finding(capsys, tmp_path):
 def test_min_isr_from_configs_else_the_option_else_1(capsys, tmp_path):
     one_member = "Leader: 1\tReplicas: 1,2,3\tIsr: 1"
     _, rep = verify(capsys, tmp_path, describe(one_member))
-    assert findings(rep) == set()  # the broker default, 1
+    assert findings(rep, "health.under-min-isr") == set()  # the broker default, 1
+    # ... which the ISR of one meets exactly (TopicCommand's --at-min-isr-partitions lists it)
+    assert findings(rep, "health.at-min-isr") == {("health.at-min-isr", "soft", "partition t-0")}
     _, rep = verify(capsys, tmp_path, describe(one_member), "--min-insync-replicas", "2")
     (v,) = [v for v in rep["violations"] if v["invariant"] == "health.under-min-isr"]
     assert v["detail"]["min_insync_replicas_from"] == "--min-insync-replicas"
@@ -97,7 +99,7 @@ def test_a_reassignment_json_has_no_live_state_to_judge(capsys, tmp_path):
     path.write_text('{"version":1,"partitions":[{"topic":"t","partition":0,"replicas":[1,2,3]}]}')
     code, out, _ = run(capsys, "verify", str(path), "--json")
     rep = json.loads(out)
-    assert code == 0 and rep["not_applicable"]["health.offline-partition"].startswith("no live state")
+    assert code == 0 and rep["not_applicable"]["health.unavailable"].startswith("no live state")
 
 
 def _preferred_case() -> str:
@@ -116,9 +118,10 @@ def test_preferred_leader_by_each_controllers_rule(capsys, tmp_path):
     # one more partition led elsewhere: 2 of 12 = 17% > 10%, and both are taken
     text = _preferred_case() + "\tTopic: t\tPartition: 11\tLeader: 3\tReplicas: 1,2,3\tIsr: 2,3\n"
     _, rep = verify(capsys, tmp_path, text, "--controller", "zk")
-    assert findings(rep) == {("health.preferred-leader", "soft", "partition t-0"),
+    assert findings(rep, "health.preferred") == {("health.preferred-leader", "soft", "partition t-0"),
                              ("health.preferred-leader", "soft", "partition t-11")}
-    cannot = next(v for v in rep["violations"] if v["where"] == "partition t-11")
+    cannot = next(v for v in rep["violations"] if v["where"] == "partition t-11"
+                  and v["invariant"] == "health.preferred-leader")
     assert "cannot elect 1" in cannot["message"]  # 1 is not in t-11's ISR
 
 
@@ -155,7 +158,7 @@ def test_plan_table_predicts_no_leader_for_a_leaderless_partition_with_an_empty_
     (move,) = json.loads(out)["moves"]
     assert move["predicted_leader"] is None and move["leader_must_move"]
     rep = json.loads(out)
-    assert ("health.offline-partition", "hard", "partition t-0") in findings(rep)
+    assert ("health.unavailable", "hard", "partition t-0") in findings(rep)
 
 
 # --- against Kafka's PartitionChangeBuilder --------------------------------------------------------------------
@@ -221,3 +224,22 @@ def test_reassignment_completes_as_kafkas_builder_completes_it(version):
         differ += kafka_stuck != (f"partition {p.tp}" in stuck)
         assert kafka_stuck == (f"partition {p.tp}" in stuck), (p, answer)
     assert compared > 300 and differ == 0
+
+
+def test_the_former_id_of_unavailable_still_works_in_baselines_and_allowlists(capsys, tmp_path):
+    """health.unavailable was health.offline-partition: a user's allowlist and baseline name it so."""
+    text = describe("Leader: none\tReplicas: 1,2,3\tIsr: \tElr: \tLastKnownElr: 1", HEALTHY)
+    code, rep = verify(capsys, tmp_path, text)
+    assert ("health.unavailable", "hard", "partition t-0") in findings(rep)
+    allow = tmp_path / "allow.txt"
+    allow.write_text("health.offline-partition | partition t-0 | decommissioned rack (OPS-1)\n"
+                     "health.under-min-isr | partition t-0 | same\n")
+    code, rep = verify(capsys, tmp_path, text, "--allowlist", str(allow))
+    assert code == 0 and ("health.unavailable", "partition t-0") in {(v["invariant"], v["where"])
+                                                                     for v in rep["suppressed"]}
+    base = tmp_path / "old.json"  # a report written before the rename
+    base.write_text(json.dumps(rep).replace("health.unavailable", "health.offline-partition"))
+    assert "health.offline-partition" in base.read_text()
+    code, rep = verify(capsys, tmp_path, text, "--baseline", str(base))
+    assert code == 0 and ("health.unavailable", "partition t-0") in {(v["invariant"], v["where"])
+                                                                     for v in rep["suppressed"]}

@@ -1,9 +1,9 @@
-"""Kafka's own tool output accepted as pasted (issue 19 part 3): `kafka-reassign-partitions --generate`, `--execute`
-and `--verify` output, and `kafka-topics --describe` of every release, auto-detected, the block used named.
+"""Kafka's own tool output accepted as pasted (issue 19 part 3): `kafka-reassign-partitions` output and
+`kafka-topics --describe` of every release, auto-detected, the block used named.
 
-The fixtures under tests/data/pasted follow the print statements of Kafka's `ReassignPartitionsCommand` and
-`TopicCommand` of each release family (Scala up to 3.6, Java since); every test here fails on the code before
-`formats.parse_pasted` (HEAD refused the --generate output and had no block name to report).
+The describe fixtures under tests/data/pasted follow the print statements of Kafka's `TopicCommand` of each release
+family (Scala up to 3.6, Java since); `kafka-reassign-partitions` output is the real tool's, of every release, in
+tests/data/reassign/ (read by tests/test_reassign_outputs.py; here the commands on 4.4.0's and bad pastes).
 """
 
 import json
@@ -15,48 +15,13 @@ from cli_support import one_error_line, run
 from kcheck.formats import InputError, parse_pasted, read_text
 
 DATA = Path(__file__).parent / "data" / "pasted"
+REAL = Path(__file__).parent / "data" / "reassign" / "4.4.0"  # Kafka 4.4.0's own outputs (tests/data/reassign/make.py)
+GENERATE = str(REAL / "generate_orders.txt")
 BEFORE = {("orders", 0): (1, 2, 3), ("orders", 1): (2, 3, 1)}
-AFTER = {("orders", 0): (4, 5, 6), ("orders", 1): (5, 6, 4)}
 
 
 def replicas(assignment):
     return {(p.topic, p.partition): p.replicas for p in assignment}
-
-
-@pytest.mark.parametrize("name", ["generate.txt", "generate_0.10.txt"])
-def test_generate_output_gives_each_block(name):
-    text = read_text(str(DATA / name))
-    current, cur_block = parse_pasted(text, name, "current")
-    proposed, pro_block = parse_pasted(text, name, "proposed")
-    assert replicas(current) == BEFORE and cur_block == "--generate output: Current partition replica assignment"
-    assert replicas(proposed) == AFTER
-    assert pro_block == "--generate output: Proposed partition reassignment configuration"
-
-
-def test_execute_output_is_the_state_before_the_plan_and_not_a_plan():
-    text = read_text(str(DATA / "execute.txt"))
-    current, block = parse_pasted(text, "execute.txt", "current")
-    assert replicas(current) == BEFORE and block.startswith("--execute output: Current partition replica assignment")
-    with pytest.raises(InputError, match="--execute output holds only the replicas before the plan"):
-        parse_pasted(text, "execute.txt", "proposed")
-
-
-def test_verify_output_with_its_json():
-    text = read_text(str(DATA / "verify.txt"))
-    plan, block = parse_pasted(text, "verify.txt", "proposed")
-    assert replicas(plan) == AFTER and block == "--verify output: the reassignment JSON it verified"
-    # completed: on its target; 'no active reassignment ... rather than': where --verify says it is
-    now, block = parse_pasted(text, "verify.txt", "current")
-    assert replicas(now) == {("orders", 0): (4, 5, 6), ("orders", 1): (2, 3, 1)}
-    assert block == "--verify output: the partitions as it states them"
-
-
-def test_verify_output_in_progress_names_the_partition_and_line():
-    text = read_text(str(DATA / "verify_2.4.txt"))
-    assert replicas(parse_pasted(text, "v", "proposed")[0]) == AFTER
-    with pytest.raises(InputError) as e:
-        parse_pasted(text, "v", "current")
-    assert str(e.value).startswith("v line 4: partition orders-1: --verify says its reassignment still in progress")
 
 
 def test_verify_output_alone_is_one_clear_line():
@@ -79,9 +44,10 @@ def test_describe_of_every_release(name):
 @pytest.mark.parametrize("text, line, fragment", [
     ("Current partition replica assignment\n{\"version\":1,\"partitions\":[]}\n"
      "Proposed partition reassignment configuration\n{}\n", 2, "partition reassignment list cannot be empty"),
-    ("Current partition replica assignment\n{\"version\":1,\n", 3, "invalid JSON"),  # where the JSON ends
+    ("Current partition replica assignment\n{\"version\":1,\n", "3 column 1", "invalid JSON"),  # where it ends
     ("Proposed partition reassignment configuration\n{\"version\":1,\"partitions\":[{\"topic\":\"a\",\"partition\":0,"
-     "\"replicas\":[1]}]}\nhello\n", 3, 'not part of kafka-reassign-partitions output: "hello"'),
+     "\"replicas\":[1]}]}\nhello\n", 3,
+     'not part of kafka-reassign-partitions --generate output (of any release from 0.10.2 to 4.4): "hello"'),
 ])
 def test_bad_paste_is_one_line_naming_the_line(text, line, fragment):
     with pytest.raises(InputError) as e:
@@ -90,38 +56,55 @@ def test_bad_paste_is_one_line_naming_the_line(text, line, fragment):
     assert msg.startswith(f"p.txt line {line}: ") and fragment in msg and "\n" not in msg
 
 
+def test_a_json_error_in_a_long_pasted_line_keeps_its_line_and_column(capsys, tmp_path):
+    """Kafka prints each block as one line (100,000 characters for a few thousand partitions): the error names
+    the column, ahead of the message, so it stays whole when the message is cut. On main it named the line only."""
+    parts = ",".join(f'{{"topic":"t","partition":{p},"replicas":[1,2,3]}}' for p in range(3000))
+    good = f'{{"version":1,"partitions":[{parts}]}}'
+    block = f'{{"version":1,"partitions":[{parts},]}}'  # a stray comma before the closing bracket
+    paste = tmp_path / ("x" * 200 + ".txt")  # a long name, cut in the message: the position is not
+    paste.write_text(f"Current partition replica assignment\n{good}\n\nProposed partition reassignment "
+                     f"configuration\n{block}\n")
+    code, out, err = run(capsys, "verify", str(paste))
+    assert (code, out) == (2, "")
+    one_error_line(err, "…(", f"line 5 column {len(block) - 1}: invalid JSON in the Proposed partition reassignment "
+                        "configuration block: Expecting value")
+
+
 # --- the commands -----------------------------------------------------------------------------------------------
 
 
 def test_verify_checks_the_proposed_block_and_names_it(capsys, tmp_path):
-    code, out, err = run(capsys, "verify", str(DATA / "generate.txt"), "--json")
+    code, out, err = run(capsys, "verify", GENERATE, "--json")
     rep = json.loads(out)
     assert err == "" and rep["block"] == "--generate output: Proposed partition reassignment configuration"
-    assert rep["partitions"] == 2
+    assert rep["partitions"] == 6
     junit = tmp_path / "j.xml"
-    code, out, err = run(capsys, "verify", str(DATA / "generate.txt"), "--block", "current", "--junit-xml", str(junit))
+    code, out, err = run(capsys, "verify", GENERATE, "--block", "current", "--junit-xml", str(junit))
     assert "Read " in out and "--generate output: Current partition replica assignment." in out
     assert 'name="block" value="--generate output: Current partition replica assignment"' in junit.read_text()
 
 
 def test_verify_reassignment_takes_both_blocks_of_one_generate_output(capsys):
-    paste = str(DATA / "generate.txt")
-    code, out, err = run(capsys, "verify-reassignment", paste, paste, "--json")
+    code, out, err = run(capsys, "verify-reassignment", GENERATE, GENERATE, "--json")
     assert err == "", err
     rep = json.loads(out)
     assert rep["current_block"] == "--generate output: Current partition replica assignment"
     assert rep["proposed_block"] == "--generate output: Proposed partition reassignment configuration"
+    generated = read_text(GENERATE).split("Proposed partition reassignment configuration")
+    current, proposed = (json.loads(block.split("\n", 1)[1].strip())["partitions"] for block in generated)
     assert {(m["partition"], tuple(m["current"]), tuple(m["target"])) for m in rep["moves"]} == {
-        ("orders-0", (1, 2, 3), (4, 5, 6)), ("orders-1", (2, 3, 1), (5, 6, 4))}
+        (f"orders-{c['partition']}", tuple(c["replicas"]), tuple(p["replicas"])) for c, p in zip(current, proposed,
+                                                                                               strict=True)}
 
 
 def test_verify_reassignment_refuses_a_describe_as_the_plan(capsys):
-    code, out, err = run(capsys, "verify-reassignment", str(DATA / "generate.txt"), str(DATA / "describe_4.0.txt"))
+    code, out, err = run(capsys, "verify-reassignment", GENERATE, str(DATA / "describe_4.0.txt"))
     assert code == 2
     one_error_line(err, "describe_4.0.txt", "PROPOSED must be a reassignment JSON")
 
 
 def test_bad_block_option_is_one_line(capsys):
-    code, out, err = run(capsys, "verify", str(DATA / "generate.txt"), "--block", "both")
+    code, out, err = run(capsys, "verify", GENERATE, "--block", "both")
     assert code == 2
     one_error_line(err, "--block", "'both' is not one of current, proposed")

@@ -96,9 +96,9 @@ def test_junit_without_json_is_the_same_report(capsys, tmp_path):
     run(capsys, *args, "--json", "--junit-xml", tmp_path / "a.xml")
     code, out, _ = run(capsys, *args, "--junit-xml", tmp_path / "b.xml")
     assert code == 1 and "FAIL" in out  # the table still goes to stdout
-    # 22 invariants: 12 placement (one hard failure) and the 10 partition-health ones (the describe has no
+    # 25 invariants: 12 placement (one hard failure) and the 13 partition-health ones (the describe has no
     # reassignment in flight: 2 not applicable), 5 not applicable in all
-    assert counts(junit(tmp_path / "a.xml")[0]) == counts(junit(tmp_path / "b.xml")[0]) == (22, 1, 5)
+    assert counts(junit(tmp_path / "a.xml")[0]) == counts(junit(tmp_path / "b.xml")[0]) == (25, 1, 5)
 
 
 USER_ASSIGNORS = '''

@@ -142,7 +142,8 @@ def test_failed_sanity_check_is_a_finding(capsys) -> None:
 
 
 @pytest.mark.parametrize(("old", "new", "at", "fragment"), [
-    ("| offset: 7 CreateTime", "| offset: seven CreateTime", "| offset: 7 ", "not a line of kafka-dump-log"),
+    ("| offset: 7 CreateTime", "| offset: seven CreateTime", "| offset: 7 ", "'offset: seven' is not a number"),
+    ("| offset: 7 CreateTime", "| offset: 7 Time", "| offset: 7 ", "a record line of the 3.0–4.4 layout with 'Time:'"),
     (" offset: 8\n", "\n", "timestamp: ", "expected an index entry"),
     ("Log starting offset: 5\n", "Log starting offset: 6\n", "Dumping broker-1/data/plain-0/00000000000000000005.log",
      "is not the file name's 5"),
@@ -158,13 +159,35 @@ def test_bad_lines_exit_2_naming_file_and_line(capsys, tmp_path: Path, old: str,
     one_error_line(err, f"{bad} line {line}: ", fragment)
 
 
+def test_shallow_and_sanity_only_dumps_are_read(capsys) -> None:
+    """A shallow dump (batch lines only) is checked batch by batch: positions and sizes, and the indexes against the
+    batches (an index entry names a batch's last offset and position). A dump of --index-sanity-check alone carries
+    Kafka's own verdict on each index."""
+    code, out, err = run(capsys, "verify-log", "--json", str(DATA / "plain.shallow.txt"))
+    doc = json.loads(out)
+    assert code == Exit.OK and err == "" and doc["violations"] == []
+    (part,) = doc["partitions"]
+    assert part["records"] == 24 and part["shallow_segments"] == [0, 5, 9, 15, 18, 20]
+    assert part["bytes"] == dirs_size("plain-0") and "log.sizes" in part["checked"]
+    code, out, err = run(capsys, "verify-log", str(DATA / "plain.sanity.txt"))
+    assert code == Exit.OK and "Kafka's index sanity check passed 11 index(es)" in out and "in 0 partition(s)" in out
+
+
+def test_a_shallow_dump_shows_a_batch_out_of_place(capsys, tmp_path: Path) -> None:
+    # segment 5's second batch (offsets 7 and 8) said to start a byte later than the first batch's 79 bytes end
+    bad = corrupt(tmp_path, "plain.shallow.txt", "position: 79 CreateTime: 1795538139508", "position: 80 CreateTime: "
+                  "1795538139508")
+    found = violations(capsys, bad)
+    assert [(v["invariant"], v["segment"], v["offset"]) for v in found] == [("log.sizes", "5", "8")]
+    assert "does not follow the previous batch at 0 of 79 bytes" in found[0]["message"]
+
+
 def test_what_cannot_be_checked_is_refused(capsys, tmp_path: Path) -> None:
-    code, _, err = run(capsys, "verify-log", str(DATA / "plain.shallow.txt"))
+    empty = tmp_path / "empty-index.txt"  # an index that prints nothing (empty, or --verify-index-only), alone
+    empty.write_text("Dumping d/t-0/00000000000000000000.index\n", encoding="utf-8")
+    code, _, err = run(capsys, "verify-log", str(empty))
     assert code == Exit.BAD_INPUT
-    one_error_line(err, "plain.shallow.txt line 1:", "--deep-iteration")
-    code, _, err = run(capsys, "verify-log", str(DATA / "plain.sanity.txt"))  # only passed sanity checks
-    assert code == Exit.BAD_INPUT
-    one_error_line(err, "plain.sanity.txt: no .log segment", "dump the .log files")
+    one_error_line(err, "empty-index.txt: no .log segment", "dump the .log files")
     index_only = tmp_path / "index-only.txt"  # a segment's index entries without the segment
     index_only.write_text("Dumping d/t-0/00000000000000000000.index\noffset: 3 position: 103\n", encoding="utf-8")
     code, _, err = run(capsys, "verify-log", str(index_only))
@@ -233,3 +256,16 @@ def test_live_broker_directory(kafka_cluster, capsys, tmp_path: Path) -> None:
     assert part["records"] == len(sent) and "log-dirs.size" in part["checked"] and len(part["segments"]) >= 3
     view = log_view(partitions([parse_dump(dump.stdout, "dump")])[0])
     assert [(r.key, r.value) for s in view.segments for r in s.records] == sent  # tombstone included, as None
+
+
+def test_stdin(capsys, monkeypatch) -> None:
+    import io
+
+    monkeypatch.setattr("sys.stdin", io.StringIO((DATA / "plain.txt").read_text(encoding="utf-8")))
+    code, out, err = run(capsys, "verify-log", "--json", "-", str(DATA / "log-dirs.txt"))
+    doc = json.loads(out)
+    assert code == Exit.OK and err == "" and doc["inputs"] == ["<stdin>", str(DATA / "log-dirs.txt")]
+    assert [p["partition"] for p in doc["partitions"]] == ["plain-0"] and doc["violations"] == []
+    code, out, err = run(capsys, "verify-log", "-", "-")
+    assert code == Exit.BAD_INPUT and out == ""
+    one_error_line(err, "DUMP: '-' (stdin) given more than once")

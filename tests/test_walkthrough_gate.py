@@ -138,25 +138,29 @@ def test_the_ci_gate_walkthrough_runs_as_written(capsys, tmp_path, monkeypatch):
     assert r[0].returncode == 1, out
     assert "partition legacy-0 spans 1 rack(s), needs 2: a=2" in out
     assert "broker 7 has 0 replicas, 2 below the lower limit 2" in out
-    assert "FAIL: 1 hard and 1 soft violation(s)" in out
+    assert "topic legacy: losing rack a leaves 1 of its 1 partitions (legacy-0)" in out
+    assert "FAIL: 1 hard and 2 soft violation(s)" in out
 
-    # 2. Its JSON report is the baseline: both findings, and the command that wrote it.
+    # 2. Its JSON report is the baseline: the three findings, and the command that wrote it.
     base = json.loads((tmp_path / "baseline.json").read_text())
     assert r[1].returncode == 1 and base["command"] == "verify" and base["exit_status"] == 1
     assert {(v["invariant"], v["where"]) for v in base["violations"]} == {
-        ("placement.rack-diversity", "partition legacy-0"), ("placement.replica-spread", "broker 7")}
+        ("placement.rack-diversity", "partition legacy-0"), ("placement.replica-spread", "broker 7"),
+        ("health.zone-loss", "topic legacy")}
 
     # 3. Against the baseline, the same cluster passes: what was known is shown as suppressed.
     out = flat(r[2].stdout)
     assert r[2].returncode == 0, out
     assert "[suppressed: in the baseline baseline.json]" in out
-    assert "0 fail the gate (--fail-on hard): 0 introduced, 0 unchanged, 0 fixed, 2 suppressed" in out
+    assert "0 fail the gate (--fail-on hard): 0 introduced, 0 changed, 0 unchanged, 0 fixed, 3 suppressed" in out
 
     # 4. ... and a new problem the next day fails it.
     out = flat(r[3].stdout)
     assert r[3].returncode == 1, out
     assert "introduced hard health.under-min-isr partition orders-2" in out
-    assert "1 fail the gate (--fail-on hard): 1 introduced, 0 unchanged, 0 fixed, 2 suppressed" in out
+    assert "introduced soft health.under-replicated partition orders-2" in out
+    assert "introduced soft health.zone-loss topic orders" in out
+    assert "1 fail the gate (--fail-on hard): 3 introduced, 0 changed, 0 unchanged, 0 fixed, 3 suppressed" in out
 
     # 5. Decommissioning broker 6 onto broker 7: the plan fixes broker 7's balance findings and leaves
     #    legacy-0 as it was; by default that known hard finding still fails the gate.
@@ -165,13 +169,13 @@ def test_the_ci_gate_walkthrough_runs_as_written(capsys, tmp_path, monkeypatch):
     assert "unchanged hard placement.rack-diversity partition legacy-0" in out
     assert "fixed soft placement.replica-spread broker 7" in out
     assert "fixed soft placement.leader-spread broker 7" in out
-    assert "1 fail the gate (--fail-on hard): 0 introduced, 1 unchanged, 2 fixed, 0 suppressed" in out
+    assert "1 fail the gate (--fail-on hard): 0 introduced, 0 changed, 1 unchanged, 2 fixed, 0 suppressed" in out
     assert "placement.replica-spread broker 6" not in out  # emptying a leaving broker is no balance violation
 
     # 6. --fail-on new: only what the plan introduces fails it.
     out = flat(r[5].stdout)
     assert r[5].returncode == 0, out
-    assert "0 fail the gate (--fail-on new): 0 introduced, 1 unchanged, 2 fixed, 0 suppressed" in out
+    assert "0 fail the gate (--fail-on new): 0 introduced, 0 changed, 1 unchanged, 2 fixed, 0 suppressed" in out
 
     # 7. A plan that forgets orders-5 leaves a replica on the leaving broker: a hard finding it introduces.
     out = flat(r[6].stdout)
@@ -184,7 +188,7 @@ def test_the_ci_gate_walkthrough_runs_as_written(capsys, tmp_path, monkeypatch):
     assert r[7].returncode == 0, out
     assert "PROPOSED generated.txt: --generate output: Proposed partition reassignment configuration" in out
     assert "Moves (6 partitions" in out and "orders-4 4,5,1 4,7,1 7 5" in out  # 0 and 2 stay as they are
-    assert "0 fail the gate (--fail-on new): 0 introduced, 1 unchanged, 2 fixed, 0 suppressed" in out
+    assert "0 fail the gate (--fail-on new): 0 introduced, 0 changed, 1 unchanged, 2 fixed, 0 suppressed" in out
 
     # 9. In CI: the allowlist names the known finding with its reason, and the JUnit XML has no failure.
     out = flat(r[8].stdout)

@@ -16,9 +16,9 @@ What it does, so the dumps are Kafka's and nothing else:
     cleaner has cleaned `compacted` on broker 1;
   * the cluster stopped cleanly, then `kafka-dump-log.sh` (org.apache.kafka.tools.DumpLogSegments) on broker 1's
     partition folders, run from the cluster's folder so the dumps name files as broker-1/data/<partition>/<file>;
-  * broker 1's plain-0 and compacted-0 files kept in segments/ (a few KB), and dumped again by the tools of
-    3.9.1, 4.0.2 and 4.1.2 (the Scala kafka.tools.DumpLogSegments) into plain.<release>.txt;
-  * two damaged copies of those files dumped by Kafka's tool (`corrupt_dumps`): swapped-index.txt, sanity-failure.txt.
+  * broker 1's plain-0 and compacted-0 files kept in segments/ (a few KB);
+  * two damaged copies of those files dumped by Kafka's tool (`corrupt_dumps`): swapped-index.txt, sanity-failure.txt;
+  * then every release's own tool on the kept files, in every mode (make_releases.py, which writes releases/).
 """
 
 from __future__ import annotations
@@ -35,7 +35,6 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 SEGMENTS = HERE / "segments"  # broker 1's plain-0 and compacted-0 files, as the dumps read them
-OTHER_RELEASES = ("3.9.1", "4.0.2", "4.1.2")  # their tools dump the same segment files (plain.<release>.txt)
 TOPIC_CONFIG = {"segment.ms": "1500", "index.interval.bytes": "64"}
 # What is sent to `plain`, burst by burst (each burst its own segment): (producer, (key, value) records, records per
 # batch). The first record carries HEADERS. A None value is a tombstone.
@@ -56,7 +55,7 @@ COMPACTED: list[list[tuple[str, str | None]]] = (
 
 
 def main(version: str = "4.4.0") -> None:
-    from kafka import KafkaConsumer, KafkaProducer, OffsetAndMetadata, TopicPartition
+    from kafka import KafkaProducer
     from kafka.admin import KafkaAdminClient, NewTopic
 
     from kcheck.cluster import LocalCluster
@@ -105,13 +104,7 @@ def main(version: str = "4.4.0") -> None:
         plain.close()
         gzip.close()
 
-        tp = TopicPartition("plain", 0)
-        consumer = KafkaConsumer(bootstrap_servers=boot, group_id="dump-group", enable_auto_commit=False)
-        consumer.assign([tp])
-        for offset in COMMITS:
-            consumer.commit({tp: OffsetAndMetadata(offset, "", -1)})
-        consumer.close()
-        admin.delete_groups(["dump-group"])
+        commit_then_delete_group(boot, "plain", "dump-group", COMMITS)
         admin.close()
 
         checkpoint = work / "cluster" / "broker-1" / "data" / "cleaner-offset-checkpoint"
@@ -150,8 +143,8 @@ def main(version: str = "4.4.0") -> None:
         offsets = [p for p in sorted(glob.glob("broker-1/data/__consumer_offsets-*/*.log")) if os.path.getsize(p)]
         dump("offsets.txt", offsets, "--offsets-decoder")
         # the segment files themselves, for the other releases' tools (and tests that run them)
-        shutil.rmtree(SEGMENTS, ignore_errors=True)
-        for partition in ("plain-0", "compacted-0"):
+        for partition in ("plain-0", "compacted-0"):  # (make_releases.py keeps its live segments beside them)
+            shutil.rmtree(SEGMENTS / partition, ignore_errors=True)
             (SEGMENTS / partition).mkdir(parents=True)
             for f in files(partition, ".log", ".index", ".timeindex"):
                 shutil.copyfile(f, SEGMENTS / partition / os.path.basename(f))
@@ -159,39 +152,36 @@ def main(version: str = "4.4.0") -> None:
         os.chdir(HERE)
         cluster.stop(remove=False)
         shutil.rmtree(work, ignore_errors=True)
-    for release in OTHER_RELEASES:
-        dump_release(release)
     corrupt_dumps(version)
-    print(f"wrote the dumps of Kafka {version} (and of {', '.join(OTHER_RELEASES)}'s tools) to {HERE}")
+    sys.path.insert(0, str(HERE))
+    import make_releases
+
+    make_releases.dump_all()
+    print(f"wrote the dumps of Kafka {version} (and every release's tool's, releases/) to {HERE}")
+
+
+def commit_then_delete_group(boot: Sequence[str], topic: str, group: str, offsets: Sequence[int]) -> None:
+    """A consumer group commits `offsets` for partition 0 of `topic`, one by one, then is deleted: its commits and then
+    their tombstones land in __consumer_offsets."""
+    from kafka import KafkaConsumer, OffsetAndMetadata, TopicPartition
+    from kafka.admin import KafkaAdminClient
+
+    tp = TopicPartition(topic, 0)
+    consumer = KafkaConsumer(bootstrap_servers=list(boot), group_id=group, enable_auto_commit=False)
+    consumer.assign([tp])
+    for offset in offsets:
+        consumer.commit({tp: OffsetAndMetadata(offset, "", -1)})
+    consumer.close()
+    admin = KafkaAdminClient(bootstrap_servers=list(boot), request_timeout_ms=30_000)
+    admin.delete_groups([group])
+    admin.close()
 
 
 def dump_command(release: str) -> list[str]:
-    """`kafka-dump-log.sh` of a release: the Java tool where the release's jars have it (4.4.0), else the Scala one
-    in kafka_2.13 (4.1.2 and before)."""
-    import zipfile
+    """`kafka-dump-log.sh` of a release, as its script runs it (kcheck.reference.kafka_tools)."""
+    from kcheck.reference import kafka_tools
 
-    from kcheck.reference.kafka_jars import resolve_server
-
-    classpath = resolve_server(release).classpath
-    java = any("org/apache/kafka/tools/DumpLogSegments.class" in zipfile.ZipFile(jar).namelist()
-               for jar in classpath.split(os.pathsep) if os.path.basename(jar).startswith("kafka-tools-"))
-    return ["java", "-cp", classpath, "org.apache.kafka.tools.DumpLogSegments" if java else
-            "kafka.tools.DumpLogSegments"]
-
-
-def dump_release(release: str) -> str:
-    """The kept plain-0 segments dumped by `release`'s tool (--deep-iteration --print-data-log), written to
-    plain.<release>.txt; returns the text. Paths print as plain-0/<file>."""
-    files = [f"plain-0/{f.name}" for f in sorted((SEGMENTS / "plain-0").iterdir())]
-    order = sorted(files, key=lambda f: (f.rsplit("/", 1)[1].split(".")[0], [".log", ".index", ".timeindex"].index(
-        f[f.rfind("."):])))
-    out = subprocess.run([*dump_command(release), "--deep-iteration", "--print-data-log", "--files", ",".join(order)],
-                         capture_output=True, text=True, timeout=120, cwd=SEGMENTS)
-    if out.returncode != 0:
-        raise SystemExit(f"Kafka {release}'s dump tool: {out.stderr[-2000:]}")
-    text = out.stdout + out.stderr
-    (HERE / f"plain.{release}.txt").write_text(text, encoding="utf-8")
-    return text
+    return kafka_tools.command(kafka_tools.resolve_tools(release), "kafka-dump-log", [])
 
 
 def corrupt_dumps(version: str = "4.4.0") -> None:
