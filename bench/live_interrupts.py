@@ -3,7 +3,7 @@
 Each trial runs the command as a user does (`python -m kcheck ...` in a subprocess), waits until it is at its
 work (a cluster folder exists, a Kafka node runs, a campaign's topic is announced, a connection is held), then a
 random 0..MAX seconds more, sends the signal and measures the seconds until the process exits. Every trial must
-exit 130 with one `kcheck: interrupted:` line and leave no process naming its folder; a cluster given with --dir
+exit 130 with one `kcheck: interrupted (...)` line and leave no process naming its folder; a cluster given with --dir
 (started here once, and reused) must have no paused broker after it. Prints per command: trials, exit statuses,
 min / median / max seconds from the signal to the exit.
 
