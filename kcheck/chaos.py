@@ -98,7 +98,7 @@ _LINE = re.compile(r"^\s*(\S+)\s+(\S+)(?:\s+(\S+))?\s*$")
 _SECONDS = re.compile(r"[0-9]{1,9}(?:\.[0-9]{1,6})?")  # ASCII digits only: int() and float() take any script's
 _BROKER = re.compile(r"[0-9]{1,9}")
 # Ceilings, refused before anything starts (also in --help): a campaign of a day at most, 10,000 records a second
-# per producer (this 2-core machine sends about 2,000), an hour to heal, one fault per line of a 1 MiB schedule.
+# per producer, an hour to heal, 10,000 faults in a schedule of at most 1 MiB.
 MAX_SECONDS = 86_400.0
 MAX_RATE = 10_000.0
 MAX_HEAL_SECONDS = 3_600.0
@@ -109,6 +109,7 @@ JAVA_LONG = 2**63
 # Kafka's internal topics (clients' `Topic.isInternal`) and KRaft's metadata log, which the controller refuses to
 # create (`ControllerApis.createTopics`): a campaign never writes to them.
 INTERNAL_TOPICS = ("__consumer_offsets", "__transaction_state", "__share_group_state", "__cluster_metadata")
+
 
 @dataclass(frozen=True)
 class Step:
