@@ -50,6 +50,7 @@ from kcheck.replication_cli import (
 )
 from kcheck.rules_cli import rules_command
 from kcheck.sweep import sweep_command
+from kcheck.verify_group import verify_group_command
 
 
 class _Commands(typer.core.TyperGroup):
@@ -876,7 +877,14 @@ def assign(
     text = sys.stdin.read() if group == "-" else formats.read_text(group)
     if not text.strip():
         raise InputError(source, "is empty")
-    parsed = parse_group(text, source)
+    try:
+        parsed = parse_group(text, source)
+    except InputError:  # another Kafka tool's output: say what it is and which command reads it
+        from kcheck.kafka_outputs import identify
+
+        if (other := identify(text)) is None:
+            raise
+        raise InputError(source, other.hint("a group description JSON")) from None
     if against_kafka is not None:
         return _assign_against_kafka(info.name, parsed, prof)
     try:
@@ -1040,6 +1048,7 @@ app.command("plan")(plan_command)  # kcheck/plan.py: the fewest moves that clear
 app.add_typer(cluster_command, name="cluster")  # kcheck/cluster.py: a real KRaft cluster on 127.0.0.1
 app.command("chaos")(chaos_command)  # kcheck/chaos.py: fault campaigns with history checking
 app.command("verify-log")(verify_log_command)  # kcheck/log_formats.py: kafka-dump-log output checked
+app.command("verify-group")(verify_group_command)  # kcheck/verify_group.py: kafka-consumer-groups --describe output
 app.command("log")(log_command)  # kcheck/log_sim.py: a topic's storage simulated step by step
 app.command("sweep-log")(sweep_log_command)  # kcheck/log_sim.py + spark_check/log_sweep.py: grids of topic x workload
 

@@ -278,6 +278,11 @@ _MIN_ISR_RE = re.compile(r"(?:^|,)\s*min\.insync\.replicas=([0-9]+)\s*(?=,|$)")
 # '[user@host ~]$ ...', 'user@host:~$ ...'), the '==> Describe topic t' banners of Confluent's example
 # scripts, and '...' where a document left lines out.
 _PROMPT_RE = re.compile(r"\s*(?:\$|\[[^\]]*\]\s*[$#]|[\w.-]+@[\w.-]+(?::\S*)?\s*[$#])(?:\s|$)")
+
+
+def is_shell_prompt(line: str) -> bool:
+    """A shell prompt line of a paste ('$ cmd', '[user@host dir]# cmd', 'user@host:~$ cmd'): not a tool's output."""
+    return _PROMPT_RE.match(line) is not None
 _BANNER_RE = re.compile(r"\s*==> ")
 _ELISION_RE = re.compile(r"\s*(?:\.\.\.|…)\s*")
 
@@ -313,6 +318,7 @@ class Describe:
     observers: Mapping[TopicPartition, tuple[int, ...]]  # Confluent observers outside the ISR, left out
     features: frozenset[str]  # layout features seen (keys of _RELEASES_OF, 'confluent', 'elr-values')
     skipped: tuple[tuple[int, str], ...] = ()  # (line, what) not the tool's output: prompts, banners, '...'
+    topic_from_header: tuple[int, ...] = ()  # partition lines without Topic:, read as the header's topic
 
     @property
     def releases(self) -> tuple[str, str] | None:
@@ -390,6 +396,8 @@ class _DescribeReader:
         self.observers: dict[TopicPartition, tuple[int, ...]] = {}
         self.features: set[str] = set()
         self.skipped: list[tuple[int, str]] = []
+        self.header_topic: str | None = None  # the topic of the last header line
+        self.topic_from_header: list[int] = []
 
     def expected(self) -> str:
         """The layout a line was expected in, from the lines read so far."""
@@ -414,6 +422,10 @@ class _DescribeReader:
             self.header(fields, line, n)
 
     def partition(self, fields: dict[str, str], n: int) -> None:
+        if "Topic" not in fields and self.header_topic is not None:
+            # Kafka prints Topic: on every partition line; a paste (or an edited blog post) may have dropped it.
+            fields = {"Topic": self.header_topic, **fields}
+            self.topic_from_header.append(n)
         p, observers = _describe_partition(fields, self.source, n, self.expected)
         if p.tp in self.part_line:
             raise InputError(self.source, f"partition {p.tp} is listed twice (lines {self.part_line[p.tp]} and {n})",
@@ -441,6 +453,7 @@ class _DescribeReader:
         if "Topic" not in fields:
             raise InputError(source, "topic line has no Topic: field", n)
         topic = _topic_name(fields["Topic"], source, n)
+        self.header_topic = topic
         self.headers += 1
         self.features.add("compact-header" if re.match(r"\s*Topic:\S", line) else "spaced-header")
         if "TopicId" in fields:
@@ -466,7 +479,8 @@ class _DescribeReader:
         rf = {t: n for t, n in self.rf.items() if not any(tp.topic == t for tp in self.observers)}
         return Describe(ReplicaAssignment(tuple(self.parts), rf) if check else ReplicaAssignment(()),
                         dict(self.counts), dict(self.min_isr), self.headers, dict(self.leader_text),
-                        dict(self.observers), frozenset(self.features), tuple(self.skipped))
+                        dict(self.observers), frozenset(self.features), tuple(self.skipped),
+                        tuple(self.topic_from_header))
 
 
 def read_describe(text: str, source: str) -> Describe:
@@ -641,8 +655,15 @@ def parse_pasted(text: str, source: str, want: str | None = None) -> tuple[Repli
     kind = _pasted_kind(lines, source)
     if kind is None:
         return parse_plan(text, source), "reassignment JSON" if is_json(text) else "kafka-topics --describe"
-    want = want or DEFAULT_BLOCK[kind]
     pasted = _pasted_blocks(lines, source, kind)
+    assignment, name = _pick_block(kind, want or DEFAULT_BLOCK[kind], pasted, source)
+    if pasted.wrapped:
+        name += f" (its JSON wrapped at {pasted.wrapped} columns by a terminal: read with those line breaks removed)"
+    return assignment, name
+
+
+def _pick_block(kind: str, want: str, pasted: _Pasted, source: str) -> tuple[ReplicaAssignment, str]:
+    """The block `want` names in `kind` output, with the name the report gives it."""
     if kind == "--generate":
         name, other = (_PROPOSED_HEADER, _CURRENT_HEADER) if want == "proposed" else (_CURRENT_HEADER, _PROPOSED_HEADER)
         if name not in pasted.blocks:
@@ -737,6 +758,7 @@ class _Pasted:
     statuses: dict[TopicPartition, tuple[str, int]] = field(default_factory=dict)  # --verify: (state, line)
     elsewhere: dict[TopicPartition, tuple[tuple[int, ...], int]] = field(default_factory=dict)  # replicas now, line
     listed: list[PartitionReplicas] = field(default_factory=list)  # --list
+    wrapped: int | None = None  # the terminal width a JSON block was wrapped at (line breaks removed to read it)
 
 
 def _pasted_blocks(lines: list[str], source: str, kind: str) -> _Pasted:
@@ -768,17 +790,42 @@ def _json_block(lines: list[str], n: int, header: str, source: str, found: _Past
     where = f"{header} block" if header else "reassignment JSON"
     try:
         _, end = json.JSONDecoder().raw_decode(rest, start)
+        text, last = rest[start:end], n + rest[start:end].count("\n")
     except json.JSONDecodeError as e:
-        raise InputError(source, f"invalid JSON in the {where}: {e.msg}", n - 1 + e.lineno, e.colno) from None
+        unwrapped = _unwrapped_json(lines, n)
+        if unwrapped is None:
+            raise InputError(source, f"invalid JSON in the {where}: {e.msg}", n - 1 + e.lineno, e.colno) from None
+        text, last, found.wrapped = unwrapped
     except (ValueError, RecursionError) as e:  # an integer of more than 4300 digits, deep nesting
         raise InputError(source, f"invalid JSON in the {where}: {type(e).__name__}: {e}", n) from None
     if header in found.blocks:
         raise InputError(source, f"a second {where}", n)
     try:
-        found.blocks[header] = parse_reassignment_json(rest[start:end], source)
+        found.blocks[header] = parse_reassignment_json(text, source)
     except InputError as e:
         raise InputError(source, f"{where}: {e.message}", n) from None
-    return n + rest[start:end].count("\n")
+    return last
+
+
+_WRAP_MIN = 40  # narrower lines of equal length are a JSON of short lines, not a terminal's wrapping
+
+
+def _unwrapped_json(lines: list[str], n: int) -> tuple[str, int, int] | None:
+    """kafka-reassign-partitions prints each JSON on one line; a terminal wraps it at its width, and a paste keeps
+    those breaks, even inside a string. Lines of one width (at least _WRAP_MIN) from line n, and the shorter last
+    one, joined without the breaks, when that is one whole JSON: (text, its last line, the width). Else None."""
+    width = len(lines[n - 1])
+    last = n
+    while last < len(lines) and len(lines[last]) == width:
+        last += 1
+    if width < _WRAP_MIN or last == n or last >= len(lines):
+        return None
+    text = "".join(lines[n - 1:last + 1]).strip()
+    try:
+        _, end = json.JSONDecoder().raw_decode(text)
+    except (ValueError, RecursionError):
+        return None
+    return (text, last + 1, width) if end == len(text) else None
 
 
 def _status_line(line: str, n: int, source: str, found: _Pasted, kind: str) -> None:

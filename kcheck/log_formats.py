@@ -49,7 +49,7 @@ from typing import Annotated, Any
 import typer
 
 from kcheck.exit_codes import Exit
-from kcheck.formats import InputError, read_text, shown
+from kcheck.formats import InputError, is_shell_prompt, read_text, shown
 from kcheck.invariants.registry import Report, Severity, Violation, check_all, register
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -182,6 +182,8 @@ _AFTER_HEADERS = re.compile(r"\](?=$| key: | payload: | endTxnMarker: | controlT
 _DIED_RE = re.compile(r"\](?P<exception>Exception in thread .*)")
 _DECODER_VERSION = re.compile(r"Unknown (?:offset|group metadata|transaction) \w* ?(?:schema|message) version")
 _DUMPING_RE = re.compile(r"Dumping (?P<path>.+)")
+# The tool's first line glued to the end of the pasted command line (a paste that lost the line break).
+_GLUED_DUMPING_RE = re.compile(r".*\SDumping (?P<path>\S+\.(?:log|index|timeindex|snapshot|txnindex|deleted|cleaned))")
 _START_RE = re.compile(rf"(?P<header>Log starting offset|Starting offset): (?P<base>{_INT})")
 _OFFSET_ENTRY_RE = re.compile(rf"offset: (?P<a>{_INT}) position: (?P<b>{_INT})")
 _TIME_ENTRY_RE = re.compile(rf"timestamp: (?P<a>{_INT}) offset: (?P<b>{_INT})")
@@ -611,6 +613,9 @@ class _DumpParser:
                 continue
             if (m := _DUMPING_RE.fullmatch(line)) is not None:
                 self.open_file(m["path"])
+            elif is_shell_prompt(line):  # the command of a paste, not the tool's output
+                if (m := _GLUED_DUMPING_RE.fullmatch(line)) is not None:
+                    self.open_file(m["path"])
             elif self.stderr_line(line):
                 continue
             elif self.current is None:

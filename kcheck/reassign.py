@@ -363,20 +363,27 @@ def run_verify_reassignment(current_path: str | None, proposed_path: str, broker
                         "proposed_block": proposed_block, "controller": controller,
                         "kafka_version": "" if release is None else release.version,
                         "moves": str(len(subject.moves)), "fail_on": gs.fail_on})])
-    note = ("brokers derived from CURRENT and PROPOSED (no --brokers-file): rack invariants not applicable"
-            if derived else None)
+    notes = ["brokers derived from CURRENT and PROPOSED (no --brokers-file): rack invariants not applicable"] \
+        if derived else []
+    # A plan that empties a broker is most often a decommission (--generate --broker-list without it): say how to
+    # judge it as one, since balance over every broker counts the emptied one as under-loaded.
+    emptied = sorted(set(current.broker_ids()) - set(target_assignment(subject).broker_ids()) - gs.decommission)
+    if emptied:
+        listed = ",".join(map(str, emptied))
+        notes.append(f"broker(s) {listed} hold no replica after the plan: if they are leaving the cluster, "
+                     f"--decommission {listed} judges balance over the others")
     if json_out:
         print(report.report_json(result, {
             "current": current_source, "proposed": proposed_source, "current_block": current_block,
             "proposed_block": proposed_block, "controller": controller,
             "kafka_version": None if release is None else release.version, "brokers": list(cluster.broker_ids),
             "brokers_derived_from_plan": derived,
-            "decommission": sorted(gs.decommission),
+            "decommission": sorted(gs.decommission), "emptied_brokers": emptied,
             "moves": [_move_json(m, subject) for m in subject.moves],
             **gate.report_json_fields(result, judged, "verify-reassignment")}))
         return code
     out = report.console()
-    if note:
+    for note in notes:
         out.print(f"Note: {note}.", markup=False)
     out.print(f"Read CURRENT {formats.shown(current_source)}: {current_block}; PROPOSED "
               f"{formats.shown(proposed_source)}: {proposed_block}.", markup=False)

@@ -46,8 +46,13 @@ def violations_table(report: Report, title: str) -> Table:
 
 
 def _not_applicable(report: Report) -> str:
-    return (f"; not applicable: {', '.join(f'{k} ({v})' for k, v in report.skipped.items())}"
-            if report.skipped else "")
+    """Invariants that do not apply, those with one reason named together: '(reason): a, b, c'."""
+    by_reason: dict[str, list[str]] = {}
+    for inv, why in report.skipped.items():
+        by_reason.setdefault(why, []).append(inv)
+    parts = [f"{invs[0]} ({why})" if len(invs) == 1 else f"{', '.join(invs)} ({len(invs)}: {why})"
+             for why, invs in by_reason.items()]
+    return f"; not applicable: {'; '.join(parts)}" if parts else ""
 
 
 def report_summary(report: Report) -> str:

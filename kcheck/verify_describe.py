@@ -134,6 +134,10 @@ def notes(v: DescribeView, hs: HealthSubject, report: Report) -> list[str]:
     if d.skipped:
         kinds = ", ".join(f"{kind} line {n}" for n, kind in d.skipped[:4]) + (" ..." if len(d.skipped) > 4 else "")
         out.append(f"Skipped {len(d.skipped)} line(s) that are not kafka-topics output: {kinds}.")
+    if d.topic_from_header:
+        lines = ", ".join(map(str, d.topic_from_header[:4])) + (" ..." if len(d.topic_from_header) > 4 else "")
+        out.append(f"{len(d.topic_from_header)} partition line(s) without Topic: (line {lines}) read as the topic of "
+                   "the header above them; kafka-topics prints Topic: on every partition line.")
     if v.live_brokers is None:
         out.append("--unavailable-partitions also lists a leader on a broker that is not live; a describe does not "
                    "say which brokers are (--bootstrap-server does): only Leader: none/-1 is judged unavailable.")
@@ -213,6 +217,7 @@ def json_fields(v: DescribeView, hs: HealthSubject, report: Report) -> dict[str,
             "filters_matching": _filters_matching(d, hs, report) if d.filter_output else None,
             "observers_left_out": {str(tp): list(b) for tp, b in sorted(d.observers.items())},
             "skipped_lines": [{"line": n, "what": kind} for n, kind in d.skipped],
+            "topic_from_header_lines": list(d.topic_from_header),
             "notes": notes(v, hs, report),
         },
         "survivability": {"topics": [t.as_dict() for t in by_topic(parts)], "partitions": [p.as_dict() for p in parts]},

@@ -45,8 +45,10 @@ TRACE = {"format": 2, "protocol": "current",
          "steps": [{"action": "produce", "broker": 1, "acks": "all"}, {"action": "fetch", "follower": 2}]}
 DUMP = (DATA / "dump" / "plain.txt").read_text()
 LOG_DIRS = (DATA / "dump" / "log-dirs.txt").read_text()
+GROUPS = (DATA / "consumer_groups" / "3.7.2@3.9.1" / "offsets.all.txt").read_text()  # kafka-consumer-groups output
 VALID = {"plan.json": PLAN, "current.txt": CURRENT, "brokers.txt": BROKERS, "group.json": GROUP,
-         "trace.json": json.dumps(TRACE), "dump.txt": DUMP, "topic.properties": "segment.bytes=1048576\n",
+         "trace.json": json.dumps(TRACE), "dump.txt": DUMP, "groups.txt": GROUPS,
+         "topic.properties": "segment.bytes=1048576\n",
          "kc_corpus_inv.py": "raise RuntimeError('imported: kcheck must refuse before loading this module')\n"}
 
 # ---- options: per command, a valid command line and per option its bad values ----------------------------------
@@ -274,6 +276,9 @@ OPTIONS.update({
         "--workload-file": FILES_IN, "--axis": AXES, "--threshold": ["", "x", "nope.axis", "\x1b[31m", LONG],
         "--master": SPARK_MASTERS,
     }),
+    "verify-group": (["verify-group", "groups.txt"], {
+        "--assignor": ["", "nope", "range,uniform", "no_such_module_kcheck:a", *CONTROLS, LONG],
+        "--junit-xml": [*OUTPUTS, "groups.txt"]}),
     "verify-log": (["verify-log", "dump.txt"], {"--junit-xml": [*OUTPUTS, "dump.txt"],
                                                # dump.txt names its folders, so even a good name is refused
                                                "--partition": ["", ".", "..", "a/b", "p\x1b[31m", LONG, "plain-0"]}),
@@ -519,7 +524,20 @@ PROPERTIES_MUTATIONS: dict[str, Any] = {
 }
 
 # Which command reads each format, and where the file goes on its command line.
+GROUPS_MUTATIONS: dict[str, Any] = {  # kafka-consumer-groups --describe output
+    **GENERIC,
+    "truncated-row": GROUPS[: GROUPS.rindex("\n", 0, len(GROUPS) - 1) + 12].encode(),
+    "header-only": GROUPS.split("\n\n")[1].splitlines()[0].encode() + b"\nx\n",
+    "unknown-column": GROUPS.replace("CLIENT-ID", "CLIENT-ID       NEW", 1).encode(),
+    **{f"offset-{n}": GROUPS.replace("orders          0          10 ", f"orders          0          {v} ", 1).encode()
+       for n, v in (("big", "9" * 5000), ("neg", "-2"), ("digit", "\u0661"), ("x", "x"))},
+    "partition-huge": GROUPS.replace("orders          0 ", "orders          2147483648 ", 1).encode(),
+    "topic-esc": GROUPS.replace("archive         orders", "archive         ord\x1b[31m", 1).encode(),
+    "reset-offsets": b"GROUP TOPIC PARTITION NEW-OFFSET\ng t 0 5\n",
+    "describe-instead": CURRENT.encode(),
+}
 READERS: list[tuple[str, dict[str, Any], list[str]]] = [
+    ("groups", GROUPS_MUTATIONS, ["verify-group", "bad.txt"]),
     ("plan", PLAN_MUTATIONS, ["verify", "bad.json"]),
     ("proposed", PLAN_MUTATIONS, ["verify-reassignment", "current.txt", "bad.json"]),
     ("describe", DESCRIBE_MUTATIONS, ["verify", "bad.txt"]),
@@ -563,7 +581,8 @@ EXTRA += LIVE_EXTRA
 # test_every_command_and_option_has_a_case fails on a flag not listed.
 FLAGS: dict[str, list[str]] = {
     "check": ["--json", "--deep"], "place": ["--report"], "verify": ["--json"],
-    "prove": ["--labelled", "--exhaustive", "--json"], "assign": ["--json"], "reassign": ["--all-steps", "--json"],
+    "prove": ["--labelled", "--exhaustive", "--json"], "assign": ["--json"],
+    "verify-group": ["--json"], "reassign": ["--all-steps", "--json"],
     "verify-reassignment": ["--json"], "sweep": ["--resume"],
     "explore": ["--duplicates", "--atomic-fetch", "--json", "--progress", "--quiet"],
     "exhaust": ["--duplicates", "--atomic-fetch", "--abstract", "--symmetry", "--reduce", "--json", "--progress",

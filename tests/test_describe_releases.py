@@ -250,6 +250,24 @@ def test_the_era_is_read_from_the_layout_and_controller_overrides(capsys, tmp_pa
     assert "ISR [2] (1 member) is at min.insync.replicas=1" in v["message"]
 
 
+def test_partition_lines_that_lost_their_topic_column_take_the_header_s(capsys, tmp_path):
+    # A real release's describe with 'Topic: NAME' cut from every partition line, as a pasted blog post can have it:
+    # each line is read as the topic of the header above it, and the report says so.
+    text = (DATA / KRAFT[-1] / "describe.txt").read_text()
+    cut = "".join(line.replace(line.split("Partition:")[0], "\t") if "\tPartition:" in line else line
+                  for line in text.splitlines(keepends=True))
+    assert "Topic: healthy\tPartition" not in cut
+    path = tmp_path / "cut.txt"
+    path.write_text(cut)
+    _, rep = verify_json(capsys, path)
+    whole = tmp_path / "whole.txt"
+    whole.write_text(text)
+    _, before = verify_json(capsys, whole)
+    assert [v["message"] for v in rep["violations"]] == [v["message"] for v in before["violations"]]
+    assert len(rep["describe"]["topic_from_header_lines"]) == len(read_describe(text, "x").assignment.partitions)
+    assert any("without Topic:" in n for n in rep["describe"]["notes"])
+
+
 def test_an_unreadable_line_names_the_layout_expected(capsys, tmp_path):
     path = tmp_path / "bad.txt"
     path.write_text("Topic:foo\tPartitionCount:1\tReplicationFactor:1\tConfigs:\n"

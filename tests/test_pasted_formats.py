@@ -108,3 +108,26 @@ def test_bad_block_option_is_one_line(capsys):
     code, out, err = run(capsys, "verify", GENERATE, "--block", "both")
     assert code == 2
     one_error_line(err, "--block", "'both' is not one of current, proposed")
+
+
+@pytest.mark.parametrize("width", [65, 80, 132])
+def test_json_wrapped_by_a_terminal_is_read_unwrapped(width: int) -> None:
+    # 4.4.0's real --generate output, each one-line JSON cut at the terminal's width as a paste keeps it (even inside
+    # a string): read as the tool printed it, and the block's name says how.
+    real = (Path(__file__).parent / "data" / "reassign" / "4.4.0" / "generate_orders.txt").read_text()
+    wrapped = "".join("\n".join(line[i:i + width] for i in range(0, len(line), width)) + "\n"
+                      if line.startswith("{") else line + "\n" for line in real.splitlines())
+    assert wrapped != real
+    for want in ("current", "proposed"):
+        got, name = parse_pasted(wrapped, "paste", want)
+        expected, plain = parse_pasted(real, "real", want)
+        assert got == expected
+        assert name == (f"{plain} (its JSON wrapped at {width} columns by a terminal: read with those line breaks "
+                        "removed)")
+
+
+def test_a_broken_json_block_is_not_taken_for_a_wrapped_one() -> None:
+    real = (Path(__file__).parent / "data" / "reassign" / "4.4.0" / "generate_orders.txt").read_text()
+    broken = real.replace('"partition":0,', '"partition":0', 1)  # one comma lost: no line width explains it
+    with pytest.raises(InputError, match=r"invalid JSON in the Current partition replica assignment block"):
+        parse_pasted(broken, "paste", "current")

@@ -308,3 +308,18 @@ def test_plan_says_what_it_does_to_each_finding(capsys):
     assert {w.removeprefix("partition ") for w in headroom} == {p for p in moved if p.startswith("events-")}
     fixed = {(f["invariant"], f["where"]) for f in doc["fixed_findings"]}
     assert {("placement.replica-spread", "broker 1"), ("placement.replica-spread", "broker 4")} <= fixed
+
+
+def test_a_plan_that_empties_a_broker_points_at_decommission(capsys, tmp_path) -> None:
+    # Kafka's own --generate with a --broker-list that leaves a broker out (tests/data/reassign: 4.4.0's run with
+    # --broker-list 4 moves every replica onto broker 4): balance over every broker flags the emptied ones, and the
+    # report says how to judge the plan as a decommission instead.
+    path = DATA / "4.4.0" / "generate_events.txt"
+    code, out, _ = run(capsys, "verify-reassignment", str(path), str(path), "--json")
+    doc = json.loads(out)
+    assert doc["emptied_brokers"], doc["emptied_brokers"]
+    listed = ",".join(map(str, doc["emptied_brokers"]))
+    code, out, _ = run(capsys, "verify-reassignment", str(path), str(path))
+    assert f"--decommission {listed} judges balance over the others" in " ".join(out.split())
+    code, out, _ = run(capsys, "verify-reassignment", str(path), str(path), "--decommission", listed)
+    assert "hold no replica after the plan" not in out

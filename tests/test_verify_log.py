@@ -269,3 +269,15 @@ def test_stdin(capsys, monkeypatch) -> None:
     code, out, err = run(capsys, "verify-log", "-", "-")
     assert code == Exit.BAD_INPUT and out == ""
     one_error_line(err, "DUMP: '-' (stdin) given more than once")
+
+
+@pytest.mark.parametrize("glued", [False, True])
+def test_a_pasted_shell_prompt_is_not_the_dump(tmp_path: Path, glued: bool) -> None:
+    # A paste often starts with the command that made it; one that lost a line break has the tool's first line
+    # glued to the command. Either way the dump reads as the tool printed it.
+    real = (DATA / "releases" / "deep-data" / "3.8.1.txt").read_text()
+    first, rest = real.split("\n", 1)
+    assert first.startswith("Dumping ")
+    command = "[root@host kafka_2.13-3.8.1]# bin/kafka-dump-log.sh --deep-iteration --print-data-log --files x"
+    pasted = command + first + "\n" + rest if glued else f"{command}\n{real}"
+    assert log_view(partitions([parse_dump(pasted, "paste")])[0]) == log_view(partitions([parse_dump(real, "real")])[0])
