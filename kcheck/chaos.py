@@ -40,20 +40,24 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import os
 import random
 import re
+import signal
+import stat
 import sys
+import tempfile
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import asdict, dataclass, field
-from pathlib import Path
 from typing import Annotated, Any
 
 import typer
 from rich.markup import escape
 from rich.table import Table
 
+from kcheck import interrupts
 from kcheck.chaos_history import (
     CHECKS,
     Ack,
@@ -70,7 +74,7 @@ from kcheck.chaos_history import (
 )
 from kcheck.cluster import DEFAULT_VERSION, HOST, ClusterError, LocalCluster
 from kcheck.exit_codes import Exit
-from kcheck.formats import InputError, read_text
+from kcheck.formats import InputError, read_text, topic_problem
 
 FAULT_KINDS = ("kill", "lossy-kill", "pause", "restart", "shutdown", "start", "elect-preferred", "elect-unclean",
                "reassign")
@@ -90,7 +94,21 @@ CAMPAIGN_BROKER_CONFIG: dict[str, str] = {
     # a follower notices a dead leader's socket within 5 s instead of 30 s
     "replica.socket.timeout.ms": "5000",
 }
-_LINE = re.compile(r"^\s*([0-9]+(?:\.[0-9]+)?)\s+(\S+)(?:\s+(\S+))?\s*$")
+_LINE = re.compile(r"^\s*(\S+)\s+(\S+)(?:\s+(\S+))?\s*$")
+_SECONDS = re.compile(r"[0-9]{1,9}(?:\.[0-9]{1,6})?")  # ASCII digits only: int() and float() take any script's
+_BROKER = re.compile(r"[0-9]{1,9}")
+# Ceilings, refused before anything starts (also in --help): a campaign of a day at most, 10,000 records a second
+# per producer, an hour to heal, 10,000 faults in a schedule of at most 1 MiB.
+MAX_SECONDS = 86_400.0
+MAX_RATE = 10_000.0
+MAX_HEAL_SECONDS = 3_600.0
+MAX_PARTITIONS = 1_000
+MAX_SCHEDULE_BYTES = 1 << 20
+MAX_SCHEDULE_STEPS = 10_000
+JAVA_LONG = 2**63
+# Kafka's internal topics (clients' `Topic.isInternal`) and KRaft's metadata log, which the controller refuses to
+# create (`ControllerApis.createTopics`): a campaign never writes to them.
+INTERNAL_TOPICS = ("__consumer_offsets", "__transaction_state", "__share_group_state", "__cluster_metadata")
 
 
 @dataclass(frozen=True)
@@ -137,31 +155,60 @@ def parse_schedule(text: str, source: str) -> list[Step]:
         line = raw.split("#", 1)[0]
         if not line.strip():
             continue
-        m = _LINE.match(line)
-        if m is None:
-            raise InputError(f"{source}:{n}", f"not `SECONDS KIND [BROKER|leader|follower]`: {line.strip()!r}")
-        t, kind, target = float(m.group(1)), m.group(2), m.group(3)
-        if kind not in SCHEDULE_KINDS:
-            raise InputError(f"{source}:{n}", f"{kind!r} is not a fault kind ({', '.join(SCHEDULE_KINDS)})")
-        if target is not None:
-            if kind in TOPIC_KINDS:
-                raise InputError(f"{source}:{n}", f"{kind} takes no target (it acts on the topic), got {target!r}")
-            if target not in ("leader", "follower") and not target.isdigit():
-                raise InputError(f"{source}:{n}", f"target {target!r} is not a broker id, leader or follower")
-            if kind in ("start", "resume") and not target.isdigit():
-                raise InputError(f"{source}:{n}", f"{kind} takes a broker id or nothing (every "
-                                 f"{'stopped' if kind == 'start' else 'paused'} broker), got {target!r}")
-        if steps and t < steps[-1].t:
-            raise InputError(f"{source}:{n}", f"{t:g} s comes before the previous line's {steps[-1].t:g} s")
-        steps.append(Step(t, kind, target, n))
+        if len(steps) == MAX_SCHEDULE_STEPS:
+            raise InputError(f"{source}:{n}", f"more than {MAX_SCHEDULE_STEPS:,} faults in one schedule")
+        step = _step(line, f"{source}:{n}", n)
+        if steps and step.t < steps[-1].t:
+            raise InputError(f"{source}:{n}", f"{step.t:g} s comes before the previous line's {steps[-1].t:g} s")
+        steps.append(step)
     if not steps:
         raise InputError(source, "no fault in the schedule")
     return steps
 
 
+def _step(line: str, where: str, n: int) -> Step:
+    m = _LINE.match(line)
+    if m is None:
+        raise InputError(where, f"not `SECONDS KIND [BROKER|leader|follower]`: {line.strip()!r}")
+    seconds, kind, target = m.groups()
+    if not _SECONDS.fullmatch(seconds) or float(seconds) > MAX_SECONDS:
+        raise InputError(where, f"{seconds[:40]!r} is not a number of seconds from 0 to {MAX_SECONDS:,.0f} (ASCII "
+                                "digits, at most 6 decimals)")
+    if kind not in SCHEDULE_KINDS:
+        raise InputError(where, f"{kind[:60]!r} is not a fault kind ({', '.join(SCHEDULE_KINDS)})")
+    if target is not None:
+        if kind in TOPIC_KINDS:
+            raise InputError(where, f"{kind} takes no target (it acts on the topic), got {target[:40]!r}")
+        if target not in ("leader", "follower") and not _BROKER.fullmatch(target):
+            raise InputError(where, f"target {target[:40]!r} is not a broker id, leader or follower")
+        if kind in ("start", "resume") and not _BROKER.fullmatch(target):
+            raise InputError(where, f"{kind} takes a broker id or nothing (every "
+                                    f"{'stopped' if kind == 'start' else 'paused'} broker), got {target!r}")
+    return Step(float(seconds), kind, target, n)
+
+
+def read_schedule(path: str) -> list[Step]:
+    """`--schedule FILE`: a regular file (or a pipe) of at most MAX_SCHEDULE_BYTES, parsed."""
+    with contextlib.suppress(OSError):
+        st = os.stat(path)
+        if stat.S_ISREG(st.st_mode) and st.st_size > MAX_SCHEDULE_BYTES:
+            raise InputError(path, f"is {st.st_size:,} bytes; a schedule holds at most {MAX_SCHEDULE_BYTES:,}")
+    return parse_schedule(read_text(path), path)
+
+
+def check_topic(name: str) -> str:
+    """`--topic`: a name Kafka accepts for a topic a client creates (not one of Kafka's internal topics)."""
+    problem = topic_problem(name)
+    if problem is not None:
+        raise InputError("--topic", problem)
+    if name in INTERNAL_TOPICS:
+        raise InputError("--topic", f"{name} is one of Kafka's internal topics; a campaign creates its own topic")
+    return name
+
+
 def check_schedule_brokers(steps: Sequence[Step], brokers: Sequence[int], source: str) -> None:
     for s in steps:
-        if s.target is not None and s.target.isdigit() and int(s.target) not in brokers:
+        if s.target is not None and _BROKER.fullmatch(s.target) and int(s.target) not in brokers:
             raise InputError(f"{source}:{s.line}", f"broker {s.target} is not in the cluster "
                              f"(brokers {', '.join(map(str, brokers))})")
 
@@ -242,6 +289,9 @@ class Campaign:
         self._states_at = 0.0
         self.errors: list[str] = []
         self.lag = 0.0  # seconds the schedule ran late in all
+        self.running_before: set[int] = set()  # the brokers that ran when the campaign began
+        self.threads: list[threading.Thread] = []
+        self.producers: list[Any] = []
 
     # -- the cluster ---------------------------------------------------------------------------------------
 
@@ -327,6 +377,7 @@ class Campaign:
         except KafkaError as e:
             self.errors.append(f"the acks={acks} producer did not start: {e}")
             return
+        self.producers.append(producer)
         n = 0
         interval = 1.0 / self.s.rate
         next_at = time.monotonic()
@@ -424,6 +475,7 @@ class Campaign:
             consumer.seek_to_beginning(*parts)
             deadline = time.monotonic() + timeout_s
             while any(consumer.position(tp) < ends[tp] for tp in parts) and time.monotonic() < deadline:
+                interrupts.check()
                 with contextlib.suppress(KafkaError):
                     for tp, records in consumer.poll(timeout_ms=500).items():
                         t = h.now()
@@ -451,7 +503,7 @@ class Campaign:
     def _target(self, step: Step) -> int | str:
         """The broker a step hits, resolved now; or a reason it cannot fire."""
         up = self._answering()
-        if step.target is not None and step.target.isdigit():
+        if step.target is not None and _BROKER.fullmatch(step.target):
             b = int(step.target)
             return b if b in up else f"broker {b} is not running (or is paused)"
         if step.target in ("leader", "follower"):
@@ -584,53 +636,106 @@ class Campaign:
     # -- the whole campaign --------------------------------------------------------------------------------
 
     def run(self) -> Outcome:
+        """The campaign, healed and checked. On an interrupt (Ctrl-C, SIGTERM: kcheck.interrupts) it stops at once,
+        neither healing nor reading: the caller runs `abort()`."""
         with quiet_clients():
             began = time.monotonic()
+            self.running_before = {b for b in self.cluster.brokers if self.cluster.is_running(b)}
             self.create_topic()
             self.history = History()
             threads = [threading.Thread(target=self._consume, name="chaos-consumer", daemon=True),
                        *(threading.Thread(target=self._produce, args=(a,), name=f"chaos-acks-{a}", daemon=True)
                          for a in ("all", "1"))]
+            self.threads = threads
             for th in threads:
                 th.start()
             try:
-                lag = 0.0  # a step that ran late (a restart waits until the broker is unfenced) delays the rest
-                for step in self.schedule:
-                    wait = step.t + lag - (time.monotonic() - self.history.began)
-                    if wait > 0:
-                        time.sleep(wait)
-                    else:
-                        lag -= wait
-                    self.apply(step)
-                self.lag = lag
-                rest = self.s.duration + lag - (time.monotonic() - self.history.began)
-                if rest > 0:
-                    time.sleep(rest)
-            finally:
-                self.stop_producing.set()
-                heal_began = time.monotonic()
-                healed = self.heal()
-                heal_seconds = time.monotonic() - heal_began
-                for th in threads[1:]:
-                    th.join(40)
-            ends: dict[int, int] = {}
-            with contextlib.suppress(Exception):
-                from kafka import KafkaConsumer, TopicPartition
-
-                c = KafkaConsumer(bootstrap_servers=self.live_bootstrap().split(","), request_timeout_ms=15_000)
-                try:
-                    ends = {tp.partition: off for tp, off in c.end_offsets(
-                        [TopicPartition(self.s.topic, p) for p in range(self.s.partitions)]).items()}
-                finally:
-                    c.close()
-            deadline = time.monotonic() + 20
-            while ends and not self.consumer_caught_up(ends) and time.monotonic() < deadline:
-                time.sleep(0.3)
+                self._follow_schedule()
+            except BaseException as e:
+                if not interrupts.by_interrupt(e):  # a failure: heal what the faults did
+                    self.stop_producing.set()
+                    self.heal()
+                raise
+            self.stop_producing.set()
+            heal_began = time.monotonic()
+            healed = self.heal()
+            heal_seconds = time.monotonic() - heal_began
+            for th in threads[1:]:
+                th.join(40)
+            self._catch_up()
             self.stop_consuming.set()
             threads[0].join(20)
             self.final_read()
             verdict = check(self.history, healed=healed)
             return Outcome(self.s, self.schedule, self.history, verdict, time.monotonic() - began, heal_seconds)
+
+    def _follow_schedule(self) -> None:
+        lag = 0.0  # a step that ran late (a restart waits until the broker is unfenced) delays the rest
+        for step in self.schedule:
+            wait = step.t + lag - (time.monotonic() - self.history.began)
+            if wait > 0:
+                time.sleep(wait)
+            else:
+                lag -= wait
+            self.apply(step)
+            interrupts.check()  # a fault's Kafka client may have swallowed a Ctrl-C
+        self.lag = lag
+        rest = self.s.duration + lag - (time.monotonic() - self.history.began)
+        if rest > 0:
+            time.sleep(rest)
+
+    def _catch_up(self) -> None:
+        """Give the consumer up to 20 s to read to the end offsets of the healed topic."""
+        ends: dict[int, int] = {}
+        with contextlib.suppress(Exception):
+            from kafka import KafkaConsumer, TopicPartition
+
+            c = KafkaConsumer(bootstrap_servers=self.live_bootstrap().split(","), request_timeout_ms=15_000)
+            try:
+                ends = {tp.partition: off for tp, off in c.end_offsets(
+                    [TopicPartition(self.s.topic, p) for p in range(self.s.partitions)]).items()}
+            finally:
+                c.close()
+        deadline = time.monotonic() + 20
+        while ends and not self.consumer_caught_up(ends) and time.monotonic() < deadline:
+            interrupts.check()
+            time.sleep(0.3)
+
+    def abort(self, restart: bool) -> list[str]:
+        """After an interrupt, at once: the clients stop, every broker the campaign paused is resumed and, with
+        `restart` (a cluster it did not start), every broker it stopped is started again without waiting for it.
+        What it did, for the one line."""
+        self.stop_producing.set()
+        self.stop_consuming.set()
+        logging.getLogger("kafka").setLevel(logging.CRITICAL)  # the clients' last words are not for the terminal
+        logging.getLogger("kafka").propagate = False
+        done = []
+        resumed = [b for b in sorted(self.paused) if self._resume_now(b)]
+        self.paused.clear()
+        if resumed:
+            done.append(f"resumed broker(s) {', '.join(map(str, resumed))}")
+        if restart:
+            stopped = sorted(b for b in self.running_before if not self.cluster.is_running(b))
+            for b in stopped:
+                with contextlib.suppress(ClusterError, OSError):
+                    self.cluster.launch(b)
+            if stopped:
+                done.append(f"started broker(s) {', '.join(map(str, stopped))} again")
+        for producer in self.producers:  # kafka-python's own close at exit would wait on a paused leader, then raise
+            with contextlib.suppress(Exception):
+                producer._unregister_cleanup()
+        until = time.monotonic() + 0.3  # the clients a moment to stop; kcheck's end does not wait for them
+        for th in self.threads:
+            th.join(max(0.0, until - time.monotonic()))
+        return done
+
+    def _resume_now(self, broker: int) -> bool:
+        pid = self.cluster.pid_of(broker)
+        if pid is None:
+            return False
+        with contextlib.suppress(OSError):
+            os.kill(pid, signal.SIGCONT)
+        return True
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -678,37 +783,139 @@ def print_outcome(o: Outcome, out: Any) -> None:
 # kcheck chaos
 
 
-def _positive(option: str, value: float, low: float, high: float) -> None:
-    if not low <= value <= high:
-        raise InputError(option, f"{value:g} is outside {low:g}..{high:g}")
+def _within(option: str, value: float, low: float, high: float) -> None:
+    if not low <= value <= high:  # NaN is never within
+        raise InputError(option, f"{value:g} is outside {low:g}..{high:,g}")
+
+
+def check_output(path: str, option: str, inputs: Sequence[str | None] = ()) -> str:
+    """A new file to write at the end (`--json FILE`), checked before anything starts: its folder exists and takes
+    a file (created and deleted now: the one test that holds for root, /proc and read-only mounts), it is not one of
+    the command's inputs, and nothing is there yet (kcheck does not overwrite). The absolute path."""
+    from kcheck.junit import output_path
+
+    target = output_path(path, option, inputs)
+    if os.path.lexists(path):
+        raise InputError(option, f"{path} exists; kcheck does not overwrite it (give a new file)")
+    folder = os.path.dirname(target)
+    try:
+        fd, probe = tempfile.mkstemp(prefix=".kcheck-probe-", dir=folder)
+    except OSError as e:
+        raise InputError(option, f"cannot write a file in {folder}: {e.strerror or e}") from None
+    os.close(fd)
+    os.unlink(probe)
+    return target
+
+
+def write_new(path: str, option: str, text: str) -> None:
+    """Write `path` whole or not at all: a temporary file beside it, linked to its name (which fails if a file
+    appeared there meanwhile: never overwritten), then unlinked; an interrupt leaves nothing."""
+    fd, tmp = tempfile.mkstemp(prefix=f".{os.path.basename(path)}.", suffix=".tmp", dir=os.path.dirname(path))
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(text)
+            f.flush()
+            os.fsync(f.fileno())
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(tmp, 0o666 & ~umask)
+        try:
+            os.link(tmp, path)
+        except FileExistsError:
+            raise InputError(option, f"{path} exists; kcheck does not overwrite it (give a new file)") from None
+    finally:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+
+
+@dataclass
+class _Plan:
+    """Everything `kcheck chaos` checked before it starts: the campaign, where it runs, where the JSON goes."""
+
+    settings: Settings
+    steps: list[Step]
+    cluster: LocalCluster
+    own: bool
+    json_path: str | None
+    campaign: Campaign | None = None
+
+
+def _prepare(kafka_version: str | None, brokers: int | None, partitions: int, replication_factor: int,
+             min_insync_replicas: int, unclean: bool, duration: float, seed: int, faults: str | None,
+             schedule: str | None, rate: float, topic: str | None, heal_timeout: float, json_out: str | None,
+             directory: str | None) -> _Plan:
+    """Every option, file and the cluster folder, checked before any process or connection (one line, exit 2)."""
+    from kcheck.cluster import MAX_BROKERS, release_option
+
+    version = release_option(kafka_version) if kafka_version is not None else None
+    if directory is not None and brokers is not None:
+        raise InputError("--brokers", "applies to a cluster kcheck starts, not with --dir")
+    if brokers is not None:
+        _within("--brokers", brokers, 1, MAX_BROKERS)
+    _within("--duration", duration, 1, MAX_SECONDS)
+    _within("--rate", rate, 0.1, MAX_RATE)
+    _within("--heal-timeout", heal_timeout, 1, MAX_HEAL_SECONDS)
+    _within("--partitions", partitions, 1, MAX_PARTITIONS)
+    _within("--replication-factor", replication_factor, 1, MAX_BROKERS)
+    _within("--min-insync-replicas", min_insync_replicas, 1, replication_factor)
+    _within("--seed", seed, -JAVA_LONG, JAVA_LONG - 1)
+    name = check_topic(topic) if topic is not None else f"kcheck-chaos-{int(time.time())}-{seed}"
+    if schedule == "":
+        raise InputError("--schedule", "empty; give a schedule file")
+    if schedule is not None and faults is not None:
+        raise InputError("--faults", "applies only to a random schedule, not with --schedule")
+    kinds = parse_faults(faults) if faults is not None else DEFAULT_FAULTS
+    json_path = check_output(json_out, "--json", [schedule]) if json_out is not None else None
+    steps = read_schedule(schedule) if schedule is not None else random_schedule(seed, duration, kinds)
+    if directory is not None:
+        cluster = LocalCluster.attach(directory)
+        if version is not None and version != cluster.version:
+            raise InputError("--kafka-version", f"{version}, but the cluster in --dir runs Kafka {cluster.version}")
+    else:
+        cluster = LocalCluster(version or DEFAULT_VERSION, brokers or 3, config=CAMPAIGN_BROKER_CONFIG)
+    broker_ids = cluster.brokers if directory is not None else tuple(range(1, cluster.broker_count + 1))
+    if replication_factor > len(broker_ids):
+        raise InputError("--replication-factor", f"{replication_factor} is above the cluster's {len(broker_ids)} "
+                         "broker(s)")
+    check_schedule_brokers(steps, broker_ids, schedule or "--seed")
+    settings = Settings(name, partitions, replication_factor, min_insync_replicas, unclean, duration, rate, seed,
+                        kinds, heal_timeout)
+    return _Plan(settings, steps, cluster, directory is None, json_path)
 
 
 def chaos_command(
-    kafka_version: Annotated[str, typer.Option(help="The Kafka release of a cluster kcheck starts.")] = DEFAULT_VERSION,
-    brokers: Annotated[int, typer.Option(help="Brokers of a cluster kcheck starts.")] = 3,
-    partitions: Annotated[int, typer.Option(help="Partitions of the campaign's topic.")] = 3,
-    replication_factor: Annotated[int, typer.Option(help="The topic's replication factor.")] = 3,
-    min_insync_replicas: Annotated[int, typer.Option(help="The topic's min.insync.replicas.")] = 2,
+    kafka_version: Annotated[str | None, typer.Option(
+        help=f"The Kafka release of a cluster kcheck starts (default {DEFAULT_VERSION}; with --dir: the cluster's).")]
+        = None,
+    brokers: Annotated[int | None, typer.Option(help="Brokers of a cluster kcheck starts, 1..64 (default 3).")] = None,
+    partitions: Annotated[int, typer.Option(
+        help=f"Partitions of the campaign's topic, 1..{MAX_PARTITIONS:,}.")] = 3,
+    replication_factor: Annotated[int, typer.Option(help="The topic's replication factor (at most the brokers).")]
+        = 3,
+    min_insync_replicas: Annotated[int, typer.Option(help="The topic's min.insync.replicas (1..RF).")] = 2,
     unclean_leader_election: Annotated[bool, typer.Option(
         "--unclean-leader-election/--no-unclean-leader-election",
         help="The topic's unclean.leader.election.enable (the 2013 settings: on, with --min-insync-replicas 1).")]
         = False,
-    duration: Annotated[float, typer.Option(help="Seconds of producing and faults (a schedule may run longer).")]
-        = 30.0,
-    seed: Annotated[int, typer.Option(help="Seed of the random schedule and of every random choice.")] = 0,
+    duration: Annotated[float, typer.Option(
+        help=f"Seconds of producing and faults, 1..{MAX_SECONDS:,.0f} (a schedule may run longer).")] = 30.0,
+    seed: Annotated[int, typer.Option(help="Seed of the random schedule and of every random choice (a Java long).")]
+        = 0,
     faults: Annotated[str | None, typer.Option(
         help="Fault kinds a random schedule draws from, comma-separated (default: every kind but lossy-kill: "
              + ",".join(DEFAULT_FAULTS) + ").")] = None,
     schedule: Annotated[str | None, typer.Option(
-        metavar="FILE", help="Faults from a file, one a line: SECONDS KIND [BROKER|leader|follower]; # comments.")]
-        = None,
-    rate: Annotated[float, typer.Option(help="Records a second sent by each producer (acks=all and acks=1).")]
-        = 50.0,
-    topic: Annotated[str | None, typer.Option(help="The topic to create (default kcheck-chaos-<time>).")] = None,
-    heal_timeout: Annotated[float, typer.Option(help="Seconds to wait for every replica back in the ISR.")] = 90.0,
+        metavar="FILE", help=f"Faults from a file, one a line: SECONDS KIND [BROKER|leader|follower]; # comments. At "
+                             f"most {MAX_SCHEDULE_STEPS:,} faults, times 0..{MAX_SECONDS:,.0f} s.")] = None,
+    rate: Annotated[float, typer.Option(
+        help=f"Records a second sent by each producer (acks=all and acks=1), 0.1..{MAX_RATE:,.0f}.")] = 50.0,
+    topic: Annotated[str | None, typer.Option(
+        help="The topic to create (default kcheck-chaos-<time>-<seed>); not one of Kafka's internal topics.")] = None,
+    heal_timeout: Annotated[float, typer.Option(
+        help=f"Seconds to wait for every replica back in the ISR, 1..{MAX_HEAL_SECONDS:,.0f}.")] = 90.0,
     json_out: Annotated[str | None, typer.Option(
-        "--json", metavar="FILE", help="Write settings, verdict and the whole history as JSON to FILE (new file).")]
-        = None,
+        "--json", metavar="FILE", help="Write settings, verdict and the whole history as JSON to FILE (a new file, "
+                                       "written whole at the end).")] = None,
     directory: Annotated[str | None, typer.Option(
         "--dir", help="Run on the cluster `kcheck cluster up --dir DIR` started (left running and healed) instead "
                       "of starting one.")] = None,
@@ -721,59 +928,52 @@ def chaos_command(
     kcheck starts itself gets these broker settings, Kafka's semantics on a campaign's time scale:
     replica.lag.time.max.ms=3000 (a stalled follower leaves the ISR in 3 s, not 30 s), broker.heartbeat.interval.ms=500
     (restarted brokers unfenced sooner), replica.socket.timeout.ms=5000 (followers give up on a dead leader sooner).
-    Exit 0 clean, 1 a violation, 2 bad input, 4 the cluster never healed."""
-    _positive("--duration", duration, 1, 86_400)
-    _positive("--rate", rate, 0.1, 10_000)
-    _positive("--heal-timeout", heal_timeout, 1, 3_600)
-    _positive("--partitions", partitions, 1, 1000)
-    _positive("--replication-factor", replication_factor, 1, 64)
-    _positive("--min-insync-replicas", min_insync_replicas, 1, replication_factor)
-    if json_out is not None and Path(json_out).exists():
-        raise InputError("--json", f"{json_out} exists; kcheck does not overwrite it (give a new file)")
-    if schedule is not None and faults is not None:
-        raise InputError("--faults", "applies only to a random schedule, not with --schedule")
-    kinds = parse_faults(faults) if faults is not None else DEFAULT_FAULTS
-    steps = parse_schedule(read_text(schedule), schedule) if schedule is not None else \
-        random_schedule(seed, duration, kinds)
-    name = topic or f"kcheck-chaos-{int(time.time())}-{seed}"
-    settings = Settings(name, partitions, replication_factor, min_insync_replicas, unclean_leader_election, duration,
-                        rate, seed, kinds, heal_timeout)
-    err = lambda text: print(text, file=sys.stderr)  # noqa: E731
-    if directory is not None:
-        cluster = LocalCluster.attach(directory)
-        own = False
-    else:
-        cluster = LocalCluster(kafka_version, brokers, config=CAMPAIGN_BROKER_CONFIG)
-        own = True
-    broker_ids = tuple(range(1, brokers + 1)) if own else cluster.brokers
-    if replication_factor > len(broker_ids):
-        raise InputError("--replication-factor", f"{replication_factor} is above the cluster's {len(broker_ids)} "
-                         "broker(s)")
-    check_schedule_brokers(steps, broker_ids, schedule or "--seed")
-    info: dict[str, Any] = {"version": cluster.version, "attached": not own}
+    Ctrl-C or SIGTERM: the faults stop, paused brokers are resumed, a cluster kcheck started is stopped, no --json
+    file is written, exit 130. Exit 0 clean, 1 a violation, 2 bad input, 4 the cluster never healed."""
+    plan = _prepare(kafka_version, brokers, partitions, replication_factor, min_insync_replicas,
+                    unclean_leader_election, duration, seed, faults, schedule, rate, topic, heal_timeout, json_out,
+                    directory)
     try:
-        if own:
-            err(f"kcheck chaos: starting Kafka {kafka_version} ({brokers} brokers) with "
+        return _campaign(plan)
+    except BaseException as e:
+        if not interrupts.by_interrupt(e):  # (the Kafka client turns an interrupt into a time-out of its own)
+            raise
+        with interrupts.shielded():  # undone before kcheck's one line (cli.main), which says what was
+            for done in plan.campaign.abort(restart=not plan.own) if plan.campaign is not None else ():
+                interrupts.note(done)
+            if plan.own and plan.cluster._dir is not None:
+                plan.cluster.stop(kill=True)
+                interrupts.note("stopped the cluster it started and removed its folder")
+        raise
+
+
+def _campaign(plan: _Plan) -> int:
+    s, cluster = plan.settings, plan.cluster
+    err = lambda text: print(text, file=sys.stderr)  # noqa: E731
+    info: dict[str, Any] = {"version": cluster.version, "attached": not plan.own}
+    try:
+        if plan.own:
+            err(f"kcheck chaos: starting Kafka {cluster.version} ({cluster.broker_count} brokers) with "
                 + ", ".join(f"{k}={v}" for k, v in CAMPAIGN_BROKER_CONFIG.items()))
             cluster.start()
             info["start_seconds"] = round(cluster.started_in_s, 1)
             err(f"kcheck chaos: cluster up in {cluster.started_in_s:.1f} s at {cluster.bootstrap}")
-        err(f"kcheck chaos: topic {name}; {len(steps)} scheduled fault(s); {duration:g} s")
-        outcome = Campaign(cluster, settings, steps, say=lambda s: err(f"  {s}")).run()
-    finally:
-        if own and cluster._state is not None:
-            info["stop_seconds"] = round(cluster.stop(), 1)
+        err(f"kcheck chaos: topic {s.topic}; {len(plan.steps)} scheduled fault(s); {s.duration:g} s")
+        plan.campaign = Campaign(cluster, s, plan.steps, say=lambda line: err(f"  {line}"))
+        outcome = plan.campaign.run()
+    except BaseException as e:
+        if plan.own and cluster._state is not None and not interrupts.by_interrupt(e):
+            cluster.stop()
+        raise
+    if plan.own:
+        info["stop_seconds"] = round(cluster.stop(), 1)
     outcome.cluster = info
-    if json_out is not None:
-        try:
-            with open(json_out, "x", encoding="utf-8") as f:
-                f.write(outcome.document())
-        except FileExistsError:
-            raise InputError("--json", f"{json_out} exists; kcheck does not overwrite it (give a new file)") from None
+    if plan.json_path is not None:
+        write_new(plan.json_path, "--json", outcome.document())
     from kcheck.report import console
 
     print_outcome(outcome, console())
-    if own:
+    if plan.own:
         err(f"kcheck chaos: cluster started in {info.get('start_seconds')} s, stopped in {info.get('stop_seconds')} s")
     return int(outcome.exit_code)
 

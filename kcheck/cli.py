@@ -613,6 +613,14 @@ def verify(
     junit_path = (junit.output_path(junit_xml, "--junit-xml", [plan, brokers_file, baseline, allowlist,
                                                                command_config])
                   if junit_xml is not None else None)
+    if controller is not None and controller not in CONTROLLERS:
+        raise InputError("--controller", f"'{controller}' is not one of {', '.join(CONTROLLERS)}")
+    if block is not None and block not in formats.PASTED_WANTS:
+        raise InputError("--block", f"'{formats.shown(block, 40)}' is not one of {', '.join(formats.PASTED_WANTS)}")
+    if min_insync_replicas is not None:
+        _bounded("--min-insync-replicas", min_insync_replicas, 1, INT32_MAX)
+    # Every input is checked before a live cluster is asked (which may take seconds): the brokers file too.
+    given_cluster = formats.parse_brokers(formats.read_text(brokers_file), brokers_file) if brokers_file else None
     live = read_live(bootstrap_server, command_config)
     if live is not None:  # the live cluster as kafka-topics --describe would print it: one parser, one set of checks
         source, text = live.source, live.describe_text
@@ -624,19 +632,13 @@ def verify(
         text = sys.stdin.read() if plan == "-" else formats.read_text(plan)
         if not text.strip():
             raise InputError(source, "is empty")
-    if controller is not None and controller not in CONTROLLERS:
-        raise InputError("--controller", f"'{controller}' is not one of {', '.join(CONTROLLERS)}")
-    if block is not None and block not in formats.PASTED_WANTS:
-        raise InputError("--block", f"'{formats.shown(block, 40)}' is not one of {', '.join(formats.PASTED_WANTS)}")
-    if min_insync_replicas is not None:
-        _bounded("--min-insync-replicas", min_insync_replicas, 1, INT32_MAX)
     try:
         assignment, block_used = formats.parse_pasted(text, source, block)
     except formats.BlockRefused as e:
         raise InputError(e.source, f"{e.message}; --block {e.other} reads {e.what}", e.line) from None
     described = verify_describe.view(text, source, block_used, controller, live)
-    if brokers_file:
-        cluster = formats.parse_brokers(formats.read_text(brokers_file), brokers_file)
+    if given_cluster is not None:
+        cluster = given_cluster
     elif live is not None:  # the brokers the cluster reports, with their racks
         cluster = formats.parse_brokers(live.brokers_text, live.source)
     else:
@@ -1023,7 +1025,10 @@ def verify_reassignment(
                          "--bootstrap-server HOST:PORT and PROPOSED")
     gs = gate_settings(baseline, allowlist, decommission, fail_on, "verify-reassignment")
     prof = _release_for(controller, _requested_release(kafka_version)) if controller in ("zk", "kraft") else None
-    live = read_live(bootstrap_server, command_config)
+    if bootstrap_server is None and command_config is not None:
+        raise InputError("--command-config", "applies only with --bootstrap-server")
+    # read once every file and option is checked (run_verify_reassignment calls it)
+    live = (lambda: read_live(bootstrap_server, command_config)) if bootstrap_server is not None else None
     assert proposed is not None  # both given, or the live cluster and the plan
     return run_verify_reassignment(current, proposed, brokers_file, min_insync_replicas, controller, json_out,
                                    threshold, max_replicas_per_broker, junit_xml, prof, gs, live)
@@ -1057,8 +1062,9 @@ def kafka_classpath(
     javac -cp "$(kcheck kafka-classpath)" -d classes MyPlacer.java."""
     from kcheck.reference.kafka_jars import KafkaBridgeError, default_version, resolve
 
+    version = _requested_release(kafka_version)  # a known release, before the cache or Maven is touched
     try:
-        release = resolve(kafka_version) if kafka_version else resolve(default_version())
+        release = resolve(version) if version is not None else resolve(default_version())
     except KafkaBridgeError as e:
         raise InputError("--kafka-version", formats.one_line(str(e))) from None
     print(release.classpath)

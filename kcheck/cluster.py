@@ -45,7 +45,6 @@ import signal
 import socket
 import subprocess
 import sys
-import tempfile
 import time
 import uuid
 from collections.abc import Mapping, Sequence
@@ -55,14 +54,30 @@ from typing import Annotated, Any
 
 import typer
 
+from kcheck import interrupts
+from kcheck.cluster_folder import (
+    CONTROLLER_ID,
+    ID_OPTION,
+    MAX_BROKERS,
+    STATE_FILE,
+    FolderError,
+    check_new,
+    claim,
+    default_directory,
+    describe_left,
+    find_node,
+    matches,
+    node_folder,
+    open_existing,
+    remove_ours,
+    started_for,
+)
 from kcheck.exit_codes import Exit
 from kcheck.formats import InputError, control_problem
 
-CONTROLLER_ID = 1000
-STATE_FILE = "kcheck-cluster.json"
 DEFAULT_VERSION = "4.4.0"
 HOST = "127.0.0.1"
-_VERSION_RE = re.compile(r"[0-9]+\.[0-9]+\.[0-9]+")
+MAX_START_TIMEOUT = 3_600.0  # seconds `cluster up --timeout` may wait (a cold start here takes 10-25 s)
 # The JVM of every node: a small heap; the serial collector and C1 only, which start a JVM fastest on 2 cores;
 # no hsperfdata files left in /tmp.
 JVM_OPTIONS = ("-Xms64m", "-Xmx256m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-XX:-UsePerfData",
@@ -93,9 +108,10 @@ class Node:
 class _State:
     version: str
     cluster_id: str
-    directory: str
+    directory: str  # the folder's real path, for people; kcheck acts on the folder its marker names (cluster_folder)
     controller: Node
     brokers: list[Node] = field(default_factory=list)
+    id: str = ""  # the folder marker's id, on every node's command line
 
 
 def free_port() -> int:
@@ -113,11 +129,6 @@ def random_cluster_id() -> str:
             return text
 
 
-def default_directory() -> Path:
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return Path(base) / "kcheck" / "cluster"
-
-
 def parse_racks(text: str | None) -> tuple[str, ...]:
     """`--racks a,b,c`: rack names, handed to the brokers round-robin."""
     if text is None:
@@ -128,6 +139,8 @@ def parse_racks(text: str | None) -> tuple[str, ...]:
             raise InputError("--racks", f"empty rack name in {text!r} (leave --racks out for brokers without racks)")
         if any(c.isspace() for c in r) or (problem := control_problem(r)) is not None:
             raise InputError("--racks", f"rack {r!r} {problem if control_problem(r) else 'contains whitespace'}")
+        if len(r) > 255:
+            raise InputError("--racks", f"rack name of {len(r):,} characters (at most 255)")
     return racks
 
 
@@ -209,7 +222,7 @@ def _owners(outlive: bool) -> list[str]:
     pids = [] if outlive else [os.getpid()]
     text = os.environ.get(OWNER_ENV, "").strip()
     if text:
-        if not text.isdigit() or int(text) <= 0:
+        if not (text.isascii() and text.isdigit()) or len(text) > 10 or int(text) <= 0:
             raise ClusterError(f"{OWNER_ENV}={text!r} is not a process id")
         pids.append(int(text))
     owners = []
@@ -225,20 +238,21 @@ class Watchdog:
     """A process that kills a cluster's nodes when its owner processes end, however they end.
 
     It runs `watch()` below in a Python process of its own session (no signal sent to kcheck's terminal or process
-    group reaches it), reads the cluster's folder and each node's PID from a pipe, and every 0.2 s checks that each
-    owner still runs (same PID and start time, not a zombie). When one does not, it SIGKILLs every node whose
-    command line still names its properties file, waits for them to be gone and removes the folder if it still
-    holds the state file. The nodes it kills are those it was told of and those the state file names (a broker
-    another process restarted through `LocalCluster.attach(...)` is there, with its new PID). `done()` dismisses
-    it; it also leaves once the pipe is closed and no node runs (the cluster was stopped from elsewhere:
-    `kcheck cluster down`).
+    group reaches it), reads the cluster's folder and id and each node's PID from a pipe, and every 0.2 s checks that
+    each owner still runs (same PID and start time, not a zombie). When one does not, it SIGKILLs every node started
+    for that cluster (`cluster_folder.started_for`: the id and the node's properties file on its command line), waits
+    for them to be gone and removes what kcheck created in the folder while its marker still names it with that id
+    (a folder moved away, or a new cluster set up in its place, is left alone). The nodes it kills are those it was
+    told of and those the state file names (a broker another process restarted through `LocalCluster.attach(...)`
+    is there, with its new PID). `done()` dismisses it; it also leaves once the pipe is closed and no node runs (the
+    cluster was stopped from elsewhere: `kcheck cluster down`).
     """
 
-    def __init__(self, owners: Sequence[str], directory: Path) -> None:
+    def __init__(self, owners: Sequence[str], directory: Path, ident: str) -> None:
         self.proc = subprocess.Popen(
             [sys.executable, "-c", "from kcheck.cluster import Watchdog; Watchdog.watch()", *owners],
             stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
-        self._send({"dir": str(directory)})
+        self._send({"dir": str(directory), "id": ident})
 
     def _send(self, message: dict[str, Any]) -> None:
         assert self.proc.stdin is not None
@@ -249,7 +263,7 @@ class Watchdog:
             pass
 
     def node(self, pid: int, properties: Path) -> None:
-        """Kill `pid` when an owner ends (if its command line still names `properties`)."""
+        """Kill `pid` when an owner ends (if it still runs as the node of `properties`, for this cluster)."""
         self._send({"pid": pid, "mark": str(properties)})
 
     def done(self) -> None:
@@ -265,7 +279,7 @@ class Watchdog:
         """The watchdog process's body: argv holds the owners as `PID:start time`, stdin the JSON messages."""
         owners = [(int(pid), start) for pid, _, start in (a.partition(":") for a in sys.argv[1:])]
         nodes: dict[int, str] = {}
-        directory: str | None = None
+        directory, ident = None, ""
         fd, buffer, closed = sys.stdin.fileno(), b"", False
         while True:
             if closed:
@@ -279,39 +293,45 @@ class Watchdog:
                     message = json.loads(line)
                     if message.get("done"):
                         return
-                    directory = message.get("dir", directory)
+                    directory, ident = message.get("dir", directory), message.get("id", ident)
                     if "pid" in message:
                         nodes[message["pid"]] = message["mark"]
             if any(_start_time(pid) != start for pid, start in owners):
                 break
-            if closed and not any(mark in (_cmdline(pid) or "") for pid, mark in _known(nodes, directory).items()):
+            if closed and not _ours(_known(nodes, directory, ident), ident):
                 return
-        doomed = [pid for pid, mark in _known(nodes, directory).items() if mark in (_cmdline(pid) or "")]
+        doomed = _ours(_known(nodes, directory, ident), ident)
         for pid in doomed:
             with contextlib.suppress(OSError):
                 os.kill(pid, signal.SIGKILL)
         deadline = time.monotonic() + 10
         while any(_cmdline(pid) is not None for pid in doomed) and time.monotonic() < deadline:
             time.sleep(0.05)
-        if directory is not None and (Path(directory) / STATE_FILE).is_file():
-            shutil.rmtree(directory, ignore_errors=True)
+        if directory is not None and matches(directory, ident):
+            remove_ours(Path(directory), ident)
 
 
-def _known(nodes: dict[int, str], directory: str | None) -> dict[int, str]:
+def _ours(nodes: dict[int, str], ident: str) -> list[int]:
+    """The PIDs that run now as the node of their properties file, started for the cluster `ident`."""
+    return [pid for pid, mark in nodes.items() if started_for(pid, mark, ident)]
+
+
+def _known(nodes: dict[int, str], directory: str | None, ident: str) -> dict[int, str]:
     """The watchdog's nodes (PID -> the properties file its command line names), with those the cluster's state
-    file lists now (another process may have restarted a broker: `restart` saves its new PID there)."""
+    file lists now (another process may have restarted a broker: `restart` saves its new PID there), read only
+    while the folder's marker still names it with the cluster's id."""
     out = dict(nodes)
     if directory is None:
         return out
     try:
-        raw = json.loads((Path(directory) / STATE_FILE).read_text(encoding="utf-8"))
-        listed = [raw["controller"], *raw["brokers"]]
-    except (OSError, ValueError, KeyError, TypeError):  # gone, half-written or not ours: what the pipe said
+        listed = open_existing(directory).state
+    except (InputError, OSError):  # gone, half-written, moved or not ours: what the pipe said
         return out
-    for n in listed:
-        if isinstance(n, dict) and isinstance(n.get("pid"), int):
-            name = "controller" if n.get("role") == "controller" else f"broker-{n.get('node_id')}"
-            out.setdefault(n["pid"], str(Path(directory) / name / "server.properties"))
+    if listed["id"] != ident:
+        return out
+    for n in (listed["controller"], *listed["brokers"]):
+        if n.get("pid") is not None:
+            out.setdefault(n["pid"], str(Path(directory) / node_folder(n["node_id"]) / "server.properties"))
     return out
 
 
@@ -331,25 +351,28 @@ class LocalCluster:
     """A KRaft cluster of Kafka `version` on 127.0.0.1: `start()`, `stop()`, and per-broker faults.
 
     `directory=None` makes a temporary folder, removed by `stop()`; a given directory must be absent or empty
-    (it then holds `kcheck-cluster.json`) and is removed by `stop()` as well. `config` adds or overrides
-    properties of every broker (e.g. `{"unclean.leader.election.enable": "true"}`). The cluster dies with this
-    process (its `Watchdog`) unless `outlive` (`kcheck cluster up`); with KCHECK_CLUSTER_OWNER_PID set, it dies
-    with that process too.
+    (kcheck then writes its marker and `kcheck-cluster.json` there, see kcheck.cluster_folder) and what kcheck
+    created in it is removed by `stop()` (anything else is left: `left`). `config` adds or overrides properties of
+    every broker (e.g. `{"unclean.leader.election.enable": "true"}`). The cluster dies with this process (its
+    `Watchdog`) unless `outlive` (`kcheck cluster up`); with KCHECK_CLUSTER_OWNER_PID set, it dies with that process
+    too.
     """
 
     def __init__(self, version: str = DEFAULT_VERSION, brokers: int = 3, racks: Sequence[str] = (),
                  directory: str | os.PathLike[str] | None = None, config: Mapping[str, str] | None = None,
                  sasl_users: Mapping[str, str] | None = None, outlive: bool = False) -> None:
-        if not _VERSION_RE.fullmatch(version):
-            raise InputError("--kafka-version", f"{version!r} is not a Kafka release like 4.4.0")
-        if not 1 <= brokers <= 64:
-            raise InputError("--brokers", f"{brokers} is not between 1 and 64")
-        self.version = version
+        self.version = release_option(version)
+        if not 1 <= brokers <= MAX_BROKERS:
+            raise InputError("--brokers", f"{brokers} is outside 1..{MAX_BROKERS}")
         self.broker_count = brokers
         self.racks = tuple(racks)
         self.config = dict(config or {})
         self.sasl_users = dict(sasl_users or {})
         self._given_directory = Path(directory) if directory is not None else None
+        self._dir: Path | None = None  # the folder's real path, once claimed or attached (its marker names it)
+        self._attached = False  # set up by another process or another LocalCluster (attach)
+        self._id = ""  # the marker's id
+        self.left: list[str] = []  # what stop() found in the folder that kcheck had not created, and left
         self._state: _State | None = None
         self._children: dict[int, subprocess.Popen[bytes]] = {}  # node id -> the process we started
         self._jars: str | None = None
@@ -361,21 +384,17 @@ class LocalCluster:
     # -- the attached state ---------------------------------------------------------------------------------
 
     @classmethod
-    def attach(cls, directory: str | os.PathLike[str]) -> LocalCluster:
-        """The cluster whose state file is in `directory` (started by `kcheck cluster up`, maybe another process)."""
-        path = Path(directory) / STATE_FILE
-        try:
-            raw = json.loads(path.read_text(encoding="utf-8"))
-            state = _State(raw["version"], raw["cluster_id"], raw["directory"], Node(**raw["controller"]),
-                           [Node(**b) for b in raw["brokers"]])
-        except FileNotFoundError:
-            raise ClusterError(f"no cluster in {directory} (no {STATE_FILE}; start one with `kcheck cluster up`)") \
-                from None
-        except (OSError, ValueError, KeyError, TypeError) as e:
-            raise ClusterError(f"{path}: not a kcheck cluster state file ({e})") from None
-        cluster = cls(state.version, len(state.brokers), tuple(b.rack for b in state.brokers if b.rack),
-                      directory=state.directory)
-        cluster._state = state
+    def attach(cls, directory: str | os.PathLike[str] | None) -> LocalCluster:
+        """The cluster set up in `directory` (by `kcheck cluster up`, maybe another process; None: the default
+        folder), only if the folder is the one its marker names (not a copy, a move or a symbolic link of it) and its
+        state file is kcheck's (kcheck.cluster_folder); FolderError (one line, --dir) otherwise."""
+        opened = open_existing(directory)
+        raw = opened.state
+        state = _State(raw["version"], raw["cluster_id"], str(opened.path), Node(**raw["controller"]),
+                       [Node(**b) for b in raw["brokers"]], opened.id)
+        cluster = cls(state.version, len(state.brokers), tuple(b.rack for b in state.brokers if b.rack))
+        cluster._dir, cluster._id = opened.path, opened.id
+        cluster._state, cluster._attached = state, True
         return cluster
 
     @property
@@ -386,7 +405,10 @@ class LocalCluster:
 
     @property
     def directory(self) -> Path:
-        return Path(self.state.directory)
+        """The cluster's folder (its real path, as its marker names it): never a path read from the state file."""
+        if self._dir is None or self._state is None:
+            raise ClusterError("the cluster is not started")
+        return self._dir
 
     @property
     def bootstrap(self) -> str:
@@ -419,7 +441,7 @@ class LocalCluster:
                            f"controller {CONTROLLER_ID})")
 
     def _node_dir(self, node: Node) -> Path:
-        return self.directory / (f"broker-{node.node_id}" if node.role == "broker" else "controller")
+        return self.directory / node_folder(node.node_id)
 
     def properties_file(self, node_id: int) -> Path:
         return self._node_dir(self.node(node_id)) / "server.properties"
@@ -429,8 +451,8 @@ class LocalCluster:
 
     def _save(self) -> None:
         state = self.state
-        doc = {"version": state.version, "cluster_id": state.cluster_id, "directory": state.directory,
-               "controller": asdict(state.controller), "brokers": [asdict(b) for b in state.brokers]}
+        doc = {"version": state.version, "cluster_id": state.cluster_id, "directory": str(self.directory),
+               "id": self._id, "controller": asdict(state.controller), "brokers": [asdict(b) for b in state.brokers]}
         tmp = self.directory / (STATE_FILE + ".tmp")
         tmp.write_text(json.dumps(doc, indent=2) + "\n", encoding="utf-8")
         tmp.replace(self.directory / STATE_FILE)
@@ -438,15 +460,19 @@ class LocalCluster:
     # -- processes -----------------------------------------------------------------------------------------
 
     def pid_of(self, node_id: int) -> int | None:
-        """The PID of a node's running process (None when it is not running)."""
+        """The PID of a node's running process (None when it is not running): the recorded one if it still runs as
+        this node, else any process that does (started, its PID never saved: an interrupt came in between)."""
         node = self.node(node_id)
-        if node.pid is None:
-            return None
-        child = self._children.get(node_id)
-        if child is not None and child.pid == node.pid:  # ours: right after fork its command line is not java's yet
-            return node.pid if child.poll() is None else None
-        cmd = _cmdline(node.pid)
-        return node.pid if cmd is not None and str(self.properties_file(node_id)) in cmd else None
+        if node.pid is not None:
+            child = self._children.get(node_id)
+            if child is not None and child.pid == node.pid and child.poll() is None:
+                return node.pid  # ours: right after fork its command line is not java's yet
+            if started_for(node.pid, self.properties_file(node_id), self._id):
+                return node.pid
+        found = find_node(self.properties_file(node_id), self._id)
+        if found is not None:
+            node.pid = found
+        return found
 
     def is_running(self, node_id: int) -> bool:
         return self.pid_of(node_id) is not None
@@ -487,9 +513,16 @@ class LocalCluster:
     def restart(self, broker_id: int, timeout_s: float = 60.0) -> None:
         """Stop the broker cleanly if it runs (else it was killed), start it again and wait until it is unfenced."""
         self.shutdown(broker_id)
+        self.launch(broker_id)
+        self.wait_ready(timeout_s, brokers=(broker_id,))
+
+    def launch(self, broker_id: int) -> None:
+        """Start a stopped broker's process and return at once (after an interrupt: the cluster as it was, without
+        waiting for the broker to be unfenced)."""
+        if self.is_running(broker_id):
+            return
         self._launch(self.node(broker_id))
         self._save()
-        self.wait_ready(timeout_s, brokers=(broker_id,))
 
     def _reap(self, node_id: int, timeout_s: float) -> bool:
         """Wait until the node's process is gone; True if it is."""
@@ -530,14 +563,16 @@ class LocalCluster:
         return server_directory(self.version) / f"classes-{key}.jsa"
 
     def _jvm_options(self, node: Node | None = None) -> list[str]:
-        """JVM_OPTIONS, plus the class-data archive when there is one (a JVM then starts in about half the time);
-        without one, broker 1 records it when it exits cleanly (`stop()` moves it into the cache)."""
+        """JVM_OPTIONS and the cluster's id (whose node a process is: kcheck.cluster_folder.started_for), plus the
+        class-data archive when there is one (a JVM then starts in about half the time); without one, broker 1
+        records it when it exits cleanly (`stop()` moves it into the cache)."""
+        options = [*JVM_OPTIONS, f"{ID_OPTION}{self._id}"]
         archive = self._class_archive()
         if archive.is_file():
-            return [*JVM_OPTIONS, f"-XX:SharedArchiveFile={archive}"]
+            return [*options, f"-XX:SharedArchiveFile={archive}"]
         if node is not None and node.role == "broker" and node.node_id == 1:
-            return [*JVM_OPTIONS, f"-XX:ArchiveClassesAtExit={self._node_dir(node) / 'classes.jsa'}"]
-        return list(JVM_OPTIONS)
+            return [*options, f"-XX:ArchiveClassesAtExit={self._node_dir(node) / 'classes.jsa'}"]
+        return options
 
     def _launch(self, node: Node) -> None:
         where = self._node_dir(node)
@@ -553,6 +588,8 @@ class LocalCluster:
             log.close()
         node.pid = proc.pid
         self._children[node.node_id] = proc
+        if self._attached:  # a node of a cluster kcheck was given: the user's, it outlives an interrupt of kcheck
+            interrupts.spare(proc.pid)
         if self._watchdog is not None:
             self._watchdog.node(proc.pid, where / "server.properties")
 
@@ -616,59 +653,56 @@ class LocalCluster:
 
     # -- start and stop ------------------------------------------------------------------------------------
 
-    def _claim_directory(self) -> Path:
-        if self._given_directory is None:
-            return Path(tempfile.mkdtemp(prefix="kcheck-cluster-"))
-        d = self._given_directory.absolute()
-        if (d / STATE_FILE).exists():
-            raise ClusterError(f"a cluster is already set up in {d} (`kcheck cluster down --dir {d}` first)")
-        if d.exists() and (not d.is_dir() or any(d.iterdir())):
-            raise ClusterError(f"{d} exists and is not an empty folder")
-        d.mkdir(parents=True, exist_ok=True)
-        return d
-
     def start(self, timeout_s: float = 60.0) -> LocalCluster:
         """Format every node's storage, start the controller and the brokers, and wait until every broker is
-        registered and unfenced. On any failure nothing is left running and the folder is removed."""
+        registered and unfenced. On any failure nothing is left running and what it created is removed; on
+        KeyboardInterrupt (Ctrl-C, or SIGTERM under kcheck.interrupts) the nodes are killed at once."""
+        where = check_new(self._given_directory) if self._given_directory is not None else None
         java = self._java()
         self._classpath()  # before the clock: a first resolve downloads the jars
         owners = _owners(self.outlive)
         began = time.monotonic()
-        directory = self._claim_directory()
+        self._dir, self._id = claim(where)
         try:
-            if owners:
-                self._watchdog = Watchdog(owners, directory)
-            if not self.outlive:
-                self._owner_pid = os.getpid()
-                _LIVE.add(self)
-            ports = [free_port() for _ in range(self.broker_count + 1)]
-            controller = Node(CONTROLLER_ID, "controller", ports[0])
-            brokers = [Node(i + 1, "broker", ports[i + 1], self.racks[i % len(self.racks)] if self.racks else None,
-                            sasl_port=free_port() if self.sasl_users else None)
-                       for i in range(self.broker_count)]
-            self._state = _State(self.version, random_cluster_id(), str(directory), controller, brokers)
-            controller_props = self._controller_properties(controller, directory / "controller" / "data")
-            for node in (controller, *brokers):
-                where = self._node_dir(node)
-                where.mkdir(parents=True)
-                props = (controller_props if node is controller
-                         else self._broker_properties(node, controller.port, where / "data"))
-                (where / "server.properties").write_text(
-                    "".join(f"{k}={_property_value(v)}\n" for k, v in props.items()), encoding="utf-8")
-            self._save()
-            self._format(java, (controller, *brokers), began + timeout_s)
-            for node in (controller, *brokers):
-                self._launch(node)
-            self._save()
-            self.wait_ready(max(1.0, began + timeout_s - time.monotonic()))
-            if self._watchdog is not None and (code := self._watchdog.proc.poll()) is not None:
-                raise ClusterError(f"the cluster's watchdog exited (code {code}): the cluster would outlive "
-                                   f"this process")
-        except BaseException:
-            self.stop()
+            self._start(java, owners, began, timeout_s)
+        except BaseException as e:
+            with interrupts.shielded():
+                self.stop(kill=interrupts.by_interrupt(e))
             raise
         self.started_in_s = time.monotonic() - began
         return self
+
+    def _start(self, java: str, owners: list[str], began: float, timeout_s: float) -> None:
+        directory = self._dir
+        assert directory is not None
+        if owners:
+            self._watchdog = Watchdog(owners, directory, self._id)
+        if not self.outlive:
+            self._owner_pid = os.getpid()
+            _LIVE.add(self)
+        ports = [free_port() for _ in range(self.broker_count + 1)]
+        controller = Node(CONTROLLER_ID, "controller", ports[0])
+        brokers = [Node(i + 1, "broker", ports[i + 1], self.racks[i % len(self.racks)] if self.racks else None,
+                        sasl_port=free_port() if self.sasl_users else None)
+                   for i in range(self.broker_count)]
+        self._state = _State(self.version, random_cluster_id(), str(directory), controller, brokers, self._id)
+        controller_props = self._controller_properties(controller, directory / "controller" / "data")
+        for node in (controller, *brokers):
+            where = self._node_dir(node)
+            where.mkdir()
+            props = (controller_props if node is controller
+                     else self._broker_properties(node, controller.port, where / "data"))
+            (where / "server.properties").write_text(
+                "".join(f"{k}={_property_value(v)}\n" for k, v in props.items()), encoding="utf-8")
+        self._save()
+        self._format(java, (controller, *brokers), began + timeout_s)
+        for node in (controller, *brokers):
+            self._launch(node)
+        self._save()
+        self.wait_ready(max(1.0, began + timeout_s - time.monotonic()))
+        if self._watchdog is not None and (code := self._watchdog.proc.poll()) is not None:
+            raise ClusterError(f"the cluster's watchdog exited (code {code}): the cluster would outlive "
+                               f"this process")
 
     def _format(self, java: str, nodes: Sequence[Node], deadline: float) -> None:
         """Kafka's storage tool on every node at once (each is a JVM start: in parallel it costs one)."""
@@ -712,6 +746,7 @@ class LocalCluster:
         deadline = time.monotonic() + timeout_s
         pending = list(want)
         while pending:
+            interrupts.check()
             self._check_alive(nodes)
             if self.unfenced(pending[0].node_id):
                 pending.pop(0)
@@ -745,28 +780,48 @@ class LocalCluster:
                 admin.close()
         return any(int(b["broker_id"]) == broker_id and not b.get("is_fenced") for b in listed)
 
-    def stop(self, timeout_s: float = 30.0, remove: bool = True) -> float:
-        """Stop every process (brokers first, with SIGTERM: a controlled shutdown; SIGKILL after `timeout_s`),
-        then remove the folder. Returns the seconds it took."""
+    def stop(self, timeout_s: float = 30.0, remove: bool = True, kill: bool = False) -> float:
+        """Stop every process (brokers first, with SIGTERM: a controlled shutdown; SIGKILL after `timeout_s`, or at
+        once with `kill`), then remove what kcheck created in the folder (`left`: what it found there and left).
+        Returns the seconds it took."""
         began = time.monotonic()
-        if self._state is None:
-            self._dismiss_watchdog()
-            return 0.0
-        clean: set[int] = set()  # the nodes that exited on SIGTERM (a killed JVM writes no class archive)
+        if self._state is not None:
+            clean = self._stop_nodes(timeout_s, kill)
+            self._keep_class_archive(clean)
+            running = [n.node_id for n in (self.state.controller, *self.state.brokers) if self.is_running(n.node_id)]
+            if running:
+                raise ClusterError(f"node(s) {', '.join(map(str, running))} did not stop")
+        if remove and self._dir is not None:
+            self.left = remove_ours(self._dir, self._id)
+        self._dismiss_watchdog()
+        self._state = None
+        self._children.clear()
+        return time.monotonic() - began
+
+    def _stop_nodes(self, timeout_s: float, kill: bool) -> set[int]:
+        """Signal each group (brokers, then the controller); the node ids that exited on SIGTERM (a killed JVM
+        writes no class archive)."""
+        clean: set[int] = set()
         for group in (self.state.brokers, [self.state.controller]):
             pids = {n.node_id: pid for n in group if (pid := self.pid_of(n.node_id)) is not None}
             for pid in pids.values():
                 with contextlib.suppress(ProcessLookupError):
+                    if kill:
+                        os.kill(pid, signal.SIGKILL)
+                        continue
                     os.kill(pid, signal.SIGCONT)
                     os.kill(pid, signal.SIGTERM)
-            deadline = time.monotonic() + timeout_s
+            deadline = time.monotonic() + (0.0 if kill else timeout_s)
             for node_id, pid in pids.items():
-                if self._reap(node_id, max(0.0, deadline - time.monotonic())):
+                if not kill and self._reap(node_id, max(0.0, deadline - time.monotonic())):
                     clean.add(node_id)
                     continue
                 with contextlib.suppress(ProcessLookupError):
                     os.kill(pid, signal.SIGKILL)
                 self._reap(node_id, 10.0)
+        return clean
+
+    def _keep_class_archive(self, clean: set[int]) -> None:
         recorded = self.directory / "broker-1" / "classes.jsa"
         if 1 in clean and recorded.is_file() and recorded.stat().st_size > 0:
             archive = self._class_archive()
@@ -776,15 +831,6 @@ class LocalCluster:
                 os.replace(partial, archive)
             except OSError:
                 partial.unlink(missing_ok=True)
-        left = [n.node_id for n in (self.state.controller, *self.state.brokers) if self.is_running(n.node_id)]
-        if left:
-            raise ClusterError(f"node(s) {', '.join(map(str, left))} did not stop")
-        if remove:
-            shutil.rmtree(self.directory, ignore_errors=True)
-        self._dismiss_watchdog()
-        self._state = None
-        self._children.clear()
-        return time.monotonic() - began
 
     def _dismiss_watchdog(self) -> None:
         if self._watchdog is not None:
@@ -858,38 +904,71 @@ cluster_command = typer.Typer(
 )
 
 DirOpt = Annotated[str | None, typer.Option(
-    "--dir", help="The cluster's folder (default ~/.cache/kcheck/cluster); `up` needs it absent or empty.")]
+    "--dir", help="The cluster's folder (default ~/.cache/kcheck/cluster); `up` needs it absent or empty. kcheck "
+                  "acts only on the folder it set the cluster up in: a copy, a move or a symbolic link of it is "
+                  "refused.")]
 
 
-def _dir(text: str | None) -> Path:
-    return Path(text) if text else default_directory()
+def release_option(text: str, option: str = "--kafka-version") -> str:
+    """A release whose broker kcheck can run (kafka_jars.check_release), else one line naming `option`; checked
+    before the release is ever joined into a cache path or handed to Maven."""
+    from kcheck.reference.kafka_jars import UnknownRelease, check_release
+
+    try:
+        return check_release(text)
+    except UnknownRelease as e:
+        raise InputError(option, str(e)) from None
+
+
+def seconds_option(option: str, value: float, low: float, high: float) -> float:
+    """A number of seconds within low..high (NaN and infinity are outside)."""
+    if not low <= value <= high:
+        raise InputError(option, f"{value:g} is outside {low:g}..{high:,g} seconds")
+    return value
 
 
 @cluster_command.command("up", short_help="Start a KRaft cluster and print its bootstrap address.")
 def up(
     kafka_version: Annotated[str, typer.Option(help="The Kafka release whose broker runs.")] = DEFAULT_VERSION,
-    brokers: Annotated[int, typer.Option(help="How many brokers (one controller besides them).")] = 3,
+    brokers: Annotated[int, typer.Option(help=f"How many brokers, 1..{MAX_BROKERS} (one controller besides them).")]
+        = 3,
     racks: Annotated[str | None, typer.Option(
         help="Rack names, comma-separated, given to brokers 1..N round-robin (broker.rack).")] = None,
     directory: DirOpt = None,
-    timeout: Annotated[float, typer.Option(help="Seconds to wait for every broker to be unfenced.")] = 60.0,
+    timeout: Annotated[float, typer.Option(
+        help=f"Seconds to wait for every broker to be unfenced, 1..{MAX_START_TIMEOUT:,.0f}.")] = 60.0,
 ) -> int:
     """Start a KRaft cluster (one controller, N brokers, separate processes) and print its bootstrap address. It
-    runs until `kcheck cluster down`, or until the process KCHECK_CLUSTER_OWNER_PID names (if set) ends."""
-    cluster = LocalCluster(kafka_version, brokers, parse_racks(racks), _dir(directory), outlive=True)
-    cluster.start(timeout)
-    print(f"kcheck cluster: Kafka {kafka_version}, {brokers} broker(s) and a controller up in "
+    runs until `kcheck cluster down`, or until the process KCHECK_CLUSTER_OWNER_PID names (if set) ends. Ctrl-C or
+    SIGTERM while it starts: the nodes are killed, the folder's kcheck files removed, exit 130."""
+    version = release_option(kafka_version)
+    seconds_option("--timeout", timeout, 1, MAX_START_TIMEOUT)
+    folder = check_new(directory if directory is not None else default_directory())
+    cluster = LocalCluster(version, brokers, parse_racks(racks), folder, outlive=True)
+    try:
+        cluster.start(timeout)
+    except BaseException as e:
+        if interrupts.by_interrupt(e):  # start() killed its nodes: said in kcheck's one line (cli.main)
+            interrupts.note(f"killed the nodes it had started and removed what it created in {folder}"
+                            f"{describe_left(folder, cluster.left)}")
+        raise
+    print(f"kcheck cluster: Kafka {version}, {brokers} broker(s) and a controller up in "
           f"{cluster.started_in_s:.1f} s; folder {cluster.directory}", file=sys.stderr)
     print(cluster.bootstrap)
     return Exit.OK
 
 
-@cluster_command.command("down", short_help="Stop the cluster's processes and remove its folder.")
+@cluster_command.command("down", short_help="Stop the cluster's processes and remove what kcheck created.")
 def down(directory: DirOpt = None) -> int:
-    """Stop every process of the cluster (SIGTERM, then SIGKILL) and remove its folder."""
-    cluster = LocalCluster.attach(_dir(directory))
-    took = cluster.stop()
-    print(f"kcheck cluster: stopped in {took:.1f} s; removed {_dir(directory)}", file=sys.stderr)
+    """Stop every process kcheck started for the cluster (SIGTERM, then SIGKILL) and remove the files kcheck created
+    in its folder (the folder too once it is empty; anything else is left, and said)."""
+    cluster = LocalCluster.attach(directory)
+    folder = cluster.directory
+    with interrupts.shielded():  # stopping is the undoing: it runs to its end
+        took = cluster.stop()
+    what = (f"removed {folder}" if not cluster.left else
+            f"removed kcheck's files from {folder}{describe_left(folder, cluster.left)}")
+    print(f"kcheck cluster: stopped in {took:.1f} s; {what}", file=sys.stderr)
     return Exit.OK
 
 
@@ -900,17 +979,21 @@ def status(
 ) -> int:
     """Print each process of the cluster: node, role, address, rack, PID, running/paused/stopped. Exit 0 when every
     process runs, 1 when one is paused or stopped."""
-    cluster = LocalCluster.attach(_dir(directory))
+    cluster = LocalCluster.attach(directory)
     rows = cluster.status()
+    code = Exit.OK if all(r["state"] == "running" for r in rows) else Exit.FAILED
     if json_out:
         print(json.dumps({"version": cluster.version, "bootstrap": cluster.bootstrap,
                           "directory": str(cluster.directory), "nodes": rows}, indent=2))
-        return Exit.OK
+        return code
     print(f"Kafka {cluster.version}, cluster id {cluster.cluster_id}, bootstrap {cluster.bootstrap}")
     for r in rows:
         rack = f" rack {r['rack']}" if r["rack"] else ""
         pid = f" pid {r['pid']}" if r["pid"] else ""
         print(f"  {r['role']:<10} {r['node']:>5}  {r['address']}{rack}{pid}  {r['state']}")
-    return Exit.OK if all(r["state"] == "running" for r in rows) else Exit.FAILED
+    return code
 
 
+__all__ = ["CONTROLLER_ID", "STATE_FILE", "ClusterError", "FolderError", "LocalCluster", "Node", "Watchdog",
+           "cluster_command", "default_directory", "free_port", "parse_racks", "release_option", "seconds_option",
+           "why_it_stopped"]

@@ -238,8 +238,11 @@ def reassignments_in_flight(bootstrap: str, topic: str, timeout_s: float = 15.0)
 
 def wait_until(check: Any, timeout_s: float, interval_s: float = 0.25) -> Any:
     """Call `check()` until it returns something truthy (returned) or `timeout_s` passes (the last value)."""
+    from kcheck import interrupts
+
     deadline = time.monotonic() + timeout_s
     while True:
+        interrupts.check()  # a Ctrl-C the Kafka client swallowed (it reports a time-out) ends the wait
         value = check()
         if value or time.monotonic() >= deadline:
             return value

@@ -7,6 +7,12 @@ registered (Z3's interrupt, muting and killing Spark's JVM) and, if the command 
 later, ends the process itself: the partial files it registered are removed, the child processes it registered
 killed, the one line printed, exit 130. A plug-in or library that swallows KeyboardInterrupt cannot keep the
 process either: `main()` answers 130 whenever a signal came, whatever exception the interrupt became.
+
+The commands that drive a real cluster undo what they did before that line: under `shielded()` (the signals ignored,
+the watcher's grace extended up to SHIELD_S) they stop the nodes they started and resume or start again what they
+paused or stopped of a cluster they were given (`--dir`); those nodes are `spare`d (the clean-up never kills them),
+and what was undone is added to the line (`note`). kafka-python turns an interrupt inside its waits into a time-out
+of its own; `check()`, called between the steps of a wait loop, raises it again.
 """
 
 from __future__ import annotations
@@ -24,6 +30,7 @@ from kcheck.exit_codes import Exit
 
 INTERRUPTED = int(Exit.INTERRUPTED)  # the shell's 128 + SIGINT, for SIGTERM too: one code a CI script can test
 GRACE = 1.5  # seconds the command has to unwind by itself after the cancel hooks ran
+SHIELD_S = 10.0  # at most this long, a clean-up under shielded() delays the end (it kills and resumes: < 1 s here)
 
 
 class _State:
@@ -34,6 +41,9 @@ class _State:
     active = False  # a command runs under handling()
     quiet = False  # a child of --isolate-plugins: its parent prints the line
     deferred = False  # the signal came while the main thread ran a finalizer: to be delivered again
+    spared: set[int] = set()  # processes kcheck started that must outlive it (nodes of a cluster given with --dir)
+    notes: list[str] = []  # what the command undid, for the line
+    shielded = 0  # a clean-up runs (shielded()): the signals are ignored and the watcher waits for it
 
 
 _state = _State()
@@ -46,7 +56,46 @@ def interrupted() -> int | None:
 
 def line() -> str:
     name = "SIGTERM" if _state.signum == signal.SIGTERM else "SIGINT"
-    return f"kcheck: interrupted ({name}): stopped, no output written"
+    return f"kcheck: interrupted ({name}): stopped, no output written" + "".join(f"; {n}" for n in _state.notes)
+
+
+def note(text: str) -> None:
+    """Something the interrupted command undid, said in its line (a broker resumed, a cluster it started stopped)."""
+    _state.notes.append(text)
+
+
+def spare(pid: int) -> None:
+    """A process kcheck started that must outlive an interrupt: a node it started again in a cluster the user gave
+    (`--dir`), which is the user's. The clean-up never kills it."""
+    _state.spared.add(pid)
+
+
+def by_interrupt(e: BaseException) -> bool:
+    """True if `e` is the interrupt, or what it became on its way up (a library's time-out, a cut-short request)."""
+    return isinstance(e, (Interrupted, KeyboardInterrupt)) or _state.signum is not None
+
+
+def check() -> None:
+    """Raise Interrupted if a signal came and what ran since swallowed it (kafka-python answers a KeyboardInterrupt in
+    its waits with a time-out of its own): wait loops call this between tries. Not during a clean-up."""
+    if _state.signum is not None and not _state.shielded and threading.current_thread() is threading.main_thread():
+        raise Interrupted(_state.signum)
+
+
+@contextlib.contextmanager
+def shielded() -> Iterator[None]:
+    """Meanwhile SIGINT and SIGTERM are ignored and the watcher waits (up to SHIELD_S): an undo runs to its end."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    before = {s: signal.signal(s, signal.SIG_IGN) for s in (signal.SIGINT, signal.SIGTERM)}
+    _state.shielded += 1
+    try:
+        yield
+    finally:
+        _state.shielded -= 1
+        for s, handler in before.items():
+            signal.signal(s, handler)
 
 
 def on_interrupt(cancel: Callable[[], None]) -> Callable[[], None]:
@@ -157,6 +206,7 @@ def cleanup() -> None:
     """Kill the processes this one started (registered, or found below it) and remove the partial files (an
     interrupt's last work)."""
     _state.children.update(_descendants(os.getpid()))
+    _state.children -= _state.spared
     for pid in list(_state.children):
         with contextlib.suppress(OSError):
             os.kill(pid, signal.SIGKILL)
@@ -184,13 +234,14 @@ def _watch(read_end: int, done: threading.Event) -> None:
         for cancel in list(_state.cancels):
             with contextlib.suppress(Exception):
                 cancel()
-        deadline = time.monotonic() + GRACE
+        began = time.monotonic()
         while not done.wait(0.05):
             if _state.deferred:  # the main thread was in a finalizer when the signal came: once more
                 _state.deferred = False
                 with contextlib.suppress(OSError):
                     os.kill(os.getpid(), _state.signum or signal.SIGINT)
-            if time.monotonic() >= deadline:
+            waited = time.monotonic() - began
+            if waited >= GRACE and not (_state.shielded and waited < SHIELD_S):
                 break
         if done.is_set():
             return
@@ -211,6 +262,7 @@ def handling(quiet: bool = False) -> Iterator[None]:
     _state.quiet = quiet
     _state.signum = None
     _state.cancels, _state.children, _state.partial = [_stop_spark], set(), set()
+    _state.spared, _state.notes, _state.shielded = set(), [], 0
     read_end, write_end = os.pipe()
     os.set_blocking(write_end, False)
     done = threading.Event()
@@ -252,5 +304,6 @@ def progress_stream() -> object | None:
     return sys.stderr if sys.stderr.isatty() else None
 
 
-__all__ = ["GRACE", "INTERRUPTED", "Interrupted", "child", "cleanup", "exit_now", "handling", "interrupted", "line",
-           "on_interrupt", "partial_file", "progress_stream", "reclaim", "z3_interruptible"]
+__all__ = ["GRACE", "INTERRUPTED", "SHIELD_S", "Interrupted", "by_interrupt", "check", "child", "cleanup",
+           "exit_now", "handling", "interrupted", "line", "note", "on_interrupt", "partial_file", "progress_stream",
+           "reclaim", "shielded", "spare", "z3_interruptible"]

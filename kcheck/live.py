@@ -32,6 +32,7 @@ import base64
 import contextlib
 import logging
 import re
+import socket
 import time
 import uuid
 from collections.abc import Iterator
@@ -212,7 +213,7 @@ def _bootstrap_servers(bootstrap: str) -> list[str]:
     if not servers:
         raise InputError(SOURCE, "empty; give HOST:PORT[,HOST:PORT...]")
     for s in servers:
-        if not _HOST_PORT.fullmatch(s) or not 0 < int(s.rsplit(":", 1)[1]) < 65536:
+        if not _HOST_PORT.fullmatch(s) or not 0 < int(s.rsplit(":", 1)[1]) < 65536 or len(s) > 260:
             raise InputError(SOURCE, f"{s!r} is not HOST:PORT")
     return servers
 
@@ -318,10 +319,39 @@ def _quiet(recorder: _Recorder) -> Iterator[None]:
         logger.propagate = propagate
 
 
+PROBE_S = 3.0  # seconds for a first TCP connection to some bootstrap server, all of them together
+
+
+def probe(servers: list[str], timeout_s: float = PROBE_S) -> None:
+    """Refuse in seconds a bootstrap list none of whose servers accepts a TCP connection (a closed port, a host
+    that does not resolve or does not answer): the client would retry it until its whole timeout (30 s)."""
+    deadline = time.monotonic() + timeout_s
+    problems = []
+    for server in servers:
+        host, _, port = server.rpartition(":")
+        left = deadline - time.monotonic()
+        if left <= 0:
+            problems.append(f"{server}: no time left")
+            continue
+        try:
+            with socket.create_connection((host.strip("[]"), int(port)), timeout=left):
+                return
+        except (socket.gaierror, UnicodeError):  # UnicodeError: a host name label IDNA cannot encode
+            problems.append(f"{server}: unknown host")
+        except TimeoutError:
+            problems.append(f"{server}: no answer within {timeout_s:g} s")
+        except OSError as e:
+            problems.append(f"{server}: {e.strerror or e}")
+    raise InputError(SOURCE, f"cannot reach a broker ({'; '.join(problems)})")
+
+
 def read_cluster(bootstrap: str, command_config: str | None = None, timeout_s: float = 30.0) -> LiveState:
-    """The live cluster's topics, partitions and brokers as describe text and brokers text (see the module doc)."""
+    """The live cluster's topics, partitions and brokers as describe text and brokers text (see the module doc).
+    Every input is checked first (the address, the properties file); a cluster no server of which accepts a
+    connection is refused within PROBE_S."""
     servers = _bootstrap_servers(bootstrap)
     config = client_config(command_config) if command_config is not None else {}
+    probe(servers, min(timeout_s, PROBE_S))
     timeout_ms = int(timeout_s * 1000)
     config.setdefault("request_timeout_ms", timeout_ms)
     config.setdefault("client_id", "kcheck")

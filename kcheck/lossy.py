@@ -31,6 +31,7 @@ taken as flushed, while data flushed after the last checkpoint is cut: again the
 
 from __future__ import annotations
 
+import os
 import re
 import struct
 from dataclasses import dataclass
@@ -77,10 +78,18 @@ def read_checkpoint(path: Path) -> dict[tuple[str, int], int]:
 
 
 def log_dirs(cluster: LocalCluster, broker_id: int) -> list[Path]:
-    """The broker's `log.dirs` as its properties file sets them."""
+    """The broker's `log.dirs` as its properties file sets them, each inside the broker's own folder of the cluster:
+    a lossy crash cuts and deletes files there, so a path the file names elsewhere (an edited properties file) is
+    refused, never followed."""
+    home = Path(os.path.realpath(cluster.properties_file(broker_id).parent))
     for line in cluster.properties_file(broker_id).read_text(encoding="utf-8").splitlines():
         if line.startswith("log.dirs="):
-            return [Path(d) for d in line.split("=", 1)[1].split(",") if d]
+            dirs = [Path(os.path.realpath(d)) for d in line.split("=", 1)[1].split(",") if d]
+            outside = [d for d in dirs if not d.is_relative_to(home)]
+            if outside:
+                raise ClusterError(f"broker {broker_id}'s log.dirs {outside[0]} is outside its folder {home}: kcheck "
+                                   "cuts only logs it set up")
+            return dirs
     raise ClusterError(f"broker {broker_id}'s properties set no log.dirs")
 
 

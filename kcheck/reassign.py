@@ -306,22 +306,25 @@ def run_verify_reassignment(current_path: str | None, proposed_path: str, broker
     balance_options(threshold, max_replicas_per_broker)
     if current_path == "-" and proposed_path == "-":
         raise InputError("PROPOSED", "CURRENT and PROPOSED cannot both be stdin")
-    if live is not None:  # kcheck.live.LiveState: the live cluster as kafka-topics --describe would print it
-        current_text, current_source = live.describe_text, live.source
-    else:
+    # Kafka's tool output as pasted: CURRENT takes a --generate output's Current block, PROPOSED its Proposed one.
+    # Every file first: a live cluster (`live`: a LiveState, or a callable that reads it) is asked only then.
+    if live is None:
         assert current_path is not None
         current_text, current_source = _read(current_path)
+        current, current_block = _pasted(current_text, current_source, "current")
     proposed_text, proposed_source = _read(proposed_path)
-    # Kafka's tool output as pasted: CURRENT takes a --generate output's Current block, PROPOSED its Proposed one.
-    current, current_block = _pasted(current_text, current_source, "current")
     proposed, proposed_block = _pasted(proposed_text, proposed_source, "proposed")
     if proposed_block == "kafka-topics --describe":
         raise InputError(proposed_source, "PROPOSED must be a reassignment JSON "
                                           '({"version":1,"partitions":[...]}) or kafka-reassign-partitions output')
+    given_cluster = formats.parse_brokers(formats.read_text(brokers_file), brokers_file) if brokers_file else None
+    if live is not None:  # kcheck.live.LiveState: the live cluster as kafka-topics --describe would print it
+        live = live() if callable(live) else live
+        current_text, current_source = live.describe_text, live.source
+        current, current_block = _pasted(current_text, current_source, "current")
     derived = brokers_file is None and live is None
     if brokers_file or live is not None:  # the brokers file, else the brokers the live cluster reports
-        cluster = (formats.parse_brokers(formats.read_text(brokers_file), brokers_file) if brokers_file else
-                   formats.parse_brokers(live.brokers_text, live.source))
+        cluster = given_cluster if given_cluster is not None else formats.parse_brokers(live.brokers_text, live.source)
         formats.check_plan_brokers(current, cluster, current_source, brokers_file or live.source)
     else:
         ids = set(current.broker_ids()) | set(proposed.broker_ids())

@@ -47,15 +47,16 @@ the cluster's ISR before the poll: that counts as a match (the model's next step
 from __future__ import annotations
 
 import json
+import logging
 import sys
 import time
 import uuid
 from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass, field
-from pathlib import Path
 from typing import Any
 
-from kcheck.cluster import DEFAULT_VERSION, STATE_FILE, LocalCluster
+from kcheck import interrupts
+from kcheck.cluster import DEFAULT_VERSION, LocalCluster, release_option
 from kcheck.cluster_admin import (
     PartitionState,
     elect_leaders,
@@ -64,8 +65,10 @@ from kcheck.cluster_admin import (
     reassign,
     wait_until,
 )
+from kcheck.cluster_folder import check_new, has_cluster
 from kcheck.exit_codes import Exit
 from kcheck.formats import InputError
+from kcheck.live import kafka_log_level
 from kcheck.lossy import lossy_kill
 from kcheck.model.replication.actions import Action
 from kcheck.model.replication.state import NO_LEADER, State
@@ -253,10 +256,10 @@ class _Replayer:
             self.cluster.resume(broker)
         return True
 
-    def close(self) -> None:
+    def close(self, timeout_s: float = 5.0) -> None:
         for p in self._producers.values():
             try:
-                p.close(timeout=5)
+                p.close(timeout=timeout_s)
             except Exception:  # noqa: S110 - a producer to a dead cluster may fail to close; nothing to keep
                 pass
 
@@ -265,29 +268,41 @@ def _describe(a: Action) -> str:
     return a.label()
 
 
-def run_on_cluster(trace: Any, protocol: Any, model_steps: list[Any], version: str, directory: str | None,
-                   settle_s: float = SETTLE_S, cluster: LocalCluster | None = None) -> tuple[Outcome, dict[str, Any]]:
-    """Play the trace on a cluster (`cluster`, running; else see the module doc); the step table and the final
-    comparison. Every broker runs again at the end of a cluster this did not start."""
-    cfg = trace.config
-    n, rf = cfg.brokers, cfg.rf
-    unclean = protocol.rules().get("leader_choice") == "unclean_allowed"
-    started = False
-    if cluster is not None:
-        if len(cluster.brokers) < n:
-            raise InputError("cluster", f"the cluster has {len(cluster.brokers)} broker(s); the trace needs {n}")
-    elif directory is not None and (Path(directory) / STATE_FILE).exists():
+def prepare_cluster(version: str | None, directory: str | None, brokers: int) -> LocalCluster:
+    """`--kafka-version` and `--dir` of `replay --on-cluster`, checked before anything starts (one line, exit 2):
+    the cluster set up in `directory` (its folder's identity checked, as every command checks it: kcheck.
+    cluster_folder; enough brokers, each running; its release the one asked for, if one was), else a cluster to
+    start (a release kcheck can run; a folder a cluster can be set up in, or a temporary one)."""
+    release = release_option(version) if version is not None else None
+    if directory is not None and has_cluster(directory):
         cluster = LocalCluster.attach(directory)
-        if len(cluster.brokers) < n:
+        if release is not None and release != cluster.version:
+            raise InputError("--kafka-version", f"{release}, but the cluster in --dir runs Kafka {cluster.version}")
+        if len(cluster.brokers) < brokers:
             raise InputError("--dir", f"the cluster in {directory} has {len(cluster.brokers)} broker(s); the trace "
-                                      f"needs {n}")
+                                      f"needs {brokers}")
         for row in cluster.status():
             if row["role"] == "broker" and row["state"] != "running":
                 raise InputError("--dir", f"broker {row['node']} of the cluster in {directory} is {row['state']}")
-    else:
-        cluster = LocalCluster(version, n, directory=directory)
+        return cluster
+    return LocalCluster(release or DEFAULT_VERSION, brokers,
+                        directory=check_new(directory) if directory is not None else None)
+
+
+def run_on_cluster(trace: Any, protocol: Any, model_steps: list[Any], cluster: LocalCluster,
+                   settle_s: float = SETTLE_S) -> tuple[Outcome, dict[str, Any]]:
+    """Play the trace on `cluster` (running, or not started yet: then started here and stopped at the end); the
+    step table and the final comparison. Every broker runs again at the end of a cluster this did not start. On an
+    interrupt the caller runs `undo`: a cluster started here killed at once, paused brokers of one it did not start
+    resumed and stopped ones started again without waiting."""
+    cfg = trace.config
+    n, rf = cfg.brokers, cfg.rf
+    unclean = protocol.rules().get("leader_choice") == "unclean_allowed"
+    if len(cluster.brokers if cluster._state is not None else range(cluster.broker_count)) < n:
+        raise InputError("cluster", f"the cluster has {len(cluster.brokers)} broker(s); the trace needs {n}")
+    started = cluster._state is None
+    if started:
         cluster.start()
-        started = True
     outcome = Outcome()
     topic = f"kcheck-replay-{uuid.uuid4().hex[:8]}"
     info: dict[str, Any] = {"kafka_version": cluster.version, "bootstrap": cluster.bootstrap, "started": started,
@@ -299,17 +314,47 @@ def run_on_cluster(trace: Any, protocol: Any, model_steps: list[Any], version: s
         _create_topic(cluster, topic, rf, cfg.min_isr, unclean)
         replayer.warm_up(cfg.acks)
         _play(replayer, trace, model_steps, outcome)
-    finally:
+    except BaseException as e:
+        if interrupts.by_interrupt(e):  # the caller undoes (undo); the producers' waits are not kept
+            replayer.close(timeout_s=0.0)
+            raise
         replayer.close()
-        if started:
-            cluster.stop()
-        else:
-            for row in cluster.status():
-                if row["role"] == "broker" and row["state"] == "paused":
-                    cluster.resume(row["node"])
-                elif row["role"] == "broker" and row["state"] == "stopped":
-                    cluster.restart(row["node"])
+        _finish(cluster, started)
+        raise
+    replayer.close()
+    _finish(cluster, started)
     return outcome, info
+
+
+def _finish(cluster: LocalCluster, started: bool) -> None:
+    """A cluster this run started is stopped; one it did not start has every broker running again."""
+    if started:
+        cluster.stop()
+        return
+    for row in cluster.status():
+        if row["role"] == "broker" and row["state"] == "paused":
+            cluster.resume(row["node"])
+        elif row["role"] == "broker" and row["state"] == "stopped":
+            cluster.restart(row["node"])
+
+
+def undo(cluster: LocalCluster, started: bool) -> str:
+    """After an interrupt, at once: what this run started is stopped, what it paused or stopped of a cluster it did
+    not start runs again (without waiting for it); what was done, for the one line."""
+    if started:
+        if cluster._dir is not None:
+            cluster.stop(kill=True)
+            return "stopped the cluster it started and removed its folder"
+        return "nothing was started"
+    done = []
+    for row in cluster.status():
+        if row["role"] == "broker" and row["state"] == "paused":
+            cluster.resume(row["node"])
+            done.append(f"resumed broker {row['node']}")
+        elif row["role"] == "broker" and row["state"] == "stopped":
+            cluster.launch(row["node"])
+            done.append(f"started broker {row['node']} again")
+    return "; ".join(done) or "the cluster runs as it did"
 
 
 def _create_topic(cluster: LocalCluster, topic: str, rf: int, min_isr: int, unclean: bool) -> None:
@@ -336,6 +381,7 @@ def _play(rp: _Replayer, trace: Any, model_steps: list[Any], out: Outcome) -> No
         out.notes.append(f"the trace starts with an ISR of {trace.config.initial_isr} of {trace.config.rf} "
                          "replicas; a new topic starts with every replica in its ISR")
     for n, a in enumerate(steps, 1):
+        interrupts.check()
         before, after = model_steps[n - 1].state, model_steps[n].state
         action = _map(rp, steps, n, a, before, after)
         leader, isr = _model_view(after)
@@ -581,7 +627,16 @@ def report(out: Outcome, info: dict[str, Any], trace_file: str, label: str, json
     return code
 
 
-def replay_on_cluster(trace_file: str, trace: Any, resolved: Any, model_steps: list[Any], version: str | None,
-                      directory: str | None, json_out: bool) -> int:
-    outcome, info = run_on_cluster(trace, resolved.protocol, model_steps, version or DEFAULT_VERSION, directory)
+def replay_on_cluster(trace_file: str, trace: Any, resolved: Any, model_steps: list[Any], cluster: LocalCluster,
+                      json_out: bool) -> int:
+    started = cluster._state is None
+    with kafka_log_level(logging.CRITICAL):  # the client logs every refused connection of a fault
+        try:
+            outcome, info = run_on_cluster(trace, resolved.protocol, model_steps, cluster)
+        except BaseException as e:
+            if not interrupts.by_interrupt(e):
+                raise
+            with interrupts.shielded():  # undone before kcheck's one line (cli.main), which says what was
+                interrupts.note(undo(cluster, started))
+            raise
     return report(outcome, info, trace_file, resolved.label, json_out)

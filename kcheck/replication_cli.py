@@ -1137,13 +1137,14 @@ def replay_command(
             raise InputError(trace_file, f"with {named}: {e}") from None
     trace = replace(trace, config=cfg)
     if on_cluster:
-        from kcheck.replay_cluster import replay_on_cluster
+        from kcheck.replay_cluster import prepare_cluster, replay_on_cluster
 
+        cluster = prepare_cluster(kafka_version, cluster_dir, cfg.brokers)  # checked before the model runs
         try:
             model_steps = replay(trace, resolved.protocol)
         except ReplayError as e:
             raise InputError(trace_file, f"{e} under protocol {resolved.label}") from None
-        return replay_on_cluster(trace_file, trace, resolved, model_steps, kafka_version, cluster_dir, json_out)
+        return replay_on_cluster(trace_file, trace, resolved, model_steps, cluster, json_out)
     only = None if trace.invariants is None else set(trace.invariants)
     probe, unchanged = _probe(resolved)
     tally = InvariantTally()

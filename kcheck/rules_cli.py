@@ -150,7 +150,7 @@ def class_fields(cls: type) -> dict[str, str]:
 
 def _protocol(kafka_version: str | None) -> tuple[Protocol, str]:
     try:
-        prof = releases.profile(kafka_version) if kafka_version else releases.profile()
+        prof = releases.profile(kafka_version) if kafka_version is not None else releases.profile()
     except releases.UnknownRelease as e:
         raise InputError("--kafka-version", str(e)) from None
     return prof.protocol(), prof.version

@@ -91,6 +91,7 @@ GROUP_INTERFACE = "org.apache.kafka.coordinator.group.api.assignor.ConsumerGroup
 _KINDS = {"placer": PLACER_INTERFACE, "client": CLIENT_INTERFACE, "group": GROUP_INTERFACE}
 # A Java binary class name: dotted identifiers, '$' for nested classes.
 _CLASS_RE = re.compile(r"[^\W\d][\w$]*(?:\.[^\W\d][\w$]*)*")
+MAX_CLASS_NAME = 65_535  # bytes: a class file's constant pool holds a name in one CONSTANT_Utf8 of at most this
 _MASK48 = (1 << 48) - 1
 _MASK64 = (1 << 64) - 1
 ENUMERATION_CHUNK = 2_000  # runs per JPX answer: a few hundred kB at most
@@ -130,6 +131,8 @@ def parse_classpath(text: str | None) -> tuple[str, ...]:
             raise ValueError(f"'{entry}' does not exist")
         if not (os.path.isdir(path) or path.endswith((".jar", ".zip", ".JAR", ".ZIP"))):
             raise ValueError(f"'{entry}' is neither a jar nor a folder of classes")
+        if not os.path.isdir(path) and not os.path.isfile(path):  # a FIFO or a device: the JVM would wait on it
+            raise ValueError(f"'{entry}' is not a regular file")
         if os.path.isdir(path) is False and not os.access(path, os.R_OK):
             raise ValueError(f"'{entry}' is not readable")
         entries.append(path)
@@ -208,7 +211,7 @@ class JvmClass:
 def class_name(spec: str) -> str:
     """The class of a `jvm:<class>` spec; a ValueError (one line) when it is not one."""
     name = spec[len(PREFIX):] if is_jvm(spec) else ""
-    if not _CLASS_RE.fullmatch(name):
+    if len(name.encode("utf-8", "surrogatepass")) > MAX_CLASS_NAME or not _CLASS_RE.fullmatch(name):
         raise ValueError(f"'{spec}' is not of the form jvm:<fully.qualified.ClassName>")
     return name
 

@@ -36,7 +36,7 @@ import tarfile
 import tempfile
 import time
 import urllib.request
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -51,6 +51,34 @@ ZK_ARTIFACTS = ("kafka_2.13",)  # 3.x only: the ZooKeeper controller's election 
 # 3.9.x is the last ZooKeeper release; it is never the default.
 KNOWN_RELEASES = ("4.4.0", "4.3.1", "4.3.0", "4.2.2", "4.2.0", "4.1.2", "4.1.1", "4.1.0", "4.0.2", "4.0.1", "4.0.0")
 ZK_RELEASES = ("3.9.1", "3.9.0")
+# Every release whose jars kcheck fetches for the bridge and for `kcheck cluster` (KRaft runs on each of them).
+BRIDGE_RELEASES = (*KNOWN_RELEASES, *ZK_RELEASES)
+# What a release string may look like before it is ever joined into a path (0.10.2.2 has four parts).
+_RELEASE_SHAPE = re.compile(r"[0-9]{1,3}(?:\.[0-9]{1,3}){2,3}")
+
+
+class UnknownRelease(ValueError):
+    """A release a caller does not accept; str() is one line naming the ones it does."""
+
+
+def check_release(text: str, accepted: Collection[str] = BRIDGE_RELEASES, what: str = "a Kafka release kcheck knows",
+                  ) -> str:
+    """The release `text` names if `accepted` holds it, else UnknownRelease (one line listing `accepted`).
+
+    The one check every `--kafka-version`, `--against-kafka` and cache path goes through: a release is a key
+    of the jar cache (`<cache>/<version>/`), so only a known one, compared whole, may ever reach a path. Spaces
+    around it are forgiven; a control character, a path (`../x`, `/tmp/x`), an empty string or a release the
+    caller does not accept is not."""
+    version = text.strip(" ")
+    if version in accepted and _RELEASE_SHAPE.fullmatch(version):
+        return version
+    shown = (text if len(text) <= 40 else text[:40] + "...").encode("unicode_escape").decode("ascii")
+    known = ", ".join(sorted(accepted, key=_release_key, reverse=True))
+    raise UnknownRelease(f"'{shown}' is not {what} (known: {known})")
+
+
+def _release_key(version: str) -> tuple[int, ...]:
+    return tuple(int(x) if x.isdigit() else -1 for x in version.split("."))
 
 
 def artifacts(version: str) -> tuple[str, ...]:
@@ -79,6 +107,14 @@ class KafkaBridgeError(RuntimeError):
 def cache_root() -> Path:
     base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
     return Path(base) / "kcheck" / "kafka"
+
+
+def release_directory(version: str) -> Path:
+    """`<cache>/<version>`, only for a known release (a KafkaBridgeError for anything else, before any path)."""
+    try:
+        return cache_root() / check_release(version)
+    except UnknownRelease as e:
+        raise KafkaBridgeError("kafka", str(e)) from None
 
 
 def require_tool(name: str) -> str:
@@ -205,12 +241,12 @@ def _resolve_into(directory: Path, version: str, required: Sequence[str], fill: 
 
 def cached(version: str) -> ResolvedRelease | None:
     """The release's jars if a completed cache holds them, else None (never touches the network)."""
-    return _cached_in(cache_root() / version, version, artifacts(version))
+    return _cached_in(release_directory(version), version, artifacts(version))
 
 
 def resolve(version: str, timeout: float = 900.0) -> ResolvedRelease:
     """The release's jars, from the cache or else from Maven Central via `mvn`."""
-    return _resolve_into(cache_root() / version, version, artifacts(version), lambda mvn, work: _copy_dependencies(
+    return _resolve_into(release_directory(version), version, artifacts(version), lambda mvn, work: _copy_dependencies(
         mvn, _pom(version), work, version, ", ".join(artifacts(version)), timeout))
 
 
@@ -241,7 +277,7 @@ _SLF4J_API = re.compile(r"slf4j-api-([0-9][0-9A-Za-z.\-]*)\.jar")
 
 
 def server_directory(version: str) -> Path:
-    return cache_root() / version / "server"
+    return release_directory(version) / "server"
 
 
 def cached_server(version: str) -> ResolvedRelease | None:

@@ -26,7 +26,7 @@ from dataclasses import dataclass, fields, replace
 from functools import cache
 from typing import TYPE_CHECKING, Any
 
-from kcheck.reference.kafka_jars import KNOWN_RELEASES, ZK_RELEASES
+from kcheck.reference.kafka_jars import KNOWN_RELEASES, ZK_RELEASES, UnknownRelease, check_release
 
 if TYPE_CHECKING:
     from kcheck.model.replication.protocol import Protocol
@@ -66,17 +66,10 @@ def version_key(version: str) -> tuple[int, ...]:
     return _key(version)
 
 
-class UnknownRelease(ValueError):
-    """A `--kafka-version` kcheck has no profile for; str() is one line listing the known ones."""
-
-
 def check_version(text: str) -> str:
-    """The release a `--kafka-version` value names; UnknownRelease (one line) for anything else."""
-    version = text.strip()
-    if version not in RELEASES:
-        shown = (text if len(text) <= 40 else text[:40] + "...").encode("unicode_escape").decode("ascii")
-        raise UnknownRelease(f"'{shown}' is not a Kafka release kcheck knows (known: {', '.join(RELEASES)})")
-    return version
+    """The release a `--kafka-version` value names; UnknownRelease (one line) for anything else
+    (`kafka_jars.check_release`: the one check for every release option and cache path)."""
+    return check_release(text, RELEASES)
 
 
 @dataclass(frozen=True)

@@ -138,7 +138,11 @@ def test_a_schedule_file_reads_one_fault_a_line():
 
 
 @pytest.mark.parametrize(("text", "message"), [
-    ("1 kill\nsoon kill 1\n", "s.txt:2: not `SECONDS KIND [BROKER|leader|follower]`: 'soon kill 1'"),
+    ("1 kill\nsoon kill 1\n", "s.txt:2: 'soon' is not a number of seconds from 0 to 86,400"),
+    ("\u0661 kill\n", "s.txt:1: '\u0661' is not a number of seconds"),  # int() and float() take any script's digits
+    ("1" + "0" * 400 + " kill\n", "s.txt:1: '1000"),  # float() of it is inf: sleep() would overflow
+    ("1 kill " + "9" * 5000 + "\n", "s.txt:1: target '9999"),  # int() refuses past 4,300 digits
+    ("1 kill \u0661\n", "s.txt:1: target '\u0661' is not a broker id"),
     ("1 explode 2\n", "s.txt:1: 'explode' is not a fault kind"),
     ("1 kill the-leader\n", "s.txt:1: target 'the-leader' is not a broker id, leader or follower"),
     ("1 reassign 2\n", "s.txt:1: reassign takes no target"),

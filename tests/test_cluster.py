@@ -296,16 +296,16 @@ def test_other_releases_start_and_read_as_their_kafka_topics_describes_them(rele
 # client errors: one line
 
 
-@pytest.mark.cluster
-def test_an_unreachable_bootstrap_server_is_one_line_within_the_timeout():
+def test_an_unreachable_bootstrap_server_is_one_line_at_once():
+    """A closed port is refused by the OS at once: kcheck says so then, not after the client's 30 s bootstrap."""
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]  # bound, not listening: refused
         began = time.monotonic()
         with pytest.raises(InputError) as e:
-            read_cluster(f"127.0.0.1:{port}", timeout_s=3)
-    assert time.monotonic() - began < 20
-    assert str(e.value) == f"--bootstrap-server: cannot reach a broker at 127.0.0.1:{port} within 3 s"
+            read_cluster(f"127.0.0.1:{port}")
+    assert time.monotonic() - began < 3
+    assert str(e.value) == f"--bootstrap-server: cannot reach a broker (127.0.0.1:{port}: Connection refused)"
 
 
 @pytest.mark.parametrize("bad", ["", "localhost", "host:port", "host:0", "host:70000", "a b:1"])

@@ -1,7 +1,9 @@
 """A cluster never outlives the process that started it (kcheck.cluster.Watchdog), however that process ends.
 
-The watchdog's tests stand in for Kafka nodes with sleeping Python processes whose command line names a
-`server.properties` (what the watchdog checks before it kills a PID), so they run without java in a second or two.
+The watchdog's tests stand in for Kafka nodes with sleeping Python processes whose command line is a node's: the
+cluster's id (`-Dkcheck.cluster.id=...`) and, last, the node's `server.properties` (what the watchdog checks before it
+kills a PID), in a folder whose marker kcheck wrote (`cluster_folder.claim`), so they run without java in a second or
+two.
 The last test starts a real one-broker KRaft cluster in a subprocess, SIGKILLs that subprocess and checks the
 controller's and the broker's PIDs are gone within seconds (marked `cluster`).
 """
@@ -21,8 +23,9 @@ from pathlib import Path
 import pytest
 
 from kcheck.cluster import OWNER_ENV, STATE_FILE, ClusterError, _cmdline, _owners
+from kcheck.cluster_folder import ID_OPTION, claim
 
-# A process that stands in for a node: it sleeps, and its command line names its properties file.
+# A process that stands in for a node: it sleeps, and its command line is a node's (the id, the properties last).
 NODE = "import time; time.sleep(120)"
 _STARTED: list[subprocess.Popen] = []  # every process a test starts, ended after it (also when it fails)
 
@@ -39,12 +42,20 @@ def _spawn(cmd: list[str], **kwargs) -> subprocess.Popen:
     return _STARTED[-1]
 
 
-def _node(folder: Path, name: str) -> tuple[subprocess.Popen[bytes], Path]:
+def _node(folder: Path, name: str, ident: str | None = None) -> tuple[subprocess.Popen[bytes], Path]:
     properties = folder / name / "server.properties"
     properties.parent.mkdir(parents=True)
     properties.write_text("", encoding="utf-8")
     # A session of its own, as LocalCluster starts a node: the owner's death sends it nothing.
-    return _spawn([sys.executable, "-c", NODE, str(properties)], start_new_session=True), properties
+    return _stand_in(properties, ident or _ident(folder), start_new_session=True), properties
+
+
+def _stand_in(properties: Path, ident: str, **kwargs) -> subprocess.Popen[bytes]:
+    return _spawn([sys.executable, "-c", NODE, f"{ID_OPTION}{ident}", str(properties)], **kwargs)
+
+
+def _ident(folder: Path) -> str:
+    return json.loads((folder / "kcheck-cluster.marker").read_text())["id"]
 
 
 def _owner(folder: Path, script: str, env: dict[str, str] | None = None) -> tuple[subprocess.Popen[str], dict]:
@@ -88,7 +99,8 @@ ARM = """
     from kcheck.cluster import STATE_FILE, Watchdog, _owners
     folder = Path(os.getcwd())
     (folder / STATE_FILE).write_text("{}")
-    dog = Watchdog(_owners(outlive=OUTLIVE), folder)
+    ident = json.loads((folder / "kcheck-cluster.marker").read_text())["id"]
+    dog = Watchdog(_owners(outlive=OUTLIVE), folder, ident)
     for pid, mark in json.loads(os.environ["NODES"]):
         dog.node(pid, Path(mark))
     DONE
@@ -103,21 +115,25 @@ def _arm(folder: Path, nodes, outlive: bool = False, env: dict[str, str] | None 
 
 @pytest.fixture
 def folder(tmp_path: Path) -> Path:
-    (tmp_path / "c").mkdir()
-    return tmp_path / "c"
+    """A cluster folder as kcheck creates one: its marker written first."""
+    real, _ = claim(tmp_path / "c")
+    return real
 
 
 def test_the_nodes_die_and_the_folder_goes_when_the_owner_is_killed(folder):
-    a, b = _node(folder, "a"), _node(folder, "b")
+    a, b = _node(folder, "broker-1"), _node(folder, "broker-2")
     bystander = _spawn([sys.executable, "-c", NODE, str(folder / "elsewhere.properties")], start_new_session=True)
-    # The bystander's PID is given with a properties file its command line does not name: it is not killed.
-    owner, info = _arm(folder, [a, b, (bystander, folder / "a" / "server.properties")])
+    # Given with a node's properties file: one whose command line names another file, and one that names this
+    # node's file but carries another cluster's id (a copy's node): neither is killed.
+    other = _stand_in(b[1], "f" * 32, start_new_session=True)
+    owner, info = _arm(folder, [a, b, (bystander, folder / "broker-1" / "server.properties"),
+                                (other, b[1])])
     owner.kill()  # SIGKILL: no atexit, no finally
     owner.wait()
     assert _gone([a[0].pid, b[0].pid], 5.0)
     assert _gone([info["watchdog"]], 5.0)  # its work done, it leaves
     assert _removed(folder)
-    assert bystander.poll() is None
+    assert bystander.poll() is None and other.poll() is None
 
 
 def test_a_broker_another_process_restarted_dies_too(folder):
@@ -126,9 +142,9 @@ def test_a_broker_another_process_restarted_dies_too(folder):
     controller, old = _node(folder, "controller"), _node(folder, "broker-2")
     owner, info = _arm(folder, [controller, old])
     _end(old[0])  # the restart stopped the old process ...
-    new = _spawn([sys.executable, "-c", NODE, str(old[1])], start_new_session=True)  # ... and started this one
-    state = {"version": "4.4.0", "cluster_id": "x", "directory": str(folder),
-             "controller": {"node_id": 3000, "role": "controller", "port": 1, "pid": controller[0].pid},
+    new = _stand_in(old[1], _ident(folder), start_new_session=True)  # ... and started this one
+    state = {"version": "4.4.0", "cluster_id": "A" * 22, "directory": str(folder), "id": _ident(folder),
+             "controller": {"node_id": 1000, "role": "controller", "port": 1, "pid": controller[0].pid},
              "brokers": [{"node_id": 2, "role": "broker", "port": 2, "pid": new.pid}]}
     (folder / STATE_FILE).write_text(json.dumps(state), encoding="utf-8")
     owner.kill()
@@ -138,7 +154,7 @@ def test_a_broker_another_process_restarted_dies_too(folder):
 
 
 def test_a_dismissed_watchdog_kills_nothing(folder):
-    a = _node(folder, "a")
+    a = _node(folder, "broker-1")
     owner, info = _arm(folder, [a], done=True)
     assert _gone([info["watchdog"]], 5.0)
     owner.kill()
@@ -150,7 +166,7 @@ def test_a_dismissed_watchdog_kills_nothing(folder):
 def test_an_outliving_cluster_dies_with_the_process_the_environment_names(folder):
     """`kcheck cluster up` (outlive=True) under KCHECK_CLUSTER_OWNER_PID: the command ends and the cluster runs on,
     until that process ends."""
-    a = _node(folder, "a")
+    a = _node(folder, "broker-1")
     keeper = _spawn([sys.executable, "-c", NODE])
     owner, info = _arm(folder, [a], outlive=True, env={OWNER_ENV: str(keeper.pid)})
     _end(owner)  # the command is over
@@ -163,7 +179,7 @@ def test_an_outliving_cluster_dies_with_the_process_the_environment_names(folder
 
 def test_the_watchdog_leaves_when_the_cluster_was_stopped_from_elsewhere(folder):
     """`kcheck cluster down` stops an outliving cluster from another process: the watchdog then has nothing to do."""
-    a = _node(folder, "a")
+    a = _node(folder, "broker-1")
     keeper = _spawn([sys.executable, "-c", NODE])
     owner, info = _arm(folder, [a], outlive=True, env={OWNER_ENV: str(keeper.pid)})
     _end(owner, a[0])
