@@ -9,7 +9,7 @@ Level-synchronous BFS, one Spark job per level:
   fingerprint, action index) in flat arrays, and that level's new states (fingerprint and encoding, or the state
   itself for a model without `decode`).
 - Expansion runs in the executors (`mapPartitions`; the model is built once per partition by `model_factory`):
-  each new state's successors are keyed by canonical fingerprint (`_keyer`, symmetry as in the one-process
+  each new state's successors are keyed by canonical fingerprint (`keyer`, symmetry as in the one-process
   engine), deduplicated within the partition, and shuffled by fingerprint with the same partitioner as `merged`.
 - Deduplication against the visited set is a narrow dependency: Spark unions two RDDs with equal partitioners
   partition by partition (`PartitionerAwareUnionRDD`), so partition i of the shuffled successors meets partition
@@ -48,13 +48,13 @@ from functools import partial
 from typing import Any
 
 from kcheck.model.interface import Model
-from kcheck.model.search import (
+from kcheck.model.visited import (
     Counterexample,
     FingerprintSet,
     SearchResult,
-    _keyer,
-    _violated,
+    keyer,
     replay_path,
+    violated,
 )
 
 _NO_PARENT = 0  # fingerprints are never 0, so 0 marks an initial state (its action index is the initial index)
@@ -73,7 +73,7 @@ def _partition(fp: int) -> int:
 
 def _model_tools(model: Model[Any, Any], symmetry: bool) -> tuple[Callable[[Any], tuple[int, bytes | None]],
                                                                    Callable[[Any], Any] | None]:
-    return _keyer(model, list(model.symmetries()) if symmetry else [], lazy=True), getattr(model, "decode", None)
+    return keyer(model, list(model.symmetries()) if symmetry else [], lazy=True), getattr(model, "decode", None)
 
 
 def _successors(model: Model[Any, Any]) -> Callable[[Any], Iterable[tuple[int, Any]]]:
@@ -166,7 +166,7 @@ def _merge(factory: Callable[[], Model[Any, Any]], probe: bool) -> Callable[[Ite
             actions.append(ai)
             payloads.append(payload)
             if violation is None:  # `new` is sorted: the first violation is the partition's smallest
-                found = _violated(invariants, decode(payload) if decode is not None else payload)
+                found = violated(invariants, decode(payload) if decode is not None else payload)
                 if found is not None:
                     violation = (fp, *found)
         nbytes = seen.nbytes + sum(len(a) * a.itemsize for a in store)
@@ -397,7 +397,7 @@ def _trace(sc: Any, model: Model[Any, Any], merged: Any, P: int, found: tuple[in
         fp = parent
     actions.reverse()
     steps = replay_path(model, ai, actions)
-    again = _violated(list(model.invariants()), steps[-1][1])
+    again = violated(list(model.invariants()), steps[-1][1])
     if again is not None:
         inv, message = again
     return Counterexample(inv, message, steps)
