@@ -10,7 +10,7 @@ engine also gives:
 - change coverage: with a `ChangeProbe`, every successor the engine computes goes through the probe one action
   at a time (`probed_successors`' enumeration), and each frontier state carries its depth and the actions that
   reached it, so the probe keeps the shortest run to each differing answer, as before;
-- `abstract`: the encoding (so the fingerprint) drops what `replication_explore.abstract_key` drops, the
+- `abstract`: the encoding (so the fingerprint) drops what `replication_runs.abstract_key` drops, the
   control messages in flight; the frontier keeps the concrete state reached, so every trace is a run of the
   model. A clean abstract run proves nothing (`EngineRun.complete` is False);
 - a memory cap (`max_rss`) through the engine's `stop` callback, measured over this process and its workers;
@@ -34,17 +34,18 @@ from typing import Any
 
 from kcheck.invariants.registry import REGISTRY, Violation, load_module
 from kcheck.invariants.replication import ReplicationSubject, check_replication
-from kcheck.invariants.replication_explore import (
+from kcheck.invariants.replication_model_adapter import ReplicationModel, encode_state
+from kcheck.invariants.replication_runs import (
     ChangeProbe,
     InvariantTally,
     ProgressFn,
     SearchProgress,
     Trace,
     abstract_key,
+    novelty_key,
     replication_ids,
     rss_bytes,
 )
-from kcheck.invariants.replication_model_adapter import ReplicationModel, encode_state
 from kcheck.model.interface import StateInvariant
 from kcheck.model.replication.actions import Action, Config
 from kcheck.model.replication.protocol import Protocol
@@ -568,8 +569,6 @@ def run_exhaust(protocol: Protocol, cfg: Config, *, label: str | None = None, on
 
 def _novelty(state_of: Callable[[Any], State]) -> Callable[[Any], int]:
     """Order novelty's key on the engine's states (plain or `Node`): the random search's abstraction."""
-    from kcheck.invariants.replication_search import novelty_key  # it imports this module
-
     return lambda s: novelty_key(state_of(s))
 
 

@@ -45,16 +45,17 @@ from kcheck.invariants import replication as replication_invariants
 from kcheck.invariants.registry import REGISTRY
 from kcheck.invariants.replication import ReplicationSubject, check_replication
 from kcheck.invariants.replication_engine import Node, NodeModel, _trace_actions
-from kcheck.invariants.replication_explore import (
+from kcheck.invariants.replication_model_adapter import ReplicationModel
+from kcheck.invariants.replication_runs import (
     ChangeProbe,
     InvariantTally,
     ProgressFn,
     SearchProgress,
     Trace,
+    novelty_key,
     replication_ids,
     rss_bytes,
 )
-from kcheck.invariants.replication_model_adapter import ReplicationModel
 from kcheck.model.interface import StateInvariant
 from kcheck.model.replication.actions import KINDS, Action, Config
 from kcheck.model.replication.protocol import Protocol
@@ -81,14 +82,6 @@ def weights() -> dict[str, float]:
     out = {k: FAULT_WEIGHT if k in FAULT_KINDS else 1.0 for k in KINDS}
     out["drop"] = out["duplicate"] = NETWORK_FAULT_WEIGHT
     return out
-
-
-def novelty_key(s: State) -> int:
-    """What the replicas and the controller believe, without messages in flight or history (see above)."""
-    reg = s.registry
-    return hash((tuple((r.alive, r.known, r.leader, r.leader_epoch, tuple(x.epoch for x in r.log), r.hw)
-                       for r in s.replicas),
-                 reg.leader, reg.leader_epoch, reg.isr, reg.elr, reg.replicas, len(s.zombies), s.used))
 
 
 def options() -> dict[str, Any]:
