@@ -488,6 +488,7 @@ def run_exhaust(protocol: Protocol, cfg: Config, *, label: str | None = None, on
     watch = MemoryWatch(max_rss)
     report = _reporter(progress, watch, time.perf_counter())
     tally: InvariantTally | None
+    state_of: Callable[[Any], State]
     if master is not None:
         result = _on_spark(protocol, cfg, label, only, symmetry, modules, reduce, master, max_states, max_seconds,
                            report)

@@ -1068,12 +1068,13 @@ class ReplicationModel:
         plan: list[tuple[Any, ...]] = []
         for kind, spec in self._kinds:
             never = _NEVER.get(kind)
+            mtype = getattr(spec.candidates, "message_type", None)  # a message kind's: the message's type
             if kind == "drop":
                 plan.append(("_drops", kind, spec.fn))
-            elif getattr(spec.candidates, "message_type", None) is not None:
+            elif mtype is not None:
                 how = ("_fetches" if spec.fn is handle_fetch else "_received" if spec.fn in _RECIPIENT_ONLY
                        else "_deliveries")
-                plan.append((how, kind, spec.fn, spec.candidates.message_type, _PRE.get(kind)))
+                plan.append((how, kind, spec.fn, mtype, _PRE.get(kind)))
             elif kind in _STATIC:
                 self._plan_static(plan, kind, spec, never)
             elif kind == "consume":
@@ -1244,7 +1245,8 @@ class ReplicationModel:
         """A message kind's deliveries (each kept too when the config duplicates), stepped by its function."""
         _, kind, fn, mtype, pre = entry
         p, cfg = self.protocol, self.cfg
-        for m in _listed(state.pool)[1].get(mtype, ()):
+        msgs: Sequence[Any] = _listed(state.pool)[1].get(mtype, ())
+        for m in msgs:
             ok = pre is None or pre(state, cfg, m)
             for keep in self._keeps:
                 if ok:
@@ -1313,7 +1315,8 @@ class ReplicationModel:
         _, kind, fn, mtype, pre = entry
         p, cfg, answers, reps = self.protocol, self.cfg, self._answers, state.replicas
         n = len(reps)
-        for m in _listed(state.pool)[1].get(mtype, ()):
+        msgs: Sequence[Any] = _listed(state.pool)[1].get(mtype, ())
+        for m in msgs:
             ok = pre is None or pre(state, cfg, m)
             for keep in self._keeps:
                 if ok:
@@ -1358,7 +1361,8 @@ class ReplicationModel:
         _, kind, fn, mtype, pre = entry
         p, cfg, kept, reps = self.protocol, self.cfg, self._received_by, state.replicas
         n = len(reps)
-        for m in _listed(state.pool)[1].get(mtype, ()):
+        msgs: Sequence[Any] = _listed(state.pool)[1].get(mtype, ())
+        for m in msgs:
             ok = pre is None or pre(state, cfg, m)
             for keep in self._keeps:
                 if ok:

@@ -1298,7 +1298,7 @@ def settler(before: State, p: Protocol, cfg: Config) -> Callable[[State], State]
     def one(after: State) -> State:
         h = settling.history(after)
         todo = None if h is None else settling.rechecks(after)
-        if todo is None:
+        if h is None or todo is None:
             return settling.general(after)
         kraft, trim, suspects = todo
         stale = _refused(p, after.replicas, after.pool, suspects) if suspects else None
