@@ -31,16 +31,16 @@ KNOWN: dict[tuple[str, str], str] = {
         "upward into the command line: `group_file` checks its replay file with the group-file reader of "
         "kcheck/group_format.py, which moves below spark_check (with the other formats) with the package moves",
     ("kcheck.reference.assignors.registry", "kcheck.reference.jvm_plugins"):
-        "circle registry -> jvm_plugins -> registry (and placers): `resolve_assignor` hands `jvm:` names to "
-        "jvm_plugins, which builds the registry's AssignorInfo; jvm_plugins should register its `jvm:` resolvers "
-        "with the registry and placers (or one module above all three should resolve names)",
+        "circle registry -> jvm_plugins -> registry: `resolve_assignor` hands `jvm:` names to jvm_plugins, which "
+        "builds the registry's AssignorInfo and ServerSideAdapter; with those two in a module below both (and "
+        "PlacerInfo likewise for placers), jvm_plugins would import only downward",
     ("kcheck.reference.placers", "kcheck.reference.jvm_plugins"):
         "circle placers -> jvm_plugins -> placers: `resolve_placer` hands `jvm:` names to jvm_plugins, which builds "
         "the placers' PlacerInfo (the same fix as for the assignor registry)",
     ("kcheck.reference.election", "kcheck.reference.releases"):
-        "circle election -> releases -> election: `KRaftVersion.for_release` reads the release profiles, which "
-        "hold KRaftVersion fields; the profile should say which KRaftVersion a release has (releases imports "
-        "election only), or for_release should move to releases.py",
+        "circle election -> releases -> election: `KRaftVersion.for_release` asks releases.py for a release's rules, "
+        "which releases.py builds as a KRaftVersion; for_release should go (its callers, kafka_controller.py and "
+        "three tests, ask `releases.profile(v).kraft_rules()`), leaving releases -> election only",
 }
 
 
