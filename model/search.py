@@ -28,7 +28,7 @@
   model XORs a personalised 64-bit digest of each part of its encoding, kept with the part), so that the estimate
   below holds; with symmetry the least over the images is taken as above
   (`fingerprints(state)`: the state's and its images' at once). The search keeps the garbage collector's
-  youngest generation 100,000 allocations wide meanwhile (`_rarer_collections`): it holds no object per stored
+  youngest generation 100,000 allocations wide meanwhile (`visited.rarer_collections`): it holds no object per stored
   state, so collecting every 700 allocations finds nothing and cost about a fifth of a run.
 - Fingerprint collisions: two different states with the same 64-bit fingerprint make the search skip the
   second one. With n states the probability of any collision is about n^2 / 2^65: about 2.7e-4 at 10^8 states
@@ -594,7 +594,7 @@ def minimize_run(model: Model[Any, Any], initial: Any, actions: Sequence[Any],
             if s is None:
                 return None
             out.append(s)
-            found = _violated(invs, s)
+            found = violated(invs, s)
             if found is not None:
                 return out, found
         return None

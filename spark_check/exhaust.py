@@ -54,6 +54,7 @@ from kcheck.model.visited import (
     SearchResult,
     keyer,
     replay_path,
+    successor_fn,
     violated,
 )
 
@@ -78,17 +79,8 @@ def _model_tools(model: Model[Any, Any], symmetry: bool) -> tuple[Callable[[Any]
 
 def _successors(model: Model[Any, Any]) -> Callable[[Any], Iterable[tuple[int, Any]]]:
     """state -> (action index, next state) for the actions that apply (the model's `successors` when it has one)."""
-    fast = getattr(model, "successors", None)
-    if fast is not None:
-        return lambda s: ((i, t) for i, _, t in fast(s))
-
-    def slow(s: Any) -> Iterator[tuple[int, Any]]:
-        for i, a in enumerate(model.actions(s)):
-            t = model.step(s, a)
-            if t is not None:
-                yield i, t
-
-    return slow
+    succ = successor_fn(model)
+    return lambda s: ((i, t) for i, _, t in succ(s))
 
 
 def _expand(factory: Callable[[], Model[Any, Any]], symmetry: bool) -> Callable[[Iterator[Any]], Iterator[Any]]:
