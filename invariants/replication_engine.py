@@ -10,7 +10,7 @@ engine also gives:
 - change coverage: with a `ChangeProbe`, every successor the engine computes goes through the probe one action
   at a time (`probed_successors`' enumeration), and each frontier state carries its depth and the actions that
   reached it, so the probe keeps the shortest run to each differing answer, as before;
-- `abstract`: the encoding (so the fingerprint) drops what `replication_explore.abstract_key` drops, the
+- `abstract`: the encoding (so the fingerprint) drops what `replication_runs.abstract_key` drops, the
   control messages in flight; the frontier keeps the concrete state reached, so every trace is a run of the
   model. A clean abstract run proves nothing (`EngineRun.complete` is False);
 - a memory cap (`max_rss`) through the engine's `stop` callback, measured over this process and its workers;
@@ -34,17 +34,18 @@ from typing import Any
 
 from kcheck.invariants.registry import REGISTRY, Violation, load_module
 from kcheck.invariants.replication import ReplicationSubject, check_replication
-from kcheck.invariants.replication_explore import (
+from kcheck.invariants.replication_model_adapter import ReplicationModel, encode_state
+from kcheck.invariants.replication_runs import (
     ChangeProbe,
     InvariantTally,
     ProgressFn,
     SearchProgress,
     Trace,
     abstract_key,
+    novelty_key,
     replication_ids,
     rss_bytes,
 )
-from kcheck.invariants.replication_model_adapter import ReplicationModel, encode_state
 from kcheck.model.interface import StateInvariant
 from kcheck.model.replication.actions import Action, Config
 from kcheck.model.replication.protocol import Protocol
@@ -475,16 +476,51 @@ def run_exhaust(protocol: Protocol, cfg: Config, *, label: str | None = None, on
     `local[2]` or `spark://host:port`); `workers` > 1 forks that many processes on this machine. `modules`: the
     user's invariant modules (imported in Spark executors, and shipped with a `module:object` protocol's module).
     Raises `SearchSetupError` (one line) when the Spark search cannot run. `order` is the engine's (bfs, dfs or
-    novelty, the last ranked by `replication_search.novelty_key`); orders other than bfs run in this one process.
+    novelty, the last ranked by `replication_runs.novelty_key`); orders other than bfs run in this one process.
     `reduce`: the search takes model/replication/reduction.py's steps at once where its argument holds (a complete
     run is the same proof; a counterexample is a run of the model with those steps written out, not necessarily
     a shortest one).
     """
     label = label or protocol.name
-    checked = None if only is None else tuple(sorted(only))
-    notes: list[str] = []
     inner = ReplicationModel(protocol, cfg, only=only, symmetry=symmetry, reduce=reduce)
-    sym_note = inner.symmetry_off
+    notes: list[str] = []
+    workers, master = _where(workers, master, probe, abstract, order, notes)
+    watch = MemoryWatch(max_rss)
+    report = _reporter(progress, watch, time.perf_counter())
+    tally: InvariantTally | None
+    state_of: Callable[[Any], State]
+    if master is not None:
+        result = _on_spark(protocol, cfg, label, only, symmetry, modules, reduce, master, max_states, max_seconds,
+                           report)
+        tally, engine, state_of = None, SPARK_ENGINE, _same
+        notes.append("on Spark the states in which the bounds switched an invariant off are not counted")
+        if max_rss is not None:
+            notes.append("--max-memory is not applied on Spark: the executors' memory is Spark's to bound")
+    else:
+        shared = SharedTally(replication_ids(only))
+        model, state_of = _engine_model(inner, cfg, only, shared, abstract, probe, label)
+        try:
+            result = exhaust(model, max_states=max_states, max_seconds=max_seconds, symmetry=symmetry,
+                             progress=report, workers=workers, spill_dir=spill_dir, stop=watch, order=order,
+                             novelty=_novelty(state_of) if order == "novelty" else None)
+        except RuntimeError:
+            failed = shared.error()  # a user's invariant failed in a worker: its own error, not the worker's text
+            if failed is not None:
+                raise failed from None
+            raise
+        tally, engine = shared.tally(), ENGINE
+    watch.sample()
+    trace = _trace(inner, result, state_of, label, cfg, only)
+    report(result, final=True)
+    return EngineRun(label, result, trace, tally, abstract, max(watch.peak, rss_bytes()), engine,
+                     getattr(result, "workers", 1) if master is None else workers, not inner.symmetry_off,
+                     inner.symmetry_off, notes, inner.reduction_off if reduce else "not asked for")
+
+
+def _where(workers: int, master: str | None, probe: ChangeProbe | None, abstract: bool, order: str,
+           notes: list[str]) -> tuple[int, str | None]:
+    """Where the search runs, (workers, master): change coverage and the abstract search run in this process (a note
+    says so); raises `SearchSetupError` for an order other than bfs on Spark."""
     if probe is not None and (workers > 1 or master is not None):
         asked = f"--master {master}" if master is not None else f"--workers {workers}"
         notes.append(f"change coverage runs in this one process, where the probe records ({asked} not used)")
@@ -498,9 +534,12 @@ def run_exhaust(protocol: Protocol, cfg: Config, *, label: str | None = None, on
         notes.append(f"the abstract search runs on this machine (--master {master} not used): its states travel "
                      "as objects, not encodings")
         master = None
-    start = time.perf_counter()
-    watch = MemoryWatch(max_rss)
+    return workers, master
 
+
+def _reporter(progress: ProgressFn | None, watch: MemoryWatch, start: float
+              ) -> Callable[..., None]:
+    """The engine's `progress` callback: the running figures as a `SearchProgress` (`final`: the last one)."""
     def report(r: SearchResult, final: bool = False) -> None:
         if progress is None:
             return
@@ -508,68 +547,60 @@ def run_exhaust(protocol: Protocol, cfg: Config, *, label: str | None = None, on
         progress(SearchProgress("exhaust", r.states, r.depth, r.seconds if final else time.perf_counter() - start,
                                 rss, (("transitions", r.transitions), ("frontier", r.frontier_peak)), final))
 
-    if master is not None:
-        try:
-            from kcheck.spark_check.exhaust import SparkExhaustError, spark_exhaust  # C2; pyspark only when asked
-        except ImportError as e:
-            raise SearchSetupError(f"the Spark search is not available: {e}") from None
-        from kcheck.reference.plugins import shippable_paths
+    return report
 
-        ship = shippable_paths([label, *(f"{m}:_" for m in modules)])
-        try:
-            result = spark_exhaust(partial(plain_model, protocol, cfg, only, symmetry, tuple(modules), reduce), master,
-                                   max_states=max_states, max_seconds=max_seconds, symmetry=symmetry,
-                                   progress=report, py_files=ship)
-        except SparkExhaustError as e:
-            raise SearchSetupError(str(e)) from None
-        tally: InvariantTally | None = None
-        engine = SPARK_ENGINE
-        notes.append("on Spark the states in which the bounds switched an invariant off are not counted")
-        if max_rss is not None:
-            notes.append("--max-memory is not applied on Spark: the executors' memory is Spark's to bound")
-        state_of: Callable[[Any], State] = _same
-    else:
-        shared = SharedTally(replication_ids(only))
-        model: Any
-        if probe is not None:
-            model = NodeModel(inner, _checker(inner, cfg, only, shared, _node_state), abstract=abstract,
-                              probe=probe, label=label)
-            state_of = _node_state
-        else:
-            plain = _checker(inner, cfg, only, shared, _same)
-            model = AbstractModel(inner, plain) if abstract else PlainModel(inner, plain)
-            state_of = _same
-        try:
-            result = exhaust(model, max_states=max_states, max_seconds=max_seconds, symmetry=symmetry,
-                             progress=report, workers=workers, spill_dir=spill_dir, stop=watch, order=order,
-                             novelty=_novelty(state_of) if order == "novelty" else None)
-        except RuntimeError:
-            failed = shared.error()
-            if failed is not None:
-                raise failed from None
-            raise
-        tally = shared.tally()
-        engine = ENGINE
-    watch.sample()
-    trace = None
+
+def _on_spark(protocol: Protocol, cfg: Config, label: str, only: set[str] | None, symmetry: bool,
+              modules: Sequence[str], reduce: bool, master: str, max_states: int | None, max_seconds: float | None,
+              report: Callable[..., None]) -> SearchResult:
+    """The search on Spark (`spark_exhaust`), each executor building `plain_model`, the user's modules shipped.
+
+    The one import of spark_check from invariants (upward: tests/test_layering.py lists it as a known exception):
+    the command line chooses where a search runs, so the Spark search belongs in the caller's hands (passed in by
+    kcheck/replication_cli.py) once that module can change."""
+    try:
+        from kcheck.spark_check.exhaust import SparkExhaustError, spark_exhaust  # pyspark only when asked
+    except ImportError as e:
+        raise SearchSetupError(f"the Spark search is not available: {e}") from None
+    from kcheck.reference.plugins import shippable_paths
+
+    ship = shippable_paths([label, *(f"{m}:_" for m in modules)])
+    try:
+        return spark_exhaust(partial(plain_model, protocol, cfg, only, symmetry, tuple(modules), reduce), master,
+                             max_states=max_states, max_seconds=max_seconds, symmetry=symmetry, progress=report,
+                             py_files=ship)
+    except SparkExhaustError as e:
+        raise SearchSetupError(str(e)) from None
+
+
+def _engine_model(inner: ReplicationModel, cfg: Config, only: set[str] | None, shared: SharedTally, abstract: bool,
+                  probe: ChangeProbe | None, label: str) -> tuple[Any, Callable[[Any], State]]:
+    """The model the engine runs in this process (over `Node`s with a probe, abstract, or plain), and how to get the
+    replication state from one of its states."""
+    if probe is not None:
+        return (NodeModel(inner, _checker(inner, cfg, only, shared, _node_state), abstract=abstract, probe=probe,
+                          label=label), _node_state)
+    plain = _checker(inner, cfg, only, shared, _same)
+    return (AbstractModel(inner, plain) if abstract else PlainModel(inner, plain)), _same
+
+
+def _trace(inner: ReplicationModel, result: SearchResult, state_of: Callable[[Any], State], label: str, cfg: Config,
+           only: set[str] | None) -> Trace | None:
+    """The counterexample as a `Trace` `kcheck replay` reads, with the hard violations of its last state."""
     cx = result.counterexample
-    if cx is not None:
-        last = state_of(cx.steps[-1][1])
-        if isinstance(cx.steps[-1][1], Node):
-            actions = cx.steps[-1][1].actions()
-        else:
-            actions = _trace_actions(inner, [(text, state_of(s)) for text, s in cx.steps])
-        trace = Trace(label, cfg, actions, _violations(last, cfg, only), checked)
-    report(result, final=True)
-    return EngineRun(label, result, trace, tally, abstract, max(watch.peak, rss_bytes()), engine,
-                     getattr(result, "workers", 1) if master is None else workers, not sym_note, sym_note, notes,
-                     inner.reduction_off if reduce else "not asked for")
+    if cx is None:
+        return None
+    last = cx.steps[-1][1]
+    if isinstance(last, Node):
+        actions = last.actions()
+    else:
+        actions = _trace_actions(inner, [(text, state_of(s)) for text, s in cx.steps])
+    checked = None if only is None else tuple(sorted(only))
+    return Trace(label, cfg, actions, _violations(state_of(last), cfg, only), checked)
 
 
 def _novelty(state_of: Callable[[Any], State]) -> Callable[[Any], int]:
     """Order novelty's key on the engine's states (plain or `Node`): the random search's abstraction."""
-    from kcheck.invariants.replication_search import novelty_key  # it imports this module
-
     return lambda s: novelty_key(state_of(s))
 
 

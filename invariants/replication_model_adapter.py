@@ -1,10 +1,11 @@
 """The replication model (model/replication) behind the one model interface (`kcheck.model.interface.Model`).
 
-`ReplicationModel(protocol, cfg)` gives the engines of `kcheck.model.search` what `replication_explore` has
-built in: one initial state (`actions.initial_state`), every candidate action of every kind the config allows,
-in `actions.KINDS` order (exactly `actions.successors`' enumeration; `step` is `actions.apply`, None when its
-guard is false), and one `StateInvariant` per registered replication invariant (`check_replication`'s hard
-ones; an invariant holds where its `not_applicable` says it does not apply, as `InvariantTally` counts it).
+`ReplicationModel(protocol, cfg)` gives the engines of `kcheck.model.search` what the former search
+(`replication_explore.exhaust`) has built in: one initial state (`actions.initial_state`), every candidate action of
+every kind the config allows, in `actions.KINDS` order (exactly `actions.successors`' enumeration; `step` is
+`actions.apply`, None when its guard is false), and one `StateInvariant` per registered replication invariant
+(`check_replication`'s hard ones; an invariant holds where its `not_applicable` says it does not apply, as
+`InvariantTally` counts it).
 
 Encoding: a state becomes nested tuples of ints, bools, None and strings (every frozenset as a sorted tuple,
 the message pool sorted, each Record as its (id, epoch) pair; `state_tuple`); each part of it (every replica,
@@ -897,7 +898,7 @@ class ReplicationModel:
         self._kinds = [(k, spec) for k, spec in KINDS.items() if spec.possible(cfg)]
         self._keeps = (False, True) if cfg.duplicates else (False,)
         self._fast = self._plan()
-        self._applied: dict[tuple[int, int, int], tuple[Replica, tuple[MetadataRecord, ...], Replica | None]] = {}
+        self._applied_by: dict[tuple[int, int, int], tuple[Replica, tuple[MetadataRecord, ...], Replica | None]] = {}
         self._moved: dict[tuple[int, int, int], tuple[Replica, History, Replica | None, History | None]] = {}
         self._answers: dict[tuple[int, int, int], tuple[Any, ...]] = {}
         self._received_by: dict[tuple[int, int], tuple[Any, Replica, Replica | None]] = {}
@@ -1059,61 +1060,62 @@ class ReplicationModel:
             return (action,)
         return (action, *normalize(nxt, self.protocol, self.cfg)[1])
 
-    def _plan(self) -> list[tuple[Any, ...]]:
-        """How `successors` enumerates each kind the config allows (see there). Candidates `_NEVER` rules out
-        under the config are left out, their action indexes kept: a static kind's by the count of the entry
-        before it (or a "skip" entry), consume's and a generic kind's by counting them in the state."""
+    def _plan(self) -> list[tuple[Callable[..., int], tuple[Any, ...]]]:
+        """How `successors` enumerates each kind the config allows (see there): per kind, the method that lists its
+        successors and what it needs. Candidates `_NEVER` rules out under the config are left out, their action
+        indexes kept: a static kind's by the count of the entry before it (or a "skip" entry), consume's and a
+        generic kind's by counting them in the state."""
         plan: list[tuple[Any, ...]] = []
-        init, cfg = initial_state(self.cfg), self.cfg
+        for kind, spec in self._kinds:
+            never = _NEVER.get(kind)
+            mtype = getattr(spec.candidates, "message_type", None)  # a message kind's: the message's type
+            if kind == "drop":
+                plan.append(("_drops", kind, spec.fn))
+            elif mtype is not None:
+                how = ("_fetches" if spec.fn is handle_fetch else "_received" if spec.fn in _RECIPIENT_ONLY
+                       else "_deliveries")
+                plan.append((how, kind, spec.fn, mtype, _PRE.get(kind)))
+            elif kind in _STATIC:
+                self._plan_static(plan, kind, spec, never)
+            elif kind == "consume":
+                never_any = never is not None and never(self.cfg, ())
+                plan.append(("_skip_logs", kind, None) if never_any else ("_consumes", kind, spec.fn, _PRE[kind]))
+            elif never is not None and never(self.cfg, ()):
+                plan.append(("_skip_generic", kind, None, spec.candidates))
+            else:  # every candidate, as actions() lists them
+                plan.append(("_generic", kind, spec.fn, spec.candidates, _PRE.get(kind)))
+        return [(getattr(self, entry[0]), entry) for entry in plan]
 
-        def skip(count: int) -> None:
-            if plan and plan[-1][0] in ("static", "units", "skip"):
+    def _plan_static(self, plan: list[tuple[Any, ...]], kind: str, spec: Any,
+                     never: Callable[[Config, tuple[Any, ...]], bool] | None) -> None:
+        """`_plan`'s entry for a kind whose candidates depend on the config only: listed once, grouped by their first
+        argument (a broker), the gates each group and candidate pass in a state; "_skip" when none can apply."""
+        cfg = self.cfg
+        groups: dict[Any, list[tuple[int, tuple[Any, ...], Action]]] = {}
+        count = 0
+        for pos, args in enumerate(spec.candidates(initial_state(cfg), cfg)):
+            count += 1
+            if never is None or not never(cfg, tuple(args)):
+                groups.setdefault(args[0] if args else None, []).append((pos, tuple(args), Action(kind, tuple(args))))
+        if not groups:
+            if plan and plan[-1][0] in ("_static", "_units", "_skip"):  # the entry before counts them
                 plan[-1] = (*plan[-1][:3], plan[-1][3] + count, *plan[-1][4:])
             else:
-                plan.append(("skip", "", None, count))
-
-        for kind, spec in self._kinds:
-            mtype = getattr(spec.candidates, "message_type", None)
-            never = _NEVER.get(kind)
-            if kind == "drop":
-                plan.append(("drop", kind, spec.fn))
-            elif mtype is not None:
-                how = 1 if spec.fn is handle_fetch else 2 if spec.fn in _RECIPIENT_ONLY else 0
-                plan.append(("message", kind, spec.fn, mtype, _PRE.get(kind), how))
-            elif kind in _STATIC:
-                groups: dict[Any, list[tuple[int, tuple[Any, ...], Action]]] = {}
-                count = 0
-                for pos, args in enumerate(spec.candidates(init, cfg)):
-                    count += 1
-                    if never is None or not never(cfg, tuple(args)):
-                        key = args[0] if args else None
-                        groups.setdefault(key, []).append((pos, tuple(args), Action(kind, tuple(args))))
-                if not groups:
-                    skip(count)
-                    continue
-                gate: Callable[..., bool] | None = _GATE.get(kind)
-                pre: Callable[..., bool] | None = _PRE[kind]
-                if gate is None:  # the kind's condition reads its first argument only: it is the gate
-                    gate, pre = pre, None
-                kgate = _KIND_GATE.get(kind)
-                if (pre is None and kgate is None and None not in groups
-                        and all(len(c) == 1 and len(c[0][1]) == 1 for c in groups.values())):
-                    # one candidate per broker, one argument: a flat list, the gate its only condition
-                    units = [(first, c[0][0], c[0][2]) for first, c in groups.items()]
-                    mode = "apply" if spec.fn is apply_metadata else "hw" if spec.fn is advance_hw else "units"
-                    plan.append((mode, kind, spec.fn, count, units, gate))
-                    continue
-                plan.append(("static", kind, spec.fn, count, list(groups.items()), gate, pre, kgate))
-            elif kind == "consume":
-                if never is not None and never(cfg, ()):
-                    plan.append(("skip_logs", kind, None))
-                else:
-                    plan.append(("consume", kind, spec.fn, _PRE[kind]))
-            elif never is not None and never(cfg, ()):
-                plan.append(("skip_generic", kind, None, spec.candidates))
-            else:  # every candidate, as actions() lists them
-                plan.append(("generic", kind, spec.fn, spec.candidates, _PRE.get(kind)))
-        return plan
+                plan.append(("_skip", "", None, count))
+            return
+        gate: Callable[..., bool] | None = _GATE.get(kind)
+        pre: Callable[..., bool] | None = _PRE[kind]
+        if gate is None:  # the kind's condition reads its first argument only: it is the gate
+            gate, pre = pre, None
+        kgate = _KIND_GATE.get(kind)
+        if (pre is None and kgate is None and None not in groups
+                and all(len(c) == 1 and len(c[0][1]) == 1 for c in groups.values())):
+            # one candidate per broker, one argument: a flat list, the gate its only condition
+            units = [(first, c[0][0], c[0][2]) for first, c in groups.items()]
+            how = "_applied" if spec.fn is apply_metadata else "_advanced_hw" if spec.fn is advance_hw else "_units"
+            plan.append((how, kind, spec.fn, count, units, gate))
+        else:
+            plan.append(("_static", kind, spec.fn, count, list(groups.items()), gate, pre, kgate))
 
     def successors(self, state: State) -> list[tuple[int, Action, State]]:
         """(index in `actions(state)`, action, `step(state, action)`) for every action that applies, in one pass.
@@ -1126,154 +1128,194 @@ class ReplicationModel:
         the kind's function and then `settler`, which is what `apply` does once it has checked that the kind is
         possible under the config and the message is in the pool (both true here by construction). Kinds whose
         candidates depend only on the config (`_STATIC`) have them listed once, grouped by their first argument
-        (a broker); the pool is sorted once per state instead of once per message kind."""
+        (a broker); the pool is sorted once per pool value (`_listed`) instead of once per message kind. Each kind
+        is listed by the method its `_plan` entry names, from action index `i` on, returning the index after."""
         if not self._own_steps:
             return [(i, a, t) for i, a in enumerate(self.actions(state)) if (t := self.step(state, a)) is not None]
-        p, cfg = self.protocol, self.cfg
         out: list[tuple[int, Action, State]] = []
-        append, keeps = out.append, self._keeps
-        done = settler(state, p, cfg)
+        append = out.append
+        done: Callable[[State], State] = settler(state, self.protocol, self.cfg)
         if self._normal is not None:
             done = _Normalized(done, self._normal)
-        msgs: list[Any] | None = None
-        by_type: dict[type, list[Any]] = {}
         i = 0
-        for entry in self._fast:
-            mode, kind, fn = entry[0], entry[1], entry[2]
-            if mode == "units":
-                gate = entry[5]
-                for first, pos, action in entry[4]:
-                    if gate(state, cfg, first):
-                        nxt = fn(state, p, cfg, first)
-                        if nxt is not None:
-                            append((i + pos, action, done(nxt)))
-                i += entry[3]
-            elif mode == "apply":
-                # `apply_metadata` reads the broker's replica and the metadata log and changes that replica only:
-                # its replica is kept per (broker, replica, log) object (decoded states share them; the entry
-                # holds both, so their ids name them while it lives), the step's state rebuilt around it.
-                gate, applied, reps, meta = entry[5], self._applied, state.replicas, state.metadata
-                for first, pos, action in entry[4]:
-                    if gate(state, cfg, first):
-                        r = reps[first - 1]
-                        got = applied.get((first, id(r), id(meta)))
-                        if got is None:
-                            nxt = fn(state, p, cfg, first)
-                            if len(applied) >= _MEMO.LIMIT:
-                                applied.clear()
-                            got = applied[(first, id(r), id(meta))] = (
-                                r, meta, None if nxt is None else nxt.replicas[first - 1])
-                        if got[2] is not None:
-                            changed = list(reps)
-                            changed[first - 1] = got[2]
-                            append((i + pos, action, done(_with_replicas(state, tuple(changed)))))
-                i += entry[3]
-            elif mode == "hw":
-                # `advance_hw` reads the broker's replica and the history and changes those two only: both kept per
-                # (broker, replica, history) object, as "apply" above.
-                gate, moved, reps, h = entry[5], self._moved, state.replicas, state.history
-                for first, pos, action in entry[4]:
-                    if gate(state, cfg, first):
-                        r = reps[first - 1]
-                        hw = moved.get((first, id(r), id(h)))
-                        if hw is None:
-                            nxt = fn(state, p, cfg, first)
-                            if len(moved) >= _MEMO.LIMIT:
-                                moved.clear()
-                            hw = moved[(first, id(r), id(h))] = (
-                                r, h, None if nxt is None else nxt.replicas[first - 1],
-                                None if nxt is None else nxt.history)
-                        if hw[2] is not None:
-                            changed = list(reps)
-                            changed[first - 1] = hw[2]
-                            fields_ = state.__dict__.copy()
-                            fields_["replicas"], fields_["history"] = tuple(changed), hw[3]
-                            nxt = _new(State)
-                            _setattr(nxt, "__dict__", fields_)
-                            append((i + pos, action, done(nxt)))
-                i += entry[3]
-            elif mode == "static":
-                _, _, _, count, groups, gate, pre, kgate = entry
-                if kgate is None or kgate(state, cfg):
-                    for first, cands in groups:
-                        if (gate(state, cfg, first) if first is not None else gate(state, cfg)):
-                            for pos, args, action in cands:
-                                if pre is None or pre(state, cfg, *args):
-                                    nxt = fn(state, p, cfg, *args)
-                                    if nxt is not None:
-                                        append((i + pos, action, done(nxt)))
-                i += count
-            elif mode == "message" or mode == "drop":
-                if msgs is None:
-                    msgs, by_type, _ = _listed(state.pool)
-                if mode == "drop":
-                    dropped = getattr(done, "dropped", None) if fn is drop else None
-                    if dropped is not None:  # settled parent: `actions.drop` and its settling in one step
-                        for m in msgs:
-                            append((i, _action(Action, (kind, (m,))), dropped(m)))
-                            i += 1
-                        continue
-                    for m in msgs:
-                        nxt = fn(state, p, cfg, m)
-                        if nxt is not None:
-                            append((i, _action(Action, (kind, (m,))), done(nxt)))
-                        i += 1
-                    continue
-                pre = entry[4]
-                if entry[5] == 1:
-                    i = self._fetches(state, by_type.get(entry[3], ()), i, kind, fn, pre, append, done)
-                    continue
-                if entry[5] == 2:
-                    i = self._received(state, by_type.get(entry[3], ()), i, kind, fn, pre, append, done)
-                    continue
-                for m in by_type.get(entry[3], ()):
-                    ok = pre is None or pre(state, cfg, m)
-                    for keep in keeps:
-                        if ok:
-                            nxt = fn(state, p, cfg, m, keep)
-                            if nxt is not None:
-                                append((i, _action(Action, (kind, (m, keep))), done(nxt)))
-                        i += 1
-            elif mode == "consume":
-                pre = entry[3]
-                spend = state.used.reads < cfg.reads
-                for b, r in enumerate(state.replicas, 1):
-                    n = len(r.log)
-                    if spend and n and _leads(r):
-                        for o in range(n):
-                            if pre(state, cfg, b, o):
-                                nxt = fn(state, p, cfg, b, o)
-                                if nxt is not None:
-                                    append((i + o, _action(Action, (kind, (b, o))), done(nxt)))
-                    i += n
-            elif mode == "skip":
-                i += entry[3]
-            elif mode == "skip_logs":
-                for r in state.replicas:
-                    i += len(r.log)
-            elif mode == "skip_generic":
-                for _ in entry[3](state, cfg):
-                    i += 1
-            else:
-                pre = entry[4]
-                for args in entry[3](state, cfg):
-                    if pre is None or pre(state, cfg, *args):
-                        nxt = fn(state, p, cfg, *args)
-                        if nxt is not None:
-                            append((i, _action(Action, (kind, tuple(args))), done(nxt)))
-                    i += 1
+        for listing, entry in self._fast:
+            i = listing(state, entry, i, append, done)
         return out
 
-    def _fetches(self, state: State, msgs: Sequence[Any], i: int, kind: str, fn: Callable[..., State | None],
-                 pre: Callable[..., bool] | None, append: Callable[[Any], None], done: Callable[[State], State]
-                 ) -> int:
-        """`successors`' handle_fetch candidates from action index `i`; the index after them. The leader's answer
-        (its replica after the fetch, the response) is a function of the request, the leader's replica and the
-        fetcher's (its leader epoch answers a request without one): kept per those objects (decoded states share
-        them; the entry holds them, so their ids name them while it lives), the step's state rebuilt around it
-        (the request consumed unless kept, the response sent, the leader's replica replaced)."""
+    # ---- successors, one plan entry each: (state, the entry, action index, append, settle) -> the index after ----
+
+    def _units(self, state: State, entry: tuple[Any, ...], i: int, append: Callable[[Any], None],
+               done: Callable[[State], State]) -> int:
+        """A static kind with one candidate per broker, its gate the only condition."""
+        _, _, fn, count, units, gate = entry
+        p, cfg = self.protocol, self.cfg
+        for first, pos, action in units:
+            if gate(state, cfg, first):
+                nxt = fn(state, p, cfg, first)
+                if nxt is not None:
+                    append((i + pos, action, done(nxt)))
+        return i + count
+
+    def _applied(self, state: State, entry: tuple[Any, ...], i: int, append: Callable[[Any], None],
+                 done: Callable[[State], State]) -> int:
+        """`apply_metadata` reads the broker's replica and the metadata log and changes that replica only: its
+        replica is kept per (broker, replica, log) object (decoded states share them; the entry holds both, so their
+        ids name them while it lives), the step's state rebuilt around it."""
+        _, _, fn, count, units, gate = entry
+        p, cfg, applied, reps, meta = self.protocol, self.cfg, self._applied_by, state.replicas, state.metadata
+        for first, pos, action in units:
+            if gate(state, cfg, first):
+                r = reps[first - 1]
+                got = applied.get((first, id(r), id(meta)))
+                if got is None:
+                    nxt = fn(state, p, cfg, first)
+                    if len(applied) >= _MEMO.LIMIT:
+                        applied.clear()
+                    got = applied[(first, id(r), id(meta))] = (
+                        r, meta, None if nxt is None else nxt.replicas[first - 1])
+                if got[2] is not None:
+                    changed = list(reps)
+                    changed[first - 1] = got[2]
+                    append((i + pos, action, done(_with_replicas(state, tuple(changed)))))
+        return i + count
+
+    def _advanced_hw(self, state: State, entry: tuple[Any, ...], i: int, append: Callable[[Any], None],
+                     done: Callable[[State], State]) -> int:
+        """`advance_hw` reads the broker's replica and the history and changes those two only: both kept per
+        (broker, replica, history) object, as `_applied`."""
+        _, _, fn, count, units, gate = entry
+        p, cfg, moved, reps, h = self.protocol, self.cfg, self._moved, state.replicas, state.history
+        for first, pos, action in units:
+            if gate(state, cfg, first):
+                r = reps[first - 1]
+                hw = moved.get((first, id(r), id(h)))
+                if hw is None:
+                    nxt = fn(state, p, cfg, first)
+                    if len(moved) >= _MEMO.LIMIT:
+                        moved.clear()
+                    hw = moved[(first, id(r), id(h))] = (
+                        r, h, None if nxt is None else nxt.replicas[first - 1], None if nxt is None else nxt.history)
+                if hw[2] is not None:
+                    changed = list(reps)
+                    changed[first - 1] = hw[2]
+                    fields_ = state.__dict__.copy()
+                    fields_["replicas"], fields_["history"] = tuple(changed), hw[3]
+                    nxt = _new(State)
+                    _setattr(nxt, "__dict__", fields_)
+                    append((i + pos, action, done(nxt)))
+        return i + count
+
+    def _static(self, state: State, entry: tuple[Any, ...], i: int, append: Callable[[Any], None],
+                done: Callable[[State], State]) -> int:
+        """A static kind's candidates, by group: the kind's gate (`_KIND_GATE`), the group's (its first argument),
+        then each candidate's own condition (`_PRE`)."""
+        _, _, fn, count, groups, gate, pre, kgate = entry
+        p, cfg = self.protocol, self.cfg
+        if kgate is None or kgate(state, cfg):
+            for first, cands in groups:
+                if (gate(state, cfg, first) if first is not None else gate(state, cfg)):
+                    for pos, args, action in cands:
+                        if pre is None or pre(state, cfg, *args):
+                            nxt = fn(state, p, cfg, *args)
+                            if nxt is not None:
+                                append((i + pos, action, done(nxt)))
+        return i + count
+
+    def _drops(self, state: State, entry: tuple[Any, ...], i: int, append: Callable[[Any], None],
+               done: Callable[[State], State]) -> int:
+        """Every message in the pool dropped; from a settled parent, `actions.drop` and its settling are one step."""
+        _, kind, fn = entry
+        msgs = _listed(state.pool)[0]
+        dropped = getattr(done, "dropped", None) if fn is drop else None
+        if dropped is not None:
+            for m in msgs:
+                append((i, _action(Action, (kind, (m,))), dropped(m)))
+                i += 1
+            return i
+        p, cfg = self.protocol, self.cfg
+        for m in msgs:
+            nxt = fn(state, p, cfg, m)
+            if nxt is not None:
+                append((i, _action(Action, (kind, (m,))), done(nxt)))
+            i += 1
+        return i
+
+    def _deliveries(self, state: State, entry: tuple[Any, ...], i: int, append: Callable[[Any], None],
+                    done: Callable[[State], State]) -> int:
+        """A message kind's deliveries (each kept too when the config duplicates), stepped by its function."""
+        _, kind, fn, mtype, pre = entry
+        p, cfg = self.protocol, self.cfg
+        msgs: Sequence[Any] = _listed(state.pool)[1].get(mtype, ())
+        for m in msgs:
+            ok = pre is None or pre(state, cfg, m)
+            for keep in self._keeps:
+                if ok:
+                    nxt = fn(state, p, cfg, m, keep)
+                    if nxt is not None:
+                        append((i, _action(Action, (kind, (m, keep))), done(nxt)))
+                i += 1
+        return i
+
+    def _consumes(self, state: State, entry: tuple[Any, ...], i: int, append: Callable[[Any], None],
+                  done: Callable[[State], State]) -> int:
+        """A consumer's read of each offset of each leader's log, while the read budget lasts."""
+        _, kind, fn, pre = entry
+        p, cfg = self.protocol, self.cfg
+        spend = state.used.reads < cfg.reads
+        for b, r in enumerate(state.replicas, 1):
+            n = len(r.log)
+            if spend and n and _leads(r):
+                for o in range(n):
+                    if pre(state, cfg, b, o):
+                        nxt = fn(state, p, cfg, b, o)
+                        if nxt is not None:
+                            append((i + o, _action(Action, (kind, (b, o))), done(nxt)))
+            i += n
+        return i
+
+    def _generic(self, state: State, entry: tuple[Any, ...], i: int, append: Callable[[Any], None],
+                 done: Callable[[State], State]) -> int:
+        """Every candidate as `actions()` lists it, each with its `_PRE` test."""
+        _, kind, fn, candidates, pre = entry
+        p, cfg = self.protocol, self.cfg
+        for args in candidates(state, cfg):
+            if pre is None or pre(state, cfg, *args):
+                nxt = fn(state, p, cfg, *args)
+                if nxt is not None:
+                    append((i, _action(Action, (kind, tuple(args))), done(nxt)))
+            i += 1
+        return i
+
+    def _skip(self, state: State, entry: tuple[Any, ...], i: int, append: Callable[[Any], None],
+              done: Callable[[State], State]) -> int:
+        """Static candidates that never apply under the config: only counted."""
+        return i + entry[3]
+
+    def _skip_logs(self, state: State, entry: tuple[Any, ...], i: int, append: Callable[[Any], None],
+                   done: Callable[[State], State]) -> int:
+        """Consume's candidates when the config allows no read: one per offset of every log, only counted."""
+        for r in state.replicas:
+            i += len(r.log)
+        return i
+
+    def _skip_generic(self, state: State, entry: tuple[Any, ...], i: int, append: Callable[[Any], None],
+                      done: Callable[[State], State]) -> int:
+        """A kind's candidates that never apply under the config: only counted."""
+        for _ in entry[3](state, self.cfg):
+            i += 1
+        return i
+
+    def _fetches(self, state: State, entry: tuple[Any, ...], i: int, append: Callable[[Any], None],
+                 done: Callable[[State], State]) -> int:
+        """handle_fetch's deliveries. The leader's answer (its replica after the fetch, the response) is a function
+        of the request, the leader's replica and the fetcher's (its leader epoch answers a request without one):
+        kept per those objects (decoded states share them; the entry holds them, so their ids name them while it
+        lives), the step's state rebuilt around it (the request consumed unless kept, the response sent, the
+        leader's replica replaced)."""
+        _, kind, fn, mtype, pre = entry
         p, cfg, answers, reps = self.protocol, self.cfg, self._answers, state.replicas
         n = len(reps)
+        msgs: Sequence[Any] = _listed(state.pool)[1].get(mtype, ())
         for m in msgs:
             ok = pre is None or pre(state, cfg, m)
             for keep in self._keeps:
@@ -1311,15 +1353,15 @@ class ReplicationModel:
                 i += 1
         return i
 
-    def _received(self, state: State, msgs: Sequence[Any], i: int, kind: str, fn: Callable[..., State | None],
-                  pre: Callable[..., bool] | None, append: Callable[[Any], None], done: Callable[[State], State]
-                  ) -> int:
-        """`successors`' candidates of a kind in `_RECIPIENT_ONLY` from action index `i`; the index after them.
-        Such a step reads the message and its recipient's replica, and changes that replica and nothing else but
-        the message consumed (unless kept): the recipient's replica after it is kept per (message, replica) object
-        (as `_fetches`), the step's state rebuilt around it."""
+    def _received(self, state: State, entry: tuple[Any, ...], i: int, append: Callable[[Any], None],
+                  done: Callable[[State], State]) -> int:
+        """The deliveries of a kind in `_RECIPIENT_ONLY`. Such a step reads the message and its recipient's replica,
+        and changes that replica and nothing else but the message consumed (unless kept): the recipient's replica
+        after it is kept per (message, replica) object (as `_fetches`), the step's state rebuilt around it."""
+        _, kind, fn, mtype, pre = entry
         p, cfg, kept, reps = self.protocol, self.cfg, self._received_by, state.replicas
         n = len(reps)
+        msgs: Sequence[Any] = _listed(state.pool)[1].get(mtype, ())
         for m in msgs:
             ok = pre is None or pre(state, cfg, m)
             for keep in self._keeps:

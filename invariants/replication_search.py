@@ -37,6 +37,7 @@ reads. `max_seconds` stops the search (wall clock, as `kcheck exhaust --max-seco
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field, fields, replace
 from typing import Any
 
@@ -45,21 +46,22 @@ from kcheck.invariants import replication as replication_invariants
 from kcheck.invariants.registry import REGISTRY
 from kcheck.invariants.replication import ReplicationSubject, check_replication
 from kcheck.invariants.replication_engine import Node, NodeModel, _trace_actions
-from kcheck.invariants.replication_explore import (
+from kcheck.invariants.replication_model_adapter import ReplicationModel
+from kcheck.invariants.replication_runs import (
     ChangeProbe,
     InvariantTally,
     ProgressFn,
     SearchProgress,
     Trace,
+    novelty_key,
     replication_ids,
     rss_bytes,
 )
-from kcheck.invariants.replication_model_adapter import ReplicationModel
 from kcheck.model.interface import StateInvariant
 from kcheck.model.replication.actions import KINDS, Action, Config
 from kcheck.model.replication.protocol import Protocol
 from kcheck.model.replication.state import Budget, State
-from kcheck.model.search import SearchResult, minimize_run, random_search
+from kcheck.model.search import SearchResult, StepHook, minimize_run, random_search
 
 # The kinds that spend a fault budget of `Config` (actions.py: `_spend`).
 FAULT_KINDS = frozenset({"crash", "fence", "shrink_isr", "move_leader", "failover", "zombie_move_leader",
@@ -81,14 +83,6 @@ def weights() -> dict[str, float]:
     out = {k: FAULT_WEIGHT if k in FAULT_KINDS else 1.0 for k in KINDS}
     out["drop"] = out["duplicate"] = NETWORK_FAULT_WEIGHT
     return out
-
-
-def novelty_key(s: State) -> int:
-    """What the replicas and the controller believe, without messages in flight or history (see above)."""
-    reg = s.registry
-    return hash((tuple((r.alive, r.known, r.leader, r.leader_epoch, tuple(x.epoch for x in r.log), r.hw)
-                       for r in s.replicas),
-                 reg.leader, reg.leader_epoch, reg.isr, reg.elr, reg.replicas, len(s.zombies), s.used))
 
 
 def options() -> dict[str, Any]:
@@ -285,20 +279,59 @@ def explore(protocol: Protocol, cfg: Config, *, examples: int = 200, steps: int 
     recorded in every distinct state whose steps a program drew from. `progress` gets a snapshot every few
     seconds and one at the end."""
     label = label or protocol.name
-    checked = None if only is None else tuple(sorted(only))
     result = ExploreResult(label)
     result.kinds_possible = tuple(k for k, spec in KINDS.items() if spec.possible(cfg))
     result.bounds = {b: getattr(cfg, b) for b in BUDGETS}
     inner = ReplicationModel(protocol, cfg, only=only, symmetry=False)
     model: Any = inner if probe is None else ProbedModel(inner, probe, label)
     state_of: Any = (lambda x: x) if probe is None else (lambda n: n.state)
-    selected = [REGISTRY[i] for i in replication_ids(only)]
-    tally, fired, enabled_kinds, spent = result.tally, result.kinds_fired, result.kinds_enabled, result.budgets_spent
+    plan = TallyPlan([REGISTRY[i] for i in replication_ids(only)], cfg, inner.initial_states()[0])
+    count = plan.counter(result.tally)
+    start = time.perf_counter()
+    snapshot = _snapshots(result, examples, start)
+
+    def report(r: SearchResult) -> None:
+        if progress is not None:
+            progress(snapshot(r, False))
+
+    for s in inner.initial_states():
+        count(s)
+    opts = {**options(), "novelty": novelty_key if probe is None else _node_novelty,
+            "min_steps": min(MIN_STEPS, steps), "max_steps": steps}
+    r = random_search(model, seed=seed_value, programs=examples, max_seconds=max_seconds, shrink=False,
+                      on_step=_step_counter(result, state_of, count), progress=report, **opts)
+    result.found_after = time.perf_counter() - start
+    result.examples, result.steps, result.distinct_states, result.longest = r.programs, r.transitions, r.states, r.depth
+    result.stopped_by = r.stopped_because or "programs"
+    if r.counterexample is not None:
+        result.trace = _shrunk_trace(result, inner, model, r.counterexample.steps, state_of, shrink, label, cfg, only)
+    plan.close(result.tally)
+    result.seconds = time.perf_counter() - start
+    if progress is not None:
+        progress(snapshot(replace(r, seconds=result.seconds), True))
+    else:
+        result.peak_rss = max(result.peak_rss, rss_bytes())
+    return result
+
+
+def _snapshots(result: ExploreResult, examples: int, start: float) -> Callable[[SearchResult, bool], SearchProgress]:
+    """(the engine's running figures, final) -> the `SearchProgress` `explore` reports; keeps the peak RSS."""
+    def snapshot(r: SearchResult, final: bool) -> SearchProgress:
+        rss = rss_bytes()
+        result.peak_rss = max(result.peak_rss, rss)
+        return SearchProgress("explore", r.states, r.depth, time.perf_counter() - start, rss,
+                              (("programs", r.programs), ("of", examples), ("steps", r.transitions)), final)
+
+    return snapshot
+
+
+def _step_counter(result: ExploreResult, state_of: Callable[[Any], State], count: Callable[[State], None]
+                  ) -> StepHook:
+    """The engine's `on_step` hook for `explore`: kinds taken and enabled, the most of each fault budget a run used,
+    and the invariant tally of the state stepped into (`count`)."""
+    fired, enabled_kinds, spent = result.kinds_fired, result.kinds_enabled, result.budgets_spent
     for b in BUDGETS:
         spent[b] = 0
-
-    plan = TallyPlan(selected, cfg, inner.initial_states()[0])
-    count = plan.counter(tally)
 
     def on_step(prev: Any, action: Action, nxt: Any, enabled: Any) -> None:
         s = state_of(nxt)
@@ -312,49 +345,26 @@ def explore(protocol: Protocol, cfg: Config, *, examples: int = 200, steps: int 
                 spent[b] = n
         count(s)
 
-    start = time.perf_counter()
+    return on_step
 
-    def snapshot(r: SearchResult, final: bool = False) -> SearchProgress:
-        rss = rss_bytes()
-        result.peak_rss = max(result.peak_rss, rss)
-        return SearchProgress("explore", r.states, r.depth, time.perf_counter() - start, rss,
-                              (("programs", r.programs), ("of", examples), ("steps", r.transitions)), final)
 
-    def report(r: SearchResult) -> None:
-        if progress is not None:
-            progress(snapshot(r))
+def _shrunk_trace(result: ExploreResult, inner: ReplicationModel, model: Any, run: list[tuple[str, Any]],
+                  state_of: Callable[[Any], State], shrink: bool, label: str, cfg: Config, only: set[str] | None
+                  ) -> Trace:
+    """The counterexample `run` (action text, state) as a `Trace` of model actions, shrunk by `minimize_run` unless
+    told not to (`result.minimized_from`: its length as found), with the hard violations of its last state."""
+    def actions_of(steps: list[tuple[str, Any]]) -> list[Action]:
+        last = steps[-1][1]
+        if isinstance(last, Node):
+            return list(last.actions())
+        return list(_trace_actions(inner, steps))
 
-    for s in inner.initial_states():
-        count(s)
-    opts = {**options(), "novelty": novelty_key if probe is None else _node_novelty,
-            "min_steps": min(MIN_STEPS, steps), "max_steps": steps}
-    r = random_search(model, seed=seed_value, programs=examples, max_seconds=max_seconds, shrink=False,
-                      on_step=on_step, progress=report, **opts)
-    result.found_after = time.perf_counter() - start
-    result.examples, result.steps, result.distinct_states, result.longest = r.programs, r.transitions, r.states, r.depth
-    result.stopped_by = r.stopped_because or "programs"
-    cx = r.counterexample
-    if cx is not None:
-        def actions_of(run: list[tuple[str, Any]]) -> list[Action]:
-            last = run[-1][1]
-            if isinstance(last, Node):
-                return list(last.actions())
-            return list(_trace_actions(inner, run))
-
-        acts = actions_of(cx.steps)
-        result.minimized_from = len(acts)
-        if shrink and acts:
-            acts = actions_of(minimize_run(model, cx.steps[0][1], acts)[0])
-        last = cx.steps[0][1]
-        for a in acts:
-            last = model.step(last, a)
-        final = state_of(last)
-        result.trace = Trace(label, cfg, tuple(acts), check_replication(final, cfg, only).hard_violations, checked)
-    plan.close(tally)
-    result.seconds = time.perf_counter() - start
-    final_r = replace(r, seconds=result.seconds)
-    if progress is not None:
-        progress(snapshot(final_r, final=True))
-    else:
-        result.peak_rss = max(result.peak_rss, rss_bytes())
-    return result
+    acts = actions_of(run)
+    result.minimized_from = len(acts)
+    if shrink and acts:
+        acts = actions_of(minimize_run(model, run[0][1], acts)[0])
+    last = run[0][1]
+    for a in acts:
+        last = model.step(last, a)
+    checked = None if only is None else tuple(sorted(only))
+    return Trace(label, cfg, tuple(acts), check_replication(state_of(last), cfg, only).hard_violations, checked)

@@ -189,6 +189,16 @@ def _check_invariant_ids(data: dict[str, Any]) -> None:
 def check_trace(data: Any) -> Config:
     """The trace's Config; raises TraceSchemaError or ValueError (one line) at the first field of `data` that
     breaks the schema."""
+    _check_top_level(data)
+    _check_invariant_ids(data)
+    config = _trace_config(data["config"])
+    for number, step in enumerate(data["steps"], 1):
+        _check_step(f"step {number}", step, config.brokers)
+    return config
+
+
+def _check_top_level(data: Any) -> None:
+    """A JSON object of the trace's fields only, with 'protocol', 'config' and 'steps', each of its type."""
     if not isinstance(data, dict):
         raise TraceSchemaError("", "(top level)", "a JSON object with 'protocol', 'config' and 'steps'", data)
     for key, value in data.items():
@@ -203,36 +213,39 @@ def check_trace(data: Any) -> Config:
     for key, word in TOP_LEVEL.items():
         if key in data and not checks[word](data[key]):
             raise TraceSchemaError("", key, words[word], data[key])
-    _check_invariant_ids(data)
-    check_config(data["config"])
-    settings = dict(data["config"])
+
+
+def _trace_config(given: dict[str, Any]) -> Config:
+    """The trace's `config` object as a Config, each field and the ranges between them checked."""
+    check_config(given)
+    settings = dict(given)
     # kcheck writes every Config field; a trace without `metadata` predates KRaft mode, when every run delivered
     # decisions as ZooKeeper-era requests, so it replays in that mode.
     settings.setdefault("metadata", "zookeeper")
     try:
-        config = Config.from_dict(settings)
+        return Config.from_dict(settings)
     except (TypeError, ValueError) as e:  # ranges between fields (min_isr <= brokers, ...)
         raise ValueError(f"config: {e}") from None
-    brokers = config.brokers
-    for number, step in enumerate(data["steps"], 1):
-        where = f"step {number}"
-        if not isinstance(step, dict):
-            raise TraceSchemaError(where, "(step)", "an object with 'action' and its arguments", step)
-        kind = step.get("action")
-        if not isinstance(kind, str) or kind not in KINDS:
-            err = TraceSchemaError(where, "action", f"a known action kind ({', '.join(KINDS)})",
-                                   step.get("action", MISSING))
-            if isinstance(kind, str):  # name the unknown kind first: the list of known ones is long
-                raise ValueError(f"{where}: unknown action {kind!r} ({str(err).removeprefix(where + ': ')})")
-            raise err
-        params = KINDS[kind].params
-        for extra in step:
-            if extra != "action" and extra not in params:
-                raise TraceSchemaError(where, extra, f"an argument of {kind} ({', '.join(params) or 'none'})",
-                                       step[extra])
-        for name in params:
-            if name not in step:
-                raise TraceSchemaError(where, name, f"an argument of {kind}")
-            _check_arg(where, kind, name, step[name], brokers)
-    return config
+
+
+def _check_step(where: str, step: Any, brokers: int) -> None:
+    """One step: an object naming a known action kind, with exactly that kind's arguments, each of its type and
+    range."""
+    if not isinstance(step, dict):
+        raise TraceSchemaError(where, "(step)", "an object with 'action' and its arguments", step)
+    kind = step.get("action")
+    if not isinstance(kind, str) or kind not in KINDS:
+        err = TraceSchemaError(where, "action", f"a known action kind ({', '.join(KINDS)})",
+                               step.get("action", MISSING))
+        if isinstance(kind, str):  # name the unknown kind first: the list of known ones is long
+            raise ValueError(f"{where}: unknown action {kind!r} ({str(err).removeprefix(where + ': ')})")
+        raise err
+    params = KINDS[kind].params
+    for extra in step:
+        if extra != "action" and extra not in params:
+            raise TraceSchemaError(where, extra, f"an argument of {kind} ({', '.join(params) or 'none'})", step[extra])
+    for name in params:
+        if name not in step:
+            raise TraceSchemaError(where, name, f"an argument of {kind}")
+        _check_arg(where, kind, name, step[name], brokers)
 

@@ -55,12 +55,11 @@ from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar
 
 from kcheck.model.interface import Model
-from kcheck.model.search import _keyer, _Store, replay_path
+from kcheck.model.visited import NO_PARENT, Store, keyer, replay_path
 
 S = TypeVar("S")
 
 _EMPTY = 0
-_NO_PARENT = 0xFFFFFFFF  # the root marker of `kcheck.model.search._Store`
 
 
 @dataclass(frozen=True)
@@ -154,7 +153,7 @@ class _Graph:
         self.aidx = array("I")  # index of the action in model.actions(source)
         self.fair = bytearray()
         self.expanded = 0
-        self.store = _Store()  # BFS tree: parent and action index of each state, for prefixes
+        self.store = Store()  # BFS tree: parent and action index of each state, for prefixes
 
     def edges(self, n: int) -> range:
         return range(self.start[n], self.start[n + 1]) if n < self.expanded else range(0)
@@ -172,7 +171,7 @@ def _explore(model: Model[Any, Any], fair: Callable[[Any], bool], goals: Sequenc
              max_states: int | None, max_seconds: float | None, started: float,
              progress: Callable[[int, int, float], None] | None = None
              ) -> tuple[_Graph, list[bytearray], bytearray, str | None, int]:
-    key = _keyer(model, [])
+    key = keyer(model, [])
     at_bound = getattr(model, "at_bound", None)
     table = _IndexTable()
     g = _Graph()
@@ -191,7 +190,7 @@ def _explore(model: Model[Any, Any], fair: Callable[[Any], bool], goals: Sequenc
         n = len(g.store.parent)
         if table.get_or_add(key(s)[0], n) != n:
             continue
-        g.store.add(_NO_PARENT, i)
+        g.store.add(NO_PARENT, i)
         note(s)
         frontier.append(s)
     stopped = None
@@ -441,7 +440,7 @@ def _depths(g: _Graph) -> array:
     parent = g.store.parent
     for i in range(n):
         p = parent[i]
-        if p != _NO_PARENT:
+        if p != NO_PARENT:
             depth[i] = depth[p] + 1
     return depth
 
@@ -464,7 +463,7 @@ def heal_and_check(model: Model[Any, Any], state: Any, properties: Sequence[Live
     module docstring). An unsettled run (max_steps reached) judges nothing: `settled` is False."""
     if fair is None:
         fair = getattr(model, "fair", None) or (lambda a: True)
-    key = _keyer(model, [])
+    key = keyer(model, [])
     at_bound = getattr(model, "at_bound", None)
     last_taken: dict[Any, int] = {}
     steps: list[tuple[str, Any]] = [("", state)]

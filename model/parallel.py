@@ -2,7 +2,7 @@
 
 Level-synchronous BFS over N processes forked from the caller (multiprocessing's "fork" context: the model
 object is inherited, never pickled). Worker k owns the fingerprints with `fp % N == k`: its own visited set
-(`FingerprintSet`) and its own parent/action store (`_Store`), where a state's global number is
+(`FingerprintSet`) and its own parent/action store (`Store`), where a state's global number is
 `local index * N + k`, so a parent pointer names its owner and stays 4 bytes. One level:
 
 1. Each worker expands its share of the frontier. For every successor it computes the canonical fingerprint
@@ -46,22 +46,24 @@ from queue import Empty
 from typing import Any
 
 from kcheck.model.interface import Model
-from kcheck.model.search import (
-    _NO_PARENT,
+from kcheck.model.spill import Spool
+from kcheck.model.visited import (
+    NO_PARENT,
     Counterexample,
     FingerprintSet,
     SearchResult,
-    _frontier_codec,
-    _keyer,
-    _Store,
-    _successor_fn,
-    _violated,
+    Store,
+    frontier_codec,
+    keyer,
     replay_path,
+    successor_fn,
+    violated,
 )
-from kcheck.model.spill import Spool
 
 BATCH = 512  # candidates per message between workers
 _RUN, _TIME, _STOP, _VIOLATION = 0, 1, 2, 3  # the shared halt flag
+
+
 
 
 class _Worker:
@@ -74,20 +76,23 @@ class _Worker:
         self.shared, self.start = shared, start
         self.max_seconds = opts["max_seconds"]
         self.invariants = list(model.invariants())
-        self.key = _keyer(model, list(model.symmetries()) if opts["symmetry"] else [], lazy=True)
+        self.key = keyer(model, list(model.symmetries()) if opts["symmetry"] else [], lazy=True)
         self.encode = model.encode
-        self.succ = _successor_fn(model)
+        self.succ = successor_fn(model)
         threshold = max(1, opts["spill_threshold"] // n)
-        pack, self.unpack, _ = _frontier_codec(model, opts["compress"], opts["spill_dir"], threshold, True, 0)
+        pack, self.unpack, _ = frontier_codec(model, opts["compress"], opts["spill_dir"], threshold, True, 0)
         self.pack: Callable[[Any, bytes], bytes] = pack
         self.spool = lambda ints: Spool(ints, opts["compress"], opts["spill_dir"], threshold)
         self.seen = FingerprintSet()
-        self.store = _Store()
+        self.store = Store()
         self.frontier = self.spool(0)
         self.base = 0  # local index of the frontier's first state
         self.limit: int | None = None  # how much of the frontier counts (max-states cut the last level)
         self.transitions = 0
         self.spilled = 0
+        self.cands: list[Any] = []  # this level's candidates, per sending worker
+        self.out: list[list[tuple[int, int, int, bytes]]] = []  # this level's batches not sent yet, per owner
+        self.ends = 0  # end marks received this level
 
     # ---- commands (each returns the reply to the caller) ----
 
@@ -96,7 +101,7 @@ class _Worker:
         for i, s in enumerate(self.model.initial_states()):
             fp, data = self.key(s)
             if fp % n == k and self.seen.add(fp):
-                self.store.add(_NO_PARENT, i)
+                self.store.add(NO_PARENT, i)
                 self.frontier.append(self.pack(s, self.encode(s) if data is None else data))
         self.shared[1 + k] = len(self.store)
         return len(self.frontier)
@@ -105,121 +110,143 @@ class _Worker:
         """One level: check and expand the frontier, route the successors, then store the new ones (unless
         `probe`: then only count them)."""
         k, n, shared = self.k, self.n, self.shared
-        seen, key, succ, pack, unpack, encode = self.seen, self.key, self.succ, self.pack, self.unpack, self.encode
-        invariants, inboxes = self.invariants, self.inboxes
-        cands = [self.spool(3) for _ in range(n)]
-        mine = cands[k].append
-        out: list[list[tuple[int, int, int, bytes]]] = [[] for _ in range(n)]
-        sent = FingerprintSet()
-        sent_add = sent.add
-        ends = [0]
-        violation: tuple[int, str, str] | None = None
-        halted = False
-        only_check = False
-        checked = 0
-        transitions = 0
-        max_seconds, start, perf_counter = self.max_seconds, self.start, time.perf_counter
-        base, stride = self.base, n
-
-        def receive(block: bool) -> None:
-            while ends[0] < n - 1:
-                try:
-                    src, payload = self.inbox.get(block)
-                except Empty:
-                    return
-                if payload is None:
-                    ends[0] += 1
-                    continue
-                append = cands[src].append
-                for fp, gid, ai, data in marshal.loads(payload):
-                    if fp not in seen:
-                        append(data, fp, gid, ai)
-
-        for i, (packed,) in enumerate(self.frontier):
-            if self.limit is not None and i >= self.limit:
-                break
-            if not i & 63:
-                flag = shared[0]
-                if flag == _VIOLATION:
-                    only_check = True
-                elif flag != _RUN:
-                    halted = True
-                    break
-                elif max_seconds is not None and perf_counter() - start >= max_seconds:
-                    shared[0] = _TIME
-                    halted = True
-                    break
-                if n > 1:
-                    receive(False)
-                shared[1 + n + k] = self.transitions + transitions
-            s = unpack(packed)
-            found = _violated(invariants, s)
-            checked += 1
-            if found is not None:
-                violation = ((base + i) * stride + k, *found)
-                shared[0] = _VIOLATION
-                break
-            if only_check:
-                continue
-            gid = (base + i) * stride + k
-            for ai, _, t in succ(s):
-                transitions += 1
-                fp, data = key(t)
-                if not sent_add(fp):
-                    continue
-                d = fp % n
-                if probe:
-                    data = b""
-                elif data is None:
-                    data = encode(t)
-                if d == k:
-                    if fp not in seen:
-                        mine(pack(t, data) if not probe else data, fp, gid, ai)
-                    continue
-                box = out[d]
-                box.append((fp, gid, ai, pack(t, data) if not probe else data))
-                if len(box) >= BATCH:
-                    inboxes[d].put((k, marshal.dumps(box)))
-                    out[d] = []
-        for d in range(n):
-            if d != k:
-                if out[d]:
-                    inboxes[d].put((k, marshal.dumps(out[d])))
-                inboxes[d].put((k, None))
-        receive(True)
+        self.cands, self.out, self.ends = [self.spool(3) for _ in range(n)], [[] for _ in range(n)], 0
+        violation, halted, checked, transitions = self.route_level(probe)
+        self.end_routing()
         if not probe:
             self.transitions += transitions
         shared[1 + n + k] = self.transitions
         reply: dict[str, Any] = {"violation": violation, "halted": halted, "checked": checked,
                                  "transitions": 0 if probe else transitions}
-        if violation is not None or halted:
+        cut = violation is not None or halted
+        if cut:
             reply["unchecked"] = (self.limit if self.limit is not None else len(self.frontier)) - checked
             reply["fresh"] = 0
         elif probe:
-            reply["fresh"] = sum(len(c) for c in cands)
+            reply["fresh"] = sum(len(c) for c in self.cands)
             reply["unchecked"] = 0
         else:
-            # Store the new states: candidates of worker 0 first, then 1, ...; the first of equal fingerprints wins.
-            nxt = self.spool(0)
-            seen_add, store_add, append = seen.add, self.store.add, nxt.append
-            base = len(self.store)
-            for c in cands:
-                for fp, gid, ai, data in c:
-                    if seen_add(fp):
-                        store_add(gid, ai)
-                        append(data)
-            self.spilled += self.frontier.spilled + sum(c.spilled for c in cands)
-            self.frontier.close()
-            self.frontier, self.base, self.limit = nxt, base, None
-            reply["fresh"] = reply["unchecked"] = len(nxt)  # stored, checked when expanded
-        for c in cands:
-            self.spilled += c.spilled if violation is not None or halted or probe else 0
+            reply["fresh"] = reply["unchecked"] = self.store_new()  # stored, checked when expanded
+        for c in self.cands:
+            self.spilled += c.spilled if cut or probe else 0
             c.close()
         shared[1 + k] = len(self.store)
         reply["stored"] = len(self.store)
         reply["nbytes"] = self.seen.nbytes + self.store.nbytes
         reply["spilled"] = self.spilled + self.frontier.spilled
         return reply
+
+    def route_level(self, probe: bool) -> tuple[tuple[int, str, str] | None, bool, int, int]:
+        """Checks the frontier's states in order and routes their successors to their owners (each fingerprint
+        once a level; `probe`: without their encodings): (the first violation as (global number, id, message),
+        whether the search was halted, states checked, transitions). After a violation anywhere (the shared
+        flag) the rest of the frontier is only checked. The hot loop: every name it uses per successor is a
+        local."""
+        k, n, shared, seen, key, succ, unpack = self.k, self.n, self.shared, self.seen, self.key, self.succ, self.unpack
+        invariants, inboxes, out, base = self.invariants, self.inboxes, self.out, self.base
+        mine = self.cands[k].append
+        item = self.routed_item(probe)
+        sent_add = FingerprintSet().add
+        end = self.limit if self.limit is not None else len(self.frontier)
+        only_check, checked, transitions = False, 0, 0
+        for i, (packed,) in enumerate(self.frontier):
+            if i >= end:
+                break
+            if not i & 63:
+                flag = self.halt_flag(transitions)
+                if flag == _VIOLATION:
+                    only_check = True
+                elif flag != _RUN:
+                    return None, True, checked, transitions
+            s = unpack(packed)
+            found = violated(invariants, s)
+            checked += 1
+            gid = (base + i) * n + k
+            if found is not None:
+                shared[0] = _VIOLATION
+                return (gid, *found), False, checked, transitions
+            if only_check:
+                continue
+            for ai, _, t in succ(s):
+                transitions += 1
+                fp, data = key(t)
+                if not sent_add(fp):
+                    continue
+                d = fp % n
+                if d == k:
+                    if fp not in seen:
+                        mine(item(t, data), fp, gid, ai)
+                    continue
+                box = out[d]
+                box.append((fp, gid, ai, item(t, data)))
+                if len(box) >= BATCH:
+                    inboxes[d].put((k, marshal.dumps(box)))
+                    out[d] = []
+        return None, False, checked, transitions
+
+    def routed_item(self, probe: bool) -> Callable[[Any, bytes | None], bytes]:
+        """(successor, its encoding or None) -> what travels to its owner: the packed state, or nothing (`probe`,
+        which only counts)."""
+        if probe:
+            return lambda t, data: b""
+        pack, encode = self.pack, self.encode
+        return lambda t, data: pack(t, encode(t) if data is None else data)
+
+    def halt_flag(self, transitions: int) -> int:
+        """Every 64 states: the shared halt flag (raised here when the clock ran out); unless halted, the batches
+        other workers sent so far are taken and the transitions shown to the caller."""
+        shared = self.shared
+        flag = shared[0]
+        if flag == _RUN and self.max_seconds is not None and time.perf_counter() - self.start >= self.max_seconds:
+            shared[0] = flag = _TIME
+        if flag in (_RUN, _VIOLATION):
+            if self.n > 1:
+                self.receive(False)
+            shared[1 + self.n + self.k] = self.transitions + transitions
+        return flag
+
+    def receive(self, block: bool) -> None:
+        """Takes the candidates other workers sent (blocking: until every one sent its end mark), dropping the
+        fingerprints stored at an earlier level."""
+        seen, cands = self.seen, self.cands
+        while self.ends < self.n - 1:
+            try:
+                src, payload = self.inbox.get(block)
+            except Empty:
+                return
+            if payload is None:
+                self.ends += 1
+                continue
+            append = cands[src].append
+            for fp, gid, ai, data in marshal.loads(payload):
+                if fp not in seen:
+                    append(data, fp, gid, ai)
+
+    def end_routing(self) -> None:
+        """Sends the last batches and an end mark to every other worker, then takes everything sent here."""
+        k, inboxes, out = self.k, self.inboxes, self.out
+        for d in range(self.n):
+            if d != k:
+                if out[d]:
+                    inboxes[d].put((k, marshal.dumps(out[d])))
+                inboxes[d].put((k, None))
+        self.receive(True)
+
+    def store_new(self) -> int:
+        """Stores this level's new states as the next frontier: candidates of worker 0 first, then 1, ...; the first
+        of equal fingerprints wins. Returns how many."""
+        nxt = self.spool(0)
+        seen_add, store_add, append = self.seen.add, self.store.add, nxt.append
+        base = len(self.store)
+        for c in self.cands:
+            for fp, gid, ai, data in c:
+                if seen_add(fp):
+                    store_add(gid, ai)
+                    append(data)
+        self.spilled += self.frontier.spilled + sum(c.spilled for c in self.cands)
+        self.frontier.close()
+        self.frontier, self.base, self.limit = nxt, base, None
+        return len(nxt)
 
     def truncate(self, quota: int) -> int:
         """Keeps only the first `quota` states of the last level (max-states)."""
@@ -235,7 +262,7 @@ class _Worker:
         for i, (packed,) in enumerate(self.frontier):
             if self.limit is not None and i >= self.limit:
                 break
-            found = _violated(self.invariants, self.unpack(packed))
+            found = violated(self.invariants, self.unpack(packed))
             if found is not None:
                 return ((self.base + i) * self.n + self.k, *found)
         return None
@@ -273,161 +300,198 @@ def parallel_exhaust(model: Model[Any, Any], *, workers: int, max_states: int | 
                      compress: bool, spill_dir: str | None, spill_threshold: int,
                      stop: Callable[[], str | None] | None) -> SearchResult:
     """`exhaust` with `workers` processes (see the module docstring); called by `kcheck.model.search.exhaust`."""
-    n = workers
     if mp.current_process().daemon:
         raise RuntimeError("exhaust(workers > 1) cannot start its processes from a daemonic process (a "
                            "multiprocessing Pool worker, for one): run it with workers=1 there")
-    start = time.perf_counter()
-    ctx = mp.get_context("fork")
-    shared = ctx.RawArray("q", 1 + 2 * n)  # halt flag, stored states per worker, transitions per worker
-    inboxes = [ctx.Queue() for _ in range(n)]
-    pipes = [ctx.Pipe() for _ in range(n)]
     opts = dict(max_seconds=max_seconds, symmetry=symmetry, compress=compress, spill_dir=spill_dir,
                 spill_threshold=spill_threshold)
-    procs = [ctx.Process(target=_serve, args=(k, n, model, opts, inboxes, pipes[k][1], shared, start),
-                         name=f"kcheck-search-{k}", daemon=True) for k in range(n)]
-    conns = [p[0] for p in pipes]
-    result = SearchResult(False, 0, 0, 0, 0.0, None, None, None, workers=n)
-    halt_word: list[str | None] = [None]
-    last_report = [start]
-
-    def poll() -> None:
-        now = time.perf_counter()
-        if shared[0] == _RUN:
-            if max_seconds is not None and now - start >= max_seconds:
-                shared[0] = _TIME
-            elif stop is not None:
-                word = stop()
-                if word:
-                    halt_word[0] = word
-                    shared[0] = _STOP
-        if progress is not None and now - last_report[0] >= PROGRESS_SECONDS:
-            last_report[0] = now
-            result.states = sum(shared[1:1 + n])
-            result.transitions = sum(shared[1 + n:])
-            result.seconds = now - start
-            progress(result)
-
-    def ask(k: int, *cmd: Any) -> Any:
-        conns[k].send(cmd)
-        return gather([k])[0]
-
-    def ask_all(*cmds: tuple[Any, ...]) -> list[Any]:
-        for k in range(n):
-            conns[k].send(cmds[k] if len(cmds) == n else cmds[0])
-        return gather(list(range(n)))
-
-    def gather(ks: list[int]) -> list[Any]:
-        replies: dict[int, Any] = {}
-        pending: dict[Any, int] = {conns[k]: k for k in ks}
-        while pending:
-            for c in wait(list(pending), timeout=0.2):
-                k = pending.pop(c)
-                try:
-                    tag, value = conns[k].recv()
-                except EOFError:
-                    raise RuntimeError(f"search worker {k} ended unexpectedly (exit code {procs[k].exitcode})") \
-                        from None
-                if tag == "error":
-                    raise RuntimeError(f"search worker {k} failed:\n{value}")
-                replies[k] = value
-            for k in pending.values():
-                if not procs[k].is_alive():
-                    raise RuntimeError(f"search worker {k} ended unexpectedly (exit code {procs[k].exitcode})")
-            poll()
-        return [replies[k] for k in ks]
-
-    def finish(stopped: str | None, replies: list[dict[str, Any]] | None, states: int | None = None) -> SearchResult:
-        result.complete = stopped is None
-        result.stopped_because = stopped
-        if replies is not None:
-            stored = sum(r["stored"] for r in replies)
-            result.states = stored if states is None else states
-            result.bytes_per_state = sum(r["nbytes"] for r in replies) / stored if stored else None
-            result.spilled_bytes = sum(r["spilled"] for r in replies)
-        result.collision_probability = min(1.0, result.states * result.states / 2.0 ** 65)
-        result.seconds = time.perf_counter() - start
-        return result
-
-    def counterexample(gid: int, invariant: str, message: str) -> Counterexample:
-        path: list[int] = []
-        while True:
-            parent, action = ask(gid % n, "parent", gid // n)
-            if parent == _NO_PARENT:
-                break
-            path.append(action)
-            gid = parent
-        path.reverse()
-        return Counterexample(invariant, message, replay_path(model, action, path))
-
+    run = _Coordinator(model, workers, opts, max_states, max_depth, progress, stop)
     try:
-        for p in procs:
+        return run.levels()
+    finally:
+        run.close(failed=sys.exc_info()[0] is not None)
+
+
+class _Coordinator:
+    """The calling process of `parallel_exhaust`: it starts the workers, asks each for a level at a time, applies
+    the caps between levels, and rebuilds a counterexample by asking owners for parents."""
+
+    def __init__(self, model: Model[Any, Any], n: int, opts: dict[str, Any], max_states: int | None,
+                 max_depth: int | None, progress: Callable[[SearchResult], None] | None,
+                 stop: Callable[[], str | None] | None) -> None:
+        self.model, self.n, self.max_states, self.max_depth = model, n, max_states, max_depth
+        self.max_seconds, self.progress, self.stop = opts["max_seconds"], progress, stop
+        self.start = self.last_report = time.perf_counter()
+        ctx = mp.get_context("fork")
+        self.shared = ctx.RawArray("q", 1 + 2 * n)  # halt flag, stored states per worker, transitions per worker
+        self.inboxes = [ctx.Queue() for _ in range(n)]
+        self.pipes = [ctx.Pipe() for _ in range(n)]
+        self.procs = [ctx.Process(target=_serve, name=f"kcheck-search-{k}", daemon=True,
+                                  args=(k, n, model, opts, self.inboxes, self.pipes[k][1], self.shared, self.start))
+                      for k in range(n)]
+        self.conns = [p[0] for p in self.pipes]
+        self.result = SearchResult(False, 0, 0, 0, 0.0, None, None, None, workers=n)
+        self.halt_word: str | None = None
+
+    def levels(self) -> SearchResult:
+        """The search, level by level, to its result."""
+        n, result = self.n, self.result
+        for p in self.procs:
             p.start()
-        result.frontier_peak = sum(ask_all(("init",)))
-        level = 0
-        stored = sum(shared[1:1 + n])
-        transitions = 0
+        result.frontier_peak = sum(self.ask_all(("init",)))
+        level, stored, transitions = 0, sum(self.shared[1:1 + n]), 0
         while True:
-            probe = max_depth is not None and level >= max_depth
-            replies = ask_all(("expand", probe))
+            probe = self.max_depth is not None and level >= self.max_depth
+            replies = self.ask_all(("expand", probe))
             # A progress report during the level wrote the live count (levels done + this one so far) into
             # `result`: the exact count is kept apart and written back.
             transitions += sum(r["transitions"] for r in replies)
             result.transitions = transitions
-            found = next((r["violation"] for r in replies if r["violation"] is not None), None)
-            if found is not None:
-                result.depth = level
-                result.counterexample = counterexample(*found)
-                return finish("violation", replies)
-            if any(r["halted"] for r in replies):
-                word = halt_word[0] if shared[0] == _STOP and halt_word[0] else "max-seconds"
-                stored = sum(r["stored"] for r in replies)
-                return finish(word, replies, stored - sum(r["unchecked"] for r in replies))
+            done = self.level_end(replies, level, stored, probe)
+            if done is not None:
+                return done
             fresh = sum(r["fresh"] for r in replies)
-            if probe:
-                return finish("max-depth" if fresh else None, replies)
-            if fresh == 0:
-                return finish(None, replies)
-            if max_states is not None and stored + fresh > max_states:
-                room = max_states - stored
-                quotas = []
-                for r in replies:
-                    quotas.append(min(room, r["fresh"]))
-                    room -= quotas[-1]
-                ask_all(*(("truncate", q) for q in quotas))
-                checks = ask_all(("check",))
-                found = next((c for c in checks if c is not None), None)
-                for r, q in zip(replies, quotas, strict=True):
-                    r["stored"] -= r["fresh"] - q
-                if found is not None:
-                    result.depth = level + 1
-                    result.counterexample = counterexample(*found)
-                    return finish("violation", replies)
-                result.depth = level
-                return finish("max-states", replies)
             stored += fresh
             level += 1
             result.depth = level
             result.frontier_peak = max(result.frontier_peak, fresh)
-    finally:
-        # A clean end asks each worker to exit; after an error a worker may wait on a peer forever: terminate.
-        failed = sys.exc_info()[0] is not None
+
+    def level_end(self, replies: list[dict[str, Any]], level: int, stored: int, probe: bool) -> SearchResult | None:
+        """The result when the level just expanded ends the search (a violation, a halt, the depth bound, nothing
+        new, the state cap), else None."""
+        found = next((r["violation"] for r in replies if r["violation"] is not None), None)
+        if found is not None:
+            return self.violation(found, level, replies)
+        if any(r["halted"] for r in replies):
+            word = self.halt_word if self.shared[0] == _STOP and self.halt_word else "max-seconds"
+            return self.finish(word, replies, sum(r["stored"] - r["unchecked"] for r in replies))
+        fresh = sum(r["fresh"] for r in replies)
+        if probe:
+            return self.finish("max-depth" if fresh else None, replies)
+        if fresh == 0:
+            return self.finish(None, replies)
+        if self.max_states is not None and stored + fresh > self.max_states:
+            return self.capped(replies, level, stored)
+        return None
+
+    def capped(self, replies: list[dict[str, Any]], level: int, stored: int) -> SearchResult:
+        """`max_states` reached within the level just stored: its new states are kept in worker order up to the
+        cap, then checked (they will not be expanded)."""
+        assert self.max_states is not None
+        room = self.max_states - stored
+        quotas = []
+        for r in replies:
+            quotas.append(min(room, r["fresh"]))
+            room -= quotas[-1]
+        self.ask_all(*(("truncate", q) for q in quotas))
+        found = next((c for c in self.ask_all(("check",)) if c is not None), None)
+        for r, q in zip(replies, quotas, strict=True):
+            r["stored"] -= r["fresh"] - q
+        if found is not None:
+            return self.violation(found, level + 1, replies)
+        self.result.depth = level
+        return self.finish("max-states", replies)
+
+    def violation(self, found: tuple[int, str, str], depth: int, replies: list[dict[str, Any]]) -> SearchResult:
+        """The result for a violation of state `found[0]` (global number), at BFS level `depth`: its path walked
+        back through the owners of its ancestors, re-executed in this process."""
+        gid, invariant, message = found
+        path: list[int] = []
+        while True:
+            parent, action = self.ask(gid % self.n, "parent", gid // self.n)
+            if parent == NO_PARENT:
+                break
+            path.append(action)
+            gid = parent
+        path.reverse()
+        self.result.depth = depth
+        self.result.counterexample = Counterexample(invariant, message, replay_path(self.model, action, path))
+        return self.finish("violation", replies)
+
+    def finish(self, stopped: str | None, replies: list[dict[str, Any]], states: int | None = None) -> SearchResult:
+        result = self.result
+        result.complete = stopped is None
+        result.stopped_because = stopped
+        stored = sum(r["stored"] for r in replies)
+        result.states = stored if states is None else states
+        result.bytes_per_state = sum(r["nbytes"] for r in replies) / stored if stored else None
+        result.spilled_bytes = sum(r["spilled"] for r in replies)
+        result.collision_probability = min(1.0, result.states * result.states / 2.0 ** 65)
+        result.seconds = time.perf_counter() - self.start
+        return result
+
+    # ---- talking to the workers ----
+
+    def poll(self) -> None:
+        """While the workers run (about every 0.2 s): the clock and `stop`, which halt them through the shared flag,
+        and a progress report when one is due."""
+        now, shared = time.perf_counter(), self.shared
+        if shared[0] == _RUN:
+            if self.max_seconds is not None and now - self.start >= self.max_seconds:
+                shared[0] = _TIME
+            elif self.stop is not None:
+                word = self.stop()
+                if word:
+                    self.halt_word = word
+                    shared[0] = _STOP
+        if self.progress is not None and now - self.last_report >= PROGRESS_SECONDS:
+            self.last_report = now
+            n, result = self.n, self.result
+            result.states = sum(shared[1:1 + n])
+            result.transitions = sum(shared[1 + n:])
+            result.seconds = now - self.start
+            self.progress(result)
+
+    def ask(self, k: int, *cmd: Any) -> Any:
+        self.conns[k].send(cmd)
+        return self.gather([k])[0]
+
+    def ask_all(self, *cmds: tuple[Any, ...]) -> list[Any]:
+        """Sends each worker its command (one for all, or one each) and waits for every reply."""
+        for k in range(self.n):
+            self.conns[k].send(cmds[k] if len(cmds) == self.n else cmds[0])
+        return self.gather(list(range(self.n)))
+
+    def gather(self, ks: list[int]) -> list[Any]:
+        """The replies of workers `ks`, polling meanwhile; a worker's failure or end raises RuntimeError."""
+        replies: dict[int, Any] = {}
+        pending: dict[Any, int] = {self.conns[k]: k for k in ks}
+        while pending:
+            for c in wait(list(pending), timeout=0.2):
+                k = pending.pop(c)
+                try:
+                    tag, value = self.conns[k].recv()
+                except EOFError:
+                    raise RuntimeError(f"search worker {k} ended unexpectedly (exit code "
+                                       f"{self.procs[k].exitcode})") from None
+                if tag == "error":
+                    raise RuntimeError(f"search worker {k} failed:\n{value}")
+                replies[k] = value
+            for k in pending.values():
+                if not self.procs[k].is_alive():
+                    raise RuntimeError(f"search worker {k} ended unexpectedly (exit code {self.procs[k].exitcode})")
+            self.poll()
+        return [replies[k] for k in ks]
+
+    def close(self, failed: bool) -> None:
+        """Ends every worker: a clean end asks each to exit; after an error a worker may wait on a peer forever, so
+        it is terminated."""
         if not failed:
-            for c in conns:
+            for c in self.conns:
                 try:
                     c.send(("exit",))
                 except OSError:
                     pass
-        for p in procs:
+        for p in self.procs:
             if p.pid is not None:
                 if not failed:
                     p.join(timeout=5)
                 if p.is_alive():
                     p.terminate()
                 p.join()
-        for q in inboxes:
+        for q in self.inboxes:
             q.close()
             q.cancel_join_thread()
-        for a, b in pipes:
+        for a, b in self.pipes:
             a.close()
             b.close()

@@ -28,7 +28,7 @@
   model XORs a personalised 64-bit digest of each part of its encoding, kept with the part), so that the estimate
   below holds; with symmetry the least over the images is taken as above
   (`fingerprints(state)`: the state's and its images' at once). The search keeps the garbage collector's
-  youngest generation 100,000 allocations wide meanwhile (`_rarer_collections`): it holds no object per stored
+  youngest generation 100,000 allocations wide meanwhile (`visited.rarer_collections`): it holds no object per stored
   state, so collecting every 700 allocations finds nothing and cost about a fifth of a run.
 - Fingerprint collisions: two different states with the same 64-bit fingerprint make the search skip the
   second one. With n states the probability of any collision is about n^2 / 2^65: about 2.7e-4 at 10^8 states
@@ -74,293 +74,45 @@ breaks, or None; exhaust's breadth-first loop asks it once per new state instead
 
 from __future__ import annotations
 
-import gc
-import hashlib
 import os
-import pickle
+import random
 import time
-from array import array
 from collections.abc import Callable, Hashable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass, field
 from typing import Any
 
 from kcheck.model.interface import Model, StateInvariant
-from kcheck.model.spill import DEFAULT_THRESHOLD, Objects, Spool
+from kcheck.model.parallel import parallel_exhaust
+from kcheck.model.spill import DEFAULT_THRESHOLD, Spool
+from kcheck.model.visited import (
+    NO_PARENT,
+    Counterexample,
+    FingerprintSet,
+    SearchResult,
+    Store,
+    fingerprint,
+    frontier_codec,
+    keyer,
+    rarer_collections,
+    replay_path,
+    successor_fn,
+    violated,
+)
 
-_EMPTY = 0  # a fingerprint of 0 is stored as 1, so 0 marks an empty slot
+__all__ = ["ORDERS", "PROGRESS_SECONDS", "Counterexample", "FingerprintSet", "SearchResult", "StepHook", "exhaust",
+           "fingerprint", "minimize_run", "random_search", "replay_path"]
+
+_violated = violated  # the name tests and older callers import from here
+
 PROGRESS_SECONDS = 3.0  # random_search: the least time between two `progress` calls
 # random_search's per-step hook: (state before, action, state after, every (index, action, state) enabled before)
 StepHook = Callable[[Any, Any, Any, Sequence[tuple[int, Any, Any]]], None]
-_NO_PARENT = 0xFFFFFFFF
 ORDERS = ("bfs", "dfs", "novelty")  # exhaust's orders of expansion
 
 
-@dataclass
-class Counterexample:
-    invariant: str
-    message: str
-    steps: list[tuple[str, Any]]  # (action text, state), the initial state first with ""
+# ---- exhaust ------------------------------------------------------------------------------------------------
 
-
-@dataclass
-class SearchResult:
-    complete: bool  # every reachable state was visited (no cap, no depth bound, no violation cut the search)
-    states: int  # distinct states stored (up to symmetry when symmetry is on)
-    transitions: int  # steps computed that applied (to new states or to states already stored)
-    depth: int  # the largest BFS level a stored state is at (random search: the longest program)
-    seconds: float
-    stopped_because: str | None  # None when complete; else "max-states", "max-depth", "max-seconds",
-    # "violation" (exhaust), a word of the `stop` callback, or "programs" (random search: never a proof)
-    counterexample: Counterexample | None
-    bytes_per_state: float | None  # the visited store's bytes per stored state (exhaust only)
-    frontier_peak: int = 0  # the most states the frontier held at once (exhaust only)
-    collision_probability: float = 0.0  # upper estimate of a fingerprint collision in this run (exhaust only)
-    programs: int = 0  # random search: programs run (shrinking not counted)
-    workers: int = 1  # processes the exhaustive search ran in
-    spilled_bytes: int = 0  # frontier bytes written to spill_dir (exhaust only)
-    order: str = "bfs"  # exhaust: which stored state is expanded next (ORDERS)
-    # keep_going: the first counterexample of each invariant that broke, by id, in the order found (the first is
-    # `counterexample`); `covered` is True when the search still went everywhere it would have gone without them
-    counterexamples: dict[str, Counterexample] = field(default_factory=dict)
-    covered: bool = False
-
-
-def fingerprint(data: bytes) -> int:
-    """The 64-bit fingerprint of an encoding (never 0)."""
-    return int.from_bytes(hashlib.blake2b(data, digest_size=8).digest(), "little") or 1
-
-
-class FingerprintSet:
-    """A set of nonzero 64-bit ints in one flat array (open addressing, linear probing, load factor <= 0.7)."""
-
-    def __init__(self, capacity: int = 1 << 12) -> None:
-        cap = 1
-        while cap < capacity:
-            cap <<= 1
-        self._table = array("Q", bytes(8 * cap))
-        self._mask = cap - 1
-        self._limit = int(cap * 0.7)
-        self.size = 0
-
-    def add(self, fp: int) -> bool:
-        """Adds `fp`; True if it was not there."""
-        table, mask = self._table, self._mask
-        i = fp & mask
-        v = table[i]
-        while v:  # 0 (_EMPTY) ends the probe
-            if v == fp:
-                return False
-            i = (i + 1) & mask
-            v = table[i]
-        table[i] = fp
-        self.size += 1
-        if self.size > self._limit:
-            self._grow()
-        return True
-
-    def __contains__(self, fp: int) -> bool:
-        table, mask = self._table, self._mask
-        i = fp & mask
-        while True:
-            v = table[i]
-            if v == _EMPTY:
-                return False
-            if v == fp:
-                return True
-            i = (i + 1) & mask
-
-    def __len__(self) -> int:
-        return self.size
-
-    def _grow(self) -> None:
-        old = self._table
-        cap = 2 * len(old)
-        self._table = table = array("Q", bytes(8 * cap))
-        self._mask = mask = cap - 1
-        self._limit = int(cap * 0.7)
-        for v in old:
-            if v != _EMPTY:
-                i = v & mask
-                while table[i] != _EMPTY:
-                    i = (i + 1) & mask
-                table[i] = v
-
-    @property
-    def nbytes(self) -> int:
-        return len(self._table) * self._table.itemsize
-
-
-class _Store:
-    """Every stored state: its parent's number and the index of the action that reached it (flat arrays)."""
-
-    def __init__(self) -> None:
-        self.parent = array("I")
-        self.action = array("H")
-
-    def add(self, parent: int, action: int) -> int:
-        if action > 0xFFFF and self.action.typecode == "H":
-            self.action = array("I", self.action)
-        self.parent.append(parent)
-        self.action.append(action)
-        return len(self.parent) - 1
-
-    def __len__(self) -> int:
-        return len(self.parent)
-
-    @property
-    def nbytes(self) -> int:
-        return len(self.parent) * self.parent.itemsize + len(self.action) * self.action.itemsize
-
-    def path(self, n: int) -> tuple[int, list[int]]:
-        """(initial state index, action indexes from it to state `n`)."""
-        out: list[int] = []
-        while self.parent[n] != _NO_PARENT:
-            out.append(self.action[n])
-            n = self.parent[n]
-        out.reverse()
-        return self.action[n], out
-
-
-def _keyer(model: Model[Any, Any], syms: Sequence[Callable[[Any], Any]], lazy: bool = False
-           ) -> Callable[[Any], tuple[int, bytes | None]]:
-    """state -> (its canonical fingerprint, its own encoding). With `lazy` and a model that has `fingerprint`, the
-    encoding is None: the caller builds it with `encode` only for a state it stores (most steps reach a state
-    already stored, and then only the fingerprint is needed)."""
-    encode = model.encode
-    blake2b, from_bytes = hashlib.blake2b, int.from_bytes
-    own = getattr(model, "fingerprint", None)
-    if own is not None:
-        if syms:
-            many = getattr(model, "fingerprints", None)
-            if many is not None:
-                def canon_fp(s: Any) -> int:
-                    return min(many(s))
-            else:
-                def canon_fp(s: Any) -> int:
-                    return min(own(s), *(own(g(s)) for g in syms))
-        else:
-            canon_fp = own
-        if lazy:
-            def lazy_key(s: Any) -> tuple[int, None]:
-                return canon_fp(s), None
-
-            lazy_key.fp_only = canon_fp  # type: ignore[attr-defined]  # exhaust's loop calls it directly
-            return lazy_key
-        return lambda s: (canon_fp(s), encode(s))
-
-    def plain(s: Any) -> tuple[int, bytes]:
-        data = encode(s)
-        return from_bytes(blake2b(data, digest_size=8).digest(), "little") or 1, data
-
-    if not syms:
-        return plain
-    encodings = getattr(model, "encodings", None)
-    if encodings is not None:
-        def fast(s: Any) -> tuple[int, bytes]:
-            data = encodings(s)
-            return min(map(fingerprint, data)), data[0]
-
-        return fast
-
-    def canon(s: Any) -> tuple[int, bytes]:
-        data = encode(s)
-        return min(fingerprint(data), *(fingerprint(encode(g(s))) for g in syms)), data
-
-    return canon
-
-
-@contextmanager
-def _rarer_collections() -> Iterator[None]:
-    """Python's cyclic garbage collector runs its youngest generation every 700 net allocations; a search allocates
-    a few hundred short-lived tuples and model objects per state, freed by reference counting (immutable values
-    make no cycles), and holds no object per stored state (flat arrays), so those collections find nothing and
-    cost about a fifth of the run. They run every 100,000 allocations meanwhile (cycles are still collected)."""
-    old = gc.get_threshold()
-    gc.set_threshold(max(old[0], 100_000), *old[1:])
-    try:
-        yield
-    finally:
-        gc.set_threshold(*old)
-
-
-def _successor_fn(model: Model[Any, Any]) -> Callable[[Any], Sequence[tuple[int, Any, Any]]]:
-    """The model's `successors` (C1's optional extension), else one built from `actions` and `step`."""
-    succ = getattr(model, "successors", None)
-    if succ is not None:
-        return succ
-    actions, step = model.actions, model.step
-
-    def generic(s: Any) -> list[tuple[int, Any, Any]]:
-        out = []
-        for ai, a in enumerate(actions(s)):
-            t = step(s, a)
-            if t is not None:
-                out.append((ai, a, t))
-        return out
-
-    return generic
-
-
-def _frontier_codec(model: Model[Any, Any], compress: bool, spill_dir: str | None, threshold: int,
-                    need_bytes: bool = False, ints: int = 1
-                    ) -> tuple[Callable[[Any, bytes], Any], Callable[[Any], Any], Callable[[], Any]]:
-    """(pack(state, encoding) -> frontier item, unpack(item) -> state, a new empty frontier). States travel as
-    their encodings when the model has `decode`; else as pickles when they must be bytes (spilling, processes),
-    else as the objects themselves."""
-    decode = getattr(model, "decode", None)
-    if decode is None and spill_dir is None and not need_bytes:
-        return (lambda s, data: s), (lambda s: s), Objects
-    if decode is None:
-        return (lambda s, data: pickle.dumps(s, 5)), pickle.loads, lambda: Spool(ints, compress, spill_dir, threshold)
-    return (lambda s, data: data), decode, lambda: Spool(ints, compress, spill_dir, threshold)
-
-
-def _violated(invariants: Sequence[StateInvariant[Any]], s: Any) -> tuple[str, str] | None:
-    for inv in invariants:
-        why = inv.holds(s)
-        if why is not None:
-            return inv.id, why
-    return None
-
-
-def _search_setup(model: Model[Any, Any], symmetry: bool
-                  ) -> tuple[list[StateInvariant[Any]], Callable[[Any], tuple[int, bytes | None]],
-                             Callable[[Any], Sequence[tuple[int, Any, Any]]], FingerprintSet, _Store]:
-    """What a one-process exhaust starts from, in every order: the invariants (a list of its own, which keep_going
-    shortens), the key (lazy: encodings built only for the states stored), the successor function, an empty
-    visited set and an empty store."""
-    return (list(model.invariants()), _keyer(model, list(model.symmetries()) if symmetry else [], lazy=True),
-            _successor_fn(model), FingerprintSet(), _Store())
-
-
-def _store_initial(model: Model[Any, Any], key: Callable[[Any], tuple[int, bytes | None]], seen: FingerprintSet,
-                   store: _Store, invariants: Sequence[StateInvariant[Any]]
-                   ) -> Iterator[tuple[int, Any, bytes, tuple[str, str] | None]]:
-    """Each distinct initial state, stored: (its number, the state, its encoding, the invariant it breaks or None)."""
-    for i, s in enumerate(model.initial_states()):
-        fp, data = key(s)
-        if seen.add(fp):
-            yield store.add(_NO_PARENT, i), s, model.encode(s) if data is None else data, _violated(invariants, s)
-
-
-def replay_path(model: Model[Any, Any], initial: int, actions: Sequence[int]) -> list[tuple[str, Any]]:
-    """Re-execute a path given as the initial state's index and action indexes: [(action text, state)], the
-    initial state first with "". Raises ValueError if a step does not apply (the model is not deterministic)."""
-    s = list(model.initial_states())[initial]
-    out: list[tuple[str, Any]] = [("", s)]
-    for n, ai in enumerate(actions, 1):
-        acts = list(model.actions(s))
-        nxt = model.step(s, acts[ai]) if ai < len(acts) else None
-        if nxt is None:
-            raise ValueError(f"step {n} of a stored path does not apply on re-execution: "
-                             f"{model.name}'s actions() or step() is not deterministic")
-        out.append((model.describe(acts[ai]), nxt))
-        s = nxt
-    return out
-
-
-@_rarer_collections()
+@rarer_collections()
 def exhaust(model: Model[Any, Any], max_states: int | None = None, max_depth: int | None = None,
             max_seconds: float | None = None, symmetry: bool = True,
             progress: Callable[[SearchResult], None] | None = None, compress: bool = True, *,
@@ -390,6 +142,21 @@ def exhaust(model: Model[Any, Any], max_states: int | None = None, max_depth: in
     invariant broke or nothing is left. `counterexamples` holds them all; `complete` stays False when any was
     found, and `covered` says whether the search still visited every reachable state.
     """
+    _check_exhaust_options(workers, order, keep_going, max_depth, spill_dir)
+    if order != "bfs":
+        rank = _novelty_key(model, novelty) if order == "novelty" else None
+        return _OrderedSearch(model, order, rank, max_states, max_seconds, symmetry, progress, compress, stop).run()
+    if workers > 1:
+        return parallel_exhaust(model, workers=workers, max_states=max_states, max_depth=max_depth,
+                                max_seconds=max_seconds, symmetry=symmetry, progress=progress, compress=compress,
+                                spill_dir=spill_dir, spill_threshold=spill_threshold, stop=stop)
+    return _BreadthFirst(model, max_states, max_depth, max_seconds, symmetry, progress, compress, stop, spill_dir,
+                         spill_threshold, keep_going).run()
+
+
+def _check_exhaust_options(workers: int, order: str, keep_going: bool, max_depth: int | None,
+                           spill_dir: str | None) -> None:
+    """Raises ValueError on options `exhaust` cannot run together, in one line."""
     if workers < 1:
         raise ValueError(f"workers must be at least 1, not {workers}")
     if order not in ORDERS:
@@ -402,133 +169,295 @@ def exhaust(model: Model[Any, Any], max_states: int | None = None, max_depth: in
                              (spill_dir is not None, "keeps its frontier in memory: spill_dir needs")):
             if refused:
                 raise ValueError(f"order {order} {why} order bfs")
-        if order == "novelty":
-            novelty = novelty or getattr(model, "novelty", None)
-            if novelty is None:
-                raise ValueError(f"order novelty needs a novelty key: {model.name} has no novelty(state) and none "
-                                 "was given")
-        return _ordered_exhaust(model, order, novelty if order == "novelty" else None, max_states, max_seconds,
-                                symmetry, progress, compress, stop)
     if spill_dir is not None and not os.path.isdir(spill_dir):
         raise ValueError(f"spill_dir {spill_dir} is not a directory")
-    if workers > 1:
-        from kcheck.model.parallel import parallel_exhaust
 
-        return parallel_exhaust(model, workers=workers, max_states=max_states, max_depth=max_depth,
-                                max_seconds=max_seconds, symmetry=symmetry, progress=progress, compress=compress,
-                                spill_dir=spill_dir, spill_threshold=spill_threshold, stop=stop)
-    start = time.perf_counter()
-    perf_counter = time.perf_counter
-    invariants, key, succ, seen, store = _search_setup(model, symmetry)
-    encode = model.encode
-    pack, unpack, new_frontier = _frontier_codec(model, compress, spill_dir, spill_threshold)
-    result = SearchResult(False, 0, 0, 0, 0.0, None, None, None)
-    counts = [0, 0]  # transitions, bytes spilled by frontiers already dropped
 
-    def finish(stopped: str | None) -> SearchResult:
-        result.states = len(store.parent)
-        result.transitions = counts[0]
-        if result.counterexamples:  # keep_going: ran to its end (covered), or stopped by a cap or every invariant
-            result.covered, stopped = stopped is None, stopped or "violation"
+def _novelty_key(model: Model[Any, Any], novelty: Callable[[Any], Hashable] | None) -> Callable[[Any], Hashable]:
+    """The abstraction order "novelty" ranks states by: the one given, else the model's own `novelty`."""
+    rank = novelty or getattr(model, "novelty", None)
+    if rank is None:
+        raise ValueError(f"order novelty needs a novelty key: {model.name} has no novelty(state) and none was given")
+    return rank
+
+
+class _Search:
+    """What every one-process exhaust order shares: the invariants (a list of its own, which keep_going shortens),
+    the key (lazy: encodings built only for the states stored), the successor function, the visited set and the
+    store, the caps checked every 64 expansions, and the result's closing figures."""
+
+    def __init__(self, model: Model[Any, Any], max_states: int | None, max_seconds: float | None, symmetry: bool,
+                 progress: Callable[[SearchResult], None] | None, stop: Callable[[], str | None] | None) -> None:
+        self.model = model
+        self.max_states, self.max_seconds, self.progress, self.stop = max_states, max_seconds, progress, stop
+        self.start = self.last_report = time.perf_counter()
+        self.invariants = list(model.invariants())
+        self.key = keyer(model, list(model.symmetries()) if symmetry else [], lazy=True)
+        self.succ = successor_fn(model)
+        self.seen = FingerprintSet()
+        self.store = Store()
+        self.result = SearchResult(False, 0, 0, 0, 0.0, None, None, None)
+        self.transitions = 0
+        self.expanded = 0
+
+    def initial(self) -> Iterator[tuple[int, Any, bytes, tuple[str, str] | None]]:
+        """Each distinct initial state, stored: (its number, the state, its encoding, the invariant it breaks or
+        None)."""
+        for i, s in enumerate(self.model.initial_states()):
+            fp, data = self.key(s)
+            if self.seen.add(fp):
+                yield (self.store.add(NO_PARENT, i), s, self.model.encode(s) if data is None else data,
+                       violated(self.invariants, s))
+
+    def interrupted(self) -> str | None:
+        """Called every 64 expansions: the word that stops the search now (the clock, the `stop` callback), after
+        a progress report when one is due."""
+        now = time.perf_counter()
+        if self.max_seconds is not None and now - self.start >= self.max_seconds:
+            return "max-seconds"
+        if self.stop is not None:
+            word = self.stop()
+            if word:
+                return word
+        if self.progress is not None and now - self.last_report >= PROGRESS_SECONDS:
+            self.last_report = now
+            r = self.result
+            r.states, r.seconds, r.transitions = len(self.store.parent), now - self.start, self.transitions
+            self.progress(r)
+        return None
+
+    def counterexample(self, n: int, found: tuple[str, str]) -> Counterexample:
+        """The run to stored state `n`, rebuilt by re-executing its path, as the counterexample of `found`."""
+        initial, path = self.store.path(n)
+        return Counterexample(found[0], found[1], replay_path(self.model, initial, path))
+
+    def close(self, stopped: str | None) -> SearchResult:
+        """The result's figures once the search stopped (`stopped`: why, None when it ran to its end)."""
+        result = self.result
+        n = result.states = len(self.store.parent)
+        result.transitions = self.transitions
         result.complete = stopped is None
         result.stopped_because = stopped
-        result.seconds = time.perf_counter() - start
-        n = result.states
-        result.bytes_per_state = (seen.nbytes + store.nbytes) / n if n else None
+        result.seconds = time.perf_counter() - self.start
+        result.bytes_per_state = (self.seen.nbytes + self.store.nbytes) / n if n else None
         result.collision_probability = min(1.0, n * n / 2.0 ** 65)
-        result.spilled_bytes = counts[1] + frontier.spilled + (nxt.spilled if nxt is not None else 0)
-        frontier.close()
-        if nxt is not None:
-            nxt.close()
         return result
 
-    def counterexample(n: int, found: tuple[str, str]) -> Counterexample:
-        initial, path = store.path(n)
-        return Counterexample(found[0], found[1], replay_path(model, initial, path))
 
-    def broke(n: int, s: Any, found: tuple[str, str]) -> bool:
-        """Record state `n`'s violation; True when the search ends here (always, unless keep_going)."""
-        if not keep_going:
-            result.counterexample = counterexample(n, found)
-            return True
-        # every invariant not yet broken that `s` breaks gets `n` as its counterexample, and is not checked again
-        for inv in list(invariants):
-            why = found[1] if inv.id == found[0] else inv.holds(s)
-            if why is not None:
-                result.counterexamples[inv.id] = counterexample(n, (inv.id, why))
-                invariants.remove(inv)
-        result.counterexample = next(iter(result.counterexamples.values()))
-        return not invariants
+class _BreadthFirst(_Search):
+    """`exhaust` in one process, level by level: the frontier of a level kept packed (`frontier_codec`), each new
+    state checked as it is stored."""
 
-    frontier = new_frontier()
-    nxt = None
-    for n, s, own, found in _store_initial(model, key, seen, store, invariants):
-        if found is not None and broke(n, s, found):
-            return finish("violation")
-        frontier.append(pack(s, own), n)
-    result.frontier_peak = len(frontier)
-    level = 0
-    last_report = start
-    expanded = 0
-    transitions = 0
-    seen_add, store_add, parents = seen.add, store.add, store.parent
-    fp_only = getattr(key, "fp_only", None)
-    violation = getattr(model, "first_violation", None) if not keep_going else None  # keep_going drops invariants
-    while len(frontier):
-        if max_depth is not None and level >= max_depth:
-            # Anything new past the bound? Look without storing: the answer decides `complete`.
-            for _, packed in frontier:
-                for _, _, t in succ(unpack(packed)):
-                    if key(t)[0] not in seen:
-                        return finish("max-depth")
-            break
-        nxt = new_frontier()
-        append = nxt.append
-        for n, packed in frontier:
+    def __init__(self, model: Model[Any, Any], max_states: int | None, max_depth: int | None,
+                 max_seconds: float | None, symmetry: bool, progress: Callable[[SearchResult], None] | None,
+                 compress: bool, stop: Callable[[], str | None] | None, spill_dir: str | None, spill_threshold: int,
+                 keep_going: bool) -> None:
+        super().__init__(model, max_states, max_seconds, symmetry, progress, stop)
+        self.max_depth, self.keep_going = max_depth, keep_going
+        self.pack, self.unpack, self.new_frontier = frontier_codec(model, compress, spill_dir, spill_threshold)
+        # the model's one call per new state; keep_going drops invariants as they break, so it asks each in turn
+        self.first_violation = getattr(model, "first_violation", None) if not keep_going else None
+        self.frontier = self.new_frontier()
+        self.nxt: Any = None  # the next level's frontier while a level is expanded
+        self.spilled = 0  # bytes spilled by frontiers already dropped
+
+    def run(self) -> SearchResult:
+        for n, s, own, found in self.initial():
+            if found is not None and self.broke(n, s, found):
+                return self.finish("violation")
+            self.frontier.append(self.pack(s, own), n)
+        result = self.result
+        result.frontier_peak = len(self.frontier)
+        level = 0
+        while len(self.frontier):
+            if self.max_depth is not None and level >= self.max_depth:
+                return self.finish("max-depth" if self.new_past_bound() else None)
+            stopped = self.expand_level(level)
+            if stopped is not None:
+                return self.finish(stopped)
+            self.spilled += self.frontier.spilled
+            self.frontier.close()
+            self.frontier, self.nxt = self.nxt, None
+            if len(self.frontier):
+                level += 1
+                result.depth = level
+                result.frontier_peak = max(result.frontier_peak, len(self.frontier))
+        return self.finish(None)
+
+    def new_past_bound(self) -> bool:
+        """Whether a state of the frontier (at level `max_depth`) has a successor not stored: looked at without
+        storing it, the answer decides `complete`."""
+        key, seen = self.key, self.seen
+        for _, packed in self.frontier:
+            for _, _, t in self.succ(self.unpack(packed)):
+                if key(t)[0] not in seen:
+                    return True
+        return False
+
+    def expand_level(self, level: int) -> str | None:
+        """Expands every state of the frontier (level `level`) into the next level's, storing and checking each new
+        state: the word that stops the search, or None when the level is done. The hot loop: every name it uses
+        per successor is a local."""
+        self.nxt = nxt = self.new_frontier()
+        append, pack, unpack, encode = nxt.append, self.pack, self.unpack, self.model.encode
+        succ, key, seen = self.succ, self.key, self.seen
+        seen_add, store_add, parents = seen.add, self.store.add, self.store.parent
+        fp_only = getattr(key, "fp_only", None)  # the model's own fingerprint: encodings built for new states only
+        first_violation, invariants, max_states = self.first_violation, self.invariants, self.max_states
+        expanded, transitions = self.expanded, self.transitions
+        for n, packed in self.frontier:
             expanded += 1
             if not expanded & 63:
-                now = perf_counter()
-                counts[0] = transitions
-                if max_seconds is not None and now - start >= max_seconds:
-                    return finish("max-seconds")
-                if stop is not None:
-                    word = stop()
-                    if word:
-                        return finish(word)
-                if progress is not None and now - last_report >= 3.0:
-                    last_report = now
-                    result.states, result.seconds, result.transitions = len(parents), now - start, transitions
-                    progress(result)
-            s = unpack(packed)
-            for ai, _, t in succ(s):
+                self.transitions = transitions
+                word = self.interrupted()
+                if word:
+                    return word
+            for ai, _, t in succ(unpack(packed)):
                 transitions += 1
-                if fp_only is not None:  # the model's own fingerprint: the encoding is built for new states only
+                if fp_only is not None:
                     fp, data = fp_only(t), None
                 else:
                     fp, data = key(t)
                 if max_states is not None and len(parents) >= max_states:
                     if fp not in seen:
-                        counts[0] = transitions
-                        return finish("max-states")
+                        self.transitions = transitions
+                        return "max-states"
                     continue
                 if not seen_add(fp):
                     continue
                 m = store_add(n, ai)
-                found = violation(t) if violation is not None else _violated(invariants, t)
-                if found is not None and broke(m, t, found):
-                    counts[0] = transitions
-                    result.depth = level + 1
-                    return finish("violation")
+                found = first_violation(t) if first_violation is not None else violated(invariants, t)
+                if found is not None and self.broke(m, t, found):
+                    self.transitions = transitions
+                    self.result.depth = level + 1
+                    return "violation"
                 append(pack(t, encode(t) if data is None else data), m)
-        counts[0] = transitions
-        counts[1] += frontier.spilled
-        frontier.close()
-        frontier, nxt = nxt, None
-        if len(frontier):
-            level += 1
-            result.depth = level
-            result.frontier_peak = max(result.frontier_peak, len(frontier))
-    return finish(None)
+        self.expanded, self.transitions = expanded, transitions
+        return None
+
+    def broke(self, n: int, s: Any, found: tuple[str, str]) -> bool:
+        """Record stored state `n`'s violation; True when the search ends here (always, unless keep_going)."""
+        result = self.result
+        if not self.keep_going:
+            result.counterexample = self.counterexample(n, found)
+            return True
+        # every invariant not yet broken that `s` breaks gets `n` as its counterexample, and is not checked again
+        for inv in list(self.invariants):
+            why = found[1] if inv.id == found[0] else inv.holds(s)
+            if why is not None:
+                result.counterexamples[inv.id] = self.counterexample(n, (inv.id, why))
+                self.invariants.remove(inv)
+        result.counterexample = next(iter(result.counterexamples.values()))
+        return not self.invariants
+
+    def finish(self, stopped: str | None) -> SearchResult:
+        if self.result.counterexamples:  # keep_going: ran to its end (covered), or stopped by a cap or every invariant
+            self.result.covered, stopped = stopped is None, stopped or "violation"
+        result = self.close(stopped)
+        nxt = self.nxt
+        result.spilled_bytes = self.spilled + self.frontier.spilled + (nxt.spilled if nxt is not None else 0)
+        self.frontier.close()
+        if nxt is not None:
+            nxt.close()
+        return result
+
+
+class _OrderedSearch(_Search):
+    """`exhaust` in order "dfs" or "novelty" (see the module docstring): the same visited set, store, invariant
+    checks and traces as the BFS; only which stored state is expanded next differs."""
+
+    def __init__(self, model: Model[Any, Any], order: str, novelty: Callable[[Any], Hashable] | None,
+                 max_states: int | None, max_seconds: float | None, symmetry: bool,
+                 progress: Callable[[SearchResult], None] | None, compress: bool,
+                 stop: Callable[[], str | None] | None) -> None:
+        super().__init__(model, max_states, max_seconds, symmetry, progress, stop)
+        self.result.order = order
+        self.novelty = novelty
+        self.decode = getattr(model, "decode", None)
+        self.stack: list[tuple[int, int, Any]] = []  # dfs: (state number, depth, packed state)
+        self.tiers = _Tiers((lambda: Spool(2, compress)) if self.decode is not None else _Listed)
+        self.counts: dict[Hashable, int] = {}  # novelty key -> states stored with it so far
+
+    def run(self) -> SearchResult:
+        for n, s, own, found in self.initial():
+            if found is not None:
+                self.result.counterexample = self.counterexample(n, found)
+                return self.finish("violation")
+            self.put(s, own, n, 0)
+        self.stack.reverse()  # the first initial state is expanded first
+        while True:
+            batch = self.take()
+            if batch is None:
+                return self.finish(None)
+            stopped = self.expand(batch)
+            if stopped is not None:
+                return self.finish(stopped)
+            if self.novelty is not None:
+                batch.close()
+
+    def put(self, t: Any, data: bytes | None, n: int, depth: int) -> None:
+        """Queue stored state `n` for expansion: on the stack (dfs), or in its novelty tier."""
+        packed = (self.model.encode(t) if data is None else data) if self.decode is not None else t
+        if self.novelty is None:
+            self.stack.append((n, depth, packed))
+            return
+        k = self.novelty(t)
+        c = self.counts.get(k, 0)
+        self.counts[k] = c + 1
+        # Tier 0: the first state of its key; then tier b holds the states that found 2^(b-1)..2^b-1 before them.
+        self.tiers.append(c.bit_length(), packed, n, depth)
+
+    def take(self) -> Any:
+        """The states to expand next: the top of the stack (dfs), or the oldest segment of the lowest tier; None
+        when nothing is left."""
+        if self.novelty is None:
+            return (self.stack.pop(),) if self.stack else None
+        return self.tiers.take()
+
+    def expand(self, batch: Any) -> str | None:
+        """Expands the states of `batch`, storing, checking and queueing each new state: the word that stops the
+        search, or None."""
+        decode, succ, key, seen, stack, result = self.decode, self.succ, self.key, self.seen, self.stack, self.result
+        seen_add, store_add, parents = seen.add, self.store.add, self.store.parent
+        invariants, max_states, put = self.invariants, self.max_states, self.put
+        expanded, transitions = self.expanded, self.transitions
+        for n, depth, packed in batch:
+            expanded += 1
+            if not expanded & 63:
+                self.transitions = transitions
+                word = self.interrupted()
+                if word:
+                    return word
+            below = len(stack)
+            for ai, _, t in succ(decode(packed) if decode is not None else packed):
+                transitions += 1
+                fp, data = key(t)
+                if max_states is not None and len(parents) >= max_states:
+                    if fp not in seen:
+                        self.transitions = transitions
+                        return "max-states"
+                    continue
+                if not seen_add(fp):
+                    continue
+                m = store_add(n, ai)
+                result.depth = max(result.depth, depth + 1)
+                found = violated(invariants, t)
+                if found is not None:
+                    self.transitions = transitions
+                    result.counterexample = self.counterexample(m, found)
+                    return "violation"
+                put(t, data, m, depth + 1)
+            if self.novelty is None:
+                stack[below:] = stack[below:][::-1]  # the first successor on top: expanded first
+            result.frontier_peak = max(result.frontier_peak, len(stack) + self.tiers.count)
+        self.expanded, self.transitions = expanded, transitions
+        return None
+
+    def finish(self, stopped: str | None) -> SearchResult:
+        result = self.close(stopped)
+        self.tiers.close()
+        self.stack.clear()
+        return result
 
 
 # States per segment of a tier's queue (order "novelty"): the next state to expand is chosen anew after at most this
@@ -588,106 +517,9 @@ class _Tiers:
         self._tiers, self.count = [], 0
 
 
-def _ordered_exhaust(model: Model[Any, Any], order: str, novelty: Callable[[Any], Hashable] | None,
-                     max_states: int | None, max_seconds: float | None, symmetry: bool,
-                     progress: Callable[[SearchResult], None] | None, compress: bool,
-                     stop: Callable[[], str | None] | None) -> SearchResult:
-    """`exhaust` in order "dfs" or "novelty" (see the module docstring): the same visited set, store, invariant
-    checks and traces as the BFS; only which stored state is expanded next differs."""
-    start = time.perf_counter()
-    perf_counter = time.perf_counter
-    invariants, key, succ, seen, store = _search_setup(model, symmetry)
-    encode = model.encode
-    decode = getattr(model, "decode", None)
-    result = SearchResult(False, 0, 0, 0, 0.0, None, None, None, order=order)
-    stack: list[tuple[int, int, Any]] = []  # dfs: (state number, depth, packed state)
-    tiers = _Tiers((lambda: Spool(2, compress)) if decode is not None else _Listed)
-    counts: dict[Hashable, int] = {}  # novelty key -> states stored with it so far
 
-    def put(t: Any, data: bytes | None, n: int, depth: int) -> None:
-        packed = (encode(t) if data is None else data) if decode is not None else t
-        if novelty is None:
-            stack.append((n, depth, packed))
-            return
-        k = novelty(t)
-        c = counts.get(k, 0)
-        counts[k] = c + 1
-        # Tier 0: the first state of its key; then tier b holds the states that found 2^(b-1)..2^b-1 before them.
-        tiers.append(c.bit_length(), packed, n, depth)
 
-    def finish(stopped: str | None, transitions: int) -> SearchResult:
-        n = result.states = len(store.parent)
-        result.transitions = transitions
-        result.complete = stopped is None
-        result.stopped_because = stopped
-        result.seconds = time.perf_counter() - start
-        result.bytes_per_state = (seen.nbytes + store.nbytes) / n if n else None
-        result.collision_probability = min(1.0, n * n / 2.0 ** 65)
-        tiers.close()
-        stack.clear()
-        return result
-
-    def violation(n: int, found: tuple[str, str], transitions: int) -> SearchResult:
-        initial, path = store.path(n)
-        result.counterexample = Counterexample(found[0], found[1], replay_path(model, initial, path))
-        return finish("violation", transitions)
-
-    for n, s, own, found in _store_initial(model, key, seen, store, invariants):
-        if found is not None:
-            return violation(n, found, 0)
-        put(s, own, n, 0)
-    stack.reverse()  # the first initial state is expanded first
-    last_report = start
-    expanded = transitions = 0
-    seen_add, store_add, parents = seen.add, store.add, store.parent
-    while True:
-        if novelty is None:
-            if not stack:
-                break
-            batch: Any = (stack.pop(),)
-        else:
-            batch = tiers.take()
-            if batch is None:
-                break
-        for n, depth, packed in batch:
-            expanded += 1
-            if not expanded & 63:
-                now = perf_counter()
-                if max_seconds is not None and now - start >= max_seconds:
-                    return finish("max-seconds", transitions)
-                if stop is not None:
-                    word = stop()
-                    if word:
-                        return finish(word, transitions)
-                if progress is not None and now - last_report >= 3.0:
-                    last_report = now
-                    result.states, result.seconds, result.transitions = len(parents), now - start, transitions
-                    progress(result)
-            s = decode(packed) if decode is not None else packed
-            below = len(stack)
-            for ai, _, t in succ(s):
-                transitions += 1
-                fp, data = key(t)
-                if max_states is not None and len(parents) >= max_states:
-                    if fp not in seen:
-                        return finish("max-states", transitions)
-                    continue
-                if not seen_add(fp):
-                    continue
-                m = store_add(n, ai)
-                if depth >= result.depth:
-                    result.depth = depth + 1
-                found = _violated(invariants, t)
-                if found is not None:
-                    return violation(m, found, transitions)
-                put(t, data, m, depth + 1)
-            if novelty is None:
-                stack[below:] = stack[below:][::-1]  # the first successor on top: expanded first
-            result.frontier_peak = max(result.frontier_peak, len(stack) + tiers.count)
-        if novelty is not None:
-            batch.close()
-    return finish(None, transitions)
-
+# ---- random_search -----------------------------------------------------------------------------------------
 
 def _kind_of(model: Model[Any, Any]) -> Callable[[Any], str]:
     kind = getattr(model, "kind", None)
@@ -719,24 +551,6 @@ def _no_local_constants() -> Iterator[None]:
         yield
     finally:
         providers._get_local_constants = real
-
-
-def _successors(model: Model[Any, Any]) -> Callable[[Any], list[tuple[int, Any, Any]]]:
-    """state -> [(index in actions(state), action, next state)] for the actions that apply: the model's own
-    `successors` (C1) when it has one, else actions() + step()."""
-    own = getattr(model, "successors", None)
-    if own is not None:
-        return own
-
-    def generic(s: Any) -> list[tuple[int, Any, Any]]:
-        out = []
-        for i, a in enumerate(model.actions(s)):
-            t = model.step(s, a)
-            if t is not None:
-                out.append((i, a, t))
-        return out
-
-    return generic
 
 
 class _Node:
@@ -780,7 +594,7 @@ def minimize_run(model: Model[Any, Any], initial: Any, actions: Sequence[Any],
             if s is None:
                 return None
             out.append(s)
-            found = _violated(invs, s)
+            found = violated(invs, s)
             if found is not None:
                 return out, found
         return None
@@ -866,6 +680,54 @@ def random_search(model: Model[Any, Any], seed: int = 0, programs: int = 200, ma
     seed gives the same programs whatever else is imported; a run that is not cut by `max_seconds` is
     deterministic for a seed.
     """
+    _check_random_options(stuck, choices, follow, restart, lazy, on_step, min_steps, max_steps)
+    search = _RandomSearch(model, seed=seed, programs=programs, max_steps=max_steps, weights=weights, swarm=swarm,
+                           stuck=stuck, kind=kind, min_steps=min_steps, follow=follow, novelty=novelty,
+                           restart=restart, round_programs=round_programs, targeted=targeted, max_seconds=max_seconds,
+                           max_cpu_seconds=max_cpu_seconds, shrink=shrink, choices=choices, on_step=on_step,
+                           progress=progress, keep_going=keep_going, lazy=lazy)
+    search.run()
+    return search.outcome()
+
+
+class _Done(Exception):
+    """Ends a Hypothesis run of `random_search`: a violation was found or the time is up (raised again when
+    Hypothesis replays the example that raised it)."""
+
+
+_WORD = (1 << 48) - 1  # each step draws one integer in 0.._WORD and splits it into the step's choices
+
+
+def _split(u: int, n: int) -> tuple[int, int]:
+    """(a choice among n, what is left of the drawn word for the next choice)."""
+    return u % n, u // n
+
+
+def _chance(u: int, p: float) -> tuple[bool, int]:
+    """(True with probability `p`, what is left of the drawn word)."""
+    r, u = _split(u, 1000)
+    return r < round(1000 * p), u
+
+
+class _Program:
+    """One program's own choices: its draw function, the initial state its run starts from, the kinds swarm
+    switched on, whether it goes on when none of them is enabled (`stuck`), the actions the previous step enabled
+    (`follow`), and how many new novelty keys it found."""
+
+    __slots__ = ("draw", "first", "on", "onward", "before", "fresh")
+
+    def __init__(self, draw: Callable[[], int], onward: bool | None) -> None:
+        self.draw = draw
+        self.first = 0
+        self.on: dict[str, bool] = {}
+        self.onward = onward
+        self.before: set[Any] | None = None
+        self.fresh = 0
+
+
+def _check_random_options(stuck: str, choices: str, follow: float, restart: float, lazy: bool,
+                          on_step: StepHook | None, min_steps: int | None, max_steps: int) -> None:
+    """Raises ValueError on options `random_search` cannot run, in one line."""
     if stuck not in ("end", "continue", "draw"):
         raise ValueError(f"stuck must be end, continue or draw, not {stuck!r}")
     if choices not in ("hypothesis", "random"):
@@ -876,250 +738,316 @@ def random_search(model: Model[Any, Any], seed: int = 0, programs: int = 200, ma
         raise ValueError("lazy steps only the action drawn: follow and on_step need every successor")
     if min_steps is not None and not 0 <= min_steps <= max_steps:
         raise ValueError(f"min_steps must be between 0 and max_steps ({max_steps}), not {min_steps}")
-    import random
 
-    from hypothesis import HealthCheck, Phase, given, settings
-    from hypothesis import seed as hseed
-    from hypothesis import strategies as st
-    from hypothesis import target as htarget
 
-    start, cpu_start = time.perf_counter(), time.process_time()
-    invariants = list(model.invariants())
-    remaining = list(invariants)  # those not broken yet (keep_going removes each as it breaks)
-    kind_of = kind or _kind_of(model)
+class _RandomSearch:
+    """One `random_search` run: its settings, what the programs found and stored, and the steps of a program."""
 
-    def out_of_time() -> bool:
-        return ((max_seconds is not None and time.perf_counter() - start >= max_seconds)
-                or (max_cpu_seconds is not None and time.process_time() - cpu_start >= max_cpu_seconds))
+    def __init__(self, model: Model[Any, Any], *, seed: int, programs: int, max_steps: int,
+                 weights: Mapping[str, float] | None, swarm: bool, stuck: str, kind: Callable[[Any], str] | None,
+                 min_steps: int | None, follow: float, novelty: Callable[[Any], Hashable] | None, restart: float,
+                 round_programs: int, targeted: bool, max_seconds: float | None, max_cpu_seconds: float | None,
+                 shrink: bool, choices: str, on_step: StepHook | None,
+                 progress: Callable[[SearchResult], None] | None, keep_going: bool, lazy: bool) -> None:
+        self.model, self.seed, self.asked, self.max_steps, self.min_steps = model, seed, programs, max_steps, min_steps
+        self.swarm, self.stuck, self.follow, self.novelty, self.restart = swarm, stuck, follow, novelty, restart
+        self.round_programs, self.targeted, self.shrink, self.choices = round_programs, targeted, shrink, choices
+        self.max_seconds, self.max_cpu_seconds = max_seconds, max_cpu_seconds
+        self.on_step, self.progress, self.keep_going, self.lazy = on_step, progress, keep_going, lazy
+        self.start, self.cpu_start = time.perf_counter(), time.process_time()
+        self.last_report = self.start
+        self.invariants = list(model.invariants())
+        self.remaining = list(self.invariants)  # those not broken yet (keep_going removes each as it breaks)
+        self.kind_of = kind or _kind_of(model)
+        self.successors = successor_fn(model)
+        self.weights = dict(weights or {})
+        self.scale: dict[str, int] = {}  # kind -> its weight in hundredths (0: off)
+        self.inits = list(model.initial_states())
+        self.seen: set[int] = set()  # fingerprints of the states programs reached
+        self.keys: set[Hashable] = set()  # novelty keys reached
+        self.corpus: list[_Node] = []  # the stored states programs restart from
+        self.pending: list[_Node] = []  # this round's new corpus entries: used from the next round on
+        self.node_initial: dict[int, int] = {}  # corpus node -> the index of the initial state its steps start from
+        self.ran = self.steps = self.longest = 0  # programs run, steps taken, the longest run
+        self.found: list[tuple[_Node, int, tuple[str, str]]] = []  # (the violating step, initial index, violation)
+        self.stopped: list[str] = []
+        self.hashable = True  # whether actions hash (`key_of`)
 
-    successors = _successors(model)
-    weights = dict(weights or {})
-    inits = list(model.initial_states())
-    seen: set[int] = set()
-    keys: set[Hashable] = set()
-    corpus: list[_Node] = []
-    stats = {"programs": 0, "steps": 0, "longest": 0}
-    found: list[tuple[_Node, int, tuple[str, str]]] = []  # (the violating step, initial index, violation)
-    stopped: list[str] = []
-    scale: dict[str, int] = {}
+    # ---- the run ----
 
-    class _Done(Exception):
-        """Ends the Hypothesis run: a violation was found or the time is up (raised again on its replay)."""
+    def run(self) -> None:
+        """The programs, in rounds: with `novelty` each round is a Hypothesis run with a seed derived from `seed`, so
+        the corpus grows only between rounds and within one the same draws replay the same program (Hypothesis's
+        generation relies on that), while each round starts from everything the earlier ones stored. With
+        `choices` "random" a program makes one Hypothesis draw whatever the corpus holds, so the corpus can grow
+        at once and one run does."""
+        from hypothesis import HealthCheck, Phase, given, settings
+        from hypothesis import seed as hseed
+        from hypothesis import strategies as st
 
-    def ended() -> bool:
-        return bool(stopped or not remaining or (found and not keep_going))
+        self.word = st.integers(0, _WORD)
+        phases = [Phase.generate, Phase.target] if self.novelty is not None and self.targeted else [Phase.generate]
+        per_round = self.round_programs if self.novelty is not None and self.choices == "hypothesis" else self.asked
+        self.seen.update(fingerprint(self.model.encode(s)) for s in self.inits)
 
-    def broke(node: _Node, first: int, why: tuple[str, str]) -> None:
+        def program(data: Any) -> None:  # a plain function for Hypothesis's `given`
+            self.program(data)
+
+        rounds = 0
+        with _no_local_constants():
+            while self.ran < self.asked and not self.ended():
+                before = self.ran
+                run = hseed(self.seed * 1_000_003 + rounds if rounds else self.seed)(
+                    settings(max_examples=min(per_round, self.asked - self.ran), database=None, deadline=None,
+                             suppress_health_check=list(HealthCheck), phases=phases, print_blob=False,
+                             report_multiple_bugs=False, derandomize=False)(given(st.data())(program)))
+                rounds += 1
+                try:
+                    run()
+                except Exception:
+                    # A violation or the time limit ends the run by raising from the program; Hypothesis replays
+                    # that example to report it, which raises again (or, drawing nothing, is called flaky).
+                    if not self.ended():
+                        raise
+                self.corpus.extend(self.pending)
+                self.pending.clear()
+                if self.ran == before:  # Hypothesis ran nothing more (its choices exhausted): stop
+                    break
+
+    def ended(self) -> bool:
+        return bool(self.stopped or not self.remaining or (self.found and not self.keep_going))
+
+    def check_clock(self) -> None:
+        """Ends the run (raises _Done) once `max_seconds` or `max_cpu_seconds` is spent."""
+        if ((self.max_seconds is not None and time.perf_counter() - self.start >= self.max_seconds)
+                or (self.max_cpu_seconds is not None
+                    and time.process_time() - self.cpu_start >= self.max_cpu_seconds)):
+            self.stopped.append("max-seconds")
+            raise _Done
+
+    def broke(self, node: _Node, first: int, why: tuple[str, str]) -> None:
         """Record a violation; end the run (raise _Done) unless keep_going leaves invariants to check."""
-        found.append((node, first, why))
-        if keep_going:  # each other invariant this state breaks too gets it as its own counterexample
-            for inv in list(remaining):
+        self.found.append((node, first, why))
+        if self.keep_going:  # each other invariant this state breaks too gets it as its own counterexample
+            for inv in list(self.remaining):
                 other = why[1] if inv.id == why[0] else inv.holds(node.state)
                 if other is not None:
                     if inv.id != why[0]:
-                        found.append((node, first, (inv.id, other)))
-                    remaining.remove(inv)
-        if ended():
+                        self.found.append((node, first, (inv.id, other)))
+                    self.remaining.remove(inv)
+        if self.ended():
             raise _Done
 
-    def weight(k: str) -> int:
-        w = scale.get(k)
-        if w is None:
-            w = scale[k] = max(0, round(100 * weights.get(k, 1.0)))
-        return w
+    # ---- one program ----
 
-    # One draw per step (and one per program) from a single wide integer strategy, split into the step's
-    # choices: Hypothesis's cost is per draw, and a fixed range keeps every draw's constraints the same.
-    word = st.integers(0, (1 << 48) - 1)
-
-    def split(u: int, n: int) -> tuple[int, int]:
-        """(a choice among n, what is left of the drawn word for the next choice)."""
-        return u % n, u // n
-
-    def chance(u: int, p: float) -> tuple[bool, int]:
-        r, u = split(u, 1000)
-        return r < round(1000 * p), u
-
-    hashable = [True]
-
-    def key_of(a: Any) -> Any:
-        """What makes two actions the same for `follow`: the action itself when hashable, else its text."""
-        if hashable[0]:
-            try:
-                hash(a)
-                return a
-            except TypeError:
-                hashable[0] = False
-        return model.describe(a)
-
-    phases = [Phase.generate, Phase.target] if novelty is not None and targeted else [Phase.generate]
-    pending: list[_Node] = []  # this round's new corpus entries: used from the next round on
-
-    def program(data: Any) -> None:
-        if ended():
+    def program(self, data: Any) -> None:
+        """One Hypothesis example: from an initial or a stored state, up to its length in steps, each checked."""
+        if self.ended():
             raise _Done  # Hypothesis replays the example that ended the run: end it the same way
-        if out_of_time():
-            stopped.append("max-seconds")
-            raise _Done
-        if choices == "random":
-            rng = random.Random(data.draw(word))
-            draw: Callable[[], int] = lambda: rng.getrandbits(48)  # noqa: E731
-        else:
-            draw = lambda: data.draw(word)  # noqa: E731
-        u = draw()
-        first, u = split(u, len(inits))
-        node = _Node(None, None, inits[first])
-        go, u = chance(u, restart)
-        if corpus and go:
-            pick, u = split(u, len(corpus))
-            node = corpus[pick]
-            first = node_initial[id(node)]
-        stats["programs"] += 1
-        if not node.depth:
-            why = _violated(remaining, node.state)
-            if why is not None:
-                broke(node, first, why)
-                return
-        length = max_steps
-        if min_steps is not None:
-            extra, u = split(u, max_steps - min_steps + 1)
-            length = min_steps + extra
-        on: dict[str, bool] = {}
-        onward: bool | None = {"end": False, "continue": True}.get(stuck)
-        before: set[Any] | None = None
-        fresh = 0
+        self.check_clock()
+        prog = _Program(self.drawer(data), {"end": False, "continue": True}.get(self.stuck))
+        node, u = self.first_node(prog)
+        self.ran += 1
+        if not node.depth and self.breaks(node, prog):
+            return
         s = node.state
-        for _ in range(length):
-            every: dict[str, list[tuple[Any, Any]]] = {}
-            options = successors(s) if not lazy else [(i, a, None) for i, a in enumerate(model.actions(s))]
-            for _i, a, t in options:
-                k = kind_of(a)
-                if weight(k):
-                    every.setdefault(k, []).append((a, t))
+        for _ in range(self.length(u)):
+            options, every = self.enabled(s)
             if not every:
                 break
-            u = draw()
-            if follow:
-                now = {key_of(a) for _i, a, _t in options}
-                go, u = chance(u, follow)
-                if before is not None and go:
-                    new = {}
-                    for k, v in every.items():
-                        nv = [o for o in v if key_of(o[0]) not in before]
-                        if nv:
-                            new[k] = nv
-                    if new:
-                        every = new
-                before = now
-            if swarm:
-                for k in every:
-                    if k not in on:
-                        on[k] = bool(draw() & 1)
-            # Swarm: only the kinds switched on. When none of them is enabled here, the program ends or goes on
-            # with every kind (`stuck`; "draw": Hypothesis draws which, the first time, per program).
-            groups = {k: v for k, v in every.items() if on.get(k, True)} if swarm else every
-            if not groups:
-                if onward is None:
-                    onward = bool(draw() & 1)
-                if not onward:
-                    break
-                groups = every
-            t = None
-            while t is None and groups:
-                kinds = list(groups)
-                ws = [weight(k) for k in kinds]
-                (pick, u), chosen = split(u, sum(ws)), 0
-                while pick >= ws[chosen]:
-                    pick -= ws[chosen]
-                    chosen += 1
-                group = groups[kinds[chosen]]
-                i = split(u, len(group))[0]
-                a, t = group[i]
-                if t is None:  # lazy: only the drawn action is stepped; one that does not apply is set aside
-                    t = model.step(s, a)
-                    if t is None:
-                        del group[i]
-                        if not group:
-                            del groups[kinds[chosen]]
-                        u = draw()
+            u = prog.draw()
+            if self.follow:
+                every, u = self.followed(prog, options, every, u)
+            groups = self.switched_on(prog, every) if self.swarm else every
+            a, t = self.pick(prog, groups, u, s)
             if t is None:
                 break
             prev, s = s, t
             node = _Node(node, a, s)
-            stats["steps"] += 1
-            seen.add(fingerprint(model.encode(s)))
-            if on_step is not None:
-                on_step(prev, a, s, options)
-            why = _violated(remaining, s)
-            if why is not None:
-                stats["longest"] = max(stats["longest"], node.depth)
-                broke(node, first, why)
+            if self.stepped(prog, node, prev, options):
                 return
-            if novelty is not None:
-                nk = novelty(s)
-                if nk not in keys:
-                    keys.add(nk)
-                    (corpus if choices == "random" else pending).append(node)
-                    node_initial[id(node)] = first
-                    fresh += 1
-            if out_of_time():
-                stopped.append("max-seconds")
-                raise _Done
-        stats["longest"] = max(stats["longest"], node.depth)
-        if novelty is not None and targeted:
-            htarget(float(fresh), label="new novelty keys")
-        if progress is not None:
-            clock = time.perf_counter()
-            if clock - last_report[0] >= PROGRESS_SECONDS:
-                last_report[0] = clock
-                progress(SearchResult(False, len(seen), stats["steps"], stats["longest"], clock - start, None, None,
-                                      None, programs=stats["programs"]))
+        self.longest = max(self.longest, node.depth)
+        self.program_done(prog)
 
-    node_initial: dict[int, int] = {}  # corpus node -> the index of the initial state its steps start from
-    last_report = [start]
-    seen.update(fingerprint(model.encode(s)) for s in inits)
-    # With `novelty`, the programs run in rounds, each a Hypothesis run with a seed derived from `seed`: the
-    # corpus grows only between rounds, so within one the same draws replay the same program (Hypothesis's
-    # generation relies on that), while each round starts from everything the earlier ones stored.
-    # With `choices` "random" a program makes one Hypothesis draw whatever the corpus holds, so the corpus can
-    # grow at once and one run does.
-    per_round = round_programs if novelty is not None and choices == "hypothesis" else programs
-    rounds = 0
-    with _no_local_constants():
-        while stats["programs"] < programs and not ended():
-            asked = min(per_round, programs - stats["programs"])
-            before = stats["programs"]
-            run = hseed(seed * 1_000_003 + rounds if rounds else seed)(
-                settings(max_examples=asked, database=None, deadline=None, suppress_health_check=list(HealthCheck),
-                         phases=phases, print_blob=False, report_multiple_bugs=False, derandomize=False)(
-                    given(st.data())(program)))
-            rounds += 1
-            try:
-                run()
-            except Exception:
-                # A violation or the time limit ends the run by raising from the program; Hypothesis replays
-                # that example to report it, which raises again (or, drawing nothing, is called flaky).
-                if not ended():
-                    raise
-            corpus.extend(pending)
-            pending.clear()
-            if stats["programs"] == before:  # Hypothesis ran nothing more (its choices exhausted): stop
-                break
-    found_all: dict[str, Counterexample] = {}
-    for node, first, why in found:
-        acts = node.actions()
-        if shrink and acts:  # keep_going: against the invariant it broke alone, so the shrunk run still shows it
-            steps, why = minimize_run(model, inits[first], acts,
-                                      [i for i in invariants if i.id == why[0]] if keep_going else invariants)
+    def drawer(self, data: Any) -> Callable[[], int]:
+        """The program's source of words: Hypothesis's draws, or (`choices` "random") a `random.Random` seeded by
+        one of them."""
+        if self.choices == "random":
+            rng = random.Random(data.draw(self.word))
+            return lambda: rng.getrandbits(48)
+        return lambda: data.draw(self.word)
+
+    def first_node(self, prog: _Program) -> tuple[_Node, int]:
+        """Where the program starts (an initial state, or with probability `restart` a stored one), and what is
+        left of the word drawn for it."""
+        first, u = _split(prog.draw(), len(self.inits))
+        node = _Node(None, None, self.inits[first])
+        go, u = _chance(u, self.restart)
+        if self.corpus and go:
+            pick, u = _split(u, len(self.corpus))
+            node = self.corpus[pick]
+            first = self.node_initial[id(node)]
+        prog.first = first
+        return node, u
+
+    def length(self, u: int) -> int:
+        """The program's length in steps: `max_steps`, or drawn from `min_steps`..`max_steps`."""
+        if self.min_steps is None:
+            return self.max_steps
+        return self.min_steps + _split(u, self.max_steps - self.min_steps + 1)[0]
+
+    def weight(self, k: str) -> int:
+        w = self.scale.get(k)
+        if w is None:
+            w = self.scale[k] = max(0, round(100 * self.weights.get(k, 1.0)))
+        return w
+
+    def enabled(self, s: Any) -> tuple[Sequence[tuple[int, Any, Any]], dict[str, list[tuple[Any, Any]]]]:
+        """(every (index, action, next state) enabled in `s` (`lazy`: next state None, not computed), the actions
+        of the kinds with a weight grouped by kind as (action, next state))."""
+        if self.lazy:
+            options: Sequence[tuple[int, Any, Any]] = [(i, a, None) for i, a in enumerate(self.model.actions(s))]
         else:
-            steps, n = [("", inits[first])], node
-            chain = []
-            while n.prev is not None:
-                chain.append((model.describe(n.action), n.state))
-                n = n.prev
-            steps += reversed(chain)
-        found_all[why[0]] = Counterexample(why[0], why[1], steps)
-    cx = next(iter(found_all.values()), None)
-    stop = "violation" if cx else (stopped[0] if stopped else "programs")
-    return SearchResult(False, len(seen), stats["steps"], stats["longest"], time.perf_counter() - start,
-                        stop, cx, None, programs=stats["programs"], counterexamples=found_all if keep_going else {})
+            options = self.successors(s)
+        every: dict[str, list[tuple[Any, Any]]] = {}
+        for _i, a, t in options:
+            k = self.kind_of(a)
+            if self.weight(k):
+                every.setdefault(k, []).append((a, t))
+        return options, every
+
+    def key_of(self, a: Any) -> Any:
+        """What makes two actions the same for `follow`: the action itself when hashable, else its text."""
+        if self.hashable:
+            try:
+                hash(a)
+                return a
+            except TypeError:
+                self.hashable = False
+        return self.model.describe(a)
+
+    def followed(self, prog: _Program, options: Sequence[tuple[int, Any, Any]],
+                 every: dict[str, list[tuple[Any, Any]]], u: int) -> tuple[dict[str, list[tuple[Any, Any]]], int]:
+        """`follow`: with that probability, only the actions the previous step enabled (when there are any)."""
+        now = {self.key_of(a) for _i, a, _t in options}
+        go, u = _chance(u, self.follow)
+        if prog.before is not None and go:
+            new = {}
+            for k, v in every.items():
+                nv = [o for o in v if self.key_of(o[0]) not in prog.before]
+                if nv:
+                    new[k] = nv
+            if new:
+                every = new
+        prog.before = now
+        return every, u
+
+    def switched_on(self, prog: _Program, every: dict[str, list[tuple[Any, Any]]]
+                    ) -> dict[str, list[tuple[Any, Any]]]:
+        """Swarm: only the kinds switched on (each drawn the first time the program meets it). When none of them is
+        enabled here, the program ends (nothing to draw from) or goes on with every kind (`stuck`; "draw": drawn
+        once per program)."""
+        on = prog.on
+        for k in every:
+            if k not in on:
+                on[k] = bool(prog.draw() & 1)
+        groups = {k: v for k, v in every.items() if on.get(k, True)}
+        if groups:
+            return groups
+        if prog.onward is None:
+            prog.onward = bool(prog.draw() & 1)
+        return every if prog.onward else {}
+
+    def pick(self, prog: _Program, groups: dict[str, list[tuple[Any, Any]]], u: int, s: Any) -> tuple[Any, Any]:
+        """The step drawn: a kind by weight, then one of its actions uniformly: (action, next state), the next state
+        None when nothing applies (`lazy`: a drawn action that does not apply is set aside and another drawn)."""
+        a = t = None
+        while t is None and groups:
+            kinds = list(groups)
+            ws = [self.weight(k) for k in kinds]
+            (pick, u), chosen = _split(u, sum(ws)), 0
+            while pick >= ws[chosen]:
+                pick -= ws[chosen]
+                chosen += 1
+            group = groups[kinds[chosen]]
+            i = _split(u, len(group))[0]
+            a, t = group[i]
+            if t is None:  # lazy: only the drawn action is stepped
+                t = self.model.step(s, a)
+                if t is None:
+                    del group[i]
+                    if not group:
+                        del groups[kinds[chosen]]
+                    u = prog.draw()
+        return a, t
+
+    def breaks(self, node: _Node, prog: _Program) -> bool:
+        """Whether `node`'s state breaks an invariant not broken yet (then recorded: `broke`)."""
+        why = violated(self.remaining, node.state)
+        if why is None:
+            return False
+        self.longest = max(self.longest, node.depth)
+        self.broke(node, prog.first, why)
+        return True
+
+    def stepped(self, prog: _Program, node: _Node, prev: Any, options: Sequence[tuple[int, Any, Any]]) -> bool:
+        """After a step into `node`: counted, reported (`on_step`), checked, its novelty key noted; True when the
+        program ends there (a violation)."""
+        s = node.state
+        self.steps += 1
+        self.seen.add(fingerprint(self.model.encode(s)))
+        if self.on_step is not None:
+            self.on_step(prev, node.action, s, options)
+        if self.breaks(node, prog):
+            return True
+        if self.novelty is not None:
+            nk = self.novelty(s)
+            if nk not in self.keys:
+                self.keys.add(nk)
+                (self.corpus if self.choices == "random" else self.pending).append(node)
+                self.node_initial[id(node)] = prog.first
+                prog.fresh += 1
+        self.check_clock()
+        return False
+
+    def program_done(self, prog: _Program) -> None:
+        """A program's end: its new novelty keys told to Hypothesis's targeting, progress when one is due."""
+        if self.novelty is not None and self.targeted:
+            from hypothesis import target
+
+            target(float(prog.fresh), label="new novelty keys")
+        if self.progress is not None:
+            clock = time.perf_counter()
+            if clock - self.last_report >= PROGRESS_SECONDS:
+                self.last_report = clock
+                self.progress(SearchResult(False, len(self.seen), self.steps, self.longest, clock - self.start, None,
+                                           None, None, programs=self.ran))
+
+    # ---- the result ----
+
+    def outcome(self) -> SearchResult:
+        """The result: each violation found as a counterexample (shrunk unless told not to), never a proof."""
+        found_all: dict[str, Counterexample] = {}
+        for node, first, why in self.found:
+            steps, why = self.run_to(node, first, why)
+            found_all[why[0]] = Counterexample(why[0], why[1], steps)
+        cx = next(iter(found_all.values()), None)
+        stop = "violation" if cx else (self.stopped[0] if self.stopped else "programs")
+        return SearchResult(False, len(self.seen), self.steps, self.longest, time.perf_counter() - self.start,
+                            stop, cx, None, programs=self.ran, counterexamples=found_all if self.keep_going else {})
+
+    def run_to(self, node: _Node, first: int, why: tuple[str, str]
+               ) -> tuple[list[tuple[str, Any]], tuple[str, str]]:
+        """The run to a violation as [(action text, state)] and the violation it ends in: shrunk by `minimize_run`
+        (keep_going: against the invariant it broke alone, so the shrunk run still shows it), or as found."""
+        acts = node.actions()
+        if self.shrink and acts:
+            invariants = [i for i in self.invariants if i.id == why[0]] if self.keep_going else self.invariants
+            return minimize_run(self.model, self.inits[first], acts, invariants)
+        steps: list[tuple[str, Any]] = [("", self.inits[first])]
+        chain, n = [], node
+        while n.prev is not None:
+            chain.append((self.model.describe(n.action), n.state))
+            n = n.prev
+        steps += reversed(chain)
+        return steps, why

@@ -42,7 +42,7 @@ Request word (grammar in the Java class comment):
 from __future__ import annotations
 
 import random
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -372,57 +372,100 @@ def model_step_change(before: State, action: Action, after: State, p: Protocol, 
     settings = controller_settings(p)
     if settings is None:
         return None
-    elr, election = settings
-    reg, new = before.registry, after.registry
-    unfenced = frozenset(b for b in before.brokers if b not in reg.fenced)
-
-    def change(partition: PartitionRegistration, acceptable: frozenset[int], how: Election = election,
-               **targets: Any) -> PartitionChange:
-        return PartitionChange(partition, acceptable, how, cfg.min_isr, elr, **targets)
-
-    kind, args = action.kind, action.args
-    part = registration(reg, carried)
-    wrote = new if _written(reg, new) else None
-    if kind == "handle_alter_partition":
-        m = args[0]
-        if wrote is None:
-            return None  # refused by the request's validation, before any builder runs
-        return ModelStep(kind, change(part, unfenced, target_isr=tuple(sorted(m.isr)),
-                                      target_leader_recovery_state=LeaderRecoveryState.RECOVERED), wrote)
-    if kind in ("fence", "restart"):
-        b = args[0]
-        unclean = kind == "restart" and not before.replica(b).clean_shutdown and elr
-        if kind == "restart" and not p.registration(before.replica(b).clean_shutdown)[0]:
-            return None  # the broker comes back unnoticed: no registration, no change
-        if b not in reg.isr and not (unclean and b in reg.elr):
-            return None  # Kafka visits only the partitions with the broker in the ISR (or ELR)
-        target = tuple(x for x in sorted(reg.isr) if x != b)
-        return ModelStep(kind, change(part, unfenced - {b}, target_isr=target,
-                                      unclean_shutdown_replicas=(b,) if unclean else None), wrote)
-    if kind == "elect":
-        return ModelStep(kind, change(part, unfenced), wrote)
-    if kind in ("move_leader", "zombie_move_leader"):
-        target = args[-1]
-        if kind == "zombie_move_leader":  # it always writes, possibly the very fields it overwrites
-            part, wrote = registration(before.zombies[args[0]].view, carried), new
-        if target == part.preferred_replica:
-            return ModelStep(f"{kind}/preferred", change(part, unfenced, Election.PREFERRED), wrote)
-        return ModelStep(kind, change(part, frozenset({target})), wrote)
-    if kind == "reassign":
-        replicas, adding, removing = reassignment_plan(reg.replicas, args[0])
-        return ModelStep(kind, change(
-            part, unfenced, target_replicas=replicas if replicas != reg.replicas else None,
-            target_removing=removing or None, target_adding=adding or None), wrote)
-    if kind == "cancel_reassignment":
-        replicas = tuple(x for x in reg.replicas if x not in reg.adding)
-        isr = tuple(x for x in sorted(reg.isr) if x not in reg.adding)
-        if not isr and replicas:  # PartitionReassignmentRevert's unclean case
-            isr = (replicas[0],)
-        return ModelStep(kind, change(part, unfenced, target_isr=isr, target_replicas=replicas,
-                                      target_removing=(), target_adding=()), wrote)
-    if wrote is not None:
+    step = _Step(before, action, after, p, cfg, carried, *settings)
+    builder = _STEP_BUILDERS.get(action.kind)
+    if builder is not None:
+        return builder(step)
+    if step.wrote is not None:
         raise ValueError(f"model step {action.label()} writes the registry but maps to no controller call")
     return None
+
+
+class _Step:
+    """A model step as `model_step_change` reads it: the registries before and after, the partition as Kafka holds
+    it, the unfenced brokers, whether the step wrote, and the controller's settings."""
+
+    def __init__(self, before: State, action: Action, after: State, p: Protocol, cfg: Config, carried: Carried,
+                 elr: bool, election: Election) -> None:
+        self.before, self.action, self.after, self.p, self.cfg, self.carried = before, action, after, p, cfg, carried
+        self.elr, self.election = elr, election
+        self.reg = before.registry
+        self.unfenced = frozenset(b for b in before.brokers if b not in self.reg.fenced)
+        self.part = registration(self.reg, carried)
+        self.wrote = after.registry if _written(self.reg, after.registry) else None
+
+    def change(self, acceptable: frozenset[int], how: Election | None = None, *,
+               part: PartitionRegistration | None = None, **targets: Any) -> PartitionChange:
+        return PartitionChange(self.part if part is None else part, acceptable, self.election if how is None else how,
+                               self.cfg.min_isr, self.elr, **targets)
+
+
+def _alter_partition(step: _Step) -> ModelStep | None:
+    """`alterPartition`: the request's ISR, RECOVERED; a refused request runs no builder."""
+    if step.wrote is None:
+        return None  # refused by the request's validation, before any builder runs
+    m = step.action.args[0]
+    return ModelStep(step.action.kind, step.change(step.unfenced, target_isr=tuple(sorted(m.isr)),
+                                                   target_leader_recovery_state=LeaderRecoveryState.RECOVERED),
+                     step.wrote)
+
+
+def _broker_gone(step: _Step) -> ModelStep | None:
+    """fence and restart: `handleBrokerFenced` / `handleBrokerShutdown` for a partition with the broker in the ISR
+    (or, after an unclean shutdown with ELR on, in the ELR)."""
+    kind, b, before, reg = step.action.kind, step.action.args[0], step.before, step.reg
+    unclean = kind == "restart" and not before.replica(b).clean_shutdown and step.elr
+    if kind == "restart" and not step.p.registration(before.replica(b).clean_shutdown)[0]:
+        return None  # the broker comes back unnoticed: no registration, no change
+    if b not in reg.isr and not (unclean and b in reg.elr):
+        return None  # Kafka visits only the partitions with the broker in the ISR (or ELR)
+    target = tuple(x for x in sorted(reg.isr) if x != b)
+    return ModelStep(kind, step.change(step.unfenced - {b}, target_isr=target,
+                                       unclean_shutdown_replicas=(b,) if unclean else None), step.wrote)
+
+
+def _elect(step: _Step) -> ModelStep:
+    """`handleBrokerUnfenced`'s election for a leaderless partition, targets unchanged."""
+    return ModelStep(step.action.kind, step.change(step.unfenced), step.wrote)
+
+
+def _move_leader(step: _Step) -> ModelStep:
+    """move_leader and zombie_move_leader (from the zombie's stale view, always a write): to the preferred replica a
+    PREFERRED election, to another an ONLINE election only the target may win."""
+    kind, args = step.action.kind, step.action.args
+    part, wrote = step.part, step.wrote
+    if kind == "zombie_move_leader":  # it always writes, possibly the very fields it overwrites
+        part, wrote = registration(step.before.zombies[args[0]].view, step.carried), step.after.registry
+    target = args[-1]
+    if target == part.preferred_replica:
+        return ModelStep(f"{kind}/preferred", step.change(step.unfenced, Election.PREFERRED, part=part), wrote)
+    return ModelStep(kind, step.change(frozenset({target}), part=part), wrote)
+
+
+def _reassign(step: _Step) -> ModelStep:
+    """`changePartitionReassignment`: the plan's replicas, adding and removing."""
+    reg = step.reg
+    replicas, adding, removing = reassignment_plan(reg.replicas, step.action.args[0])
+    return ModelStep(step.action.kind, step.change(
+        step.unfenced, target_replicas=replicas if replicas != reg.replicas else None,
+        target_removing=removing or None, target_adding=adding or None), step.wrote)
+
+
+def _cancel_reassignment(step: _Step) -> ModelStep:
+    """`cancelPartitionReassignment`: back to the replicas before the adding ones, the ISR without them."""
+    reg = step.reg
+    replicas = tuple(x for x in reg.replicas if x not in reg.adding)
+    isr = tuple(x for x in sorted(reg.isr) if x not in reg.adding)
+    if not isr and replicas:  # PartitionReassignmentRevert's unclean case
+        isr = (replicas[0],)
+    return ModelStep(step.action.kind, step.change(step.unfenced, target_isr=isr, target_replicas=replicas,
+                                                   target_removing=(), target_adding=()), step.wrote)
+
+
+_STEP_BUILDERS: dict[str, Callable[[_Step], ModelStep | None]] = {
+    "handle_alter_partition": _alter_partition, "fence": _broker_gone, "restart": _broker_gone, "elect": _elect,
+    "move_leader": _move_leader, "zombie_move_leader": _move_leader, "reassign": _reassign,
+    "cancel_reassignment": _cancel_reassignment}
 
 
 MODEL_FIELDS = ("leader", "leader_epoch", "partition_epoch", "isr", "elr", "last_known_leader", "replicas", "adding",
@@ -793,75 +836,107 @@ def compare_lifecycle(life: Lifecycle, steps: Sequence[Step], p: Protocol, what:
                       ) -> tuple[dict[str, int], list[Difference]]:
     """Each controller call of `life` that the model also makes, run by the model on the state Kafka held before
     it; returns how many calls of each kind were compared, and the differences."""
-    script = life.script
-    cfg = model_config(life.brokers, life.replicas, script.min_isr)
+    run = _LifecycleComparison(life, p)
     counts: dict[str, int] = {}
-    diffs: list[Difference] = []
-    last_full_heartbeat: dict[int, int] = {}  # broker -> op index of its last caught-up heartbeat that kept its fencing
-    shutdown_began: dict[int, int] = {}
-    for i, op in enumerate(script.ops):
+    for i, op in enumerate(life.script.ops):
         if i == 0:
             continue
         before, after = steps[i - 1], steps[i]
-        f = op.split(":")
         if before.partition is None or len(before.brokers) < life.brokers:
             continue
-        reg = model_registry(before, life.brokers)
+        kind = run.compare(i, op.split(":"), op, before, after)
+        if kind and (what is None or kind in what):
+            counts[kind] = counts.get(kind, 0) + 1
+    diffs = run.diffs if what is None else [d for d in run.diffs if d.what in what]
+    return counts, diffs
+
+
+class _LifecycleComparison:
+    """`compare_lifecycle`'s run: the differences found, and what the heartbeat manager remembers between calls."""
+
+    def __init__(self, life: Lifecycle, p: Protocol) -> None:
+        self.life, self.p = life, p
+        self.cfg = model_config(life.brokers, life.replicas, life.script.min_isr)
+        self.diffs: list[Difference] = []
+        self.last_full_heartbeat: dict[int, int] = {}  # broker -> op index of its last caught-up heartbeat that
+        # kept its fencing
+        self.shutdown_began: dict[int, int] = {}
+
+    def compare(self, i: int, f: list[str], op: str, before: Step, after: Step) -> str:
+        """Op `i` (`f`: its fields) run by the model on Kafka's state before it: the kind of call compared ("" when
+        the model makes no such call), a difference recorded."""
+        reg = model_registry(before, self.life.brokers)
         b = int(f[1]) if f[0] in ("h", "x") else 0
         kind = ""
         if f[0] == "a":
-            frm, le, pe, isr, epochs = resolve_alter(op, before)
-            shaped = _model_shaped_alter(reg, frm, le, pe, isr, epochs)
-            kind = "alter_partition" if shaped else "alter_partition/unmodelled"
-            error, ours = model_alter_partition(p, cfg, reg, frm, le, pe, isr, epochs)
-            kafka_after = model_registry(after, life.brokers) if after.partition else reg
-            same = error == after.result and (
-                error not in ("NONE", "NEW_LEADER_ELECTED") or partition_fields(ours) == partition_fields(kafka_after))
-            if not same:
-                diffs.append(Difference(kind, life, i, (after.result, kafka_partition_fields(after)),
-                                        (error, partition_fields(ours)), shaped))
+            kind = self.alter_partition(i, op, reg, before, after)
         elif f[0] == "x" and b not in reg.fenced and after.result == "NONE":
-            kind = "fence"
-            ours_reg = model_fence(p, cfg, reg, b)
-            kafka_reg = model_registry(after, life.brokers)
-            if ours_reg is None or partition_fields(ours_reg) != partition_fields(kafka_reg):
-                diffs.append(Difference(kind, life, i, kafka_partition_fields(after),
-                                        None if ours_reg is None else partition_fields(ours_reg), True))
-        elif f[0] == "h" and f[3] == "1" and b not in reg.fenced and b not in reg.shutting_down:
-            kind = "controlled_shutdown"
-            ours_reg = model_controlled_shutdown(p, cfg, reg, b)
-            kafka_reg = model_registry(after, life.brokers)
-            view = after.broker(b)
-            if view is not None and view.shutting_down:
-                shutdown_began[b] = i
-            # Kafka's immediate SHUTDOWN_NOW (the broker leads nothing) writes no in-controlled-shutdown flag; the
-            # model marks it anyway (only its invariants read it): compare who is fenced, not that flag.
-            theirs = (*kafka_partition_fields(after), kafka_reg.fenced)
-            ours_t = None if ours_reg is None else (*partition_fields(ours_reg), ours_reg.fenced)
-            if ours_t != theirs:
-                diffs.append(Difference(kind, life, i, theirs, ours_t, True))
-        elif f[0] == "h" and f[3] == "1" and b in reg.shutting_down and b not in reg.fenced and b in shutdown_began:
-            kind = "shutdown_granted"
-            active = [a for a in range(1, life.brokers + 1)
-                      if a != b and a not in reg.fenced and a not in reg.shutting_down]
-            seen = all(last_full_heartbeat.get(a, -1) > shutdown_began[b] for a in active)
-            ours_granted = p.shutdown_granted(reg, b, seen)
-            kafka_granted = after.result.split(",")[2] == "1"
-            if ours_granted != kafka_granted:
-                diffs.append(Difference(kind, life, i, kafka_granted, ours_granted, True))
+            kind = self.fence(i, reg, b, after)
+        elif f[0] == "h" and f[3] == "1" and b not in reg.fenced:  # a heartbeat asking to shut down
+            if b not in reg.shutting_down:
+                kind = self.controlled_shutdown(i, reg, b, after)
+            elif b in self.shutdown_began:
+                kind = self.shutdown_granted(i, reg, b, after)
         if f[0] == "h":
-            # The heartbeat manager keeps the offset a heartbeat reports; replaying a registration change that
-            # leaves the broker's fencing as it was (the UNFENCE its own heartbeat caused) resets it to -1.
-            was, now = before.broker(b), after.broker(b)
-            kept = was is not None and now is not None and was.fenced == now.fenced
-            if f[4] == "*" and kept:
-                last_full_heartbeat[b] = i
-            else:
-                last_full_heartbeat.pop(b, None)
+            self.heartbeat(i, b, f[4] == "*", before, after)
         if f[0] == "r":
-            shutdown_began.pop(int(f[1]), None)
-        if kind and (what is None or kind in what):
-            counts[kind] = counts.get(kind, 0) + 1
-    if what is not None:
-        diffs = [d for d in diffs if d.what in what]
-    return counts, diffs
+            self.shutdown_began.pop(int(f[1]), None)
+        return kind
+
+    def differs(self, kind: str, i: int, kafka: object, ours: object, in_model: bool = True) -> None:
+        self.diffs.append(Difference(kind, self.life, i, kafka, ours, in_model))
+
+    def alter_partition(self, i: int, op: str, reg: Registry, before: Step, after: Step) -> str:
+        frm, le, pe, isr, epochs = resolve_alter(op, before)
+        shaped = _model_shaped_alter(reg, frm, le, pe, isr, epochs)
+        kind = "alter_partition" if shaped else "alter_partition/unmodelled"
+        error, ours = model_alter_partition(self.p, self.cfg, reg, frm, le, pe, isr, epochs)
+        kafka_after = model_registry(after, self.life.brokers) if after.partition else reg
+        same = error == after.result and (
+            error not in ("NONE", "NEW_LEADER_ELECTED") or partition_fields(ours) == partition_fields(kafka_after))
+        if not same:
+            self.differs(kind, i, (after.result, kafka_partition_fields(after)), (error, partition_fields(ours)),
+                         shaped)
+        return kind
+
+    def fence(self, i: int, reg: Registry, b: int, after: Step) -> str:
+        ours_reg = model_fence(self.p, self.cfg, reg, b)
+        kafka_reg = model_registry(after, self.life.brokers)
+        if ours_reg is None or partition_fields(ours_reg) != partition_fields(kafka_reg):
+            self.differs("fence", i, kafka_partition_fields(after),
+                         None if ours_reg is None else partition_fields(ours_reg))
+        return "fence"
+
+    def controlled_shutdown(self, i: int, reg: Registry, b: int, after: Step) -> str:
+        ours_reg = model_controlled_shutdown(self.p, self.cfg, reg, b)
+        kafka_reg = model_registry(after, self.life.brokers)
+        view = after.broker(b)
+        if view is not None and view.shutting_down:
+            self.shutdown_began[b] = i
+        # Kafka's immediate SHUTDOWN_NOW (the broker leads nothing) writes no in-controlled-shutdown flag; the
+        # model marks it anyway (only its invariants read it): compare who is fenced, not that flag.
+        theirs = (*kafka_partition_fields(after), kafka_reg.fenced)
+        ours_t = None if ours_reg is None else (*partition_fields(ours_reg), ours_reg.fenced)
+        if ours_t != theirs:
+            self.differs("controlled_shutdown", i, theirs, ours_t)
+        return "controlled_shutdown"
+
+    def shutdown_granted(self, i: int, reg: Registry, b: int, after: Step) -> str:
+        active = [a for a in range(1, self.life.brokers + 1)
+                  if a != b and a not in reg.fenced and a not in reg.shutting_down]
+        seen = all(self.last_full_heartbeat.get(a, -1) > self.shutdown_began[b] for a in active)
+        ours_granted = self.p.shutdown_granted(reg, b, seen)
+        kafka_granted = after.result.split(",")[2] == "1"
+        if ours_granted != kafka_granted:
+            self.differs("shutdown_granted", i, kafka_granted, ours_granted)
+        return "shutdown_granted"
+
+    def heartbeat(self, i: int, b: int, caught_up: bool, before: Step, after: Step) -> None:
+        """The heartbeat manager keeps the offset a heartbeat reports; replaying a registration change that leaves
+        the broker's fencing as it was (the UNFENCE its own heartbeat caused) resets it to -1."""
+        was, now = before.broker(b), after.broker(b)
+        kept = was is not None and now is not None and was.fenced == now.fenced
+        if caught_up and kept:
+            self.last_full_heartbeat[b] = i
+        else:
+            self.last_full_heartbeat.pop(b, None)

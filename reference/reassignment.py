@@ -27,6 +27,7 @@ from __future__ import annotations
 from collections.abc import Callable, Collection, Iterable, Sequence
 from dataclasses import dataclass, replace
 from enum import StrEnum
+from typing import NoReturn
 
 from kcheck.model import NO_LEADER
 from kcheck.reference.election import (
@@ -435,45 +436,91 @@ def _elect_reassign(st: ZkControllerState, trs: Sequence[int]) -> ZkControllerSt
 
 
 def _run(st: ZkControllerState, step: PendingStep) -> ZkControllerState:
-    a = step.assignment
-    match step.name:
-        case "U1":  # write RS, AR, RR to ZooKeeper first, so a new controller can resume
-            return st if st.assignment == a else replace(st, zk=replace(st.zk, assignment=a))
-        case "U2":  # then memory; replicas the old RS had and the new one lacks must stop (U3)
-            unneeded = _diff(st.assignment.replicas, a.replicas)
-            st = replace(st, assignment=a, being_reassigned=True)
-            if unneeded:
-                return replace(st, pending=(PendingStep("U3", a, unneeded), *st.pending))
-            return replace(st, pending=(*_phase(st, a), *st.pending))
-        case "U3":
-            st = _stop_replicas(st, step.replicas)
-            return replace(st, pending=(*_phase(st, a), *st.pending))
-        case "A1":  # bump the leader epoch so every replica learns the new RS
-            return _write(st, st.zk.leader_and_isr.new_epoch())
-        case "A2":  # AR start fetching
-            return _set_replica_states(st, a.adding_replicas, ReplicaState.NEW, {ReplicaState.NON_EXISTENT})
-        case "B1":
-            return _set_replica_states(st, a.adding_replicas, ReplicaState.ONLINE,
-                                       {ReplicaState.NEW, ReplicaState.ONLINE, ReplicaState.OFFLINE})
-        case "B2":  # RS = TRS, in memory only
-            return replace(st, assignment=ZkReplicaAssignment(a.target_replicas))
-        case "B3":  # move the leader into TRS if needed, else just a new epoch
-            leader = st.leader_and_isr.leader
-            trs = a.target_replicas
-            if leader not in trs or leader not in st.live_brokers:
-                return _elect_reassign(st, trs)
-            return _write(st, st.zk.leader_and_isr.new_epoch())
-        case "B4":  # one removed replica goes offline, leaving the ISR
-            return _remove_from_isr(st, step.replicas[0])
-        case "B5":  # StopReplica(delete=true): the removed replicas no longer exist
-            return _set_replica_states(st, a.removing_replicas, ReplicaState.NON_EXISTENT)
-        case "B6":  # only now may ZooKeeper forget ORS
-            return replace(st, zk=replace(st.zk, assignment=ZkReplicaAssignment(a.target_replicas)))
-        case "B7":
-            return replace(st, being_reassigned=False)
-        case "B8":  # UpdateMetadata to every broker; nothing the model keeps
-            return st
-    raise StepNotEnabled(f"unknown step {step.name}")
+    run = _ZK_STEPS.get(step.name)
+    if run is None:
+        raise StepNotEnabled(f"unknown step {step.name}")
+    return run(st, step, step.assignment)
+
+
+def _u1(st: ZkControllerState, step: PendingStep, a: ZkReplicaAssignment) -> ZkControllerState:
+    """Write RS, AR, RR to ZooKeeper first, so a new controller can resume."""
+    return st if st.assignment == a else replace(st, zk=replace(st.zk, assignment=a))
+
+
+def _u2(st: ZkControllerState, step: PendingStep, a: ZkReplicaAssignment) -> ZkControllerState:
+    """Then memory; replicas the old RS had and the new one lacks must stop (U3)."""
+    unneeded = _diff(st.assignment.replicas, a.replicas)
+    st = replace(st, assignment=a, being_reassigned=True)
+    if unneeded:
+        return replace(st, pending=(PendingStep("U3", a, unneeded), *st.pending))
+    return replace(st, pending=(*_phase(st, a), *st.pending))
+
+
+def _u3(st: ZkControllerState, step: PendingStep, a: ZkReplicaAssignment) -> ZkControllerState:
+    """The replicas the new RS lacks stop, then the reassignment's phase."""
+    st = _stop_replicas(st, step.replicas)
+    return replace(st, pending=(*_phase(st, a), *st.pending))
+
+
+def _a1(st: ZkControllerState, step: PendingStep, a: ZkReplicaAssignment) -> ZkControllerState:
+    """Bump the leader epoch so every replica learns the new RS."""
+    return _write(st, st.zk.leader_and_isr.new_epoch())
+
+
+def _a2(st: ZkControllerState, step: PendingStep, a: ZkReplicaAssignment) -> ZkControllerState:
+    """AR start fetching."""
+    return _set_replica_states(st, a.adding_replicas, ReplicaState.NEW, {ReplicaState.NON_EXISTENT})
+
+
+def _b1(st: ZkControllerState, step: PendingStep, a: ZkReplicaAssignment) -> ZkControllerState:
+    """AR online."""
+    return _set_replica_states(st, a.adding_replicas, ReplicaState.ONLINE,
+                               {ReplicaState.NEW, ReplicaState.ONLINE, ReplicaState.OFFLINE})
+
+
+def _b2(st: ZkControllerState, step: PendingStep, a: ZkReplicaAssignment) -> ZkControllerState:
+    """RS = TRS, in memory only."""
+    return replace(st, assignment=ZkReplicaAssignment(a.target_replicas))
+
+
+def _b3(st: ZkControllerState, step: PendingStep, a: ZkReplicaAssignment) -> ZkControllerState:
+    """Move the leader into TRS if needed, else just a new epoch."""
+    leader = st.leader_and_isr.leader
+    trs = a.target_replicas
+    if leader not in trs or leader not in st.live_brokers:
+        return _elect_reassign(st, trs)
+    return _write(st, st.zk.leader_and_isr.new_epoch())
+
+
+def _b4(st: ZkControllerState, step: PendingStep, a: ZkReplicaAssignment) -> ZkControllerState:
+    """One removed replica goes offline, leaving the ISR."""
+    return _remove_from_isr(st, step.replicas[0])
+
+
+def _b5(st: ZkControllerState, step: PendingStep, a: ZkReplicaAssignment) -> ZkControllerState:
+    """StopReplica(delete=true): the removed replicas no longer exist."""
+    return _set_replica_states(st, a.removing_replicas, ReplicaState.NON_EXISTENT)
+
+
+def _b6(st: ZkControllerState, step: PendingStep, a: ZkReplicaAssignment) -> ZkControllerState:
+    """Only now may ZooKeeper forget ORS."""
+    return replace(st, zk=replace(st.zk, assignment=ZkReplicaAssignment(a.target_replicas)))
+
+
+def _b7(st: ZkControllerState, step: PendingStep, a: ZkReplicaAssignment) -> ZkControllerState:
+    """The partition is no longer being reassigned."""
+    return replace(st, being_reassigned=False)
+
+
+def _b8(st: ZkControllerState, step: PendingStep, a: ZkReplicaAssignment) -> ZkControllerState:
+    """UpdateMetadata to every broker; nothing the model keeps."""
+    return st
+
+
+# The steps of Kafka's `onPartitionReassignment` comment, by the name it gives them.
+_ZK_STEPS: dict[str, Callable[[ZkControllerState, PendingStep, ZkReplicaAssignment], ZkControllerState]] = {
+    "U1": _u1, "U2": _u2, "U3": _u3, "A1": _a1, "A2": _a2, "B1": _b1, "B2": _b2, "B3": _b3, "B4": _b4, "B5": _b5,
+    "B6": _b6, "B7": _b7, "B8": _b8}
 
 
 def _offline_election_if_needed(st: ZkControllerState) -> ZkControllerState:
@@ -655,48 +702,65 @@ def kraft_next_step(st: KRaftControllerState, event: Event) -> KRaftControllerSt
     """The state after `event`: at most one PartitionChangeRecord, applied to the registration."""
     reason = kraft_guard(st, event)
     if reason is not None:
-        if isinstance(event, Reassign):
-            if reason == "NO_REASSIGNMENT_IN_PROGRESS":
-                raise NoReassignmentInProgressException("No reassignment is in progress for this partition.")
-            raise InvalidReplicaAssignmentException(reason)
-        raise StepNotEnabled(reason)
-    part = st.registration
+        _refuse(event, reason)
     if isinstance(event, ControllerFailover | RunStep):
         return replace(st, last_record=None)
     unclean = Election.UNCLEAN if st.unclean_leader_election_enable else Election.ONLINE
     if isinstance(event, Reassign):
-        if event.target is None:  # cancelPartitionReassignment
-            revert = PartitionReassignmentRevert.of(part)
-            b = (_kraft_builder(st).set_election(unclean).set_target_isr(revert.isr)
-                 .set_target_replicas(revert.replicas).set_target_removing(()).set_target_adding(()))
-            return _apply(st, b.build())
-        plan = PartitionReassignmentReplicas.of(part.replicas, event.target)  # changePartitionReassignment
-        b = _kraft_builder(st)
-        if plan.replicas != part.replicas:
-            b.set_target_replicas(plan.replicas)
-        if plan.removing:
-            b.set_target_removing(plan.removing)
-        if plan.adding:
-            b.set_target_adding(plan.adding)
-        return _apply(st, b.build())
+        return _kraft_reassign(st, event.target, unclean)
     if isinstance(event, FollowerCaughtUp):
-        event = IsrChange(scala_set_add(scala_set_of(part.isr), event.broker))
+        event = IsrChange(scala_set_add(scala_set_of(st.registration.isr), event.broker))
     if isinstance(event, IsrChange):  # alterPartition
         return _apply(st, _kraft_builder(st).set_election(unclean).set_target_isr(event.isr).build())
-    if isinstance(event, BrokerDown):  # fencing: generateLeaderAndIsrUpdates(brokerToRemove=b)
-        b_id = event.broker
-        st = replace(st, active=st.active - {b_id})
-        if b_id not in part.isr:
-            return replace(st, last_record=None)
-        acceptable = st.active - {b_id}
-        b = _kraft_builder(st, acceptable).set_election(unclean).set_target_isr([r for r in part.isr if r != b_id])
-        return _apply(st, b.build())
+    if isinstance(event, BrokerDown):
+        return _kraft_fence(st, event.broker, unclean)
     if isinstance(event, BrokerUp):  # unfencing: leaderless partitions may elect the broker
         st = replace(st, active=st.active | {event.broker}, registered=st.registered | {event.broker})
-        if part.leader != NO_LEADER:
+        if st.registration.leader != NO_LEADER:
             return replace(st, last_record=None)
         return _apply(st, _kraft_builder(st).set_election(unclean).build())
     raise StepNotEnabled(f"unknown event {event!r}")
+
+
+def _refuse(event: Event, reason: str) -> NoReturn:
+    """Raises what the controller answers an event its guard refuses: a reassignment request's error, else
+    StepNotEnabled."""
+    if isinstance(event, Reassign):
+        if reason == "NO_REASSIGNMENT_IN_PROGRESS":
+            raise NoReassignmentInProgressException("No reassignment is in progress for this partition.")
+        raise InvalidReplicaAssignmentException(reason)
+    raise StepNotEnabled(reason)
+
+
+def _kraft_reassign(st: KRaftControllerState, target: Sequence[int] | None, unclean: Election
+                    ) -> KRaftControllerState:
+    """`changePartitionReassignment` to `target`, or `cancelPartitionReassignment` (target None)."""
+    part = st.registration
+    if target is None:
+        revert = PartitionReassignmentRevert.of(part)
+        b = (_kraft_builder(st).set_election(unclean).set_target_isr(revert.isr)
+             .set_target_replicas(revert.replicas).set_target_removing(()).set_target_adding(()))
+        return _apply(st, b.build())
+    plan = PartitionReassignmentReplicas.of(part.replicas, target)
+    b = _kraft_builder(st)
+    if plan.replicas != part.replicas:
+        b.set_target_replicas(plan.replicas)
+    if plan.removing:
+        b.set_target_removing(plan.removing)
+    if plan.adding:
+        b.set_target_adding(plan.adding)
+    return _apply(st, b.build())
+
+
+def _kraft_fence(st: KRaftControllerState, broker: int, unclean: Election) -> KRaftControllerState:
+    """Fencing: `generateLeaderAndIsrUpdates(brokerToRemove=broker)`, a change only when it is in the ISR."""
+    st = replace(st, active=st.active - {broker})
+    part = st.registration
+    if broker not in part.isr:
+        return replace(st, last_record=None)
+    b = _kraft_builder(st, st.active - {broker}).set_election(unclean).set_target_isr(
+        [r for r in part.isr if r != broker])
+    return _apply(st, b.build())
 
 
 # ---------------------------------------------------------------------------------------------

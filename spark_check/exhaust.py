@@ -9,7 +9,7 @@ Level-synchronous BFS, one Spark job per level:
   fingerprint, action index) in flat arrays, and that level's new states (fingerprint and encoding, or the state
   itself for a model without `decode`).
 - Expansion runs in the executors (`mapPartitions`; the model is built once per partition by `model_factory`):
-  each new state's successors are keyed by canonical fingerprint (`_keyer`, symmetry as in the one-process
+  each new state's successors are keyed by canonical fingerprint (`keyer`, symmetry as in the one-process
   engine), deduplicated within the partition, and shuffled by fingerprint with the same partitioner as `merged`.
 - Deduplication against the visited set is a narrow dependency: Spark unions two RDDs with equal partitioners
   partition by partition (`PartitionerAwareUnionRDD`), so partition i of the shuffled successors meets partition
@@ -48,13 +48,14 @@ from functools import partial
 from typing import Any
 
 from kcheck.model.interface import Model
-from kcheck.model.search import (
+from kcheck.model.visited import (
     Counterexample,
     FingerprintSet,
     SearchResult,
-    _keyer,
-    _violated,
+    keyer,
     replay_path,
+    successor_fn,
+    violated,
 )
 
 _NO_PARENT = 0  # fingerprints are never 0, so 0 marks an initial state (its action index is the initial index)
@@ -73,22 +74,13 @@ def _partition(fp: int) -> int:
 
 def _model_tools(model: Model[Any, Any], symmetry: bool) -> tuple[Callable[[Any], tuple[int, bytes | None]],
                                                                    Callable[[Any], Any] | None]:
-    return _keyer(model, list(model.symmetries()) if symmetry else [], lazy=True), getattr(model, "decode", None)
+    return keyer(model, list(model.symmetries()) if symmetry else [], lazy=True), getattr(model, "decode", None)
 
 
 def _successors(model: Model[Any, Any]) -> Callable[[Any], Iterable[tuple[int, Any]]]:
     """state -> (action index, next state) for the actions that apply (the model's `successors` when it has one)."""
-    fast = getattr(model, "successors", None)
-    if fast is not None:
-        return lambda s: ((i, t) for i, _, t in fast(s))
-
-    def slow(s: Any) -> Iterator[tuple[int, Any]]:
-        for i, a in enumerate(model.actions(s)):
-            t = model.step(s, a)
-            if t is not None:
-                yield i, t
-
-    return slow
+    succ = successor_fn(model)
+    return lambda s: ((i, t) for i, _, t in succ(s))
 
 
 def _expand(factory: Callable[[], Model[Any, Any]], symmetry: bool) -> Callable[[Iterator[Any]], Iterator[Any]]:
@@ -166,7 +158,7 @@ def _merge(factory: Callable[[], Model[Any, Any]], probe: bool) -> Callable[[Ite
             actions.append(ai)
             payloads.append(payload)
             if violation is None:  # `new` is sorted: the first violation is the partition's smallest
-                found = _violated(invariants, decode(payload) if decode is not None else payload)
+                found = violated(invariants, decode(payload) if decode is not None else payload)
                 if found is not None:
                     violation = (fp, *found)
         nbytes = seen.nbytes + sum(len(a) * a.itemsize for a in store)
@@ -272,100 +264,143 @@ def spark_exhaust(model_factory: Callable[[], Model[Any, Any]], master: str | No
 def _search(sc: Any, model: Model[Any, Any], factory: Callable[[], Model[Any, Any]], start: float,
             max_states: int | None, max_depth: int | None, max_seconds: float | None, symmetry: bool,
             partitions: int | None, progress: Callable[[SearchResult], None] | None) -> SearchResult:
-    from pyspark import StorageLevel
+    search = _SparkSearch(sc, model, factory, start, max_states, max_depth, max_seconds, symmetry, partitions,
+                          progress)
+    try:
+        return search.levels()
+    finally:
+        search.close()
 
-    P = partitions or max(2, 2 * sc.defaultParallelism)
-    reliable = sc.getCheckpointDir() is not None
-    key, decode = _model_tools(model, symmetry)
-    result = SearchResult(False, 0, 0, 0, 0.0, None, None, None)
-    result.workers = sc.defaultParallelism  # the executors' cores (C1's field: processes searching)
-    group = f"kcheck-exhaust-{uuid.uuid4().hex[:12]}"
-    sc.setJobGroup(group, "kcheck exhaust", interruptOnCancel=True)
-    timer = None
-    if max_seconds is not None:
-        timer = threading.Timer(max(0.0, max_seconds - (time.perf_counter() - start)), sc.cancelJobGroup, [group])
-        timer.daemon = True
-        timer.start()
 
-    def late() -> bool:
-        return max_seconds is not None and time.perf_counter() - start >= max_seconds
+class _SparkSearch:
+    """One `spark_exhaust` run on a SparkContext: its job group (cancelled at `max_seconds`), the partitioner's
+    width, the level RDDs and the result."""
 
-    def finish(stopped: str | None, nbytes: int = 0) -> SearchResult:
-        result.complete = stopped is None
-        result.stopped_because = stopped
-        result.seconds = time.perf_counter() - start
-        n = result.states
-        result.bytes_per_state = nbytes / n if n else None
-        result.collision_probability = min(1.0, n * n / 2.0 ** 65)
-        return result
+    def __init__(self, sc: Any, model: Model[Any, Any], factory: Callable[[], Model[Any, Any]], start: float,
+                 max_states: int | None, max_depth: int | None, max_seconds: float | None, symmetry: bool,
+                 partitions: int | None, progress: Callable[[SearchResult], None] | None) -> None:
+        self.sc, self.model, self.factory, self.start = sc, model, factory, start
+        self.max_states, self.max_depth, self.max_seconds = max_states, max_depth, max_seconds
+        self.symmetry, self.progress = symmetry, progress
+        self.P = partitions or max(2, 2 * sc.defaultParallelism)
+        self.reliable = sc.getCheckpointDir() is not None
+        self.result = SearchResult(False, 0, 0, 0, 0.0, None, None, None)
+        self.result.workers = sc.defaultParallelism  # the executors' cores (C1's field: processes searching)
+        group = f"kcheck-exhaust-{uuid.uuid4().hex[:12]}"
+        sc.setJobGroup(group, "kcheck exhaust", interruptOnCancel=True)
+        self.timer = None
+        if max_seconds is not None:
+            self.timer = threading.Timer(max(0.0, max_seconds - (time.perf_counter() - start)), sc.cancelJobGroup,
+                                         [group])
+            self.timer.daemon = True
+            self.timer.start()
 
-    def run(how: Callable[[], Any]) -> Any:
+    def levels(self) -> SearchResult:
+        """The search, one Spark job per level, to its result."""
+        merged = self.level_rdd(_first_level(self.sc, self.initial(), self.factory, self.P))
+        figures = self.run(partial(_figures_of, merged))
+        level = 0
+        while True:
+            done = self.level_end(figures, level, merged)
+            if done is not None:
+                return done
+            nbytes = sum(f[4] for f in figures)
+            if self.progress is not None:
+                self.result.seconds = time.perf_counter() - self.start
+                self.progress(self.result)
+            if self.late():
+                return self.finish("max-seconds", nbytes)
+            probe = self.max_depth is not None and level >= self.max_depth
+            nxt = _next_level(merged, self.factory, self.symmetry, self.P, probe)
+            if probe:
+                return self.past_bound(nxt, nbytes)
+            nxt = self.level_rdd(nxt)
+            # The next level is computed and its blocks stored before this level's are dropped.
+            figures = self.run(partial(_figures_of, nxt))
+            merged.unpersist()
+            merged = nxt
+            level += 1
+
+    def initial(self) -> list[tuple[int, tuple[int, int, Any]]]:
+        """The distinct initial states by fingerprint: (fingerprint, (no parent, initial index, packed state))."""
+        key, decode = _model_tools(self.model, self.symmetry)
+        initial: dict[int, tuple[int, int, Any]] = {}
+        for i, s in enumerate(self.model.initial_states()):
+            fp, data = key(s)
+            if data is None:
+                data = self.model.encode(s)
+            initial.setdefault(fp, (_NO_PARENT, i, data if decode is not None else s))
+        return sorted(initial.items())
+
+    def level_end(self, figures: list[Any] | None, level: int, merged: Any) -> SearchResult | None:
+        """The level just stored counted; the result when it ends the search (the clock, a violation, the state cap,
+        nothing new), else None."""
+        if figures is None:
+            return self.finish("max-seconds")
+        result = self.result
+        new = sum(f[1] for f in figures)
+        result.transitions += sum(f[2] for f in figures)
+        nbytes = sum(f[4] for f in figures)
+        found = min((f[3] for f in figures if f[3] is not None), default=None)
+        if found is not None:
+            result.states += new
+            result.depth = level
+            result.counterexample = _trace(self.sc, self.model, merged, self.P, found)
+            return self.finish("violation", nbytes)
+        if self.max_states is not None and result.states + new > self.max_states:
+            return self.finish("max-states", nbytes)
+        if new == 0:
+            return self.finish(None, nbytes)
+        result.states += new
+        result.depth = level
+        result.frontier_peak = max(result.frontier_peak, new)
+        return None
+
+    def past_bound(self, nxt: Any, nbytes: int) -> SearchResult:
+        """At `max_depth`: anything new past the bound? Counted, not stored: the answer decides `complete`."""
+        figures = self.run(partial(_figures_of, nxt))
+        if figures is None:
+            return self.finish("max-seconds", nbytes)
+        return self.finish("max-depth" if sum(f[1] for f in figures) else None, nbytes)
+
+    def late(self) -> bool:
+        return self.max_seconds is not None and time.perf_counter() - self.start >= self.max_seconds
+
+    def run(self, how: Callable[[], Any]) -> Any:
+        """A Spark job's answer; None when it was cancelled at the deadline. Any other failure is one line."""
         try:
             return how()
         except Exception as exc:
-            if late():
+            if self.late():
                 return None
             raise SparkExhaustError(f"the Spark job failed: {_one_line(exc)}") from None
 
-    def level_rdd(rdd: Any) -> Any:
+    def level_rdd(self, rdd: Any) -> Any:
+        """A level's RDD kept (memory, then disk) and its lineage cut (a reliable checkpoint when the context has a
+        checkpoint directory)."""
+        from pyspark import StorageLevel
+
         rdd.persist(StorageLevel.MEMORY_AND_DISK)
-        if reliable:
+        if self.reliable:
             rdd.checkpoint()
         else:
             rdd.localCheckpoint()
         return rdd
 
-    initial: dict[int, tuple[int, int, Any]] = {}
-    for i, s in enumerate(model.initial_states()):
-        fp, data = key(s)
-        if data is None:
-            data = model.encode(s)
-        initial.setdefault(fp, (_NO_PARENT, i, data if decode is not None else s))
-    merged = level_rdd(_first_level(sc, sorted(initial.items()), factory, P))
-    level = 0
-    figures = run(partial(_figures_of, merged))
-    try:
-        while True:
-            if figures is None:
-                return finish("max-seconds")
-            new = sum(f[1] for f in figures)
-            result.transitions += sum(f[2] for f in figures)
-            nbytes = sum(f[4] for f in figures)
-            found = min((f[3] for f in figures if f[3] is not None), default=None)
-            if found is not None:
-                result.states += new
-                result.depth = level
-                result.counterexample = _trace(sc, model, merged, P, found)
-                return finish("violation", nbytes)
-            if max_states is not None and result.states + new > max_states:
-                return finish("max-states", nbytes)
-            if new == 0:
-                return finish(None, nbytes)
-            result.states += new
-            result.depth = level
-            result.frontier_peak = max(result.frontier_peak, new)
-            if progress is not None:
-                result.seconds = time.perf_counter() - start
-                progress(result)
-            if late():
-                return finish("max-seconds", nbytes)
-            probe = max_depth is not None and level >= max_depth
-            nxt = _next_level(merged, factory, symmetry, P, probe)
-            if probe:  # anything new past the bound? counted, not stored: the answer decides `complete`
-                figures = run(partial(_figures_of, nxt))
-                if figures is None:
-                    return finish("max-seconds", nbytes)
-                return finish("max-depth" if sum(f[1] for f in figures) else None, nbytes)
-            nxt = level_rdd(nxt)
-            # The next level is computed and its blocks stored before this level's are dropped.
-            figures = run(partial(_figures_of, nxt))
-            merged.unpersist()
-            merged = nxt
-            level += 1
-    finally:
-        if timer is not None:
-            timer.cancel()
-        sc.setLocalProperty("spark.jobGroup.id", None)
+    def finish(self, stopped: str | None, nbytes: int = 0) -> SearchResult:
+        result = self.result
+        result.complete = stopped is None
+        result.stopped_because = stopped
+        result.seconds = time.perf_counter() - self.start
+        n = result.states
+        result.bytes_per_state = nbytes / n if n else None
+        result.collision_probability = min(1.0, n * n / 2.0 ** 65)
+        return result
+
+    def close(self) -> None:
+        if self.timer is not None:
+            self.timer.cancel()
+        self.sc.setLocalProperty("spark.jobGroup.id", None)
 
 
 def _first_level(sc: Any, initial: list[tuple[int, tuple[int, int, Any]]], factory: Callable[[], Model[Any, Any]],
@@ -397,7 +432,7 @@ def _trace(sc: Any, model: Model[Any, Any], merged: Any, P: int, found: tuple[in
         fp = parent
     actions.reverse()
     steps = replay_path(model, ai, actions)
-    again = _violated(list(model.invariants()), steps[-1][1])
+    again = violated(list(model.invariants()), steps[-1][1])
     if again is not None:
         inv, message = again
     return Counterexample(inv, message, steps)

@@ -221,6 +221,12 @@ def parse_group_bounds(text: str) -> GroupBounds:
             raise ValueError(f"group space '{parts[0]}' is neither a preset ({', '.join(GROUP_PRESETS)}) "
                              "nor key=value bounds")
         base = GROUP_PRESETS[parts.pop(0)]
+    kwargs = {key: _bound_value(key, items) for key, items in _bound_values(parts).items()}
+    return GroupBounds(**{f.name: kwargs.get(f.name, getattr(base, f.name)) for f in fields(GroupBounds)})
+
+
+def _bound_values(parts: list[str]) -> dict[str, list[str]]:
+    """key=value tokens as key -> its values (a list key's values continue over the commas after it)."""
     known = [f.name for f in fields(GroupBounds)]
     values: dict[str, list[str]] = {}
     key = None
@@ -237,24 +243,25 @@ def parse_group_bounds(text: str) -> GroupBounds:
             values[key].append(token)
         else:
             raise ValueError(f"group space: '{token}' is not key=value" + (f" ({key} takes one value)" if key else ""))
-    kwargs: dict[str, Any] = {}
-    for key, items in values.items():
-        if key in _INT_KEYS:
-            try:
-                kwargs[key] = int(items[0])
-            except ValueError:
-                raise ValueError(f"group space: {key} must be an integer, got '{items[0]}'") from None
-        elif key == "rackless_members":
-            if items[0].lower() not in ("true", "false", "yes", "no", "1", "0"):
-                raise ValueError(f"group space: rackless_members must be true or false, got '{items[0]}'")
-            kwargs[key] = items[0].lower() in ("true", "yes", "1")
-        elif key == "racks":
-            kwargs[key] = tuple(RackLayout.parse(t) for t in items)
-        elif key == "events":
-            kwargs[key] = tuple(items)
-        else:
-            kwargs[key] = items[0]
-    return GroupBounds(**{f.name: kwargs.get(f.name, getattr(base, f.name)) for f in fields(GroupBounds)})
+    return values
+
+
+def _bound_value(key: str, items: list[str]) -> Any:
+    """The GroupBounds field `key` from its values as written."""
+    if key in _INT_KEYS:
+        try:
+            return int(items[0])
+        except ValueError:
+            raise ValueError(f"group space: {key} must be an integer, got '{items[0]}'") from None
+    if key == "rackless_members":
+        if items[0].lower() not in ("true", "false", "yes", "no", "1", "0"):
+            raise ValueError(f"group space: rackless_members must be true or false, got '{items[0]}'")
+        return items[0].lower() in ("true", "yes", "1")
+    if key == "racks":
+        return tuple(RackLayout.parse(t) for t in items)
+    if key == "events":
+        return tuple(items)
+    return items[0]
 
 
 # --- configurations ---------------------------------------------------------------------------------------

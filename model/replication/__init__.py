@@ -3,8 +3,10 @@
 `state` holds the immutable state (replicas, the controller's registry, in-flight messages, history),
 `actions` the guarded steps and their table, `protocol` the rules every decision goes through
 (`Protocol.current()` and the historical `VARIANTS`), `reassignment` KRaft's partition reassignment
-over the registry (plan, completion rules, revert). The invariants and the explorers that drive
-this model live in `invariants.replication` and `invariants.replication_explore`.
+over the registry (plan, completion rules, revert). The invariants and the searches that drive
+this model live in `invariants.replication`, `invariants.replication_model_adapter` (the model behind the engine's
+interface), `invariants.replication_engine` (exhaustive), `invariants.replication_search` (random) and
+`invariants.replication_runs` (traces, tallies, change coverage).
 """
 
 from kcheck.model.replication.actions import KINDS, Action, Config, apply, initial_state, successors

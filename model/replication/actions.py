@@ -1290,6 +1290,27 @@ def settler(before: State, p: Protocol, cfg: Config) -> Callable[[State], State]
     replica the step replaced (any other message got the same answer in `before`, where it was kept: the rules are
     functions of the replica and the message), and `_kraft` runs only when the registry, the metadata log, a
     bystander or a live replica's metadata position changed (otherwise there is nothing to publish or trim)."""
+    checked = _accepted_by_recipient(before, p) if before.pool else {}
+    if checked is None or not _settled_log(before, cfg):
+        return lambda after: _kraft(_prune(_record_history(before, after), p), p, cfg)
+    settling = _Settling(before, p, cfg, checked)
+
+    def one(after: State) -> State:
+        h = settling.history(after)
+        todo = None if h is None else settling.rechecks(after)
+        if h is None or todo is None:
+            return settling.general(after)
+        kraft, trim, suspects = todo
+        stale = _refused(p, after.replicas, after.pool, suspects) if suspects else None
+        return _settled_state(after, h, stale, kraft, trim, p, cfg)
+
+    one.dropped = settling.dropped  # type: ignore[attr-defined]  # the model adapter's drops take it (one call a drop)
+    return one
+
+
+def _history_maxima(before: State) -> dict[str, Any]:
+    """The history changes every successor of `before` gets (they depend on `before` only): the maxima
+    `_record_history` takes over `before`'s epochs, leader epoch and writer."""
     bh, was, breps = before.history, before.registry, before.replicas
     base = bh.max_broker_epochs
     maxima = base
@@ -1298,58 +1319,73 @@ def settler(before: State, p: Protocol, cfg: Config) -> Callable[[State], State]
             maxima = tuple(max(m, r.leader_epoch) if (r.alive and r.known) else m
                            for m, r in zip(base, breps, strict=True))
             break
-    top_epoch, top_writer = bh.max_leader_epoch, bh.max_written_by
-    fixed: dict[str, Any] = {}  # the history changes every successor gets (they depend on `before` only)
+    fixed: dict[str, Any] = {}
     if maxima is not base:
         fixed["max_broker_epochs"] = maxima
-    if was.leader_epoch > top_epoch:
+    if was.leader_epoch > bh.max_leader_epoch:
         fixed["max_leader_epoch"] = was.leader_epoch
-    if was.written_by > top_writer:
+    if was.written_by > bh.max_written_by:
         fixed["max_written_by"] = was.written_by
-    bpool, bmeta = before.pool, before.metadata
-    checked = _accepted_by_recipient(before, p) if bpool else {}
-    if checked is None or not _settled_log(before, cfg):
-        return lambda after: _kraft(_prune(_record_history(before, after), p), p, cfg)
-    watched = cfg.bystanders
-    no_leader = NO_LEADER
+    return fixed
 
-    def changes_for(h: History, reg: Registry) -> dict[str, Any]:
-        changes = fixed.copy()
-        if reg.leader != no_leader and (reg.leader_epoch, reg.leader) not in h.epoch_leaders:
+
+class _Settling:
+    """What `settler` needs to settle a successor of one settled state `before`, computed once from it."""
+
+    __slots__ = ("before", "p", "cfg", "checked", "fixed", "same", "same_h")
+
+    def __init__(self, before: State, p: Protocol, cfg: Config, checked: dict[int, list[Message]]) -> None:
+        self.before, self.p, self.cfg = before, p, cfg
+        self.checked = checked  # the messages `_prune` asks about in `before`, by recipient (it kept them all)
+        self.fixed = _history_maxima(before)
+        # The changes for a successor that kept `before`'s registry and the history fields they read.
+        self.same = self.changes_for(before.history, before.registry)
+        self.same_h = evolve(before.history, **self.same) if self.same else before.history
+
+    def general(self, after: State) -> State:
+        """`settle(before, after, p, cfg)`, for a successor the shortcuts do not cover."""
+        return _kraft(_prune(_record_history(self.before, after), self.p), self.p, self.cfg)
+
+    def changes_for(self, h: History, reg: Registry) -> dict[str, Any]:
+        """`_record_history`'s changes for a successor with history `h` and registry `reg`."""
+        changes = self.fixed.copy()
+        if reg.leader != NO_LEADER and (reg.leader_epoch, reg.leader) not in h.epoch_leaders:
             changes["epoch_leaders"] = h.epoch_leaders | {(reg.leader_epoch, reg.leader)}
         if not (reg.adding or reg.removing) and (h.reassign_origin or h.reassign_seen):
             changes["reassign_origin"] = changes["reassign_seen"] = frozenset()
         return changes
 
-    # The changes for a successor that kept `before`'s registry and the history fields they read.
-    same = changes_for(bh, was)
-    same_h = evolve(bh, **same) if same else bh
-    b_leaders, b_origin, b_seen = bh.epoch_leaders, bh.reassign_origin, bh.reassign_seen
-
-    def one(after: State) -> State:
+    def history(self, after: State) -> History | None:
+        """The successor's history as `_record_history` leaves it, or None when its step wrote the history's
+        maxima itself (the general path)."""
+        bh, was = self.before.history, self.before.registry
         h, reg = after.history, after.registry
         if h is bh:
             if reg is was:
-                new_h = same_h
-            else:
-                changes = changes_for(h, reg)
-                new_h = evolve(h, **changes) if changes else h
-        elif (h.max_broker_epochs is not base or h.max_leader_epoch != top_epoch
-                or h.max_written_by != top_writer):
-            return _kraft(_prune(_record_history(before, after), p), p, cfg)
-        elif (reg is was and h.epoch_leaders is b_leaders and h.reassign_origin is b_origin
-              and h.reassign_seen is b_seen):
-            new_h = evolve(h, **same) if same else h
-        else:
-            changes = changes_for(h, reg)
-            new_h = evolve(h, **changes) if changes else h
-        reps, pool, meta = after.replicas, after.pool, after.metadata
-        kraft = reg is not was or meta is not bmeta  # publish, catch the bystanders up, trim
-        trim = False  # only the trim (a live replica's metadata position moved, or a replica died or came back)
-        suspects: Any = ()  # messages (list or frozenset) whose verdict may have changed
+                return self.same_h
+        elif (h.max_broker_epochs is not bh.max_broker_epochs or h.max_leader_epoch != bh.max_leader_epoch
+                or h.max_written_by != bh.max_written_by):
+            return None
+        elif (reg is was and h.epoch_leaders is bh.epoch_leaders and h.reassign_origin is bh.reassign_origin
+              and h.reassign_seen is bh.reassign_seen):
+            return evolve(h, **self.same) if self.same else h
+        changes = self.changes_for(h, reg)
+        return evolve(h, **changes) if changes else h
+
+    def rechecks(self, after: State) -> tuple[bool, bool, Any] | None:
+        """What the step made necessary, found by identity against `before`: (publish and catch up the bystanders
+        (`_kraft`), trim only (a live replica's metadata position moved, or a replica died or came back), the
+        messages whose verdict may have changed (a list or a frozenset)); None when the replicas changed in
+        number (the general path)."""
+        before = self.before
+        reps, breps = after.replicas, before.replicas
+        kraft = after.registry is not before.registry or after.metadata is not before.metadata
+        trim = False
+        suspects: Any = ()
         if reps is not breps:
             if len(reps) != len(breps):
-                return _kraft(_prune(_record_history(before, after), p), p, cfg)
+                return None
+            watched, checked = self.cfg.bystanders, self.checked
             for r, q in zip(reps, breps, strict=True):
                 if r is not q:
                     if r.alive != q.alive or r.applied != q.applied:
@@ -1358,44 +1394,57 @@ def settler(before: State, p: Protocol, cfg: Config) -> Callable[[State], State]
                             kraft = True
                     if r.id in checked:
                         suspects = [*suspects, *checked[r.id]]
+        pool, bpool = after.pool, before.pool
         if pool is not bpool:
             new = pool - bpool
             if new:
                 suspects = [*suspects, *new] if suspects else new
-        stale = None
-        m: Any
-        for m in suspects:
-            if m in pool:
-                t = type(m)
-                if t is FetchResponse:
-                    if not p.accept_fetch_response(reps[m.to - 1], m):
-                        stale = {m} if stale is None else stale | {m}
-                elif t is LeaderAndIsr or t is StopReplica:
-                    r = reps[m.to - 1]
-                    if not r.alive or not p.partition_state_applies(r, m):
-                        stale = {m} if stale is None else stale | {m}
-        if new_h is not h:
-            after = evolve(after, history=new_h, pool=pool - stale) if stale else evolve(after, history=new_h)
-        elif stale:
-            after = evolve(after, pool=pool - stale)
-        if not meta:
-            return after
-        if kraft:
-            return _kraft(after, p, cfg)
-        # Nothing to publish (same registry and log as the settled `before`), no bystander moved: `_kraft` would
-        # only trim.
-        return _trimmed(after) if trim and len(meta) > 1 else after
+        return kraft, trim, suspects
 
-    def dropped(m: Message) -> State:
+    def dropped(self, m: Message) -> State:
         """`one(drop(before, p, cfg, m))` for a message of `before`'s pool, in one new state: the pool less `m`
         and the history of a successor that kept `before`'s history and registry; nothing else changed, so there
         is nothing to prune, publish or trim."""
-        if same_h is bh:
-            return evolve(before, pool=bpool - {m})
-        return evolve(before, pool=bpool - {m}, history=same_h)
+        before = self.before
+        if self.same_h is before.history:
+            return evolve(before, pool=before.pool - {m})
+        return evolve(before, pool=before.pool - {m}, history=self.same_h)
 
-    one.dropped = dropped  # type: ignore[attr-defined]  # the model adapter's drops take it (one call a drop)
-    return one
+
+def _refused(p: Protocol, reps: tuple[Replica, ...], pool: frozenset[Message], suspects: Any) -> set[Message] | None:
+    """The messages among `suspects` still in `pool` that their recipient would refuse now (`_prune`'s rules), or
+    None."""
+    stale = None
+    m: Any
+    for m in suspects:
+        if m in pool:
+            t = type(m)
+            if t is FetchResponse:
+                if not p.accept_fetch_response(reps[m.to - 1], m):
+                    stale = {m} if stale is None else stale | {m}
+            elif t is LeaderAndIsr or t is StopReplica:
+                r = reps[m.to - 1]
+                if not r.alive or not p.partition_state_applies(r, m):
+                    stale = {m} if stale is None else stale | {m}
+    return stale
+
+
+def _settled_state(after: State, h: History, stale: set[Message] | None, kraft: bool, trim: bool, p: Protocol,
+                   cfg: Config) -> State:
+    """The successor with its settled history `h`, without the `stale` messages, then published (`_kraft`) or
+    trimmed as its step made necessary."""
+    if h is not after.history:
+        after = evolve(after, history=h, pool=after.pool - stale) if stale else evolve(after, history=h)
+    elif stale:
+        after = evolve(after, pool=after.pool - stale)
+    meta = after.metadata
+    if not meta:
+        return after
+    if kraft:
+        return _kraft(after, p, cfg)
+    # Nothing to publish (same registry and log as the settled `before`), no bystander moved: `_kraft` would only
+    # trim.
+    return _trimmed(after) if trim and len(meta) > 1 else after
 
 
 def _trimmed(s: State) -> State:

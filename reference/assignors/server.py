@@ -226,23 +226,9 @@ class UniformHomogeneousAssignmentBuilder:
     def build(self) -> GroupAssignment:
         if len(self.subscribed_topic_ids) == 0:
             return {}  # no member entries at all, unlike the server RangeAssignor
-
-        # Partitions nobody holds in the *target* assignment (isPartitionAssigned), topic by
-        # topic in HashSet order, each topic's partitions ascending.
-        unassigned: list[tuple[Uuid, int]] = []
-        total = 0
-        for topic_id in self.subscribed_topic_ids:
-            n = self.describer.num_partitions(topic_id)
-            if n == -1:
-                raise PartitionAssignorException(
-                    f"Members are subscribed to topic {topic_id} which doesn't exist in the topic metadata."
-                )
-            unassigned.extend((topic_id, p) for p in range(n) if not self.group_spec.is_partition_assigned(topic_id, p))
-            total += n
-
+        unassigned, total = self._unassigned_partitions()
         member_ids = self.group_spec.member_ids()
         min_quota, extra = divmod(total, len(member_ids))
-
         target: dict[str, dict[Uuid, list[int]]] = {}
         unfilled: list[tuple[str, int]] = []
         for index, member_id in enumerate(member_ids):
@@ -256,23 +242,7 @@ class UniformHomogeneousAssignmentBuilder:
                 quota += 1
                 if not self.defer_extra_slots:
                     extra -= 1
-            new = {t: list(ps) for t, ps in self.group_spec.member_assignment(member_id).items()}
-            for topic_id, partitions in self.group_spec.member_assignment(member_id).items():
-                if topic_id not in self.subscribed_topic_ids:
-                    del new[topic_id]
-                elif len(partitions) <= quota:
-                    quota -= len(partitions)
-                else:
-                    # Keep the first `quota` partitions in the set's iteration order; the rest
-                    # are revoked and queued after the never-assigned ones.
-                    for p in partitions:
-                        if quota > 0:
-                            quota -= 1
-                        else:
-                            new[topic_id].remove(p)
-                            if not new[topic_id]:
-                                del new[topic_id]
-                            unassigned.append((topic_id, p))
+            target[member_id], quota = self._maybe_revoke_partitions(member_id, quota, unassigned)
             if self.defer_extra_slots and has_extra:
                 if quota > 0 and len(member_ids) - index > extra:
                     quota -= 1  # passed on
@@ -280,8 +250,51 @@ class UniformHomogeneousAssignmentBuilder:
                     extra -= 1
             if quota > 0:
                 unfilled.append((member_id, quota))
-            target[member_id] = new
+        self._assign_remaining_partitions(target, unfilled, unassigned)
+        return _freeze(target)
 
+    def _unassigned_partitions(self) -> tuple[list[tuple[Uuid, int]], int]:
+        """(the partitions nobody holds in the *target* assignment (isPartitionAssigned), topic by topic in HashSet
+        order, each topic's partitions ascending; the subscribed topics' partition count)."""
+        unassigned: list[tuple[Uuid, int]] = []
+        total = 0
+        for topic_id in self.subscribed_topic_ids:
+            n = self.describer.num_partitions(topic_id)
+            if n == -1:
+                raise PartitionAssignorException(
+                    f"Members are subscribed to topic {topic_id} which doesn't exist in the topic metadata."
+                )
+            unassigned.extend((topic_id, p) for p in range(n) if not self.group_spec.is_partition_assigned(topic_id, p))
+            total += n
+        return unassigned, total
+
+    def _maybe_revoke_partitions(self, member_id: str, quota: int, unassigned: list[tuple[Uuid, int]]
+                                 ) -> tuple[dict[Uuid, list[int]], int]:
+        """(what the member keeps of its assignment: its subscribed topics' partitions up to `quota`, the rest
+        revoked and queued in `unassigned` after the never-assigned ones; the quota left to fill)."""
+        new = {t: list(ps) for t, ps in self.group_spec.member_assignment(member_id).items()}
+        for topic_id, partitions in self.group_spec.member_assignment(member_id).items():
+            if topic_id not in self.subscribed_topic_ids:
+                del new[topic_id]
+            elif len(partitions) <= quota:
+                quota -= len(partitions)
+            else:
+                # Keep the first `quota` partitions in the set's iteration order; the rest
+                # are revoked and queued after the never-assigned ones.
+                for p in partitions:
+                    if quota > 0:
+                        quota -= 1
+                    else:
+                        new[topic_id].remove(p)
+                        if not new[topic_id]:
+                            del new[topic_id]
+                        unassigned.append((topic_id, p))
+        return new, quota
+
+    @staticmethod
+    def _assign_remaining_partitions(target: dict[str, dict[Uuid, list[int]]], unfilled: list[tuple[str, int]],
+                                     unassigned: list[tuple[Uuid, int]]) -> None:
+        """The unassigned partitions, in order, to the members with room left, each up to its quota."""
         i = 0
         for member_id, remaining in unfilled:
             for _ in range(remaining):
@@ -292,7 +305,6 @@ class UniformHomogeneousAssignmentBuilder:
                 target[member_id].setdefault(topic_id, []).append(p)
         if i < len(unassigned):
             raise PartitionAssignorException("Partitions were left unassigned")
-        return _freeze(target)
 
 
 class _MemberAssignmentBalancer:

@@ -799,33 +799,46 @@ class _GeneralAssignmentBuilder:
             if count == self._max_assignment_size(topics):
                 continue
             if consumer in shared:
-                own = {(tp.topic, tp.partition) for tp in self.current[consumer]}
-                for topic in topics:
-                    for i in range(len(self.ppt[topic])):
-                        if (topic, i) in own:
-                            continue
-                        lst = self.current.get(owner.get((topic, i)))  # type: ignore[arg-type]
-                        if lst is None:
-                            raise NullPointerException(NO_ASSIGNMENT_NPE)
-                        if count + 1 < len(lst):
-                            return False
+                if self._can_take_from_another(consumer, count, topics, owner):
+                    return False
                 continue
             for topic in topics:
                 seen = scanned.get(topic)
                 if seen is None:
-                    biggest, ownerless = 0, False
-                    for i in range(len(self.ppt[topic])):
-                        lst = self.current.get(owner.get((topic, i)))  # type: ignore[arg-type]
-                        if lst is None:
-                            ownerless = True
-                            break
-                        biggest = max(biggest, len(lst))
-                    scanned[topic] = seen = (biggest, ownerless)
+                    scanned[topic] = seen = self._largest_owner(topic, owner)
                 if count + 1 < seen[0]:
                     return False
                 if seen[1]:
                     raise NullPointerException(NO_ASSIGNMENT_NPE)
         return True
+
+    def _can_take_from_another(self, consumer: str, count: int, topics: list[str],
+                               owner: dict[tuple[str, int], str]) -> bool:
+        """Kafka's scan for a member that shares a partition with another (stale claims), partition by partition:
+        whether one of its topics' partitions it does not hold has an owner with at least 2 more partitions than
+        its `count`; an ownerless partition before one throws."""
+        own = {(tp.topic, tp.partition) for tp in self.current[consumer]}
+        for topic in topics:
+            for i in range(len(self.ppt[topic])):
+                if (topic, i) in own:
+                    continue
+                lst = self.current.get(owner.get((topic, i)))  # type: ignore[arg-type]
+                if lst is None:
+                    raise NullPointerException(NO_ASSIGNMENT_NPE)
+                if count + 1 < len(lst):
+                    return True
+        return False
+
+    def _largest_owner(self, topic: str, owner: dict[tuple[str, int], str]) -> tuple[int, bool]:
+        """(the largest owner's partition count among `topic`'s partitions before the first ownerless one, whether
+        there is an ownerless one)."""
+        biggest = 0
+        for i in range(len(self.ppt[topic])):
+            lst = self.current.get(owner.get((topic, i)))  # type: ignore[arg-type]
+            if lst is None:
+                return biggest, True
+            biggest = max(biggest, len(lst))
+        return biggest, False
 
     @staticmethod
     def _balance_score(assignment: Iterable[list[TopicPartition]]) -> int:
