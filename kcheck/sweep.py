@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import re
+import shutil
 import sys
 import time
 from typing import TYPE_CHECKING, Annotated, Any
@@ -18,6 +19,7 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
+from kcheck import interrupts
 from kcheck.formats import InputError
 
 if TYPE_CHECKING:
@@ -219,6 +221,7 @@ def sweep_command(
                                                                                  else ""))
     from kcheck import junit
 
+    created = "://" not in root and not os.path.lexists(root)
     junit.output_path(root, "--out", directory=True, parents=True)
 
     junit_path = (junit.output_path(junit_xml, "--junit-xml", [os.path.join(root, "report.md"),
@@ -232,8 +235,27 @@ def sweep_command(
         raise InputError("--out", str(e)) from None
     try:
         return _run(built, store, resume, master, tasks, size, junit_path, release)
+    except BaseException as e:
+        if interrupts.by_interrupt(e):
+            lock.release()
+            interrupts.note(_left_behind(store, created))
+        raise
     finally:
         lock.release()
+
+
+def _left_behind(store: Any, created: bool) -> str:
+    """What an interrupted sweep leaves in --out, said in the interrupt's line: the ranges it stored are kept for
+    --resume; a store this run created and stored nothing in is removed, so the next run starts as this one did."""
+    try:
+        ranges = store.stored_ranges()
+    except Exception:  # noqa: BLE001 (the line must still be printed)
+        ranges = None
+    if ranges == [] and created:
+        shutil.rmtree(store.root, ignore_errors=True)
+        return f"removed {store.root}, which this run created and stored nothing in"
+    kept = "the ranges stored so far" if ranges is None else f"the {len(ranges)} range(s) stored so far"
+    return f"{store.root} keeps {kept}: --resume continues the sweep"
 
 
 def _kafka_placers(version: str) -> list[str]:

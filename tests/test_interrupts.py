@@ -167,3 +167,34 @@ def test_without_isolation_the_plugin_runs_in_this_process(tmp_path: Path, monke
     assert main(["check", "--placer", "kc_raises:place", "--no-isolate-plugins"]) == 2
     _, err = capsys.readouterr()
     assert err.startswith("kcheck: error: plug-in kc_raises:place: ValueError: boom")
+
+
+@pytest.mark.spark
+@pytest.mark.slow
+def test_ctrl_c_in_a_sweep_says_what_its_store_keeps(tmp_path: Path) -> None:
+    """An interrupted `sweep` leaves no store it created and stored nothing in (the next run needs no --resume)."""
+    code, lines, seconds = _interrupt(["sweep", "placement", "--space", "large", "--master", "local[1]", "--out",
+                                       "s"], tmp_path, after=12.0)
+    assert code == 130 and seconds < 5, (code, lines[-3:])
+    assert lines[-1].startswith("kcheck: interrupted (SIGINT): stopped, no output written; "), lines[-3:]
+    assert not (tmp_path / "s").exists() or "--resume continues" in lines[-1], lines[-1]
+
+
+def test_an_interrupted_sweep_removes_only_an_empty_store_it_created(tmp_path: Path) -> None:
+    from kcheck.spark_check.store import ResultStore
+    from kcheck.sweep import _left_behind, build_space
+
+    space = build_space("placement", "small", None, None, None)
+    for created in (True, False):
+        store = ResultStore(str(tmp_path / f"s{created}"))
+        store.begin(space, resume=False).release()
+        said = _left_behind(store, created)
+        assert (tmp_path / f"s{created}").exists() is not created, said
+        assert said.endswith("stored nothing in") if created else "the 0 range(s)" in said
+    kept = tmp_path / "sTrue"
+    store = ResultStore(str(kept))
+    store.begin(space, resume=False).release()
+    (kept / "violations" / "0-10.parquet").write_bytes(b"")  # a range on disk (its name is all that is read)
+    assert store.stored_ranges() == [(0, 10)]
+    # kept for --resume, even by the run that created the store
+    assert "the 1 range(s) stored so far: --resume continues" in _left_behind(store, True) and kept.exists()
