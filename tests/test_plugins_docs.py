@@ -1,7 +1,7 @@
-"""The README's "Plug-ins": each kind's minimal example (examples/plugins/) is the README's block character for
-character and runs through the commands; the walk-through "Checking a change with each plug-in kind" runs as
-written; a user's assignor is held to what it declares (cooperative, guarantees); a plug-in of the wrong shape
-or a module not on the path is one line naming what kcheck expected, exit 2."""
+"""The docs' "Plug-ins" page (docs/plugins.md): each kind's minimal example (examples/plugins/) is the page's
+block character for character and runs through the commands; the walk-through "Checking a change with each
+plug-in kind" runs as written; a user's assignor is held to what it declares (cooperative, guarantees); a plug-in
+of the wrong shape or a module not on the path is one line naming what kcheck expected, exit 2."""
 
 from __future__ import annotations
 
@@ -19,23 +19,26 @@ from cli_support import one_error_line, run, write_module
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLES = ROOT / "examples" / "plugins"
-README = (ROOT / "README.md").read_text()
+README = (ROOT / "docs" / "plugins.md").read_text()
 
 
 def _section(title: str, level: str = "## ") -> str:
-    """The README from the heading `title` to the next heading of the same level or above."""
+    """The page from the heading `title` to the next heading of the same level or above (the whole page for its
+    own title)."""
+    if level == "# ":
+        return README
     start = README.index(f"\n{level}{title}\n")
     ends = [e for lv in range(2, len(level)) if (e := README.find("\n" + "#" * lv + " ", start + 1)) >= 0]
     return README[start:min(ends, default=len(README))]
 
 
-PLUGINS = _section("Plug-ins")
-WALK = _section("Checking a change with each plug-in kind", "### ")
+PLUGINS = _section("Plug-ins", "# ")
+WALK = _section("Checking a change with each plug-in kind", "## ")
 
 
 def _walkthrough() -> list[str]:
     (block,) = re.findall(r"```bash\n(.*?)```", WALK, re.S)
-    return [line for line in block.splitlines() if line.strip()]
+    return [line for line in block.splitlines() if line.strip()]  # as written (a `# exit N` comment states the status)
 
 
 def _expected_exit(line: str) -> int:
@@ -66,7 +69,7 @@ def workdir(tmp_path) -> Path:
 
 
 def test_every_example_file_is_a_readme_block_character_for_character():
-    blocks = dict(re.findall(r"`examples/plugins/([\w.]+)`:\n\n```(?:python|json)\n(.*?)```", PLUGINS, re.S))
+    blocks = dict(re.findall(r'```(?:python|json) title="examples/plugins/([\w.]+)"\n(.*?)```', PLUGINS, re.S))
     files = sorted(p.name for p in EXAMPLES.iterdir() if p.suffix in (".py", ".json"))
     assert sorted(blocks) == files
     for name in files:

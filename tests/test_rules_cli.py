@@ -21,7 +21,7 @@ from kcheck.model.replication.protocol import Protocol
 from kcheck.reference import releases
 from kcheck.rules_cli import kafka_references, rule_hint
 
-README = Path(__file__).resolve().parent.parent / "README.md"
+README = Path(__file__).resolve().parent.parent / "docs" / "tasks" / "protocol-change.md"
 
 
 def _rules(capsys: pytest.CaptureFixture[str], *args: str) -> dict:

@@ -142,7 +142,7 @@ def test_a_module_in_a_package_is_shipped_as_a_zip(standalone, tmp_path):
 
 def _recipe() -> list[str]:
     """The README's spark-submit recipe: its commands up to the standalone submit (continuation lines joined)."""
-    text = README.read_text()
+    text = (ROOT / "docs" / "tasks" / "spark-sweep.md").read_text()
     section = text[text.index("\n## Sweeps on a cluster\n"):]
     block = section[section.index("```bash\n") + 8:section.index("```\n", section.index("```bash\n") + 8)]
     commands, current = [], ""

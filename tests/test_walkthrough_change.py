@@ -111,7 +111,7 @@ def test_the_readme_shows_these_files_and_commands():
     """The README's walk-through is this test's: both modules and every command appear there verbatim."""
     from pathlib import Path
 
-    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
-    section = readme.split("### Checking a proposed change, start to finish")[1].split("\n### ")[0]
+    readme = (Path(__file__).resolve().parents[1] / "docs" / "tasks" / "protocol-change.md").read_text()
+    section = readme.split("## Checking a proposed change, start to finish")[1].split("\n## ")[0]
     for text in (PROPOSED_ISR.rstrip(), MY_INVARIANTS.rstrip(), *COMMANDS):
         assert text in section, text[:80]
