@@ -17,6 +17,8 @@ import tomllib
 from pathlib import Path
 from typing import Any
 
+from mkdocs.plugins import event_priority
+
 ROOT = Path(__file__).resolve().parents[2]
 COMMANDS_NAV = "reference/commands/index.md"  # the nav entry this hook expands into one page per command
 SOURCE_LAYOUT = ROOT / "build" / "docs-src"
@@ -155,6 +157,7 @@ def _expand(nav: Any, pages: list[str]) -> Any:
     return nav
 
 
+@event_priority(100)  # before mkdocstrings' own on_config, which reads `paths` (a fresh clone has no layout yet)
 def on_config(config: Any) -> Any:
     link_source_layout()
     _generated.clear()
