@@ -22,19 +22,20 @@ from rich.table import Table
 from typer._click.core import Context as ClickContext
 from typer._click.exceptions import ClickException
 
-from kcheck import formats, interrupts, report
-from kcheck.chaos import chaos_command
+from kcheck import report
 from kcheck.check import MAX_BROKERS, failed_any, run_check
-from kcheck.cluster import cluster_command
-from kcheck.formats import InputError
-from kcheck.gate import AllowlistOpt, BaselineOpt, DecommissionOpt, FailOnOpt, gate_settings
+from kcheck.cluster.chaos import chaos_command
+from kcheck.cluster.local import cluster_command
+from kcheck.gate.group import verify_group_command
+from kcheck.gate.plan import plan_command
+from kcheck.gate.policy import AllowlistOpt, BaselineOpt, DecommissionOpt, FailOnOpt, gate_settings
+from kcheck.inputs import formats
+from kcheck.inputs.formats import InputError
+from kcheck.inputs.log_tools import verify_log_command
 from kcheck.invariants import REGISTRY, BalanceSettings, PlacementSubject, Severity, check_placement
 from kcheck.isolation import isolating
 from kcheck.liveness_cli import liveness_command
-from kcheck.log_formats import verify_log_command
-from kcheck.log_sim import log_command, sweep_log_command
 from kcheck.model import INT16_MAX, INT32_MAX, Cluster, ReplicaAssignment
-from kcheck.plan import plan_command
 from kcheck.reference.errors import KafkaError
 from kcheck.reference.java import JavaRandom, MockRandom
 from kcheck.reference.placers import resolve_placer
@@ -49,8 +50,9 @@ from kcheck.replication_cli import (
     variants_command,
 )
 from kcheck.rules_cli import rules_command
+from kcheck.runtime import interrupts
+from kcheck.simulation.storage import log_command, sweep_log_command
 from kcheck.sweep import sweep_command
-from kcheck.verify_group import verify_group_command
 
 
 class _Commands(typer.core.TyperGroup):
@@ -82,8 +84,8 @@ def _version(value: bool) -> None:
         return
     from importlib.metadata import PackageNotFoundError, version
 
-    from kcheck.exit_codes import Exit
     from kcheck.reference.releases import DEFAULT_VERSION, RELEASES, releases_with
+    from kcheck.runtime.exit_codes import Exit
 
     try:
         mine = version("kcheck")
@@ -527,12 +529,12 @@ CommandConfigOpt = Annotated[str | None, typer.Option(
 
 
 def read_live(bootstrap_server: str | None, command_config: str | None) -> Any:
-    """The live cluster (kcheck.live.LiveState) when --bootstrap-server is given, else None."""
+    """The live cluster (kcheck.cluster.live.LiveState) when --bootstrap-server is given, else None."""
     if bootstrap_server is None:
         if command_config is not None:
             raise InputError("--command-config", "applies only with --bootstrap-server")
         return None
-    from kcheck.live import read_cluster
+    from kcheck.cluster.live import read_cluster
 
     return read_cluster(bootstrap_server, command_config)
 
@@ -599,7 +601,9 @@ def verify(
 ) -> int:
     """Check a reassignment plan or a cluster description against every placement invariant and, for a describe,
     every partition's health (against a baseline's findings when given)."""
-    from kcheck import gate, junit, verify_describe
+    from kcheck import junit
+    from kcheck.gate import describe as verify_describe
+    from kcheck.gate import policy as gate
     from kcheck.invariants.partition_health import CONTROLLERS
     from kcheck.reference.releases import DEFAULT_VERSION
 
@@ -859,7 +863,7 @@ def assign(
 ) -> int:
     """Run a consumer assignor on a group as its leader (or the KIP-848 coordinator) would; check the result."""
     from kcheck import junit
-    from kcheck.group_format import AssignorFailure, parse_group, partition_runs, run_assignor
+    from kcheck.inputs.group_file import AssignorFailure, parse_group, partition_runs, run_assignor
     from kcheck.invariants.assignment import AssignmentSubject, check_assignment
     from kcheck.reference.assignors.registry import resolve_assignor
 
@@ -880,7 +884,7 @@ def assign(
     try:
         parsed = parse_group(text, source)
     except InputError:  # another Kafka tool's output: say what it is and which command reads it
-        from kcheck.kafka_outputs import identify
+        from kcheck.inputs.tool_outputs import identify
 
         if (other := identify(text)) is None:
             raise
@@ -973,7 +977,7 @@ def reassign(
              "with ZooKeeper).")] = None,
 ) -> int:
     """Run one partition's reassignment through Kafka's controller and print what it stores, step by step."""
-    from kcheck.reassign import run_reassign
+    from kcheck.gate.reassign import run_reassign
 
     if controller not in ("zk", "kraft"):
         raise InputError("--controller", f"'{controller}' is neither zk nor kraft")
@@ -1012,7 +1016,7 @@ def verify_reassignment(
 ) -> int:
     """Check a reassignment plan against the cluster it would run on: each move's safety and the target placement,
     and what the plan introduces, fixes and leaves unchanged."""
-    from kcheck.reassign import run_verify_reassignment
+    from kcheck.gate.reassign import run_verify_reassignment
 
     if bootstrap_server is not None:  # the cluster now is the live one: the one file given is the plan
         if current is None or proposed is not None:
@@ -1044,13 +1048,13 @@ app.command("variants")(variants_command)
 # kcheck/liveness_cli.py: fair cycles, healing runs, KAFKA-19975
 app.command("liveness")(isolating(("protocol", "invariants"))(liveness_command))
 app.command("rules")(rules_command)  # kcheck/rules_cli.py: the protocol's rules, for rule writers
-app.command("plan")(plan_command)  # kcheck/plan.py: the fewest moves that clear the hard violations
-app.add_typer(cluster_command, name="cluster")  # kcheck/cluster.py: a real KRaft cluster on 127.0.0.1
-app.command("chaos")(chaos_command)  # kcheck/chaos.py: fault campaigns with history checking
-app.command("verify-log")(verify_log_command)  # kcheck/log_formats.py: kafka-dump-log output checked
-app.command("verify-group")(verify_group_command)  # kcheck/verify_group.py: kafka-consumer-groups --describe output
-app.command("log")(log_command)  # kcheck/log_sim.py: a topic's storage simulated step by step
-app.command("sweep-log")(sweep_log_command)  # kcheck/log_sim.py + spark_check/log_sweep.py: grids of topic x workload
+app.command("plan")(plan_command)  # gate/plan.py: the fewest moves that clear the hard violations
+app.add_typer(cluster_command, name="cluster")  # cluster/local.py: a real KRaft cluster on 127.0.0.1
+app.command("chaos")(chaos_command)  # cluster/chaos.py: fault campaigns with history checking
+app.command("verify-log")(verify_log_command)  # inputs/log_tools.py: kafka-dump-log output checked
+app.command("verify-group")(verify_group_command)  # gate/group.py: kafka-consumer-groups --describe output
+app.command("log")(log_command)  # simulation/storage.py: a topic's storage simulated step by step
+app.command("sweep-log")(sweep_log_command)  # simulation/storage.py, spark_check/log_sweep.py: of topic x workload
 
 
 @app.command("kafka-classpath")

@@ -32,8 +32,8 @@ from typing import Annotated, Any
 
 import typer
 
-from kcheck import interrupts
-from kcheck.formats import InputError
+from kcheck.inputs.formats import InputError
+from kcheck.runtime import interrupts
 
 DEFAULT_TIMEOUT = 60.0  # seconds one plug-in call may take (a placer, an assignor, a rule, an invariant check)
 MAX_TIMEOUT = 86_400.0

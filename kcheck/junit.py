@@ -18,8 +18,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from kcheck import formats
-from kcheck.formats import InputError
+from kcheck.inputs import formats
+from kcheck.inputs.formats import InputError
 from kcheck.invariants import REGISTRY, Report, Severity, Violation
 
 MAX_DETAIL_LINES = 200  # a failure body lists at most this many violations (--json lists them all)
@@ -180,8 +180,7 @@ def write_atomic(path: str, data: bytes, *, new: bool = False) -> None:
     """Write a temporary file beside `path`, then rename it over `path`: a reader never sees half a report, and an
     interrupt leaves no partial file. `new`: never over an existing file (linked into place, which fails if
     something appeared there since output_path checked)."""
-    from kcheck import interrupts
-
+    from kcheck.runtime import interrupts
     directory = os.path.dirname(os.path.abspath(path))
     fd, tmp = tempfile.mkstemp(prefix=f".{os.path.basename(path)}.", suffix=".tmp", dir=directory)
     try:
@@ -251,7 +250,7 @@ def report_cases(report: Report, classname: str, fails: Iterable[str] = ()) -> l
 
 
 def judged_cases(report: Report, judged: Any, classname: str) -> list[TestCase]:
-    """A gated command (kcheck/gate.py): one case per invariant, a failure exactly when one of its findings fails
+    """A gated command (gate/policy.py): one case per invariant, a failure exactly when one of its findings fails
     the gate (`--fail-on`); introduced, changed, unchanged, suppressed (with the reason) and fixed findings that do
     not fail it are listed in <system-out> of a passing case."""
     fails = {id(v) for v in judged.counted}

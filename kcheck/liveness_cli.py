@@ -19,7 +19,7 @@ The liveness row KAFKA-19975 (`--protocol blocked-reassignment-completion`, LIVE
 model/replication/protocol.py) brings its own bounds and model settings (crash-stop brokers, its reassignment
 targets); releases before 4.3.0 (`--kafka-version 4.2.2`) have the same completion rule.
 
-Exit status (`kcheck.exit_codes.Exit`): 0 every property holds in a complete graph search, 1 a counterexample, 2 bad
+Exit status (`runtime/exit_codes.py`): 0 every property holds in a complete graph search, 1 a counterexample, 2 bad
 input (one line), 4 no counterexample but nothing proved (a stopped graph search, or random runs only).
 """
 
@@ -34,9 +34,9 @@ from typing import Annotated, Any
 import typer
 from rich.markup import escape
 
-from kcheck import formats, report
-from kcheck.exit_codes import Exit
-from kcheck.formats import InputError
+from kcheck import report
+from kcheck.inputs import formats
+from kcheck.inputs.formats import InputError
 from kcheck.invariants.replication_explore import ReplayStep, ResolvedProtocol, Trace
 from kcheck.invariants.replication_liveness import (
     LIVENESS_SETTINGS,
@@ -85,6 +85,7 @@ from kcheck.replication_cli import (
     hypothesis_home,
     trace_table,
 )
+from kcheck.runtime.exit_codes import Exit
 
 # The bounds a plain `kcheck liveness` checks (a few seconds): two brokers, one record, one crash, one leader move.
 DEFAULTS: dict[str, Any] = {"brokers": 2, "min_isr": 1, "records": 1, "max_leader_epoch": 8, "crashes": 1,

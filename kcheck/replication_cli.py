@@ -1,6 +1,6 @@
 """`kcheck explore`, `exhaust`, `replay` and `variants`: the replication model from the command line.
 
-Exit status (`kcheck.exit_codes.Exit`): 0 when no invariant is violated and the search was complete (exhaust
+Exit status (`kcheck.runtime.exit_codes.Exit`): 0 when no invariant is violated and the search was complete (exhaust
 visited every reachable state within its bounds; replay ran the whole trace), 1 with a counterexample, 2 on bad
 input, 3 (explore and exhaust, `UNEXERCISED`) when no invariant is violated but the protocol differs from
 today's and one of its changed rules never answered differently from today's rule in the states visited,
@@ -37,8 +37,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from kcheck import report
-from kcheck.exit_codes import Exit
-from kcheck.formats import InputError, read_text
+from kcheck.inputs.formats import InputError, read_text
 from kcheck.invariants import REGISTRY
 from kcheck.invariants.registry import Severity, load_module, unknown_ids
 from kcheck.invariants.replication_engine import (
@@ -74,6 +73,7 @@ from kcheck.model.replication.state import NO_LEADER, State
 from kcheck.model.search import ORDERS
 from kcheck.reference import plugins, releases
 from kcheck.reference.plugins import PluginError
+from kcheck.runtime.exit_codes import Exit
 
 ProtocolOpt = Annotated[str, typer.Option("--protocol", help="current (the --kafka-version release's rules), a variant "
                                                           "(kcheck variants), or module:object.")]
@@ -320,7 +320,6 @@ def _check_out(path: str | None, inputs: Iterable[str | None] = ()) -> None:
     """Refuse, before any work is done, an --out that cannot be written as a new file (junit.output_path)."""
     if path is not None:
         from kcheck import junit
-
         junit.output_path(path, "--out", inputs, new=True)
 
 
@@ -352,7 +351,6 @@ def _check_coverage_dir(directory: str | None, probe: ChangeProbe | None) -> Non
         raise InputError("--coverage-dir", "applies to a protocol that differs from today's (a variant or a "
                                            "module:object protocol with changed rules)")
     from kcheck import junit
-
     junit.output_path(directory, "--coverage-dir", directory=True)
     for rule in probe.coverage:
         path = os.path.join(directory, f"{rule}.json")
@@ -379,7 +377,6 @@ def _write_trace(path: str | None, trace: Trace | None) -> None:
     if path is None or trace is None:
         return
     from kcheck import junit
-
     try:
         junit.write_atomic(path, (trace.to_json() + "\n").encode("utf-8"), new=True)
     except OSError as e:
@@ -413,7 +410,6 @@ def hypothesis_home(directory: str | None = None) -> Iterator[None]:
         directory = os.path.join(cache, "kcheck", "hypothesis")
     else:
         from kcheck import junit
-
         junit.output_path(directory, "--hypothesis-dir", directory=True)
     previous = vars(hc).get("__hypothesis_home_directory")
     hc.set_hypothesis_home_dir(directory)
@@ -834,7 +830,6 @@ def _engine_options(workers: int, master: str | None, spill_dir: str | None) -> 
         raise InputError("--workers", "needs processes started by fork (Linux, macOS); use --workers 1 here")
     if spill_dir is not None:  # made only once every option is checked (_make_spill_dir)
         from kcheck import junit
-
         junit.output_path(spill_dir, "--spill-dir", directory=True)
 
 
@@ -1137,7 +1132,7 @@ def replay_command(
             raise InputError(trace_file, f"with {named}: {e}") from None
     trace = replace(trace, config=cfg)
     if on_cluster:
-        from kcheck.replay_cluster import prepare_cluster, replay_on_cluster
+        from kcheck.cluster.replay import prepare_cluster, replay_on_cluster
 
         cluster = prepare_cluster(kafka_version, cluster_dir, cfg.brokers)  # checked before the model runs
         try:

@@ -12,7 +12,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from kcheck.check import CheckResult, ModelOutcome, RejoinSweep, ReplicationOutcome, failed_any
-from kcheck.formats import printable, terminal_safe
+from kcheck.inputs.formats import printable, terminal_safe
 from kcheck.invariants import REGISTRY, Report, Severity
 from kcheck.invariants.prover import ProofResult
 
@@ -64,9 +64,9 @@ def report_summary(report: Report) -> str:
 
 
 def gate_summary(report: Report, judged: Any) -> str:
-    """The verdict of a gated command (kcheck/gate.py): the findings that stand (not suppressed, not fixed), how
+    """The verdict of a gated command (gate/policy.py): the findings that stand (not suppressed, not fixed), how
     many of them fail the gate (--fail-on), and what the change did."""
-    from kcheck.exit_codes import Exit
+    from kcheck.runtime.exit_codes import Exit
 
     standing = (*judged.introduced, *(c.after for c in judged.changed), *judged.unchanged)
     hard = sum(v.severity is Severity.HARD for v in standing)

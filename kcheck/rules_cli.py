@@ -21,7 +21,7 @@ from typing import Annotated, Any
 
 import typer
 
-from kcheck.formats import InputError
+from kcheck.inputs.formats import InputError
 from kcheck.model.replication import state as state_module
 from kcheck.model.replication.protocol import Protocol
 from kcheck.reference import releases

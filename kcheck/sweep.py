@@ -18,7 +18,7 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
-from kcheck.formats import InputError
+from kcheck.inputs.formats import InputError
 
 if TYPE_CHECKING:
     from kcheck.spark_check.batch import Space
@@ -119,8 +119,7 @@ _MASTER = re.compile(r"local(\[(\*|[1-9][0-9]{0,3})(,[1-9][0-9]{0,3})?\])?|spark
 
 def check_master(master: str | None, option: str = "--master") -> None:
     """A Spark master URL, checked before Spark starts: one line, exit 2."""
-    from kcheck import formats
-
+    from kcheck.inputs import formats
     if master is not None and not _MASTER.fullmatch(master):
         raise InputError(option, f"expected a Spark master URL such as spark://HOST:7077, yarn or local[2] "
                                  f"(at most local[9999]), not '{formats.shown(master, 60)}'")
@@ -133,8 +132,7 @@ def _reachable(master: str, option: str) -> None:
     more before giving up."""
     import socket
 
-    from kcheck import formats
-
+    from kcheck.inputs import formats
     problems = []
     for hostport in master.removeprefix("spark://").split(","):
         host, _, port = hostport.rpartition(":")
@@ -150,8 +148,7 @@ def _reachable(master: str, option: str) -> None:
 def spark_failure(e: BaseException, master: str | None) -> InputError | None:
     """A Spark failure that comes from the --master given (an unreachable or refused master, a URL Spark cannot
     parse), as one line naming the option; None for any other failure (a job's own, re-raised as it is)."""
-    from kcheck import formats
-
+    from kcheck.inputs import formats
     text = str(e)
     markers = ("master", "Master", "unresponsive", "Connection refused", "UnknownHost", "Could not parse",
                "stopped SparkContext")
@@ -218,7 +215,6 @@ def sweep_command(
     root = out if out is not None else os.path.join("kcheck-sweep", built.name + (f"-{against_kafka}" if against_kafka
                                                                                  else ""))
     from kcheck import junit
-
     junit.output_path(root, "--out", directory=True, parents=True)
 
     junit_path = (junit.output_path(junit_xml, "--junit-xml", [os.path.join(root, "report.md"),
@@ -267,7 +263,7 @@ def with_release(built: Any, kafka_version: str | None, against_kafka: str | Non
     release = requested or releases.describe(per)
     if against_kafka is None:
         return built, release
-    from kcheck.formats import one_line
+    from kcheck.inputs.formats import one_line
     from kcheck.reference.kafka_jars import KafkaBridgeError
     from kcheck.spark_check.against_kafka import against_kafka as wrap
 

@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 
 from kcheck.cli import main
-from kcheck.formats import InputError
-from kcheck.group_format import parse_group, partition_runs
+from kcheck.inputs.formats import InputError
+from kcheck.inputs.group_file import parse_group, partition_runs
 from kcheck.model.vocabulary import TopicPartition
 from kcheck.reference.assignors.sticky import deserialize_topic_partition_assignment
 from kcheck.reference.java import JavaHashMap
@@ -464,8 +464,9 @@ def test_bad_group_exits_2_with_one_line(capsys, tmp_path, text, message):
      "cooperative-sticky, uniform, server-range, or module:object)"),
     (["--assignor", "no_such_module_here:X", "GROUP"], "kcheck: error: --assignor: cannot import module "
                                                        "'no_such_module_here'"),
-    (["--assignor", "kcheck.group_format:MAX_INT", "GROUP"], "kcheck: error: --assignor: 'kcheck.group_format:MAX_INT' "
-                                                             "is not a class or factory of assignors"),
+    (["--assignor", "kcheck.inputs.group_file:MAX_INT", "GROUP"],
+     "kcheck: error: --assignor: 'kcheck.inputs.group_file:MAX_INT' "
+     "is not a class or factory of assignors"),
     (["--assignor", "sticky", "EMPTY"], "file is empty"),
     ([], "kcheck: error: Missing argument 'group'."),
 ])

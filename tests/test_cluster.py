@@ -1,4 +1,5 @@
-"""A real KRaft cluster on loopback (kcheck.cluster) and the live reader (kcheck.live), checked against Kafka itself.
+"""A real KRaft cluster on loopback (cluster/local.py) and the live reader (cluster/live.py), checked against
+Kafka itself.
 
 The expected describe text is Kafka's: `kafka-topics --describe` (`org.apache.kafka.tools.TopicCommand`, run from the
 release's jars) against the same cluster at the same moment. The cluster tests use the session fixture
@@ -19,9 +20,9 @@ from pathlib import Path
 import pytest
 
 from cli_support import run
-from kcheck.cluster import LocalCluster, why_it_stopped
-from kcheck.formats import InputError, parse_brokers, parse_describe
-from kcheck.live import client_config, parse_properties, read_cluster
+from kcheck.cluster.live import client_config, parse_properties, read_cluster
+from kcheck.cluster.local import LocalCluster, why_it_stopped
+from kcheck.inputs.formats import InputError, parse_brokers, parse_describe
 from kcheck.model import NO_LEADER
 
 # ---------------------------------------------------------------------------------------------------------
@@ -357,7 +358,7 @@ def test_a_connection_closed_after_the_credentials_reads_as_a_refused_login():
 
     from kafka.errors import KafkaTimeoutError
 
-    from kcheck.live import _client_errors, _Recorder
+    from kcheck.cluster.live import _client_errors, _Recorder
 
     def lines(*texts: tuple[int, str]) -> _Recorder:
         r = _Recorder()
@@ -484,7 +485,7 @@ def test_cluster_up_status_down_from_the_command_line(tmp_path):
 @pytest.mark.cluster
 @pytest.mark.kafka
 def test_a_broker_that_cannot_bind_its_port_fails_the_start_in_one_line_and_leaves_nothing(tmp_path, monkeypatch):
-    import kcheck.cluster as cluster_module
+    import kcheck.cluster.local as cluster_module
 
     with socket.socket() as taken:
         taken.bind(("127.0.0.1", 0))

@@ -30,7 +30,7 @@ import pytest
 
 from cli_support import run
 from kcheck.cli import main
-from kcheck.formats import read_describe
+from kcheck.inputs.formats import read_describe
 from kcheck.invariants.partition_health import HEALTH_FILTERS, check_partition_health
 
 DATA = Path(__file__).parent / "data" / "describe"

@@ -12,7 +12,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from kcheck.formats import (
+from kcheck.inputs.formats import (
     InputError,
     format_reassignment_json,
     parse_brokers,

@@ -1,4 +1,4 @@
-"""Ctrl-C and SIGTERM end a long command promptly and cleanly (kcheck/interrupts.py), and a plug-in that ends the
+"""Ctrl-C and SIGTERM end a long command promptly and cleanly (runtime/interrupts.py), and a plug-in that ends the
 process or hangs cannot make a gate pass (kcheck/isolation.py).
 
 The interrupt cases run kcheck as a subprocess and send the signal once the work is under way (after a progress

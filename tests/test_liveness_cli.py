@@ -11,12 +11,12 @@ from dataclasses import fields
 import pytest
 
 from cli_support import one_error_line, run, write_module
-from kcheck.exit_codes import Exit
 from kcheck.invariants.replication_explore import Trace, replay
 from kcheck.invariants.replication_liveness import LIVENESS_SETTINGS, LivenessModel, fair
 from kcheck.model.replication.actions import KINDS, Action, Config
 from kcheck.model.replication.protocol import LIVENESS_VARIANTS
 from kcheck.reference import releases
+from kcheck.runtime.exit_codes import Exit
 
 ROW = "blocked-reassignment-completion"
 # KAFKA-19975's bound, spelled out as options (the row's settings and model settings): any --protocol runs at it.

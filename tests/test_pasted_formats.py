@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from cli_support import one_error_line, run
-from kcheck.formats import InputError, parse_pasted, read_text
+from kcheck.inputs.formats import InputError, parse_pasted, read_text
 
 DATA = Path(__file__).parent / "data" / "pasted"
 REAL = Path(__file__).parent / "data" / "reassign" / "4.4.0"  # Kafka 4.4.0's own outputs (tests/data/reassign/make.py)

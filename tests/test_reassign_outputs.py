@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from cli_support import one_error_line, run
-from kcheck.formats import BlockRefused, InputError, parse_describe, parse_pasted, read_text
+from kcheck.inputs.formats import BlockRefused, InputError, parse_describe, parse_pasted, read_text
 
 DATA = Path(__file__).parent / "data" / "reassign"
 RELEASES = sorted((p.name for p in DATA.iterdir() if p.is_dir() and p.name[0].isdigit()),

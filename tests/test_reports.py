@@ -203,7 +203,6 @@ def test_junit_replaces_atomically(capsys, tmp_path):
 
 def test_junit_text_is_always_well_formed(tmp_path):
     from kcheck import junit as writer
-
     nasty = 'a <b> & "c" \x00\x1b[31m ]]> \ud800'
     suite = writer.TestSuite(nasty, [writer.TestCase(nasty, nasty, failure=nasty, detail=nasty, output=nasty),
                                      writer.TestCase(nasty, nasty, skipped=nasty)])

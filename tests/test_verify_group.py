@@ -17,9 +17,9 @@ from typing import Any
 import pytest
 
 from cli_support import one_error_line, run
-from kcheck.group_describe import parse_group_describe
-from kcheck.kafka_outputs import identify
-from kcheck.verify_group import ALIVE, BALANCED, COMPLETE, OPTIMAL, Verdict, verdict
+from kcheck.gate.group import ALIVE, BALANCED, COMPLETE, OPTIMAL, Verdict, verdict
+from kcheck.inputs.group_describe import parse_group_describe
+from kcheck.inputs.tool_outputs import identify
 
 DATA = Path(__file__).parent / "data"
 GROUPS = DATA / "consumer_groups"

@@ -15,8 +15,8 @@ from pathlib import Path
 import pytest
 
 from cli_support import one_error_line, run
-from kcheck.exit_codes import Exit
-from kcheck.log_formats import log_view, parse_dump, partitions
+from kcheck.inputs.log_tools import log_view, parse_dump, partitions
+from kcheck.runtime.exit_codes import Exit
 
 DATA = Path(__file__).parent / "data" / "dump"
 REAL = [str(DATA / n) for n in ("plain.txt", "compacted.txt", "offsets.txt", "log-dirs.txt")]

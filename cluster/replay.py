@@ -14,7 +14,7 @@ Each model step maps onto the cluster as follows (`ACTIONS`):
 - produce: one record `x<id>` (the model's record id) sent once (no retries) with the step's acks through
   kafka-python's producer, which writes to the leader the cluster has (a model step producing to a zombie leader
   cannot be forced);
-- crash: kill -9; a lossy crash: `kcheck.lossy.lossy_kill` (kill -9, logs cut back to the recovery point);
+- crash: kill -9; a lossy crash: `kcheck.cluster.lossy.lossy_kill` (kill -9, logs cut back to the recovery point);
 - restart: start the broker and wait until it is unfenced;
 - fence of a live broker: pause it (SIGSTOP: it stops heartbeating; the controller fences it after
   broker.session.timeout.ms); fence of a dead broker: the controller noticing the crash (nothing to do but wait);
@@ -35,7 +35,7 @@ Each model step maps onto the cluster as follows (`ACTIONS`):
   consume (the final read compares what a consumer gets).
 
 After each mapped step the cluster is polled (up to `settle_s`) until its leader and ISR are the model's
-(`kcheck.cluster_admin.partition_states`): match, or differs with both shown; after a step that cannot be
+(`kcheck.cluster.admin.partition_states`): match, or differs with both shown; after a step that cannot be
 mapped but moved the model's leader or ISR, the cluster is given the same time to get there on its own. At the
 end the cluster heals (paused brokers resumed, dead ones started) and a consumer reads the partition: the
 acknowledged records the model says are lost (not on its leader's log; with no leader, on no replica's log) are
@@ -55,9 +55,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from kcheck import interrupts
-from kcheck.cluster import DEFAULT_VERSION, LocalCluster, release_option
-from kcheck.cluster_admin import (
+from kcheck.cluster.admin import (
     PartitionState,
     elect_leaders,
     live_bootstrap,
@@ -65,13 +63,15 @@ from kcheck.cluster_admin import (
     reassign,
     wait_until,
 )
-from kcheck.cluster_folder import check_new, has_cluster
-from kcheck.exit_codes import Exit
-from kcheck.formats import InputError
-from kcheck.live import kafka_log_level
-from kcheck.lossy import lossy_kill
+from kcheck.cluster.folder import check_new, has_cluster
+from kcheck.cluster.live import kafka_log_level
+from kcheck.cluster.local import DEFAULT_VERSION, LocalCluster, release_option
+from kcheck.cluster.lossy import lossy_kill
+from kcheck.inputs.formats import InputError
 from kcheck.model.replication.actions import Action
 from kcheck.model.replication.state import NO_LEADER, State
+from kcheck.runtime import interrupts
+from kcheck.runtime.exit_codes import Exit
 
 NOT_MAPPABLE = {
     "fetch": "the cluster replicates on its own", "handle_fetch": "the cluster replicates on its own",
@@ -601,7 +601,6 @@ def report(out: Outcome, info: dict[str, Any], trace_file: str, label: str, json
     from rich.table import Table
 
     from kcheck import report as rep
-
     con = rep.console()
     table = Table(title=f"{escape(trace_file)} under protocol {escape(label)} on Kafka {info['kafka_version']} "
                         f"(topic {info['topic']})")

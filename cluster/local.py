@@ -54,8 +54,7 @@ from typing import Annotated, Any
 
 import typer
 
-from kcheck import interrupts
-from kcheck.cluster_folder import (
+from kcheck.cluster.folder import (
     CONTROLLER_ID,
     ID_OPTION,
     MAX_BROKERS,
@@ -72,8 +71,9 @@ from kcheck.cluster_folder import (
     remove_ours,
     started_for,
 )
-from kcheck.exit_codes import Exit
-from kcheck.formats import InputError, control_problem
+from kcheck.inputs.formats import InputError, control_problem
+from kcheck.runtime import interrupts
+from kcheck.runtime.exit_codes import Exit
 
 DEFAULT_VERSION = "4.4.0"
 HOST = "127.0.0.1"
@@ -250,7 +250,7 @@ class Watchdog:
 
     def __init__(self, owners: Sequence[str], directory: Path, ident: str) -> None:
         self.proc = subprocess.Popen(
-            [sys.executable, "-c", "from kcheck.cluster import Watchdog; Watchdog.watch()", *owners],
+            [sys.executable, "-c", "from kcheck.cluster.local import Watchdog; Watchdog.watch()", *owners],
             stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
         self._send({"dir": str(directory), "id": ident})
 
@@ -351,7 +351,7 @@ class LocalCluster:
     """A KRaft cluster of Kafka `version` on 127.0.0.1: `start()`, `stop()`, and per-broker faults.
 
     `directory=None` makes a temporary folder, removed by `stop()`; a given directory must be absent or empty
-    (kcheck then writes its marker and `kcheck-cluster.json` there, see kcheck.cluster_folder) and what kcheck
+    (kcheck then writes its marker and `kcheck-cluster.json` there, see kcheck.cluster.folder) and what kcheck
     created in it is removed by `stop()` (anything else is left: `left`). `config` adds or overrides properties of
     every broker (e.g. `{"unclean.leader.election.enable": "true"}`). The cluster dies with this process (its
     `Watchdog`) unless `outlive` (`kcheck cluster up`); with KCHECK_CLUSTER_OWNER_PID set, it dies with that process
@@ -387,7 +387,7 @@ class LocalCluster:
     def attach(cls, directory: str | os.PathLike[str] | None) -> LocalCluster:
         """The cluster set up in `directory` (by `kcheck cluster up`, maybe another process; None: the default
         folder), only if the folder is the one its marker names (not a copy, a move or a symbolic link of it) and its
-        state file is kcheck's (kcheck.cluster_folder); FolderError (one line, --dir) otherwise."""
+        state file is kcheck's (kcheck.cluster.folder); FolderError (one line, --dir) otherwise."""
         opened = open_existing(directory)
         raw = opened.state
         state = _State(raw["version"], raw["cluster_id"], str(opened.path), Node(**raw["controller"]),
@@ -563,7 +563,7 @@ class LocalCluster:
         return server_directory(self.version) / f"classes-{key}.jsa"
 
     def _jvm_options(self, node: Node | None = None) -> list[str]:
-        """JVM_OPTIONS and the cluster's id (whose node a process is: kcheck.cluster_folder.started_for), plus the
+        """JVM_OPTIONS and the cluster's id (whose node a process is: kcheck.cluster.folder.started_for), plus the
         class-data archive when there is one (a JVM then starts in about half the time); without one, broker 1
         records it when it exits cleanly (`stop()` moves it into the cache)."""
         options = [*JVM_OPTIONS, f"{ID_OPTION}{self._id}"]
@@ -656,7 +656,7 @@ class LocalCluster:
     def start(self, timeout_s: float = 60.0) -> LocalCluster:
         """Format every node's storage, start the controller and the brokers, and wait until every broker is
         registered and unfenced. On any failure nothing is left running and what it created is removed; on
-        KeyboardInterrupt (Ctrl-C, or SIGTERM under kcheck.interrupts) the nodes are killed at once."""
+        KeyboardInterrupt (Ctrl-C, or SIGTERM under kcheck.runtime.interrupts) the nodes are killed at once."""
         where = check_new(self._given_directory) if self._given_directory is not None else None
         java = self._java()
         self._classpath()  # before the clock: a first resolve downloads the jars
@@ -890,7 +890,7 @@ def _quiet_kafka_logs() -> contextlib.AbstractContextManager[None]:
     """kafka-python logs every refused connection at ERROR/WARNING; while polling for readiness those are expected."""
     import logging
 
-    from kcheck.live import kafka_log_level
+    from kcheck.cluster.live import kafka_log_level
 
     return kafka_log_level(logging.CRITICAL)
 

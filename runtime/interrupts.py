@@ -26,7 +26,10 @@ import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from kcheck.exit_codes import Exit
+from kcheck.runtime.exit_codes import Exit
+
+# Set on an interrupt while a Spark job runs: spark_check.job then forwards nothing more of the dying JVM's output.
+SPARK_QUIET = threading.Event()
 
 INTERRUPTED = int(Exit.INTERRUPTED)  # the shell's 128 + SIGINT, for SIGTERM too: one code a CI script can test
 GRACE = 1.5  # seconds the command has to unwind by itself after the cancel hooks ran
@@ -122,9 +125,7 @@ def _stop_spark() -> None:
 
     from pyspark import SparkContext
 
-    from kcheck.spark_check import job
-
-    job.QUIET.set()
+    SPARK_QUIET.set()
     for name in ("py4j", "py4j.clientserver", "py4j.java_gateway", "pyspark"):
         logging.getLogger(name).disabled = True
     proc = getattr(getattr(SparkContext, "_gateway", None), "proc", None)

@@ -37,7 +37,7 @@ import struct
 from dataclasses import dataclass
 from pathlib import Path
 
-from kcheck.cluster import ClusterError, LocalCluster
+from kcheck.cluster.local import ClusterError, LocalCluster
 
 CHECKPOINT = "recovery-point-offset-checkpoint"
 LOG_OVERHEAD = 12  # baseOffset int64 + batchLength int32 (Records.LOG_OVERHEAD)

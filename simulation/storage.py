@@ -42,14 +42,14 @@ from typing import Annotated, Any, cast
 
 import typer
 
-from kcheck.exit_codes import Exit
-from kcheck.formats import InputError
+from kcheck.inputs.formats import InputError
 from kcheck.invariants.log_storage import check_compaction, check_log, check_retention
 from kcheck.invariants.registry import Violation
 from kcheck.model.log_view import LogRecord, LogSegmentView, LogView
 from kcheck.reference import log_cleaner as lc
 from kcheck.reference import log_retention as lr
 from kcheck.reference import log_segment as ls
+from kcheck.runtime.exit_codes import Exit
 
 LONG_MAX = 2**63 - 1
 INT_MAX = 2**31 - 1
@@ -135,8 +135,7 @@ _FLOAT_RE = re.compile(r"[+-]?([0-9]{1,30}(\.[0-9]{0,30})?|\.[0-9]{1,30})([eE][+
 
 
 def _shown(text: str) -> str:
-    from kcheck import formats
-
+    from kcheck.inputs import formats
     return formats.shown(text, 40)
 
 
@@ -812,8 +811,7 @@ MAX_PROPERTIES_BYTES = 1 << 20  # a properties file of topic configs or workload
 def _read_file(path: str, option: str) -> str:
     """A properties file: a regular file or a pipe (never /dev/zero, a FIFO with no writer is empty), at most
     MAX_PROPERTIES_BYTES; InputError naming the file otherwise."""
-    from kcheck import formats
-
+    from kcheck.inputs import formats
     return formats.read_text(path, MAX_PROPERTIES_BYTES)
 
 
@@ -853,8 +851,7 @@ def _pairs(texts: Sequence[str], option: str) -> list[tuple[str, str]]:
         try:
             pairs = split_assignments(text)
         except ConfigError as e:
-            from kcheck import formats
-
+            from kcheck.inputs import formats
             raise InputError(option, f"{formats.shown(e.key, 60) or '(empty key)'}: {e.message}") from None
         if not pairs:
             raise InputError(option, "empty: give KEY=VALUE")
@@ -873,8 +870,7 @@ def _checked(pairs: Sequence[tuple[str, str]], where: str, workload: bool) -> No
                 raise ValueError(f"unknown {'key' if workload else 'topic config key'} (known: {', '.join(known)})")
             keys[key][1](value)
         except ValueError as e:
-            from kcheck import formats
-
+            from kcheck.inputs import formats
             raise InputError(where, f"{formats.shown(key, 60) or '(empty key)'}: {e}") from None
 
 
@@ -952,7 +948,6 @@ def log_command(
     from rich.table import Table
 
     from kcheck import report
-
     out = report.console()
     if steps:
         table = Table(title="Steps", title_justify="left")
@@ -1035,8 +1030,7 @@ def sweep_log_command(
         t_axis = sw.threshold_axis(grid, threshold)
         worst = _costliest(grid)
     except ConfigError as e:
-        from kcheck import formats
-
+        from kcheck.inputs import formats
         where = "--threshold" if threshold is not None and e.key == threshold else "--axis"
         raise InputError(where, f"{formats.shown(e.key, 60)}: {e.message}") from None
     check_size(Workload.from_pairs(wpairs), "--workload", len(grid))  # every cell runs the base workload at least
@@ -1081,7 +1075,6 @@ def sweep_log_command(
     from rich.table import Table
 
     from kcheck import report
-
     out = report.console()
     out.print(f"kcheck sweep-log: {len(grid):,} cells ({escape(sw.grid_text(grid))}) over "
               f"{escape(sw.base_text(grid.config))}; workload {escape(sw.base_text(grid.workload))}; {engine}",

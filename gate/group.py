@@ -25,13 +25,13 @@ from typing import Annotated, Any
 
 import typer
 
-from kcheck.exit_codes import Exit
-from kcheck.formats import InputError, read_text, shown
-from kcheck.group_describe import GroupPaste, GroupView, merge, parse_group_describe
+from kcheck.inputs.formats import InputError, read_text, shown
+from kcheck.inputs.group_describe import GroupPaste, GroupView, merge, parse_group_describe
 from kcheck.invariants.assignment import AssignmentSubject
 from kcheck.invariants.registry import Report, Violation, check_all
 from kcheck.model.group import PartitionInfo, Subscription
 from kcheck.model.vocabulary import TopicPartition
+from kcheck.runtime.exit_codes import Exit
 
 COMPLETE, BALANCED, OPTIMAL = "assignment.complete", "assignment.balanced", "assignment.optimally-balanced"
 _REBALANCING = {"PreparingRebalance", "CompletingRebalance", "Assigning", "Reconciling", "rebalancing"}
@@ -393,7 +393,7 @@ def verify_groups(paste: GroupPaste, assignor_option: str | None = None) -> list
 
 
 def _tps(tps: Sequence[TopicPartition] | None) -> str:
-    from kcheck.group_format import partition_runs
+    from kcheck.inputs.group_file import partition_runs
 
     return "?" if tps is None else (partition_runs(tps) or "-")
 
@@ -433,7 +433,6 @@ def print_verdict(v: Verdict, out: Any) -> None:
     from rich.table import Table
 
     from kcheck import report
-
     out.print(_headline(v), markup=False)
     if v.members:
         table = Table(title="Members", title_justify="left")
@@ -564,7 +563,6 @@ def verify_group_command(
     """Check consumer groups from kafka-consumer-groups --describe output: lag per partition, each member's
     partitions, and the assignment invariants for the group's assignor; says what the output cannot tell."""
     from kcheck import junit, report
-
     _check_assignor(assignor)
     junit_path = junit.output_path(junit_xml, "--junit-xml", files) if junit_xml is not None else None
     paste = read_pastes(files)
@@ -574,7 +572,7 @@ def verify_group_command(
     code = Exit.FAILED if any(v.failed for v in verdicts) else Exit.OK
     if junit_path:
         junit.write(junit_path, "kcheck verify-group", [junit.TestSuite(
-            f"kcheck verify-group {v.name}", junit.report_cases(v.report, f"kcheck.verify_group.{v.name}",
+            f"kcheck verify-group {v.name}", junit.report_cases(v.report, f"kcheck.gate.group.{v.name}",
                                                                 v.guarantees),
             properties={"group": v.name, "state": v.state or "", "assignor": v.strategy or ""}) for v in verdicts])
     if json_out:

@@ -27,7 +27,7 @@ pseudo-Boolean constraints: SAT calls under a cardinality bound, from the lower 
 "minimal (proved)"; a search stopped by its time budget as "best found, not proved minimal: lower bound L". Z3 is
 not run above `MAX_CELLS` Booleans (the flows still are).
 
-Every plan is checked before it is printed by `verify-reassignment`'s machinery (`kcheck.reassign.build_subject`,
+Every plan is checked before it is printed by `verify-reassignment`'s machinery (`kcheck.gate.reassign.build_subject`,
 `invariants.reassignment.check_reassignment`, and `check_placement` of the target): a plan that fails its own check
 is a bug (`PlanBug`), never printed.
 
@@ -56,15 +56,17 @@ import z3
 from rich.markup import escape
 from rich.table import Table
 
-from kcheck import formats, gate, report
-from kcheck.exit_codes import Exit
-from kcheck.formats import InputError
-from kcheck.gate import DecommissionOpt
+from kcheck import report
+from kcheck.gate import policy as gate
+from kcheck.gate.policy import DecommissionOpt
+from kcheck.inputs import formats
+from kcheck.inputs.formats import InputError
 from kcheck.invariants import BalanceSettings, PlacementSubject, Report, Severity, check_placement
 from kcheck.invariants.placement import balance_limits, topic_balance_limits
 from kcheck.invariants.reassignment import check_reassignment, target_assignment
 from kcheck.model import INT32_MAX, Broker, Cluster, PartitionReplicas, ReplicaAssignment
 from kcheck.reference.releases import DEFAULT_VERSION
+from kcheck.runtime.exit_codes import Exit
 
 # Booleans handed to Z3 (partitions x remaining brokers, twice: replicas and preferred leaders). The flows prove
 # 2,000 partitions x 12 brokers (decommission, added brokers, rack repair) in seconds on 2 cores; Z3's SAT calls
@@ -741,7 +743,7 @@ def solve(problem: PlanProblem, timeout_s: float = DEFAULT_TIMEOUT) -> Plan:
 def check_plan(problem: PlanProblem, target: ReplicaAssignment) -> Report:
     """verify-reassignment's check of a plan (the partitions `target` changes) against `problem.current`: each
     move's safety on the cluster as it is while the plan runs, and the target placement on the remaining brokers."""
-    from kcheck.reassign import build_subject
+    from kcheck.gate.reassign import build_subject
 
     before = {p.tp: p.replicas for p in problem.partitions}
     proposed = ReplicaAssignment(tuple(p for p in target if p.replicas != before[p.tp]))
@@ -758,7 +760,7 @@ def judged(plan: Plan) -> gate.Judged:
     """The plan's own check judged as verify-reassignment judges a plan: against the cluster now (its placement,
     leaving brokers out of the balance, and the per-move checks with nothing moved), so each finding the plan leaves
     says whether the plan introduced, changed or only kept it, and what it fixed is listed."""
-    from kcheck.reassign import BEFORE_THE_MOVE, build_subject, unmoved_findings
+    from kcheck.gate.reassign import BEFORE_THE_MOVE, build_subject, unmoved_findings
 
     pr = plan.problem
     after = plan.check or check_plan(pr, plan.target)
@@ -800,9 +802,9 @@ def read_problem(current_path: str, brokers_file: str | None, decommission: str 
                  threshold: float, max_replicas_per_broker: int, min_isr: int | None,
                  balance: bool) -> tuple[PlanProblem, str, str]:
     """The problem from the command's inputs: (problem, CURRENT's name, the block of it used)."""
-    from kcheck import gate
     from kcheck.cli import balance_options
-    from kcheck.reassign import _read, topic_min_isr
+    from kcheck.gate import policy as gate
+    from kcheck.gate.reassign import _read, topic_min_isr
 
     balance_options(threshold, max_replicas_per_broker)
     if min_isr is not None and not 1 <= min_isr <= INT32_MAX:
@@ -903,15 +905,13 @@ def run_plan(current: str, brokers_file: str | None, decommission: str | None, a
              threshold: float, max_replicas_per_broker: int, min_isr: int | None, balance: bool, timeout: float,
              out: str | None, json_out: bool) -> int:
     from kcheck import junit
-
     if not (math.isfinite(timeout) and 0 < timeout <= 86_400):
         raise InputError("--timeout", f"{timeout} is outside (0, 86400] seconds")
     out_path = junit.output_path(out, "--out", [current, brokers_file]) if out is not None else None
     problem, source, block = read_problem(current, brokers_file, decommission, add_brokers, threshold,
                                           max_replicas_per_broker, min_isr, balance)
     err = report.console(stderr=True)
-    from kcheck import interrupts
-
+    from kcheck.runtime import interrupts
     interrupts.z3_interruptible()
     try:
         plan = solve(problem, timeout)

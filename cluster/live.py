@@ -39,7 +39,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from kcheck.formats import InputError, read_text
+from kcheck.inputs.formats import InputError, read_text
 
 SOURCE = "--bootstrap-server"
 MIN_INSYNC = "min.insync.replicas"

@@ -54,11 +54,11 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
-from kcheck import formats
-from kcheck.exit_codes import Exit
-from kcheck.formats import InputError
+from kcheck.inputs import formats
+from kcheck.inputs.formats import InputError
 from kcheck.invariants import REGISTRY, Report, Severity, Violation
 from kcheck.invariants.registry import canonical
+from kcheck.runtime.exit_codes import Exit
 
 FAIL_ON = ("hard", "soft", "new")
 

@@ -39,7 +39,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from kcheck.formats import InputError, control_problem, shown
+from kcheck.inputs.formats import InputError, control_problem, shown
 
 STATE_FILE = "kcheck-cluster.json"
 MARKER_FILE = "kcheck-cluster.marker"

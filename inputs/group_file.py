@@ -40,7 +40,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from kcheck.formats import InputError, control_problem
+from kcheck.inputs.formats import InputError, control_problem
 from kcheck.model.group import PartitionInfo, Subscription
 from kcheck.model.vocabulary import INT32_MAX, Broker, TopicPartition
 

@@ -33,8 +33,8 @@ import re
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 
-from kcheck.formats import InputError, control_problem, shown, topic_problem
-from kcheck.kafka_outputs import identify
+from kcheck.inputs.formats import InputError, control_problem, shown, topic_problem
+from kcheck.inputs.tool_outputs import identify
 from kcheck.model.vocabulary import TopicPartition
 
 OFFSETS, MEMBERS, STATE = "offsets", "members", "state"

@@ -21,8 +21,8 @@ from typing import Any
 from rich.markup import escape
 from rich.table import Table
 
-from kcheck import formats
-from kcheck.formats import Describe
+from kcheck.inputs import formats
+from kcheck.inputs.formats import Describe
 from kcheck.invariants import REGISTRY, Report, check_all, check_placement
 from kcheck.invariants.partition_health import (
     HEALTH_FILTERS,
@@ -70,7 +70,7 @@ class DescribeView:
 def view(text: str, source: str, block_used: str, controller: str | None, live: Any) -> DescribeView:
     """The describe behind `block_used` (what `formats.parse_pasted` read) and the controller to judge it by."""
     live_brokers = None
-    if live is not None:  # kcheck.live: a fenced broker's line is '<id>[:rack]  # fenced'; a 3.9 cluster omits it
+    if live is not None:  # cluster/live.py: a fenced broker's line is '<id>[:rack]  # fenced'; a 3.9 cluster omits it
         live_brokers = frozenset(int(line.split(":")[0].split()[0]) for line in live.brokers_text.splitlines()
                                  if line.strip() and "# fenced" not in line)
     d = formats.read_describe(text, source) if block_used == DESCRIBE_BLOCK else None

@@ -10,7 +10,7 @@ in `--faults`). Fault kinds (the words
 of kcheck's schedules, tables and JSON):
 
     kill         kill -9 of a broker (its end: `start`)
-    lossy-kill   kill -9, then the broker's unflushed data cut away (kcheck.lossy; opt-in: Kafka's defaults never
+    lossy-kill   kill -9, then the broker's unflushed data cut away (cluster/lossy.py; opt-in: Kafka's defaults never
                  fsync per write and do not promise to survive losing the page cache); its end: `start`
     pause        SIGSTOP: the broker stops heartbeating and answering, the model's zombie (its end: `resume`)
     restart      a clean restart: controlled shutdown (SIGTERM), start, wait until unfenced
@@ -32,7 +32,7 @@ time: a fault, 3-8 s later its end where it has one, 1-4 s of quiet, and so on u
 
 After the last fault the campaign stops producing, heals the cluster (resumes, starts every broker, waits until
 every replica is in the ISR and no reassignment is in flight, or `--heal-timeout`), lets the consumer catch up,
-and reads every partition from its log start to its end: the final read. `kcheck.chaos_history` checks the
+and reads every partition from its log start to its end: the final read. `kcheck.cluster.history` checks the
 history. Exit: 0 clean, 1 a violation, 2 bad input, 4 the cluster never healed (the final read is incomplete).
 """
 
@@ -57,8 +57,7 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
-from kcheck import interrupts
-from kcheck.chaos_history import (
+from kcheck.cluster.history import (
     CHECKS,
     Ack,
     Commit,
@@ -72,9 +71,10 @@ from kcheck.chaos_history import (
     check,
     history_document,
 )
-from kcheck.cluster import DEFAULT_VERSION, HOST, ClusterError, LocalCluster
-from kcheck.exit_codes import Exit
-from kcheck.formats import InputError, read_text, topic_problem
+from kcheck.cluster.local import DEFAULT_VERSION, HOST, ClusterError, LocalCluster
+from kcheck.inputs.formats import InputError, read_text, topic_problem
+from kcheck.runtime import interrupts
+from kcheck.runtime.exit_codes import Exit
 
 FAULT_KINDS = ("kill", "lossy-kill", "pause", "restart", "shutdown", "start", "elect-preferred", "elect-unclean",
                "reassign")
@@ -306,7 +306,7 @@ class Campaign:
     def states(self, attempts: int = 3, timeout_s: float = 3.0) -> dict[int, Any]:
         """The topic's partition states now. The admin client may send its request to a paused broker it knows
         from the metadata, which never answers: short attempts, each with a fresh client."""
-        from kcheck.cluster_admin import partition_states
+        from kcheck.cluster.admin import partition_states
 
         for i in range(attempts):
             try:
@@ -335,7 +335,7 @@ class Campaign:
         from kafka.admin import KafkaAdminClient, NewTopic
         from kafka.errors import KafkaError
 
-        from kcheck.cluster_admin import wait_until
+        from kcheck.cluster.admin import wait_until
 
         configs = {"min.insync.replicas": str(self.s.min_insync_replicas),
                    "unclean.leader.election.enable": "true" if self.s.unclean else "false"}
@@ -533,7 +533,7 @@ class Campaign:
             if kind == "kill":
                 self.cluster.kill(target)
             elif kind == "lossy-kill":
-                from kcheck.lossy import lossy_kill
+                from kcheck.cluster.lossy import lossy_kill
 
                 cut = lossy_kill(self.cluster, target)
                 self._fault(kind, "start", (target,), f"{cut.records_cut} record(s) cut from {len(cut.files)} "
@@ -573,7 +573,7 @@ class Campaign:
             self._fault(kind, "end", (b,))
 
     def _topic_fault(self, kind: str) -> None:
-        from kcheck.cluster_admin import elect_leaders, reassign
+        from kcheck.cluster.admin import elect_leaders, reassign
 
         partitions = list(range(self.s.partitions))
         if kind == "elect-unclean" and not self.s.unclean:
@@ -605,7 +605,7 @@ class Campaign:
 
     def heal(self) -> bool:
         """Resume and start every broker, then wait until every replica is in the ISR and nothing is moving."""
-        from kcheck.cluster_admin import wait_until
+        from kcheck.cluster.admin import wait_until
 
         for b in sorted(self.paused):
             with contextlib.suppress(ClusterError, OSError):
@@ -636,7 +636,7 @@ class Campaign:
     # -- the whole campaign --------------------------------------------------------------------------------
 
     def run(self) -> Outcome:
-        """The campaign, healed and checked. On an interrupt (Ctrl-C, SIGTERM: kcheck.interrupts) it stops at once,
+        """The campaign, healed and checked. On an interrupt (Ctrl-C, SIGTERM: runtime/interrupts.py) it stops at once,
         neither healing nor reading: the caller runs `abort()`."""
         with quiet_clients():
             began = time.monotonic()
@@ -845,7 +845,7 @@ def _prepare(kafka_version: str | None, brokers: int | None, partitions: int, re
              schedule: str | None, rate: float, topic: str | None, heal_timeout: float, json_out: str | None,
              directory: str | None) -> _Plan:
     """Every option, file and the cluster folder, checked before any process or connection (one line, exit 2)."""
-    from kcheck.cluster import MAX_BROKERS, release_option
+    from kcheck.cluster.local import MAX_BROKERS, release_option
 
     version = release_option(kafka_version) if kafka_version is not None else None
     if directory is not None and brokers is not None:

@@ -22,9 +22,11 @@ from typing import Any
 from rich.markup import escape
 from rich.table import Table
 
-from kcheck import formats, gate, report
-from kcheck.formats import InputError
-from kcheck.gate import GateSettings
+from kcheck import report
+from kcheck.gate import policy as gate
+from kcheck.gate.policy import GateSettings
+from kcheck.inputs import formats
+from kcheck.inputs.formats import InputError
 from kcheck.invariants import BalanceSettings, PlacementSubject, Report, Severity, check_placement
 from kcheck.invariants.partition_health import check_partition_health
 from kcheck.invariants.placement import LEAVING
@@ -287,10 +289,9 @@ def run_verify_reassignment(current_path: str | None, proposed_path: str, broker
     """`release`: the Kafka release's profile (`reference.releases`), named in the reports; a KRaft move runs its
     controller rules (`invariants.reassignment.PartitionMove`), the newest release's without one.
 
-    `gate_settings` (kcheck/gate.py): the findings of the target and the moves are judged against those of the
+    `gate_settings` (gate/policy.py): the findings of the target and the moves are judged against those of the
     current placement (introduced, fixed, unchanged), known ones suppressed, and `--fail-on` sets the exit."""
     from kcheck import junit
-
     gs = gate_settings or gate.gate_settings(None, None, None, "hard")
     junit_path = (junit.output_path(junit_xml, "--junit-xml", [current_path, proposed_path, brokers_file,
                                                                gs.baseline, gs.allowlist])
@@ -318,7 +319,7 @@ def run_verify_reassignment(current_path: str | None, proposed_path: str, broker
         raise InputError(proposed_source, "PROPOSED must be a reassignment JSON "
                                           '({"version":1,"partitions":[...]}) or kafka-reassign-partitions output')
     given_cluster = formats.parse_brokers(formats.read_text(brokers_file), brokers_file) if brokers_file else None
-    if live is not None:  # kcheck.live.LiveState: the live cluster as kafka-topics --describe would print it
+    if live is not None:  # kcheck.cluster.live.LiveState: the live cluster as kafka-topics --describe would print it
         live = live() if callable(live) else live
         current_text, current_source = live.describe_text, live.source
         current, current_block = _pasted(current_text, current_source, "current")

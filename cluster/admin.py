@@ -1,7 +1,7 @@
 """Admin operations on a live cluster for fault campaigns and trace replay: read a topic's partition states,
 elect leaders (preferred or unclean), reassign, list reassignments in flight.
 
-Every call goes through kafka-python's admin client (the client `kcheck.live` reads clusters with):
+Every call goes through kafka-python's admin client (the client `kcheck.cluster.live` reads clusters with):
 
 - `partition_states` is DescribeTopicPartitions (KIP-966: leader, leader epoch, replicas, ISR, ELR; Kafka's
   `DescribeTopicPartitionsRequestHandler`), with the adding/removing replicas of ListPartitionReassignments
@@ -20,7 +20,7 @@ A broker that was just killed stays in the metadata until the controller fences 
 and a paused one accepts connections but never answers; the admin client bootstraps from a random server and
 may ask either. So requests go only to the brokers named in `bootstrap` (`live_bootstrap(cluster)` names the
 running, unpaused ones), each try is short (4 s), and a refused connection or a timeout is tried again with a
-fresh client until `timeout_s`. Every other client error is one line (`kcheck.formats.InputError` on
+fresh client until `timeout_s`. Every other client error is one line (`kcheck.inputs.formats.InputError` on
 `--bootstrap-server`).
 """
 
@@ -33,11 +33,11 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from kcheck.formats import InputError
-from kcheck.live import SOURCE, _bootstrap_servers, _client_errors, _quiet, _Recorder
+from kcheck.cluster.live import SOURCE, _bootstrap_servers, _client_errors, _quiet, _Recorder
+from kcheck.inputs.formats import InputError
 
 if TYPE_CHECKING:
-    from kcheck.cluster import LocalCluster
+    from kcheck.cluster.local import LocalCluster
 
 PREFERRED = 0  # ElectionType in Kafka's ElectLeadersRequest
 UNCLEAN = 1
@@ -238,8 +238,7 @@ def reassignments_in_flight(bootstrap: str, topic: str, timeout_s: float = 15.0)
 
 def wait_until(check: Any, timeout_s: float, interval_s: float = 0.25) -> Any:
     """Call `check()` until it returns something truthy (returned) or `timeout_s` passes (the last value)."""
-    from kcheck import interrupts
-
+    from kcheck.runtime import interrupts
     deadline = time.monotonic() + timeout_s
     while True:
         interrupts.check()  # a Ctrl-C the Kafka client swallowed (it reports a time-out) ends the wait

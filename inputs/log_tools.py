@@ -48,9 +48,9 @@ from typing import Annotated, Any
 
 import typer
 
-from kcheck.exit_codes import Exit
-from kcheck.formats import InputError, is_shell_prompt, read_text, shown
+from kcheck.inputs.formats import InputError, is_shell_prompt, read_text, shown
 from kcheck.invariants.registry import Report, Severity, Violation, check_all, register
+from kcheck.runtime.exit_codes import Exit
 
 # ---------------------------------------------------------------------------------------------------------------
 # What a dump holds
@@ -1207,7 +1207,6 @@ def _json(result: VerifyLogResult, inputs: list[str], code: Exit) -> dict[str, A
 
 def _junit(result: VerifyLogResult, path: str) -> None:
     from kcheck import junit
-
     suites = []
     for view, rep, dirs_rep in result.reports:
         cases = junit.report_cases(rep, f"kcheck.verify_log.{view.partition}")
@@ -1237,7 +1236,6 @@ def _print(result: VerifyLogResult, hard: list[Violation]) -> None:
     from rich.table import Table
 
     from kcheck import report
-
     out = report.console()
     if result.bare != (None, ""):
         name, how = result.bare
@@ -1289,7 +1287,6 @@ def verify_log_command(
     """Check a real log directory's segments and indexes, from kafka-dump-log output, against every log invariant
     (and the sizes kafka-log-dirs reports): each violation with its segment, offset and key."""
     from kcheck import junit
-
     junit_path = junit.output_path(junit_xml, "--junit-xml", dumps) if junit_xml is not None else None
     if sum(d == "-" for d in dumps) > 1:
         raise InputError("DUMP", "'-' (stdin) given more than once")
