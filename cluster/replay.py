@@ -46,13 +46,11 @@ the cluster's ISR before the poll: that counts as a match (the model's next step
 
 from __future__ import annotations
 
-import json
 import logging
-import sys
 import time
 import uuid
 from collections.abc import Iterable, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from typing import Any
 
 from kcheck.cluster.admin import (
@@ -71,7 +69,6 @@ from kcheck.inputs.formats import InputError
 from kcheck.model.replication.actions import Action
 from kcheck.model.replication.state import NO_LEADER, State
 from kcheck.runtime import interrupts
-from kcheck.runtime.exit_codes import Exit
 
 NOT_MAPPABLE = {
     "fetch": "the cluster replicates on its own", "handle_fetch": "the cluster replicates on its own",
@@ -584,50 +581,12 @@ def verdict(out: Outcome) -> str:
             f"{', '.join(out.cluster_lost) or 'nothing'} of what it acknowledged")
 
 
-def report(out: Outcome, info: dict[str, Any], trace_file: str, label: str, json_out: bool) -> int:
-    code = Exit.OK if out.outcome_matches and not out.differs else Exit.FAILED
-    if json_out:
-        print(json.dumps({"trace": trace_file, "protocol": label, "cluster": info,
-                          "steps": [asdict(r) for r in out.rows],
-                          "final": {"model_leader": out.model_leader, "cluster_leader": out.cluster_leader,
-                                    "model_acknowledged": out.model_acked, "model_lost": out.model_lost,
-                                    "cluster_acknowledged": out.cluster_acked, "cluster_read": out.cluster_read,
-                                    "cluster_lost": out.cluster_lost},
-                          "model_violations": out.model_violations, "differs_at": out.differs, "notes": out.notes,
-                          "reproduced": out.reproduced, "outcome_matches": out.outcome_matches,
-                          "verdict": verdict(out)}, indent=2))
-        return code
-    from rich.markup import escape
-    from rich.table import Table
-
-    from kcheck import report as rep
-    con = rep.console()
-    table = Table(title=f"{escape(trace_file)} under protocol {escape(label)} on Kafka {info['kafka_version']} "
-                        f"(topic {info['topic']})")
-    for col in ("step", "model step", "cluster action", "model says", "cluster shows", ""):
-        table.add_column(col)
-    for r in out.rows:
-        style = {"match": "green", "differs": "bold red"}.get(r.verdict, "dim")
-        table.add_row(str(r.number), escape(r.model_step), escape(r.cluster_action), escape(r.model_says),
-                      escape(r.cluster_shows), f"[{style}]{r.verdict}[/]")
-    con.print(table)
-    con.print(f"brokers: {info['broker_mapping']}; unclean.leader.election.enable="
-              f"{str(info['unclean_leader_election']).lower()}")
-    con.print(f"model (last step): leader {out.model_leader}, acknowledged {', '.join(out.model_acked) or 'none'}, "
-              f"lost {', '.join(out.model_lost) or 'none'}")
-    con.print(f"cluster (healed): leader {out.cluster_leader}, acknowledged {', '.join(out.cluster_acked) or 'none'}, "
-              f"read back {', '.join(out.cluster_read) or 'none'}, lost {', '.join(out.cluster_lost) or 'none'}")
-    for note in out.notes:
-        con.print(f"note: {escape(note)}")
-    if out.differs:
-        con.print(f"steps where the cluster differs from the model: {', '.join(map(str, out.differs))}")
-    con.print(("OK: " if code == Exit.OK else "DIFFERS: ") + escape(verdict(out)))
-    sys.stdout.flush()
-    return code
 
 
-def replay_on_cluster(trace_file: str, trace: Any, resolved: Any, model_steps: list[Any], cluster: LocalCluster,
-                      json_out: bool) -> int:
+def replay_on_cluster(trace: Any, resolved: Any, model_steps: list[Any], cluster: LocalCluster
+                      ) -> tuple[Outcome, dict[str, Any]]:
+    """The trace run on the cluster beside the model: what each did, and the cluster's settings (`report` prints
+    them)."""
     started = cluster._state is None
     with kafka_log_level(logging.CRITICAL):  # the client logs every refused connection of a fault
         try:
@@ -638,4 +597,4 @@ def replay_on_cluster(trace_file: str, trace: Any, resolved: Any, model_steps: l
             with interrupts.shielded():  # undone before kcheck's one line (cli.main), which says what was
                 interrupts.note(undo(cluster, started))
             raise
-    return report(outcome, info, trace_file, resolved.label, json_out)
+    return outcome, info

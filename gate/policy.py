@@ -48,9 +48,8 @@ import json
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Annotated, Any
+from typing import Any
 
-import typer
 from rich.markup import escape
 from rich.table import Table
 
@@ -62,22 +61,6 @@ from kcheck.runtime.exit_codes import Exit
 
 FAIL_ON = ("hard", "soft", "new")
 
-BaselineOpt = Annotated[str | None, typer.Option(
-    "--baseline", metavar="FILE",
-    help="A previous --json report of this command: the findings it lists are known and do not fail the gate "
-         "unless they got worse (shown as suppressed, with the file as the reason).")]
-AllowlistOpt = Annotated[str | None, typer.Option(
-    "--allowlist", metavar="FILE",
-    help="Known findings, one a line: 'invariant | where | reason' (where may use * and ?; the reason is "
-         "required). They do not fail the gate and are shown with their reason.")]
-DecommissionOpt = Annotated[str | None, typer.Option(
-    "--decommission", metavar="IDS",
-    help="Brokers leaving the cluster, e.g. 5,6: balance is judged over the other brokers, and a replica still "
-         "placed on a leaving broker is a hard finding.")]
-FailOnOpt = Annotated[str, typer.Option(
-    "--fail-on", metavar="LEVEL",
-    help="What fails the gate (exit 1): hard (any hard finding not suppressed), soft (any finding not "
-         "suppressed), new (only hard findings the change introduces or makes worse).")]
 
 _ID_RE = re.compile(r"[0-9]+")
 

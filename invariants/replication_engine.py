@@ -557,7 +557,7 @@ def _on_spark(protocol: Protocol, cfg: Config, label: str, only: set[str] | None
 
     The one import of spark_check from invariants (upward: tests/test_layering.py lists it as a known exception):
     the command line chooses where a search runs, so the Spark search belongs in the caller's hands (passed in by
-    kcheck/replication_cli.py) once that module can change."""
+    kcheck/commands/replication.py) once that module can change."""
     try:
         from kcheck.spark_check.exhaust import SparkExhaustError, spark_exhaust  # pyspark only when asked
     except ImportError as e:

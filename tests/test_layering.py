@@ -43,36 +43,11 @@ CLI = "kcheck"  # the command line: the diagram's name for the package kcheck/ i
 ALLOWED = {p: {p, *nx.descendants(DIAGRAM, p)} for p in DIAGRAM}
 PARTS = tuple(f"kcheck.{p}" for p in DIAGRAM if p != CLI)
 
-COMMAND_IN_PART = ("a command's rendering (Rich tables, JUnit XML) and option helpers still live in its part; they move "
-                   "to the command line (issue 34, the front door)")
-CLI_HELPERS = "circle through kcheck/cli.py: private option helpers taken from cli.py; they move to one shared module"
-
 # (importer, imported): the imports against the layering still in the code, and why they are not gone yet.
 KNOWN: dict[tuple[str, str], str] = {
     ("kcheck.invariants.replication_engine", "kcheck.spark_check.exhaust"):
         "upward: `run_exhaust(master=...)` runs the search on Spark itself (`_on_spark`); the command line "
-        "(kcheck/replication_cli.py) should pass the Spark search in, then this import goes",
-    ("kcheck.cluster.chaos", "kcheck.junit"): COMMAND_IN_PART,
-    ("kcheck.cluster.chaos", "kcheck.report"): COMMAND_IN_PART,
-    ("kcheck.cluster.replay", "kcheck.report"): COMMAND_IN_PART,
-    ("kcheck.gate.group", "kcheck.junit"): COMMAND_IN_PART,
-    ("kcheck.gate.group", "kcheck.report"): COMMAND_IN_PART,
-    ("kcheck.gate.plan", "kcheck.cli"): COMMAND_IN_PART,
-    ("kcheck.gate.plan", "kcheck.junit"): COMMAND_IN_PART,
-    ("kcheck.gate.plan", "kcheck.report"): COMMAND_IN_PART,
-    ("kcheck.gate.reassign", "kcheck.cli"): COMMAND_IN_PART,
-    ("kcheck.gate.reassign", "kcheck.junit"): COMMAND_IN_PART,
-    ("kcheck.gate.reassign", "kcheck.report"): COMMAND_IN_PART,
-    ("kcheck.inputs.log_tools", "kcheck.junit"): COMMAND_IN_PART,
-    ("kcheck.inputs.log_tools", "kcheck.report"): COMMAND_IN_PART,
-    ("kcheck.simulation.storage", "kcheck.report"): COMMAND_IN_PART,
-    ("kcheck.simulation.storage", "kcheck.sweep"): COMMAND_IN_PART,
-    ("kcheck.simulation.storage", "kcheck.spark_check.log_sweep"):
-        "circle storage -> log_sweep -> storage: `sweep_log_command` (the command, in the simulator's module) runs the "
-        "Spark grid; with the command in the command line the simulator imports only downward",
-    ("kcheck.sweep", "kcheck.cli"): CLI_HELPERS,
-    ("kcheck.rules_cli", "kcheck.cli"): CLI_HELPERS,
-    ("kcheck.isolation", "kcheck.cli"): CLI_HELPERS,
+        "(kcheck/commands/replication.py) should pass the Spark search in, then this import goes",
     ("kcheck.reference.assignors.registry", "kcheck.reference.jvm_plugins"):
         "circle registry -> jvm_plugins -> registry: `resolve_assignor` hands `jvm:` names to jvm_plugins, which "
         "builds the registry's AssignorInfo and ServerSideAdapter; with those two in a module below both (and "
@@ -191,6 +166,17 @@ def test_each_known_exception_is_still_there(edge):
     assert GRAPH.has_edge(a, b), f"{a} no longer imports {b}: delete its KNOWN entry"
     assert _against_the_diagram(a, b) or nx.has_path(GRAPH, b, a), f"{a} -> {b} is neither against the diagram " \
         "nor on a circle"
+
+
+def test_the_front_door():
+    """kcheck/commands/ holds one module per command or group: none imports another, and the modules they share
+    (options, errors, report, ...) import none of them. Only the app (kcheck.cli) assembles them."""
+    commands = {m for m in GRAPH if m.startswith("kcheck.commands.")}
+    assert commands
+    shared = {m for m in GRAPH if _part(m) == CLI and not m.startswith("kcheck.commands") and m not in
+              ("kcheck.cli", "kcheck.entry", "kcheck.__main__", "kcheck.sweep")}
+    assert sorted((a, b) for a in commands | shared for b in GRAPH.successors(a) if b in commands) == []
+    assert sorted((a, b) for a in commands | shared for b in GRAPH.successors(a) if b == "kcheck.cli") == []
 
 
 def test_the_assignment_guarantees_are_the_assignment_invariants():

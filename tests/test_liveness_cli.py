@@ -1,4 +1,4 @@
-"""`kcheck liveness` (kcheck/liveness_cli.py): the liveness properties on the exhaustive graph and in random runs
+"""`kcheck liveness` (kcheck/commands/liveness.py): the liveness properties on the exhaustive graph and in random runs
 healed to quiescence, from the command line. KAFKA-19975 (a reassignment blocked for ever by a target replica that
 is down, fixed in 4.3.0) is found as a lasso whose trace `kcheck replay` reads; 4.4.0's completion rule is clean at
 the row's bound; the rule of releases before 4.3.0 is not."""

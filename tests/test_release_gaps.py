@@ -267,8 +267,8 @@ def test_a_sweeps_uniform_assignor_is_the_releases(version):
 def test_sweep_assignors_records_its_release(capsys, tmp_path):
     """The release is in the store's manifest (and fingerprint: a sweep of another release is another sweep);
     before 4.0.0 the uniform assignor, whose heterogeneous builder the reference lacks, is left out or refused."""
+    from kcheck.commands.sweep import build_space
     from kcheck.spark_check.store import ResultStore, StoreError
-    from kcheck.sweep import build_space
 
     space = build_space("assignors", "small,max_topics=1", None, ["range", "uniform"], "4.0.0")
     assert space.kafka_version == "4.0.0"

@@ -23,13 +23,11 @@ and which it did not select; `--invariants MODULE` loads a user's invariants (`i
 
 from __future__ import annotations
 
-import contextlib
 import json
 import multiprocessing
 import os
 import sys
-from collections.abc import Iterable, Iterator
-from dataclasses import dataclass, fields, replace
+from dataclasses import asdict, dataclass, replace
 from typing import Annotated, Any
 
 import typer
@@ -37,9 +35,10 @@ from rich.markup import escape
 from rich.table import Table
 
 from kcheck import report
+from kcheck.cluster.replay import Outcome, verdict
+from kcheck.errors import run_engine
 from kcheck.inputs.formats import InputError, read_text
-from kcheck.invariants import REGISTRY
-from kcheck.invariants.registry import Severity, load_module, unknown_ids
+from kcheck.invariants.registry import unknown_ids
 from kcheck.invariants.replication_engine import (
     RSS_BYTES_PER_STATE,
     SPARK_ENGINE,
@@ -52,7 +51,6 @@ from kcheck.invariants.replication_explore import (
     ChangeProbe,
     InvariantTally,
     ReplayError,
-    ReplayStep,
     ResolvedProtocol,
     SearchProgress,
     Trace,
@@ -69,37 +67,52 @@ from kcheck.model import INT32_MAX
 from kcheck.model.replication.actions import Config
 from kcheck.model.replication.protocol import LIVENESS_VARIANTS, VARIANTS
 from kcheck.model.replication.reassignment import complete_when_adding_unless_shrinking
-from kcheck.model.replication.state import NO_LEADER, State
 from kcheck.model.search import ORDERS
-from kcheck.reference import plugins, releases
-from kcheck.reference.plugins import PluginError
+from kcheck.options import (
+    AcksOpt,
+    AtomicFetchOpt,
+    BrokersOpt,
+    CancelsOpt,
+    CoverageDirOpt,
+    CrashesOpt,
+    DuplicatesOpt,
+    ElectionsOpt,
+    ExploreAtomicFetchOpt,
+    FailoversOpt,
+    FencesOpt,
+    InitialIsrOpt,
+    InvariantOpt,
+    InvariantsOpt,
+    IsrShrinksOpt,
+    JsonOpt,
+    KafkaVersionOpt,
+    ListOffsetsOpt,
+    LossyCrashesOpt,
+    MaxLeaderEpochOpt,
+    MetadataOpt,
+    MinIsrOpt,
+    OutOpt,
+    ProgressOpt,
+    ProtocolOpt,
+    QuietOpt,
+    ReadsOpt,
+    ReassignmentsOpt,
+    RecordsOpt,
+    ReplicationFactorOpt,
+    ShutdownsOpt,
+    check_master,
+    check_out,
+    config_option,
+    config_options,
+    current_protocol,
+    hypothesis_home,
+    load_invariants,
+    not_current_protocol,
+    protocol_option,
+    write_trace,
+)
+from kcheck.report import config_line, trace_table
 from kcheck.runtime.exit_codes import Exit
-
-ProtocolOpt = Annotated[str, typer.Option("--protocol", help="current (the --kafka-version release's rules), a variant "
-                                                          "(kcheck variants), or module:object.")]
-KafkaVersionOpt = Annotated[str | None, typer.Option(
-    "--kafka-version", metavar="VERSION",
-    help=f"The Kafka release whose controller rules --protocol current follows (default: the newest, "
-         f"{releases.DEFAULT_VERSION}): ELR off before 4.1, KAFKA-19975's reassignment completion from 4.3.")]
-JsonOpt = Annotated[bool, typer.Option("--json", help="Print the result as JSON.")]
-ProgressOpt = Annotated[bool | None, typer.Option(
-    "--progress/--no-progress",
-    help="Progress lines on stderr every few seconds: states, depth, rate, memory, elapsed (default: when "
-         "stderr is a terminal).")]
-QuietOpt = Annotated[bool, typer.Option("--quiet", "-q", help="No progress lines (as --no-progress).")]
-OutOpt = Annotated[str | None, typer.Option("--out", help="Write the counterexample trace (JSON) to this new file.")]
-InvariantOpt = Annotated[list[str] | None, typer.Option(
-    "--invariant", help="Check only this invariant id (repeatable; default: all, or a variant's own row and the "
-                        "--invariants modules' ones).")]
-InvariantsOpt = Annotated[list[str] | None, typer.Option(
-    "--invariants", metavar="MODULE",
-    help="Load a module of your invariants (registered with kcheck.invariants.registry.register) and check "
-         "them too (repeatable). It is your code: whatever it does wrong is one line, exit 2.")]
-CoverageDirOpt = Annotated[str | None, typer.Option(
-    "--coverage-dir", metavar="DIR",
-    help="For a protocol that differs from today's: write each changed rule's shortest run to an answer that "
-         "differs from today's rule as DIR/RULE.json, a trace kcheck replay reads (DIR is created; existing "
-         "files are never overwritten).")]
 
 # explore's defaults: every built-in variant is found with them at seed 0 (tests/test_search_status.py).
 EXPLORE_EXAMPLES = 2000
@@ -111,172 +124,26 @@ EXPLORE_DEFAULTS: dict[str, Any] = {"atomic_fetch": True}
 EXPLORE_ENGINE = "kcheck.model.search.random_search"
 MAX_SECONDS = 1e9  # the most explore --max-seconds takes, as exhaust's option: about 31 years
 
-# What each Config field means, shown in the settings line next to its option.
-MEANINGS: dict[str, str] = {
-    "brokers": "brokers 1..n",
-    "replication_factor": "replicas at the start, on brokers 1..RF",
-    "min_isr": "min.insync.replicas",
-    "initial_isr": "the first replicas in the ISR at the start",
-    "acks": "producer acks tried",
-    "records": "records produced in all",
-    "max_leader_epoch": "highest leader epoch a controller write may reach",
-    "crashes": "crashes keeping the page cache",
-    "lossy_crashes": "crashes losing unflushed records",
-    "fences": "live brokers fenced",
-    "elections": "leader moves nobody asked for",
-    "isr_shrinks": "followers dropped from the ISR as too slow",
-    "failovers": "controller failovers",
-    "reads": "consumer reads",
-    "reassignments": "reassignment requests",
-    "cancels": "reassignment cancels",
-    "duplicates": "messages may be delivered twice",
-    "atomic_fetch": "one step per fetch, not three",
-    "metadata": "how brokers learn the controller's decisions",
-    "list_offsets": "ListOffsets requests clients send",
-    "shutdowns": "controlled shutdowns an operator starts",
-}
 
 
-def _int_option(help: str) -> Any:
-    return typer.Option(min=0, max=INT32_MAX, help=help)
 
 
-BrokersOpt = Annotated[int | None, typer.Option(help="Brokers 1..n (at most 6).")]
-ReplicationFactorOpt = Annotated[int | None, typer.Option(
-    "--replication-factor", min=0, max=INT32_MAX,
-    help="Replicas at the start, on brokers 1..RF (default: every broker).")]
-MinIsrOpt = Annotated[int | None, typer.Option(help="min.insync.replicas (1..brokers).")]
-InitialIsrOpt = Annotated[int | None, typer.Option(
-    "--initial-isr", min=0, max=INT32_MAX,
-    help="Replicas in the ISR at the start: the first N of the replica set (default 0: every replica).")]
-AcksOpt = Annotated[str | None, typer.Option(help="Producer acks to try: all, 1, 0 (comma-separated).")]
-RecordsOpt = Annotated[int | None, _int_option("Records the producers write in all.")]
-MaxLeaderEpochOpt = Annotated[int | None, _int_option(
-    "Highest leader epoch a controller write may reach (at least 1); bounds elections.")]
-CrashesOpt = Annotated[int | None, _int_option("Broker crashes that keep the page cache (a process crash).")]
-LossyCrashesOpt = Annotated[int | None, _int_option(
-    "Unclean shutdowns that lose the unflushed suffix (power loss); once min.insync.replicas of them happened, "
-    "the durability invariants no longer apply (reported).")]
-FencesOpt = Annotated[int | None, _int_option("Live brokers the controller fences (missed heartbeats).")]
-ElectionsOpt = Annotated[int | None, _int_option(
-    "Leader moves nobody asked for (a preferred election, a zombie controller's move).")]
-IsrShrinksOpt = Annotated[int | None, _int_option("Followers a leader drops from the ISR as too slow.")]
-FailoversOpt = Annotated[int | None, _int_option("Controller failovers.")]
-ReadsOpt = Annotated[int | None, _int_option("Consumer reads.")]
-ReassignmentsOpt = Annotated[int | None, _int_option(
-    "Reassignment requests (AlterPartitionReassignments to any target list) the operator may make.")]
-CancelsOpt = Annotated[int | None, _int_option("Requests cancelling the reassignment in flight.")]
-DuplicatesOpt = Annotated[bool | None, typer.Option(
-    "--duplicates/--no-duplicates", help="Let messages be delivered twice (default: yes).")]
-AtomicFetchOpt = Annotated[bool | None, typer.Option(
-    "--atomic-fetch/--split-fetch",
-    help="One step per fetch (request, answer, follower applying it) instead of three: reaches deeper, "
-         "explores fewer interleavings.")]
-
-ExploreAtomicFetchOpt = Annotated[bool | None, typer.Option(
-    "--atomic-fetch/--split-fetch",
-    help="One step per fetch (request, answer, follower applying it; explore's default: a run with atomic fetches "
-         "is a run of the split model too) or three (--split-fetch: every interleaving of a fetch's parts).")]
-
-ListOffsetsOpt = Annotated[int | None, _int_option(
-    "ListOffsets requests clients send (above 0 the clients' view is kept: what they were told).")]
-ShutdownsOpt = Annotated[int | None, _int_option(
-    "Controlled shutdowns an operator starts (the broker asks, the controller moves its leadership away).")]
-MetadataOpt = Annotated[str | None, typer.Option(
-    "--metadata", metavar="MODE",
-    help="How brokers learn the controller's decisions: kraft (the metadata log every broker applies at its own "
-         "pace, KIP-500; the default) or zookeeper (LeaderAndIsr and StopReplica requests the network may delay, "
-         "duplicate or drop).")]
 
 
-def _release(option: str, version: str, prefix: str = "") -> releases.ReleaseProfile:
-    try:
-        return releases.profile(version)
-    except releases.UnknownRelease as e:
-        raise InputError(option, prefix + str(e)) from None
 
 
-def _current(spec: str, kafka_version: str | None, option: str, prefix: str = "") -> ResolvedProtocol | None:
-    """`current` or `current@VERSION` as a release's rules (labelled `current@VERSION`, which a trace keeps);
-    `kafka_version` (--kafka-version) wins over a release in the name. None for any other protocol."""
-    base, at, named = spec.partition("@")
-    if base != "current" or (not at and spec != "current"):
-        return None
-    if kafka_version is not None:
-        prof = _release("--kafka-version", kafka_version)
-    else:
-        prof = _release(option, named, prefix) if at else releases.profile()
-    return ResolvedProtocol(prof.protocol(), f"current@{prof.version}", None)
 
 
-def _not_current(spec: str, kafka_version: str | None) -> None:
-    """--kafka-version with a variant or a user's protocol: refused (they carry every rule themselves)."""
-    if kafka_version is not None:
-        _release("--kafka-version", kafka_version)
-        raise InputError("--kafka-version", f"applies to --protocol current only, not '{spec}' (a variant or a "
-                                            "module:object protocol sets every rule itself)")
 
 
-def _protocol(spec: str, kafka_version: str | None = None) -> ResolvedProtocol:
-    current = _current(spec, kafka_version, "--protocol")
-    if current is not None:
-        return current
-    _not_current(spec, kafka_version)
-    try:
-        return resolve_protocol(spec)
-    except ValueError as e:
-        raise InputError("--protocol", str(e)) from None
 
 
-def _config(resolved: ResolvedProtocol, defaults: dict[str, Any], given: dict[str, Any]) -> Config:
-    """Config defaults, then the command's own defaults (or a trace's config), then a variant's row settings,
-    then the options given. A bad value or combination is one line naming the option."""
-    settings = dict(defaults)
-    if resolved.variant is not None:
-        settings.update(resolved.variant.settings)
-    settings.update({k: v for k, v in given.items() if v is not None})
-    if isinstance(settings.get("acks"), str):
-        settings["acks"] = tuple(a.strip() for a in settings["acks"].split(",") if a.strip())
-    try:
-        return Config.from_dict(settings)
-    except (TypeError, ValueError) as e:
-        name = str(e).split()[0].strip("'")
-        option = f"--{name.replace('_', '-')}" if name in MEANINGS else "--protocol"
-        raise InputError(option, str(e)) from None
 
 
-def config_options(**given: Any) -> dict[str, Any]:
-    """The Config fields given as options (None: not given), checked to be exactly Config's fields: every
-    field is an option of explore, exhaust and replay (tests/test_verdicts.py checks the --help too)."""
-    assert set(given) == set(MEANINGS) == {f.name for f in fields(Config)}, sorted(set(given) ^ set(MEANINGS))
-    return given
 
 
-def load_invariants(modules: list[str] | None, applies_to: str | None = "replication") -> list[str]:
-    """Load each --invariants module (the plug-in path: a name that does not import is one line, and so is
-    whatever the module does wrong); the ids it registered. For the replication commands a module must register
-    a hard replication invariant: a soft one would never fail a run."""
-    ids: list[str] = []
-    for module in modules or ():
-        try:
-            got = load_module(module)
-        except ValueError as e:
-            raise InputError("--invariants", str(e)) from None
-        if applies_to is not None:
-            kinds = sorted({REGISTRY[i].applies_to for i in got})
-            got = [i for i in got if REGISTRY[i].applies_to == applies_to]
-            if not got:
-                raise InputError("--invariants", f"module '{module}' registers no {applies_to} invariant "
-                                 + (f"(only {', '.join(kinds)} ones)" if kinds else
-                                    f"(register each with kcheck.invariants.registry.register(..., '{applies_to}'))"))
-            soft = [i for i in got if REGISTRY[i].severity is not Severity.HARD]
-            if soft:
-                raise InputError("--invariants", f"invariant '{soft[0]}' of module '{module}' is soft; explore, "
-                                 "exhaust and replay fail on hard invariants only (register it with Severity.HARD)")
-        elif not got:
-            raise InputError("--invariants", f"module '{module}' registers no invariant")
-        ids += [i for i in got if i not in ids]
-    return ids
+
+
 
 
 def _only(resolved: ResolvedProtocol, invariants: list[str] | None, users: list[str] | None = None
@@ -316,11 +183,6 @@ def _only(resolved: ResolvedProtocol, invariants: list[str] | None, users: list[
     return only, {i: why for i in replication_ids() if i not in only}
 
 
-def _check_out(path: str | None, inputs: Iterable[str | None] = ()) -> None:
-    """Refuse, before any work is done, an --out that cannot be written as a new file (junit.output_path)."""
-    if path is not None:
-        from kcheck import junit
-        junit.output_path(path, "--out", inputs, new=True)
 
 
 @dataclass
@@ -363,60 +225,20 @@ def _prepare(out: str | None, protocol: str, invariant: list[str] | None, module
              coverage_dir: str | None = None) -> Prepared:
     """What explore and exhaust check first: the --out file, the protocol, the users' invariants, the settings,
     the invariants checked, the change-coverage directory."""
-    _check_out(out)
-    resolved = _protocol(protocol, kafka_version)
+    check_out(out)
+    resolved = protocol_option(protocol, kafka_version)
     users = load_invariants(modules)
-    cfg = _config(resolved, defaults, given)
+    cfg = config_option(resolved, defaults, given)
     only, not_selected = _only(resolved, invariant, users)
     probe, unchanged = _probe(resolved)
     _check_coverage_dir(coverage_dir, probe)
     return Prepared(resolved, cfg, only, not_selected, probe, unchanged)
 
 
-def _write_trace(path: str | None, trace: Trace | None) -> None:
-    if path is None or trace is None:
-        return
-    from kcheck import junit
-    try:
-        junit.write_atomic(path, (trace.to_json() + "\n").encode("utf-8"), new=True)
-    except OSError as e:
-        raise InputError(path, f"cannot write: {e.strerror or e}") from None
 
 
-def _run(what: str, resolved: ResolvedProtocol, fn: Any, *args: Any, **kwargs: Any) -> Any:
-    """Run an engine; a user's protocol whose rule raises is bad input, reported in one line."""
-    try:
-        return fn(*args, **kwargs)
-    except (InputError, PluginError, ReplayError, SearchSetupError, KeyboardInterrupt):  # ReplayError: the trace
-        raise
-    except Exception as e:  # noqa: BLE001 - a user's rule may raise anything, or return what the model cannot use
-        if ":" in resolved.label:  # a module:object protocol: its failure, in one line (--debug: the traceback)
-            err = plugins.failure(resolved.label, e)
-            raise PluginError(err.spec, err.message, err.exc_type, err.where, f"during {what}") from e
-        raise
 
 
-@contextlib.contextmanager
-def hypothesis_home(directory: str | None = None) -> Iterator[None]:
-    """Hypothesis keeps a cache in ./.hypothesis by default: never write into the user's working directory.
-    The previous home is restored afterwards (tests run many commands in one process)."""
-    import hypothesis.configuration as hc
-
-    if directory is None and os.environ.get("HYPOTHESIS_STORAGE_DIRECTORY"):
-        yield  # the user's own choice, which Hypothesis reads itself
-        return
-    if directory is None:
-        cache = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-        directory = os.path.join(cache, "kcheck", "hypothesis")
-    else:
-        from kcheck import junit
-        junit.output_path(directory, "--hypothesis-dir", directory=True)
-    previous = vars(hc).get("__hypothesis_home_directory")
-    hc.set_hypothesis_home_dir(directory)
-    try:
-        yield
-    finally:
-        hc.set_hypothesis_home_dir(previous)
 
 
 # ---- how far a search got ----------------------------------------------------------------------
@@ -530,62 +352,12 @@ def _explore_coverage_lines(result: ExploreResult) -> list[str]:
 
 # ---- rendering ---------------------------------------------------------------------------------
 
-def _replica_cell(s: State, broker: int) -> str:
-    r = s.replica(broker)
-    log = " ".join(str(rec) for rec in r.log) or "-"
-    flags = []
-    if not r.alive:
-        flags.append("down")
-    elif r.known and not r.hosts:
-        flags.append("no replica")
-    elif r.is_leader:
-        flags.append(f"leader e{r.leader_epoch}")
-    elif r.known and r.leader != NO_LEADER:
-        flags.append(f"follows {r.leader} e{r.leader_epoch}")
-    if broker in s.registry.fenced:
-        flags.append("fenced")
-    return f"{log} | hw {r.hw}" + (f" ({', '.join(flags)})" if flags else "")
 
 
-def _set(xs: frozenset[int]) -> str:
-    return "{" + ", ".join(map(str, sorted(xs))) + "}"
 
 
-def _assignment(s: State) -> str:
-    """RS with AR and RR, as `kafka-topics --describe` shows a partition being reassigned."""
-    reg = s.registry
-    out = "[" + ",".join(map(str, reg.replicas)) + "]"
-    if reg.adding:
-        out += " +" + ",".join(map(str, reg.adding))
-    if reg.removing:
-        out += " -" + ",".join(map(str, reg.removing))
-    return out
 
 
-def trace_table(steps: list[ReplayStep], title: str) -> Table:
-    """One row per step, in the style of seed 003's reassignment table: every replica's log with
-    record epochs and high watermark, then what the controller stores (replicas with adding (+) and
-    removing (-) when they ever differ from every broker, leader, epoch, ISR, ELR)."""
-    table = Table(title=title, title_justify="left")
-    first = steps[0].state
-    show_rs = any(st.state.registry.replicas != tuple(first.brokers) or st.state.registry.reassigning
-                  for st in steps)
-    table.add_column("step", justify="right")
-    table.add_column("action", overflow="fold")
-    for b in first.brokers:
-        table.add_column(f"broker {b}", overflow="fold")
-    for col in (("replicas",) if show_rs else ()) + ("leader", "epoch", "ISR", "ELR"):
-        table.add_column(col)
-    for st in steps:
-        s, reg = st.state, st.state.registry
-        label = "initial state" if st.action is None else st.action.label()
-        if st.violations:
-            label += "  [bold red]<- " + ", ".join(sorted({v.invariant for v in st.violations})) + "[/]"
-        table.add_row(str(st.number), label, *(escape(_replica_cell(s, b)) for b in s.brokers),
-                      *((_assignment(s),) if show_rs else ()),
-                      "none" if reg.leader == NO_LEADER else str(reg.leader), str(reg.leader_epoch),
-                      _set(reg.isr), _set(reg.elr) if reg.elr else "")
-    return table
 
 
 def _print_trace(trace: Trace, resolved: ResolvedProtocol, header: str, only: set[str] | None) -> None:
@@ -600,22 +372,6 @@ def _print_trace(trace: Trace, resolved: ResolvedProtocol, header: str, only: se
         out.print(f"[bold red]{v.invariant}[/] at {escape(v.where)}: {escape(v.message)}")
 
 
-def _config_line(cfg: Config) -> str:
-    """Every setting as its option, its value and what it means: `--min-isr 2 (min.insync.replicas)`."""
-    out = []
-    for k, v in cfg.as_dict().items():
-        if isinstance(v, bool):
-            option = {"duplicates": "--duplicates" if v else "--no-duplicates",
-                      "atomic_fetch": "--atomic-fetch" if v else "--split-fetch"}[k]
-            out.append(f"{option} ({MEANINGS[k]}: {'yes' if v else 'no'})")
-            continue
-        value = ",".join(v) if isinstance(v, list) else str(v)
-        if k == "replication_factor" and v == 0:
-            value += f" = {cfg.rf}"
-        elif k == "initial_isr" and v == 0:
-            value += f" = {cfg.rf}"
-        out.append(f"--{k.replace('_', '-')} {value} ({MEANINGS.get(k, k.replace('_', ' '))})")
-    return ", ".join(out)
 
 
 def _print_invariants(summary: dict[str, Any]) -> None:
@@ -653,7 +409,7 @@ def _write_coverage(directory: str | None, probe: ChangeProbe | None) -> dict[st
     for rule, cov in probe.coverage.items():
         if cov.trace is not None:
             path = os.path.join(directory, f"{rule}.json")
-            _write_trace(path, cov.trace)
+            write_trace(path, cov.trace)
             written[rule] = path
     return written
 
@@ -761,11 +517,11 @@ def explore_command(
     prep = _prepare(out, protocol, invariant, invariants, EXPLORE_DEFAULTS, given, kafka_version, coverage_dir)
     resolved, cfg, only, probe = prep.resolved, prep.config, prep.only, prep.probe
     with hypothesis_home(hypothesis_dir):
-        result: ExploreResult = _run("exploration", resolved, explore,
-                                     probe.protocol if probe else resolved.protocol, cfg, examples=examples,
-                                     steps=steps, seed_value=seed, label=resolved.label, only=only, probe=probe,
-                                     progress=progress_printer(progress, quiet), max_seconds=max_seconds)
-    _write_trace(out, result.trace)
+        result: ExploreResult = run_engine("exploration", resolved, explore,
+                                           probe.protocol if probe else resolved.protocol, cfg, examples=examples,
+                                           steps=steps, seed_value=seed, label=resolved.label, only=only, probe=probe,
+                                           progress=progress_printer(progress, quiet), max_seconds=max_seconds)
+    write_trace(out, result.trace)
     written = _write_coverage(coverage_dir, probe)
     summary = result.tally.summary(only, prep.not_selected)
     code = exit_for(result.trace is not None, probe, complete=False)
@@ -785,7 +541,7 @@ def explore_command(
         return code
     con = report.console()
     con.print(f"protocol {escape(resolved.label)}: {escape(resolved.protocol.description)}")
-    con.print(f"settings: {escape(_config_line(cfg))}")
+    con.print(f"settings: {escape(config_line(cfg))}")
     cap = f", stopping after {max_seconds:g} s (--max-seconds)" if max_seconds is not None else ""
     con.print(f"search: {EXPLORE_ENGINE}, seed {seed}, up to {examples:,} programs of up to {steps:,} steps{cap}")
     programs = f"{result.examples:,} programs (--examples {examples:,})"
@@ -817,7 +573,6 @@ def explore_command(
 def _engine_options(workers: int, master: str | None, spill_dir: str | None) -> None:
     """--workers, --master and --spill-dir, checked before any work: one line each."""
     if master is not None:
-        from kcheck.sweep import check_master
 
         check_master(master)
         if workers > 1:
@@ -954,16 +709,16 @@ def exhaust_command(
         max_states = default_max_states(mem_cap if mem_cap is not None else parse_memory("auto")[0])
     _make_spill_dir(spill_dir)
     try:
-        result: EngineRun = _run("exhaustive search", resolved, run_exhaust,
-                                 probe.protocol if probe else resolved.protocol, cfg, label=resolved.label,
-                                 only=only, abstract=abstract, probe=probe, max_states=max_states,
-                                 max_seconds=max_seconds or None, max_rss=mem_cap,
-                                 progress=progress_printer(progress, quiet), workers=workers, master=master,
-                                 symmetry=symmetry, spill_dir=spill_dir, modules=tuple(invariants or ()),
-                                 order=order, reduce=reduce)
+        result: EngineRun = run_engine("exhaustive search", resolved, run_exhaust,
+                                       probe.protocol if probe else resolved.protocol, cfg, label=resolved.label,
+                                       only=only, abstract=abstract, probe=probe, max_states=max_states,
+                                       max_seconds=max_seconds or None, max_rss=mem_cap,
+                                       progress=progress_printer(progress, quiet), workers=workers, master=master,
+                                       symmetry=symmetry, spill_dir=spill_dir, modules=tuple(invariants or ()),
+                                       order=order, reduce=reduce)
     except SearchSetupError as e:
         raise InputError("--master", str(e)) from None
-    _write_trace(out, result.trace)
+    write_trace(out, result.trace)
     written = _write_coverage(coverage_dir, probe)
     if result.tally is not None:
         summary = result.tally.summary(only, prep.not_selected)
@@ -996,7 +751,7 @@ def exhaust_command(
         return code
     con = report.console()
     con.print(f"protocol {escape(resolved.label)}: {escape(resolved.protocol.description)}")
-    con.print(f"bounds: {escape(_config_line(cfg))}")
+    con.print(f"bounds: {escape(config_line(cfg))}")
     con.print(f"caps: --max-states {max_states:,}, --max-seconds {f'{max_seconds:g}' if max_seconds else 'none'}, "
               f"--max-memory {escape(mem_text)}")
     con.print(escape(_engine_line(result)))
@@ -1053,10 +808,10 @@ def _replay_protocol(trace_file: str, label: str, given: str | None, kafka_versi
     name the same plug-in (a built-in --protocol replays under that protocol instead). `current@VERSION` replays
     under that release's rules, plain `current` under the newest's; --kafka-version overrides both."""
     if given is None:
-        current = _current(label, kafka_version, trace_file, "field 'protocol': ")
+        current = current_protocol(label, kafka_version, trace_file, "field 'protocol': ")
         if current is not None:
             return current
-        _not_current(label, kafka_version)
+        not_current_protocol(label, kafka_version)
         if ":" in label:
             raise InputError(trace_file, f"field 'protocol': the trace names the plug-in '{label}'; kcheck does not "
                                          f"load code a trace names (pass --protocol {label} to load it yourself)")
@@ -1067,7 +822,7 @@ def _replay_protocol(trace_file: str, label: str, given: str | None, kafka_versi
     if ":" in label and ":" in given and given != label:
         raise InputError(trace_file, f"field 'protocol': the trace was recorded under '{label}', "
                                      f"not --protocol '{given}'")
-    return _protocol(given, kafka_version)
+    return protocol_option(given, kafka_version)
 
 
 def replay_command(
@@ -1121,7 +876,7 @@ def replay_command(
     # with --on-cluster, --kafka-version is the cluster's release; a variant's rules stay its own
     model_release = kafka_version if not on_cluster or (protocol or trace.protocol).startswith("current") else None
     resolved = _replay_protocol(trace_file, trace.protocol, protocol, model_release)
-    cfg = _config(ResolvedProtocol(resolved.protocol, resolved.label, None), trace.config.as_dict(), given)
+    cfg = config_option(ResolvedProtocol(resolved.protocol, resolved.label, None), trace.config.as_dict(), given)
     if cfg != trace.config:  # the steps again, against the settings given (a broker the cluster no longer has)
         data = json.loads(trace.to_json())
         data["config"] = cfg.as_dict()
@@ -1139,13 +894,14 @@ def replay_command(
             model_steps = replay(trace, resolved.protocol)
         except ReplayError as e:
             raise InputError(trace_file, f"{e} under protocol {resolved.label}") from None
-        return replay_on_cluster(trace_file, trace, resolved, model_steps, cluster, json_out)
+        outcome, info = replay_on_cluster(trace, resolved, model_steps, cluster)
+        return _cluster_report(outcome, info, trace_file, resolved.label, json_out)
     only = None if trace.invariants is None else set(trace.invariants)
     probe, unchanged = _probe(resolved)
     tally = InvariantTally()
     try:
-        steps = _run("replay", resolved, replay, trace, probe.protocol if probe else resolved.protocol, only, tally,
-                     probe)
+        steps = run_engine("replay", resolved, replay, trace, probe.protocol if probe else resolved.protocol, only,
+                                 tally, probe)
     except ReplayError as e:
         raise InputError(trace_file, f"{e} under protocol {resolved.label}") from None
     violations = steps[-1].violations
@@ -1160,7 +916,7 @@ def replay_command(
     con = report.console()
     con.print(trace_table(steps, f"{escape(trace_file)} under protocol {escape(resolved.label)}"))
     if given != dict.fromkeys(given):
-        con.print(f"settings: {escape(_config_line(cfg))}")
+        con.print(f"settings: {escape(config_line(cfg))}")
     for v in violations:
         con.print(f"[bold red]{v.invariant}[/] at {escape(v.where)}: {escape(v.message)}")
     _print_invariants(summary)
@@ -1200,3 +956,46 @@ def _changed_rules(name: str) -> dict[str, str]:
 
 
 __all__ = ["exhaust_command", "explore_command", "replay_command", "trace_table", "variants_command"]
+
+
+def _cluster_report(out: Outcome, info: dict[str, Any], trace_file: str, label: str, json_out: bool) -> int:
+    """A trace replayed on a real cluster (`replay --on-cluster`): the model's and the cluster's steps side by side."""
+    code = Exit.OK if out.outcome_matches and not out.differs else Exit.FAILED
+    if json_out:
+        print(json.dumps({"trace": trace_file, "protocol": label, "cluster": info,
+                          "steps": [asdict(r) for r in out.rows],
+                          "final": {"model_leader": out.model_leader, "cluster_leader": out.cluster_leader,
+                                    "model_acknowledged": out.model_acked, "model_lost": out.model_lost,
+                                    "cluster_acknowledged": out.cluster_acked, "cluster_read": out.cluster_read,
+                                    "cluster_lost": out.cluster_lost},
+                          "model_violations": out.model_violations, "differs_at": out.differs, "notes": out.notes,
+                          "reproduced": out.reproduced, "outcome_matches": out.outcome_matches,
+                          "verdict": verdict(out)}, indent=2))
+        return code
+    from rich.markup import escape
+    from rich.table import Table
+
+    from kcheck import report as rep
+    con = rep.console()
+    table = Table(title=f"{escape(trace_file)} under protocol {escape(label)} on Kafka {info['kafka_version']} "
+                        f"(topic {info['topic']})")
+    for col in ("step", "model step", "cluster action", "model says", "cluster shows", ""):
+        table.add_column(col)
+    for r in out.rows:
+        style = {"match": "green", "differs": "bold red"}.get(r.verdict, "dim")
+        table.add_row(str(r.number), escape(r.model_step), escape(r.cluster_action), escape(r.model_says),
+                      escape(r.cluster_shows), f"[{style}]{r.verdict}[/]")
+    con.print(table)
+    con.print(f"brokers: {info['broker_mapping']}; unclean.leader.election.enable="
+              f"{str(info['unclean_leader_election']).lower()}")
+    con.print(f"model (last step): leader {out.model_leader}, acknowledged {', '.join(out.model_acked) or 'none'}, "
+              f"lost {', '.join(out.model_lost) or 'none'}")
+    con.print(f"cluster (healed): leader {out.cluster_leader}, acknowledged {', '.join(out.cluster_acked) or 'none'}, "
+              f"read back {', '.join(out.cluster_read) or 'none'}, lost {', '.join(out.cluster_lost) or 'none'}")
+    for note in out.notes:
+        con.print(f"note: {escape(note)}")
+    if out.differs:
+        con.print(f"steps where the cluster differs from the model: {', '.join(map(str, out.differs))}")
+    con.print(("OK: " if code == Exit.OK else "DIFFERS: ") + escape(verdict(out)))
+    sys.stdout.flush()
+    return code

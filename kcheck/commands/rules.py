@@ -225,9 +225,9 @@ def rules_command(
     """List every rule of the replication protocol: its signature, the state it may read, today's function, the
     Kafka code it mirrors and the alternatives kcheck ships (what a --protocol module:object may replace)."""
     if kafka_version is not None:  # an unknown or empty release is one line, before anything is printed
-        from kcheck.cli import _requested_release
+        from kcheck.options import requested_release
 
-        _requested_release(kafka_version)
+        requested_release(kafka_version)
     ref = rule_reference(kafka_version)
     if json_out:
         print(json.dumps(ref, indent=2))

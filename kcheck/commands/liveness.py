@@ -35,6 +35,7 @@ import typer
 from rich.markup import escape
 
 from kcheck import report
+from kcheck.errors import run_engine
 from kcheck.inputs import formats
 from kcheck.inputs.formats import InputError
 from kcheck.invariants.replication_explore import ReplayStep, ResolvedProtocol, Trace
@@ -51,7 +52,7 @@ from kcheck.model.liveness import Lasso, LivenessProperty, LivenessResult, check
 from kcheck.model.replication.actions import Action, Config
 from kcheck.model.replication.protocol import LIVENESS_VARIANTS
 from kcheck.model.replication.state import State
-from kcheck.replication_cli import (
+from kcheck.options import (
     AcksOpt,
     AtomicFetchOpt,
     BrokersOpt,
@@ -76,15 +77,13 @@ from kcheck.replication_cli import (
     RecordsOpt,
     ReplicationFactorOpt,
     ShutdownsOpt,
-    _check_out,
-    _config,
-    _config_line,
-    _protocol,
-    _run,
-    _write_trace,
+    check_out,
+    config_option,
     hypothesis_home,
-    trace_table,
+    protocol_option,
+    write_trace,
 )
+from kcheck.report import config_line, trace_table
 from kcheck.runtime.exit_codes import Exit
 
 # The bounds a plain `kcheck liveness` checks (a few seconds): two brokers, one record, one crash, one leader move.
@@ -129,7 +128,7 @@ def _resolve(protocol: str, kafka_version: str | None) -> ResolvedProtocol:
                                                 "sets every rule itself)")
         v = LIVENESS_VARIANTS[protocol]
         return ResolvedProtocol(v.protocol, protocol, v)
-    return _protocol(protocol, kafka_version)
+    return protocol_option(protocol, kafka_version)
 
 
 def _selected(cfg: Config, permanent: bool, chosen: list[str] | None) -> list[LivenessProperty[State]]:
@@ -287,7 +286,7 @@ def liveness_command(
     stopped graph search, or random runs only)."""
     if engine not in ENGINES:
         raise InputError("--engine", f"expected one of {', '.join(ENGINES)}, not '{engine}'")
-    _check_out(out)
+    check_out(out)
     resolved = _resolve(protocol, kafka_version)
     given = {"brokers": brokers, "replication_factor": replication_factor, "min_isr": min_isr,
              "initial_isr": initial_isr, "acks": acks, "records": records, "max_leader_epoch": max_leader_epoch,
@@ -300,7 +299,7 @@ def liveness_command(
         if v is not None and k not in known:  # an option of a newer model than this one
             raise InputError(f"--{k.replace('_', '-')}", "this model has no such setting")
     given = {k: v for k, v in given.items() if k in known}
-    cfg = _config(resolved, {k: v for k, v in DEFAULTS.items() if k in known}, given)
+    cfg = config_option(resolved, {k: v for k, v in DEFAULTS.items() if k in known}, given)
     row = LIVENESS_SETTINGS.get(resolved.label, LivenessSetting()) if resolved.variant is not None else \
         LivenessSetting()
     permanent = row.permanent_crashes if permanent_crashes is None else permanent_crashes
@@ -310,16 +309,16 @@ def liveness_command(
     if reassign_target and not cfg.reassignments:
         raise InputError("--reassign-target", "needs a reassignment to make: give --reassignments 1")
     props = _selected(cfg, permanent, prop)
-    model = _run("liveness check", resolved, LivenessModel, resolved.protocol, cfg, drops=drops,
-                 permanent_crashes=permanent, reassign_targets=targets)
+    model = run_engine("liveness check", resolved, LivenessModel, resolved.protocol, cfg, drops=drops,
+                       permanent_crashes=permanent, reassign_targets=targets)
     with hypothesis_home(None):
-        result: LivenessRun = _run("liveness check", resolved, run_liveness, model, props, engine, max_states,
-                                   max_seconds or None, programs, steps, heal_steps, seed)
+        result: LivenessRun = run_engine("liveness check", resolved, run_liveness, model, props, engine, max_states,
+                                         max_seconds or None, programs, steps, heal_steps, seed)
     lassos = {pid: (eng, lasso, *_lasso_steps(model, lasso)) for pid, (eng, lasso) in result.lassos.items()}
     first = next(iter(lassos.values()), None)
     trace = _trace(resolved.label, model.cfg, first[2]) if first is not None else None
     if out is not None and trace is not None:
-        _write_trace(out, trace)
+        write_trace(out, trace)
     g = result.graph
     complete = g is not None and g.complete
     code = Exit.FAILED if lassos else Exit.OK if complete else Exit.INCOMPLETE
@@ -346,7 +345,7 @@ def liveness_command(
         return code
     con = report.console()
     con.print(f"protocol {escape(resolved.label)}: {escape(resolved.protocol.description)}")
-    con.print(f"bounds: {escape(_config_line(model.cfg))}")
+    con.print(f"bounds: {escape(config_line(model.cfg))}")
     con.print("model: " + ("crashed brokers never return" if permanent else "crashed brokers restart")
               + (", the network may lose messages" if drops else ", no message is lost or duplicated")
               + ("" if targets is None else ", reassignment targets " + " ".join(",".join(map(str, t))
