@@ -55,10 +55,6 @@ KNOWN: dict[tuple[str, str], str] = {
     ("kcheck.reference.placers", "kcheck.reference.jvm_plugins"):
         "circle placers -> jvm_plugins -> placers: `resolve_placer` hands `jvm:` names to jvm_plugins, which builds "
         "the placers' PlacerInfo (the same fix as for the assignor registry)",
-    ("kcheck.reference.election", "kcheck.reference.releases"):
-        "circle election -> releases -> election: `KRaftVersion.for_release` asks releases.py for a release's rules, "
-        "which releases.py builds as a KRaftVersion; for_release should go (its callers, kafka_controller.py and "
-        "three tests, ask `releases.profile(v).kraft_rules()`), leaving releases -> election only",
 }
 
 

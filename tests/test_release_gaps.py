@@ -32,7 +32,6 @@ from kcheck.invariants.reassignment import PartitionMove
 from kcheck.model import PartitionReplicas
 from kcheck.reference.election import (
     Election,
-    KRaftVersion,
     PartitionChangeBuilder,
     PartitionRegistration,
 )
@@ -353,7 +352,7 @@ def test_the_builder_refuses_a_repeated_replica_as_kafka_does(version):
         assert isinstance(real, JavaException)
         assert (real.simple_name, real.message) == ("IllegalArgumentException", "Duplicate broker ID in assignment")
         with pytest.raises(IllegalArgumentException, match="^Duplicate broker ID in assignment$"):
-            PartitionChangeBuilder(change.partition, {1, 2}, KRaftVersion.for_release(version))
+            PartitionChangeBuilder(change.partition, {1, 2}, profile(version).kraft_rules())
     assert reference_change(changes[2], version) == target
     # the leader balance (which no longer checks it itself) fails as Kafka's whole run does
     with pytest.raises(IllegalArgumentException):
