@@ -48,13 +48,6 @@ KNOWN: dict[tuple[str, str], str] = {
     ("kcheck.invariants.replication_engine", "kcheck.spark_check.exhaust"):
         "upward: `run_exhaust(master=...)` runs the search on Spark itself (`_on_spark`); the command line "
         "(kcheck/commands/replication.py) should pass the Spark search in, then this import goes",
-    ("kcheck.reference.assignors.registry", "kcheck.reference.jvm_plugins"):
-        "circle registry -> jvm_plugins -> registry: `resolve_assignor` hands `jvm:` names to jvm_plugins, which "
-        "builds the registry's AssignorInfo and ServerSideAdapter; with those two in a module below both (and "
-        "PlacerInfo likewise for placers), jvm_plugins would import only downward",
-    ("kcheck.reference.placers", "kcheck.reference.jvm_plugins"):
-        "circle placers -> jvm_plugins -> placers: `resolve_placer` hands `jvm:` names to jvm_plugins, which builds "
-        "the placers' PlacerInfo (the same fix as for the assignor registry)",
 }
 
 
