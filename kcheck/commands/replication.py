@@ -624,6 +624,18 @@ def _engine_line(run: EngineRun) -> str:
     return f"engine: {run.engine}, {where}{order}, {sym}{red}{store}{spilled}"
 
 
+def _spark_search(model_factory: Any, master: str, **kwargs: Any) -> Any:
+    """`exhaust --master`: the search on Spark (spark_check.exhaust), its failure to start as SearchSetupError."""
+    try:
+        from kcheck.spark_check.exhaust import SparkExhaustError, spark_exhaust  # pyspark only when asked
+    except ImportError as e:
+        raise SearchSetupError(f"the Spark search is not available: {e}") from None
+    try:
+        return spark_exhaust(model_factory, master, **kwargs)
+    except SparkExhaustError as e:
+        raise SearchSetupError(str(e)) from None
+
+
 def exhaust_command(
     protocol: ProtocolOpt = "current",
     brokers: BrokersOpt = None,
@@ -715,7 +727,7 @@ def exhaust_command(
                                        max_seconds=max_seconds or None, max_rss=mem_cap,
                                        progress=progress_printer(progress, quiet), workers=workers, master=master,
                                        symmetry=symmetry, spill_dir=spill_dir, modules=tuple(invariants or ()),
-                                       order=order, reduce=reduce)
+                                       order=order, reduce=reduce, spark_search=_spark_search)
     except SearchSetupError as e:
         raise InputError("--master", str(e)) from None
     write_trace(out, result.trace)
