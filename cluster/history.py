@@ -32,6 +32,7 @@ import json
 import threading
 import time
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -232,7 +233,17 @@ def check(history: History, healed: bool = True, max_per_check: int = 1000) -> V
         if sum(1 for x in out if x.check == v.check) < max_per_check:
             out.append(v)
 
-    # acked-not-lost and acked-readable
+    lost_all = _check_acks(history, acks, final_values, faults, verdict, add)
+    _check_single_values(reads, faults, add)
+    _check_commits(history, faults, add)
+    _check_hw(reads, faults, add)
+    _count(history, verdict, acks, reads, final_values, faults, lost_all)
+    return verdict
+
+
+def _check_acks(history: History, acks: list[Ack], final_values: dict[tuple[int, int], Any], faults: list[Any],
+                verdict: Verdict, add: Callable[[Violation], None]) -> int:
+    """acked-not-lost and acked-readable (acks=1 losses are counted, not violations); the acks=all records lost."""
     unreadable: set[int] = set()
     lost_all = 0
     for a in sorted(acks, key=lambda a: a.t):
@@ -262,7 +273,10 @@ def check(history: History, healed: bool = True, max_per_check: int = 1000) -> V
         else:
             verdict.acks1_lost.append({"value": a.value, "partition": a.partition, "offset": a.offset, "t": a.t,
                                        "now": there, "faults": list(faults_around(faults, a.t))})
+    return lost_all
 
+
+def _check_single_values(reads: list[Read], faults: list[Any], add: Callable[[Violation], None]) -> None:
     # offset-single-value: the first value read at each offset, against every later read
     first: dict[tuple[int, int], Read] = {}
     for r in sorted(reads, key=lambda r: (r.final, r.t)):
@@ -274,6 +288,8 @@ def check(history: History, healed: bool = True, max_per_check: int = 1000) -> V
                           faults_around(faults, seen.t)))
             first[(r.partition, r.offset)] = r  # report each change once
 
+
+def _check_commits(history: History, faults: list[Any], add: Callable[[Violation], None]) -> None:
     # commits-monotonic
     last_commit: dict[int, Commit] = {}
     for c in sorted(history.of(Commit), key=lambda c: c.t):
@@ -286,6 +302,8 @@ def check(history: History, healed: bool = True, max_per_check: int = 1000) -> V
                           faults_around(faults, c.t, after=0, before=3)))
         last_commit[c.partition] = c
 
+
+def _check_hw(reads: list[Read], faults: list[Any], add: Callable[[Violation], None]) -> None:
     # hw-monotonic: the consumer's fetches only (the final read is a new client)
     last_hw: dict[int, Read] = {}
     for r in sorted((r for r in reads if not r.final and r.hw is not None), key=lambda r: r.t):
@@ -296,6 +314,10 @@ def check(history: History, healed: bool = True, max_per_check: int = 1000) -> V
                           faults_around(faults, r.t, after=0, before=3)))
         last_hw[r.partition] = r
 
+
+def _count(history: History, verdict: Verdict, acks: list[Ack], reads: list[Read],
+           final_values: dict[tuple[int, int], Any], faults: list[Any], lost_all: int) -> None:
+    """What the campaign sent, had acknowledged, failed, read and committed, and the faults it ran."""
     sends: list[Send] = history.of(Send)
     failures: list[SendFailure] = history.of(SendFailure)
     acked_values = {a.value for a in acks}
@@ -316,7 +338,6 @@ def check(history: History, healed: bool = True, max_per_check: int = 1000) -> V
     skipped = Counter(f.kind for f in faults if f.phase in ("skipped", "failed"))
     if skipped:
         verdict.counts |= {f"skipped_{k}": n for k, n in skipped.items()}
-    return verdict
 
 
 def history_document(settings: dict[str, Any], history: History, verdict: Verdict,

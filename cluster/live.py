@@ -101,21 +101,43 @@ _PLAIN_MODULES = {"org.apache.kafka.common.security.plain.PlainLoginModule": ("P
 _PEM_ONLY = "kafka-python reads PEM files only: convert it (keytool/openssl) and set the type to PEM"
 
 
-def client_config(path: str) -> dict[str, Any]:
-    """kafka-python admin options from a Kafka client properties file (security settings, client id, timeouts)."""
-    source = path
-    props: dict[str, tuple[int, str]] = {}
-    for n, name, raw in parse_properties(read_text(path), source):
-        props[name] = (n, raw)
+class _Props:
+    """A client properties file's settings, taken one by one (what is left at the end is refused)."""
 
-    def take(key: str) -> str | None:
-        item = props.pop(key, None)
+    def __init__(self, path: str) -> None:
+        self.source = path
+        self.left: dict[str, tuple[int, str]] = {}
+        for n, name, raw in parse_properties(read_text(path), path):
+            self.left[name] = (n, raw)
+
+    def take(self, key: str) -> str | None:
+        item = self.left.pop(key, None)
         return None if item is None else item[1]
 
-    def line(key: str) -> int | None:
-        return props[key][0] if key in props else None
+    def line(self, key: str) -> int | None:
+        return self.left[key][0] if key in self.left else None
 
+
+def client_config(path: str) -> dict[str, Any]:
+    """kafka-python admin options from a Kafka client properties file (security settings, client id, timeouts)."""
+    props = _Props(path)
     out: dict[str, Any] = {}
+    mechanism = _security(props, out)
+    _jaas(props, mechanism, out)
+    _ssl(props, out)
+    _client(props, out)
+    if props.left:
+        key = min(props.left, key=lambda k: props.left[k][0])
+        raise InputError(path, f"{key} is not a setting kcheck's client can use (it maps security.protocol, "
+                               "sasl.mechanism, sasl.jaas.config, ssl.truststore.*, ssl.keystore.*, "
+                               "ssl.key.password, ssl.endpoint.identification.algorithm, client.id, "
+                               "request.timeout.ms)", props.left[key][0])
+    return out
+
+
+def _security(props: _Props, out: dict[str, Any]) -> str | None:
+    """security.protocol and sasl.mechanism; the mechanism named."""
+    source, take = props.source, props.take
     protocol = take("security.protocol")
     if protocol is not None:
         if protocol.upper() not in ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"):
@@ -128,6 +150,12 @@ def client_config(path: str) -> dict[str, Any]:
             raise InputError(source, f"sasl.mechanism {mechanism} is not supported by kcheck's client "
                                      "(PLAIN, SCRAM-SHA-256 and SCRAM-SHA-512 are)")
         out["sasl_mechanism"] = mechanism
+    return mechanism
+
+
+def _jaas(props: _Props, mechanism: str | None, out: dict[str, Any]) -> None:
+    """sasl.jaas.config: PlainLoginModule or ScramLoginModule with a username and a password."""
+    source, take, line = props.source, props.take, props.line
     jaas_line = line("sasl.jaas.config")
     jaas = take("sasl.jaas.config")
     if jaas is not None:
@@ -148,6 +176,11 @@ def client_config(path: str) -> dict[str, Any]:
         out["sasl_plain_username"] = _unescape(options["username"])
         out["sasl_plain_password"] = _unescape(options["password"])
         out.setdefault("sasl_mechanism", _PLAIN_MODULES[m.group(1)][0])
+
+
+def _ssl(props: _Props, out: dict[str, Any]) -> None:
+    """The trust and key stores (PEM files only) and their passwords, and host name checking."""
+    source, take = props.source, props.take
     for store in ("truststore", "keystore"):
         kind = take(f"ssl.{store}.type")
         location = take(f"ssl.{store}.location")
@@ -170,6 +203,11 @@ def client_config(path: str) -> dict[str, Any]:
     algorithm = take("ssl.endpoint.identification.algorithm")
     if algorithm is not None:
         out["ssl_check_hostname"] = algorithm.lower() == "https"
+
+
+def _client(props: _Props, out: dict[str, Any]) -> None:
+    """client.id and the request time-outs."""
+    source, take = props.source, props.take
     client_id = take("client.id")
     if client_id is not None:
         out["client_id"] = client_id
@@ -180,13 +218,6 @@ def client_config(path: str) -> dict[str, Any]:
             if not value.isdigit():
                 raise InputError(source, f"{key} {value!r} is not a number of milliseconds")
             out[option] = int(value)
-    if props:
-        key = min(props, key=lambda k: props[k][0])
-        raise InputError(source, f"{key} is not a setting kcheck's client can use (it maps security.protocol, "
-                                 "sasl.mechanism, sasl.jaas.config, ssl.truststore.*, ssl.keystore.*, "
-                                 "ssl.key.password, ssl.endpoint.identification.algorithm, client.id, "
-                                 "request.timeout.ms)", props[key][0])
-    return out
 
 
 # ---------------------------------------------------------------------------------------------------------

@@ -430,39 +430,11 @@ def _map(rp: _Replayer, steps: Sequence[Action], n: int, a: Action, before: Stat
     c = rp.cluster
     kind = a.kind
     if kind == "produce":
-        broker, acks = a.args
-        for f in before.registry.replicas:
-            r = before.replica(f)
-            if f != broker and r.alive and _holds_until_shrink(steps, n, f):
-                rp.pause(f, "hold")
-        rec = after.replica(broker).log[-1]
-        return rp.produce(f"x{rec.id}", acks)
+        return _produce(rp, steps, n, a, before, after)
     if kind in ("fetch", "fetch_round") and rp.release(a.args[0], "hold"):
         return f"resume broker {a.args[0]} (held until this fetch)"
     if kind == "crash":
-        broker, lossy = a.args
-        rp.paused.pop(broker, None)  # SIGKILL ends a stopped process too
-        if lossy:
-            cut = lossy_kill(c, broker)
-            text = f"lossy-kill broker {broker} ({cut.records_cut} unflushed record(s) cut)"
-        else:
-            c.kill(broker)
-            text = f"kill -9 broker {broker}"
-        held = [f for f in sorted(rp.paused) if rp.paused[f] == "hold" and before.replica(f).leader == broker]
-        if held:  # the step's own outcome, read now: the controller has not noticed yet, as in the model
-            rp.observed = rp.now()
-            rp.unreadable = rp.observed is None  # no broker to ask: every other one is paused or down
-            # the held follower is resumed once the controller has taken the dead leader out: it must not fetch
-            # from the leader's next incarnation; with no broker to ask, wait out the broker session
-            if rp.unreadable:
-                time.sleep(SESSION_S)
-            else:
-                wait_until(lambda: (st := rp.now()) is not None and st.leader != broker, rp.settle_s, 0.5)
-        released = [f for f in held if rp.release(f, "hold")]
-        if released:  # and, where the topic allows an unclean election, until the controller made one
-            wait_until(lambda: (st := rp.now()) is not None and st.leader not in (broker, NO_LEADER), rp.settle_s, 0.5)
-            text += f"; resume held broker(s) {','.join(map(str, released))} (their leader is gone)"
-        return text
+        return _crash(rp, a, before)
     if kind == "restart":
         c.restart(a.args[0])
         return f"start broker {a.args[0]} (waited until unfenced)"
@@ -479,16 +451,7 @@ def _map(rp: _Replayer, steps: Sequence[Action], n: int, a: Action, before: Stat
     if kind == "elect":
         return "none: the controller elects a leader on its own"
     if kind == "move_leader":
-        target = a.args[0]
-        replicas = list(before.registry.replicas)
-        text = ""
-        if replicas and replicas[0] != target:
-            order = [target] + [b for b in replicas if b != target]
-            reassign(live_bootstrap(c), rp.topic, {0: order})
-            wait_until(lambda: (s := rp.now()) is not None and list(s.replicas) == order, 10)
-            text = f"reassign to {','.join(map(str, order))} (target first); "
-        answer = elect_leaders(live_bootstrap(c), rp.topic, [0], unclean=False).get(0)
-        return text + f"elect-preferred ({answer or 'elected'})"
+        return _move_leader(rp, a, before)
     if kind == "reassign":
         target = list(a.args[0])
         reassign(live_bootstrap(c), rp.topic, {0: target})
@@ -497,6 +460,60 @@ def _map(rp: _Replayer, steps: Sequence[Action], n: int, a: Action, before: Stat
         reassign(live_bootstrap(c), rp.topic, {0: None})
         return "cancel the reassignment"
     return None
+
+
+def _produce(rp: _Replayer, steps: Sequence[Action], n: int, a: Action, before: State, after: State) -> str:
+    """A produce, the followers that must not fetch it before the model's ISR shrink paused first."""
+    broker, acks = a.args
+    for f in before.registry.replicas:
+        r = before.replica(f)
+        if f != broker and r.alive and _holds_until_shrink(steps, n, f):
+            rp.pause(f, "hold")
+    rec = after.replica(broker).log[-1]
+    return rp.produce(f"x{rec.id}", acks)
+
+
+def _crash(rp: _Replayer, a: Action, before: State) -> str:
+    """kill -9 (or a lossy kill) of a broker; followers held for it resumed once the controller moved on."""
+    c = rp.cluster
+    broker, lossy = a.args
+    rp.paused.pop(broker, None)  # SIGKILL ends a stopped process too
+    if lossy:
+        cut = lossy_kill(c, broker)
+        text = f"lossy-kill broker {broker} ({cut.records_cut} unflushed record(s) cut)"
+    else:
+        c.kill(broker)
+        text = f"kill -9 broker {broker}"
+    held = [f for f in sorted(rp.paused) if rp.paused[f] == "hold" and before.replica(f).leader == broker]
+    if held:  # the step's own outcome, read now: the controller has not noticed yet, as in the model
+        rp.observed = rp.now()
+        rp.unreadable = rp.observed is None  # no broker to ask: every other one is paused or down
+        # the held follower is resumed once the controller has taken the dead leader out: it must not fetch
+        # from the leader's next incarnation; with no broker to ask, wait out the broker session
+        if rp.unreadable:
+            time.sleep(SESSION_S)
+        else:
+            wait_until(lambda: (st := rp.now()) is not None and st.leader != broker, rp.settle_s, 0.5)
+    released = [f for f in held if rp.release(f, "hold")]
+    if released:  # and, where the topic allows an unclean election, until the controller made one
+        wait_until(lambda: (st := rp.now()) is not None and st.leader not in (broker, NO_LEADER), rp.settle_s, 0.5)
+        text += f"; resume held broker(s) {','.join(map(str, released))} (their leader is gone)"
+    return text
+
+
+def _move_leader(rp: _Replayer, a: Action, before: State) -> str:
+    """The target first in the replica set (a reassignment when it is not), then a preferred election."""
+    c = rp.cluster
+    target = a.args[0]
+    replicas = list(before.registry.replicas)
+    text = ""
+    if replicas and replicas[0] != target:
+        order = [target] + [b for b in replicas if b != target]
+        reassign(live_bootstrap(c), rp.topic, {0: order})
+        wait_until(lambda: (s := rp.now()) is not None and list(s.replicas) == order, 10)
+        text = f"reassign to {','.join(map(str, order))} (target first); "
+    answer = elect_leaders(live_bootstrap(c), rp.topic, [0], unclean=False).get(0)
+    return text + f"elect-preferred ({answer or 'elected'})"
 
 
 def _final(rp: _Replayer, last: State, out: Outcome, brokers: int) -> None:
