@@ -72,7 +72,7 @@ def assign(
 ) -> int:
     """Run a consumer assignor on a group as its leader (or the KIP-848 coordinator) would; check the result."""
     from kcheck import junit
-    from kcheck.inputs.group_file import AssignorFailure, parse_group, partition_runs, run_assignor
+    from kcheck.inputs.group_file import AssignorFailure, run_assignor
     from kcheck.invariants.assignment import AssignmentSubject, check_assignment
     from kcheck.reference.assignors.registry import resolve_assignor
 
@@ -87,33 +87,13 @@ def assign(
     prof = algorithm_release(info.name, requested, against_kafka is not None)
     info = prof.assignor(info)  # a built-in one as the release runs it
     source = "<stdin>" if group == "-" else group
-    text = sys.stdin.read() if group == "-" else formats.read_text(group)
-    if not text.strip():
-        raise InputError(source, "is empty")
-    try:
-        parsed = parse_group(text, source)
-    except InputError:  # another Kafka tool's output: say what it is and which command reads it
-        from kcheck.inputs.tool_outputs import identify
-
-        if (other := identify(text)) is None:
-            raise
-        raise InputError(source, other.hint("a group description JSON")) from None
+    parsed = _read_group(group, source)
     if against_kafka is not None:
         return _assign_against_kafka(info.name, parsed, prof)
     try:
         run = run_assignor(info, parsed)
     except AssignorFailure as e:  # a valid group the assignor cannot assign: Kafka's rebalance would fail
-        if junit_path:
-            junit.write(junit_path, "kcheck assign", [junit.TestSuite(f"kcheck assign {source}", [junit.TestCase(
-                f"kcheck.assign.{info.name}", "assignment", failure=str(e))])])
-        if json_out:
-            import json
-
-            print(json.dumps({"group": source, "assignor": info.name, "kafka_version": prof.version, "ok": False,
-                              "error": str(e), "exit_status": 1}, indent=2))
-        else:
-            report.console().print(f"FAIL: {e}", markup=False)
-        return 1
+        return _assignor_failed(e, source, info.name, prof.version, json_out, junit_path)
     result = check_assignment(AssignmentSubject(run.partitions_per_topic, run.subscriptions, run.assignment,
                                                 cooperative=run.cooperative))
     broken = sorted({v.invariant for v in result.violations if v.invariant in info.guarantees})
@@ -136,7 +116,50 @@ def assign(
         extra.update(guarantees=sorted(info.guarantees), broken_guarantees=broken, exit_status=code)
         print(report.report_json(result, extra))
         return code
+    _print(run, result, info, source, assignor, broken)
+    return code
+
+
+def _read_group(group: str, source: str) -> Any:
+    """The group description JSON (a file, or '-': stdin); another Kafka tool's output is named as such."""
+    from kcheck.inputs.group_file import parse_group
+
+    text = sys.stdin.read() if group == "-" else formats.read_text(group)
+    if not text.strip():
+        raise InputError(source, "is empty")
+    try:
+        return parse_group(text, source)
+    except InputError:  # another Kafka tool's output: say what it is and which command reads it
+        from kcheck.inputs.tool_outputs import identify
+
+        if (other := identify(text)) is None:
+            raise
+        raise InputError(source, other.hint("a group description JSON")) from None
+
+
+def _assignor_failed(e: Exception, source: str, name: str, version: str, json_out: bool,
+                     junit_path: str | None) -> int:
+    """A valid group the assignor cannot assign (Kafka's rebalance would fail): exit 1, in every report asked for."""
+    from kcheck import junit
+
+    if junit_path:
+        junit.write(junit_path, "kcheck assign", [junit.TestSuite(f"kcheck assign {source}", [junit.TestCase(
+            f"kcheck.assign.{name}", "assignment", failure=str(e))])])
+    if json_out:
+        import json
+
+        print(json.dumps({"group": source, "assignor": name, "kafka_version": version, "ok": False,
+                          "error": str(e), "exit_status": 1}, indent=2))
+    else:
+        report.console().print(f"FAIL: {e}", markup=False)
+    return 1
+
+
+def _print(run: Any, result: Any, info: Any, source: str, assignor: str, broken: list[str]) -> None:
+    """The assignment per member, the invariants' table and the verdict on the assignor's guarantees."""
     from rich.markup import escape  # member ids, racks and paths are the user's text
+
+    from kcheck.inputs.group_file import partition_runs
 
     static = any(s.group_instance_id for s in run.subscriptions.values())
     table = Table()
@@ -167,4 +190,3 @@ def assign(
         (f"Kafka's guarantees for {info.name}: " if kafkas else f"The guarantees {info.name} declares: ") + \
         ("none declared" if not info.guarantees else f"{', '.join(held) or 'none'} hold")
     out.print(verdict + (f"; not applicable here: {', '.join(skipped)}" if skipped else ""))
-    return code

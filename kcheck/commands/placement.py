@@ -206,8 +206,7 @@ def prove_command(
     from kcheck import junit
     from kcheck.invariants import smt
     from kcheck.invariants.exhaustive import check_exhaustively
-    from kcheck.invariants.prover import ALGORITHMS, RACK_NAMES, Bounds
-    from kcheck.invariants.prover import prove as prove_pair
+    from kcheck.invariants.prover import ALGORITHMS
 
     junit_path = junit.output_path(junit_xml, "--junit-xml") if junit_xml is not None else None
     names = [algorithm] if algorithm != "all" else list(ALGORITHMS)
@@ -216,13 +215,7 @@ def prove_command(
     ids = list(smt.FORMS) if invariant == "all" else [invariant]
     if any(i not in smt.FORMS for i in ids):
         raise InputError("--invariant", f"'{invariant}' has no Z3 form (one of {', '.join(smt.FORMS)}, or all)")
-    for option, value, top in (("--max-brokers", max_brokers, len(RACK_NAMES)), ("--max-racks", max_racks, 10),
-                               ("--max-partitions", max_partitions, 64), ("--max-rf", max_rf, 10)):
-        if not 1 <= value <= top:
-            raise InputError(option, f"{value} is outside 1..{top}")
-    if not 0 < finite_float("--timeout", timeout) <= MAX_TIMEOUT:
-        raise InputError("--timeout", f"{timeout} is outside (0, {MAX_TIMEOUT:,.0f}] seconds")
-    bounds = Bounds(max_brokers, max_racks, max_partitions, max_rf)
+    bounds = _prove_bounds(max_brokers, max_racks, max_partitions, max_rf, timeout)
     timeout_ms = max(1, int(timeout * 1000))
     _prove_setup(placer, classpath)
     requested = requested_release(kafka_version)
@@ -234,7 +227,6 @@ def prove_command(
     from kcheck.reference.releases import describe as describe_releases
 
     release = requested or describe_releases(per_release)
-    results = []
     if placer is not None:
         load_jvm_classpath(classpath, requested)
         try:
@@ -243,15 +235,7 @@ def prove_command(
             raise InputError("--placer", str(e)) from None
         results = list(check_exhaustively(info, ids, bounds, labelled=labelled).values())
     else:
-        for name in names:
-            info = resolve_placer("striped" if name == "striped" else "adminutils")
-            if exhaustive:
-                if name == "adminutils-rack-aware":
-                    continue  # the exhaustive pass of the adminutils placer covers both of its paths
-                results += check_exhaustively(info, ids, bounds).values()
-                continue
-            for inv in ids:
-                results.append(prove_pair(name, inv, info, bounds, timeout_ms=timeout_ms))
+        results = _prove_kafkas(names, ids, bounds, exhaustive, timeout_ms)
     hard = [r for r in results if REGISTRY[r.invariant].severity is Severity.HARD]
     ok = all(r.status in ("proved", "not applicable") for r in hard)
     if junit_path:
@@ -265,17 +249,52 @@ def prove_command(
         print(json.dumps({"ok": ok, "kafka_version": release, "bounds": bounds.as_dict(),
                           "results": [r.as_dict() for r in results]}, indent=2))
     else:
-        out = report.console()
-        out.print(f"Kafka release: {release}", markup=False, highlight=False)
-        out.print(report.prove_table(results))
-        for r in results:
-            if r.counterexample is not None:
-                for line in report.counterexample_lines(r):
-                    out.print(line)
-        refuted = sum(r.status == "refuted" for r in hard)
-        out.print(f"{'OK' if ok else 'FAIL'}: {sum(r.status == 'proved' for r in hard)} hard invariant result(s) "
-                  f"proved, {refuted} refuted, {sum(r.status == 'unknown' for r in hard)} unknown.")
+        _print_proofs(results, hard, ok, release)
     return 0 if ok else 1
+
+
+def _prove_bounds(max_brokers: int, max_racks: int, max_partitions: int, max_rf: int, timeout: float) -> Any:
+    """prove's bounds, each within what the encodings name (brokers) or solve in reasonable time."""
+    from kcheck.invariants.prover import RACK_NAMES, Bounds
+
+    for option, value, top in (("--max-brokers", max_brokers, len(RACK_NAMES)), ("--max-racks", max_racks, 10),
+                               ("--max-partitions", max_partitions, 64), ("--max-rf", max_rf, 10)):
+        if not 1 <= value <= top:
+            raise InputError(option, f"{value} is outside 1..{top}")
+    if not 0 < finite_float("--timeout", timeout) <= MAX_TIMEOUT:
+        raise InputError("--timeout", f"{timeout} is outside (0, {MAX_TIMEOUT:,.0f}] seconds")
+    return Bounds(max_brokers, max_racks, max_partitions, max_rf)
+
+
+def _prove_kafkas(names: list[str], ids: list[str], bounds: Any, exhaustive: bool, timeout_ms: int) -> list[Any]:
+    """Kafka's placers: each invariant proved with Z3, or (--exhaustive) every configuration run."""
+    from kcheck.invariants.exhaustive import check_exhaustively
+    from kcheck.invariants.prover import prove as prove_pair
+
+    results: list[Any] = []
+    for name in names:
+        info = resolve_placer("striped" if name == "striped" else "adminutils")
+        if exhaustive:
+            if name == "adminutils-rack-aware":
+                continue  # the exhaustive pass of the adminutils placer covers both of its paths
+            results += check_exhaustively(info, ids, bounds).values()
+            continue
+        for inv in ids:
+            results.append(prove_pair(name, inv, info, bounds, timeout_ms=timeout_ms))
+    return results
+
+
+def _print_proofs(results: list[Any], hard: list[Any], ok: bool, release: str) -> None:
+    out = report.console()
+    out.print(f"Kafka release: {release}", markup=False, highlight=False)
+    out.print(report.prove_table(results))
+    for r in results:
+        if r.counterexample is not None:
+            for line in report.counterexample_lines(r):
+                out.print(line)
+    refuted = sum(r.status == "refuted" for r in hard)
+    out.print(f"{'OK' if ok else 'FAIL'}: {sum(r.status == 'proved' for r in hard)} hard invariant result(s) "
+              f"proved, {refuted} refuted, {sum(r.status == 'unknown' for r in hard)} unknown.")
 
 
 def _prove_setup(placer: str | None, classpath: str | None) -> None:
