@@ -88,18 +88,20 @@ def terminal_safe(text: str) -> str:
 
 
 class InputError(Exception):
-    """Bad user input. str(e) is one line: '<source>: <message>', '<source> line <n>: <message>' or, for a position
-    in a line (a JSON error in a 100,000-character line of Kafka's JSON), '<source> line <n> column <c>: <message>'.
-    The place comes first, so it stays whole however much of the message is cut."""
+    """Bad user input. str(e) is one line: '<source>: <message>', '<source>:<line>: <message>' or, for a position
+    in a line (a JSON error in a 100,000-character line of Kafka's JSON), '<source>:<line>:<column>: <message>',
+    as compilers and linters name places. The place comes first, so it stays whole however much of the message is
+    cut."""
 
     def __init__(self, source: str, message: str, line: int | None = None, column: int | None = None) -> None:
         self.source = source
         self.message = message
         self.line = line
         self.column = column
-        where = source if line is None else f"{source} line {line}" + ("" if column is None else f" column {column}")
-        # User text (names, quoted lines, paths) must not break the one-line promise nor drive the terminal.
-        super().__init__(one_line(f"{where}: {message}"))
+        # User text (names, quoted lines, paths) must not break the one-line promise nor drive the terminal; a long
+        # path is cut before its :line:column is added, so the position stays whole.
+        where = printable(source) + ("" if line is None else f":{line}" + ("" if column is None else f":{column}"))
+        super().__init__(_cut(f"{where}: {printable(message)}", LINE_LIMIT))
 
 
 def one_line(text: str) -> str:
@@ -976,7 +978,7 @@ def _load_json(text: str, source: str, **kwargs: Any) -> Any:
     try:
         return json.loads(text.removeprefix("\ufeff"), **kwargs)
     except json.JSONDecodeError as e:
-        raise InputError(source, f"invalid JSON at line {e.lineno} column {e.colno}: {e.msg}") from None
+        raise InputError(source, f"invalid JSON: {e.msg}", e.lineno, e.colno) from None
     except (ValueError, RecursionError) as e:  # e.g. an integer with more than 4300 digits, deep nesting
         raise InputError(source, f"invalid JSON: {type(e).__name__}: {e}") from None
 

@@ -310,7 +310,7 @@ def _load(text: str, source: str) -> Any:
     try:
         return json.loads(text.removeprefix("\ufeff"), object_pairs_hook=_Obj)
     except json.JSONDecodeError as e:
-        raise InputError(source, f"invalid JSON at line {e.lineno} column {e.colno}: {e.msg}") from None
+        raise InputError(source, f"invalid JSON: {e.msg}", e.lineno, e.colno) from None
     except (ValueError, RecursionError) as e:  # e.g. an integer with more than 4300 digits, deep nesting
         raise InputError(source, f"invalid JSON: {type(e).__name__}: {e}") from None
 

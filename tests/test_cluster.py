@@ -421,10 +421,10 @@ def test_command_config_maps_sasl_and_pem_ssl_settings(tmp_path):
     ("ssl.keystore.type=PKCS12\nssl.keystore.location=/k.p12\n", "is a PKCS12 store"),
     ("sasl.mechanism=GSSAPI\n", "sasl.mechanism GSSAPI is not supported"),
     ("sasl.jaas.config=com.sun.security.auth.module.Krb5LoginModule required useKeyTab=true;\n",
-     "line 1: sasl.jaas.config: login module com.sun.security.auth.module.Krb5LoginModule is not supported"),
+     ":1: sasl.jaas.config: login module com.sun.security.auth.module.Krb5LoginModule is not supported"),
     ("sasl.jaas.config=org.apache.kafka.common.security.plain.PlainLoginModule required username=\"u\";\n",
      'no password="..." option'),
-    ("security.protocol=SSL\n\nbatch.size=5\n", "line 3: batch.size is not a setting kcheck's client can use"),
+    ("security.protocol=SSL\n\nbatch.size=5\n", ":3: batch.size is not a setting kcheck's client can use"),
     ("security.protocol=TLS\n", "security.protocol 'TLS' is not PLAINTEXT, SSL, SASL_PLAINTEXT or SASL_SSL"),
     ("sasl.mechanism=SCRAM-SHA-256\nsasl.jaas.config=org.apache.kafka.common.security.plain.PlainLoginModule "
      'required username="u" password="p";\n', "PlainLoginModule does not go with sasl.mechanism SCRAM-SHA-256"),

@@ -169,9 +169,9 @@ def test_the_allowlist_suppresses_with_its_reason_and_patterns(capsys, files):
 
 
 @pytest.mark.parametrize(("text", "fragment"), [
-    ("placement.rack-diversity | partition legacy-0\n", "allow.txt line 1: expected 'invariant | where | reason'"),
-    ("placement.rack-diversity | partition legacy-0 |  \n", "allow.txt line 1: the reason is required"),
-    ("# c\nplacement.rack-diversty | partition legacy-0 | typo\n", "allow.txt line 2: 'placement.rack-diversty' is "
+    ("placement.rack-diversity | partition legacy-0\n", "allow.txt:1: expected 'invariant | where | reason'"),
+    ("placement.rack-diversity | partition legacy-0 |  \n", "allow.txt:1: the reason is required"),
+    ("# c\nplacement.rack-diversty | partition legacy-0 | typo\n", "allow.txt:2: 'placement.rack-diversty' is "
                                                                    "no invariant kcheck knows"),
 ])
 def test_a_bad_allowlist_is_one_line_exit_2(capsys, files, text, fragment):

@@ -231,7 +231,7 @@ def test_bad_dump_lines(text: str, line: int, fragment: str) -> None:
     with pytest.raises(InputError) as e:
         parse_dump(text, "bad.txt")
     assert e.value.line == line and fragment in str(e.value) and "\n" not in str(e.value), str(e.value)
-    assert str(e.value).startswith(f"bad.txt line {line}: ")
+    assert str(e.value).startswith(f"bad.txt:{line}: ")
 
 
 @pytest.mark.parametrize(("text", "fragment"), [

@@ -346,7 +346,7 @@ def test_assign_keeps_its_own_errors_for_a_broken_group_json(tmp_path: Path, cap
     bad.write_text('{"topics": {"t": 3}, "members": {"c1": ["t"]},}')
     code, _, err = run(capsys, "assign", str(bad))
     assert code == 2
-    one_error_line(err, "invalid JSON at line 1")
+    one_error_line(err, "g.json:1:", ": invalid JSON")
 
 
 def test_identify_every_stored_output() -> None:
