@@ -200,78 +200,53 @@ def balance_options(threshold: float, max_replicas_per_broker: int) -> None:
     bounded_int("--max-replicas-per-broker", max_replicas_per_broker, 1, INT32_MAX)
 
 
+# A live cluster instead of a file (verify, verify-reassignment)
 BootstrapOpt = Annotated[str | None, typer.Option(
     "--bootstrap-server", metavar="HOST:PORT",
     help="Read the cluster now from a live cluster (topics, replicas, leaders, ISR, ELR, racks, min.insync.replicas, "
          "reassignments in flight) instead of a describe file; the same checks and reports follow.")]
-
-
 CommandConfigOpt = Annotated[str | None, typer.Option(
     "--command-config", metavar="FILE",
     help="Kafka client properties for --bootstrap-server (security.protocol, sasl.*, ssl.* with PEM files), as "
          "kafka-topics.sh --command-config takes them.")]
-
-
+# The CI gate (verify, verify-reassignment, plan: kcheck.gate.policy)
 BaselineOpt = Annotated[str | None, typer.Option(
     "--baseline", metavar="FILE",
     help="A previous --json report of this command: the findings it lists are known and do not fail the gate "
          "unless they got worse (shown as suppressed, with the file as the reason).")]
-
-
 AllowlistOpt = Annotated[str | None, typer.Option(
     "--allowlist", metavar="FILE",
     help="Known findings, one a line: 'invariant | where | reason' (where may use * and ?; the reason is "
          "required). They do not fail the gate and are shown with their reason.")]
-
-
 DecommissionOpt = Annotated[str | None, typer.Option(
     "--decommission", metavar="IDS",
     help="Brokers leaving the cluster, e.g. 5,6: balance is judged over the other brokers, and a replica still "
          "placed on a leaving broker is a hard finding.")]
-
-
 FailOnOpt = Annotated[str, typer.Option(
     "--fail-on", metavar="LEVEL",
     help="What fails the gate (exit 1): hard (any hard finding not suppressed), soft (any finding not "
          "suppressed), new (only hard findings the change introduces or makes worse).")]
-
-
+# The replication model's commands (explore, exhaust, replay, liveness) and `check --invariants`
 ProtocolOpt = Annotated[str, typer.Option("--protocol", help="current (the --kafka-version release's rules), a variant "
                                                           "(kcheck variants), or module:object.")]
-
-
 KafkaVersionOpt = Annotated[str | None, typer.Option(
     "--kafka-version", metavar="VERSION",
     help=f"The Kafka release whose controller rules --protocol current follows (default: the newest, "
          f"{releases.DEFAULT_VERSION}): ELR off before 4.1, KAFKA-19975's reassignment completion from 4.3.")]
-
-
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print the result as JSON.")]
-
-
 ProgressOpt = Annotated[bool | None, typer.Option(
     "--progress/--no-progress",
     help="Progress lines on stderr every few seconds: states, depth, rate, memory, elapsed (default: when "
          "stderr is a terminal).")]
-
-
 QuietOpt = Annotated[bool, typer.Option("--quiet", "-q", help="No progress lines (as --no-progress).")]
-
-
 OutOpt = Annotated[str | None, typer.Option("--out", help="Write the counterexample trace (JSON) to this new file.")]
-
-
 InvariantOpt = Annotated[list[str] | None, typer.Option(
     "--invariant", help="Check only this invariant id (repeatable; default: all, or a variant's own row and the "
                         "--invariants modules' ones).")]
-
-
 InvariantsOpt = Annotated[list[str] | None, typer.Option(
     "--invariants", metavar="MODULE",
     help="Load a module of your invariants (registered with kcheck.invariants.registry.register) and check "
          "them too (repeatable). It is your code: whatever it does wrong is one line, exit 2.")]
-
-
 CoverageDirOpt = Annotated[str | None, typer.Option(
     "--coverage-dir", metavar="DIR",
     help="For a protocol that differs from today's: write each changed rule's shortest run to an answer that "
@@ -310,86 +285,44 @@ def _int_option(help: str) -> Any:
 
 
 BrokersOpt = Annotated[int | None, typer.Option(help="Brokers 1..n (at most 6).")]
-
-
 ReplicationFactorOpt = Annotated[int | None, typer.Option(
     "--replication-factor", min=0, max=INT32_MAX,
     help="Replicas at the start, on brokers 1..RF (default: every broker).")]
-
-
 MinIsrOpt = Annotated[int | None, typer.Option(help="min.insync.replicas (1..brokers).")]
-
-
 InitialIsrOpt = Annotated[int | None, typer.Option(
     "--initial-isr", min=0, max=INT32_MAX,
     help="Replicas in the ISR at the start: the first N of the replica set (default 0: every replica).")]
-
-
 AcksOpt = Annotated[str | None, typer.Option(help="Producer acks to try: all, 1, 0 (comma-separated).")]
-
-
 RecordsOpt = Annotated[int | None, _int_option("Records the producers write in all.")]
-
-
 MaxLeaderEpochOpt = Annotated[int | None, _int_option(
     "Highest leader epoch a controller write may reach (at least 1); bounds elections.")]
-
-
 CrashesOpt = Annotated[int | None, _int_option("Broker crashes that keep the page cache (a process crash).")]
-
-
 LossyCrashesOpt = Annotated[int | None, _int_option(
     "Unclean shutdowns that lose the unflushed suffix (power loss); once min.insync.replicas of them happened, "
     "the durability invariants no longer apply (reported).")]
-
-
 FencesOpt = Annotated[int | None, _int_option("Live brokers the controller fences (missed heartbeats).")]
-
-
 ElectionsOpt = Annotated[int | None, _int_option(
     "Leader moves nobody asked for (a preferred election, a zombie controller's move).")]
-
-
 IsrShrinksOpt = Annotated[int | None, _int_option("Followers a leader drops from the ISR as too slow.")]
-
-
 FailoversOpt = Annotated[int | None, _int_option("Controller failovers.")]
-
-
 ReadsOpt = Annotated[int | None, _int_option("Consumer reads.")]
-
-
 ReassignmentsOpt = Annotated[int | None, _int_option(
     "Reassignment requests (AlterPartitionReassignments to any target list) the operator may make.")]
-
-
 CancelsOpt = Annotated[int | None, _int_option("Requests cancelling the reassignment in flight.")]
-
-
 DuplicatesOpt = Annotated[bool | None, typer.Option(
     "--duplicates/--no-duplicates", help="Let messages be delivered twice (default: yes).")]
-
-
 AtomicFetchOpt = Annotated[bool | None, typer.Option(
     "--atomic-fetch/--split-fetch",
     help="One step per fetch (request, answer, follower applying it) instead of three: reaches deeper, "
          "explores fewer interleavings.")]
-
-
 ExploreAtomicFetchOpt = Annotated[bool | None, typer.Option(
     "--atomic-fetch/--split-fetch",
     help="One step per fetch (request, answer, follower applying it; explore's default: a run with atomic fetches "
          "is a run of the split model too) or three (--split-fetch: every interleaving of a fetch's parts).")]
-
-
 ListOffsetsOpt = Annotated[int | None, _int_option(
     "ListOffsets requests clients send (above 0 the clients' view is kept: what they were told).")]
-
-
 ShutdownsOpt = Annotated[int | None, _int_option(
     "Controlled shutdowns an operator starts (the broker asks, the controller moves its leadership away).")]
-
-
 MetadataOpt = Annotated[str | None, typer.Option(
     "--metadata", metavar="MODE",
     help="How brokers learn the controller's decisions: kraft (the metadata log every broker applies at its own "

@@ -1,4 +1,5 @@
-"""TODO"""
+"""`kcheck assign`: a consumer assignor run on a group as its leader (or the KIP-848 coordinator) would, and the
+result checked by the assignment invariants."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""TODO"""
+"""`kcheck chaos`: a fault campaign on a real cluster, its options turned into the campaign's settings
+(kcheck.cluster.chaos) and its verdict printed or written as JSON."""
 
 from __future__ import annotations
 

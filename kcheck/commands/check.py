@@ -1,4 +1,5 @@
-"""TODO"""
+"""`kcheck check`: every check kcheck has over its built-in clusters, or the placers and assignors named; the
+checks themselves are in kcheck/check.py."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""TODO"""
+"""`kcheck cluster up|status|down`: a real KRaft cluster on 127.0.0.1 (kcheck.cluster.local)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""TODO"""
+"""`kcheck kafka-classpath` and `kcheck invariants`: what kcheck resolves and knows."""
 
 from __future__ import annotations
 

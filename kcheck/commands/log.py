@@ -1,4 +1,5 @@
-"""TODO"""
+"""`kcheck log` and `kcheck sweep-log`: a topic's storage simulated step by step (kcheck.simulation.storage), and
+grids of topic configs x workloads on Spark or in this process (kcheck.spark_check.log_sweep)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""TODO"""
+"""`kcheck place`, `prove` and `optimize`: Kafka's placers run, proved with Z3 (or run on every configuration),
+and compared with the best placement the cluster allows."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""TODO"""
+"""`kcheck plan`: the fewest moves that clear every hard placement violation (kcheck.gate.plan), printed or
+written as the reassignment JSON Kafka takes."""
 
 from __future__ import annotations
 

@@ -1,4 +1,6 @@
-"""TODO"""
+"""`kcheck reassign` (one partition's reassignment through Kafka's controller, step by step) and
+`kcheck verify-reassignment` (a plan's per-move safety and target placement, judged by the gate;
+kcheck.gate.reassign)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""TODO"""
+"""`kcheck verify`: a reassignment plan or a `kafka-topics --describe` (a file, or a live cluster) judged by the
+placement and partition-health invariants and the CI gate (kcheck.gate)."""
 
 from __future__ import annotations
 

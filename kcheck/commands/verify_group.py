@@ -1,4 +1,4 @@
-"""TODO"""
+"""`kcheck verify-group`: `kafka-consumer-groups --describe` output judged per group (kcheck.gate.group)."""
 
 from __future__ import annotations
 

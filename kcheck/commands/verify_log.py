@@ -1,4 +1,4 @@
-"""TODO"""
+"""`kcheck verify-log`: `kafka-dump-log` and `kafka-log-dirs` output read and judged (kcheck.inputs.log_tools)."""
 
 from __future__ import annotations
 
