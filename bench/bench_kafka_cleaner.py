@@ -18,9 +18,9 @@ import random
 import sys
 import time
 
-from kcheck.exit_codes import Exit
 from kcheck.reference.kafka_bridge import KafkaBridgeError, shared_bridge
 from kcheck.reference.kafka_cleaner import encode_scenario, map_cleaner, random_scenario, reference_cleaner
+from kcheck.runtime.exit_codes import Exit
 
 
 def run(version: str, n: int, batch: int, seed: int) -> None:

@@ -13,9 +13,9 @@ import random
 import sys
 import time
 
-from kcheck.exit_codes import Exit
 from kcheck.reference import kafka_storage as ks
 from kcheck.reference.kafka_bridge import KafkaBridge
+from kcheck.runtime.exit_codes import Exit
 
 
 def run(release: str, total: int, batch: int, seed: int) -> int:

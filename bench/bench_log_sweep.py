@@ -16,7 +16,7 @@ import argparse
 import sys
 import time
 
-from kcheck.log_sim import CONSUMER_INVARIANT
+from kcheck.simulation.storage import CONSUMER_INVARIANT
 from kcheck.spark_check.log_sweep import (
     DEFAULT_CONFIG,
     DEFAULT_WORKLOAD,

@@ -10,7 +10,7 @@ import resource
 import time
 
 from kcheck.check import run_check
-from kcheck.formats import parse_describe
+from kcheck.inputs.formats import parse_describe
 from kcheck.invariants import PlacementSubject, check_placement
 from kcheck.model import Cluster, ReplicaAssignment
 from kcheck.reference.java import JavaRandom

@@ -25,7 +25,7 @@ import sys
 import time
 from typing import Any
 
-from kcheck.exit_codes import Exit
+from kcheck.runtime.exit_codes import Exit
 
 
 def _one(name: str, seed: int, budget: float, atomic: bool) -> dict[str, Any]:

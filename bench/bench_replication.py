@@ -22,10 +22,10 @@ import time
 from dataclasses import replace
 
 from kcheck.check import DEEP_MAX_STATES, DEEP_SEARCH
+from kcheck.commands.replication import EXPLORE_EXAMPLES, EXPLORE_STEPS
 from kcheck.invariants.replication_engine import run_exhaust
 from kcheck.invariants.replication_explore import exhaust, explore, split_fetches
 from kcheck.model.replication import VARIANTS, Config, Protocol
-from kcheck.replication_cli import EXPLORE_EXAMPLES, EXPLORE_STEPS
 
 SECTIONS = ("variants", "throughput", "exhaustive", "reassignment")
 

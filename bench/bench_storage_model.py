@@ -14,10 +14,10 @@ import argparse
 import statistics
 import time
 
-from kcheck.exit_codes import Exit
 from kcheck.invariants.storage_model import StorageModel
 from kcheck.model.search import exhaust, random_search
 from kcheck.model.storage import VARIANTS, Rules
+from kcheck.runtime.exit_codes import Exit
 
 
 def main() -> int:

@@ -1,4 +1,4 @@
-"""Fault campaigns on a real KRaft cluster (kcheck.chaos): today's defaults against the 2013 settings.
+"""Fault campaigns on a real KRaft cluster (kcheck.cluster.chaos): today's defaults against the 2013 settings.
 
 One cluster (Kafka --kafka-version, 3 brokers, kcheck chaos's campaign broker settings) runs, one topic per campaign:
 
@@ -24,7 +24,7 @@ import sys
 import time
 from pathlib import Path
 
-from kcheck.chaos import (
+from kcheck.cluster.chaos import (
     CAMPAIGN_BROKER_CONFIG,
     DEFAULT_FAULTS,
     Campaign,
@@ -33,7 +33,7 @@ from kcheck.chaos import (
     parse_schedule,
     random_schedule,
 )
-from kcheck.cluster import DEFAULT_VERSION, LocalCluster
+from kcheck.cluster.local import DEFAULT_VERSION, LocalCluster
 
 SCENARIO_2013 = (Path(__file__).resolve().parent.parent / "examples" / "chaos" / "2013.txt").read_text(encoding="utf-8")
 
@@ -58,7 +58,7 @@ def main() -> int:
     ap.add_argument("--seeds", type=int, default=5, help="seeds of the 2013 settings (scenario + random each)")
     ap.add_argument("--seconds-2013", type=float, default=30.0, help="seconds of each random 2013 campaign")
     ap.add_argument("--rate", type=float, default=50.0)
-    ap.add_argument("--lossy", action="store_true", help="also draw lossy-kill (kcheck.lossy)")
+    ap.add_argument("--lossy", action="store_true", help="also draw lossy-kill (kcheck.cluster.lossy)")
     ap.add_argument("--json-dir", help="write every campaign's JSON history there")
     args = ap.parse_args()
     kinds = (*DEFAULT_FAULTS, "lossy-kill") if args.lossy else DEFAULT_FAULTS

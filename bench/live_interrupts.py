@@ -106,7 +106,7 @@ def main() -> None:
     shared = None
     seen: set[str] = set()  # the replay topics before a trial
     if {"chaos-dir", "replay-dir"} & set(only):
-        from kcheck.cluster import LocalCluster
+        from kcheck.cluster.local import LocalCluster
 
         shared = LocalCluster(brokers=3, directory=work / "shared").start(timeout_s=120)
     runs: dict[str, tuple[list[str], Callable[[str], bool], float]] = {
@@ -143,7 +143,7 @@ def main() -> None:
                     print(f"  exit {code} after {took:.2f} s, left {left}: {last}")
     finally:
         if shared is not None:  # another process may have started a broker again: the folder's state has its PID
-            from kcheck.cluster import LocalCluster
+            from kcheck.cluster.local import LocalCluster
 
             LocalCluster.attach(work / "shared").stop()
             shared._dismiss_watchdog()
@@ -151,7 +151,7 @@ def main() -> None:
 
 def replay_topics(bootstrap: str) -> set[str]:
     """The cluster's replay topics now: a new one says a replay has begun its work on the cluster."""
-    from kcheck.live import read_cluster
+    from kcheck.cluster.live import read_cluster
 
     try:
         return set(re.findall(r"Topic: (kcheck-replay-\w+)\t", read_cluster(bootstrap, timeout_s=5).describe_text))
@@ -161,7 +161,7 @@ def replay_topics(bootstrap: str) -> set[str]:
 
 def heal(folder: Path) -> None:
     """Every broker of the cluster in `folder` running and unfenced again."""
-    from kcheck.cluster import LocalCluster
+    from kcheck.cluster.local import LocalCluster
 
     cluster = LocalCluster.attach(folder)
     for row in cluster.status():

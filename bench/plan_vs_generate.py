@@ -26,9 +26,9 @@ import statistics
 import time
 from dataclasses import dataclass
 
+from kcheck.gate.plan import BALANCE_INVARIANTS, Incomplete, Infeasible, PlanProblem, count_moves, solve
 from kcheck.invariants import BalanceSettings, PlacementSubject, Severity, check_placement
 from kcheck.model import Broker, Cluster, PartitionReplicas, ReplicaAssignment
-from kcheck.plan import BALANCE_INVARIANTS, Incomplete, Infeasible, PlanProblem, count_moves, solve
 from kcheck.reference.java import JavaRandom
 from kcheck.reference.kafka_bridge import AssignRequest, StripedRequest, shared_bridge
 from kcheck.reference.placement import assign_replicas_to_brokers

@@ -468,13 +468,15 @@ def run_exhaust(protocol: Protocol, cfg: Config, *, label: str | None = None, on
                 max_seconds: float | None = None, max_rss: int | None = None, progress: ProgressFn | None = None,
                 workers: int = 1, master: str | None = None, symmetry: bool = True,
                 spill_dir: str | None = None, modules: Sequence[str] = (), order: str = "bfs",
-                reduce: bool = False) -> EngineRun:
+                reduce: bool = False, spark_search: Callable[..., SearchResult] | None = None) -> EngineRun:
     """Every state reachable within `cfg`'s bounds, breadth first, on the one engine (see the module docstring).
 
     With a `probe`, pass `probe.protocol` as `protocol`. `max_rss` (bytes) stops the search when this process
-    and its workers hold that much resident memory. `master` runs the search on Spark (C2's `spark_exhaust`;
-    `local[2]` or `spark://host:port`); `workers` > 1 forks that many processes on this machine. `modules`: the
-    user's invariant modules (imported in Spark executors, and shipped with a `module:object` protocol's module).
+    and its workers hold that much resident memory. `master` runs the search on Spark (`local[2]` or
+    `spark://host:port`) with `spark_search`, which the caller passes in (the command line passes
+    `spark_check.exhaust.spark_exhaust`, its errors as SearchSetupError); `workers` > 1 forks that many processes
+    on this machine. `modules`: the user's invariant modules (imported in Spark executors, and shipped with a
+    `module:object` protocol's module).
     Raises `SearchSetupError` (one line) when the Spark search cannot run. `order` is the engine's (bfs, dfs or
     novelty, the last ranked by `replication_runs.novelty_key`); orders other than bfs run in this one process.
     `reduce`: the search takes model/replication/reduction.py's steps at once where its argument holds (a complete
@@ -490,8 +492,8 @@ def run_exhaust(protocol: Protocol, cfg: Config, *, label: str | None = None, on
     tally: InvariantTally | None
     state_of: Callable[[Any], State]
     if master is not None:
-        result = _on_spark(protocol, cfg, label, only, symmetry, modules, reduce, master, max_states, max_seconds,
-                           report)
+        result = _on_spark(spark_search, protocol, cfg, label, only, symmetry, modules, reduce, master, max_states,
+                           max_seconds, report)
         tally, engine, state_of = None, SPARK_ENGINE, _same
         notes.append("on Spark the states in which the bounds switched an invariant off are not counted")
         if max_rss is not None:
@@ -550,27 +552,19 @@ def _reporter(progress: ProgressFn | None, watch: MemoryWatch, start: float
     return report
 
 
-def _on_spark(protocol: Protocol, cfg: Config, label: str, only: set[str] | None, symmetry: bool,
-              modules: Sequence[str], reduce: bool, master: str, max_states: int | None, max_seconds: float | None,
-              report: Callable[..., None]) -> SearchResult:
-    """The search on Spark (`spark_exhaust`), each executor building `plain_model`, the user's modules shipped.
-
-    The one import of spark_check from invariants (upward: tests/test_layering.py lists it as a known exception):
-    the command line chooses where a search runs, so the Spark search belongs in the caller's hands (passed in by
-    kcheck/replication_cli.py) once that module can change."""
-    try:
-        from kcheck.spark_check.exhaust import SparkExhaustError, spark_exhaust  # pyspark only when asked
-    except ImportError as e:
-        raise SearchSetupError(f"the Spark search is not available: {e}") from None
+def _on_spark(spark_search: Callable[..., SearchResult] | None, protocol: Protocol, cfg: Config, label: str,
+              only: set[str] | None, symmetry: bool, modules: Sequence[str], reduce: bool, master: str,
+              max_states: int | None, max_seconds: float | None, report: Callable[..., None]) -> SearchResult:
+    """The search on Spark, each executor building `plain_model`, the user's modules shipped. The Spark search
+    itself comes from the caller (spark_check sits above this part)."""
+    if spark_search is None:
+        raise SearchSetupError("no Spark search was given to run on (run_exhaust's spark_search)")
     from kcheck.reference.plugins import shippable_paths
 
     ship = shippable_paths([label, *(f"{m}:_" for m in modules)])
-    try:
-        return spark_exhaust(partial(plain_model, protocol, cfg, only, symmetry, tuple(modules), reduce), master,
-                             max_states=max_states, max_seconds=max_seconds, symmetry=symmetry, progress=report,
-                             py_files=ship)
-    except SparkExhaustError as e:
-        raise SearchSetupError(str(e)) from None
+    return spark_search(partial(plain_model, protocol, cfg, only, symmetry, tuple(modules), reduce), master,
+                        max_states=max_states, max_seconds=max_seconds, symmetry=symmetry, progress=report,
+                        py_files=ship)
 
 
 def _engine_model(inner: ReplicationModel, cfg: Config, only: set[str] | None, shared: SharedTally, abstract: bool,

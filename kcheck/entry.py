@@ -1,7 +1,7 @@
 """The `kcheck` console script and `python -m kcheck`.
 
 Ctrl-C or SIGTERM while Python imports the command line (a second, several on a loaded machine) ends with the
-same one line and exit 130 as during a command (kcheck.interrupts); nothing has been started or written yet.
+same one line and exit 130 as during a command (kcheck.runtime.interrupts); nothing has been started or written yet.
 """
 
 from __future__ import annotations

@@ -32,8 +32,8 @@ from typing import Annotated, Any
 
 import typer
 
-from kcheck import interrupts
-from kcheck.formats import InputError
+from kcheck.inputs.formats import InputError
+from kcheck.runtime import interrupts
 
 DEFAULT_TIMEOUT = 60.0  # seconds one plug-in call may take (a placer, an assignor, a rule, an invariant check)
 MAX_TIMEOUT = 86_400.0
@@ -121,7 +121,7 @@ def isolating(plugin_options: tuple[str, ...],
 
 def _child(run: Callable[[], int], page: mmap.mmap, report_fd: int, relay: tuple[int, int] | None) -> None:
     """In the forked child: run the command (errors as one line, as main() prints them), report the status."""
-    from kcheck.cli import _main_errors
+    from kcheck.errors import main_errors
     from kcheck.reference import plugins
 
     code = 2
@@ -133,7 +133,7 @@ def _child(run: Callable[[], int], page: mmap.mmap, report_fd: int, relay: tuple
                                       for fd in relay)
         plugins.watcher = _Watcher(page)
         with interrupts.handling(quiet=True):
-            code = _main_errors(run)
+            code = main_errors(run)
             if interrupts.interrupted() is not None:
                 interrupts.cleanup()
                 code = interrupts.INTERRUPTED

@@ -18,8 +18,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from kcheck import formats
-from kcheck.formats import InputError
+from kcheck.inputs import formats
+from kcheck.inputs.formats import InputError
 from kcheck.invariants import REGISTRY, Report, Severity, Violation
 
 MAX_DETAIL_LINES = 200  # a failure body lists at most this many violations (--json lists them all)
@@ -180,8 +180,7 @@ def write_atomic(path: str, data: bytes, *, new: bool = False) -> None:
     """Write a temporary file beside `path`, then rename it over `path`: a reader never sees half a report, and an
     interrupt leaves no partial file. `new`: never over an existing file (linked into place, which fails if
     something appeared there since output_path checked)."""
-    from kcheck import interrupts
-
+    from kcheck.runtime import interrupts
     directory = os.path.dirname(os.path.abspath(path))
     fd, tmp = tempfile.mkstemp(prefix=f".{os.path.basename(path)}.", suffix=".tmp", dir=directory)
     try:
@@ -251,7 +250,7 @@ def report_cases(report: Report, classname: str, fails: Iterable[str] = ()) -> l
 
 
 def judged_cases(report: Report, judged: Any, classname: str) -> list[TestCase]:
-    """A gated command (kcheck/gate.py): one case per invariant, a failure exactly when one of its findings fails
+    """A gated command (gate/policy.py): one case per invariant, a failure exactly when one of its findings fails
     the gate (`--fail-on`); introduced, changed, unchanged, suppressed (with the reason) and fixed findings that do
     not fail it are listed in <system-out> of a passing case."""
     fails = {id(v) for v in judged.counted}
@@ -288,21 +287,7 @@ def judged_cases(report: Report, judged: Any, classname: str) -> list[TestCase]:
 def check_suites(result: Any) -> list[TestSuite]:
     """`kcheck check`: per (placer, invariant), per proof, per assignor model, per rejoin-sweep result that is
     violated somewhere, per replication run."""
-    placement = []
-    for o in result.outcomes:
-        case = TestCase(f"kcheck.check.placement.{o.placer}", o.invariant)
-        example = ""
-        if o.smallest is not None:
-            example = f"smallest counterexample: {o.smallest_violations[0].message}\nreplay: {o.smallest.replay()}"
-        summary = (f"{o.violated:,} of {o.checked:,} placements violate it ({REGISTRY[o.invariant].severity}, "
-                   f"{'guaranteed' if o.guaranteed else 'not guaranteed'} by Kafka for {o.placer})")
-        if o.status == "FAILED":
-            case.failure, case.detail = summary, f"{summary}\n{example}"
-        elif o.status == "finding":
-            case.output = f"finding: {summary}\n{example}"
-        elif o.status == "n/a":
-            case.skipped = "not applicable to any built-in case"
-        placement.append(case)
+    placement = [_placement_case(o) for o in result.outcomes]
     proofs = []
     for r in result.proofs:
         case = TestCase(f"kcheck.check.proofs.{r.algorithm}", r.invariant, r.seconds)
@@ -319,6 +304,37 @@ def check_suites(result: Any) -> list[TestSuite]:
         case.output = "\n".join(f"finding: {f.message}" for f in getattr(m, "findings", ()))
         models.append(case)
     rejoins = getattr(result, "rejoins", None)  # the group sweep's time-out-and-rejoin events, when run
+    rejoin_cases = _rejoin_cases(rejoins)
+    replication = [_replication_case(r) for r in result.replication]
+    return [TestSuite("kcheck check: placement invariants", placement,
+                      properties={"cases": str(result.cases), "clusters": str(result.clusters)}),
+            TestSuite("kcheck check: proofs", proofs, sum(c.seconds for c in proofs)),
+            TestSuite("kcheck check: rebalance model", models, sum(c.seconds for c in models)),
+            *([TestSuite("kcheck check: rejoin sweep", rejoin_cases, rejoins.seconds,
+                         properties={"space": rejoins.space, "groups": str(rejoins.groups)})]
+              if rejoins is not None else []),
+            TestSuite("kcheck check: replication model", replication, sum(c.seconds for c in replication))]
+
+
+def _placement_case(o: Any) -> TestCase:
+    """One (placer, invariant) of `kcheck check`: failed when Kafka guarantees it, a finding otherwise."""
+    case = TestCase(f"kcheck.check.placement.{o.placer}", o.invariant)
+    example = ""
+    if o.smallest is not None:
+        example = f"smallest counterexample: {o.smallest_violations[0].message}\nreplay: {o.smallest.replay()}"
+    summary = (f"{o.violated:,} of {o.checked:,} placements violate it ({REGISTRY[o.invariant].severity}, "
+               f"{'guaranteed' if o.guaranteed else 'not guaranteed'} by Kafka for {o.placer})")
+    if o.status == "FAILED":
+        case.failure, case.detail = summary, f"{summary}\n{example}"
+    elif o.status == "finding":
+        case.output = f"finding: {summary}\n{example}"
+    elif o.status == "n/a":
+        case.skipped = "not applicable to any built-in case"
+    return case
+
+
+def _rejoin_cases(rejoins: Any) -> list[TestCase]:
+    """The rejoin sweep's violated results (one passing case when nothing is violated), none when it did not run."""
     rejoin_cases = []
     for g in rejoins.outcomes if rejoins is not None else ():
         case = TestCase(f"kcheck.check.rejoin.{g.assignor}", g.invariant)
@@ -331,24 +347,19 @@ def check_suites(result: Any) -> list[TestSuite]:
         rejoin_cases.append(case)
     if rejoins is not None and not rejoin_cases:  # nothing violated: one passing case says the sweep ran
         rejoin_cases.append(TestCase("kcheck.check.rejoin", "every guarantee"))
-    replication = []
-    for r in result.replication:
-        case = TestCase(f"kcheck.check.replication.{r.protocol}", r.engine, r.seconds)
-        found = f"{', '.join(r.violated)} in {r.trace_steps} steps" if r.violated else "no violation"
-        case.output = f"expected {'a violation' if r.expect_violation else 'no violation'}; found {found} " \
-                      f"({r.size})"
-        if not r.ok:
-            case.failure, case.detail = f"expected {'a violation' if r.expect_violation else 'no violation'}, " \
-                                        f"found {found}", f"{case.output}\n{r.detail}"
-        replication.append(case)
-    return [TestSuite("kcheck check: placement invariants", placement,
-                      properties={"cases": str(result.cases), "clusters": str(result.clusters)}),
-            TestSuite("kcheck check: proofs", proofs, sum(c.seconds for c in proofs)),
-            TestSuite("kcheck check: rebalance model", models, sum(c.seconds for c in models)),
-            *([TestSuite("kcheck check: rejoin sweep", rejoin_cases, rejoins.seconds,
-                         properties={"space": rejoins.space, "groups": str(rejoins.groups)})]
-              if rejoins is not None else []),
-            TestSuite("kcheck check: replication model", replication, sum(c.seconds for c in replication))]
+    return rejoin_cases
+
+
+def _replication_case(r: Any) -> TestCase:
+    """One replication run of `kcheck check`: failed when it did not find what it expected."""
+    case = TestCase(f"kcheck.check.replication.{r.protocol}", r.engine, r.seconds)
+    found = f"{', '.join(r.violated)} in {r.trace_steps} steps" if r.violated else "no violation"
+    case.output = f"expected {'a violation' if r.expect_violation else 'no violation'}; found {found} " \
+                  f"({r.size})"
+    if not r.ok:
+        case.failure, case.detail = f"expected {'a violation' if r.expect_violation else 'no violation'}, " \
+                                    f"found {found}", f"{case.output}\n{r.detail}"
+    return case
 
 
 def prove_cases(results: Sequence[Any]) -> list[TestCase]:

@@ -12,9 +12,16 @@ from rich.markup import escape
 from rich.table import Table
 
 from kcheck.check import CheckResult, ModelOutcome, RejoinSweep, ReplicationOutcome, failed_any
-from kcheck.formats import printable, terminal_safe
+from kcheck.inputs.formats import printable, terminal_safe
 from kcheck.invariants import REGISTRY, Report, Severity
 from kcheck.invariants.prover import ProofResult
+from kcheck.invariants.replication_explore import (
+    ReplayStep,
+)
+from kcheck.model.replication.actions import Config
+from kcheck.model.replication.state import NO_LEADER, State
+from kcheck.options import MEANINGS
+from kcheck.runtime.exit_codes import Exit
 
 
 class _SafeConsole(Console):
@@ -64,9 +71,8 @@ def report_summary(report: Report) -> str:
 
 
 def gate_summary(report: Report, judged: Any) -> str:
-    """The verdict of a gated command (kcheck/gate.py): the findings that stand (not suppressed, not fixed), how
+    """The verdict of a gated command (gate/policy.py): the findings that stand (not suppressed, not fixed), how
     many of them fail the gate (--fail-on), and what the change did."""
-    from kcheck.exit_codes import Exit
 
     standing = (*judged.introduced, *(c.after for c in judged.changed), *judged.unchanged)
     hard = sum(v.severity is Severity.HARD for v in standing)
@@ -244,3 +250,79 @@ def replication_table(outcomes: list[ReplicationOutcome]) -> Table:
         table.add_row(r.protocol, r.engine, r.size, f"{r.seconds:.2f} s",
                       "a violation" if r.expect_violation else "no violation", result)
     return table
+
+
+def _replica_cell(s: State, broker: int) -> str:
+    r = s.replica(broker)
+    log = " ".join(str(rec) for rec in r.log) or "-"
+    flags = []
+    if not r.alive:
+        flags.append("down")
+    elif r.known and not r.hosts:
+        flags.append("no replica")
+    elif r.is_leader:
+        flags.append(f"leader e{r.leader_epoch}")
+    elif r.known and r.leader != NO_LEADER:
+        flags.append(f"follows {r.leader} e{r.leader_epoch}")
+    if broker in s.registry.fenced:
+        flags.append("fenced")
+    return f"{log} | hw {r.hw}" + (f" ({', '.join(flags)})" if flags else "")
+
+
+def _set(xs: frozenset[int]) -> str:
+    return "{" + ", ".join(map(str, sorted(xs))) + "}"
+
+
+def _assignment(s: State) -> str:
+    """RS with AR and RR, as `kafka-topics --describe` shows a partition being reassigned."""
+    reg = s.registry
+    out = "[" + ",".join(map(str, reg.replicas)) + "]"
+    if reg.adding:
+        out += " +" + ",".join(map(str, reg.adding))
+    if reg.removing:
+        out += " -" + ",".join(map(str, reg.removing))
+    return out
+
+
+def trace_table(steps: list[ReplayStep], title: str) -> Table:
+    """One row per step, in the style of seed 003's reassignment table: every replica's log with
+    record epochs and high watermark, then what the controller stores (replicas with adding (+) and
+    removing (-) when they ever differ from every broker, leader, epoch, ISR, ELR)."""
+    table = Table(title=title, title_justify="left")
+    first = steps[0].state
+    show_rs = any(st.state.registry.replicas != tuple(first.brokers) or st.state.registry.reassigning
+                  for st in steps)
+    table.add_column("step", justify="right")
+    table.add_column("action", overflow="fold")
+    for b in first.brokers:
+        table.add_column(f"broker {b}", overflow="fold")
+    for col in (("replicas",) if show_rs else ()) + ("leader", "epoch", "ISR", "ELR"):
+        table.add_column(col)
+    for st in steps:
+        s, reg = st.state, st.state.registry
+        label = "initial state" if st.action is None else st.action.label()
+        if st.violations:
+            label += "  [bold red]<- " + ", ".join(sorted({v.invariant for v in st.violations})) + "[/]"
+        table.add_row(str(st.number), label, *(escape(_replica_cell(s, b)) for b in s.brokers),
+                      *((_assignment(s),) if show_rs else ()),
+                      "none" if reg.leader == NO_LEADER else str(reg.leader), str(reg.leader_epoch),
+                      _set(reg.isr), _set(reg.elr) if reg.elr else "")
+    return table
+
+
+def config_line(cfg: Config) -> str:
+    """Every setting as its option, its value and what it means: `--min-isr 2 (min.insync.replicas)`."""
+    out = []
+    for k, v in cfg.as_dict().items():
+        if isinstance(v, bool):
+            option = {"duplicates": "--duplicates" if v else "--no-duplicates",
+                      "atomic_fetch": "--atomic-fetch" if v else "--split-fetch"}[k]
+            out.append(f"{option} ({MEANINGS[k]}: {'yes' if v else 'no'})")
+            continue
+        value = ",".join(v) if isinstance(v, list) else str(v)
+        if k == "replication_factor" and v == 0:
+            value += f" = {cfg.rf}"
+        elif k == "initial_isr" and v == 0:
+            value += f" = {cfg.rf}"
+        out.append(f"--{k.replace('_', '-')} {value} ({MEANINGS.get(k, k.replace('_', ' '))})")
+    return ", ".join(out)

@@ -1,7 +1,7 @@
 """What kcheck knows of one partition's log: segments (oldest first, the last one active) with their records,
 sizes, sparse offset and time indexes and batch positions, the log start offset and the high watermark.
 
-Built from Kafka's own output (`kafka-dump-log.sh`, kcheck.log_formats), from the storage reference
+Built from Kafka's own output (`kafka-dump-log.sh`, kcheck.inputs.log_tools), from the storage reference
 (`reference/log_segment.py`, `log_retention.py`, `log_cleaner.py`) and from the storage model (`model/storage`);
 checked by the `log.*` invariants of `kcheck.invariants.log_storage`.
 """

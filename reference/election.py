@@ -207,8 +207,8 @@ class KRaftVersion:
     """The behaviours of the KRaft partition-change rules that changed between Kafka versions.
 
     The defaults are the rules of Kafka 3.9.x and 4.0.x (ELR off, as a new cluster of those releases has
-    it); `KRaftVersion.for_release(v)` gives any known release's, and `kcheck.reference.releases` says
-    since which release each field changed (and `profile(v).kraft_version()`, ELR as a new cluster has it).
+    it); `kcheck.reference.releases` gives any known release's (`profile(v).kraft_rules()`, and
+    `profile(v).kraft_version()` with ELR as a new cluster has it) and says since which release each field changed.
     """
 
     leader_recovery_supported: bool = True  # metadata.version >= 3.2-IV0 (KIP-704)
@@ -230,21 +230,6 @@ class KRaftVersion:
     # stays or comes; "leaderless" (apache/kafka#20629, 2025-10; in Kafka since 4.1.1): when the record
     # takes the leader away and none is remembered, cleared when the record names a leader.
     last_known_leader_update: str = "isr-emptied"
-
-    @classmethod
-    def for_release(cls, kafka_version: str = "4.4.0", **overrides: Any) -> KRaftVersion:
-        """The rules of a Kafka release's `PartitionChangeBuilder` (checked against its jars through the
-        bridge, tests/test_kafka_conformance.py), plus `overrides` (ELR on, a metadata version's rules).
-
-        ELR stays off unless overridden (it is a cluster setting); the release's rules come from
-        `kcheck.reference.releases` (the one table of release differences; tests/test_releases.py)."""
-        from kcheck.reference.releases import UnknownRelease, profile
-
-        try:
-            rules = profile(kafka_version).kraft_rules()
-        except UnknownRelease as e:
-            raise ValueError(str(e)) from None
-        return replace(rules, **overrides)
 
 
 KRAFT_DEFAULT = KRaftVersion()

@@ -43,9 +43,9 @@ import random as _py_random
 import re
 import shlex
 import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from kcheck.model import Broker, PartitionInfo, Subscription, TopicPartition
 from kcheck.reference import plugins
@@ -62,10 +62,6 @@ from kcheck.reference.kafka_bridge import (
 )
 from kcheck.reference.kafka_jars import default_version
 from kcheck.reference.plugins import PluginError
-
-if TYPE_CHECKING:  # placers and the registry import this module lazily: no import cycle at run time
-    from kcheck.reference.assignors.registry import AssignorInfo
-    from kcheck.reference.placers import PlacerInfo
 
 __all__ = [
     "PREFIX",
@@ -402,13 +398,12 @@ class JvmPlacer:
             self._runs[tuple(v)] = (b, _ints(values), _spec_placement(placed))
 
 
-def resolve_placer(spec: str) -> PlacerInfo:
-    """A `PlacerInfo` running the ReplicaPlacer class `jvm:<class>`."""
-    from kcheck.reference.placers import PlacerInfo
-
+def resolve_placer(spec: str) -> Any:
+    """The ReplicaPlacer class `jvm:<class>` as a guarded `place` with AdminUtils' signature (placers.resolve_placer
+    makes it a PlacerInfo: this module imports neither registry)."""
     found = inspect(spec)
     _usable(found, ("placer",), "placer")
-    return PlacerInfo(spec, plugins.guard_placer(spec, JvmPlacer(found)), False, frozenset())
+    return plugins.guard_placer(spec, JvmPlacer(found))
 
 
 def map_place(bridge: KafkaBridge, placer_class: str, requests: Sequence[StripedRequest]
@@ -538,14 +533,23 @@ class JvmGroupAssignor(_JvmAssignor):
             raise java_failure(self.spec, e) from None
 
 
-def resolve_assignor(spec: str) -> AssignorInfo:
-    """An `AssignorInfo` running the assignor class `jvm:<class>`: a client one, else a KIP-848 one."""
-    from kcheck.reference.assignors.registry import AssignorInfo, ServerSideAdapter
+@dataclass(frozen=True)
+class JvmAssignor:
+    """The assignor class `jvm:<class>`: a fresh instance per call of `factory`, a client assignor, or (server_side)
+    a KIP-848 one, which the assignor registry puts behind the client signature (it makes the AssignorInfo: this
+    module imports neither registry)."""
 
+    factory: Callable[[], Any]
+    cooperative: bool
+    server_side: bool
+
+
+def resolve_assignor(spec: str) -> JvmAssignor:
+    """The assignor class `jvm:<class>`: a client one, else a KIP-848 one."""
     found = inspect(spec)
     kind = _usable(found, ("client", "group"), "consumer assignor")
     if kind == "client":
         sticky = "sticky" in found.kinds or "cooperative-sticky" in found.kinds
-        return AssignorInfo(spec, functools.partial(JvmStickyAssignor if sticky else JvmClientAssignor, found),
-                            "COOPERATIVE" in found.protocols, frozenset())
-    return AssignorInfo(spec, lambda: ServerSideAdapter(JvmGroupAssignor(found)), False, frozenset())
+        return JvmAssignor(functools.partial(JvmStickyAssignor if sticky else JvmClientAssignor, found),
+                           "COOPERATIVE" in found.protocols, False)
+    return JvmAssignor(lambda: JvmGroupAssignor(found), False, True)

@@ -65,6 +65,7 @@ from kcheck.model.replication.state import (
     State,
     evolve,
 )
+from kcheck.reference import releases
 from kcheck.reference.election import (
     Election,
     KRaftVersion,
@@ -219,8 +220,8 @@ def run_change(bridge: KafkaBridge, change: PartitionChange) -> ChangeResult:
 
 def kraft_version(change: PartitionChange, kafka_version: str = "4.4.0") -> KRaftVersion:
     """Our rules for this change on this release: the release's, with the change's ELR and metadata version."""
-    return KRaftVersion.for_release(
-        kafka_version, eligible_leader_replicas=change.elr,
+    return releases.profile(kafka_version).kraft_rules(
+        eligible_leader_replicas=change.elr,
         use_last_known_leader_in_balanced_recovery=change.use_last_known_leader,
         leader_epoch_bump_on_isr_shrink=change.metadata_version in _EPOCH_BUMP_ON_SHRINK)
 

@@ -14,7 +14,7 @@ Maven itself is not a prerequisite: when `mvn` is not on PATH, Apache Maven's ow
 distribution is fetched from Maven Central once (SHA-512 checked against the value pinned here)
 into `${XDG_CACHE_HOME:-~/.cache}/kcheck/maven/`, and run with the JDK the bridge needs anyway.
 
-The broker's own jar set (`resolve_server`, used by `kcheck.cluster` to run real KRaft brokers) is
+The broker's own jar set (`resolve_server`, used by `kcheck.cluster.local` to run real KRaft brokers) is
 separate: `kafka_2.13` (kafka.Kafka, the storage tool) and `kafka-tools` (kafka-topics and the other
 command-line tools) with their runtime dependencies (kafka-server, raft, storage, metadata, the group,
 transaction and share coordinators ...) plus `slf4j-simple` at the
@@ -266,7 +266,7 @@ def _copy_dependencies(mvn: str, pom: str, work: Path, version: str, what: str, 
 
 
 # ---------------------------------------------------------------------------------------------
-# The broker's jars (kcheck.cluster): kafka_2.13 and its runtime dependencies, plus a logging binding
+# The broker's jars (kcheck.cluster.local): kafka_2.13 and its runtime dependencies, plus a logging binding
 
 # kafka_2.13: kafka.Kafka (the server's main class) and kafka.tools.StorageTool; kafka-tools: the command-line
 # tools (TopicCommand is `kafka-topics.sh`, ReassignPartitionsCommand `kafka-reassign-partitions.sh`).

@@ -91,7 +91,7 @@ def resolve_placer(name: str) -> PlacerInfo:
     if name.startswith("jvm:"):
         from kcheck.reference import jvm_plugins
 
-        return jvm_plugins.resolve_placer(name)
+        return PlacerInfo(name, jvm_plugins.resolve_placer(name), False, frozenset())
     if ":" not in name:
         known = ", ".join(sorted(BUILTIN_PLACERS))
         raise ValueError(f"unknown placer '{name}' (expected one of {known}, module:object or jvm:<class>)")

@@ -26,12 +26,12 @@ from dataclasses import dataclass, fields, replace
 from functools import cache
 from typing import TYPE_CHECKING, Any
 
+from kcheck.reference.election import KRaftVersion
 from kcheck.reference.kafka_jars import KNOWN_RELEASES, ZK_RELEASES, UnknownRelease, check_release
 
 if TYPE_CHECKING:
     from kcheck.model.replication.protocol import Protocol
     from kcheck.reference.assignors.registry import AssignorInfo
-    from kcheck.reference.election import KRaftVersion
 
 __all__ = [
     "DEFAULT_VERSION",
@@ -241,14 +241,13 @@ class ReleaseProfile:
         """The KRaft PartitionChangeBuilder rules of this release, for a new cluster (reference/election.py)."""
         return replace(self.kraft_rules(), eligible_leader_replicas=self.eligible_leader_replicas)
 
-    def kraft_rules(self) -> KRaftVersion:
-        """This release's PartitionChangeBuilder code rules with ELR off (ELR is a cluster setting: `kraft_version`
-        turns it on where a new cluster has it)."""
-        from kcheck.reference.election import KRaftVersion
-
-        return KRaftVersion(last_known_leader_must_be_acceptable=self.last_known_leader_must_be_acceptable,
-                            last_known_leader_update=self.last_known_leader_update,
-                            reassignment_completion=self.reassignment_completion)
+    def kraft_rules(self, **overrides: Any) -> KRaftVersion:
+        """This release's PartitionChangeBuilder code rules (checked against its jars through the bridge,
+        tests/test_kafka_conformance.py) with ELR off (ELR is a cluster setting: `kraft_version` turns it on where
+        a new cluster has it), plus `overrides` (ELR on, a metadata version's rules)."""
+        return KRaftVersion(**{"last_known_leader_must_be_acceptable": self.last_known_leader_must_be_acceptable,
+                               "last_known_leader_update": self.last_known_leader_update,
+                               "reassignment_completion": self.reassignment_completion, **overrides})
 
     def protocol(self) -> Protocol:
         """The replication model's rules for a new cluster of this release: `Protocol.current()` (4.1 and 4.2's

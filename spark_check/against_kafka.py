@@ -519,7 +519,7 @@ def group_file(assignor: str, call: Call) -> tuple[dict[str, Any], bool]:
         members[m] = {k: v for k, v in entry.items() if v not in (None, [])}
     data = {"topics": topics, "members": members}
     try:
-        from kcheck.group_format import parse_group
+        from kcheck.inputs.group_file import parse_group
 
         exact = parse_group(json.dumps(data), "<replay>").subscriptions(assignor) == dict(subs)
     except Exception:  # noqa: BLE001 - a group the file format cannot hold: the replay is only approximate

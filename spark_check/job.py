@@ -33,6 +33,7 @@ from typing import Any
 
 import pyarrow as pa
 
+from kcheck.runtime.interrupts import SPARK_QUIET
 from kcheck.spark_check.batch import Space
 from kcheck.spark_check.store import ResultStore, Stored, cell_size, gaps, grid
 
@@ -113,13 +114,10 @@ def _jvm_stderr_filtered(active: bool) -> Iterator[None]:
         threading.Thread(target=_forward, args=(read_end, saved), name="kcheck-jvm-stderr", daemon=True).start()
 
 
-QUIET = threading.Event()  # set by the caller on an interrupt: the JVM's last words are not forwarded
-
-
 def _forward(read_end: int, out: int) -> None:
     pending: bytes | None = b""  # the JVM's output until its first line is known not to be the noise
     while chunk := os.read(read_end, 65536):
-        if QUIET.is_set():
+        if SPARK_QUIET.is_set():  # an interrupt: the JVM's last words are not forwarded
             continue
         if pending is not None:
             pending += chunk

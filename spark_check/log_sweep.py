@@ -1,6 +1,6 @@
 """`kcheck sweep-log`: `kcheck log`'s simulation over a grid of topic configurations x workloads, on Spark.
 
-A grid is a base topic config and workload (`kcheck.log_sim`) and axes, each a config or workload key with the
+A grid is a base topic config and workload (simulation/storage.py) and axes, each a config or workload key with the
 values it takes; every cell of their product is one `simulate` run with every check on. The result per invariant:
 how many cells break it and the smallest cell that does; and per combination of the other axes, the smallest
 value of a threshold axis (by default the consumer's lag) that breaks each invariant, e.g. the smallest consumer
@@ -22,7 +22,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from kcheck.log_sim import (
+from kcheck.simulation.storage import (
     CONFIG_KEYS,
     CONSUMER_INVARIANT,
     WORKLOAD_KEYS,

@@ -16,7 +16,7 @@ settings.register_profile("dev", max_examples=100, deadline=None)
 settings.register_profile("deep", max_examples=5_000, deadline=None)
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci" if os.environ.get("CI") else "dev"))
 
-# Every Kafka cluster a test starts dies with this process however the run ends (kcheck.cluster.Watchdog), also one
+# Every Kafka cluster a test starts dies with this process however the run ends (cluster/local.py's Watchdog), also one
 # started by a subprocess the test runs (`kcheck cluster up`, `kcheck chaos`): they read this variable.
 os.environ["KCHECK_CLUSTER_OWNER_PID"] = str(os.getpid())
 
@@ -52,13 +52,13 @@ def _xdist_group(item: pytest.Item) -> str | None:
 
 @pytest.fixture(scope="session")
 def kafka_cluster():
-    """A real KRaft cluster (kcheck.cluster.LocalCluster) for the session: one controller and brokers 1, 2, 3 in
+    """A real KRaft cluster (kcheck.cluster.local.LocalCluster) for the session: one controller and brokers 1, 2, 3 in
     racks a, b, c, Kafka KCHECK_CLUSTER_RELEASE (default 4.4.0); besides PLAINTEXT, a SASL_PLAINTEXT listener
     (PLAIN, user alice, password alice-secret) at `sasl_bootstrap`. Stopped at the end, also when tests fail.
     Skipped only without `java`; a cluster that does not start fails the tests that use it."""
     if shutil.which("java") is None:
         pytest.skip("`java` not on PATH: a Kafka cluster needs a JDK 17+")
-    from kcheck.cluster import LocalCluster
+    from kcheck.cluster.local import LocalCluster
 
     cluster = LocalCluster(os.environ.get("KCHECK_CLUSTER_RELEASE", "4.4.0"), 3, ("a", "b", "c"),
                            sasl_users={"alice": "alice-secret"})
@@ -92,7 +92,6 @@ def _one_click_command_per_process():
     import typer.main
 
     from kcheck import cli
-
     build = typer.main.get_command
     built = build(cli.app)
 

@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 
 from kcheck.cli import main
-from kcheck.formats import InputError
-from kcheck.group_format import parse_group, partition_runs
+from kcheck.inputs.formats import InputError
+from kcheck.inputs.group_file import parse_group, partition_runs
 from kcheck.model.vocabulary import TopicPartition
 from kcheck.reference.assignors.sticky import deserialize_topic_partition_assignment
 from kcheck.reference.java import JavaHashMap
@@ -360,7 +360,7 @@ def test_default_assignor_is_range(capsys):
 
 OK_MEMBERS = '"members": {"c1": ["orders"]}'
 BAD_GROUPS = [
-    ('{"topics": {"orders": 1},\n "members": {', "invalid JSON at line 2 column 14"),
+    ('{"topics": {"orders": 1},\n "members": {', ":2:14: invalid JSON"),
     ("[1, 2]", "the file: expected an object, got [1, 2]"),
     ('{"topics": {"orders": 1}}', 'missing "members"'),
     ('{"members": {"c1": ["orders"]}}', 'missing "topics"'),
@@ -451,7 +451,7 @@ def test_bad_group_exits_2_with_one_line(capsys, tmp_path, text, message):
     path.write_text(text)
     code, out, err = run(capsys, "assign", "--assignor", "sticky", str(path))
     assert code == 2 and out == ""
-    assert err.startswith(f"kcheck: error: {path}: ") and err.count("\n") == 1
+    assert err.startswith(f"kcheck: error: {path}:") and err.count("\n") == 1  # path: or path:line:column:
     assert message in err
     with pytest.raises(InputError):  # the library raises the same
         parse_group(text, "g")
@@ -464,8 +464,9 @@ def test_bad_group_exits_2_with_one_line(capsys, tmp_path, text, message):
      "cooperative-sticky, uniform, server-range, or module:object)"),
     (["--assignor", "no_such_module_here:X", "GROUP"], "kcheck: error: --assignor: cannot import module "
                                                        "'no_such_module_here'"),
-    (["--assignor", "kcheck.group_format:MAX_INT", "GROUP"], "kcheck: error: --assignor: 'kcheck.group_format:MAX_INT' "
-                                                             "is not a class or factory of assignors"),
+    (["--assignor", "kcheck.inputs.group_file:MAX_INT", "GROUP"],
+     "kcheck: error: --assignor: 'kcheck.inputs.group_file:MAX_INT' "
+     "is not a class or factory of assignors"),
     (["--assignor", "sticky", "EMPTY"], "file is empty"),
     ([], "kcheck: error: Missing argument 'group'."),
 ])

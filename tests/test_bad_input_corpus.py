@@ -702,11 +702,11 @@ def _warm() -> None:
     import typer
 
     from kcheck import cli
-
     cli._command = typer.main.get_command(cli.app)
     for name in ("kcheck.junit", "kcheck.html_report", "kcheck.spark_check.log_sweep", "kcheck.spark_check.job",
                  "kcheck.invariants.prover", "kcheck.invariants.smt", "kcheck.reference.assignors.registry",
-                 "kcheck.group_format", "kcheck.reassign", "kcheck.isolation", "hypothesis", "z3", "pyspark.sql"):
+                 "kcheck.inputs.group_file", "kcheck.gate.reassign", "kcheck.isolation", "hypothesis", "z3",
+                 "pyspark.sql"):
         with contextlib.suppress(ImportError):
             importlib.import_module(name)
     with contextlib.redirect_stderr(io.StringIO()):  # the first call's one-off costs (Click, Rich), here

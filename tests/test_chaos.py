@@ -1,4 +1,4 @@
-"""Fault campaigns (kcheck.chaos) and their history checks (kcheck.chaos_history).
+"""Fault campaigns (kcheck.cluster.chaos) and their history checks (kcheck.cluster.history).
 
 The checker is tested on hand-written histories: each check fails on one that breaks its property and passes on
 one that keeps it. The campaigns run on the session cluster `kafka_cluster` (tests/conftest.py: Kafka's default
@@ -17,9 +17,9 @@ from pathlib import Path
 import pytest
 
 from cli_support import run
-from kcheck.chaos import DEFAULT_FAULTS, Campaign, Settings, Step, parse_faults, parse_schedule, random_schedule
-from kcheck.chaos_history import Ack, Commit, Fault, FinalRead, History, Read, Send, SendFailure, check, faults_around
-from kcheck.formats import InputError
+from kcheck.cluster.chaos import DEFAULT_FAULTS, Campaign, Settings, Step, parse_faults, parse_schedule, random_schedule
+from kcheck.cluster.history import Ack, Commit, Fault, FinalRead, History, Read, Send, SendFailure, check, faults_around
+from kcheck.inputs.formats import InputError
 
 # ---------------------------------------------------------------------------------------------------------
 # hand-written histories

@@ -1,4 +1,5 @@
-"""A real KRaft cluster on loopback (kcheck.cluster) and the live reader (kcheck.live), checked against Kafka itself.
+"""A real KRaft cluster on loopback (cluster/local.py) and the live reader (cluster/live.py), checked against
+Kafka itself.
 
 The expected describe text is Kafka's: `kafka-topics --describe` (`org.apache.kafka.tools.TopicCommand`, run from the
 release's jars) against the same cluster at the same moment. The cluster tests use the session fixture
@@ -19,9 +20,9 @@ from pathlib import Path
 import pytest
 
 from cli_support import run
-from kcheck.cluster import LocalCluster, why_it_stopped
-from kcheck.formats import InputError, parse_brokers, parse_describe
-from kcheck.live import client_config, parse_properties, read_cluster
+from kcheck.cluster.live import client_config, parse_properties, read_cluster
+from kcheck.cluster.local import LocalCluster, why_it_stopped
+from kcheck.inputs.formats import InputError, parse_brokers, parse_describe
 from kcheck.model import NO_LEADER
 
 # ---------------------------------------------------------------------------------------------------------
@@ -357,7 +358,7 @@ def test_a_connection_closed_after_the_credentials_reads_as_a_refused_login():
 
     from kafka.errors import KafkaTimeoutError
 
-    from kcheck.live import _client_errors, _Recorder
+    from kcheck.cluster.live import _client_errors, _Recorder
 
     def lines(*texts: tuple[int, str]) -> _Recorder:
         r = _Recorder()
@@ -420,10 +421,10 @@ def test_command_config_maps_sasl_and_pem_ssl_settings(tmp_path):
     ("ssl.keystore.type=PKCS12\nssl.keystore.location=/k.p12\n", "is a PKCS12 store"),
     ("sasl.mechanism=GSSAPI\n", "sasl.mechanism GSSAPI is not supported"),
     ("sasl.jaas.config=com.sun.security.auth.module.Krb5LoginModule required useKeyTab=true;\n",
-     "line 1: sasl.jaas.config: login module com.sun.security.auth.module.Krb5LoginModule is not supported"),
+     ":1: sasl.jaas.config: login module com.sun.security.auth.module.Krb5LoginModule is not supported"),
     ("sasl.jaas.config=org.apache.kafka.common.security.plain.PlainLoginModule required username=\"u\";\n",
      'no password="..." option'),
-    ("security.protocol=SSL\n\nbatch.size=5\n", "line 3: batch.size is not a setting kcheck's client can use"),
+    ("security.protocol=SSL\n\nbatch.size=5\n", ":3: batch.size is not a setting kcheck's client can use"),
     ("security.protocol=TLS\n", "security.protocol 'TLS' is not PLAINTEXT, SSL, SASL_PLAINTEXT or SASL_SSL"),
     ("sasl.mechanism=SCRAM-SHA-256\nsasl.jaas.config=org.apache.kafka.common.security.plain.PlainLoginModule "
      'required username="u" password="p";\n', "PlainLoginModule does not go with sasl.mechanism SCRAM-SHA-256"),
@@ -484,7 +485,7 @@ def test_cluster_up_status_down_from_the_command_line(tmp_path):
 @pytest.mark.cluster
 @pytest.mark.kafka
 def test_a_broker_that_cannot_bind_its_port_fails_the_start_in_one_line_and_leaves_nothing(tmp_path, monkeypatch):
-    import kcheck.cluster as cluster_module
+    import kcheck.cluster.local as cluster_module
 
     with socket.socket() as taken:
         taken.bind(("127.0.0.1", 0))

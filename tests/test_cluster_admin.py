@@ -1,4 +1,4 @@
-"""kcheck.cluster_admin on a real cluster (the session fixture `kafka_cluster`: brokers 1, 2, 3 in racks a, b, c).
+"""kcheck.cluster.admin on a real cluster (the session fixture `kafka_cluster`: brokers 1, 2, 3 in racks a, b, c).
 
 The expected outcomes are what Kafka's controller does: ElectLeaders (KIP-460) and AlterPartitionReassignments
 (KIP-455) as `ReplicationControlManager` handles them; each test leaves every broker running.
@@ -10,7 +10,7 @@ import uuid
 
 import pytest
 
-from kcheck.cluster_admin import (
+from kcheck.cluster.admin import (
     elect_leaders,
     live_bootstrap,
     partition_states,
@@ -18,7 +18,7 @@ from kcheck.cluster_admin import (
     reassignments_in_flight,
     wait_until,
 )
-from kcheck.formats import InputError
+from kcheck.inputs.formats import InputError
 
 pytestmark = [pytest.mark.cluster, pytest.mark.kafka]
 

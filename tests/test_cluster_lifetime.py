@@ -1,4 +1,4 @@
-"""A cluster never outlives the process that started it (kcheck.cluster.Watchdog), however that process ends.
+"""A cluster never outlives the process that started it (kcheck.cluster.local.Watchdog), however that process ends.
 
 The watchdog's tests stand in for Kafka nodes with sleeping Python processes whose command line is a node's: the
 cluster's id (`-Dkcheck.cluster.id=...`) and, last, the node's `server.properties` (what the watchdog checks before it
@@ -22,8 +22,8 @@ from pathlib import Path
 
 import pytest
 
-from kcheck.cluster import OWNER_ENV, STATE_FILE, ClusterError, _cmdline, _owners
-from kcheck.cluster_folder import ID_OPTION, claim
+from kcheck.cluster.folder import ID_OPTION, claim
+from kcheck.cluster.local import OWNER_ENV, STATE_FILE, ClusterError, _cmdline, _owners
 
 # A process that stands in for a node: it sleeps, and its command line is a node's (the id, the properties last).
 NODE = "import time; time.sleep(120)"
@@ -96,7 +96,7 @@ def _end(*procs) -> None:
 ARM = """
     import json, os
     from pathlib import Path
-    from kcheck.cluster import STATE_FILE, Watchdog, _owners
+    from kcheck.cluster.local import STATE_FILE, Watchdog, _owners
     folder = Path(os.getcwd())
     (folder / STATE_FILE).write_text("{}")
     ident = json.loads((folder / "kcheck-cluster.marker").read_text())["id"]
@@ -206,7 +206,7 @@ def test_a_cluster_dies_with_the_process_that_started_it(tmp_path):
     folder = tmp_path / "c"
     owner, info = _owner(tmp_path, f"""
         import json
-        from kcheck.cluster import LocalCluster
+        from kcheck.cluster.local import LocalCluster
         c = LocalCluster(brokers=1, directory={str(folder)!r}).start(timeout_s=90)
         print(json.dumps({{"pids": [c.pid_of(1000), c.pid_of(1)]}}), flush=True)
     """, {OWNER_ENV: ""})

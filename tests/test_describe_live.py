@@ -14,8 +14,8 @@ import time
 import pytest
 
 from cli_support import run
-from kcheck import cluster_admin
-from kcheck.formats import read_describe
+from kcheck.cluster import admin as cluster_admin
+from kcheck.inputs.formats import read_describe
 from kcheck.invariants.partition_health import HEALTH_FILTERS
 from kcheck.reference import kafka_tools
 

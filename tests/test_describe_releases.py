@@ -30,7 +30,7 @@ import pytest
 
 from cli_support import run
 from kcheck.cli import main
-from kcheck.formats import read_describe
+from kcheck.inputs.formats import read_describe
 from kcheck.invariants.partition_health import HEALTH_FILTERS, check_partition_health
 
 DATA = Path(__file__).parent / "data" / "describe"
@@ -274,7 +274,7 @@ def test_an_unreadable_line_names_the_layout_expected(capsys, tmp_path):
                     "\tfoo 0 leader=1 replicas=1\n")
     code, out, err = run(capsys, "verify", str(path))
     assert code == 2 and out == ""
-    assert "line 2: not a kafka-topics --describe line" in err and "(kafka-topics 0.10.2–2.3)" in err
+    assert ":2: not a kafka-topics --describe line" in err and "(kafka-topics 0.10.2–2.3)" in err
     assert "'Topic: NAME  Partition: N  Leader: ID  Replicas: IDS  Isr: IDS'" in err
 
 

@@ -22,9 +22,8 @@ from pathlib import Path
 import pytest
 
 from cli_support import one_error_line, run
-from kcheck.exit_codes import Exit
-from kcheck.formats import InputError
-from kcheck.log_formats import (
+from kcheck.inputs.formats import InputError
+from kcheck.inputs.log_tools import (
     EARLY_MISMATCH,
     UNNAMED,
     ZERO_SLOT,
@@ -36,6 +35,7 @@ from kcheck.log_formats import (
     read_inputs,
     verify_log,
 )
+from kcheck.runtime.exit_codes import Exit
 
 DATA = Path(__file__).parent / "data" / "dump"
 RELEASES = DATA / "releases"

@@ -12,7 +12,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from kcheck.formats import (
+from kcheck.inputs.formats import (
     InputError,
     format_reassignment_json,
     parse_brokers,
@@ -193,50 +193,50 @@ def test_describe_leading_bom_is_ignored():
     (("\tTopic: foo\tPartition: 0\tLeader: 1\tReplicas: 1\tIsr: 1\n"
       "[2024-05-01 10:00:00,123] WARN [AdminClient clientId=adminclient-1] Connection to node 3 "
       "could not be established\n"),
-     ["line 2", 'not a kafka-topics --describe line: "[2024-05-01 10:00:00,123] WARN [Admin..."']),
+     [":2:", 'not a kafka-topics --describe line: "[2024-05-01 10:00:00,123] WARN [Admin..."']),
     ("Error while executing topic command : Topic 'foo' does not exist as expected\n",
-     ["line 1", '"Error while executing topic command :..."']),
-    ("junk Topic: foo\tPartition: 0\tLeader: 1\tReplicas: 1\n", ["line 1", '"junk Topic: foo']),
-    ("\n\n\tTopic: foo\tPartition: 0\tReplicas: 1,2\tIsr: 1,2\n", ["line 3", "no Leader: field"]),
-    ("\tPartition: 0\tLeader: 1\tReplicas: 1,2\tIsr: 1,2\n", ["line 1", "no Topic: field"]),
-    ("\tTopic: foo\tLeader: 1\tReplicas: 1,2\tIsr: 1,2\n", ["line 1", "no Partition: field"]),
-    ("\tTopic: foo\tPartition: 0\tLeader: 1\tIsr: 1,2\n", ["line 1", "no Replicas: field"]),
+     [":1:", '"Error while executing topic command :..."']),
+    ("junk Topic: foo\tPartition: 0\tLeader: 1\tReplicas: 1\n", [":1:", '"junk Topic: foo']),
+    ("\n\n\tTopic: foo\tPartition: 0\tReplicas: 1,2\tIsr: 1,2\n", [":3:", "no Leader: field"]),
+    ("\tPartition: 0\tLeader: 1\tReplicas: 1,2\tIsr: 1,2\n", [":1:", "no Topic: field"]),
+    ("\tTopic: foo\tLeader: 1\tReplicas: 1,2\tIsr: 1,2\n", [":1:", "no Partition: field"]),
+    ("\tTopic: foo\tPartition: 0\tLeader: 1\tIsr: 1,2\n", [":1:", "no Replicas: field"]),
     (("Topic: foo\tPartitionCount: 1\tReplicationFactor: 3\tConfigs: \n"
       "\tTopic: foo\tPartition: 0\tLeader: 1\tReplicas: 1,x,3\tIsr: 1\n"),
-     ["line 2", 'Replicas: "1,x,3" is not a list of broker ids']),
-    ("\tTopic: foo\tPartition: 0\tLeader: 1\tReplicas: 1,,3\tIsr: 1\n", ["line 1", '"1,,3"']),
+     [":2:", 'Replicas: "1,x,3" is not a list of broker ids']),
+    ("\tTopic: foo\tPartition: 0\tLeader: 1\tReplicas: 1,,3\tIsr: 1\n", [":1:", '"1,,3"']),
     ("\tTopic: foo\tPartition: 0\tLeader: 1\tReplicas: \tIsr: 1\n",
-     ["line 1", "foo-0", "Replicas: is empty"]),
+     [":1:", "foo-0", "Replicas: is empty"]),
     ("\tTopic: foo\tPartition: 0\tLeader: 1\tReplicas: 1,2,1\tIsr: 1\n",
-     ["line 1", "partition foo-0", "contains broker 1 twice"]),
+     [":1:", "partition foo-0", "contains broker 1 twice"]),
     (("\tTopic: foo\tPartition: 0\tLeader: 1\tReplicas: 1,2\n\n"
       "\tTopic: bar\tPartition: 0\tLeader: 1\tReplicas: 1\n"
       "\tTopic: foo\tPartition: 0\tLeader: 2\tReplicas: 2,1\n"),
-     ["line 4", "partition foo-0 is listed twice (lines 1 and 4)"]),
+     [":4:", "partition foo-0 is listed twice (lines 1 and 4)"]),
     ("\tTopic: foo\tPartition: -1\tLeader: 1\tReplicas: 1\n",
-     ["line 1", 'Partition: "-1" is not a partition id']),
-    ("\tTopic: foo\tPartition: zero\tLeader: 1\tReplicas: 1\n", ["line 1", 'Partition: "zero"']),
+     [":1:", 'Partition: "-1" is not a partition id']),
+    ("\tTopic: foo\tPartition: zero\tLeader: 1\tReplicas: 1\n", [":1:", 'Partition: "zero"']),
     ("\tTopic: foo\tPartition: 0\tLeader: leader1\tReplicas: 1\n",
-     ["line 1", 'Leader: "leader1" is not a broker id']),
-    ("\tTopic: foo\tPartition: 0\tLeader: -2\tReplicas: 1\n", ["line 1", 'Leader: "-2"']),
-    ("\tTopic: foo\tPartition: 0\tLeader: 1\tReplicas: 1,2\tIsr: 1;2\n", ["line 1", 'Isr: "1;2"']),
+     [":1:", 'Leader: "leader1" is not a broker id']),
+    ("\tTopic: foo\tPartition: 0\tLeader: -2\tReplicas: 1\n", [":1:", 'Leader: "-2"']),
+    ("\tTopic: foo\tPartition: 0\tLeader: 1\tReplicas: 1,2\tIsr: 1;2\n", [":1:", 'Isr: "1;2"']),
     ("\tTopic: foo\tPartition: 0\tLeader: 1\tReplicas: 1,2\tIsr: 1\tElr: x\tLastKnownElr: \n",
-     ["line 1", 'Elr: "x"']),
+     [":1:", 'Elr: "x"']),
     ("\tTopic: foo\tPartition: 0\tLeader: 1\tReplicas: 1,2\tIsr: 1\tAdding Replicas: 3?\n",
-     ["line 1", 'Adding Replicas: "3?"']),
+     [":1:", 'Adding Replicas: "3?"']),
     ("\tTopic: foo bar\tPartition: 0\tLeader: 1\tReplicas: 1\n",
-     ["line 1", 'Topic: "foo bar" is not a topic name']),
-    ("\tTopic: \tPartition: 0\tLeader: 1\tReplicas: 1\n", ["line 1", 'Topic: ""']),
-    ("\tTopic: foo\tPartition: 0\tLeader: 1\tLeader: 2\tReplicas: 1\n", ["line 1", "Leader: appears twice"]),
+     [":1:", 'Topic: "foo bar" is not a topic name']),
+    ("\tTopic: \tPartition: 0\tLeader: 1\tReplicas: 1\n", [":1:", 'Topic: ""']),
+    ("\tTopic: foo\tPartition: 0\tLeader: 1\tLeader: 2\tReplicas: 1\n", [":1:", "Leader: appears twice"]),
     (("PartitionCount: 1\tReplicationFactor: 1\tConfigs: \n"
       "\tTopic: foo\tPartition: 0\tLeader: 1\tReplicas: 1\n"),
-     ["line 1", "no Topic: field"]),
+     [":1:", "no Topic: field"]),
     ("Topic: foo\tPartitionCount: 1\tReplicationFactor: three\tConfigs: \n",
-     ["line 1", 'ReplicationFactor: "three"']),
-    ("Topic: foo\tPartitionCount: -1\tReplicationFactor: 3\tConfigs: \n", ["line 1", 'PartitionCount: "-1"']),
+     [":1:", 'ReplicationFactor: "three"']),
+    ("Topic: foo\tPartitionCount: -1\tReplicationFactor: 3\tConfigs: \n", [":1:", 'PartitionCount: "-1"']),
     (("Topic: foo\tPartitionCount: 1\tReplicationFactor: 3\tConfigs: \n"
       "Topic: foo\tPartitionCount: 1\tReplicationFactor: 2\tConfigs: \n"),
-     ["line 2", "topic foo: ReplicationFactor 2 contradicts ReplicationFactor 3 on line 1"]),
+     [":2:", "topic foo: ReplicationFactor 2 contradicts ReplicationFactor 3 on line 1"]),
     # headers only, or nothing at all
     ("Topic: foo\tTopicId: 5hS4KXn2QZyW0uR1mB9xZg\tPartitionCount: 1\tReplicationFactor: 3\tConfigs: \n",
      ["in.txt: no partitions found"]),
@@ -333,9 +333,9 @@ def entry(**fields) -> str:
 
 @pytest.mark.parametrize("text, fragments", [
     ('{"version":1,"partitions":[{"topic":"foo","partition":0,"replicas":[1,2]}',
-     ["invalid JSON at line 1 column"]),
+     [":1:", ": invalid JSON"]),
     ('{"version": 1,\n "partitions": [\n  {"topic": "foo", "partition": 0 "replicas": [1]}]}',
-     ["invalid JSON at line 3 column 35", "Expecting ',' delimiter"]),
+     [":3:35: invalid JSON", "Expecting ',' delimiter"]),
     ('{"version":1,"partitions":[{"topic":"foo","partition":0,"replicas":[1,2]}]} trailing',
      ["invalid JSON"]),
     ("[1, 2]", ['expected an object with "version" and "partitions", got [1, 2]']),
@@ -398,7 +398,7 @@ def test_plan_detection():
     assert rows(parse_plan(json_text, "p")) == [("foo", 0, (1, 2), None, None)]
     assert len(parse_plan(DESCRIBE_KRAFT, "p")) == 3
     assert "expected an object" in error_of(parse_plan, "[]", "p")
-    assert "p line 1: not a kafka-topics --describe line" in error_of(parse_plan, "version: 1", "p")
+    assert "p:1: not a kafka-topics --describe line" in error_of(parse_plan, "version: 1", "p")
     assert "p: no partitions found" in error_of(parse_plan, "", "p")
 
 
@@ -436,18 +436,18 @@ def test_brokers_mixed_racks_are_not_an_error_here():
 
 
 @pytest.mark.parametrize("text, fragments", [
-    ("1:a\nbroker-2:b\n", ["b.txt line 2", '"broker-2" is not a broker id']),
-    ("1:a\n-2:b\n", ["b.txt line 2", '"-2"']),
-    ("1.5\n", ["b.txt line 1", '"1.5"']),
-    ("1:a\n\n1 b\n", ["b.txt line 3", "broker 1 is listed twice (lines 1 and 3)"]),
-    ("1:a\n2:\n", ["b.txt line 2", "broker 2: empty rack name"]),
-    ("1 a b\n", ["b.txt line 1", "expected 'id:rack', 'id rack' or 'id'"]),
+    ("1:a\nbroker-2:b\n", ["b.txt:2:", '"broker-2" is not a broker id']),
+    ("1:a\n-2:b\n", ["b.txt:2:", '"-2"']),
+    ("1.5\n", ["b.txt:1:", '"1.5"']),
+    ("1:a\n\n1 b\n", ["b.txt:3:", "broker 1 is listed twice (lines 1 and 3)"]),
+    ("1:a\n2:\n", ["b.txt:2:", "broker 2: empty rack name"]),
+    ("1 a b\n", ["b.txt:1:", "expected 'id:rack', 'id rack' or 'id'"]),
     ("# only comments\n\n", ["b.txt: no brokers found"]),
     ("", ["b.txt: no brokers found"]),
     ("{}", ["b.txt: no brokers found"]),
     ("[]", ["b.txt: no brokers found"]),
     ('{"brokers": []}', ["b.txt: no brokers found"]),
-    ('{"brokers": [{"id": 0}', ["b.txt: invalid JSON at line 1 column"]),
+    ('{"brokers": [{"id": 0}', ["b.txt:1:", ": invalid JSON"]),
     ('{"brokers": {"0": "a"}}', ['"brokers" must be a list']),
     ('[{"id": 0}, 1]', ['brokers[1]: expected an object like {"id": 0, "rack": "r1"}, got 1']),
     ('[{"id": 0}, {"rack": "a"}]', ['brokers[1]: "id" must be a broker id (an integer >= 0), got null']),
@@ -505,6 +505,6 @@ def test_read_text_errors(tmp_path, content, fragment):
 def test_input_error_attributes():
     e = InputError("d.txt", "Replicas: is empty", line=7)
     assert (e.source, e.message, e.line) == ("d.txt", "Replicas: is empty", 7)
-    assert str(e) == "d.txt line 7: Replicas: is empty"
+    assert str(e) == "d.txt:7: Replicas: is empty"
     assert str(InputError("--racks", "bad")) == "--racks: bad"
     assert str(InputError("x", "two\nlines\r")) == "x: two\\nlines\\r"

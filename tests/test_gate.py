@@ -1,4 +1,4 @@
-"""The CI gate (kcheck/gate.py): plans judged by what they change, --baseline, --allowlist, --decommission,
+"""The CI gate (gate/policy.py): plans judged by what they change, --baseline, --allowlist, --decommission,
 --fail-on, their JSON and JUnit forms, one-line refusals, and the one exit policy in the README.
 
 The cluster and plans are the CI-gate walk-through's (tests/test_walkthrough_gate.py): brokers 1..6 in racks a, b,
@@ -13,10 +13,10 @@ import xml.etree.ElementTree as ET
 import pytest
 
 from cli_support import one_error_line, run
-from kcheck.exit_codes import POLICY, Exit
-from kcheck.gate import gate_settings, judge
+from kcheck.gate.policy import gate_settings, judge
 from kcheck.invariants import BalanceSettings, PlacementSubject, Report, Severity, Violation, check_placement
 from kcheck.model import Cluster, ReplicaAssignment
+from kcheck.runtime.exit_codes import POLICY, Exit
 from test_walkthrough_gate import BROKERS, DESCRIBE, PLAN, PLAN_PARTIAL
 
 LEGACY = ("placement.rack-diversity", "partition legacy-0")
@@ -169,9 +169,9 @@ def test_the_allowlist_suppresses_with_its_reason_and_patterns(capsys, files):
 
 
 @pytest.mark.parametrize(("text", "fragment"), [
-    ("placement.rack-diversity | partition legacy-0\n", "allow.txt line 1: expected 'invariant | where | reason'"),
-    ("placement.rack-diversity | partition legacy-0 |  \n", "allow.txt line 1: the reason is required"),
-    ("# c\nplacement.rack-diversty | partition legacy-0 | typo\n", "allow.txt line 2: 'placement.rack-diversty' is "
+    ("placement.rack-diversity | partition legacy-0\n", "allow.txt:1: expected 'invariant | where | reason'"),
+    ("placement.rack-diversity | partition legacy-0 |  \n", "allow.txt:1: the reason is required"),
+    ("# c\nplacement.rack-diversty | partition legacy-0 | typo\n", "allow.txt:2: 'placement.rack-diversty' is "
                                                                    "no invariant kcheck knows"),
 ])
 def test_a_bad_allowlist_is_one_line_exit_2(capsys, files, text, fragment):

@@ -1,4 +1,4 @@
-"""Ctrl-C and SIGTERM end a long command promptly and cleanly (kcheck/interrupts.py), and a plug-in that ends the
+"""Ctrl-C and SIGTERM end a long command promptly and cleanly (runtime/interrupts.py), and a plug-in that ends the
 process or hangs cannot make a gate pass (kcheck/isolation.py).
 
 The interrupt cases run kcheck as a subprocess and send the signal once the work is under way (after a progress
@@ -181,8 +181,8 @@ def test_ctrl_c_in_a_sweep_says_what_its_store_keeps(tmp_path: Path) -> None:
 
 
 def test_an_interrupted_sweep_removes_only_an_empty_store_it_created(tmp_path: Path) -> None:
+    from kcheck.commands.sweep import _left_behind, build_space
     from kcheck.spark_check.store import ResultStore
-    from kcheck.sweep import _left_behind, build_space
 
     space = build_space("placement", "small", None, None, None)
     for created in (True, False):

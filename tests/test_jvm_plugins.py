@@ -465,7 +465,7 @@ print(json.dumps({"checked": result.checked, "violated": result.violated}))
 def test_a_pickled_space_carries_the_classpath_to_a_fresh_worker(classes, kind, space, subjects):
     """What a Spark executor does with a task (unpickle the space, evaluate a range), in a fresh Python process
     that never saw --classpath: it starts its own bridge and answers as the built-in twin does."""
-    from kcheck.sweep import build_space
+    from kcheck.commands.sweep import build_space
 
     jvm_plugins.configure((classes,), VERSION)
     built = build_space(kind, space, list(subjects) if kind == "placement" else None,

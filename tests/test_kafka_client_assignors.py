@@ -43,7 +43,7 @@ from hypothesis import strategies as st
 
 from kafka_support import ENV_RELEASES
 from kafka_support import kafka_bridge as _kafka
-from kcheck.group_format import parse_group
+from kcheck.inputs.group_file import parse_group
 from kcheck.model import Broker, PartitionInfo, Subscription, TopicPartition
 from kcheck.reference.assignors.registry import ASSIGNORS
 from kcheck.reference.assignors.sticky import (

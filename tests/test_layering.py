@@ -1,7 +1,7 @@
-"""The import layering ARCHITECTURE.md states, read from the installed package: every import of every module of
-`kcheck.model`, `kcheck.reference`, `kcheck.invariants` and `kcheck.spark_check` (at the top, inside functions and
-under `TYPE_CHECKING` alike) points down the line model <- reference <- invariants <- spark_check <- kcheck (the
-command line), and no modules of those parts import each other in a circle.
+"""The import layering ARCHITECTURE.md draws, read from the diagram itself and from the installed package: every
+import of every module (at the top, inside functions and under `TYPE_CHECKING` alike) goes from a part to itself or
+to a part the diagram lets it import (the arrows, followed through), and no modules import each other in a circle.
+The diagram names every installed part, so it cannot drift from the code.
 
 The imports that break the rule today are listed in KNOWN, each with what it would take to remove it. The list can
 only shrink: an entry whose import is gone fails the test until it is deleted, and any new upward import or circle
@@ -11,43 +11,47 @@ from __future__ import annotations
 
 import ast
 import importlib.util
+import re
+import tomllib
 from pathlib import Path
 
 import networkx as nx
-import pytest
 
-# The parts in order: a module may import its own part and the parts before it, never a later one.
-PARTS = ("kcheck.model", "kcheck.reference", "kcheck.invariants", "kcheck.spark_check", "kcheck")
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def _diagram() -> nx.DiGraph:
+    """The diagram of ARCHITECTURE.md's "Parts and the direction of imports": the first fenced block there, one line
+    per part, `part -> the parts it imports directly, ...` (a part with no arrow imports no other part)."""
+    text = (ROOT / "ARCHITECTURE.md").read_text(encoding="utf-8")
+    section = text.split("## Parts and the direction of imports", 1)[1]
+    block = re.search(r"```[a-z]*\n(.*?)```", section, re.S)
+    assert block, "no diagram in ARCHITECTURE.md"
+    g = nx.DiGraph()
+    for line in block.group(1).splitlines():
+        part, _, targets = (s.strip() for s in line.partition("->"))
+        g.add_node(part)
+        g.add_edges_from((part, t.strip()) for t in targets.split(",") if t.strip())
+    assert nx.is_directed_acyclic_graph(g), "the diagram has a circle"
+    return g
+
+
+DIAGRAM = _diagram()
+CLI = "kcheck"  # the command line: the diagram's name for the package kcheck/ itself
+# part -> every part it may import: itself and what its arrows reach
+ALLOWED = {p: {p, *nx.descendants(DIAGRAM, p)} for p in DIAGRAM}
+PARTS = tuple(f"kcheck.{p}" for p in DIAGRAM if p != CLI)
 
 # (importer, imported): the imports against the layering still in the code, and why they are not gone yet.
 KNOWN: dict[tuple[str, str], str] = {
-    ("kcheck.invariants.replication_engine", "kcheck.spark_check.exhaust"):
-        "upward: `run_exhaust(master=...)` runs the search on Spark itself (`_on_spark`); the command line "
-        "(kcheck/replication_cli.py) should pass the Spark search in, then this import goes",
-    ("kcheck.spark_check.log_sweep", "kcheck.log_sim"):
-        "upward into the command line: the storage simulator lives in kcheck/log_sim.py; it moves to a part "
-        "below spark_check with issue 34's package moves (log_sim also imports log_sweep: a circle through kcheck/)",
-    ("kcheck.spark_check.against_kafka", "kcheck.group_format"):
-        "upward into the command line: `group_file` checks its replay file with the group-file reader of "
-        "kcheck/group_format.py, which moves below spark_check (with the other formats) with the package moves",
-    ("kcheck.reference.assignors.registry", "kcheck.reference.jvm_plugins"):
-        "circle registry -> jvm_plugins -> registry: `resolve_assignor` hands `jvm:` names to jvm_plugins, which "
-        "builds the registry's AssignorInfo and ServerSideAdapter; with those two in a module below both (and "
-        "PlacerInfo likewise for placers), jvm_plugins would import only downward",
-    ("kcheck.reference.placers", "kcheck.reference.jvm_plugins"):
-        "circle placers -> jvm_plugins -> placers: `resolve_placer` hands `jvm:` names to jvm_plugins, which builds "
-        "the placers' PlacerInfo (the same fix as for the assignor registry)",
-    ("kcheck.reference.election", "kcheck.reference.releases"):
-        "circle election -> releases -> election: `KRaftVersion.for_release` asks releases.py for a release's rules, "
-        "which releases.py builds as a KRaftVersion; for_release should go (its callers, kafka_controller.py and "
-        "three tests, ask `releases.profile(v).kraft_rules()`), leaving releases -> election only",
 }
 
 
 def _part_dirs() -> dict[str, Path]:
-    """Each part's package directory as installed (`kcheck.model` is model/ in the repository, ...)."""
+    """Each part's package directory as installed (`kcheck.model` is model/ in the repository, ...), the command
+    line's (kcheck/) last."""
     out = {}
-    for part in PARTS:
+    for part in (*PARTS, "kcheck"):
         spec = importlib.util.find_spec(part)
         assert spec is not None and spec.submodule_search_locations, part
         out[part] = Path(next(iter(spec.submodule_search_locations)))
@@ -55,12 +59,12 @@ def _part_dirs() -> dict[str, Path]:
 
 
 def _modules() -> dict[str, Path]:
-    """Every module of the installed parts by its dotted name (a package by its own name)."""
+    """Every module of the installed package by its dotted name (a package by its own name)."""
     out: dict[str, Path] = {}
     for part, root in _part_dirs().items():
         for path in root.rglob("*.py"):
             rel = path.relative_to(root).with_suffix("").parts
-            if part == "kcheck" and rel and rel[0] in ("model", "reference", "invariants", "spark_check"):
+            if part == "kcheck" and rel and f"kcheck.{rel[0]}" in PARTS:
                 continue  # not in the repository's layout, but a part's own modules if ever installed there
             name = ".".join((part, *rel))
             out[name.removesuffix(".__init__")] = path
@@ -68,14 +72,15 @@ def _modules() -> dict[str, Path]:
 
 
 def _imported(node: ast.Import | ast.ImportFrom, package: str) -> list[str]:
-    """The dotted names an import statement names: a module, or each `from` name as a submodule or attribute."""
+    """The dotted names an import statement names: a module, or each `from` name as a submodule or an attribute of
+    the module named."""
     if isinstance(node, ast.Import):
         return [a.name for a in node.names]
     base = node.module or ""
     if node.level:
         up = package.split(".")[: len(package.split(".")) - node.level + 1]
         base = ".".join([*up, base] if base else up)
-    return [base, *(f"{base}.{a.name}" for a in node.names)]
+    return [f"{base}.{a.name}" for a in node.names]  # a submodule, else (the caller shortens it) the module
 
 
 def _graph() -> nx.DiGraph:
@@ -96,46 +101,66 @@ def _graph() -> nx.DiGraph:
     return g
 
 
-def _part(module: str) -> int:
-    """The part a module belongs to, as its place in PARTS: a part below the command line it is in, else the
-    command line's."""
-    return next((i for i, part in enumerate(PARTS[:-1]) if module == part or module.startswith(part + ".")),
-                len(PARTS) - 1)
+def _part(module: str) -> str:
+    """The diagram's name of the part a module belongs to (`kcheck` for the command line)."""
+    return next((part.removeprefix("kcheck.") for part in PARTS if module == part or module.startswith(part + ".")),
+                CLI)
 
 
 GRAPH = _graph()
-LAYERED = [m for m in GRAPH if _part(m) < PARTS.index("kcheck")]  # the four parts below the command line
+
+
+def _against_the_diagram(a: str, b: str) -> bool:
+    return _part(b) not in ALLOWED[_part(a)]
+
+
+def test_the_diagram_names_every_part():
+    """The parts pyproject.toml installs under kcheck. (each its own folder) are the diagram's parts."""
+    with open(ROOT / "pyproject.toml", "rb") as f:
+        package_dir = tomllib.load(f)["tool"]["setuptools"]["package-dir"]
+    assert {name.removeprefix("kcheck.") for name in package_dir} == set(DIAGRAM)
 
 
 def test_the_scan_sees_the_parts_and_their_imports():
     """The scan reads the installed layout: each part has modules, and known imports of each kind are found (one at
     the top of a module, one inside a function)."""
-    for i, part in enumerate(PARTS[:-1]):
-        assert any(m.startswith(part + ".") and _part(m) == i for m in LAYERED), part
+    for part in DIAGRAM:
+        assert any(_part(m) == part for m in GRAPH), part
     assert GRAPH.has_edge("kcheck.model.search", "kcheck.model.visited")  # at the top
-    assert GRAPH.has_edge("kcheck.invariants.replication_engine", "kcheck.spark_check.exhaust")  # inside a function
+    assert GRAPH.has_edge("kcheck.cli", "kcheck.runtime.interrupts")
+    assert GRAPH.has_edge("kcheck.check", "kcheck.invariants.rebalance")  # inside a function
 
 
-def test_no_upward_import_but_the_known_ones():
-    upward = sorted((a, b) for a in LAYERED for b in GRAPH.successors(a) if _part(b) > _part(a))
-    assert [e for e in upward if e not in KNOWN] == []
+def test_no_import_against_the_diagram_but_the_known_ones():
+    against = sorted((a, b) for a, b in GRAPH.edges if _against_the_diagram(a, b))
+    assert [e for e in against if e not in KNOWN] == []
 
 
-def test_no_circle_among_the_parts_but_through_the_known_imports():
-    """Without the KNOWN imports the parts' modules form no circle (a circle through the command line shows as an
-    upward import above)."""
-    g = GRAPH.subgraph(LAYERED).copy()
+def test_no_circle_but_through_the_known_imports():
+    """Without the KNOWN imports the modules form no circle, within a part or across parts."""
+    g = GRAPH.copy()
     g.remove_edges_from(KNOWN)
     assert [sorted(c) for c in nx.simple_cycles(g)] == []
 
 
-@pytest.mark.parametrize("edge", sorted(KNOWN), ids=lambda e: f"{e[0]}->{e[1]}")
-def test_each_known_exception_is_still_there(edge):
-    """An entry of KNOWN whose import is gone must be deleted, so the list only shrinks; and each is an upward import
-    or lies on a circle (else it would not need listing)."""
-    a, b = edge
-    assert GRAPH.has_edge(a, b), f"{a} no longer imports {b}: delete its KNOWN entry"
-    assert _part(b) > _part(a) or nx.has_path(GRAPH, b, a), f"{a} -> {b} is neither upward nor on a circle"
+def test_each_known_exception_is_still_there():
+    """An entry of KNOWN whose import is gone must be deleted, so the list only shrinks; and each is against the
+    diagram or lies on a circle (else it would not need listing). The list is empty today: keep it so."""
+    for a, b in KNOWN:
+        assert GRAPH.has_edge(a, b), f"{a} no longer imports {b}: delete its KNOWN entry"
+        assert _against_the_diagram(a, b) or nx.has_path(GRAPH, b, a), f"{a} -> {b} is neither against the " \
+            "diagram nor on a circle"
+
+
+def test_the_front_door():
+    """kcheck/commands/ holds one module per command or group: none imports another, and the modules they share
+    (options, errors, report, ...) import none of them. Only the app (kcheck.cli) assembles them."""
+    commands = {m for m in GRAPH if m.startswith("kcheck.commands.")}
+    assert commands
+    shared = {m for m in GRAPH if _part(m) == CLI and not m.startswith("kcheck.commands") and m not in
+              ("kcheck.cli", "kcheck.entry", "kcheck.__main__", "kcheck.sweep")}
+    assert sorted((a, b) for a in commands | shared for b in GRAPH.successors(a) if b in commands) == []
+    assert sorted((a, b) for a in commands | shared for b in GRAPH.successors(a) if b == "kcheck.cli") == []
 
 
 def test_the_assignment_guarantees_are_the_assignment_invariants():

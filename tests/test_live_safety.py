@@ -4,7 +4,7 @@ what kcheck created, and stop cleanly on Ctrl-C and SIGTERM.
 1. The tables of tests/bad_input_live.py (which the one corpus, tests/test_bad_input_corpus.py, imports): each case
    refused in one line, exit 2, and here also with the jar cache and the data files it names untouched (no
    release directory, no Maven run, no marker or state file changed).
-2. Cluster folders by identity (kcheck.cluster_folder): stand-in nodes (sleeping Python processes whose command
+2. Cluster folders by identity (kcheck.cluster.folder): stand-in nodes (sleeping Python processes whose command
    line is a node's) for the rules, and one real one-broker cluster (`cluster`) copied, moved and symlinked.
 3. Special files: a FIFO as a state file or marker, a symbolic link loop as --dir, a huge state file.
 4. Ctrl-C and SIGTERM at a random moment of `cluster up`, `chaos`, `replay --on-cluster` and `verify
@@ -104,7 +104,7 @@ def _no_maven(which: Any) -> Any:
 # ---------------------------------------------------------------------------------------------------------
 # 2. cluster folders by identity, with stand-in nodes (no JVM)
 
-from kcheck.cluster_folder import ID_OPTION, STATE_FILE, claim, node_folder  # noqa: E402
+from kcheck.cluster.folder import ID_OPTION, STATE_FILE, claim, node_folder  # noqa: E402
 
 SLEEP = "import time; time.sleep(120)"
 _STARTED: list[subprocess.Popen[bytes]] = []
@@ -484,7 +484,7 @@ def test_cluster_up_interrupted_leaves_nothing_and_a_real_folder_is_only_ever_it
 
 
 def _cmdline_alive(pid: int) -> bool:
-    from kcheck.cluster_folder import argv
+    from kcheck.cluster.folder import argv
 
     return argv(pid) is not None
 
@@ -538,7 +538,7 @@ def test_a_closed_port_is_refused_at_once():
 
 def _replay_topics(cluster: Any) -> set[str] | None:
     """The cluster's replay topics now (a new one: a replay has begun its work on the cluster); None if unread."""
-    from kcheck.live import read_cluster
+    from kcheck.cluster.live import read_cluster
 
     try:
         text = read_cluster(cluster.bootstrap, timeout_s=5).describe_text
@@ -550,7 +550,7 @@ def _replay_topics(cluster: Any) -> set[str] | None:
 def _adopt(cluster: Any) -> None:
     """The session cluster's object learns the PIDs another process saved in its state file (a broker it started
     again), so that its own clean-up (conftest's `cluster`) finds them."""
-    from kcheck.cluster import LocalCluster
+    from kcheck.cluster.local import LocalCluster
 
     saved = {n.node_id: n.pid for n in (LocalCluster.attach(cluster.directory).state.brokers)}
     for n in cluster.state.brokers:
@@ -569,7 +569,7 @@ def _adopt(cluster: Any) -> None:
 @pytest.mark.kafka
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
 def test_chaos_interrupted_resumes_what_it_paused_starts_what_it_killed_and_writes_no_json(cluster, tmp_path, sig):
-    from kcheck.cluster import LocalCluster
+    from kcheck.cluster.local import LocalCluster
 
     schedule = tmp_path / "s.txt"
     schedule.write_text("0.5 pause 3\n1 kill 2\n")

@@ -1,4 +1,4 @@
-"""`kcheck liveness` (kcheck/liveness_cli.py): the liveness properties on the exhaustive graph and in random runs
+"""`kcheck liveness` (kcheck/commands/liveness.py): the liveness properties on the exhaustive graph and in random runs
 healed to quiescence, from the command line. KAFKA-19975 (a reassignment blocked for ever by a target replica that
 is down, fixed in 4.3.0) is found as a lasso whose trace `kcheck replay` reads; 4.4.0's completion rule is clean at
 the row's bound; the rule of releases before 4.3.0 is not."""
@@ -11,12 +11,12 @@ from dataclasses import fields
 import pytest
 
 from cli_support import one_error_line, run, write_module
-from kcheck.exit_codes import Exit
 from kcheck.invariants.replication_explore import Trace, replay
 from kcheck.invariants.replication_liveness import LIVENESS_SETTINGS, LivenessModel, fair
 from kcheck.model.replication.actions import KINDS, Action, Config
 from kcheck.model.replication.protocol import LIVENESS_VARIANTS
 from kcheck.reference import releases
+from kcheck.runtime.exit_codes import Exit
 
 ROW = "blocked-reassignment-completion"
 # KAFKA-19975's bound, spelled out as options (the row's settings and model settings): any --protocol runs at it.

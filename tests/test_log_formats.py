@@ -1,4 +1,4 @@
-"""kcheck.log_formats reads Kafka's own storage tools' output: kafka-dump-log.sh and kafka-log-dirs.sh --describe.
+"""kcheck.inputs.log_tools reads Kafka's own storage tools' output: kafka-dump-log.sh and kafka-log-dirs.sh --describe.
 
 The inputs are real: tests/data/dump/*.txt are Kafka 4.4.0's DumpLogSegments and LogDirsCommand run on a real
 3-broker cluster's log directories by tests/data/dump/make.py. The expected values are not our parser's output:
@@ -14,9 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from kcheck.formats import InputError
-from kcheck.invariants.log_storage import check_log
-from kcheck.log_formats import (
+from kcheck.inputs.formats import InputError
+from kcheck.inputs.log_tools import (
     Dump,
     log_view,
     looks_like_log_dirs,
@@ -25,6 +24,7 @@ from kcheck.log_formats import (
     partitions,
     verify_log,
 )
+from kcheck.invariants.log_storage import check_log
 
 DATA = Path(__file__).parent / "data" / "dump"
 
@@ -231,7 +231,7 @@ def test_bad_dump_lines(text: str, line: int, fragment: str) -> None:
     with pytest.raises(InputError) as e:
         parse_dump(text, "bad.txt")
     assert e.value.line == line and fragment in str(e.value) and "\n" not in str(e.value), str(e.value)
-    assert str(e.value).startswith(f"bad.txt line {line}: ")
+    assert str(e.value).startswith(f"bad.txt:{line}: ")
 
 
 @pytest.mark.parametrize(("text", "fragment"), [

@@ -1,4 +1,4 @@
-"""`kcheck log` (kcheck.log_sim): a topic's storage simulated step by step on the storage reference.
+"""`kcheck log` (kcheck.simulation.storage): a topic's storage simulated step by step on the storage reference.
 
 Every expectation follows from Kafka's documented semantics (its topic-config docs and the storage code the
 reference mirrors), never from this simulator's own output:
@@ -20,9 +20,16 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from kcheck.cli import main
-from kcheck.log_sim import CONSUMER_INVARIANT, ConfigError, TopicConfig, Workload, simulate, split_assignments
 from kcheck.reference import log_cleaner as lc
 from kcheck.reference import log_segment as ls
+from kcheck.simulation.storage import (
+    CONSUMER_INVARIANT,
+    ConfigError,
+    TopicConfig,
+    Workload,
+    simulate,
+    split_assignments,
+)
 
 EXAMPLES = "examples/log"
 

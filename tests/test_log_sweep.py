@@ -14,7 +14,7 @@ import json
 import pytest
 
 from kcheck.cli import main
-from kcheck.log_sim import CONSUMER_INVARIANT, ConfigError
+from kcheck.simulation.storage import CONSUMER_INVARIANT, ConfigError
 from kcheck.spark_check.log_sweep import (
     LogGrid,
     invariant_rows,

@@ -1,4 +1,4 @@
-"""kcheck.lossy: kill -9 plus cutting a broker's logs back to its recovery point, on the real cluster (the session
+"""cluster/lossy.py: kill -9 plus cutting a broker's logs back to its recovery point, on the real cluster (the session
 fixture `kafka_cluster`), and the segment walk checked on files Kafka itself wrote.
 
 Measured on Kafka 4.4.0 (recorded by the second test): the cut of one follower loses nothing acknowledged (the
@@ -16,9 +16,9 @@ from pathlib import Path
 
 import pytest
 
-from kcheck.cluster_admin import live_bootstrap, partition_states, wait_until
-from kcheck.formats import InputError
-from kcheck.lossy import CHECKPOINT, _batches, log_dirs, lossy_kill, read_checkpoint
+from kcheck.cluster.admin import live_bootstrap, partition_states, wait_until
+from kcheck.cluster.lossy import CHECKPOINT, _batches, log_dirs, lossy_kill, read_checkpoint
+from kcheck.inputs.formats import InputError
 from test_cluster import consume_all, produce  # the client helpers of the cluster tests
 
 pytestmark = [pytest.mark.cluster, pytest.mark.kafka]

@@ -17,7 +17,7 @@ import pytest
 from cli_support import run
 from kafka_support import ENV_RELEASES
 from kafka_support import kafka_bridge as _kafka
-from kcheck.formats import parse_describe
+from kcheck.inputs.formats import parse_describe
 from kcheck.invariants.partition_health import check_partition_health
 from kcheck.invariants.reassignment import PartitionMove
 from kcheck.model import NO_LEADER, PartitionReplicas, ReplicaAssignment

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from cli_support import one_error_line, run
-from kcheck.formats import InputError, parse_pasted, read_text
+from kcheck.inputs.formats import InputError, parse_pasted, read_text
 
 DATA = Path(__file__).parent / "data" / "pasted"
 REAL = Path(__file__).parent / "data" / "reassign" / "4.4.0"  # Kafka 4.4.0's own outputs (tests/data/reassign/make.py)
@@ -44,7 +44,7 @@ def test_describe_of_every_release(name):
 @pytest.mark.parametrize("text, line, fragment", [
     ("Current partition replica assignment\n{\"version\":1,\"partitions\":[]}\n"
      "Proposed partition reassignment configuration\n{}\n", 2, "partition reassignment list cannot be empty"),
-    ("Current partition replica assignment\n{\"version\":1,\n", "3 column 1", "invalid JSON"),  # where it ends
+    ("Current partition replica assignment\n{\"version\":1,\n", "3:1", "invalid JSON"),  # where it ends
     ("Proposed partition reassignment configuration\n{\"version\":1,\"partitions\":[{\"topic\":\"a\",\"partition\":0,"
      "\"replicas\":[1]}]}\nhello\n", 3,
      'not part of kafka-reassign-partitions --generate output (of any release from 0.10.2 to 4.4): "hello"'),
@@ -53,7 +53,7 @@ def test_bad_paste_is_one_line_naming_the_line(text, line, fragment):
     with pytest.raises(InputError) as e:
         parse_pasted(text, "p.txt", "proposed")
     msg = str(e.value)
-    assert msg.startswith(f"p.txt line {line}: ") and fragment in msg and "\n" not in msg
+    assert msg.startswith(f"p.txt:{line}: ") and fragment in msg and "\n" not in msg
 
 
 def test_a_json_error_in_a_long_pasted_line_keeps_its_line_and_column(capsys, tmp_path):
@@ -67,7 +67,7 @@ def test_a_json_error_in_a_long_pasted_line_keeps_its_line_and_column(capsys, tm
                      f"configuration\n{block}\n")
     code, out, err = run(capsys, "verify", str(paste))
     assert (code, out) == (2, "")
-    one_error_line(err, "…(", f"line 5 column {len(block) - 1}: invalid JSON in the Proposed partition reassignment "
+    one_error_line(err, "…(", f":5:{len(block) - 1}: invalid JSON in the Proposed partition reassignment "
                         "configuration block: Expecting value")
 
 

@@ -16,12 +16,12 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from cli_support import one_error_line, run
-from kcheck.exit_codes import Exit
+from kcheck.gate.plan import BALANCE_INVARIANTS, Infeasible, PlanProblem, count_moves, solve
+from kcheck.gate.reassign import build_subject
 from kcheck.invariants import BalanceSettings, PlacementSubject, Severity, check_placement
 from kcheck.invariants.reassignment import check_reassignment, target_assignment
 from kcheck.model import Cluster, PartitionReplicas, ReplicaAssignment
-from kcheck.plan import BALANCE_INVARIANTS, Infeasible, PlanProblem, count_moves, solve
-from kcheck.reassign import build_subject
+from kcheck.runtime.exit_codes import Exit
 
 # ---------------------------------------------------------------------------------------------
 # The oracle
@@ -356,12 +356,12 @@ def test_rack_distribution_beyond_the_flow_is_proved_by_z3():
 
 
 def test_plan_says_what_it_could_not_cover(capsys, tmp_path, monkeypatch):
-    import kcheck.plan
+    import kcheck.gate.plan
 
     (tmp_path / "current.json").write_text(json.dumps({"version": 1, "partitions": [
         {"topic": "t", "partition": 0, "replicas": [0, 1, 2, 3]}]}))
     (tmp_path / "brokers.txt").write_text("".join(f"{b}:{'a' if b < 3 else 'b'}\n" for b in range(6)))
-    monkeypatch.setattr(kcheck.plan, "MAX_CELLS", 8)  # below this problem's 12 Booleans: Z3 is not run
+    monkeypatch.setattr(kcheck.gate.plan, "MAX_CELLS", 8)  # below this problem's 12 Booleans: Z3 is not run
     code, out, err = run(capsys, "plan", str(tmp_path / "current.json"), "--brokers-file",
                          str(tmp_path / "brokers.txt"), "--no-balance")
     assert code == Exit.INCOMPLETE and out == ""

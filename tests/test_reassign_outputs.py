@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from cli_support import one_error_line, run
-from kcheck.formats import BlockRefused, InputError, parse_describe, parse_pasted, read_text
+from kcheck.inputs.formats import BlockRefused, InputError, parse_describe, parse_pasted, read_text
 
 DATA = Path(__file__).parent / "data" / "reassign"
 RELEASES = sorted((p.name for p in DATA.iterdir() if p.is_dir() and p.name[0].isdigit()),
@@ -90,7 +90,7 @@ def test_verify_reads_the_json_it_verified_and_the_state_it_states(release):
         parse_pasted(paste, "v")
     line = first_line(paste, "in progress")
     assert e.value.other == "proposed" and e.value.line == line
-    assert f"v line {line}: partition orders-" in str(e.value) and "reassignment still in progress" in str(e.value)
+    assert f"v:{line}: partition orders-" in str(e.value) and "reassignment still in progress" in str(e.value)
     # done: on the target, or (2.6+, cancelled) "no active reassignment ... but replica set is", or (up to 2.0)
     # "ERROR: Assigned replicas (..) don't match": the replicas Kafka's describe shows afterwards
     after = described(release, "describe_after.txt")
@@ -153,7 +153,7 @@ def test_verify_of_a_verify_paste_in_progress_names_block_proposed(capsys, tmp_p
     paste.write_text(text(NEWEST, "plan_orders.json", "verify_progress.txt"))
     code, out, err = run(capsys, "verify", str(paste))
     assert (code, out) == (2, "")
-    one_error_line(err, "verify.txt line 3: partition orders-0", "--block proposed reads the reassignment JSON it "
+    one_error_line(err, "verify.txt:3: partition orders-0", "--block proposed reads the reassignment JSON it "
                                                                  "verified")
     code, out, err = run(capsys, "verify", str(paste), "--block", "proposed", "--json")
     assert err == "" and json.loads(out)["block"] == "--verify output: the reassignment JSON it verified"

@@ -35,6 +35,7 @@ from kcheck.reference.reassignment import (
     zk_next_step,
     zk_reassignment_steps,
 )
+from kcheck.reference.releases import profile
 
 
 def zk_view(state):
@@ -403,7 +404,7 @@ def test_plan_safety_lowest_isr_matches_running_the_controller(case, controller,
             assert (first.replicas, first.adding_replicas, first.removing_replicas) == move.plan
     else:
         rows = kraft_reassignment_steps(current.replicas, target, **kwargs, catch_up_order=move.catch_up_order,
-                                        version=KRaftVersion.for_release(release))
+                                        version=profile(release).kraft_rules())
         sizes = [len(r.state.registration.isr) for r in rows]
         reg = rows[-1].state.registration
         done = (reg.replicas, reg.adding_replicas, reg.removing_replicas) == (target, (), ())

@@ -15,7 +15,7 @@ import json
 import pytest
 
 from kcheck.check import REJOIN_SPACE, rebalance_model_bounds, run_rebalance_models, run_rejoin_sweep
-from kcheck.group_format import parse_group, run_assignor
+from kcheck.inputs.group_file import parse_group, run_assignor
 from kcheck.invariants.assignment import movement
 from kcheck.invariants.rebalance import (
     CI_EXAMPLES,

@@ -16,7 +16,6 @@ from typing import Any
 import pytest
 
 from cli_support import run
-from kcheck.exit_codes import Exit
 from kcheck.invariants.replication import check_replication
 from kcheck.invariants.replication_explore import Trace, replay
 from kcheck.invariants.replication_model_adapter import ReplicationModel
@@ -25,6 +24,7 @@ from kcheck.model.replication.actions import Action, apply
 from kcheck.model.replication.protocol import VARIANTS
 from kcheck.model.replication.reduction import normal, normalize, why_off
 from kcheck.model.replication.state import NO_LEADER, State, evolve
+from kcheck.runtime.exit_codes import Exit
 from model_support import reachable
 
 RF3 = dict(brokers=3, replication_factor=3, min_isr=2, records=1, crashes=0, fences=0, lossy_crashes=0, elections=0,

@@ -32,7 +32,6 @@ from kcheck.invariants.reassignment import PartitionMove
 from kcheck.model import PartitionReplicas
 from kcheck.reference.election import (
     Election,
-    KRaftVersion,
     PartitionChangeBuilder,
     PartitionRegistration,
 )
@@ -267,8 +266,8 @@ def test_a_sweeps_uniform_assignor_is_the_releases(version):
 def test_sweep_assignors_records_its_release(capsys, tmp_path):
     """The release is in the store's manifest (and fingerprint: a sweep of another release is another sweep);
     before 4.0.0 the uniform assignor, whose heterogeneous builder the reference lacks, is left out or refused."""
+    from kcheck.commands.sweep import build_space
     from kcheck.spark_check.store import ResultStore, StoreError
-    from kcheck.sweep import build_space
 
     space = build_space("assignors", "small,max_topics=1", None, ["range", "uniform"], "4.0.0")
     assert space.kafka_version == "4.0.0"
@@ -353,7 +352,7 @@ def test_the_builder_refuses_a_repeated_replica_as_kafka_does(version):
         assert isinstance(real, JavaException)
         assert (real.simple_name, real.message) == ("IllegalArgumentException", "Duplicate broker ID in assignment")
         with pytest.raises(IllegalArgumentException, match="^Duplicate broker ID in assignment$"):
-            PartitionChangeBuilder(change.partition, {1, 2}, KRaftVersion.for_release(version))
+            PartitionChangeBuilder(change.partition, {1, 2}, profile(version).kraft_rules())
     assert reference_change(changes[2], version) == target
     # the leader balance (which no longer checks it itself) fails as Kafka's whole run does
     with pytest.raises(IllegalArgumentException):

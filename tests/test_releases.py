@@ -109,15 +109,15 @@ def test_algorithms_a_release_lacks():
 def test_kraft_rules_per_release_come_from_the_profile():
     for v in RELEASES:
         p = profile(v)
-        rules = KRaftVersion.for_release(v)
+        rules = p.kraft_rules()
         assert not rules.eligible_leader_replicas  # a cluster setting: off unless asked for
         assert (rules.last_known_leader_must_be_acceptable, rules.last_known_leader_update,
                 rules.reassignment_completion) == (p.last_known_leader_must_be_acceptable,
                                                    p.last_known_leader_update, p.reassignment_completion)
         assert p.kraft_version() == dataclasses.replace(rules, eligible_leader_replicas=p.eligible_leader_replicas)
-    assert KRaftVersion() == KRaftVersion.for_release("4.0.2") == KRaftVersion.for_release("3.9.1")
+    assert KRaftVersion() == profile("4.0.2").kraft_rules() == profile("3.9.1").kraft_rules()
     with pytest.raises(ValueError, match="is not a Kafka release kcheck knows"):
-        KRaftVersion.for_release("5.0.0")
+        profile("5.0.0")
 
 
 def test_replication_protocol_per_release():

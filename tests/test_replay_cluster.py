@@ -13,7 +13,7 @@ import json
 import pytest
 
 from cli_support import one_error_line, run
-from kcheck.cluster import LocalCluster
+from kcheck.cluster.local import LocalCluster
 
 pytestmark = [pytest.mark.cluster, pytest.mark.kafka]
 

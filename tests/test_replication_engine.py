@@ -12,12 +12,12 @@ import pytest
 
 from cli_support import one_error_line, run, write_module
 from kcheck.check import SMALL_EXHAUSTIVE_BOUNDS, VARIANT_MAX_STATES
-from kcheck.exit_codes import Exit
 from kcheck.invariants.registry import REGISTRY
 from kcheck.invariants.replication_engine import default_max_states, run_exhaust
 from kcheck.invariants.replication_explore import ChangeProbe, Trace, replay
 from kcheck.invariants.replication_explore import exhaust as old_exhaust
 from kcheck.model.replication import VARIANTS, Config, Protocol
+from kcheck.runtime.exit_codes import Exit
 
 SMALL = ["--brokers", "2", "--min-isr", "1", "--records", "1", "--crashes", "1", "--lossy-crashes", "0",
          "--fences", "0", "--elections", "0", "--isr-shrinks", "0", "--failovers", "0", "--reads", "0",

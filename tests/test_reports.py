@@ -203,7 +203,6 @@ def test_junit_replaces_atomically(capsys, tmp_path):
 
 def test_junit_text_is_always_well_formed(tmp_path):
     from kcheck import junit as writer
-
     nasty = 'a <b> & "c" \x00\x1b[31m ]]> \ud800'
     suite = writer.TestSuite(nasty, [writer.TestCase(nasty, nasty, failure=nasty, detail=nasty, output=nasty),
                                      writer.TestCase(nasty, nasty, skipped=nasty)])
@@ -243,7 +242,7 @@ def check_result():
 
 
 def test_check_junit_and_html_match_the_json(capsys, tmp_path, monkeypatch, check_result):
-    monkeypatch.setattr("kcheck.cli.run_check", lambda *a, **k: check_result)
+    monkeypatch.setattr("kcheck.commands.check.run_check", lambda *a, **k: check_result)
     xml_path, html_path = tmp_path / "check.xml", tmp_path / "check.html"
     code, out, _ = run(capsys, "check", "--json", "--junit-xml", xml_path, "--html", html_path)
     doc = json.loads(out)
@@ -287,7 +286,7 @@ def test_check_junit_and_html_match_the_json(capsys, tmp_path, monkeypatch, chec
 
 
 def test_check_without_options_writes_nothing(capsys, tmp_path, monkeypatch, check_result):
-    monkeypatch.setattr("kcheck.cli.run_check", lambda *a, **k: check_result)
+    monkeypatch.setattr("kcheck.commands.check.run_check", lambda *a, **k: check_result)
     monkeypatch.chdir(tmp_path)
     code, out, _ = run(capsys, "check")
     assert code == 1 and "FAIL: 0 guarantee(s)" in out and os.listdir(tmp_path) == []
@@ -358,8 +357,8 @@ def test_sweep_html_report(tmp_path):
 @pytest.mark.slow  # a whole Spark sweep (~35 s)
 @pytest.mark.spark
 def test_sweep_junit_and_report_html(capsys, tmp_path):
+    from kcheck.commands.sweep import build_space
     from kcheck.spark_check.report import failures, invariant_rows
-    from kcheck.sweep import build_space
 
     # AdminUtils on 5 brokers in 2 racks with RF 4: a hard property Kafka does not promise breaks (see
     # test_sweep_job): a finding, as `kcheck check` judges it, so no JUnit failure; the fastest sweep

@@ -15,11 +15,11 @@ from pathlib import Path
 import pytest
 
 from kcheck.cli import main
+from kcheck.commands.rules import kafka_references, rule_hint
 from kcheck.model.replication import protocol as protocol_module
 from kcheck.model.replication import reassignment as reassignment_module
 from kcheck.model.replication.protocol import Protocol
 from kcheck.reference import releases
-from kcheck.rules_cli import kafka_references, rule_hint
 
 README = Path(__file__).resolve().parent.parent / "docs" / "tasks" / "protocol-change.md"
 

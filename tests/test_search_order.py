@@ -15,7 +15,6 @@ from dataclasses import dataclass, replace
 import pytest
 
 from cli_support import one_error_line, run
-from kcheck.exit_codes import Exit
 from kcheck.invariants.replication_engine import run_exhaust
 from kcheck.invariants.replication_explore import split_run
 from kcheck.invariants.replication_model_adapter import ReplicationModel
@@ -24,6 +23,7 @@ from kcheck.model.interface import StateInvariant
 from kcheck.model.replication import Config, Protocol
 from kcheck.model.replication.protocol import VARIANTS
 from kcheck.model.search import ORDERS, exhaust
+from kcheck.runtime.exit_codes import Exit
 
 
 @dataclass

@@ -15,9 +15,9 @@ import os
 import pytest
 
 from cli_support import one_error_line, run
-from kcheck.exit_codes import Exit
 from kcheck.invariants.replication_explore import Trace, replay
 from kcheck.model.replication.protocol import VARIANTS
+from kcheck.runtime.exit_codes import Exit
 
 # Two brokers, one record, one crash: 1,010 states, complete in about a second.
 SMALL = ["--brokers", "2", "--min-isr", "1", "--records", "1", "--crashes", "1", "--lossy-crashes", "0",

@@ -16,7 +16,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from kcheck.group_format import parse_group, run_assignor
+from kcheck.inputs.group_file import parse_group, run_assignor
 from kcheck.invariants import REGISTRY, AssignmentSubject
 from kcheck.invariants.assignment import renamed
 from kcheck.model import Broker, PartitionInfo, Subscription, TopicPartition
@@ -413,7 +413,7 @@ def test_kafka_guarantees_and_severities_per_key():
 
 def test_describe_is_json_and_replays_round_1_through_kcheck_assign():
     """The description's topics and members are a `kcheck assign` group file: running the assignor on it
-    through kcheck.group_format (a different path from the rebalance model) gives round 1's assignment."""
+    through kcheck.inputs.group_file (a different path from the rebalance model) gives round 1's assignment."""
     space = GroupSpace(GROUP_PRESETS["small"])
     r = space.evaluate(0, len(space) // 3)
     assert r.first, "the small space has findings (range is not sticky, for one)"

@@ -19,10 +19,10 @@ import pyarrow.parquet as pq
 import pytest
 
 from kcheck.cli import main
+from kcheck.commands.sweep import build_space
 from kcheck.spark_check import job
 from kcheck.spark_check.job import plan
 from kcheck.spark_check.store import LOCK_NAME, ResultStore, StoreError, cell_size, grid
-from kcheck.sweep import build_space
 
 SPACE_ARGS = ["sweep", "placement", "--space", "small,brokers=1..4"]
 SPACE = build_space("placement", "small,brokers=1..4", None, None)

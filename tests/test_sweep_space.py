@@ -176,7 +176,7 @@ def test_kafka_rack_distribution_finding_is_found():
 
 def test_replay_command_reproduces_the_configuration():
     space = PlacementSpace(PLACEMENT_PRESETS["small"])
-    from kcheck.cli import _random
+    from kcheck.options import java_random
 
     for i in (0, 517, 4321, 8669):
         cfg = space[i]
@@ -185,7 +185,7 @@ def test_replay_command_reproduces_the_configuration():
         brokers = list(cfg.cluster().brokers)
         if "--seed" in replay:
             seed = replay.split("--seed ")[1].split()[0]
-            got = assign_replicas_to_brokers(brokers, cfg.partitions, cfg.rf, -1, -1, _random(seed))
+            got = assign_replicas_to_brokers(brokers, cfg.partitions, cfg.rf, -1, -1, java_random(seed))
         else:
             got = assign_replicas_to_brokers(brokers, cfg.partitions, cfg.rf, cfg.start_index)
         assert got == cfg.place()

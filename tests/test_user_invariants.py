@@ -125,7 +125,7 @@ def one_partition(s):
     n = len(s.assignment.partitions)
     return [Violation("ID", Severity.HARD, "topic", f"{n} partitions")] if n > 1 else []
 '''
-    from kcheck.replication_cli import load_invariants
+    from kcheck.commands.replication import load_invariants
 
     mod = write_module(tmp_path, monkeypatch, body)
     ids = load_invariants([mod], applies_to=None)

@@ -17,9 +17,9 @@ from typing import Any
 import pytest
 
 from cli_support import one_error_line, run
-from kcheck.group_describe import parse_group_describe
-from kcheck.kafka_outputs import identify
-from kcheck.verify_group import ALIVE, BALANCED, COMPLETE, OPTIMAL, Verdict, verdict
+from kcheck.gate.group import ALIVE, BALANCED, COMPLETE, OPTIMAL, Verdict, verdict
+from kcheck.inputs.group_describe import parse_group_describe
+from kcheck.inputs.tool_outputs import identify
 
 DATA = Path(__file__).parent / "data"
 GROUPS = DATA / "consumer_groups"
@@ -346,7 +346,7 @@ def test_assign_keeps_its_own_errors_for_a_broken_group_json(tmp_path: Path, cap
     bad.write_text('{"topics": {"t": 3}, "members": {"c1": ["t"]},}')
     code, _, err = run(capsys, "assign", str(bad))
     assert code == 2
-    one_error_line(err, "invalid JSON at line 1")
+    one_error_line(err, "g.json:1:", ": invalid JSON")
 
 
 def test_identify_every_stored_output() -> None:

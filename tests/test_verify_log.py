@@ -15,8 +15,8 @@ from pathlib import Path
 import pytest
 
 from cli_support import one_error_line, run
-from kcheck.exit_codes import Exit
-from kcheck.log_formats import log_view, parse_dump, partitions
+from kcheck.inputs.log_tools import log_view, parse_dump, partitions
+from kcheck.runtime.exit_codes import Exit
 
 DATA = Path(__file__).parent / "data" / "dump"
 REAL = [str(DATA / n) for n in ("plain.txt", "compacted.txt", "offsets.txt", "log-dirs.txt")]
@@ -156,7 +156,7 @@ def test_bad_lines_exit_2_naming_file_and_line(capsys, tmp_path: Path, old: str,
         if text.startswith(at) and text.endswith(old.rstrip("\n")))
     code, out, err = run(capsys, "verify-log", bad)
     assert code == Exit.BAD_INPUT and out == ""
-    one_error_line(err, f"{bad} line {line}: ", fragment)
+    one_error_line(err, f"{bad}:{line}: ", fragment)
 
 
 def test_shallow_and_sanity_only_dumps_are_read(capsys) -> None:
@@ -192,7 +192,7 @@ def test_what_cannot_be_checked_is_refused(capsys, tmp_path: Path) -> None:
     index_only.write_text("Dumping d/t-0/00000000000000000000.index\noffset: 3 position: 103\n", encoding="utf-8")
     code, _, err = run(capsys, "verify-log", str(index_only))
     assert code == Exit.BAD_INPUT
-    one_error_line(err, "index-only.txt line 1:", "dump the .log files too")
+    one_error_line(err, "index-only.txt:1:", "dump the .log files too")
     code, _, err = run(capsys, "verify-log", str(DATA / "log-dirs.txt"))
     assert code == Exit.BAD_INPUT
     one_error_line(err, "no kafka-dump-log.sh output given")

@@ -24,7 +24,7 @@ import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from kcheck.cluster import HOST, JVM_OPTIONS, free_port
+from kcheck.cluster.local import HOST, JVM_OPTIONS, free_port
 from kcheck.reference import kafka_jars, kafka_tools
 
 VERSION = "3.9.1"  # the last release with a ZooKeeper controller

@@ -135,7 +135,10 @@ def resolve_assignor(name: str) -> AssignorInfo:
     if name.startswith("jvm:"):
         from kcheck.reference import jvm_plugins
 
-        return jvm_plugins.resolve_assignor(name)
+        jvm = jvm_plugins.resolve_assignor(name)
+        if jvm.server_side:
+            return AssignorInfo(name, lambda: ServerSideAdapter(jvm.factory()), False, frozenset())
+        return AssignorInfo(name, jvm.factory, jvm.cooperative, frozenset())
     if ":" not in name:
         raise ValueError(f"unknown assignor '{name}' (expected one of {', '.join(ASSIGNORS)}, or module:object)")
     obj = load_object(name)

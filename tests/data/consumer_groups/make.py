@@ -1,6 +1,6 @@
 """Make the real `kafka-consumer-groups --describe` outputs in this folder: every release's tool on real groups.
 
-Run (about eight minutes on 2 cores; it starts two one-broker KRaft clusters with `kcheck.cluster.LocalCluster`, one
+Run (about eight minutes on 2 cores; it starts two one-broker KRaft clusters with cluster/local.py's LocalCluster, one
 after the other, and stops them):
 
     flock /work/briefs/kafka.lock python tests/data/consumer_groups/make.py [3.9.1|4.4.0] [--tools 4.4.0,...]
@@ -284,7 +284,7 @@ def make_cluster(cluster: str, index: list[dict]) -> None:
     from kafka import KafkaProducer
     from kafka.admin import KafkaAdminClient, NewTopic
 
-    from kcheck.cluster import LocalCluster
+    from kcheck.cluster.local import LocalCluster
     from kcheck.reference.kafka_jars import resolve_server
 
     tools, specs = CLUSTERS[cluster]

@@ -7,7 +7,7 @@ full `--describe` and each health filter the release has (`--under-replicated-pa
 same state, so the tests can compare kcheck's verdicts on the full describe with the partitions each filter
 listed. Nothing here is written by hand but the state the script sets up.
 
-The releases with `--bootstrap-server` (2.2 and later) describe a KRaft cluster (`kcheck.cluster.LocalCluster`,
+The releases with `--bootstrap-server` (2.2 and later) describe a KRaft cluster (`kcheck.cluster.local.LocalCluster`,
 Kafka 4.4.0; KIP-896's 4.0 brokers still speak every protocol version a 2.1+ client needs): `<release>/`. With
 `--zk`, every release with `--zookeeper` (0.10.2 to 2.8) describes a ZooKeeper-mode cluster (`tests/zk_cluster.py`,
 Kafka 3.9.1): `<release>/` before 2.2, `<release>-zk/` after (the min-ISR filters are refused there).
@@ -92,8 +92,7 @@ def set_up(bootstrap: str) -> None:
 
 def settle(bootstrap: str) -> dict[str, dict[int, object]]:
     """Wait until broker 4 has left every ISR and the moves are in flight; the partition states as read."""
-    from kcheck import cluster_admin
-
+    from kcheck.cluster import admin as cluster_admin
     deadline = time.monotonic() + 60
     while True:
         states = {name: cluster_admin.partition_states(bootstrap, name) for name, _, _ in TOPICS}
@@ -117,8 +116,8 @@ def write(release: str, server: str, zookeeper: bool = False) -> None:
 
 
 def kraft(releases: list[str]) -> None:
-    from kcheck import cluster_admin
-    from kcheck.cluster import LocalCluster
+    from kcheck.cluster import admin as cluster_admin
+    from kcheck.cluster.local import LocalCluster
 
     cluster = LocalCluster(CLUSTER_RELEASE, 4, RACKS).start(120)
     try:
@@ -159,7 +158,7 @@ def write_state(kind: str, cluster: str, releases: list[str], parts: dict[str, d
 
 def zk_state(bootstrap: str) -> dict[str, dict[str, object]]:
     """The partitions as 3.9.1's kafka-topics describes them (the ZooKeeper cluster's own release)."""
-    from kcheck.formats import read_describe
+    from kcheck.inputs.formats import read_describe
 
     d = read_describe(run_tool("3.9.1", ["--bootstrap-server", bootstrap, "--describe"]), "3.9.1")
     return {str(p.tp): {"leader": p.leader, "replicas": p.replicas, "isr": p.isr, "elr": [], "adding": p.adding,

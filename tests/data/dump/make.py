@@ -1,6 +1,6 @@
 """Make the real dumps in this folder: Kafka 4.4.0's own tools run on a real cluster's log directories.
 
-Run once (about two minutes on 2 cores; it starts a 3-broker KRaft cluster with `kcheck.cluster.LocalCluster`
+Run once (about two minutes on 2 cores; it starts a 3-broker KRaft cluster with `kcheck.cluster.local.LocalCluster`
 and stops it):  python tests/data/dump/make.py [RELEASE]   (default 4.4.0: the dumps kept here are 4.4.0's)
 
 What it does, so the dumps are Kafka's and nothing else:
@@ -58,7 +58,7 @@ def main(version: str = "4.4.0") -> None:
     from kafka import KafkaProducer
     from kafka.admin import KafkaAdminClient, NewTopic
 
-    from kcheck.cluster import LocalCluster
+    from kcheck.cluster.local import LocalCluster
     from kcheck.reference.kafka_jars import resolve_server
 
     classpath = resolve_server(version).classpath

@@ -149,7 +149,7 @@ def make_live() -> None:
     from kafka.admin import KafkaAdminClient, NewTopic
     from make import commit_then_delete_group
 
-    from kcheck.cluster import LocalCluster
+    from kcheck.cluster.local import LocalCluster
 
     cluster = LocalCluster("4.4.0", 1, ())
     cluster.start()

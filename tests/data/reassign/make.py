@@ -4,7 +4,7 @@ real cluster, with `kafka-topics --describe` of the cluster at each step.
     python tests/data/reassign/make.py [RELEASE ...]    (default: every release below; under the shared Kafka lock)
 
 Releases from 2.6 talk to the brokers with --bootstrap-server (KIP-455's admin API); they run against one Kafka 3.9.1
-KRaft cluster (`kcheck.cluster.LocalCluster`: a 4.x broker refuses the requests of clients before 2.1, KIP-896, and
+KRaft cluster (cluster/local.py's LocalCluster: a 4.x broker refuses the requests of clients before 2.1, KIP-896, and
 3.9.1 accepts every client here). Releases up to 2.5 write the reassignment into ZooKeeper (`--zookeeper`; 2.5 takes
 --bootstrap-server for log directories only): they run against a ZooKeeper-mode 3.9.1 cluster (tests/zk_cluster.py).
 Either cluster has brokers 1..4 in racks a, b, c, a. For each release, from a clean slate:
@@ -174,7 +174,7 @@ def _verified(reassign, plan: list[str], what: str) -> str:
 
 
 def main(versions: list[str]) -> None:
-    from kcheck.cluster import LocalCluster
+    from kcheck.cluster.local import LocalCluster
 
     unknown = [v for v in versions if v not in KRAFT_TOOLS + ZK_TOOLS]
     if unknown:

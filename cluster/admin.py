@@ -1,0 +1,248 @@
+"""Admin operations on a live cluster for fault campaigns and trace replay: read a topic's partition states,
+elect leaders (preferred or unclean), reassign, list reassignments in flight.
+
+Every call goes through kafka-python's admin client (the client `kcheck.cluster.live` reads clusters with):
+
+- `partition_states` is DescribeTopicPartitions (KIP-966: leader, leader epoch, replicas, ISR, ELR; Kafka's
+  `DescribeTopicPartitionsRequestHandler`), with the adding/removing replicas of ListPartitionReassignments
+  (KIP-455). It reads a broker's metadata cache, which follows the controller's a moment later: after `reassign`
+  or `elect_leaders`, poll until the change shows. A broker without DescribeTopicPartitions is read with
+  Metadata: no ELR, no leader epoch (None).
+- `elect_leaders` is ElectLeaders (KIP-460; election type 0 preferred, 1 unclean). The controller answers per
+  partition (`ReplicationControlManager.electLeaders`): ELECTION_NOT_NEEDED when the wanted leader already leads,
+  PREFERRED_LEADER_NOT_AVAILABLE / ELIGIBLE_LEADERS_NOT_AVAILABLE when it cannot elect; those are results, not
+  errors: the answer maps each partition to its Kafka error name, None when a leader was elected.
+- `reassign` is AlterPartitionReassignments (KIP-455): a target replica list per partition, None cancels the
+  partition's reassignment in flight (a superset of the CONTRACTS signature: C passes lists only). A partition the
+  controller refuses is an InputError naming the partition and Kafka's error name.
+
+A broker that was just killed stays in the metadata until the controller fences it (broker.session.timeout.ms),
+and a paused one accepts connections but never answers; the admin client bootstraps from a random server and
+may ask either. So requests go only to the brokers named in `bootstrap` (`live_bootstrap(cluster)` names the
+running, unpaused ones), each try is short (4 s), and a refused connection or a timeout is tried again with a
+fresh client until `timeout_s`. Every other client error is one line (`kcheck.inputs.formats.InputError` on
+`--bootstrap-server`).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import random
+import time
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from kcheck.cluster.live import SOURCE, _bootstrap_servers, _client_errors, _quiet, _Recorder
+from kcheck.inputs.formats import InputError
+
+if TYPE_CHECKING:
+    from kcheck.cluster.local import LocalCluster
+
+PREFERRED = 0  # ElectionType in Kafka's ElectLeadersRequest
+UNCLEAN = 1
+ATTEMPT_MS = 4000  # one try of a request: a paused broker must not use up the whole timeout
+
+
+@dataclass(frozen=True)
+class PartitionState:
+    leader: int  # -1 when none
+    leader_epoch: int | None  # None when the broker answers only Metadata without it
+    replicas: tuple[int, ...]
+    isr: tuple[int, ...]
+    elr: tuple[int, ...]
+    adding: tuple[int, ...]
+    removing: tuple[int, ...]
+
+
+@contextlib.contextmanager
+def _admin_session(bootstrap: str, timeout_s: float) -> Iterator[Any]:
+    """Quiet client logs, one-line errors; yields a function that runs `op(admin)` with a fresh admin client,
+    again on a refused connection (a dead broker still in the metadata) while time is left."""
+    servers = _bootstrap_servers(bootstrap)
+    timeout_ms = int(timeout_s * 1000)
+    recorder = _Recorder()
+    with _quiet(recorder), _client_errors(servers, timeout_s, recorder):
+        from kafka.admin import KafkaAdminClient
+        from kafka.errors import KafkaConnectionError, KafkaTimeoutError, NodeNotReadyError, RequestTimedOutError
+
+        deadline = time.monotonic() + timeout_s
+
+        def run(op: Any) -> Any:
+            while True:
+                # Short attempts: the client bootstraps from a random server, and a paused (SIGSTOP) broker accepts
+                # the connection but never answers; the next attempt likely picks another.
+                left_ms = max(1000, int((deadline - time.monotonic()) * 1000))
+                attempt_ms = min(timeout_ms, left_ms, ATTEMPT_MS)
+                admin = None
+                try:
+                    admin = KafkaAdminClient(bootstrap_servers=servers, bootstrap_timeout_ms=attempt_ms,
+                                             request_timeout_ms=attempt_ms, client_id="kcheck-admin")
+                    _pin_to(admin, servers)
+                    return op(admin)
+                except (KafkaConnectionError, KafkaTimeoutError, NodeNotReadyError, RequestTimedOutError):
+                    if time.monotonic() + 0.5 >= deadline:
+                        raise
+                finally:
+                    if admin is not None:
+                        admin.close()
+                time.sleep(0.2)
+
+        yield run
+
+
+def _pin_to(admin: Any, servers: Sequence[str]) -> None:
+    """Send every request to a broker named in `servers`. kafka-python picks a random known broker for a request,
+    and in KRaft any broker forwards controller requests (ElectLeaders, AlterPartitionReassignments,
+    ListPartitionReassignments) to the active controller; so a caller that leaves a paused or dead broker out of
+    the bootstrap list never waits for it. Uses the client's internals where they are as in kafka-python 3.0;
+    otherwise (or if no listed broker is in the metadata) the client picks as it would."""
+    manager = getattr(admin, "_manager", None)
+    metadata = getattr(manager, "cluster", None)
+    if manager is None or metadata is None or not hasattr(admin, "_controller_id") \
+            or not callable(getattr(manager, "least_loaded_node", None)):
+        return
+    ids = sorted(b.node_id for b in metadata.brokers() if f"{b.host}:{b.port}" in servers)
+    if not ids:
+        return
+    choose = manager.least_loaded_node
+
+    def least_loaded_listed() -> Any:
+        node = choose()
+        return node if node in ids else random.choice(ids)
+
+    manager.least_loaded_node = least_loaded_listed
+    admin._controller_id = random.choice(ids)
+
+
+def live_bootstrap(cluster: LocalCluster) -> str:
+    """The addresses of the cluster's brokers that run and are not paused: the bootstrap to hand these functions
+    while a fault is on, so that no request waits on a broker that cannot answer."""
+    rows = [r for r in cluster.status() if r["role"] == "broker" and r["state"] == "running"]
+    return ",".join(r["address"] for r in rows) or cluster.bootstrap
+
+
+def _check_topic(topic: str) -> None:
+    if not topic or any(c.isspace() for c in topic):
+        raise InputError(SOURCE, f"{topic!r} is not a topic name")
+
+
+def partition_states(bootstrap: str, topic: str, timeout_s: float = 15.0) -> dict[int, PartitionState]:
+    """Every partition of `topic` as the controller's metadata has it now (see the module doc)."""
+    _check_topic(topic)
+    with _admin_session(bootstrap, timeout_s) as run:
+        return run(lambda admin: _states(admin, topic)) or {}
+
+
+def _states(admin: Any, topic: str) -> dict[int, PartitionState]:
+    from kafka import errors
+
+    try:
+        answer = admin.describe_topic_partitions([topic])
+        found = [t for t in answer["topics"] if t["name"] == topic]
+        epochs = True
+    except (errors.IncompatibleBrokerVersion, errors.UnsupportedVersionError):
+        found = [{"name": t["topic"], "error_code": t.get("error_code", 0),
+                  "partitions": [{"partition_index": p["partition"], "leader_id": p["leader"],
+                                  "leader_epoch": None, "replica_nodes": p["replicas"], "isr_nodes": p["isr"],
+                                  "error_code": p.get("error_code", 0)} for p in t["partitions"]]}
+                 for t in admin.describe_topics([topic])]
+        epochs = False
+    if not found:
+        raise InputError(SOURCE, f"topic {topic} does not exist")
+    error = errors.for_code(found[0].get("error_code", 0))
+    if error is errors.UnknownTopicOrPartitionError:
+        raise InputError(SOURCE, f"topic {topic} does not exist")
+    if error is not errors.NoError:
+        raise InputError(SOURCE, f"topic {topic}: {error.message}")
+    try:
+        moving = admin.list_partition_reassignments({topic: [p["partition_index"] for p in found[0]["partitions"]]})
+    except (errors.IncompatibleBrokerVersion, errors.UnsupportedVersionError):
+        moving = {}
+    by_partition = {tp.partition: r for tp, r in moving.items() if tp.topic == topic}
+    out: dict[int, PartitionState] = {}
+    for p in found[0]["partitions"]:
+        ra = by_partition.get(p["partition_index"], {})
+        leader = p["leader_id"]
+        out[p["partition_index"]] = PartitionState(
+            leader=leader if leader is not None and leader >= 0 else -1,
+            leader_epoch=p.get("leader_epoch") if epochs else None,
+            replicas=tuple(p["replica_nodes"] or ()), isr=tuple(p["isr_nodes"] or ()),
+            elr=tuple(p.get("eligible_leader_replicas") or ()),
+            adding=tuple(ra.get("adding_replicas") or ()), removing=tuple(ra.get("removing_replicas") or ()))
+    return dict(sorted(out.items()))
+
+
+def elect_leaders(bootstrap: str, topic: str, partitions: Sequence[int], unclean: bool,
+                  timeout_s: float = 15.0) -> dict[int, str | None]:
+    """An ElectLeaders request (preferred, or unclean) for `partitions` of `topic`: partition -> Kafka's error
+    name for it (e.g. ELECTION_NOT_NEEDED), None where a leader was elected."""
+    _check_topic(topic)
+    wanted = sorted(set(partitions))
+    if not wanted:
+        return {}
+
+    def op(admin: Any) -> dict[int, str | None]:
+        from kafka import errors
+
+        response = admin.elect_leaders(UNCLEAN if unclean else PREFERRED, {topic: wanted},
+                                       timeout_ms=min(int(timeout_s * 1000), ATTEMPT_MS), raise_errors=False)
+        top = errors.for_code(getattr(response, "error_code", 0) or 0)
+        if top is not errors.NoError:
+            raise InputError(SOURCE, f"leader election on {topic}: {top.message}")
+        out: dict[int, str | None] = {}
+        for result in response.replica_election_results:
+            if result.topic != topic:
+                continue
+            for p in result.partition_result:
+                e = errors.for_code(p.error_code)
+                out[p.partition_id] = None if e is errors.NoError else e.message
+        return out
+
+    with _admin_session(bootstrap, timeout_s) as run:
+        return run(op) or {}
+
+
+def reassign(bootstrap: str, topic: str, targets: Mapping[int, Sequence[int] | None], timeout_s: float = 15.0) -> None:
+    """Start a reassignment of each partition of `topic` to its target replicas (None cancels the one in flight).
+    Returns once the controller has accepted it; the data moves afterwards (`reassignments_in_flight`)."""
+    _check_topic(topic)
+    if not targets:
+        return
+    from kafka import TopicPartition
+
+    request = {TopicPartition(topic, p): (None if r is None else [int(b) for b in r]) for p, r in targets.items()}
+
+    def op(admin: Any) -> None:
+        answer = admin.alter_partition_reassignments(request, timeout_ms=min(int(timeout_s * 1000), ATTEMPT_MS))
+        for tp, error in sorted(answer.items(), key=lambda kv: kv[0].partition):
+            if error is not None:
+                target = targets[tp.partition]
+                what = "cancel" if target is None else f"replicas {','.join(map(str, target))}"
+                raise InputError(SOURCE, f"reassignment of {topic}-{tp.partition} to {what}: {error.message}")
+
+    with _admin_session(bootstrap, timeout_s) as run:
+        run(op)
+
+
+def reassignments_in_flight(bootstrap: str, topic: str, timeout_s: float = 15.0) -> set[int]:
+    """The partitions of `topic` with a reassignment in flight (ListPartitionReassignments)."""
+    _check_topic(topic)
+
+    def op(admin: Any) -> set[int]:
+        return {tp.partition for tp in admin.list_partition_reassignments() if tp.topic == topic}
+
+    with _admin_session(bootstrap, timeout_s) as run:
+        return run(op) or set()
+
+
+def wait_until(check: Any, timeout_s: float, interval_s: float = 0.25) -> Any:
+    """Call `check()` until it returns something truthy (returned) or `timeout_s` passes (the last value)."""
+    from kcheck.runtime import interrupts
+    deadline = time.monotonic() + timeout_s
+    while True:
+        interrupts.check()  # a Ctrl-C the Kafka client swallowed (it reports a time-out) ends the wait
+        value = check()
+        if value or time.monotonic() >= deadline:
+            return value
+        time.sleep(interval_s)

@@ -1,0 +1,797 @@
+"""`kcheck chaos`: a fault campaign on a real Kafka cluster, with every client observation recorded and checked.
+
+A campaign creates one topic (partitions, replication factor, and `min.insync.replicas` and
+`unclean.leader.election.enable` as TOPIC configs, so one cluster runs both settings), runs two producers, acks=all
+and acks=1, at `--rate` records a second each (every value unique: `all-000123`, `one-000123`; not idempotent:
+kafka-python 3.0's idempotent producer was seen to stop delivering, neither acknowledging nor failing, after a
+paused leader resumed, and a retried duplicate weakens no check), and one consumer in a group that reads and
+commits after every poll. Meanwhile a fault injector runs a schedule (a file, or drawn with `--seed` from the kinds
+in `--faults`). Fault kinds (the words
+of kcheck's schedules, tables and JSON):
+
+    kill         kill -9 of a broker (its end: `start`)
+    lossy-kill   kill -9, then the broker's unflushed data cut away (cluster/lossy.py; opt-in: Kafka's defaults never
+                 fsync per write and do not promise to survive losing the page cache); its end: `start`
+    pause        SIGSTOP: the broker stops heartbeating and answering, the model's zombie (its end: `resume`)
+    restart      a clean restart: controlled shutdown (SIGTERM), start, wait until unfenced
+    shutdown     a controlled shutdown; the broker stays down until a later `start`
+    start        start every stopped broker (or the one named), wait until unfenced
+    resume       SIGCONT every paused broker (or the one named)
+    elect-preferred  ElectLeaders (preferred) for every partition of the topic
+    elect-unclean    ElectLeaders (unclean) for every partition: only where the topic allows unclean election,
+                 otherwise skipped and said
+    reassign     one partition moved to another replica set (one replica swapped for a broker outside it, or the
+                 replica order rotated when every broker holds it)
+
+A schedule file has one fault a line: `SECONDS KIND [TARGET]`, `#` comments. TARGET is a broker id, `leader`
+(the leader of partition 0 when the fault fires) or `follower` (an in-sync follower of partition 0); without one,
+a broker is drawn with the seed (`start`/`resume`: every stopped/paused broker). The election and reassign kinds
+take no target. A step that fires late (a restart or start waits until the broker is unfenced) delays every
+later step by as much, so the intervals between faults hold. A random schedule (`--seed`) injects one fault at a
+time: a fault, 3-8 s later its end where it has one, 1-4 s of quiet, and so on until `--duration`.
+
+After the last fault the campaign stops producing, heals the cluster (resumes, starts every broker, waits until
+every replica is in the ISR and no reassignment is in flight, or `--heal-timeout`), lets the consumer catch up,
+and reads every partition from its log start to its end: the final read. `kcheck.cluster.history` checks the
+history. Exit: 0 clean, 1 a violation, 2 bad input, 4 the cluster never healed (the final read is incomplete).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import random
+import re
+import signal
+import stat
+import threading
+import time
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from rich.markup import escape
+from rich.table import Table
+
+from kcheck.cluster.history import (
+    CHECKS,
+    Ack,
+    Commit,
+    Fault,
+    FinalRead,
+    History,
+    Read,
+    Send,
+    SendFailure,
+    Verdict,
+    check,
+    history_document,
+)
+from kcheck.cluster.local import HOST, ClusterError, LocalCluster
+from kcheck.inputs.formats import InputError, read_text, topic_problem
+from kcheck.runtime import interrupts
+from kcheck.runtime.exit_codes import Exit
+
+FAULT_KINDS = ("kill", "lossy-kill", "pause", "restart", "shutdown", "start", "elect-preferred", "elect-unclean",
+               "reassign")
+SCHEDULE_KINDS = (*FAULT_KINDS, "resume")  # `resume` ends a pause
+# Drawn by a random schedule unless --faults says otherwise: every kind but lossy-kill (opt-in) and the ends.
+DEFAULT_FAULTS = ("kill", "pause", "restart", "shutdown", "elect-preferred", "elect-unclean", "reassign")
+BROKER_KINDS = ("kill", "lossy-kill", "pause", "restart", "shutdown", "start", "resume")
+TOPIC_KINDS = ("elect-preferred", "elect-unclean", "reassign")
+ENDS = {"kill": "start", "lossy-kill": "start", "shutdown": "start", "pause": "resume"}
+
+# Broker settings for a cluster `kcheck chaos` starts itself: Kafka's semantics, on a campaign's time scale.
+CAMPAIGN_BROKER_CONFIG: dict[str, str] = {
+    # a follower that stops fetching leaves the ISR after 3 s instead of 30 s (ReplicaManager's ISR shrink)
+    "replica.lag.time.max.ms": "3000",
+    # brokers heartbeat every 0.5 s instead of 2 s, so a resumed or restarted broker is unfenced sooner
+    "broker.heartbeat.interval.ms": "500",
+    # a follower notices a dead leader's socket within 5 s instead of 30 s
+    "replica.socket.timeout.ms": "5000",
+}
+_LINE = re.compile(r"^\s*(\S+)\s+(\S+)(?:\s+(\S+))?\s*$")
+_SECONDS = re.compile(r"[0-9]{1,9}(?:\.[0-9]{1,6})?")  # ASCII digits only: int() and float() take any script's
+_BROKER = re.compile(r"[0-9]{1,9}")
+# Ceilings, refused before anything starts (also in --help): a campaign of a day at most, 10,000 records a second
+# per producer, an hour to heal, 10,000 faults in a schedule of at most 1 MiB.
+MAX_SECONDS = 86_400.0
+MAX_RATE = 10_000.0
+MAX_HEAL_SECONDS = 3_600.0
+MAX_PARTITIONS = 1_000
+MAX_SCHEDULE_BYTES = 1 << 20
+MAX_SCHEDULE_STEPS = 10_000
+JAVA_LONG = 2**63
+# Kafka's internal topics (clients' `Topic.isInternal`) and KRaft's metadata log, which the controller refuses to
+# create (`ControllerApis.createTopics`): a campaign never writes to them.
+INTERNAL_TOPICS = ("__consumer_offsets", "__transaction_state", "__share_group_state", "__cluster_metadata")
+
+
+@dataclass(frozen=True)
+class Step:
+    t: float
+    kind: str
+    target: str | None = None  # a broker id, "leader", "follower", or None
+    line: int | None = None  # the schedule file's line
+
+
+@dataclass
+class Settings:
+    topic: str
+    partitions: int = 3
+    replication_factor: int = 3
+    min_insync_replicas: int = 2
+    unclean: bool = False
+    duration: float = 30.0
+    rate: float = 50.0
+    seed: int = 0
+    faults: tuple[str, ...] = DEFAULT_FAULTS
+    heal_timeout: float = 90.0
+
+
+# ---------------------------------------------------------------------------------------------------------
+# schedules
+
+
+def parse_faults(text: str) -> tuple[str, ...]:
+    kinds = tuple(k.strip() for k in text.split(",") if k.strip())
+    if not kinds:
+        raise InputError("--faults", "no fault kind given")
+    for k in kinds:
+        if k not in FAULT_KINDS or k == "start":
+            names = ", ".join(k for k in FAULT_KINDS if k != "start")
+            raise InputError("--faults", f"{k!r} is not a fault kind ({names})")
+    return kinds
+
+
+def parse_schedule(text: str, source: str) -> list[Step]:
+    """One fault a line, `SECONDS KIND [TARGET]`; '#' starts a comment. Bad lines: InputError naming file:line."""
+    steps: list[Step] = []
+    for n, raw in enumerate(text.splitlines(), 1):
+        line = raw.split("#", 1)[0]
+        if not line.strip():
+            continue
+        if len(steps) == MAX_SCHEDULE_STEPS:
+            raise InputError(f"{source}:{n}", f"more than {MAX_SCHEDULE_STEPS:,} faults in one schedule")
+        step = _step(line, f"{source}:{n}", n)
+        if steps and step.t < steps[-1].t:
+            raise InputError(f"{source}:{n}", f"{step.t:g} s comes before the previous line's {steps[-1].t:g} s")
+        steps.append(step)
+    if not steps:
+        raise InputError(source, "no fault in the schedule")
+    return steps
+
+
+def _step(line: str, where: str, n: int) -> Step:
+    m = _LINE.match(line)
+    if m is None:
+        raise InputError(where, f"not `SECONDS KIND [BROKER|leader|follower]`: {line.strip()!r}")
+    seconds, kind, target = m.groups()
+    if not _SECONDS.fullmatch(seconds) or float(seconds) > MAX_SECONDS:
+        raise InputError(where, f"{seconds[:40]!r} is not a number of seconds from 0 to {MAX_SECONDS:,.0f} (ASCII "
+                                "digits, at most 6 decimals)")
+    if kind not in SCHEDULE_KINDS:
+        raise InputError(where, f"{kind[:60]!r} is not a fault kind ({', '.join(SCHEDULE_KINDS)})")
+    if target is not None:
+        if kind in TOPIC_KINDS:
+            raise InputError(where, f"{kind} takes no target (it acts on the topic), got {target[:40]!r}")
+        if target not in ("leader", "follower") and not _BROKER.fullmatch(target):
+            raise InputError(where, f"target {target[:40]!r} is not a broker id, leader or follower")
+        if kind in ("start", "resume") and not _BROKER.fullmatch(target):
+            raise InputError(where, f"{kind} takes a broker id or nothing (every "
+                                    f"{'stopped' if kind == 'start' else 'paused'} broker), got {target!r}")
+    return Step(float(seconds), kind, target, n)
+
+
+def read_schedule(path: str) -> list[Step]:
+    """`--schedule FILE`: a regular file (or a pipe) of at most MAX_SCHEDULE_BYTES, parsed."""
+    with contextlib.suppress(OSError):
+        st = os.stat(path)
+        if stat.S_ISREG(st.st_mode) and st.st_size > MAX_SCHEDULE_BYTES:
+            raise InputError(path, f"is {st.st_size:,} bytes; a schedule holds at most {MAX_SCHEDULE_BYTES:,}")
+    return parse_schedule(read_text(path), path)
+
+
+def check_topic(name: str) -> str:
+    """`--topic`: a name Kafka accepts for a topic a client creates (not one of Kafka's internal topics)."""
+    problem = topic_problem(name)
+    if problem is not None:
+        raise InputError("--topic", problem)
+    if name in INTERNAL_TOPICS:
+        raise InputError("--topic", f"{name} is one of Kafka's internal topics; a campaign creates its own topic")
+    return name
+
+
+def check_schedule_brokers(steps: Sequence[Step], brokers: Sequence[int], source: str) -> None:
+    for s in steps:
+        if s.target is not None and _BROKER.fullmatch(s.target) and int(s.target) not in brokers:
+            raise InputError(f"{source}:{s.line}", f"broker {s.target} is not in the cluster "
+                             f"(brokers {', '.join(map(str, brokers))})")
+
+
+def random_schedule(seed: int, duration: float, kinds: Sequence[str], start: float = 3.0) -> list[Step]:
+    """One fault at a time: a fault, its end 3-8 s later where it has one, 1-4 s of quiet; until `duration`."""
+    rng = random.Random(seed)
+    steps: list[Step] = []
+    t = start
+    while t < duration - 2:
+        kind = rng.choice(list(kinds))
+        target = rng.choice(["leader", "follower", None]) if kind in ENDS or kind == "restart" else None
+        hold = min(rng.uniform(3, 8), duration - 1 - t)  # its end within the duration
+        if kind in ENDS and hold < 1:
+            break
+        steps.append(Step(round(t, 1), kind, target))
+        if kind in ENDS:
+            t += hold
+            steps.append(Step(round(t, 1), ENDS[kind]))
+        t += rng.uniform(1, 4)
+    return steps
+
+
+# ---------------------------------------------------------------------------------------------------------
+# the campaign
+
+
+@dataclass
+class Outcome:
+    settings: Settings
+    schedule: list[Step]
+    history: History
+    verdict: Verdict
+    seconds: float
+    heal_seconds: float
+    cluster: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def exit_code(self) -> Exit:
+        return {"clean": Exit.OK, "violations": Exit.FAILED, "incomplete": Exit.INCOMPLETE}[self.verdict.status]
+
+    def document(self) -> str:
+        return history_document(
+            {**asdict(self.settings), "faults": list(self.settings.faults)}, self.history, self.verdict,
+            {"schedule": [asdict(s) for s in self.schedule], "seconds": round(self.seconds, 2),
+             "heal_seconds": round(self.heal_seconds, 2), "cluster": self.cluster})
+
+
+@contextlib.contextmanager
+def quiet_clients() -> Iterator[None]:
+    """kafka-python logs every refused connection and timed-out request: during a campaign those are the point."""
+    logger = logging.getLogger("kafka")
+    level, propagate = logger.level, logger.propagate
+    logger.setLevel(logging.CRITICAL)
+    logger.propagate = False
+    try:
+        yield
+    finally:
+        logger.setLevel(level)
+        logger.propagate = propagate
+
+
+class Campaign:
+    """One campaign on `cluster` (started, or attached): `run()` returns the Outcome; every broker is left running."""
+
+    def __init__(self, cluster: LocalCluster, settings: Settings, schedule: Sequence[Step],
+                 say: Callable[[str], None] = lambda s: None) -> None:
+        self.cluster = cluster
+        self.s = settings
+        self.schedule = list(schedule)
+        self.say = say
+        self.rng = random.Random(settings.seed)
+        self.history = History()
+        self.stop_producing = threading.Event()
+        self.stop_consuming = threading.Event()
+        self.paused: set[int] = set()
+        self._states: dict[int, Any] | None = None  # the last partition states read, and when
+        self._states_at = 0.0
+        self.errors: list[str] = []
+        self.lag = 0.0  # seconds the schedule ran late in all
+        self.running_before: set[int] = set()  # the brokers that ran when the campaign began
+        self.threads: list[threading.Thread] = []
+        self.producers: list[Any] = []
+
+    # -- the cluster ---------------------------------------------------------------------------------------
+
+    def _answering(self) -> list[int]:
+        return [b for b in self.cluster.brokers if b not in self.paused and self.cluster.is_running(b)]
+
+    def live_bootstrap(self) -> str:
+        """Brokers that run and are not paused: an admin request to a paused broker would wait out its timeout."""
+        up = self._answering() or list(self.cluster.brokers)
+        return ",".join(f"{HOST}:{self.cluster.node(b).port}" for b in up)
+
+    def states(self, attempts: int = 3, timeout_s: float = 3.0) -> dict[int, Any]:
+        """The topic's partition states now. The admin client may send its request to a paused broker it knows
+        from the metadata, which never answers: short attempts, each with a fresh client."""
+        from kcheck.cluster.admin import partition_states
+
+        for i in range(attempts):
+            try:
+                self._states = partition_states(self.live_bootstrap(), self.s.topic, timeout_s=timeout_s)
+                self._states_at = time.monotonic()
+                return self._states
+            except InputError:
+                if i == attempts - 1:
+                    raise
+        raise AssertionError("unreachable")
+
+    def recent_states(self) -> dict[int, Any]:
+        """The states to resolve a target with: read now (one short attempt), or the last ones read when that fails
+        (while brokers are paused, the admin client's request may go to one of them) or when they are from the
+        last two seconds (two faults at the same moment)."""
+        if self._states is not None and time.monotonic() - self._states_at < 2.0:
+            return self._states
+        try:
+            return self.states(attempts=1, timeout_s=2.5)
+        except InputError:
+            if self._states is None:
+                raise
+            return self._states
+
+    def create_topic(self) -> None:
+        from kafka.admin import KafkaAdminClient, NewTopic
+        from kafka.errors import KafkaError
+
+        from kcheck.cluster.admin import wait_until
+
+        configs = {"min.insync.replicas": str(self.s.min_insync_replicas),
+                   "unclean.leader.election.enable": "true" if self.s.unclean else "false"}
+        admin = KafkaAdminClient(bootstrap_servers=self.live_bootstrap().split(","), request_timeout_ms=30_000,
+                                 client_id="kcheck-chaos")
+        try:
+            admin.create_topics([NewTopic(self.s.topic, self.s.partitions, self.s.replication_factor,
+                                          topic_configs=configs)])
+        except KafkaError as e:
+            raise InputError("--topic", f"cannot create {self.s.topic}: {type(e).__name__}: {e}") from None
+        finally:
+            admin.close()
+
+        def ready() -> bool:
+            try:
+                st = self.states()
+            except InputError:
+                return False
+            return len(st) == self.s.partitions and all(p.leader >= 0 and len(p.isr) == len(p.replicas)
+                                                        for p in st.values())
+
+        if not wait_until(ready, 30):
+            raise ClusterError(f"topic {self.s.topic} did not get a leader and a full ISR for every partition "
+                               "within 30 s")
+
+    # -- clients -------------------------------------------------------------------------------------------
+
+    def _produce(self, acks: str) -> None:
+        from kafka import KafkaProducer
+        from kafka.errors import KafkaError
+
+        h = self.history
+        prefix = "all" if acks == "all" else "one"
+        try:
+            producer = KafkaProducer(bootstrap_servers=self.cluster.bootstrap.split(","),
+                                     acks="all" if acks == "all" else 1, enable_idempotence=False,
+                                     linger_ms=5, request_timeout_ms=5000, delivery_timeout_ms=20_000,
+                                     max_block_ms=5000, retry_backoff_ms=100, client_id=f"kcheck-chaos-{prefix}")
+        except KafkaError as e:
+            self.errors.append(f"the acks={acks} producer did not start: {e}")
+            return
+        self.producers.append(producer)
+        n = 0
+        interval = 1.0 / self.s.rate
+        next_at = time.monotonic()
+        try:
+            while not self.stop_producing.is_set():
+                value = f"{prefix}-{n:06d}"
+                n += 1
+                h.add(Send(h.now(), acks, value))
+                try:
+                    future = producer.send(self.s.topic, value=value.encode())
+                except KafkaError as e:
+                    h.add(SendFailure(h.now(), acks, value, type(e).__name__))
+                else:
+                    future.add_callback(lambda md, v=value: h.add(Ack(h.now(), acks, v, md.partition, md.offset)))
+                    future.add_errback(lambda e, v=value: h.add(SendFailure(h.now(), acks, v, type(e).__name__)))
+                next_at = max(next_at + interval, time.monotonic() - 1.0)
+                self.stop_producing.wait(max(0.0, next_at - time.monotonic()))
+            with contextlib.suppress(KafkaError):
+                producer.flush(timeout=25)
+        finally:
+            with contextlib.suppress(Exception):
+                producer.close(timeout=5)
+
+    def _consume(self) -> None:
+        from kafka import KafkaConsumer
+        from kafka.errors import KafkaError
+        from kafka.structs import OffsetAndMetadata
+
+        h = self.history
+        try:
+            consumer = KafkaConsumer(bootstrap_servers=self.cluster.bootstrap.split(","),
+                                     group_id=f"{self.s.topic}-group", enable_auto_commit=False,
+                                     auto_offset_reset="earliest", session_timeout_ms=10_000,
+                                     heartbeat_interval_ms=1000, request_timeout_ms=15_000,
+                                     client_id="kcheck-chaos-consumer")
+            consumer.subscribe([self.s.topic])
+        except KafkaError as e:
+            self.errors.append(f"the consumer did not start: {e}")
+            return
+        try:
+            while not self.stop_consuming.is_set():
+                try:
+                    batch = consumer.poll(timeout_ms=300)
+                except KafkaError:
+                    time.sleep(0.2)
+                    continue
+                offsets = {}
+                for tp, records in batch.items():
+                    hw = consumer.highwater(tp)
+                    t = h.now()
+                    for r in records:
+                        h.add(Read(t, tp.partition, r.offset, (r.value or b"").decode(), hw))
+                    if records:
+                        offsets[tp] = OffsetAndMetadata(records[-1].offset + 1, "", -1)
+                if offsets:
+                    try:
+                        consumer.commit(offsets)
+                        error = None
+                    except KafkaError as e:
+                        error = type(e).__name__
+                    t = h.now()
+                    for tp, om in offsets.items():
+                        h.add(Commit(t, tp.partition, om.offset, error))
+        finally:
+            with contextlib.suppress(Exception):
+                consumer.close(autocommit=False)
+
+    def consumer_caught_up(self, ends: dict[int, int]) -> bool:
+        last: dict[int, int] = {}
+        for r in self.history.of(Read):
+            if not r.final:
+                last[r.partition] = max(last.get(r.partition, -1), r.offset)
+        return all(last.get(p, -1) + 1 >= end for p, end in ends.items())
+
+    def final_read(self, timeout_s: float = 60.0) -> None:
+        """Every partition from its log start to its end offset, with a fresh consumer outside the group."""
+        from kafka import KafkaConsumer, TopicPartition
+        from kafka.errors import KafkaError
+
+        h = self.history
+        parts = [TopicPartition(self.s.topic, p) for p in range(self.s.partitions)]
+        consumer = KafkaConsumer(bootstrap_servers=self.live_bootstrap().split(","), enable_auto_commit=False,
+                                 auto_offset_reset="earliest", request_timeout_ms=15_000,
+                                 client_id="kcheck-chaos-final")
+        try:
+            consumer.assign(parts)
+            try:
+                starts = consumer.beginning_offsets(parts)
+                ends = consumer.end_offsets(parts)
+            except KafkaError as e:
+                for tp in parts:
+                    h.final[tp.partition] = FinalRead(tp.partition, -1, -1, False,
+                                                      f"its offsets could not be listed ({type(e).__name__})")
+                return
+            consumer.seek_to_beginning(*parts)
+            deadline = time.monotonic() + timeout_s
+            while any(consumer.position(tp) < ends[tp] for tp in parts) and time.monotonic() < deadline:
+                interrupts.check()
+                with contextlib.suppress(KafkaError):
+                    for tp, records in consumer.poll(timeout_ms=500).items():
+                        t = h.now()
+                        for r in records:
+                            if r.offset < ends[tp]:
+                                h.add(Read(t, tp.partition, r.offset, (r.value or b"").decode(), None, final=True))
+            for tp in parts:
+                done = consumer.position(tp) >= ends[tp]
+                h.final[tp.partition] = FinalRead(
+                    tp.partition, starts[tp], ends[tp], done,
+                    "" if done else f"the final read stopped at offset {consumer.position(tp)} of {ends[tp]}")
+        finally:
+            consumer.close()
+
+    # -- faults --------------------------------------------------------------------------------------------
+
+    def _fault(self, kind: str, phase: str, brokers: Sequence[int] = (), note: str = "") -> None:
+        f = Fault(self.history.now(), kind, phase, tuple(brokers), note)
+        self.history.add(f)
+        who = f" {','.join(map(str, brokers))}" if brokers else ""
+        shown = {"start": "", "end": " done" if kind == "restart" else ""}.get(phase, " " + phase)
+        self.say(f"{f.t:7.1f}s  {kind}{who}{shown}"
+                 f"{': ' + note if note else ''}")
+
+    def _target(self, step: Step) -> int | str:
+        """The broker a step hits, resolved now; or a reason it cannot fire."""
+        up = self._answering()
+        if step.target is not None and _BROKER.fullmatch(step.target):
+            b = int(step.target)
+            return b if b in up else f"broker {b} is not running (or is paused)"
+        if step.target in ("leader", "follower"):
+            try:
+                p0 = self.recent_states()[0]
+            except InputError as e:
+                return f"partition 0's state could not be read ({e})"
+            if step.target == "leader":
+                return p0.leader if p0.leader in up else f"partition 0 has no answering leader ({p0.leader})"
+            followers = [b for b in p0.isr if b != p0.leader and b in up]
+            return self.rng.choice(followers) if followers else "partition 0 has no answering in-sync follower"
+        return self.rng.choice(up) if up else "no broker answers"
+
+    def apply(self, step: Step) -> None:
+        kind = step.kind
+        try:
+            if kind in TOPIC_KINDS:
+                self._topic_fault(kind)
+                return
+            if kind in ("start", "resume"):
+                self._end(kind, step.target)
+                return
+            target = self._target(step)
+            if isinstance(target, str):
+                self._fault(kind, "skipped", note=target)
+                return
+            if kind == "kill":
+                self.cluster.kill(target)
+            elif kind == "lossy-kill":
+                from kcheck.cluster.lossy import lossy_kill
+
+                cut = lossy_kill(self.cluster, target)
+                self._fault(kind, "start", (target,), f"{cut.records_cut} record(s) cut from {len(cut.files)} "
+                            "file(s)")
+                return
+            elif kind == "pause":
+                self.cluster.pause(target)
+                self.paused.add(target)
+            elif kind == "shutdown":
+                self.cluster.shutdown(target)
+            elif kind == "restart":
+                self._fault(kind, "start", (target,))
+                self.cluster.restart(target)
+                self._fault(kind, "end", (target,))
+                return
+            self._fault(kind, "start", (target,))
+        except (InputError, OSError) as e:
+            self._fault(kind, "failed", note=str(e))
+
+    def _end(self, kind: str, target: str | None) -> None:
+        if kind == "resume":
+            which = [int(target)] if target else sorted(self.paused)
+            for b in which:
+                if b not in self.paused:
+                    self._fault(kind, "skipped", (b,), "not paused")
+                    continue
+                self.cluster.resume(b)
+                self.paused.discard(b)
+                self._fault(kind, "end", (b,))
+            return
+        which = [int(target)] if target else [b for b in self.cluster.brokers if not self.cluster.is_running(b)]
+        for b in which:
+            if self.cluster.is_running(b):
+                self._fault(kind, "skipped", (b,), "already running")
+                continue
+            self.cluster.restart(b)
+            self._fault(kind, "end", (b,))
+
+    def _topic_fault(self, kind: str) -> None:
+        from kcheck.cluster.admin import elect_leaders, reassign
+
+        partitions = list(range(self.s.partitions))
+        if kind == "elect-unclean" and not self.s.unclean:
+            self._fault(kind, "skipped", note="the topic has unclean.leader.election.enable=false")
+            return
+        if kind in ("elect-preferred", "elect-unclean"):
+            answer = elect_leaders(self.live_bootstrap(), self.s.topic, partitions, unclean=kind == "elect-unclean",
+                                   timeout_s=10.0)
+            elected = [p for p, e in answer.items() if e is None]
+            others = sorted({e for e in answer.values() if e is not None})
+            self._fault(kind, "start", note=f"elected on {len(elected)} partition(s)"
+                        + (f"; {', '.join(others)} elsewhere" if others else ""))
+            return
+        states = self.recent_states()
+        free = [p for p, st in states.items() if not st.adding and not st.removing]
+        if not free:
+            self._fault(kind, "skipped", note="every partition is being reassigned")
+            return
+        p = self.rng.choice(free)
+        replicas = list(states[p].replicas)
+        outside = [b for b in self.cluster.brokers if b not in replicas]
+        if outside:
+            new = list(replicas)
+            new[self.rng.randrange(len(new))] = self.rng.choice(outside)
+        else:
+            new = replicas[1:] + replicas[:1]
+        reassign(self.live_bootstrap(), self.s.topic, {p: new}, timeout_s=10.0)
+        self._fault(kind, "start", note=f"partition {p}: {','.join(map(str, replicas))} -> {','.join(map(str, new))}")
+
+    def heal(self) -> bool:
+        """Resume and start every broker, then wait until every replica is in the ISR and nothing is moving."""
+        from kcheck.cluster.admin import wait_until
+
+        for b in sorted(self.paused):
+            with contextlib.suppress(ClusterError, OSError):
+                self.cluster.resume(b)
+            self._fault("resume", "end", (b,), "heal")
+        self.paused.clear()
+        for row in self.cluster.status():
+            if row["role"] == "broker" and row["state"] == "paused":  # paused before this campaign
+                self.cluster.resume(row["node"])
+        for b in self.cluster.brokers:
+            if not self.cluster.is_running(b):
+                try:
+                    self.cluster.restart(b)
+                    self._fault("start", "end", (b,), "heal")
+                except ClusterError as e:
+                    self._fault("start", "failed", (b,), str(e))
+
+        def healed() -> bool:
+            try:
+                st = self.states()
+            except InputError:
+                return False
+            return all(p.leader >= 0 and set(p.isr) == set(p.replicas) and not p.adding and not p.removing
+                       for p in st.values())
+
+        return bool(wait_until(healed, self.s.heal_timeout, 0.5))
+
+    # -- the whole campaign --------------------------------------------------------------------------------
+
+    def run(self) -> Outcome:
+        """The campaign, healed and checked. On an interrupt (Ctrl-C, SIGTERM: runtime/interrupts.py) it stops at once,
+        neither healing nor reading: the caller runs `abort()`."""
+        with quiet_clients():
+            began = time.monotonic()
+            self.running_before = {b for b in self.cluster.brokers if self.cluster.is_running(b)}
+            self.create_topic()
+            self.history = History()
+            threads = [threading.Thread(target=self._consume, name="chaos-consumer", daemon=True),
+                       *(threading.Thread(target=self._produce, args=(a,), name=f"chaos-acks-{a}", daemon=True)
+                         for a in ("all", "1"))]
+            self.threads = threads
+            for th in threads:
+                th.start()
+            try:
+                self._follow_schedule()
+            except BaseException as e:
+                if not interrupts.by_interrupt(e):  # a failure: heal what the faults did
+                    self.stop_producing.set()
+                    self.heal()
+                raise
+            self.stop_producing.set()
+            heal_began = time.monotonic()
+            healed = self.heal()
+            heal_seconds = time.monotonic() - heal_began
+            for th in threads[1:]:
+                th.join(40)
+            self._catch_up()
+            self.stop_consuming.set()
+            threads[0].join(20)
+            self.final_read()
+            verdict = check(self.history, healed=healed)
+            return Outcome(self.s, self.schedule, self.history, verdict, time.monotonic() - began, heal_seconds)
+
+    def _follow_schedule(self) -> None:
+        lag = 0.0  # a step that ran late (a restart waits until the broker is unfenced) delays the rest
+        for step in self.schedule:
+            wait = step.t + lag - (time.monotonic() - self.history.began)
+            if wait > 0:
+                time.sleep(wait)
+            else:
+                lag -= wait
+            self.apply(step)
+            interrupts.check()  # a fault's Kafka client may have swallowed a Ctrl-C
+        self.lag = lag
+        rest = self.s.duration + lag - (time.monotonic() - self.history.began)
+        if rest > 0:
+            time.sleep(rest)
+
+    def _catch_up(self) -> None:
+        """Give the consumer up to 20 s to read to the end offsets of the healed topic."""
+        ends: dict[int, int] = {}
+        with contextlib.suppress(Exception):
+            from kafka import KafkaConsumer, TopicPartition
+
+            c = KafkaConsumer(bootstrap_servers=self.live_bootstrap().split(","), request_timeout_ms=15_000)
+            try:
+                ends = {tp.partition: off for tp, off in c.end_offsets(
+                    [TopicPartition(self.s.topic, p) for p in range(self.s.partitions)]).items()}
+            finally:
+                c.close()
+        deadline = time.monotonic() + 20
+        while ends and not self.consumer_caught_up(ends) and time.monotonic() < deadline:
+            interrupts.check()
+            time.sleep(0.3)
+
+    def abort(self, restart: bool) -> list[str]:
+        """After an interrupt, at once: the clients stop, every broker the campaign paused is resumed and, with
+        `restart` (a cluster it did not start), every broker it stopped is started again without waiting for it.
+        What it did, for the one line."""
+        self.stop_producing.set()
+        self.stop_consuming.set()
+        logging.getLogger("kafka").setLevel(logging.CRITICAL)  # the clients' last words are not for the terminal
+        logging.getLogger("kafka").propagate = False
+        done = []
+        resumed = [b for b in sorted(self.paused) if self._resume_now(b)]
+        self.paused.clear()
+        if resumed:
+            done.append(f"resumed broker(s) {', '.join(map(str, resumed))}")
+        if restart:
+            stopped = sorted(b for b in self.running_before if not self.cluster.is_running(b))
+            for b in stopped:
+                with contextlib.suppress(ClusterError, OSError):
+                    self.cluster.launch(b)
+            if stopped:
+                done.append(f"started broker(s) {', '.join(map(str, stopped))} again")
+        for producer in self.producers:  # kafka-python's own close at exit would wait on a paused leader, then raise
+            with contextlib.suppress(Exception):
+                producer._unregister_cleanup()
+        until = time.monotonic() + 0.3  # the clients a moment to stop; kcheck's end does not wait for them
+        for th in self.threads:
+            th.join(max(0.0, until - time.monotonic()))
+        return done
+
+    def _resume_now(self, broker: int) -> bool:
+        pid = self.cluster.pid_of(broker)
+        if pid is None:
+            return False
+        with contextlib.suppress(OSError):
+            os.kill(pid, signal.SIGCONT)
+        return True
+
+
+# ---------------------------------------------------------------------------------------------------------
+# printing
+
+
+def print_outcome(o: Outcome, out: Any) -> None:
+    s, v = o.settings, o.verdict
+    c = v.counts
+    out.print(f"Campaign on topic {escape(s.topic)}: {s.partitions} partition(s), RF {s.replication_factor}, "
+              f"min.insync.replicas {s.min_insync_replicas}, unclean.leader.election.enable "
+              f"{'true' if s.unclean else 'false'}; {o.seconds:.1f} s (heal {o.heal_seconds:.1f} s)")
+    table = Table(title="Records", title_justify="left")
+    for col in ("acks", "sent", "acknowledged", "failed", "unresolved", "lost"):
+        table.add_column(col, justify="right" if col != "acks" else "left")
+    for level in ("all", "1"):
+        table.add_row(level, str(c[f"sent_acks_{level}"]), str(c[f"acked_acks_{level}"]),
+                      str(c[f"failed_acks_{level}"]), str(c[f"unresolved_acks_{level}"]), str(c[f"lost_acks_{level}"]))
+    out.print(table)
+    faults = ", ".join(f"{k} {n}" for k, n in sorted(v.faults.items())) or "none"
+    skipped = ", ".join(f"{k.removeprefix('skipped_')} {n}" for k, n in sorted(c.items()) if k.startswith("skipped_"))
+    out.print(f"Faults injected: {faults}" + (f"; skipped or failed: {skipped}" if skipped else ""))
+    checks = Table(title="History checks", title_justify="left")
+    for col in ("check", "verdict", "violations", "first violation", "faults before it"):
+        checks.add_column(col, overflow="fold")
+    for cid, vs in v.by_check().items():
+        verdict = "[bold red]FAIL[/]" if vs else "ok"
+        first = vs[0] if vs else None
+        checks.add_row(cid, verdict, str(len(vs)), escape(first.message) if first else "",
+                       escape("; ".join(first.faults_before)) if first else "")
+    out.print(checks)
+    if v.acks1_lost:
+        first1 = v.acks1_lost[0]
+        out.print(f"acks=1 records lost (not promised by Kafka, not a violation): {len(v.acks1_lost)}; the first: "
+                  f"{first1['value']} at partition {first1['partition']} offset {first1['offset']}, after "
+                  f"{escape('; '.join(first1['faults']))}")
+    verdicts = {"clean": "CLEAN: no check failed",
+                "violations": f"FAIL: {len(v.violations)} violation(s) of {sum(1 for x in v.by_check().values() if x)}"
+                              f" check(s)",
+                "incomplete": "INCOMPLETE: the cluster did not heal within the timeout (the final read may be short)"}
+    out.print(verdicts[v.status])
+
+
+# ---------------------------------------------------------------------------------------------------------
+# kcheck chaos
+
+
+
+
+
+
+
+
+
+
+
+
+
+
+
+
+__all__ = ["CHECKS", "Campaign", "Outcome", "Settings", "Step", "parse_schedule", "random_schedule"]

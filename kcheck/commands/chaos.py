@@ -1,0 +1,233 @@
+"""`kcheck chaos`: a fault campaign on a real cluster, its options turned into the campaign's settings
+(kcheck.cluster.chaos) and its verdict printed or written as JSON."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import sys
+import tempfile
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Annotated, Any
+
+import typer
+
+from kcheck.cluster.chaos import (
+    CAMPAIGN_BROKER_CONFIG,
+    DEFAULT_FAULTS,
+    JAVA_LONG,
+    MAX_HEAL_SECONDS,
+    MAX_PARTITIONS,
+    MAX_RATE,
+    MAX_SCHEDULE_STEPS,
+    MAX_SECONDS,
+    Campaign,
+    Settings,
+    Step,
+    check_schedule_brokers,
+    check_topic,
+    parse_faults,
+    print_outcome,
+    random_schedule,
+    read_schedule,
+)
+from kcheck.cluster.local import DEFAULT_VERSION, LocalCluster
+from kcheck.inputs.formats import InputError
+from kcheck.runtime import interrupts
+
+
+def check_output(path: str, option: str, inputs: Sequence[str | None] = ()) -> str:
+    """A new file to write at the end (`--json FILE`), checked before anything starts: its folder exists and takes
+    a file (created and deleted now: the one test that holds for root, /proc and read-only mounts), it is not one of
+    the command's inputs, and nothing is there yet (kcheck does not overwrite). The absolute path."""
+    from kcheck.junit import output_path
+
+    target = output_path(path, option, inputs)
+    if os.path.lexists(path):
+        raise InputError(option, f"{path} exists; kcheck does not overwrite it (give a new file)")
+    folder = os.path.dirname(target)
+    try:
+        fd, probe = tempfile.mkstemp(prefix=".kcheck-probe-", dir=folder)
+    except OSError as e:
+        raise InputError(option, f"cannot write a file in {folder}: {e.strerror or e}") from None
+    os.close(fd)
+    os.unlink(probe)
+    return target
+
+
+def chaos_command(
+    kafka_version: Annotated[str | None, typer.Option(
+        help=f"The Kafka release of a cluster kcheck starts (default {DEFAULT_VERSION}; with --dir: the cluster's).")]
+        = None,
+    brokers: Annotated[int | None, typer.Option(help="Brokers of a cluster kcheck starts, 1..64 (default 3).")] = None,
+    partitions: Annotated[int, typer.Option(
+        help=f"Partitions of the campaign's topic, 1..{MAX_PARTITIONS:,}.")] = 3,
+    replication_factor: Annotated[int, typer.Option(help="The topic's replication factor (at most the brokers).")]
+        = 3,
+    min_insync_replicas: Annotated[int, typer.Option(help="The topic's min.insync.replicas (1..RF).")] = 2,
+    unclean_leader_election: Annotated[bool, typer.Option(
+        "--unclean-leader-election/--no-unclean-leader-election",
+        help="The topic's unclean.leader.election.enable (the 2013 settings: on, with --min-insync-replicas 1).")]
+        = False,
+    duration: Annotated[float, typer.Option(
+        help=f"Seconds of producing and faults, 1..{MAX_SECONDS:,.0f} (a schedule may run longer).")] = 30.0,
+    seed: Annotated[int, typer.Option(help="Seed of the random schedule and of every random choice (a Java long).")]
+        = 0,
+    faults: Annotated[str | None, typer.Option(
+        help="Fault kinds a random schedule draws from, comma-separated (default: every kind but lossy-kill: "
+             + ",".join(DEFAULT_FAULTS) + ").")] = None,
+    schedule: Annotated[str | None, typer.Option(
+        metavar="FILE", help=f"Faults from a file, one a line: SECONDS KIND [BROKER|leader|follower]; # comments. At "
+                             f"most {MAX_SCHEDULE_STEPS:,} faults, times 0..{MAX_SECONDS:,.0f} s.")] = None,
+    rate: Annotated[float, typer.Option(
+        help=f"Records a second sent by each producer (acks=all and acks=1), 0.1..{MAX_RATE:,.0f}.")] = 50.0,
+    topic: Annotated[str | None, typer.Option(
+        help="The topic to create (default kcheck-chaos-<time>-<seed>); not one of Kafka's internal topics.")] = None,
+    heal_timeout: Annotated[float, typer.Option(
+        help=f"Seconds to wait for every replica back in the ISR, 1..{MAX_HEAL_SECONDS:,.0f}.")] = 90.0,
+    json_out: Annotated[str | None, typer.Option(
+        "--json", metavar="FILE", help="Write settings, verdict and the whole history as JSON to FILE (a new file, "
+                                       "written whole at the end).")] = None,
+    directory: Annotated[str | None, typer.Option(
+        "--dir", help="Run on the cluster `kcheck cluster up --dir DIR` started (left running and healed) instead "
+                      "of starting one.")] = None,
+) -> int:
+    """Run a fault campaign on a real Kafka cluster and check the clients' history: acks=all and acks=1 producers and
+    a consumer group against one topic while brokers are killed (-9), paused (SIGSTOP), restarted, shut down,
+    leaders elected and partitions reassigned, from --schedule or at random with --seed. Checked afterwards: no
+    acknowledged acks=all record lost, no offset read with two values, committed offsets and the high watermark
+    seen never go back, every acknowledged record readable once healed (acks=1 losses are counted apart). A cluster
+    kcheck starts itself gets these broker settings, Kafka's semantics on a campaign's time scale:
+    replica.lag.time.max.ms=3000 (a stalled follower leaves the ISR in 3 s, not 30 s), broker.heartbeat.interval.ms=500
+    (restarted brokers unfenced sooner), replica.socket.timeout.ms=5000 (followers give up on a dead leader sooner).
+    Ctrl-C or SIGTERM: the faults stop, paused brokers are resumed, a cluster kcheck started is stopped, no --json
+    file is written, exit 130. Exit 0 clean, 1 a violation, 2 bad input, 4 the cluster never healed."""
+    plan = _prepare(kafka_version, brokers, partitions, replication_factor, min_insync_replicas,
+                    unclean_leader_election, duration, seed, faults, schedule, rate, topic, heal_timeout, json_out,
+                    directory)
+    try:
+        return _campaign(plan)
+    except BaseException as e:
+        if not interrupts.by_interrupt(e):  # (the Kafka client turns an interrupt into a time-out of its own)
+            raise
+        with interrupts.shielded():  # undone before kcheck's one line (cli.main), which says what was
+            for done in plan.campaign.abort(restart=not plan.own) if plan.campaign is not None else ():
+                interrupts.note(done)
+            if plan.own and plan.cluster._dir is not None:
+                plan.cluster.stop(kill=True)
+                interrupts.note("stopped the cluster it started and removed its folder")
+        raise
+
+
+def _campaign(plan: _Plan) -> int:
+    s, cluster = plan.settings, plan.cluster
+    err = lambda text: print(text, file=sys.stderr)  # noqa: E731
+    info: dict[str, Any] = {"version": cluster.version, "attached": not plan.own}
+    try:
+        if plan.own:
+            err(f"kcheck chaos: starting Kafka {cluster.version} ({cluster.broker_count} brokers) with "
+                + ", ".join(f"{k}={v}" for k, v in CAMPAIGN_BROKER_CONFIG.items()))
+            cluster.start()
+            info["start_seconds"] = round(cluster.started_in_s, 1)
+            err(f"kcheck chaos: cluster up in {cluster.started_in_s:.1f} s at {cluster.bootstrap}")
+        err(f"kcheck chaos: topic {s.topic}; {len(plan.steps)} scheduled fault(s); {s.duration:g} s")
+        plan.campaign = Campaign(cluster, s, plan.steps, say=lambda line: err(f"  {line}"))
+        outcome = plan.campaign.run()
+    except BaseException as e:
+        if plan.own and cluster._state is not None and not interrupts.by_interrupt(e):
+            cluster.stop()
+        raise
+    if plan.own:
+        info["stop_seconds"] = round(cluster.stop(), 1)
+    outcome.cluster = info
+    if plan.json_path is not None:
+        write_new(plan.json_path, "--json", outcome.document())
+    from kcheck.report import console
+
+    print_outcome(outcome, console())
+    if plan.own:
+        err(f"kcheck chaos: cluster started in {info.get('start_seconds')} s, stopped in {info.get('stop_seconds')} s")
+    return int(outcome.exit_code)
+
+
+def _within(option: str, value: float, low: float, high: float) -> None:
+    if not low <= value <= high:  # NaN is never within
+        raise InputError(option, f"{value:g} is outside {low:g}..{high:,g}")
+
+
+def write_new(path: str, option: str, text: str) -> None:
+    """Write `path` whole or not at all: a temporary file beside it, linked to its name (which fails if a file
+    appeared there meanwhile: never overwritten), then unlinked; an interrupt leaves nothing."""
+    fd, tmp = tempfile.mkstemp(prefix=f".{os.path.basename(path)}.", suffix=".tmp", dir=os.path.dirname(path))
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(text)
+            f.flush()
+            os.fsync(f.fileno())
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(tmp, 0o666 & ~umask)
+        try:
+            os.link(tmp, path)
+        except FileExistsError:
+            raise InputError(option, f"{path} exists; kcheck does not overwrite it (give a new file)") from None
+    finally:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+
+
+@dataclass
+class _Plan:
+    """Everything `kcheck chaos` checked before it starts: the campaign, where it runs, where the JSON goes."""
+
+    settings: Settings
+    steps: list[Step]
+    cluster: LocalCluster
+    own: bool
+    json_path: str | None
+    campaign: Campaign | None = None
+
+
+def _prepare(kafka_version: str | None, brokers: int | None, partitions: int, replication_factor: int,
+             min_insync_replicas: int, unclean: bool, duration: float, seed: int, faults: str | None,
+             schedule: str | None, rate: float, topic: str | None, heal_timeout: float, json_out: str | None,
+             directory: str | None) -> _Plan:
+    """Every option, file and the cluster folder, checked before any process or connection (one line, exit 2)."""
+    from kcheck.cluster.local import MAX_BROKERS, release_option
+
+    version = release_option(kafka_version) if kafka_version is not None else None
+    if directory is not None and brokers is not None:
+        raise InputError("--brokers", "applies to a cluster kcheck starts, not with --dir")
+    if brokers is not None:
+        _within("--brokers", brokers, 1, MAX_BROKERS)
+    _within("--duration", duration, 1, MAX_SECONDS)
+    _within("--rate", rate, 0.1, MAX_RATE)
+    _within("--heal-timeout", heal_timeout, 1, MAX_HEAL_SECONDS)
+    _within("--partitions", partitions, 1, MAX_PARTITIONS)
+    _within("--replication-factor", replication_factor, 1, MAX_BROKERS)
+    _within("--min-insync-replicas", min_insync_replicas, 1, replication_factor)
+    _within("--seed", seed, -JAVA_LONG, JAVA_LONG - 1)
+    name = check_topic(topic) if topic is not None else f"kcheck-chaos-{int(time.time())}-{seed}"
+    if schedule == "":
+        raise InputError("--schedule", "empty; give a schedule file")
+    if schedule is not None and faults is not None:
+        raise InputError("--faults", "applies only to a random schedule, not with --schedule")
+    kinds = parse_faults(faults) if faults is not None else DEFAULT_FAULTS
+    json_path = check_output(json_out, "--json", [schedule]) if json_out is not None else None
+    steps = read_schedule(schedule) if schedule is not None else random_schedule(seed, duration, kinds)
+    if directory is not None:
+        cluster = LocalCluster.attach(directory)
+        if version is not None and version != cluster.version:
+            raise InputError("--kafka-version", f"{version}, but the cluster in --dir runs Kafka {cluster.version}")
+    else:
+        cluster = LocalCluster(version or DEFAULT_VERSION, brokers or 3, config=CAMPAIGN_BROKER_CONFIG)
+    broker_ids = cluster.brokers if directory is not None else tuple(range(1, cluster.broker_count + 1))
+    if replication_factor > len(broker_ids):
+        raise InputError("--replication-factor", f"{replication_factor} is above the cluster's {len(broker_ids)} "
+                         "broker(s)")
+    check_schedule_brokers(steps, broker_ids, schedule or "--seed")
+    settings = Settings(name, partitions, replication_factor, min_insync_replicas, unclean, duration, rate, seed,
+                        kinds, heal_timeout)
+    return _Plan(settings, steps, cluster, directory is None, json_path)
