@@ -1,4 +1,4 @@
-"""Today's replication exhaust (`replication_explore.exhaust`: State objects + a networkx graph) against the engine
+"""Today's replication exhaust (`yardstick.exhaust`: State objects + a networkx graph) against the engine
 of `kcheck.model.search` (64-bit fingerprints, parent pointers, traces by re-execution) on the same bounds, in one
 run. Prints, per bound and engine: distinct states, whether the search completed, CPU seconds, states per CPU
 second, peak RSS of the search's own process (each search runs in a fresh process), memory per state (traced by
@@ -52,9 +52,9 @@ LADDER: list[dict[str, Any]] = [
 
 def _run(engine: str, bounds: dict[str, Any], budget: float, symmetry: bool, traced: bool,
          metadata: str | None = None) -> dict[str, Any]:
-    from kcheck.invariants.replication_explore import exhaust as today
-    from kcheck.invariants.replication_explore import rss_bytes
     from kcheck.invariants.replication_model_adapter import ReplicationModel
+    from kcheck.invariants.replication_searches.runs import rss_bytes
+    from kcheck.invariants.replication_searches.yardstick import exhaust as today
     from kcheck.model.replication import Config, Protocol
     from kcheck.model.search import exhaust
 

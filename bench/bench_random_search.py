@@ -1,6 +1,6 @@
 """Time to counterexample of the random search (`kcheck.model.search.random_search` with the replication model's
-settings, invariants/replication_search.py) for each built-in row, over several seeds, and today's protocol
-clean on every row's configuration for the same budget (no false alarm).
+settings, invariants/replication_searches/random_runs.py) for each built-in row, over several seeds, and today's
+protocol clean on every row's configuration for the same budget (no false alarm).
 
 For each row of `VARIANTS` (its historical protocol, its `cfg_for` settings, every replication invariant checked)
 and each seed: the CPU seconds until the first violation, the CPU seconds the shrinking took (`minimize_run`),
@@ -31,7 +31,7 @@ from kcheck.runtime.exit_codes import Exit
 def _one(name: str, seed: int, budget: float, atomic: bool) -> dict[str, Any]:
     from kcheck.invariants.replication_model_adapter import ReplicationModel
     from kcheck.invariants.replication_rows import cfg_for
-    from kcheck.invariants.replication_search import search, search_config
+    from kcheck.invariants.replication_searches.random_runs import search, search_config
     from kcheck.model.replication.protocol import VARIANTS
     from kcheck.model.search import minimize_run
 
@@ -68,7 +68,7 @@ def _baseline(name: str, seed: int) -> dict[str, Any]:
 
 def _clean(name: str, seed: int, budget: float, atomic: bool) -> dict[str, Any]:
     from kcheck.invariants.replication_rows import cfg_for
-    from kcheck.invariants.replication_search import search
+    from kcheck.invariants.replication_searches.random_runs import search
     from kcheck.model.replication.protocol import Protocol
 
     r = search(Protocol.current(), cfg_for(name), seed=seed, max_cpu_seconds=budget, atomic=atomic, shrink=False)

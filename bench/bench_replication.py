@@ -6,7 +6,7 @@ exhaustive rates.
 For every historical variant, at its row's settings and checking its row's invariants (as `kcheck explore
 --protocol VARIANT` does): the shortest trace the exact search finds (breadth first, split fetches; in novelty
 order over atomic fetches for the rows beyond breadth-first search, `kcheck.check.DEEP_SEARCH`), its states and
-CPU seconds; then `kcheck explore`'s random search (`replication_search.explore`, the one engine's
+CPU seconds; then `kcheck explore`'s random search (`random_runs.explore`, the one engine's
 `random_search`) with explore's defaults, atomic fetches, one run per seed: the seeds that found a violation
 within the programs, and over those the median programs run until found, CPU seconds (shrinking included) and
 shrunk trace length (counted in split steps, a fetch being three). Then, for Protocol.current(), programs and
@@ -23,8 +23,10 @@ from dataclasses import replace
 
 from kcheck.check import DEEP_MAX_STATES, DEEP_SEARCH
 from kcheck.commands.replication import EXPLORE_EXAMPLES, EXPLORE_STEPS
-from kcheck.invariants.replication_engine import run_exhaust
-from kcheck.invariants.replication_explore import exhaust, explore, split_fetches
+from kcheck.invariants.replication_searches.exhaustive import run_exhaust
+from kcheck.invariants.replication_searches.random_runs import explore
+from kcheck.invariants.replication_searches.runs import split_fetches
+from kcheck.invariants.replication_searches.yardstick import exhaust
 from kcheck.model.replication import VARIANTS, Config, Protocol
 
 SECTIONS = ("variants", "throughput", "exhaustive", "reassignment")

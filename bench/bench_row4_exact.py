@@ -29,7 +29,7 @@ def _run(order: str, atomic: bool, budget: float) -> dict[str, Any]:
     from dataclasses import replace
 
     from kcheck.invariants.replication_model_adapter import ReplicationModel
-    from kcheck.invariants.replication_search import novelty_key
+    from kcheck.invariants.replication_searches.runs import novelty_key
     from kcheck.model.replication import Config
     from kcheck.model.replication.protocol import VARIANTS
     from kcheck.model.search import exhaust

@@ -1,7 +1,7 @@
 """The replication model (model/replication) behind the one model interface (`kcheck.model.interface.Model`).
 
 `ReplicationModel(protocol, cfg)` gives the engines of `kcheck.model.search` what the former search
-(`replication_explore.exhaust`) has built in: one initial state (`actions.initial_state`), every candidate action of
+(`yardstick.exhaust`) has built in: one initial state (`actions.initial_state`), every candidate action of
 every kind the config allows, in `actions.KINDS` order (exactly `actions.successors`' enumeration; `step` is
 `actions.apply`, None when its guard is false), and one `StateInvariant` per registered replication invariant
 (`check_replication`'s hard ones; an invariant holds where its `not_applicable` says it does not apply, as

@@ -337,9 +337,9 @@ class ReplicationOutcome:
 
 
 def run_replication_models(deep: bool = False) -> list[ReplicationOutcome]:
-    from kcheck.invariants.replication_engine import run_exhaust
-    from kcheck.invariants.replication_explore import explore
     from kcheck.invariants.replication_rows import ROW_SCRIPTS, play_row
+    from kcheck.invariants.replication_searches.exhaustive import run_exhaust
+    from kcheck.invariants.replication_searches.random_runs import explore
     from kcheck.model.replication import VARIANTS, Config, Protocol
 
     out = []
@@ -375,8 +375,8 @@ def hunt_variant(name: str) -> ReplicationOutcome:
     """The exact search in novelty order (best first: states with beliefs no earlier state had go first; every
     state is stored, nothing merged) with atomic fetches at the variant's setting; the trace it finds is then
     split into three steps per fetch and replayed, so what is reported is a run of the split model."""
-    from kcheck.invariants.replication_engine import run_exhaust
-    from kcheck.invariants.replication_explore import split_run
+    from kcheck.invariants.replication_searches.exhaustive import run_exhaust
+    from kcheck.invariants.replication_searches.runs import split_run
     from kcheck.model.replication import VARIANTS, Config
 
     v = VARIANTS[name]

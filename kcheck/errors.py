@@ -11,13 +11,8 @@ from typer._click.exceptions import ClickException
 
 from kcheck.inputs import formats
 from kcheck.inputs.formats import InputError
-from kcheck.invariants.replication_engine import (
-    SearchSetupError,
-)
-from kcheck.invariants.replication_explore import (
-    ReplayError,
-    ResolvedProtocol,
-)
+from kcheck.invariants.replication_searches.exhaustive import SearchSetupError
+from kcheck.invariants.replication_searches.runs import ReplayError, ResolvedProtocol
 from kcheck.reference import plugins
 from kcheck.reference.errors import KafkaError
 from kcheck.reference.plugins import PluginError

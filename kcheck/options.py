@@ -19,11 +19,7 @@ from kcheck.inputs import formats
 from kcheck.inputs.formats import InputError
 from kcheck.invariants import REGISTRY
 from kcheck.invariants.registry import Severity, load_module
-from kcheck.invariants.replication_explore import (
-    ResolvedProtocol,
-    Trace,
-    resolve_protocol,
-)
+from kcheck.invariants.replication_searches.runs import ResolvedProtocol, Trace, resolve_protocol
 from kcheck.model import INT32_MAX
 from kcheck.model.replication.actions import Config
 from kcheck.reference import releases

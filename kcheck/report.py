@@ -15,9 +15,7 @@ from kcheck.check import CheckResult, ModelOutcome, RejoinSweep, ReplicationOutc
 from kcheck.inputs.formats import printable, terminal_safe
 from kcheck.invariants import REGISTRY, Report, Severity
 from kcheck.invariants.prover import ProofResult
-from kcheck.invariants.replication_explore import (
-    ReplayStep,
-)
+from kcheck.invariants.replication_searches.runs import ReplayStep
 from kcheck.model.replication.actions import Config
 from kcheck.model.replication.state import NO_LEADER, State
 from kcheck.options import MEANINGS

@@ -10,13 +10,8 @@ from dataclasses import fields, replace
 import pytest
 
 from cli_support import run, write_module
-from kcheck.invariants.replication_explore import (
-    ChangeProbe,
-    changed_rules,
-    exhaust,
-    probed_successors,
-    today_for,
-)
+from kcheck.invariants.replication_searches.runs import ChangeProbe, changed_rules, probed_successors, today_for
+from kcheck.invariants.replication_searches.yardstick import exhaust
 from kcheck.model.replication.actions import Config, initial_state, successors
 from kcheck.model.replication.protocol import VARIANTS, Protocol, caught_up_in_leader_epoch
 from kcheck.reference import releases
@@ -164,14 +159,14 @@ def test_explore_probes_each_distinct_state_once_as_if_it_probed_every_step(monk
     # explore's ProbedModel takes the model's one-pass successors for a state visited before (the probe records
     # nothing there). The run and its coverage must be those of probing every action of every state it steps
     # from, the plain definition, which this subclass restores.
-    from kcheck.invariants import replication_search
-    from kcheck.invariants.replication_engine import Node
+    from kcheck.invariants.replication_searches import random_runs
+    from kcheck.invariants.replication_searches.exhaustive import Node
 
     def join_unless_fenced(leader, follower, registry):  # differs from today's after a lossy crash
         leo = leader.view_of(follower)
         return leo is not None and leo >= leader.hw and leo >= leader.epoch_start and follower not in registry.fenced
 
-    class EveryStep(replication_search.ProbedModel):
+    class EveryStep(random_runs.ProbedModel):
         def successors(self, node):
             probe, inner, s = self.probe, self.inner, node.state
             probe.visit(hash(inner.encode(s)))
@@ -190,12 +185,12 @@ def test_explore_probes_each_distinct_state_once_as_if_it_probed_every_step(monk
 
     def run():
         probe = ChangeProbe(mine, Protocol.current(), "current")
-        r = replication_search.explore(probe.protocol, cfg, examples=300, steps=30, seed_value=2, probe=probe)
+        r = random_runs.explore(probe.protocol, cfg, examples=300, steps=30, seed_value=2, probe=probe)
         return ((r.examples, r.steps, r.distinct_states, r.kinds_fired, r.trace),
                 (probe.visited, [c.as_dict() for c in probe.coverage.values()]))
 
     fast = run()
-    monkeypatch.setattr(replication_search, "ProbedModel", EveryStep)
+    monkeypatch.setattr(random_runs, "ProbedModel", EveryStep)
     plain = run()
     assert fast == plain
     visited, (rule,) = fast[1]

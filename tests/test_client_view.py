@@ -21,9 +21,9 @@ import pytest
 
 from kcheck.invariants.registry import Severity
 from kcheck.invariants.replication import check_replication
-from kcheck.invariants.replication_engine import run_exhaust
 from kcheck.invariants.replication_model_adapter import decode_state, encode_state, rename_tuple, state_tuple
 from kcheck.invariants.replication_rows import ROW_14, fetch_round, play_row, run_script
+from kcheck.invariants.replication_searches.exhaustive import run_exhaust
 from kcheck.model.replication import VARIANTS, Config, Protocol, initial_state
 from kcheck.model.replication.actions import KINDS, Action, apply, successors
 from kcheck.model.replication.protocol import (
@@ -173,7 +173,7 @@ def test_todays_rules_keep_latest_monotonic_through_a_crash_a_leader_move_and_a_
 def test_row_14_trace_survives_json_and_replays():
     """A trace with list_offsets steps (and the KRaft config) is written, read back through the trace schema and
     replayed to the same violation."""
-    from kcheck.invariants.replication_explore import Trace, replay
+    from kcheck.invariants.replication_searches.runs import Trace, replay
 
     v = VARIANTS[ROW]
     found = run_exhaust(v.protocol, Config(**v.settings), only=set(v.violates)).trace

@@ -1,6 +1,6 @@
 """The model-checking engine (`kcheck.model.search`) over the one model interface: fingerprinted BFS, symmetry,
 caps, traces by re-execution, Hypothesis search; and the replication model behind the interface, checked
-against today's engine (`replication_explore.exhaust`): the same distinct states, the same verdicts."""
+against today's engine (`yardstick.exhaust`): the same distinct states, the same verdicts."""
 
 from __future__ import annotations
 
@@ -12,8 +12,6 @@ import pytest
 
 from kcheck.check import SMALL_EXHAUSTIVE_BOUNDS
 from kcheck.invariants.replication import check_replication
-from kcheck.invariants.replication_explore import Trace, replay
-from kcheck.invariants.replication_explore import exhaust as today_exhaust
 from kcheck.invariants.replication_model_adapter import (
     ReplicationModel,
     decode_state,
@@ -21,6 +19,8 @@ from kcheck.invariants.replication_model_adapter import (
     rename_action,
     rename_state,
 )
+from kcheck.invariants.replication_searches.runs import Trace, replay
+from kcheck.invariants.replication_searches.yardstick import exhaust as today_exhaust
 from kcheck.model.interface import Model, StateInvariant
 from kcheck.model.replication import VARIANTS, Config, Protocol
 from kcheck.model.replication.actions import Action, apply

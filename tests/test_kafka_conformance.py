@@ -28,8 +28,9 @@ from hypothesis import strategies as st
 
 from kafka_support import ENV_RELEASES
 from kafka_support import kafka_bridge as _kafka
-from kcheck.invariants.replication_explore import exhaust, replay
 from kcheck.invariants.replication_rows import ROW_SCRIPTS, cfg_for, matches
+from kcheck.invariants.replication_searches.runs import replay
+from kcheck.invariants.replication_searches.yardstick import exhaust
 from kcheck.model.replication import VARIANTS, Config, Protocol, initial_state
 from kcheck.model.replication.actions import KINDS, Action, enabled, successors
 from kcheck.model.replication.state import NO_LEADER, State

@@ -121,6 +121,21 @@ def test_the_diagram_names_every_part():
     assert {name.removeprefix("kcheck.") for name in package_dir} == set(DIAGRAM)
 
 
+def test_every_package_folder_is_installed():
+    """A non-editable install (`pip install .`, a wheel) ships only the packages pyproject.toml lists: every folder
+    of a part holding an __init__.py is listed, or `kcheck` would start and then miss, say, its commands."""
+    with open(ROOT / "pyproject.toml", "rb") as f:
+        setuptools = tomllib.load(f)["tool"]["setuptools"]
+    found = set()
+    for name, folder in setuptools["package-dir"].items():
+        for init in (ROOT / folder).rglob("__init__.py"):
+            rel = init.parent.relative_to(ROOT / folder).parts
+            if name == "kcheck" and rel and rel[0] in {n.split(".")[1] for n in setuptools["package-dir"] if "." in n}:
+                continue  # not in the repository's layout
+            found.add(".".join((name, *rel)))
+    assert found == set(setuptools["packages"])
+
+
 def test_the_scan_sees_the_parts_and_their_imports():
     """The scan reads the installed layout: each part has modules, and known imports of each kind are found (one at
     the top of a module, one inside a function)."""

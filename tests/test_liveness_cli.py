@@ -11,8 +11,8 @@ from dataclasses import fields
 import pytest
 
 from cli_support import one_error_line, run, write_module
-from kcheck.invariants.replication_explore import Trace, replay
 from kcheck.invariants.replication_liveness import LIVENESS_SETTINGS, LivenessModel, fair
+from kcheck.invariants.replication_searches.runs import Trace, replay
 from kcheck.model.replication.actions import KINDS, Action, Config
 from kcheck.model.replication.protocol import LIVENESS_VARIANTS
 from kcheck.reference import releases

@@ -1,7 +1,8 @@
 """The strong random search: `kcheck.model.search.random_search`'s corpus restarts (`novelty`), `follow`,
 `kind`, drawn program lengths, CPU budget and `minimize_run`, on toy models; and the replication model's
-settings (invariants/replication_search.py) finding built-in rows with a fixed seed while today's protocol stays
-clean with the same budget. The all-rows x 5 seeds figures are bench/bench_random_search.py's (and the slow test)."""
+settings (invariants/replication_searches/random_runs.py) finding built-in rows with a fixed seed while today's
+protocol stays clean with the same budget. The all-rows x 5 seeds figures are bench/bench_random_search.py's
+(and the slow test)."""
 
 from __future__ import annotations
 
@@ -10,7 +11,8 @@ from dataclasses import dataclass
 import pytest
 
 from kcheck.invariants.replication_rows import cfg_for
-from kcheck.invariants.replication_search import kind, novelty_key, options, search, weights
+from kcheck.invariants.replication_searches.random_runs import kind, options, search, weights
+from kcheck.invariants.replication_searches.runs import novelty_key
 from kcheck.model.interface import StateInvariant
 from kcheck.model.replication import VARIANTS, Protocol
 from kcheck.model.replication.actions import Action
@@ -194,9 +196,9 @@ def test_explore_tally_is_every_condition_asked_in_every_state(monkeypatch):
     state gives, counted here by brute force on the same programs (the same seed and settings)."""
     from kcheck.invariants.registry import REGISTRY, Invariant, Severity
     from kcheck.invariants.replication import ReplicationSubject
-    from kcheck.invariants.replication_explore import replication_ids
     from kcheck.invariants.replication_model_adapter import ReplicationModel
-    from kcheck.invariants.replication_search import MIN_STEPS, explore
+    from kcheck.invariants.replication_searches.random_runs import MIN_STEPS, explore
+    from kcheck.invariants.replication_searches.runs import replication_ids
     from kcheck.model.replication import Config
     from kcheck.model.replication.state import NO_LEADER
 

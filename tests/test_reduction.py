@@ -17,8 +17,8 @@ import pytest
 
 from cli_support import run
 from kcheck.invariants.replication import check_replication
-from kcheck.invariants.replication_explore import Trace, replay
 from kcheck.invariants.replication_model_adapter import ReplicationModel
+from kcheck.invariants.replication_searches.runs import Trace, replay
 from kcheck.model.replication import Config, Protocol, initial_state
 from kcheck.model.replication.actions import Action, apply
 from kcheck.model.replication.protocol import VARIANTS

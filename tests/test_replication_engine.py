@@ -1,6 +1,6 @@
 """`kcheck exhaust` and `kcheck check` on the one engine (`kcheck.model.search` through
-`invariants/replication_engine.py`): the same first violation, trace and state counts as the replication model's
-own search (`replication_explore.exhaust`, run here beside it), the invariant tally and change coverage it
+`invariants/replication_searches/exhaustive.py`): the same first violation, trace and state counts as the
+replication model's own search (`yardstick.exhaust`, run here beside it), the invariant tally and change coverage it
 reported, the abstract search, several workers, and the options' bad input."""
 
 from __future__ import annotations
@@ -13,9 +13,9 @@ import pytest
 from cli_support import one_error_line, run, write_module
 from kcheck.check import SMALL_EXHAUSTIVE_BOUNDS, VARIANT_MAX_STATES
 from kcheck.invariants.registry import REGISTRY
-from kcheck.invariants.replication_engine import default_max_states, run_exhaust
-from kcheck.invariants.replication_explore import ChangeProbe, Trace, replay
-from kcheck.invariants.replication_explore import exhaust as old_exhaust
+from kcheck.invariants.replication_searches.exhaustive import default_max_states, run_exhaust
+from kcheck.invariants.replication_searches.runs import ChangeProbe, Trace, replay
+from kcheck.invariants.replication_searches.yardstick import exhaust as old_exhaust
 from kcheck.model.replication import VARIANTS, Config, Protocol
 from kcheck.runtime.exit_codes import Exit
 

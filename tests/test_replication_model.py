@@ -12,16 +12,10 @@ import pytest
 
 from kcheck.check import SMALL_EXHAUSTIVE_BOUNDS
 from kcheck.invariants.replication import check_replication
-from kcheck.invariants.replication_explore import (
-    ReplayError,
-    Trace,
-    exhaust,
-    explore,
-    replay,
-    resolve_protocol,
-    split_fetches,
-)
 from kcheck.invariants.replication_rows import ROW_1, ROW_3, ROW_SCRIPTS, cfg_for, run_script
+from kcheck.invariants.replication_searches.random_runs import explore
+from kcheck.invariants.replication_searches.runs import ReplayError, Trace, replay, resolve_protocol, split_fetches
+from kcheck.invariants.replication_searches.yardstick import exhaust
 from kcheck.model.replication import VARIANTS, Config, Protocol, initial_state
 from kcheck.model.replication.actions import Action, apply, enabled
 from kcheck.model.replication.protocol import (
@@ -109,7 +103,7 @@ def test_abstract_search_finds_row_4_in_fewer_steps_than_the_row():
         pass
 
 
-# `explore` (the one engine's random search with the replication settings, invariants/replication_search.py)
+# `explore` (the one engine's random search with the replication settings, replication_searches/random_runs.py)
 # finds every row at seed 0 with atomic fetches; programs until found: truncate-to-hw 27, truncate-to-hw-lossy 87,
 # one-shot-epoch-lookup 170, no-epoch-in-fetch 91, hw-over-committed-isr 2, unclean-election 55,
 # last-replica-standing 407, zombie-controller 19, lagging-hw-list-offsets 1,453 (about 40 s: slow, with the rows
@@ -448,7 +442,7 @@ def test_fast_holds_give_the_checks_messages():
 @pytest.mark.parametrize("bound", [0, pytest.param(1, marks=pytest.mark.slow)])
 def test_new_engine_counts_todays_states_on_the_bench_ladder(bound):
     """bench/bench_engine.py's two smallest bounds: the fast model on the new engine stores exactly the states and
-    transitions today's engine (replication_explore.exhaust) does."""
+    transitions today's engine (yardstick.exhaust) does."""
     from kcheck.invariants.replication_model_adapter import ReplicationModel
     from kcheck.model.search import exhaust as new_exhaust
 

@@ -17,8 +17,10 @@ from hypothesis import strategies as st
 
 from kcheck.cli import main
 from kcheck.invariants.replication import check_replication
-from kcheck.invariants.replication_explore import Trace, exhaust, explore, replay
 from kcheck.invariants.replication_rows import matches as _matches
+from kcheck.invariants.replication_searches.random_runs import explore
+from kcheck.invariants.replication_searches.runs import Trace, replay
+from kcheck.invariants.replication_searches.yardstick import exhaust
 from kcheck.model.replication import Config, Protocol, apply, initial_state
 from kcheck.model.replication.actions import (
     cancel_reassignment,

@@ -15,10 +15,9 @@ from dataclasses import dataclass, replace
 import pytest
 
 from cli_support import one_error_line, run
-from kcheck.invariants.replication_engine import run_exhaust
-from kcheck.invariants.replication_explore import split_run
 from kcheck.invariants.replication_model_adapter import ReplicationModel
-from kcheck.invariants.replication_search import novelty_key
+from kcheck.invariants.replication_searches.exhaustive import run_exhaust
+from kcheck.invariants.replication_searches.runs import novelty_key, split_run
 from kcheck.model.interface import StateInvariant
 from kcheck.model.replication import Config, Protocol
 from kcheck.model.replication.protocol import VARIANTS

@@ -15,7 +15,7 @@ import os
 import pytest
 
 from cli_support import one_error_line, run
-from kcheck.invariants.replication_explore import Trace, replay
+from kcheck.invariants.replication_searches.runs import Trace, replay
 from kcheck.model.replication.protocol import VARIANTS
 from kcheck.runtime.exit_codes import Exit
 

@@ -38,7 +38,6 @@ from kcheck import report
 from kcheck.errors import run_engine
 from kcheck.inputs import formats
 from kcheck.inputs.formats import InputError
-from kcheck.invariants.replication_explore import ReplayStep, ResolvedProtocol, Trace
 from kcheck.invariants.replication_liveness import (
     LIVENESS_SETTINGS,
     NOTICE_FAILURE,
@@ -47,6 +46,7 @@ from kcheck.invariants.replication_liveness import (
     LivenessSetting,
     properties,
 )
+from kcheck.invariants.replication_searches.runs import ReplayStep, ResolvedProtocol, Trace
 from kcheck.model import INT32_MAX
 from kcheck.model.liveness import Lasso, LivenessProperty, LivenessResult, check_liveness, random_liveness
 from kcheck.model.replication.actions import Action, Config

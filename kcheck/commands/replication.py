@@ -9,10 +9,11 @@ today's and one of its changed rules never answered differently from today's rul
 never covers its bounds; it prints what it did cover). A search never ends in a state that looks like a pass
 unless it is one.
 
-`exhaust` runs on the one engine, `kcheck.model.search.exhaust` (through `invariants/replication_engine.py`): in
-this process, over --workers forked processes, or on Spark with --master (`kcheck.spark_check.exhaust`). `explore`
+`exhaust` runs on the one engine, `kcheck.model.search.exhaust` (through
+`invariants/replication_searches/exhaustive.py`): in this process, over --workers forked processes, or on Spark
+with --master (`kcheck.spark_check.exhaust`). `explore`
 runs the one engine's random search, `kcheck.model.search.random_search`, with the replication model's settings
-(`invariants/replication_search.py`: `explore`), atomic fetches unless --split-fetch.
+(`invariants/replication_searches/random_runs.py`: `explore`), atomic fetches unless --split-fetch.
 
 Long searches print progress on stderr (states, depth, rate, resident memory, elapsed time) every few seconds
 when stderr is a terminal or with --progress; --no-progress or --quiet turns it off. Never on stdout.
@@ -39,7 +40,7 @@ from kcheck.cluster.replay import Outcome, verdict
 from kcheck.errors import run_engine
 from kcheck.inputs.formats import InputError, read_text
 from kcheck.invariants.registry import unknown_ids
-from kcheck.invariants.replication_engine import (
+from kcheck.invariants.replication_searches.exhaustive import (
     RSS_BYTES_PER_STATE,
     SPARK_ENGINE,
     EngineRun,
@@ -47,7 +48,8 @@ from kcheck.invariants.replication_engine import (
     default_max_states,
     run_exhaust,
 )
-from kcheck.invariants.replication_explore import (
+from kcheck.invariants.replication_searches.random_runs import ExploreResult, explore
+from kcheck.invariants.replication_searches.runs import (
     ChangeProbe,
     InvariantTally,
     ReplayError,
@@ -61,7 +63,6 @@ from kcheck.invariants.replication_explore import (
     split_run,
     today_for,
 )
-from kcheck.invariants.replication_search import ExploreResult, explore
 from kcheck.invariants.trace_schema import check_trace
 from kcheck.model import INT32_MAX
 from kcheck.model.replication.actions import Config
@@ -291,7 +292,7 @@ def machine_memory() -> int | None:
 
 
 # A default exhaust stops at a quarter of the machine's memory (its workers' included), and its default state cap
-# is that memory over what a stored state costs (`replication_engine.RSS_BYTES_PER_STATE`), so the two agree.
+# is that memory over what a stored state costs (`exhaustive.RSS_BYTES_PER_STATE`), so the two agree.
 DEFAULT_MEMORY_SHARE = 4
 
 

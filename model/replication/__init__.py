@@ -5,8 +5,8 @@
 (`Protocol.current()` and the historical `VARIANTS`), `reassignment` KRaft's partition reassignment
 over the registry (plan, completion rules, revert). The invariants and the searches that drive
 this model live in `invariants.replication`, `invariants.replication_model_adapter` (the model behind the engine's
-interface), `invariants.replication_engine` (exhaustive), `invariants.replication_search` (random) and
-`invariants.replication_runs` (traces, tallies, change coverage).
+interface) and `invariants.replication_searches` (`exhaustive`, `random_runs`, and `runs`: traces, tallies,
+change coverage).
 """
 
 from kcheck.model.replication.actions import KINDS, Action, Config, apply, initial_state, successors

@@ -1,5 +1,5 @@
-"""What every search over the replication model shares (the former networkx search of replication_explore.py, the
-one engine's exhaustive run in replication_engine.py, its random search in replication_search.py, `kcheck replay`):
+"""What every search over the replication model shares (the former networkx search of yardstick.py, the one
+engine's exhaustive run in exhaustive.py, its random search in random_runs.py, `kcheck replay`):
 
 - `Trace`: a counterexample as data, JSON in and out (`trace_schema.check_trace` first), replayed step by step
   (`replay`; `split_fetches` and `split_run` turn an atomic-fetch trace into the split model's run);
@@ -436,7 +436,7 @@ def abstract_key(s: State) -> State:
 def novelty_key(s: State) -> int:
     """What the replicas and the controller believe, without messages in flight or history: each replica's
     liveness, leader, leader epoch, the epochs of its log's records and its high watermark; the registry's leader,
-    epoch, ISR, ELR and replicas; the budgets spent (why it is this coarse: replication_search.py's docstring)."""
+    epoch, ISR, ELR and replicas; the budgets spent (why it is this coarse: random_runs.py's docstring)."""
     reg = s.registry
     return hash((tuple((r.alive, r.known, r.leader, r.leader_epoch, tuple(x.epoch for x in r.log), r.hw)
                        for r in s.replicas),

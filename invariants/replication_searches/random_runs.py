@@ -45,9 +45,9 @@ from kcheck.invariants import registry
 from kcheck.invariants import replication as replication_invariants
 from kcheck.invariants.registry import REGISTRY
 from kcheck.invariants.replication import ReplicationSubject, check_replication
-from kcheck.invariants.replication_engine import Node, NodeModel, _trace_actions
 from kcheck.invariants.replication_model_adapter import ReplicationModel
-from kcheck.invariants.replication_runs import (
+from kcheck.invariants.replication_searches.exhaustive import Node, NodeModel, _trace_actions
+from kcheck.invariants.replication_searches.runs import (
     ChangeProbe,
     InvariantTally,
     ProgressFn,

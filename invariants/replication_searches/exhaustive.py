@@ -10,7 +10,7 @@ engine also gives:
 - change coverage: with a `ChangeProbe`, every successor the engine computes goes through the probe one action
   at a time (`probed_successors`' enumeration), and each frontier state carries its depth and the actions that
   reached it, so the probe keeps the shortest run to each differing answer, as before;
-- `abstract`: the encoding (so the fingerprint) drops what `replication_runs.abstract_key` drops, the
+- `abstract`: the encoding (so the fingerprint) drops what `runs.abstract_key` drops, the
   control messages in flight; the frontier keeps the concrete state reached, so every trace is a run of the
   model. A clean abstract run proves nothing (`EngineRun.complete` is False);
 - a memory cap (`max_rss`) through the engine's `stop` callback, measured over this process and its workers;
@@ -35,7 +35,7 @@ from typing import Any
 from kcheck.invariants.registry import REGISTRY, Violation, load_module
 from kcheck.invariants.replication import ReplicationSubject, check_replication
 from kcheck.invariants.replication_model_adapter import ReplicationModel, encode_state
-from kcheck.invariants.replication_runs import (
+from kcheck.invariants.replication_searches.runs import (
     ChangeProbe,
     InvariantTally,
     ProgressFn,
@@ -478,7 +478,7 @@ def run_exhaust(protocol: Protocol, cfg: Config, *, label: str | None = None, on
     on this machine. `modules`: the user's invariant modules (imported in Spark executors, and shipped with a
     `module:object` protocol's module).
     Raises `SearchSetupError` (one line) when the Spark search cannot run. `order` is the engine's (bfs, dfs or
-    novelty, the last ranked by `replication_runs.novelty_key`); orders other than bfs run in this one process.
+    novelty, the last ranked by `runs.novelty_key`); orders other than bfs run in this one process.
     `reduce`: the search takes model/replication/reduction.py's steps at once where its argument holds (a complete
     run is the same proof; a counterexample is a run of the model with those steps written out, not necessarily
     a shortest one).

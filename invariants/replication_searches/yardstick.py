@@ -1,13 +1,9 @@
-"""The replication model's former exhaustive search, and the names callers import from here.
+"""The replication model's former exhaustive search, kept as the yardstick the one engine is measured against.
 
-- `exhaust` walks every reachable state breadth first within the config's bounds, keeps the transition graph in
-  networkx, and returns the shortest path to the first violating state; a state, time or memory cap stops it as
-  incomplete (`ExhaustResult.stop_reason`). `kcheck exhaust` and `check` run on the one engine instead
-  (invariants/replication_engine.py); this search stays as the yardstick tests/test_engine.py and
-  bench/bench_engine.py compare the engine against.
-- `explore` is the random search on the one engine (invariants/replication_search.py).
-- What every search shares (`Trace`, `replay`, `InvariantTally`, `ChangeProbe`, `SearchProgress`, `abstract_key`,
-  `resolve_protocol`, ...) is in invariants/replication_runs.py, and importable from here too.
+`exhaust` walks every reachable state breadth first within the config's bounds, keeps the transition graph in
+networkx, and returns the shortest path to the first violating state; a state, time or memory cap stops it as
+incomplete (`ExhaustResult.stop_reason`). `kcheck exhaust` and `check` run on the one engine instead
+(exhaustive.py); tests/test_engine.py and bench/bench_engine.py compare the engine against this search.
 """
 
 from __future__ import annotations
@@ -20,38 +16,20 @@ from dataclasses import dataclass, field
 
 import networkx as nx
 
-from kcheck.invariants.replication_runs import (
+from kcheck.invariants.replication_searches.runs import (
     PROGRESS_SECONDS,
-    TRACE_FORMAT,
     ChangeProbe,
     InvariantTally,
     ProgressFn,
-    ReplayError,
-    ReplayStep,
-    ResolvedProtocol,
-    RuleCoverage,
     SearchProgress,
     Trace,
     abstract_key,
-    changed_rules,
     probed_successors,
-    replay,
-    replication_ids,
-    resolve_protocol,
     rss_bytes,
-    split_fetches,
-    split_run,
-    today_for,
 )
-from kcheck.invariants.replication_search import explore
 from kcheck.model.replication.actions import Action, Config, initial_state, successors
 from kcheck.model.replication.protocol import Protocol
 from kcheck.model.replication.state import State
-
-__all__ = ["PROGRESS_SECONDS", "STOP_REASONS", "TRACE_FORMAT", "ChangeProbe", "ExhaustResult", "InvariantTally",
-           "ProgressFn", "ReplayError", "ReplayStep", "ResolvedProtocol", "RuleCoverage", "SearchProgress", "Trace",
-           "abstract_key", "changed_rules", "exhaust", "explore", "probed_successors", "replay", "replication_ids",
-           "resolve_protocol", "rss_bytes", "split_fetches", "split_run", "today_for"]
 
 STOP_REASONS = {"max-states": "--max-states", "max-seconds": "--max-seconds", "max-memory": "--max-memory"}
 
