@@ -342,8 +342,8 @@ def check_release_against_jars(version: str, work: Path) -> None:
     from kcheck.model import Broker
     from kcheck.reference import kafka_partitioner
     from kcheck.reference.kafka_bridge import KafkaBridge, StripedRequest
-    from kcheck.reference.partitioner import PartitionLeader
     from kcheck.reference.kafka_controller import PartitionChange, reference_change, run_changes
+    from kcheck.reference.partitioner import PartitionLeader
     from kcheck.reference.striped import PlacementSpec
 
     p = profile(version)
