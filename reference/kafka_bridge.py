@@ -319,7 +319,8 @@ class KafkaBridge:
         classpath = os.pathsep.join([str(classes), self.release.classpath, *self.user_classpath])
         t0 = time.perf_counter()
         self._proc = subprocess.Popen(
-            [java, *self.java_options, "-cp", classpath, kafka_harness.CLASS_NAME, *handlers],
+            [java, *self.java_options, "-cp", classpath, kafka_harness.CLASS_NAME,
+             *map(kafka_harness.main_class, handlers)],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._stderr, text=True, encoding="utf-8",
             bufsize=1 << 16,
         )

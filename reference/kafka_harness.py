@@ -12,7 +12,8 @@ the base (`KcheckControlManagers.java`: Kafka's KRaft control managers, by refle
 compiles on every release). One javac compiles everything; a handler whose Kafka classes are
 missing from a release (AdminUtils after 4.0, the KIP-848 assignors' API before they existed, ...)
 is set aside and left out of that release, with the reason javac gives for it alone, instead of
-failing the whole bridge.
+failing the whole bridge. A source may declare one of Kafka's packages (to override or call package-private
+members); it cannot name the unnamed-package classes, so it registers its words by reflection.
 
 Protocol (space-separated tokens; the harness first prints `READY <kafka version> <word,word,...>`):
 
@@ -53,6 +54,16 @@ def handlers() -> list[str]:
     """The handler classes: every source besides the base that registers request words."""
     return [name for name, src in sources().items()
             if name not in BASE and re.search(r"public static void register\(", src)]
+
+
+_PACKAGE = re.compile(r"^package\s+([\w.]+)\s*;", re.MULTILINE)
+
+
+def main_class(name: str) -> str:
+    """The name the JVM loads a harness class by: a handler placed in one of Kafka's packages (to reach its
+    package-private methods, as KcheckStickyPartitioner does) is named with its package."""
+    m = _PACKAGE.search(sources()[name])
+    return f"{m.group(1)}.{name}" if m else name
 
 
 def source_hash() -> str:

@@ -185,6 +185,15 @@ DIFFERENCES: tuple[Difference, ...] = (
         False, (Step("4.1.0", True, "TopicIdPartition rewritten as a record",
                      "reference/leader_balance.py RECORD_HASH_SINCE, checked through the bridge (LB request)"),)),
     Difference(
+        "partitioner_rack_aware",
+        "the producer's built-in partitioner can prefer partitions led in the client's rack for records without a "
+        "key (partitioner.rack.aware with client.rack, KIP-1123); an older client ignores the setting",
+        False, (Step("4.4.0", True, "KAFKA-19193 / KIP-1123 (apache/kafka#19850)",
+                     "BuiltInPartitioner's constructor takes (rackAware, rack) in 4.4.0's kafka-clients and not in "
+                     "4.3.1's (javap); the same rack-aware request through the bridge picks in the rack only on "
+                     "4.4.0 (tests/test_releases.py)"),),
+        "kafka-clients 3.9.1 to 4.3.1: BuiltInPartitioner(LogContext, String, int), no rack"),
+    Difference(
         "metadata_version",
         "the release's latest production metadata.version (MetadataVersion.latestProduction()), which a new "
         "cluster starts with",
@@ -227,6 +236,7 @@ class ReleaseProfile:
     uniform_extra_slot_deferred: bool
     uniform_heterogeneous_builder: str
     topic_id_partition_record_hash: bool
+    partitioner_rack_aware: bool
     metadata_version: str
 
     def as_dict(self) -> dict[str, Any]:

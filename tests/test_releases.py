@@ -76,8 +76,9 @@ def test_every_profile_field_is_one_declared_difference():
     ("4.1.1", dict(last_known_leader_update="leaderless", reassignment_completion="all-targets")),
     ("4.2.2", dict(reassignment_completion="all-targets", striped_cordoned_wording=False)),
     ("4.3.0", dict(reassignment_completion="adding-unless-shrinking", striped_cordoned_wording=True)),
+    ("4.3.1", dict(partitioner_rack_aware=False)),
     ("4.4.0", dict(admin_utils=False, zk_controller=False, eligible_leader_replicas=True,
-                   striped_continues_from_existing=False, metadata_version="4.4-IV2")),
+                   striped_continues_from_existing=False, partitioner_rack_aware=True, metadata_version="4.4-IV2")),
 ])
 def test_profile_values(version, expected):
     p = profile(version)
@@ -339,8 +340,10 @@ def _reassignment_cases():
 
 def check_release_against_jars(version: str, work: Path) -> None:
     from kcheck.model import Broker
+    from kcheck.reference import kafka_partitioner
     from kcheck.reference.kafka_bridge import KafkaBridge, StripedRequest
     from kcheck.reference.kafka_controller import PartitionChange, reference_change, run_changes
+    from kcheck.reference.partitioner import PartitionLeader
     from kcheck.reference.striped import PlacementSpec
 
     p = profile(version)
@@ -373,6 +376,11 @@ def check_release_against_jars(version: str, work: Path) -> None:
         assert (a.record is None) == p.last_known_leader_must_be_acceptable  # KAFKA-19522
         assert (b.record.last_known_elr == (1,)) == (p.last_known_leader_update == "leaderless")
         assert (c.record.adding_replicas == ()) == (p.reassignment_completion == "adding-unless-shrinking")
+        # BuiltInPartitioner with partitioner.rack.aware and client.rack 'b' (KIP-1123): partition 1 is led in rack b
+        (sticky,) = kafka_partitioner.kafka_sticky_outcomes(kafka, [kafka_partitioner.StickyCase(
+            10, True, "b", (0,), (kafka_partitioner.Topic((PartitionLeader(0, 1, "a"), PartitionLeader(1, 2, "b"))),
+                                  kafka_partitioner.Append(1)))])
+        assert (sticky[0][1] == 1) == p.partitioner_rack_aware
         # and the reference, with this release's rules, completes every small reassignment as Kafka does
         changes = [PartitionChange(PartitionRegistration(replicas=r, isr=r, leader=leader, leader_epoch=1,
                                                          partition_epoch=1, adding_replicas=add,
