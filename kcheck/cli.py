@@ -23,6 +23,7 @@ from kcheck.commands import (
     info,
     liveness,
     log,
+    partition,
     placement,
     plan,
     reassign,
@@ -93,66 +94,6 @@ def _options(
     errors.debug = debug
 
 
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
 # Every command, in the order `kcheck --help` lists them; kcheck/commands/ holds one module per command or group.
 # isolating(...): the plug-in options whose code may run in a child process (--isolate-plugins, kcheck/isolation.py).
 app.command("check")(isolating(("placer", "assignor", "invariants"), gate=True)(check.check))
@@ -177,6 +118,7 @@ app.command("verify-log")(verify_log.verify_log_command)
 app.command("verify-group")(verify_group.verify_group_command)
 app.command("log")(log.log_command)
 app.command("sweep-log")(log.sweep_log_command)
+app.command("partition")(partition.partition_command)
 app.command("kafka-classpath")(info.kafka_classpath)
 app.command("invariants")(info.list_invariants)
 

@@ -247,6 +247,12 @@ for _command, _options in _more.items():
 OPTIONS.update({
     "variants": (["variants"], {}),
     "invariants": (["invariants"], {}),
+    "partition": (["partition", "--partitions", "6", "k"], {
+        "--partitions": ["0", "-1", "x", "2147483648", "nan", "", "1.5"],
+        "--client": ["", "nope", "JAVA", "\x1b[31m", LONG],
+        "--kafka-version": ["", "9.9.9", "../../x", "\x1b[31m"],
+        "--keys-file": ["", "nope.txt", "subdir", "/dev/zero"],
+    }),
     "rules": (["rules"], {"--kafka-version": RELEASES_BAD}),
     "liveness": (["liveness", "--max-states", "5"], {
         **REPLICATION, "--protocol": ["", "nope", "no_such_module_kcheck:p", *CONTROLS, LONG],
@@ -288,7 +294,9 @@ OPTIONS.update({
 EXTRA: list[tuple[list[str], str]] = [
     *[([*base, "--nope"], "--nope") for base, _ in OPTIONS.values()],
     *[([*base, "extra-argument"], "extra-argument") for base, _ in OPTIONS.values()
-      if base[0] not in ("sweep", "verify-reassignment", "verify", "assign", "replay")],
+      if base[0] not in ("sweep", "verify-reassignment", "verify", "assign", "replay", "partition")],
+    (["partition", "--partitions", "6"], "KEY"), (["partition", "--partitions", "6", "--hex", "zz"], "KEY"),
+    (["partition", "--partitions", "6", "--hex", "0"], "KEY"), (["partition", "k"], "--partitions"),
     (["variants", "extra-argument"], "extra-argument"), (["variants", "--nope"], "--nope"),
     (["variants", "--json=1"], "--json"), (["invariants", "extra-argument"], "extra-argument"),
     (["invariants", "--nope"], "--nope"), (["nosuch"], "nosuch"), (["--nope"], "--nope"), ([""], "''"),
@@ -561,7 +569,8 @@ def _ascii(value: str) -> str:
     return shown if len(shown) <= 24 else f"{shown[:16]}..{len(value)}"
 
 
-PATH_OPTIONS = {"--brokers-file", "--config-file", "--workload-file", "--baseline", "--allowlist", "--schedule"}
+PATH_OPTIONS = {"--brokers-file", "--config-file", "--workload-file", "--baseline", "--allowlist", "--schedule",
+                "--keys-file"}
 
 # The live commands' cases (tests/bad_input_live.py, the same shapes), merged into the same tests: one corpus.
 import bad_input_live  # noqa: E402
@@ -591,7 +600,7 @@ FLAGS: dict[str, list[str]] = {
     "liveness": ["--duplicates", "--atomic-fetch", "--permanent-crashes", "--drops", "--json"], "rules": ["--json"],
     "plan": ["--balance", "--json"], "chaos": ["--unclean-leader-election"], "verify-log": ["--json"],
     "log": ["--steps", "--json"], "sweep-log": ["--python", "--json"], "cluster status": ["--json"],
-    "optimize": [],
+    "optimize": [], "partition": ["--hex", "--json"],
 }
 ISOLATING = ("check", "place", "optimize", "prove", "assign", "sweep", "explore", "exhaust", "replay", "liveness")
 for _command in ISOLATING:  # kcheck/isolation.py's options (the flag's other half: --no-isolate-plugins)
@@ -817,7 +826,7 @@ def test_corpus_is_large_and_spans_every_command() -> None:
     commands = {c.values[0][0] for c in cases if c.values[0]}
     assert commands >= {"check", "place", "verify", "prove", "optimize", "assign", "reassign", "verify-reassignment",
                         "sweep", "explore", "exhaust", "replay", "variants", "invariants", "liveness", "rules", "plan",
-                        "log", "sweep-log", "verify-log", "chaos", "cluster"}
+                        "log", "sweep-log", "verify-log", "chaos", "cluster", "partition"}
 
 
 # ---- plug-ins (engineer A's loading and result checks): broken module:object placers, assignors, protocols ------
