@@ -64,8 +64,13 @@ class ApiVersion:
 
 def enum_name(api: ApiSpec) -> str:
     """The ApiKeys constant's name (what Kafka's messages print): MessageGenerator.toSnakeCase, upper-cased."""
+    return _snake(api.name)
+
+
+@cache
+def _snake(name: str) -> str:
     out, prev_upper = [], True
-    for c in api.name:
+    for c in name:
         if c.isupper():
             if not prev_upper:
                 out.append("_")

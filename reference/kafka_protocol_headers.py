@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import random
 from collections.abc import Callable, Sequence
+from functools import cache
 
 from kcheck.reference import api_versions as av
 from kcheck.reference.kafka_bridge import KafkaBridge, decode_text, encode_text
@@ -204,8 +205,13 @@ def _client_id(rng: random.Random) -> str | None:
     return "".join(rng.choice(alphabet) for _ in range(rng.randint(1, 12)))
 
 
+@cache
+def _keys(release: str) -> tuple[int, ...]:
+    return tuple(a.key for a in table(release).apis)
+
+
 def _api_key(rng: random.Random, release: str) -> int:
-    keys = [a.key for a in table(release).apis]
+    keys = _keys(release)
     r = rng.random()
     if r < 0.85:
         return rng.choice(keys)
@@ -346,7 +352,7 @@ def _negotiation_line(rng: random.Random, release: str) -> str:
     if r < 0.6:
         queries = []
         for _ in range(rng.randint(1, 8)):
-            key = _api_key(rng, release) if rng.random() < 0.95 else rng.choice([a.key for a in table(release).apis])
+            key = _api_key(rng, release) if rng.random() < 0.95 else rng.choice(_keys(release))
             queries.append(f"{key}:d" if rng.random() < 0.25 else _range_token(rng, release, key))
         return f"APIVER_USE {_ads(rng, release)} {','.join(queries)}"
     if r < 0.8:

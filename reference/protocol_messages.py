@@ -22,7 +22,7 @@ import re
 import sys
 import zipfile
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
 
@@ -91,21 +91,18 @@ class MessageTable:
     response_header: Versions
     response_header_flexible: Versions
     apis: tuple[ApiSpec, ...]  # by key
+    _keys: dict[int, ApiSpec] = field(init=False, repr=False, compare=False, hash=False)
+    _names: dict[str, ApiSpec] = field(init=False, repr=False, compare=False, hash=False)
 
-    @property
-    def by_key(self) -> dict[int, ApiSpec]:
-        return {a.key: a for a in self.apis}
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "_keys", {a.key: a for a in self.apis})
+        object.__setattr__(self, "_names", {a.name: a for a in self.apis})
 
     def api(self, key: int) -> ApiSpec | None:
-        return _by_key(self)[0].get(key)
+        return self._keys.get(key)
 
     def named(self, name: str) -> ApiSpec:
-        return _by_key(self)[1][name]
-
-
-@cache
-def _by_key(t: MessageTable) -> tuple[dict[int, ApiSpec], dict[str, ApiSpec]]:
-    return {a.key: a for a in t.apis}, {a.name: a for a in t.apis}
+        return self._names[name]
 
 
 # ---------------------------------------------------------------- reading the jars
