@@ -88,9 +88,9 @@ def _resp(release: str, t: list[str]) -> str:
     return f"OK {h.correlation_id} {h.size} {_tagged(h.tagged)}"
 
 
-def _side(f: Callable[[], int]) -> str:
+def _side(f: Callable[[str, int, int], int], release: str, key: int, version: int) -> str:
     try:
-        return str(f())
+        return str(f(release, key, version))
     except HeaderFailure as e:
         return "!" + e.java_name
 
@@ -103,8 +103,8 @@ def _versions(release: str, t: list[str]) -> str:
     listeners = ",".join(sorted(api.listeners)) or "~"
     out = [f"OK {api.name} {api.valid.lowest} {api.latest(True)} {api.latest(False)} {listeners}"]
     for v in (int(x) for x in t[2].split(",")):
-        out.append(_side(lambda: request_header_version(release, key, v)) + ":"
-                   + _side(lambda: response_header_version(release, key, v)))
+        out.append(_side(request_header_version, release, key, v) + ":"
+                   + _side(response_header_version, release, key, v))
     return " ".join(out)
 
 
@@ -247,9 +247,9 @@ def _tagged_bytes(rng: random.Random) -> bytes:
     return bytes(out)
 
 
-def _corrupt(rng: random.Random, b: bytes) -> bytes:
+def _corrupt(rng: random.Random, data: bytes) -> bytes:
     """Truncate, overwrite or extend some bytes, or replace the tail with a hostile varint."""
-    b = bytearray(b)
+    b = bytearray(data)
     r = rng.random()
     if r < 0.3 and b:
         del b[rng.randrange(len(b)):]
@@ -264,6 +264,14 @@ def _corrupt(rng: random.Random, b: bytes) -> bytes:
     return bytes(b)
 
 
+# Well-formed sequences of each length, and the malformed ones Java and Python replace differently: truncated
+# leads, lone continuations, overlong forms, encoded surrogates, code points past U+10FFFF, bytes never valid.
+_UTF8_PIECES = (b"a", b"\xc3\xa9", b"\xe2\x82\xac", b"\xf0\x9f\x98\x80", b"\xed\xa0\x80", b"\xed\xb3", b"\xc3",
+                b"\xe2\x82", b"\xe0\x9f", b"\xf0\x9f", b"\xf0\x9f\x98", b"\xf0\x8f", b"\xf4\x90", b"\x80", b"\xbf",
+                b"\xc0\xaf", b"\xc1", b"\xe0\x80\xaf", b"\xf4\x90\x80\x80", b"\xf5\x80\x80\x80", b"\xf8", b"\xff",
+                b"\xef\xbf\xbd")
+
+
 def _request_bytes(rng: random.Random, release: str) -> bytes:
     key = _api_key(rng, release)
     version = _version(rng, release, key)
@@ -276,8 +284,10 @@ def _request_bytes(rng: random.Random, release: str) -> bytes:
         r = rng.random()
         if r < 0.1:
             head += b"\xff\xff"
-        elif r < 0.2:  # raw (maybe malformed) UTF-8 as the client id
-            raw = bytes(rng.randrange(256) for _ in range(rng.randint(0, 6)))
+        elif r < 0.4:  # raw, often malformed, UTF-8 as the client id
+            raw = b"".join(rng.choice(_UTF8_PIECES) for _ in range(rng.randint(0, 5)))
+            if rng.random() < 0.2:
+                raw = bytes(rng.randrange(256) for _ in range(rng.randint(0, 6)))
             head += len(raw).to_bytes(2, "big") + raw
         else:
             cid = _client_id(rng) or ""

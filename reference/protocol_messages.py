@@ -25,6 +25,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
+from typing import Any
 
 __all__ = ["SHORT_MAX", "ApiSpec", "MessageTable", "Versions", "releases", "table"]
 
@@ -110,7 +111,7 @@ class MessageTable:
 _COMMENT = re.compile(r'"(?:\\.|[^"\\])*"|//[^\n]*')
 
 
-def _json(text: str) -> dict[str, object]:
+def _json(text: str) -> dict[str, Any]:
     """Kafka's message JSON allows // comments (Jackson's ALLOW_COMMENTS): drop them outside strings."""
     return json.loads(_COMMENT.sub(lambda m: m.group(0) if m.group(0).startswith('"') else "", text))
 
@@ -119,16 +120,16 @@ def _range(v: Versions) -> list[int]:
     return [v.lowest, v.highest]
 
 
-def read_jar(jar: Path) -> dict[str, object]:
+def read_jar(jar: Path) -> dict[str, Any]:
     """The table entry of one kafka-clients jar (the generator's input, reduced)."""
-    specs: dict[str, dict[str, object]] = {}
+    specs: dict[str, dict[str, Any]] = {}
     with zipfile.ZipFile(jar) as z:
         for name in z.namelist():
             if name.startswith("common/message/") and name.endswith(".json"):
                 spec = _json(z.read(name).decode("utf-8"))
                 specs[str(spec["name"])] = spec
-    headers = {h: [_range(Versions.parse(str(specs[h]["validVersions"]))),
-                   _range(Versions.parse(str(specs[h].get("flexibleVersions"))))]
+    headers = {h: [_range(Versions.parse(specs[h]["validVersions"])),
+                   _range(Versions.parse(specs[h].get("flexibleVersions")))]
                for h in ("RequestHeader", "ResponseHeader")}
     apis = []
     for spec in specs.values():
@@ -136,22 +137,22 @@ def read_jar(jar: Path) -> dict[str, object]:
             continue
         name = str(spec["name"])[: -len("Request")]
         response = specs[name + "Response"]
-        listeners = sorted(_LISTENERS[x] for x in spec.get("listeners", []))  # type: ignore[attr-defined]
+        listeners = sorted(_LISTENERS[x] for x in spec.get("listeners", []))
         apis.append([spec["apiKey"], name,
-                     _range(Versions.parse(str(spec["validVersions"]))), bool(spec.get("latestVersionUnstable", False)),
-                     _range(Versions.parse(spec.get("flexibleVersions"))),  # type: ignore[arg-type]
-                     _range(Versions.parse(str(response["validVersions"]))),
-                     _range(Versions.parse(response.get("flexibleVersions"))),  # type: ignore[arg-type]
+                     _range(Versions.parse(spec["validVersions"])), bool(spec.get("latestVersionUnstable", False)),
+                     _range(Versions.parse(spec.get("flexibleVersions"))),
+                     _range(Versions.parse(response["validVersions"])),
+                     _range(Versions.parse(response.get("flexibleVersions"))),
                      listeners])
-    apis.sort(key=lambda a: a[0])  # type: ignore[arg-type, return-value]
+    apis.sort(key=lambda a: int(a[0]))
     return {"headers": headers, "apis": apis}
 
 
-def generate(releases_: Iterable[str]) -> dict[str, object]:
+def generate(releases_: Iterable[str]) -> dict[str, Any]:
     """The whole table from the cached kafka-clients jars of these releases."""
     from kcheck.reference.kafka_jars import cached, cached_server
 
-    out: dict[str, object] = {}
+    out: dict[str, Any] = {}
     for version in releases_:
         jars = [j for rel in (cached(version), cached_server(version)) if rel for j in rel.jars]
         jar = next((j for j in jars if j.name == f"kafka-clients-{version}.jar"), None)
@@ -161,12 +162,11 @@ def generate(releases_: Iterable[str]) -> dict[str, object]:
     return out
 
 
-def _dump(data: dict[str, object]) -> str:
+def _dump(data: dict[str, Any]) -> str:
     lines = ["{"]
-    for i, (version, entry) in enumerate(data.items()):
-        e = entry  # type: ignore[assignment]
-        lines.append(f'  "{version}": {{"headers": {json.dumps(e["headers"])}, "apis": [')  # type: ignore[index]
-        apis = e["apis"]  # type: ignore[index]
+    for i, (version, e) in enumerate(data.items()):
+        lines.append(f'  "{version}": {{"headers": {json.dumps(e["headers"])}, "apis": [')
+        apis = e["apis"]
         lines += [f"    {json.dumps(a)}" + ("," if j < len(apis) - 1 else "") for j, a in enumerate(apis)]
         lines.append("  ]}" + ("," if i < len(data) - 1 else ""))
     lines.append("}")
@@ -177,8 +177,9 @@ def _dump(data: dict[str, object]) -> str:
 
 
 @cache
-def _raw() -> dict[str, dict[str, list[list[object]]]]:
-    return json.loads(TABLE.read_text(encoding="utf-8"))  # type: ignore[no-any-return]
+def _raw() -> dict[str, Any]:
+    raw: dict[str, Any] = json.loads(TABLE.read_text(encoding="utf-8"))
+    return raw
 
 
 def releases() -> tuple[str, ...]:
@@ -190,9 +191,9 @@ def releases() -> tuple[str, ...]:
 def table(release: str) -> MessageTable:
     """One release's message table (KeyError for a release the table lacks)."""
     entry = _raw()[release]
-    (rh, rhf), (sh, shf) = entry["headers"]["RequestHeader"], entry["headers"]["ResponseHeader"]  # type: ignore[index]
-    apis = tuple(ApiSpec(int(a[0]), str(a[1]), Versions(*a[2]), bool(a[3]), Versions(*a[4]),  # type: ignore[misc]
-                         Versions(*a[5]), Versions(*a[6]), frozenset(a[7]))  # type: ignore[misc, arg-type]
+    (rh, rhf), (sh, shf) = entry["headers"]["RequestHeader"], entry["headers"]["ResponseHeader"]
+    apis = tuple(ApiSpec(int(a[0]), str(a[1]), Versions(*a[2]), bool(a[3]), Versions(*a[4]),
+                         Versions(*a[5]), Versions(*a[6]), frozenset(a[7]))
                  for a in entry["apis"])
     return MessageTable(release, Versions(*rh), Versions(*rhf), Versions(*sh), Versions(*shf), apis)
 

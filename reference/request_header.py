@@ -177,6 +177,90 @@ def encode_request_header(release: str, api_key: int, version: int, correlation_
 # ---------------------------------------------------------------- decoding (a broker's side, then a client's)
 
 
+REPLACEMENT = "\ufffd"
+
+
+def _cont(b: int) -> bool:
+    return (b & 0xC0) == 0x80
+
+
+def _three(data: bytes, i: int, n: int, out: list[str]) -> tuple[int, bool]:
+    """A 3-byte lead at data[i-1]: (next index, stop)."""
+    b1 = data[i - 1]
+    if i + 1 < n:
+        b2, b3 = data[i], data[i + 1]
+        if (b1 == 0xE0 and (b2 & 0xE0) == 0x80) or not _cont(b2) or not _cont(b3):
+            out.append(REPLACEMENT)
+            return i + (1 if (b1 == 0xE0 and (b2 & 0xE0) == 0x80) or not _cont(b2) else 2) - 1, False
+        c = ((b1 & 0x0F) << 12) | ((b2 & 0x3F) << 6) | (b3 & 0x3F)
+        out.append(REPLACEMENT if 0xD800 <= c <= 0xDFFF else chr(c))
+        return i + 2, False
+    out.append(REPLACEMENT)
+    if i < n and ((b1 == 0xE0 and (data[i] & 0xE0) == 0x80) or not _cont(data[i])):
+        return i, False
+    return n, True
+
+
+def _bad_second(b1: int, b2: int) -> bool:
+    """String.isMalformed4_2: the second byte of a 4-byte sequence."""
+    return (b1 == 0xF0 and not 0x90 <= b2 <= 0xBF) or (b1 == 0xF4 and (b2 & 0xF0) != 0x80) or not _cont(b2)
+
+
+def _four(data: bytes, i: int, n: int, out: list[str]) -> tuple[int, bool]:
+    """A 4-byte lead (0xF0-0xF7) at data[i-1]: (next index, stop)."""
+    b1 = data[i - 1]
+    if i + 2 < n:
+        b2, b3, b4 = data[i], data[i + 1], data[i + 2]
+        uc = ((b1 & 0x07) << 18) | ((b2 & 0x3F) << 12) | ((b3 & 0x3F) << 6) | (b4 & 0x3F)
+        if not (_cont(b2) and _cont(b3) and _cont(b4)) or not 0x10000 <= uc <= 0x10FFFF:
+            out.append(REPLACEMENT)
+            return i + (0 if b1 > 0xF4 or _bad_second(b1, b2) else 1 if not _cont(b3) else 2), False
+        out.append(chr(uc))
+        return i + 3, False
+    out.append(REPLACEMENT)
+    if b1 > 0xF4 or (i < n and _bad_second(b1, data[i])):
+        return i, False
+    i += 1
+    if i < n and not _cont(data[i]):
+        return i, False
+    return n, True
+
+
+def java_utf8_decode(data: bytes) -> str:
+    """new String(bytes, UTF_8) (java.lang.String.decodeUTF8_UTF16 with replacement): where a malformed or truncated
+    sequence becomes U+FFFD differs from Python's decoder (a truncated tail is one U+FFFD, however it ends)."""
+    if data.isascii():
+        return data.decode("ascii")
+    out: list[str] = []
+    i, n = 0, len(data)
+    while i < n:
+        b1 = data[i]
+        i += 1
+        if b1 < 0x80:
+            out.append(chr(b1))
+        elif 0xC2 <= b1 <= 0xDF:
+            if i < n:
+                if _cont(data[i]):
+                    out.append(chr(((b1 & 0x1F) << 6) | (data[i] & 0x3F)))
+                    i += 1
+                else:
+                    out.append(REPLACEMENT)
+                continue
+            out.append(REPLACEMENT)
+            break
+        elif 0xE0 <= b1 <= 0xEF:
+            i, stop = _three(data, i, n, out)
+            if stop:
+                break
+        elif 0xF0 <= b1 <= 0xF7:
+            i, stop = _four(data, i, n, out)
+            if stop:
+                break
+        else:
+            out.append(REPLACEMENT)
+    return "".join(out)
+
+
 class _Reader:
     """ByteBufferAccessor over a wrapped array: Java's exceptions by simple name."""
 
@@ -258,7 +342,7 @@ def _read_header_data(r: _Reader, hv: int) -> tuple[int, int, int, str | None, T
     client_id: str | None = ""
     if hv >= 1:
         n = r.short()
-        client_id = None if n < 0 else r.array(n).decode("utf-8", "replace")
+        client_id = None if n < 0 else java_utf8_decode(r.array(n))
     tagged = r.tagged() if hv >= 2 else ()
     return api_key, version, corr, client_id, tagged
 
