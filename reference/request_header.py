@@ -10,8 +10,8 @@ Mirrors, per release (3.9.x to 4.4.x, checked through the bridge: `reference/kaf
   (`generator/src/main/java/org/apache/kafka/message/ApiMessageTypeGenerator.java`, `VersionConditional.java`)
   writes from the message JSON: `protocol_messages.py` holds that JSON per release;
 - `clients/.../common/protocol/ByteBufferAccessor.java` and `Readable.java` (strings, raw tagged fields) and
-  `clients/.../common/utils/ByteUtils.java` (`readUnsignedVarint`);
-- `AbstractResponse.parseResponse`'s correlation check (`CorrelationIdMismatchException`).
+  `clients/.../common/utils/ByteUtils.java` (`readUnsignedVarint`); a client id's bytes decode as
+  `java.lang.String(byte[], UTF_8)` does (JDK 17's `String.decodeUTF8_UTF16`).
 
 Layout (KIP-482 for the tagged fields): request header v0 is api key INT16, api version INT16, correlation id INT32
 (ControlledShutdown v0 only, gone in 4.0); v1 adds the client id (INT16 length, -1 for null, then UTF-8); v2 adds
@@ -38,7 +38,6 @@ __all__ = [
     "HeaderFailure",
     "ParsedRequestHeader",
     "ParsedResponseHeader",
-    "check_correlation",
     "encode_request_header",
     "parse_request_header",
     "parse_response_header",
@@ -382,10 +381,3 @@ def parse_response_header(release: str, data: bytes, header_version: int) -> Par
     tagged = r.tagged() if header_version >= 1 else ()
     return ParsedResponseHeader(corr, r.pos, tagged)
 
-
-def check_correlation(request_correlation_id: int, response_correlation_id: int) -> None:
-    """AbstractResponse.parseResponse's check: a response must carry its request's correlation id."""
-    if request_correlation_id != response_correlation_id:
-        raise HeaderFailure("CorrelationIdMismatchException",
-                            f"Correlation id for response ({response_correlation_id}) does not match request "
-                            f"({request_correlation_id})")

@@ -95,7 +95,7 @@ def test_the_table_is_the_jars_message_json() -> None:
         pytest.skip("no kafka-clients jar is cached")
 
 
-def test_a_410_client_against_a_391_broker_keeps_produce_at_11() -> None:
+def test_a_440_client_against_a_391_broker_falls_back_and_keeps_produce_at_11() -> None:
     """KIP-896: a 4.x client's Produce starts at 3, a 3.9 broker stops at 11; the ApiVersions exchange itself
     starts at the client's newest ApiVersions version, which an older broker answers with UNSUPPORTED_VERSION
     (KIP-511) when it does not know it."""
