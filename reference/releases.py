@@ -203,6 +203,45 @@ DIFFERENCES: tuple[Difference, ...] = (
                     Step("4.3.0", "4.3-IV0", "MetadataVersion", "MetadataVersion.latestProduction() in the jars"),
                     Step("4.4.0", "4.4-IV2", "MetadataVersion", "MetadataVersion.latestProduction() in the jars")),
         "MetadataVersion.latestProduction() in the jars"),
+    Difference(
+        "header_parse_refuses_removed_apis",
+        "RequestHeader.parse refuses an API key none of whose versions is left (InvalidRequestException 'Unsupported "
+        "api with key K (Name) and version V') before it picks a header version",
+        False, (Step("4.0.0", True, "KIP-896 (protocol versions removed in 4.0; ApiKeys.hasValidVersion)",
+                     "RequestHeader.parse of 3.9.0 and 3.9.1 calls no hasValidVersion (javap), 4.0.0 on does; "
+                     "the bridge's HDR_PARSE answers (reference/kafka_protocol_headers.py)"),)),
+    Difference(
+        "header_parse_wording",
+        "the word RequestHeader.parse's failure names the api key with ('Our best guess of the apiKey is: N')",
+        "apiKey", (Step("4.0.0", "apiKeyId", "KIP-896 (the same change to RequestHeader.parse)",
+                        "the string constant in RequestHeader.class of 3.9.0 and 4.0.0 (javap -v); HDR_PARSE"),)),
+    Difference(
+        "produce_advertised_min_zero",
+        "a broker listener advertises Produce from version 0 in ApiVersions although it accepts only 3+ "
+        "(ApiKeys.PRODUCE_API_VERSIONS_RESPONSE_MIN_VERSION, for librdkafka)",
+        False, (Step("4.0.0", True, "KAFKA-18659",
+                     "ApiKeys.PRODUCE_API_VERSIONS_RESPONSE_MIN_VERSION is in 4.0.0's kafka-clients, not 3.9.x's "
+                     "(javap); the bridge's APIVER_ADV answers"),)),
+    Difference(
+        "tagged_field_count_checked",
+        "generated message readers refuse a tagged-field count that is negative, larger than the bytes left, or over "
+        "MessageUtil.MAX_TAGGED_FIELD_COUNT (10000) before reading any field (before: a negative count read none and "
+        "a large one read until the buffer ran out)",
+        False, (Step("4.2.2", True, "generator: MessageUtil.MAX_TAGGED_FIELD_COUNT in the generated read() (JIRA not "
+                                    "identified)",
+                     "the messages in RequestHeaderData.class (javap -v): absent up to 4.2.0, present in 4.2.2"),
+                Step("4.3.0", False, "4.3.0 and 4.3.1 were built without it",
+                     "absent from RequestHeaderData.class of 4.3.0 and 4.3.1 (javap -v)"),
+                Step("4.4.0", True, "the same generator change",
+                     "present in 4.4.0's RequestHeaderData.class; HDR_PARSE / HDR_RESP answers")),
+        "absent from RequestHeaderData.class of 3.9.0 to 4.2.0 (javap -v)"),
+    Difference(
+        "client_api_listeners",
+        "the listeners whose APIs a client knows (ApiKeys.clientApis): NodeApiVersions.create fills in these",
+        ("BROKER", "ZK_BROKER"), (Step("4.0.0", ("BROKER",), "KIP-500 / KIP-833: ZooKeeper mode removed in 4.0.0",
+                                       "ApiKeys.clientApis of 4.0.0 is brokerApis (no ZK_BROKER listener type, "
+                                       "javap)"),),
+        "3.9.x: ApiKeys.clientApis = ZK_BROKER and BROKER APIs"),
 )
 
 _BY_FIELD: dict[str, Difference] = {d.field: d for d in DIFFERENCES}
@@ -238,6 +277,11 @@ class ReleaseProfile:
     topic_id_partition_record_hash: bool
     partitioner_rack_aware: bool
     metadata_version: str
+    header_parse_refuses_removed_apis: bool
+    header_parse_wording: str
+    produce_advertised_min_zero: bool
+    tagged_field_count_checked: bool
+    client_api_listeners: tuple[str, ...]
 
     def as_dict(self) -> dict[str, Any]:
         return {f.name: getattr(self, f.name) for f in fields(self)}

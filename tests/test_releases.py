@@ -68,17 +68,23 @@ def test_every_profile_field_is_one_declared_difference():
 @pytest.mark.parametrize("version, expected", [
     ("3.9.1", dict(admin_utils=True, zk_controller=True, eligible_leader_replicas=False,
                    last_known_leader_must_be_acceptable=False, last_known_leader_update="isr-emptied",
-                   reassignment_completion="all-targets", striped_cordoned_wording=False)),
+                   reassignment_completion="all-targets", striped_cordoned_wording=False,
+                   header_parse_wording="apiKey", produce_advertised_min_zero=False,
+                   client_api_listeners=("BROKER", "ZK_BROKER"))),
     ("4.0.2", dict(admin_utils=True, zk_controller=False, eligible_leader_replicas=False,
                    last_known_leader_must_be_acceptable=False, reassignment_completion="all-targets")),
     ("4.1.0", dict(admin_utils=False, eligible_leader_replicas=True, last_known_leader_must_be_acceptable=True,
                    last_known_leader_update="isr-emptied")),
     ("4.1.1", dict(last_known_leader_update="leaderless", reassignment_completion="all-targets")),
-    ("4.2.2", dict(reassignment_completion="all-targets", striped_cordoned_wording=False)),
-    ("4.3.0", dict(reassignment_completion="adding-unless-shrinking", striped_cordoned_wording=True)),
+    ("4.2.2", dict(reassignment_completion="all-targets", striped_cordoned_wording=False,
+                   tagged_field_count_checked=True)),
+    ("4.3.0", dict(reassignment_completion="adding-unless-shrinking", striped_cordoned_wording=True,
+                   tagged_field_count_checked=False)),
     ("4.3.1", dict(partitioner_rack_aware=False)),
     ("4.4.0", dict(admin_utils=False, zk_controller=False, eligible_leader_replicas=True,
-                   striped_continues_from_existing=False, partitioner_rack_aware=True, metadata_version="4.4-IV2")),
+                   striped_continues_from_existing=False, partitioner_rack_aware=True, metadata_version="4.4-IV2",
+                   header_parse_refuses_removed_apis=True, tagged_field_count_checked=True,
+                   client_api_listeners=("BROKER",))),
 ])
 def test_profile_values(version, expected):
     p = profile(version)
