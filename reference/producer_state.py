@@ -3,9 +3,9 @@
 Mirrors kafka-storage's `org.apache.kafka.storage.internals.log` (storage/src/main/java/org/apache/kafka/storage/
 internals/log/ in apache/kafka), the same files in 3.9.1 and every 4.x release (read at 3.9.1, 4.0.2, 4.1.2, 4.2.0
 and 4.3.1, whose bytecode 4.4.0's matches; compared through the bridge on 3.9.1, 4.0.2, 4.1.2, 4.2.2 and 4.4.0).
-The differences are `ReleaseProfile` fields: `producer_verification_epoch_bump` (4.0), `producer_tv2_first_sequence_
-zero` (4.1, KAFKA-18202), `producer_marker_epoch_by_transaction_version` (4.2, KIP-1228) and
-`producer_marker_retry_at_max_epoch` (4.3, KAFKA-20090). The files:
+The differences are `ReleaseProfile` fields: `producer_verification_epoch_bump` (4.0),
+`producer_tv2_first_sequence_zero` (4.1, KAFKA-18202), `producer_marker_epoch_by_transaction_version` (4.2,
+KIP-1228) and `producer_marker_retry_at_max_epoch` (4.3, KAFKA-20090). The files:
 
 - `ProducerStateEntry.java`: one producer's entry, the last `NUM_BATCHES_TO_RETAIN` (5) batches' metadata
   (`BatchMetadata.java`), `findDuplicateBatch` (same epoch, exactly the same first and last sequence);
