@@ -242,6 +242,34 @@ DIFFERENCES: tuple[Difference, ...] = (
                                        "ApiKeys.clientApis of 4.0.0 is brokerApis (no ZK_BROKER listener type, "
                                        "javap)"),),
         "3.9.x: ApiKeys.clientApis = ZK_BROKER and BROKER APIs"),
+    Difference(
+        "producer_verification_epoch_bump",
+        "a transaction verification entry records whether the producer can bump its epoch (transactions v2), and a "
+        "TV2 marker of the verified epoch keeps the entry (UnifiedLog.updateProducers); before, every transactional "
+        "batch or marker dropped it",
+        False, (Step("4.0.0", True, "KIP-890 part 2 (VerificationStateEntry.supportsEpochBump)",
+                     "VerificationStateEntry's constructor takes supportsEpochBump in the 4.0.0+ kafka-storage jars, "
+                     "not in 3.9.1's; the differential (tests/test_kafka_producer_state.py) agrees per release"),)),
+    Difference(
+        "producer_tv2_first_sequence_zero",
+        "ProducerAppendInfo.checkSequence: a producer with a TV2 verification entry and no state must start at "
+        "sequence 0 (OUT_OF_ORDER_SEQUENCE_NUMBER otherwise)",
+        False, (Step("4.1.0", True, "KAFKA-18202",
+                     "ProducerAppendInfo's bytecode reads supportsEpochBump from 4.1.0 on (javap), and the "
+                     "differential agrees per release"),)),
+    Difference(
+        "producer_marker_epoch_by_transaction_version",
+        "ProducerAppendInfo.checkProducerEpoch for a marker takes the transaction version: TV2 needs an epoch above "
+        "the producer's (a marker at the same epoch only when no transaction is open, a retried marker), TV0/1 at or "
+        "above; a coordinator's marker without a version is refused",
+        False, (Step("4.2.0", True, "KIP-1228 / KAFKA-19446 (apache/kafka#20882), KAFKA-19999",
+                     "appendEndTxnMarker takes a short transactionVersion in the 4.2.0+ kafka-storage jars (javap)"),)),
+    Difference(
+        "producer_marker_retry_at_max_epoch",
+        "a TV2 marker at the producer's epoch is also accepted when that epoch is Short.MAX_VALUE, a transaction "
+        "still open",
+        False, (Step("4.3.0", True, "KAFKA-20090 (apache/kafka#21469)",
+                     "ProducerAppendInfo's bytecode compares the epoch with 32767 from 4.3.0 on (javap)"),)),
 )
 
 _BY_FIELD: dict[str, Difference] = {d.field: d for d in DIFFERENCES}
@@ -282,6 +310,10 @@ class ReleaseProfile:
     produce_advertised_min_zero: bool
     tagged_field_count_checked: bool
     client_api_listeners: tuple[str, ...]
+    producer_verification_epoch_bump: bool
+    producer_tv2_first_sequence_zero: bool
+    producer_marker_epoch_by_transaction_version: bool
+    producer_marker_retry_at_max_epoch: bool
 
     def as_dict(self) -> dict[str, Any]:
         return {f.name: getattr(self, f.name) for f in fields(self)}

@@ -1,0 +1,405 @@
+import java.io.File;
+import java.lang.reflect.Array;
+import java.lang.reflect.InvocationTargetException;
+import java.lang.reflect.Method;
+import java.nio.file.Files;
+import java.util.ArrayList;
+import java.util.Collection;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Optional;
+import java.util.OptionalLong;
+import java.util.TreeMap;
+import java.util.TreeSet;
+
+import org.apache.kafka.common.TopicPartition;
+import org.apache.kafka.common.compress.Compression;
+import org.apache.kafka.common.record.TimestampType;
+import org.apache.kafka.common.utils.Time;
+import org.apache.kafka.storage.internals.log.AppendOrigin;
+import org.apache.kafka.storage.internals.log.CompletedTxn;
+import org.apache.kafka.storage.internals.log.LogConfig;
+import org.apache.kafka.storage.internals.log.LogOffsetMetadata;
+import org.apache.kafka.storage.internals.log.LogSegment;
+import org.apache.kafka.storage.internals.log.LogSegments;
+import org.apache.kafka.storage.internals.log.ProducerAppendInfo;
+import org.apache.kafka.storage.internals.log.ProducerStateEntry;
+import org.apache.kafka.storage.internals.log.ProducerStateManager;
+import org.apache.kafka.storage.internals.log.ProducerStateManagerConfig;
+import org.apache.kafka.storage.internals.log.VerificationStateEntry;
+
+/**
+ * The idempotent producer's state on a leader (kafka-storage: ProducerStateManager, ProducerAppendInfo,
+ * ProducerStateEntry, VerificationStateEntry), driven step by step on a real ProducerStateManager in a temporary
+ * directory beside real LogSegments, as UnifiedLog drives them (reference/producer_state.py says which code each
+ * step mirrors). Truncation runs Kafka's own UnifiedLog.rebuildProducerState (kafka-storage's static helper from
+ * 4.0, kafka_2.13's kafka.log.UnifiedLog object in 3.9). The record classes moved to common.record.internal in 4.4
+ * and several methods changed signature or visibility between releases: those are reached by reflection.
+ *
+ * PSTATE expirationMs clockMs op...
+ *   aPID:EPOCH:SEQ:COUNT:TXN:TS   a client's batch of COUNT records (TXN 0|1) at the log end (origin CLIENT):
+ *                                 the duplicate check, ProducerAppendInfo.append, then the log append
+ *   mPID:EPOCH:COORD:COMMIT:TV:TS an end-transaction marker (origin COORDINATOR, transaction version TV)
+ *   vPID:SEQ:EPOCH:BUMP           ProducerStateManager.maybeCreateVerificationStateEntry
+ *   cNOW                          the clock
+ *   x                             removeExpiredProducers(now)
+ *   r                             roll: a new segment at the log end, a snapshot there
+ *   dK                            delete the K oldest segments (fewer than all): log start moves, their snapshots go
+ *   sOFFSET                       the log start moves to OFFSET (DeleteRecords)
+ *   tOFFSET                       truncate to OFFSET (a batch boundary at or above the first segment)
+ * Answer: OK and per op VERDICT/STATE, where VERDICT is D<first>:<last>:<ts> (a duplicate: the cached batch), A<first>
+ * (appended), E<exception simple name>, V<lowest sequence>:<epoch>, or '-'; STATE is
+ * mapEnd:oldestSnapshot:latestSnapshot:logStart:logEnd/producers/verification ('~' for none), producers sorted by
+ * id as pid,epoch,coordinatorEpoch,lastTimestamp,txnFirstOffset,batches (batches lastSeq:lastOffset:delta:ts joined
+ * by '_'), verification entries as pid,lowestSequence,epoch; lists joined by ';'.
+ */
+public final class KcheckProducerState {
+    private static final TopicPartition TP = new TopicPartition("t", 0);
+    private static String record;
+    private static Method withRecords;
+    private static Method withMarker;
+    private static java.lang.reflect.Constructor<?> simpleRecord;
+    private static Class<?> simpleRecordClass;
+    private static java.lang.reflect.Constructor<?> endMarker;
+    private static Object commit;
+    private static Object abort;
+    private static Method batches;
+    private static Method segmentAppend;
+    private static Method findDuplicate;
+    private static Method append2;
+    private static Method append3;
+    private static Method createVerification;
+    private static Method rebuild;
+    private static Object rebuildTarget;
+    private static Object recordVersionV2;
+
+    private KcheckProducerState() {
+    }
+
+    public static void register(Map<String, KcheckHandler> table) throws ReflectiveOperationException {
+        record = "org.apache.kafka.common.record.internal.";
+        try {
+            Class.forName(record + "MemoryRecords");
+        } catch (ClassNotFoundException e) {
+            record = "org.apache.kafka.common.record.";
+        }
+        Class<?> mr = Class.forName(record + "MemoryRecords");
+        Class<?> batch = Class.forName(record + "RecordBatch");
+        simpleRecordClass = Class.forName(record + "SimpleRecord");
+        simpleRecord = simpleRecordClass.getConstructor(long.class, byte[].class, byte[].class);
+        Class<?> marker = Class.forName(record + "EndTransactionMarker");
+        Class<?> controlType = Class.forName(record + "ControlRecordType");
+        endMarker = marker.getConstructor(controlType, int.class);
+        commit = controlType.getField("COMMIT").get(null);
+        abort = controlType.getField("ABORT").get(null);
+        withRecords = mr.getMethod("withRecords", byte.class, long.class, Compression.class, TimestampType.class,
+                                   long.class, short.class, int.class, int.class, boolean.class,
+                                   Array.newInstance(simpleRecordClass, 0).getClass());
+        withMarker = mr.getMethod("withEndTransactionMarker", long.class, long.class, int.class, long.class,
+                                  short.class, marker);
+        batches = mr.getMethod("batches");
+        segmentAppend = LogSegment.class.getMethod("append", long.class, mr);
+        findDuplicate = ProducerStateEntry.class.getDeclaredMethod("findDuplicateBatch", batch);
+        findDuplicate.setAccessible(true);
+        append2 = ProducerAppendInfo.class.getMethod("append", batch, Optional.class);
+        try {
+            append3 = ProducerAppendInfo.class.getMethod("append", batch, Optional.class, short.class);
+        } catch (NoSuchMethodException e) {
+            append3 = null;  // before 4.2: no transaction version
+        }
+        try {
+            createVerification = ProducerStateManager.class.getMethod("maybeCreateVerificationStateEntry",
+                long.class, int.class, short.class, boolean.class);
+        } catch (NoSuchMethodException e) {
+            createVerification = ProducerStateManager.class.getMethod("maybeCreateVerificationStateEntry",
+                long.class, int.class, short.class);  // 3.9: no epoch bump
+        }
+        findRebuild();
+        table.put("PSTATE", KcheckProducerState::run);
+    }
+
+    private static void findRebuild() throws ReflectiveOperationException {
+        try {
+            Class<?> u = Class.forName("org.apache.kafka.storage.internals.log.UnifiedLog");
+            rebuild = u.getMethod("rebuildProducerState", ProducerStateManager.class, LogSegments.class, long.class,
+                                  long.class, Time.class, boolean.class, String.class);
+            rebuildTarget = null;
+        } catch (ReflectiveOperationException e) {
+            Class<?> scala = Class.forName("kafka.log.UnifiedLog$");  // 3.9: the Scala object, with a record version
+            Class<?> rv = Class.forName("org.apache.kafka.common.record.RecordVersion");
+            rebuild = scala.getMethod("rebuildProducerState", ProducerStateManager.class, LogSegments.class,
+                                      long.class, long.class, rv, Time.class, boolean.class, String.class);
+            rebuildTarget = scala.getField("MODULE$").get(null);
+            recordVersionV2 = rv.getField("V2").get(null);
+        }
+    }
+
+    private static Object invoke(Method m, Object target, Object... args) throws Throwable {
+        try {
+            return m.invoke(target, args);
+        } catch (InvocationTargetException e) {
+            throw e.getCause();
+        }
+    }
+
+    /** The state of one request: the log, its segments and the producer state. */
+    private static final class Log {
+        final KcheckClock clock = new KcheckClock();
+        final File dir;
+        final LogConfig config = new LogConfig(new HashMap<>());
+        final LogSegments segments = new LogSegments(TP);
+        final ProducerStateManager psm;
+        final TreeSet<Long> verified = new TreeSet<>();
+        long logStart;
+        long logEnd;
+
+        Log(int expirationMs, long now) throws Exception {
+            clock.now = now;
+            File shm = new File("/dev/shm");
+            dir = (shm.isDirectory() && shm.canWrite() ? Files.createTempDirectory(shm.toPath(), "kcheck-pst")
+                   : Files.createTempDirectory("kcheck-pst")).toFile();
+            psm = new ProducerStateManager(TP, dir, 60000, new ProducerStateManagerConfig(expirationMs, false), clock);
+            segments.add(LogSegment.open(dir, 0L, config, clock, 0, false));
+        }
+    }
+
+    private static String run(String[] t) throws Throwable {
+        Log log = new Log(Integer.parseInt(t[1]), Long.parseLong(t[2]));
+        StringBuilder out = new StringBuilder("OK");
+        try {
+            for (int i = 3; i < t.length; i++) {
+                String op = t[i];
+                out.append(' ').append(step(log, op.charAt(0), op.substring(1))).append('/');
+                state(log, out);
+            }
+        } finally {
+            log.segments.close();
+            File[] files = log.dir.listFiles();
+            if (files != null) for (File f : files) f.delete();
+            log.dir.delete();
+        }
+        return out.toString();
+    }
+
+    private static String step(Log log, char op, String args) throws Throwable {
+        String[] a = args.isEmpty() ? new String[0] : args.split(":");
+        switch (op) {
+            case 'a': return appendData(log, a);
+            case 'm': return appendMarker(log, a);
+            case 'v': {
+                long pid = Long.parseLong(a[0]);
+                int seq = Integer.parseInt(a[1]);
+                short epoch = Short.parseShort(a[2]);
+                VerificationStateEntry v = (VerificationStateEntry) (createVerification.getParameterCount() == 4
+                    ? invoke(createVerification, log.psm, pid, seq, epoch, a[3].equals("1"))
+                    : invoke(createVerification, log.psm, pid, seq, epoch));
+                log.verified.add(pid);
+                return "V" + v.lowestSequence() + ":" + v.epoch();
+            }
+            case 'c': log.clock.now = Long.parseLong(a[0]); return "-";
+            case 'x': log.psm.removeExpiredProducers(log.clock.now); return "-";
+            case 'r': roll(log); return "-";
+            case 'd': deleteSegments(log, Integer.parseInt(a[0])); return "-";
+            case 's': incrementLogStart(log, Long.parseLong(a[0])); return "-";
+            case 't': truncate(log, Long.parseLong(a[0])); return "-";
+            default: throw new IllegalArgumentException("unknown op " + op);
+        }
+    }
+
+    /** UnifiedLog.append for a client's batch: the duplicate check, then analyzeAndValidateProducerState's update. */
+    private static String appendData(Log log, String[] a) throws Throwable {
+        long pid = Long.parseLong(a[0]);
+        short epoch = Short.parseShort(a[1]);
+        int seq = Integer.parseInt(a[2]);
+        int count = Integer.parseInt(a[3]);
+        boolean txn = a[4].equals("1");
+        long ts = Long.parseLong(a[5]);
+        Object records = dataRecords(log.logEnd, pid, epoch, seq, count, txn, ts);
+        Object batch = ((Iterable<?>) invoke(batches, records)).iterator().next();
+        long first = log.logEnd;
+        if (pid < 0) {
+            write(log, records, first + count - 1, null, Optional.empty());
+            return "A" + first;
+        }
+        Optional<ProducerStateEntry> entry = log.psm.lastEntry(pid);
+        if (entry.isPresent()) {
+            Optional<?> dup = (Optional<?>) invoke(findDuplicate, entry.get(), batch);
+            if (dup.isPresent()) {
+                Object m = dup.get();
+                return "D" + m.getClass().getMethod("firstOffset").invoke(m) + ":" + num(m, "lastOffset") + ":"
+                    + num(m, "timestamp");
+            }
+        }
+        ProducerAppendInfo info = log.psm.prepareUpdate(pid, AppendOrigin.CLIENT);
+        Optional<?> firstMeta = txn ? Optional.of(new LogOffsetMetadata(first)) : Optional.empty();
+        try {
+            invoke(append2, info, batch, firstMeta);
+        } catch (RuntimeException e) {
+            return "E" + e.getClass().getSimpleName();
+        }
+        afterTransactional(log, pid, epoch, txn, false);
+        write(log, records, first + count - 1, info, Optional.empty());
+        return "A" + first;
+    }
+
+    private static String appendMarker(Log log, String[] a) throws Throwable {
+        long pid = Long.parseLong(a[0]);
+        short epoch = Short.parseShort(a[1]);
+        int coordinatorEpoch = Integer.parseInt(a[2]);
+        Object marker = endMarker.newInstance(a[3].equals("1") ? commit : abort, coordinatorEpoch);
+        short tv = Short.parseShort(a[4]);
+        long ts = Long.parseLong(a[5]);
+        long offset = log.logEnd;
+        Object records = invoke(withMarker, null, offset, ts, 0, pid, epoch, marker);
+        Object batch = ((Iterable<?>) invoke(batches, records)).iterator().next();
+        ProducerAppendInfo info = log.psm.prepareUpdate(pid, AppendOrigin.COORDINATOR);
+        Optional<?> completed;
+        try {
+            Optional<?> meta = Optional.of(new LogOffsetMetadata(offset));
+            completed = (Optional<?>) (append3 != null ? invoke(append3, info, batch, meta, tv)
+                                                       : invoke(append2, info, batch, meta));
+        } catch (RuntimeException e) {
+            return "E" + e.getClass().getSimpleName();
+        }
+        afterTransactional(log, pid, epoch, true, true);
+        write(log, records, offset, info, completed);
+        return "A" + offset;
+    }
+
+    /** UnifiedLog.updateProducers' end: a transactional batch drops the verification entry (from 4.0, but a TV2
+     * marker of the verified epoch). */
+    private static void afterTransactional(Log log, long pid, short epoch, boolean txn, boolean control) {
+        if (!txn) return;
+        VerificationStateEntry v = log.psm.verificationStateEntry(pid);
+        boolean keep = v != null && supportsEpochBump(v) && control && epoch == v.epoch();
+        if (!keep) log.psm.clearVerificationStateEntry(pid);
+    }
+
+    private static boolean supportsEpochBump(VerificationStateEntry v) {
+        try {
+            return (Boolean) VerificationStateEntry.class.getMethod("supportsEpochBump").invoke(v);
+        } catch (ReflectiveOperationException e) {
+            return false;  // 3.9
+        }
+    }
+
+    /** The rest of UnifiedLog.append once producer state is validated; the high watermark follows the log end. */
+    private static void write(Log log, Object records, long lastOffset, ProducerAppendInfo info, Optional<?> completed)
+            throws Throwable {
+        invoke(segmentAppend, log.segments.lastSegment().get(), lastOffset, records);
+        log.logEnd = lastOffset + 1;
+        if (info != null) log.psm.update(info);
+        if (completed.isPresent()) log.psm.completeTxn((CompletedTxn) completed.get());
+        log.psm.updateMapEndOffset(log.logEnd);
+        log.psm.onHighWatermarkUpdated(log.logEnd);
+    }
+
+    private static Object dataRecords(long offset, long pid, short epoch, int seq, int count, boolean txn, long ts)
+            throws Throwable {
+        Object array = Array.newInstance(simpleRecordClass, count);
+        for (int i = 0; i < count; i++) Array.set(array, i, simpleRecord.newInstance(ts, null, new byte[] {1}));
+        return invoke(withRecords, null, (byte) 2, offset, Compression.NONE, TimestampType.CREATE_TIME, pid, epoch,
+                      seq, 0, txn, array);
+    }
+
+    /** UnifiedLog.roll: LocalLog.roll, then updateMapEndOffset(new base) and takeSnapshot(false). */
+    private static void roll(Log log) throws Throwable {
+        log.segments.lastSegment().get().onBecomeInactiveSegment();
+        log.segments.add(LogSegment.open(log.dir, log.logEnd, log.config, log.clock, 0, false));
+        log.psm.updateMapEndOffset(log.logEnd);
+        log.psm.takeSnapshot(false);
+    }
+
+    /** UnifiedLog.deleteSegments: the log start moves to the next segment, the segments go, then their snapshots. */
+    private static void deleteSegments(Log log, int count) throws Throwable {
+        List<LogSegment> deletable = new ArrayList<>(log.segments.values()).subList(0, count);
+        long next = log.segments.higherSegment(deletable.get(count - 1).baseOffset()).get().baseOffset();
+        incrementLogStart(log, next);
+        for (LogSegment s : deletable) {
+            log.segments.remove(s.baseOffset());
+            s.deleteIfExists();
+        }
+        for (LogSegment s : deletable) log.psm.removeAndMarkSnapshotForDeletion(s.baseOffset());
+    }
+
+    /** UnifiedLog.maybeIncrementLogStartOffset's producer-state part. */
+    private static void incrementLogStart(Log log, long offset) {
+        if (offset > log.logStart) {
+            log.logStart = offset;
+            log.psm.onLogStartOffsetIncremented(offset);
+        }
+    }
+
+    /** UnifiedLog.truncateTo: LocalLog.truncateTo, the deleted segments' snapshots, then rebuildProducerState. */
+    private static void truncate(Log log, long target) throws Throwable {
+        List<LogSegment> deleted = new ArrayList<>();
+        for (LogSegment s : new ArrayList<>(log.segments.values())) if (s.baseOffset() > target) deleted.add(s);
+        for (LogSegment s : deleted) {
+            log.segments.remove(s.baseOffset());
+            s.deleteIfExists();
+        }
+        log.segments.lastSegment().get().truncateTo(target);
+        log.logEnd = target;
+        for (LogSegment s : deleted) log.psm.removeAndMarkSnapshotForDeletion(s.baseOffset());
+        log.logStart = Math.min(target, log.logStart);
+        if (rebuildTarget == null) {
+            invoke(rebuild, null, log.psm, log.segments, log.logStart, target, log.clock, false, "");
+        } else {
+            invoke(rebuild, rebuildTarget, log.psm, log.segments, log.logStart, target, recordVersionV2, log.clock,
+                   false, "");
+        }
+    }
+
+    private static Object num(Object o, String name) throws ReflectiveOperationException {
+        try {
+            return o.getClass().getField(name).get(o);
+        } catch (NoSuchFieldException e) {
+            return o.getClass().getMethod(name).invoke(o);  // a record from 4.3
+        }
+    }
+
+    private static void state(Log log, StringBuilder out) throws ReflectiveOperationException {
+        ProducerStateManager psm = log.psm;
+        out.append(psm.mapEndOffset()).append(':');
+        opt(out, psm.oldestSnapshotOffset());
+        out.append(':');
+        opt(out, psm.latestSnapshotOffset());
+        out.append(':').append(log.logStart).append(':').append(log.logEnd).append('/');
+        TreeMap<Long, ProducerStateEntry> producers = new TreeMap<>(psm.activeProducers());
+        if (producers.isEmpty()) out.append('~');
+        boolean firstEntry = true;
+        for (Map.Entry<Long, ProducerStateEntry> e : producers.entrySet()) {
+            if (!firstEntry) out.append(';');
+            firstEntry = false;
+            ProducerStateEntry p = e.getValue();
+            out.append(e.getKey()).append(',').append(p.producerEpoch()).append(',').append(p.coordinatorEpoch())
+               .append(',').append(p.lastTimestamp()).append(',');
+            opt(out, p.currentTxnFirstOffset());
+            out.append(',');
+            Collection<?> bs = p.batchMetadata();
+            if (bs.isEmpty()) out.append('~');
+            boolean firstBatch = true;
+            for (Object b : bs) {
+                if (!firstBatch) out.append('_');
+                firstBatch = false;
+                out.append(num(b, "lastSeq")).append(':').append(num(b, "lastOffset")).append(':')
+                   .append(num(b, "offsetDelta")).append(':').append(num(b, "timestamp"));
+            }
+        }
+        out.append('/');
+        StringBuilder vs = new StringBuilder();
+        for (long pid : log.verified) {
+            VerificationStateEntry v = psm.verificationStateEntry(pid);
+            if (v == null) continue;
+            if (vs.length() > 0) vs.append(';');
+            vs.append(pid).append(',').append(v.lowestSequence()).append(',').append(v.epoch());
+        }
+        out.append(vs.length() == 0 ? "~" : vs);
+    }
+
+    private static void opt(StringBuilder out, OptionalLong o) {
+        if (o.isPresent()) out.append(o.getAsLong());
+        else out.append('~');
+    }
+}
