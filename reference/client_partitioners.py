@@ -22,7 +22,7 @@ import zlib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from kcheck.reference.partitioner import murmur2, partition_for_key, to_positive
+from kcheck.reference.partitioner import partition_for_key
 
 CLIENTS = ("java", "kafka-python", "librdkafka", "librdkafka-murmur2")
 DESCRIPTIONS = {
@@ -52,12 +52,9 @@ def _librdkafka(key: bytes | None, partitions: int) -> int | None:
     return None if not key else zlib.crc32(key) % partitions  # rd_crc32: the IEEE CRC-32 zlib computes
 
 
-def _librdkafka_murmur2(key: bytes | None, partitions: int) -> int | None:
-    return None if key is None else to_positive(murmur2(key)) % partitions
-
-
+# librdkafka's murmur2_random is Java's hash (an absent key placed at random, as here None)
 PARTITION: dict[str, Callable[[bytes | None, int], int | None]] = {
-    "java": _java, "kafka-python": _kafka_python, "librdkafka": _librdkafka, "librdkafka-murmur2": _librdkafka_murmur2,
+    "java": _java, "kafka-python": _kafka_python, "librdkafka": _librdkafka, "librdkafka-murmur2": _java,
 }
 
 

@@ -185,7 +185,6 @@ def sweep_command(
         return _run(built, store, resume, master, tasks, size, junit_path, release)
     except BaseException as e:
         if interrupts.by_interrupt(e):
-            lock.release()
             interrupts.note(_left_behind(store, created))
         raise
     finally:
