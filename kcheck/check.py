@@ -16,7 +16,11 @@ rejoin events): a broken guarantee fails; StickyAssignor's stale-claim behaviour
 (`invariants/rebalance.py`) are findings, each with the smallest group and the
 `kcheck assign` file that replays its failing rebalance. Last, the replication model: today's
 protocol must survive random programs and every state within small bounds, and
-each historical variant must break the property of its bug's row.
+each historical variant must break the property of its bug's row. Then the request path's references (the key's
+partition, the null-key partitioner, request headers and ApiVersions, the idempotent producer's state) are
+compared with Kafka's own classes on a few thousand random inputs per family and release, on every release of
+3.9.1, 4.0.2, 4.1.2 and 4.4.0 whose jars are cached (`reference/spot_checks.py`; a release not cached is
+reported as skipped, never fetched): any difference fails.
 """
 
 from __future__ import annotations
@@ -32,6 +36,7 @@ from kcheck.invariants.prover import Bounds, ProofResult, prove
 from kcheck.model import Cluster, ReplicaAssignment
 from kcheck.reference.java import JavaRandom
 from kcheck.reference.placers import BUILTIN_PLACERS, PlacerInfo
+from kcheck.reference.spot_checks import SpotOutcome, run_spot_checks
 
 PARTITION_COUNTS = (1, 2, 3, 4, 5, 6, 8, 12, 16, 24)
 MAX_BROKERS = 9
@@ -409,6 +414,11 @@ class CheckResult:
     models: list[ModelOutcome] = field(default_factory=list)
     replication: list[ReplicationOutcome] = field(default_factory=list)
     rejoins: RejoinSweep | None = None
+    spots: list[SpotOutcome] = field(default_factory=list)  # the request path's references against Kafka's jars
+
+    @property
+    def failed_spots(self) -> list[SpotOutcome]:
+        return [o for o in self.spots if not o.ok]
 
     @property
     def failed_replication(self) -> list[ReplicationOutcome]:
@@ -437,7 +447,7 @@ class CheckResult:
 
 def failed_any(result: CheckResult) -> bool:
     return bool(result.failures or result.failed_proofs or result.failed_models or result.failed_replication
-                or result.failed_rejoins)
+                or result.failed_rejoins or result.failed_spots)
 
 
 def run_check(max_brokers: int = MAX_BROKERS, proofs: bool = True, deep: bool = False,
@@ -496,4 +506,4 @@ def run_check(max_brokers: int = MAX_BROKERS, proofs: bool = True, deep: bool = 
                            run_rejoin_sweep(assignors=assignors) if assignors and proofs else None)
     return CheckResult(n_cases, len(clusters), list(outcomes.values()), run_proofs() if proofs else [],
                        run_rebalance_models() if proofs else [], run_replication_models(deep) if proofs else [],
-                       run_rejoin_sweep() if proofs else None)
+                       run_rejoin_sweep() if proofs else None, run_spot_checks() if proofs else [])

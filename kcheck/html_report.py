@@ -152,8 +152,24 @@ def check_html(result: Any, summary: str, failed: bool) -> str:
     body += ["<h2>Replication model: today's protocol must hold, each historical variant must break its row</h2>",
              table(("protocol", "engine", "explored", "time", "expected", "result"), rows, classes,
                    numeric=("time",))]
+    body += _spot_section(getattr(result, "spots", ()), counts)
     body[1] = status_bars("Results by section", counts)
     return page("kcheck check", body)
+
+
+def _spot_section(spots: Any, counts: dict[str, Counter[str]]) -> list[str]:
+    """The request path's references against Kafka's classes, one row per family and release."""
+    if not spots:
+        return []
+    counts["request-path references"] = Counter("n/a" if o.skipped else "holds" if o.ok else "FAILED"
+                                                for o in spots)
+    rows = [[o.family, o.kafka, o.release, f"{o.inputs:,}", f"{o.seconds:.2f} s",
+             f"skipped: {o.skipped}" if o.skipped else "the same answers" if o.ok
+             else f"FAILED: {o.differences:,} differ; smallest:\n{o.smallest}"] for o in spots]
+    classes = ["na" if o.skipped else "" if o.ok else "fail" for o in spots]
+    return ["<h2>The request path's references against Kafka's own classes (random inputs, cached releases)</h2>",
+            table(("family", "Kafka's classes", "release", "inputs", "time", "result"), rows, classes,
+                  numeric=("inputs", "time"))]
 
 
 # ---------------------------------------------------------------------------------------------

@@ -306,6 +306,7 @@ def check_suites(result: Any) -> list[TestSuite]:
     rejoins = getattr(result, "rejoins", None)  # the group sweep's time-out-and-rejoin events, when run
     rejoin_cases = _rejoin_cases(rejoins)
     replication = [_replication_case(r) for r in result.replication]
+    spots = [_spot_case(o) for o in getattr(result, "spots", ())]
     return [TestSuite("kcheck check: placement invariants", placement,
                       properties={"cases": str(result.cases), "clusters": str(result.clusters)}),
             TestSuite("kcheck check: proofs", proofs, sum(c.seconds for c in proofs)),
@@ -313,7 +314,22 @@ def check_suites(result: Any) -> list[TestSuite]:
             *([TestSuite("kcheck check: rejoin sweep", rejoin_cases, rejoins.seconds,
                          properties={"space": rejoins.space, "groups": str(rejoins.groups)})]
               if rejoins is not None else []),
-            TestSuite("kcheck check: replication model", replication, sum(c.seconds for c in replication))]
+            TestSuite("kcheck check: replication model", replication, sum(c.seconds for c in replication)),
+            TestSuite("kcheck check: request-path references against Kafka's classes", spots,
+                      sum(c.seconds for c in spots))]
+
+
+def _spot_case(o: Any) -> TestCase:
+    """One family on one release: failed when any input's answer differs from Kafka's classes."""
+    case = TestCase(f"kcheck.check.reference.{o.release}", o.family, o.seconds)
+    if o.skipped:
+        case.skipped = o.skipped
+    elif not o.ok:
+        case.failure = f"{o.differences:,} of {o.inputs:,} inputs differ from {o.kafka}"
+        case.detail = f"{case.failure}\nsmallest:\n{o.smallest}"
+    else:
+        case.output = f"{o.inputs:,} inputs, the same answers as {o.kafka}"
+    return case
 
 
 def _placement_case(o: Any) -> TestCase:

@@ -19,6 +19,7 @@ from kcheck.invariants.replication_searches.runs import ReplayStep
 from kcheck.model.replication.actions import Config
 from kcheck.model.replication.state import NO_LEADER, State
 from kcheck.options import MEANINGS
+from kcheck.reference.spot_checks import SpotOutcome
 from kcheck.runtime.exit_codes import Exit
 
 
@@ -132,6 +133,10 @@ def check_json(result: CheckResult) -> str:
                           "violated": o.violated, "message": o.message, "smallest_group": o.config,
                           "replay": o.replay} for o in result.rejoins.outcomes]},
         "proofs": [r.as_dict() for r in result.proofs],
+        "reference_spot_checks": [{"family": o.family, "kafka": o.kafka, "release": o.release, "inputs": o.inputs,
+                                   "differences": o.differences, "seconds": round(o.seconds, 2),
+                                   "smallest": o.smallest, "skipped": o.skipped, "ok": o.ok}
+                                  for o in result.spots],
         "outcomes": [
             {
                 "placer": o.placer, "invariant": o.invariant, "severity": str(REGISTRY[o.invariant].severity),
@@ -247,6 +252,22 @@ def replication_table(outcomes: list[ReplicationOutcome]) -> Table:
             result += " (search incomplete)"
         table.add_row(r.protocol, r.engine, r.size, f"{r.seconds:.2f} s",
                       "a violation" if r.expect_violation else "no violation", result)
+    return table
+
+
+def spots_table(outcomes: list[SpotOutcome]) -> Table:
+    table = Table(title="The request path's references against Kafka's own classes (random inputs, cached releases)",
+                  title_justify="left")
+    for col in ("family", "Kafka's classes", "release", "inputs", "time", "result"):
+        table.add_column(col, overflow="fold")
+    for o in outcomes:
+        if o.skipped:
+            result = f"skipped: {escape(o.skipped)}"
+        elif o.ok:
+            result = "[green]the same answers[/]"
+        else:
+            result = f"[bold red]FAILED[/]: {o.differences:,} differ; smallest:\n{escape(o.smallest)}"
+        table.add_row(o.family, o.kafka, o.release, f"{o.inputs:,}", f"{o.seconds:.2f} s", result)
     return table
 
 

@@ -220,6 +220,7 @@ def test_junit_text_is_always_well_formed(tmp_path):
 def check_result():
     from kcheck.check import PROOF_BOUNDS, ModelOutcome, ReplicationOutcome, run_check
     from kcheck.invariants.prover import ProofResult
+    from kcheck.reference.spot_checks import SpotOutcome
 
     result = run_check(3, proofs=False)  # the placement cases only; the rest are made up below
     result.proofs = [ProofResult("adminutils", "placement.distinct-brokers", "proved", "unbounded", 0.5),
@@ -230,6 +231,9 @@ def check_result():
     result.replication = [ReplicationOutcome("current", "explore", False, "10 x 5", 0.3),
                           ReplicationOutcome("truncate-to-hw", "exhaust", True, "99 states", 0.4,
                                              detail="not found in 99 states")]
+    result.spots = [SpotOutcome("key -> partition", "Utils.murmur2", "4.4.0", 2000, 0, 0.3),
+                    SpotOutcome("request headers", "RequestHeader", "4.4.0", 2000, 1, 0.4, "HDR_PARSE <b>00</b>"),
+                    SpotOutcome("key -> partition", "Utils.murmur2", "3.9.1", skipped="jars not cached")]
     try:  # the rejoin sweep of the main job, where this kcheck has it
         from kcheck.check import GroupOutcome, RejoinSweep
     except ImportError:
@@ -251,12 +255,16 @@ def test_check_junit_and_html_match_the_json(capsys, tmp_path, monkeypatch, chec
     failures = ([o for o in doc["outcomes"] if o["result"] == "FAILED"] + [p for p in doc["proofs"]
                 if p["status"] != "proved"] + [m for m in doc["rebalance_models"] if m["failure"]]
                 + [r for r in doc["replication_models"] if not r["ok"]] + [o for o in rejoins
-                                                                          if o["result"] == "FAILED"])
+                                                                          if o["result"] == "FAILED"]
+                + [o for o in doc["reference_spot_checks"] if not o["ok"]])
+    spots = doc["reference_spot_checks"]
     assert counts(root) == (len(doc["outcomes"]) + len(doc["proofs"]) + len(doc["rebalance_models"])
-                            + len(doc["replication_models"]) + len(rejoins), len(failures),
-                            sum(o["result"] == "n/a" for o in doc["outcomes"]))
-    assert code == 1 and len(failures) == 3 + bool(rejoins)
+                            + len(doc["replication_models"]) + len(rejoins) + len(spots), len(failures),
+                            sum(o["result"] == "n/a" for o in doc["outcomes"]) + sum(bool(o["skipped"]) for o in spots))
+    assert code == 1 and len(failures) == 4 + bool(rejoins)
     cls = {(c.get("classname"), c.get("name")): c for c in cases}
+    failed_spot = cls[("kcheck.check.reference.4.4.0", "request headers")].find("failure")
+    assert failed_spot is not None and "1 of 2,000 inputs differ from RequestHeader" in failed_spot.get("message")
     for o in doc["outcomes"]:
         case = cls[(f"kcheck.check.placement.{o['placer']}", o["invariant"])]
         if o["result"] == "finding":  # a finding passes, with its replay command in <system-out>
@@ -282,6 +290,9 @@ def test_check_junit_and_html_match_the_json(capsys, tmp_path, monkeypatch, chec
         case = cls[(f"kcheck.check.rejoin.{o['assignor']}", o["invariant"])]
         assert (case.find("failure") is not None) == (o["result"] == "FAILED")
     assert "stale <claim>" not in text and (not rejoins or "stale &lt;claim&gt;" in text)
+    for o in spots:
+        assert f"<td>{html.escape(o['family'])}</td><td>{o['kafka']}</td><td>{o['release']}</td>" in text
+    assert "<b>00</b>" not in text and "HDR_PARSE &lt;b&gt;00&lt;/b&gt;" in text
     assert "<svg" in text and "FAIL: 0 guarantee(s)" in text
 
 
