@@ -11,6 +11,14 @@ release, `partitioner.py`) beside the clients that do not share its hash.
   placed at random. So the same key lands elsewhere than with the Java client, unless the producer sets
   `partitioner=murmur2_random` (`librdkafka-murmur2`), which hashes as Java does (an absent key at random).
   Checked against the real librdkafka of confluent-kafka on a real cluster (tests/test_client_partitioners.py).
+- `sarama` (IBM/sarama, the Go client): its default `Producer.Partitioner = NewHashPartitioner` (sarama's
+  `partitioner.go`, `hashPartitioner.Partition`): the FNV-1a 32-bit hash of the key's bytes read as a signed
+  32-bit number, Go's truncated remainder by the partition count, negated when negative. So neither Java's nor
+  librdkafka's answer. Its other hash partitioners: `sarama-reference` (`NewReferenceHashPartitioner`: the hash
+  masked to 31 bits, then the remainder), `sarama-crc` (`NewConsistentCRCHashPartitioner`: the unsigned CRC-32
+  modulo the count, librdkafka's default answer) and `sarama-murmur2` (`NewMurmur2Partitioner`, sarama 1.50.0 and
+  later: the Java answer). A key that is present but empty is hashed (only an absent key is placed at random).
+  Checked against sarama itself, built with Go (tests/test_client_partitioners.py, where Go is installed).
 
 A record without a key has no fixed partition with any of them (the Java producer's sticky batches of KIP-794,
 random choices elsewhere): `None` here.
@@ -24,12 +32,17 @@ from dataclasses import dataclass
 
 from kcheck.reference.partitioner import partition_for_key
 
-CLIENTS = ("java", "kafka-python", "librdkafka", "librdkafka-murmur2")
+CLIENTS = ("java", "kafka-python", "librdkafka", "librdkafka-murmur2", "sarama", "sarama-reference", "sarama-crc",
+           "sarama-murmur2")
 DESCRIPTIONS = {
     "java": "the Java producer (kafka-clients 3.9.1-4.4.0): murmur2",
     "kafka-python": "kafka-python's DefaultPartitioner: murmur2",
     "librdkafka": "librdkafka's default partitioner=consistent_random (confluent-kafka clients): CRC-32",
     "librdkafka-murmur2": "librdkafka with partitioner=murmur2_random: murmur2",
+    "sarama": "sarama's default NewHashPartitioner (Go): FNV-1a, signed remainder made positive",
+    "sarama-reference": "sarama's NewReferenceHashPartitioner: FNV-1a masked to 31 bits",
+    "sarama-crc": "sarama's NewConsistentCRCHashPartitioner: unsigned CRC-32",
+    "sarama-murmur2": "sarama's NewMurmur2Partitioner (1.50.0+): murmur2",
 }
 
 
@@ -52,9 +65,36 @@ def _librdkafka(key: bytes | None, partitions: int) -> int | None:
     return None if not key else zlib.crc32(key) % partitions  # rd_crc32: the IEEE CRC-32 zlib computes
 
 
-# librdkafka's murmur2_random is Java's hash (an absent key placed at random, as here None)
+def fnv1a_32(data: bytes) -> int:
+    """The FNV-1a 32-bit hash (Go's hash/fnv New32a), unsigned."""
+    h = 0x811C9DC5  # the 32-bit offset basis
+    for b in data:
+        h = ((h ^ b) * 0x01000193) & 0xFFFFFFFF  # xor the byte, then multiply by the 32-bit FNV prime
+    return h
+
+
+def _signed(h: int) -> int:
+    return h - (1 << 32) if h & 0x80000000 else h
+
+
+def _sarama(key: bytes | None, partitions: int) -> int | None:
+    if key is None:
+        return None
+    return abs(_signed(fnv1a_32(key))) % partitions  # Go's % truncates toward zero, then sarama negates: |h| mod n
+
+
+def _sarama_reference(key: bytes | None, partitions: int) -> int | None:
+    return None if key is None else (fnv1a_32(key) & 0x7FFFFFFF) % partitions
+
+
+def _sarama_crc(key: bytes | None, partitions: int) -> int | None:
+    return None if key is None else zlib.crc32(key) % partitions  # an empty key too: its CRC-32 is 0
+
+
+# librdkafka's murmur2_random and sarama's NewMurmur2Partitioner are Java's hash (an absent key at random: None)
 PARTITION: dict[str, Callable[[bytes | None, int], int | None]] = {
     "java": _java, "kafka-python": _kafka_python, "librdkafka": _librdkafka, "librdkafka-murmur2": _java,
+    "sarama": _sarama, "sarama-reference": _sarama_reference, "sarama-crc": _sarama_crc, "sarama-murmur2": _java,
 }
 
 

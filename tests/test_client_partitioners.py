@@ -96,3 +96,34 @@ def test_each_client_column_is_where_that_client_sends_the_key(cluster, capsys: 
     assert sent == {k: ours[k]["kafka-python"] for k in keys}
     # the everyday finding: the Java client and librdkafka's default disagree on most keys
     assert sum(ours[k]["java"] != ours[k]["librdkafka"] for k in keys) > len(keys) // 2
+
+
+SARAMA = ("sarama", "sarama-reference", "sarama-crc", "sarama-murmur2")  # main.go's partitioners, in its order
+
+
+@pytest.mark.slow  # the first build fetches sarama 1.60.1 and its modules (about 1.5 min); later builds are cached
+def test_the_sarama_columns_are_sarama_itself(capsys: pytest.CaptureFixture[str], tmp_path) -> None:
+    """tests/data/sarama/main.go runs sarama's own partitioners on keys given as hex; their answers are the columns."""
+    import pathlib
+    import shutil
+    import subprocess
+
+    go = shutil.which("go")
+    if go is None:
+        pytest.skip("Go is not installed: sarama's own partitioners cannot be built")
+    source = pathlib.Path(__file__).parent / "data" / "sarama"
+    work = tmp_path / "sarama"
+    shutil.copytree(source, work)
+    subprocess.run([go, "build", "-o", str(work / "keys"), "."], cwd=work, check=True, capture_output=True,
+                   timeout=600)
+    rng = random.Random(11)
+    raw = [b"", b"abc", *(kp.random_key(rng) for _ in range(300))]
+    keys = [k if isinstance(k, bytes) else k.encode("utf-8", "surrogatepass") for k in raw if k is not None]
+    for partitions in (1, 7, 1000, 2**31 - 1):
+        lines = "".join(f"{partitions} x{k.hex()}\n" for k in keys)
+        theirs = subprocess.run([str(work / "keys")], input=lines, capture_output=True, text=True, check=True,
+                                timeout=60).stdout.splitlines()
+        ours = _answers(capsys, partitions, "--hex", *(k.hex() for k in keys))
+        for key, line in zip(keys, theirs, strict=True):
+            assert {c: ours[key.hex()][c] for c in SARAMA} == dict(zip(SARAMA, map(int, line.split()), strict=True)), \
+                (key, partitions)

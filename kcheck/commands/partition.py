@@ -66,6 +66,14 @@ def _json_key(key: bytes | None, hex_keys: bool) -> str | None:
     return None if key is None else key.hex() if hex_keys else key.decode("utf-8", errors="replace")
 
 
+def _elsewhere(p: Placement, client: str) -> str:
+    """The clients that put the key elsewhere, grouped by where: `5: librdkafka, sarama-crc; 3: sarama`."""
+    where: dict[str, list[str]] = {}
+    for c in p.differing(client):
+        where.setdefault(_shown_partition(p.partitions[c]), []).append(c)
+    return "; ".join(f"{at}: {', '.join(cs)}" for at, cs in where.items()) or "-"
+
+
 def _render(placements: list[Placement], client: str, partitions: int, hex_keys: bool) -> None:
     print(f"Partition of each key in a topic of {partitions} partition(s), with {DESCRIPTIONS[client]}:")
     table = Table()
@@ -73,7 +81,7 @@ def _render(placements: list[Placement], client: str, partitions: int, hex_keys:
         table.add_column(col, overflow="fold")
     for p in placements:
         table.add_row(escape(_shown_key(p.key, hex_keys)), _shown_partition(p.partitions[client]),
-                      ", ".join(f"{c} ({_shown_partition(p.partitions[c])})" for c in p.differing(client)) or "-")
+                      _elsewhere(p, client))
     report.console().print(table)
     differ = {c: sum(1 for p in placements if p.partitions[c] != p.partitions[client]) for c in CLIENTS if c != client}
     print(f"{len(placements)} key(s). Elsewhere than {client}: "
@@ -81,6 +89,9 @@ def _render(placements: list[Placement], client: str, partitions: int, hex_keys:
     if differ.get("librdkafka"):
         print("librdkafka's default (confluent-kafka clients) hashes with CRC-32: set partitioner=murmur2_random "
               "there to place keys as the Java client does.")
+    if differ.get("sarama"):
+        print("sarama's default (Go) hashes with FNV-1a: its NewMurmur2Partitioner (sarama 1.50.0 and later) places "
+              "keys as the Java client does.")
 
 
 def partition_command(
