@@ -43,6 +43,20 @@ def _rule(name: str, bridge: KafkaBridge, n: int, batch: int, per_case: int, dra
         print(f"    first: {first}")
 
 
+def _release(v: str, n: int, batch: int, seed: int) -> None:
+    rng = random.Random(seed)
+    prof = profile(v)
+    with KafkaBridge(v) as bridge:
+        _rule("EPOCH", bridge, n, batch, 40, lambda: kf.random_epoch_ops(rng, 40), kf.reference_epoch,
+              kf.kafka_epoch, lambda c: kf.encode_epoch(c))  # type: ignore[arg-type]
+        _rule("FPARAMS", bridge, n, batch, 50, lambda: kf.random_params(rng, 50),
+              lambda c: kf.reference_params(c, prof), kf.kafka_params,  # type: ignore[arg-type]
+              lambda c: kf.encode_params(c))  # type: ignore[arg-type]
+        _rule("FREAD", bridge, n, batch // 4, 100, lambda: kf.random_read_case(rng, 100),
+              lambda c: kf.reference_read(c, prof), kf.kafka_read,  # type: ignore[arg-type]
+              lambda c: kf.encode_read(c))  # type: ignore[arg-type]
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("-n", type=int, default=1_000_000, help="inputs per rule and release")
@@ -51,18 +65,7 @@ def main() -> None:
     ap.add_argument("releases", nargs="*", default=["4.4.0", "4.1.2", "4.0.2", "3.9.1"])
     args = ap.parse_args()
     for v in args.releases:
-        rng = random.Random(args.seed)
-        prof = profile(v)
-        with KafkaBridge(v) as bridge:
-            _rule("EPOCH", bridge, args.n, args.batch, 40, lambda: kf.random_epoch_ops(rng, 40), kf.reference_epoch,
-                  kf.kafka_epoch, lambda c: kf.encode_epoch(c))  # type: ignore[arg-type]
-            _rule("FPARAMS", bridge, args.n, args.batch, 50, lambda: kf.random_params(rng, 50),
-                  lambda c: kf.reference_params(c, prof), kf.kafka_params,  # type: ignore[arg-type]
-                  lambda c: kf.encode_params(c))  # type: ignore[arg-type]
-            _rule("FREAD", bridge, args.n, args.batch // 4, 100, lambda: kf.random_read_case(rng, 100),
-                  lambda c: kf.reference_read(c, prof), kf.kafka_read,  # type: ignore[arg-type]
-                  lambda c: kf.encode_read(c))  # type: ignore[arg-type]
-
+        _release(v, args.n, args.batch, args.seed)
 
 if __name__ == "__main__":
     main()

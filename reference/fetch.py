@@ -196,16 +196,16 @@ class PartitionLog:
                 found = i
         return found
 
-    def _convert(self, offset: int) -> OffsetMetadata:
+    def offset_metadata(self, offset: int) -> OffsetMetadata:
         """maybeConvertToOffsetMetadata: the offset's position, or the offset alone when out of range."""
         try:
             return self._local_read(offset, 1, False, self.log_end, False).start
         except FetchError:
             return OffsetMetadata(offset)
 
-    def _hw_metadata(self) -> OffsetMetadata:
+    def high_watermark_metadata(self) -> OffsetMetadata:
         end = self.log_end
-        return end if self.high_watermark >= end.offset else self._convert(self.high_watermark)
+        return end if self.high_watermark >= end.offset else self.offset_metadata(self.high_watermark)
 
     def read(self, offset: int, max_bytes: int, isolation: str, min_one: bool) -> FetchData:
         """UnifiedLog.read: OffsetOutOfRange below the log start, then LocalLog.read up to the isolation's bound."""
@@ -213,7 +213,7 @@ class PartitionLog:
             raise FetchError("OffsetOutOfRangeException", f"Received request for offset {offset} for partition "
                              f"{TOPIC_PARTITION}, but we only have log segments starting from offset: "
                              f"{self.log_start}.")
-        bound = self.log_end if isolation == LOG_END else self._hw_metadata()
+        bound = self.log_end if isolation == LOG_END else self.high_watermark_metadata()
         return self._local_read(offset, max_bytes, min_one, bound, isolation == TXN_COMMITTED)
 
     def _local_read(self, offset: int, max_bytes: int, min_one: bool, bound: OffsetMetadata, aborted: bool,

@@ -66,8 +66,12 @@ def reference_epoch(ops: Sequence[EpochOp]) -> list[str]:
             out.append(f"{epoch}:{offset}")
             continue
         try:
-            {"a": lambda: cache.assign(a, b), "s": lambda: cache.truncate_from_start(a),
-             "e": lambda: cache.truncate_from_end(a)}[kind]()
+            if kind == "a":
+                cache.assign(a, b)
+            elif kind == "s":
+                cache.truncate_from_start(a)
+            else:
+                cache.truncate_from_end(a)
         except FetchError as e:
             out.append("E" + e.java_name)
             continue
