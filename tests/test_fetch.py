@@ -28,7 +28,8 @@ def test_leader_epoch_file_cache_tests_values() -> None:
     # shouldReturnNextAvailableEpochIfThereIsNoExactEpochForTheOneRequested
     c = _cache((0, 10), (2, 13), (4, 17))
     assert [c.end_offset_for(e, 0) for e in (1, 2, 3)] == [(0, 13), (2, 17), (2, 17)]
-    # shouldNotOverwriteLogEndOffsetForALeaderEpochOnceItHasBeenAssigned, shouldEnforceMonotonicallyIncreasingStartOffsets
+    # shouldNotOverwriteLogEndOffsetForALeaderEpochOnceItHasBeenAssigned,
+    # shouldEnforceMonotonicallyIncreasingStartOffsets
     assert _cache((2, 9), (2, 10)).entries == [(2, 9)]
     assert _cache((2, 9), (3, 9)).entries == [(3, 9)]
     # shouldReturnInvalidOffsetIfEpochIsRequestedWhichIsNotCurrentlyTracked, shouldReturnUnsupportedIfNoEpochRecorded
