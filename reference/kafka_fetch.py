@@ -17,8 +17,9 @@ each batch's size, for every isolation, with and without minOneMessage.
 from __future__ import annotations
 
 import random
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from kcheck.reference.fetch import (
     HIGH_WATERMARK,
@@ -213,3 +214,29 @@ def kafka_params(bridge: KafkaBridge, batches: Sequence[Sequence[ParamsInput]]) 
 def kafka_read(bridge: KafkaBridge, cases: Sequence[ReadCase]) -> list[list[str]]:
     bridge.require("FREAD", "log read")
     return [_answers(line) for line in bridge.roundtrip([encode_read(c) for c in cases])]
+
+
+def compare(bridge: KafkaBridge, release: str, rule: str, rng: random.Random, n: int) -> tuple[int, int, str]:
+    """About `n` random inputs of one rule (EPOCH, FPARAMS or FREAD) on this bridge's release: (inputs compared,
+    inputs that differ, the first difference with its request line or '')."""
+    prof = profile(release)
+    cases: list[Any]
+    show: Callable[[Any], str]
+    if rule == "EPOCH":
+        cases = [random_epoch_ops(rng) for _ in range(max(1, n // 40))]
+        ours, theirs, show = [reference_epoch(c) for c in cases], kafka_epoch(bridge, cases), encode_epoch
+    elif rule == "FPARAMS":
+        cases = [random_params(rng) for _ in range(max(1, n // 50))]
+        ours, theirs, show = [reference_params(c, prof) for c in cases], kafka_params(bridge, cases), encode_params
+    else:
+        cases = [random_read_case(rng) for _ in range(max(1, n // 40))]
+        ours, theirs, show = [reference_read(c, prof) for c in cases], kafka_read(bridge, cases), encode_read
+    inputs = differences = 0
+    first = ""
+    for case, mine, real in zip(cases, ours, theirs, strict=True):
+        inputs += len(real)
+        bad = [i for i, (a, b) in enumerate(zip(mine, real, strict=False)) if a != b]
+        differences += len(bad) + abs(len(mine) - len(real))
+        if bad and not first:
+            first = f"{show(case)}\nat {bad[0]}: kafka {real[bad[0]]}\nours:  {mine[bad[0]]}"
+    return inputs, differences, first
