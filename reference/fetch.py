@@ -13,13 +13,15 @@ Which Kafka code each part mirrors, and how it is checked:
   4.0: kafka-storage's LocalLog, with UnifiedLog.read's three steps done by the harness as 4.0's UnifiedLog.scala
   does them) on logs built from the same batches (word FREAD).
 - `fetch_partition`: Partition.fetchRecords / readRecords / getLocalLog / followerReplicaOrThrow /
-  checkCurrentLeaderEpoch (core/src/main/scala/kafka/cluster/Partition.scala, 3.9.1 and 4.1.2 read; the checks are
-  the same in 3.9.1, 4.0.2, 4.1.2 and 4.3.1's sources). Scala in kafka_2.13 and bound to ReplicaManager: a port,
-  checked on real brokers (tests/test_fetch_cluster.py) and built on the bit-exact parts above.
+  checkCurrentLeaderEpoch (core/src/main/scala/kafka/cluster/Partition.scala; the same logic in the 3.9.1, 4.0.2,
+  4.1.2 and 4.3.1 sources jars, 4.4.0 publishes none). Scala in kafka_2.13 and bound to ReplicaManager: a port,
+  checked on real brokers (tests/test_fetch_cluster.py, the session cluster's release) and built on the bit-exact
+  parts above.
 - `read_from_log`: ReplicaManager.readFromLog's byte sharing (core/.../server/ReplicaManager.scala): partitions in
   request order, each read with min(partition max bytes, what the response has left), minOneMessage until the first
   non-empty partition (KIP-74), an incomplete first entry replaced by nothing unless hardMaxBytesLimit (Fetch v<=2,
-  which leaves minOneMessage off). A port, checked on real brokers.
+  which leaves minOneMessage off; in 3.9 and 4.0's code, reachable only in 3.9: 4.0 refuses Fetch v0-3, KIP-896).
+  A port, checked on real brokers.
 - `respond_now` and `delayed_fetch_complete`: ReplicaManager.fetchMessages' answer-at-once test and
   DelayedFetch.tryComplete's cases A-H (core/.../server/DelayedFetch.scala, the same logic in 3.9.1 to 4.3.1's
   sources). A port, checked on real brokers (a long poll that ends when data arrives, and at its deadline).
