@@ -270,6 +270,21 @@ DIFFERENCES: tuple[Difference, ...] = (
         "still open",
         False, (Step("4.3.0", True, "KAFKA-20090 (apache/kafka#21469)",
                      "ProducerAppendInfo's bytecode compares the epoch with 32767 from 4.3.0 on (javap)"),)),
+    # fetch bounds (issue 35 R7, reference/fetch.py)
+    Difference(
+        "fetch_offset_metadata_batch_base",
+        "LogSegment.read's fetch offset metadata names the base offset of the batch holding the fetch offset (before: "
+        "the fetch offset itself)",
+        False, (Step("4.0.0", True, "KAFKA-17803 (apache/kafka#17528)",
+                     "LogSegment.java of 4.0.2's kafka-storage sources builds it from startOffsetAndSize.offset, "
+                     "3.9.1's from startOffset; the FREAD differential agrees per release"),)),
+    Difference(
+        "fetch_params_hard_max_bytes",
+        "FetchParams keeps the request version: hardMaxBytesLimit() (Fetch v<=2) turns minOneMessage off and keeps "
+        "an incomplete first batch (ReplicaManager.readFromLog)",
+        True, (Step("4.1.0", False, "KIP-896 follow-up: FetchParams loses requestVersion (JIRA not identified)",
+                    "FetchParams has hardMaxBytesLimit in 3.9.1's and 4.0.2's jars, not in 4.1.2's or 4.4.0's (javap); "
+                    "the FPARAMS differential agrees per release"),)),
 )
 
 _BY_FIELD: dict[str, Difference] = {d.field: d for d in DIFFERENCES}
@@ -314,6 +329,9 @@ class ReleaseProfile:
     producer_tv2_first_sequence_zero: bool
     producer_marker_epoch_by_transaction_version: bool
     producer_marker_retry_at_max_epoch: bool
+    # fetch bounds (issue 35 R7, reference/fetch.py)
+    fetch_offset_metadata_batch_base: bool
+    fetch_params_hard_max_bytes: bool
 
     def as_dict(self) -> dict[str, Any]:
         return {f.name: getattr(self, f.name) for f in fields(self)}
