@@ -114,6 +114,14 @@ def _producer_state(bridge: KafkaBridge, release: str, rng: random.Random, n: in
     return Compared(steps, len(diffs), _smallest(diffs))
 
 
+def _fetch_rule(rule: str) -> Callable[[KafkaBridge, str, random.Random, int], Compared]:
+    def run(bridge: KafkaBridge, release: str, rng: random.Random, n: int) -> Compared:
+        from kcheck.reference import kafka_fetch
+
+        return Compared(*kafka_fetch.compare(bridge, release, rule, rng, n))
+    return run
+
+
 FAMILIES: tuple[SpotFamily, ...] = (
     SpotFamily("key -> partition", ("PKEY",), "Utils.murmur2, BuiltInPartitioner.partitionForKey", _keys),
     SpotFamily("null-key partition", ("PSTICKY",), "BuiltInPartitioner (KIP-794, KIP-1123)", _sticky),
@@ -123,6 +131,10 @@ FAMILIES: tuple[SpotFamily, ...] = (
                "ApiVersionsResponse, NodeApiVersions", _header_rule("negotiation")),
     SpotFamily("idempotent producer state", ("PSTATE",), "ProducerStateManager, ProducerAppendInfo",
                _producer_state),
+    SpotFamily("fetch: leader epoch cache", ("EPOCH",), "LeaderEpochFileCache", _fetch_rule("EPOCH")),
+    SpotFamily("fetch: isolation and parameters", ("FPARAMS",), "FetchIsolation, FetchParams",
+               _fetch_rule("FPARAMS")),
+    SpotFamily("fetch: reading a log", ("FREAD",), "UnifiedLog.read, LocalLog.read", _fetch_rule("FREAD")),
 )
 
 
