@@ -38,7 +38,14 @@ from typing import IO
 
 from kcheck.model import Broker
 from kcheck.reference import kafka_harness
-from kcheck.reference.kafka_jars import KafkaBridgeError, ResolvedRelease, default_version, require_tool, resolve
+from kcheck.reference.kafka_jars import (
+    KafkaBridgeError,
+    ResolvedRelease,
+    default_version,
+    require_tool,
+    resolve,
+    resolve_server_harness,
+)
 from kcheck.reference.striped import PlacementSpec
 
 __all__ = [
@@ -288,8 +295,12 @@ class KafkaBridge:
         java_options: Sequence[str] = ("-XX:+UseSerialGC", "-XX:-OmitStackTraceInFastThrow"),
         timeout: float = 30.0,
         classpath: Sequence[str] = (),
+        server: bool = False,
     ) -> None:
         self.requested_version = version
+        # server: compiled and run against the broker's jars and Mockito (`kafka_jars.resolve_server_harness`), for
+        # the handlers whose classes only the broker has (kafka.server.DelayedProduce, its Java successor)
+        self.server = server
         self.user_classpath = tuple(classpath)  # the user's jars or class folders (Java plug-ins), after Kafka's
         self.timeout = timeout  # seconds the JVM may take for one answer before it is killed
         self.java_options = tuple(java_options)
@@ -313,7 +324,8 @@ class KafkaBridge:
             return self
         java = require_tool("java")
         require_tool("javac")
-        self.release = resolve(self.requested_version or default_version())
+        version = self.requested_version or default_version()
+        self.release = resolve_server_harness(version) if self.server else resolve(version)
         classes, handlers, self.skipped = compile_harness(self.release)
         self._stderr = tempfile.TemporaryFile(mode="w+b")
         classpath = os.pathsep.join([str(classes), self.release.classpath, *self.user_classpath])
@@ -470,17 +482,17 @@ class KafkaBridge:
         return out[0]
 
 
-_shared: dict[tuple[str | None, tuple[str, ...]], KafkaBridge] = {}
+_shared: dict[tuple[str | None, tuple[str, ...], bool], KafkaBridge] = {}
 _shared_lock = threading.Lock()
 
 
-def shared_bridge(version: str | None = None, classpath: Sequence[str] = ()) -> KafkaBridge:
-    """The process's bridge for this release and user classpath (started on first use, closed at exit)."""
-    key = (version, tuple(classpath))
+def shared_bridge(version: str | None = None, classpath: Sequence[str] = (), server: bool = False) -> KafkaBridge:
+    """The process's bridge for this release, user classpath and jar set (started on first use, closed at exit)."""
+    key = (version, tuple(classpath), server)
     with _shared_lock:
         bridge = _shared.get(key)
         if bridge is None or bridge._proc is None:
-            bridge = KafkaBridge(version, classpath=classpath).start()
+            bridge = KafkaBridge(version, classpath=classpath, server=server).start()
             _shared[key] = bridge
         return bridge
 

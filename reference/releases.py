@@ -270,6 +270,15 @@ DIFFERENCES: tuple[Difference, ...] = (
         "still open",
         False, (Step("4.3.0", True, "KAFKA-20090 (apache/kafka#21469)",
                      "ProducerAppendInfo's bytecode compares the epoch with 32767 from 4.3.0 on (javap)"),)),
+    # --- the produce purgatory (reference/purgatory.py)
+    Difference(
+        "hw_waits_for_min_isr",
+        "Partition.maybeIncrementLeaderHW does not move the high watermark while the ISR is below the effective min "
+        "ISR (min.insync.replicas capped at the replica count), so an acks=all append whose ISR shrank after it times "
+        "out (REQUEST_TIMED_OUT) instead of answering NOT_ENOUGH_REPLICAS_AFTER_APPEND",
+        True, (), "KAFKA-15583 (apache/kafka#14594, commit edc7e10a): first in 3.7.0 (git tag --contains), so in every "
+                  "known release; the isUnderMinIsr test opens maybeIncrementLeaderHW in kafka_2.13 of 3.9.1, 4.1.2 "
+                  "and 4.4.0 (javap -c)"),
 )
 
 _BY_FIELD: dict[str, Difference] = {d.field: d for d in DIFFERENCES}
@@ -314,6 +323,8 @@ class ReleaseProfile:
     producer_tv2_first_sequence_zero: bool
     producer_marker_epoch_by_transaction_version: bool
     producer_marker_retry_at_max_epoch: bool
+    # the produce purgatory
+    hw_waits_for_min_isr: bool
 
     def as_dict(self) -> dict[str, Any]:
         return {f.name: getattr(self, f.name) for f in fields(self)}
