@@ -27,9 +27,9 @@ from kcheck.reference.kafka_bridge import KafkaBridge, parse_error
 
 LONG_MAX = 2**63 - 1
 
-# A validator answer token: ('L', code) ReplicaManager.getPartitionOrError failed; ('R', hasEnough, code) the
+# A validator answer token: ('L', 0, code) ReplicaManager.getPartitionOrError failed; ('R', hasEnough, code) the
 # partition's own check.
-AnswerToken = tuple[str, int] | tuple[str, int, int]
+AnswerToken = tuple[str, int, int]
 Op = tuple[AnswerToken, ...] | None  # a tryComplete with one answer per partition, or None: the deadline (run)
 
 
@@ -49,7 +49,7 @@ class DelayedProduceCase:
 
 
 def _encode_answer(a: AnswerToken) -> str:
-    return f"L{a[1]}" if a[0] == "L" else f"R{a[1]}:{a[2]}"
+    return f"L{a[2]}" if a[0] == "L" else f"R{a[1]}:{a[2]}"
 
 
 def encode_case(case: DelayedProduceCase) -> str:
@@ -73,7 +73,7 @@ def kafka_answers(bridge: KafkaBridge, cases: Sequence[DelayedProduceCase]) -> l
 
 
 def _answer(a: AnswerToken) -> pg.Answer:
-    return (False, a[1]) if a[0] == "L" else (bool(a[1]), a[2])
+    return (False if a[0] == "L" else bool(a[1])), a[2]
 
 
 def _step(ret: str, asked: list[int], op: pg.DelayedProduce, required: list[int], callbacks_before: int) -> str:
@@ -124,7 +124,7 @@ def _partition(rng: random.Random) -> PartitionSpec:
 def _validator_answer(rng: random.Random) -> AnswerToken:
     r = rng.random()
     if r < 0.08:
-        return ("L", rng.choice(_LEFT_ERRORS))
+        return ("L", 0, rng.choice(_LEFT_ERRORS))
     if r < 0.14:
         return ("R", 0, pg.NOT_LEADER_OR_FOLLOWER)  # Case B: no longer the leader
     if r < 0.5:
