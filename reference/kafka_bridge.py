@@ -182,11 +182,12 @@ def _parse_striped(line: str) -> list[list[list[int]]] | JavaException:
     return json.loads("[" + ",".join(specs) + "]")
 
 
-def compile_harness(release: ResolvedRelease) -> tuple[Path, list[str], dict[str, str]]:
+def compile_harness(release: ResolvedRelease, server: bool = False) -> tuple[Path, list[str], dict[str, str]]:
     """The harness classes for this release, compiled once into the cache.
 
     Returns the class directory, the handler classes that compiled, and for each one that did not
-    (its Kafka classes are not in this release) javac's first error line.
+    (its Kafka classes are not in this release) javac's first error line. `server`: the broker-side bridge's handlers
+    (`kafka_harness.BROKER_SIDE`) against the broker's jars, instead of every other one.
     """
     directory = release.directory / f"harness-{kafka_harness.source_hash()}"
     marker = directory / ".complete"
@@ -195,9 +196,10 @@ def compile_harness(release: ResolvedRelease) -> tuple[Path, list[str], dict[str
     javac = require_tool("javac")
     directory.mkdir(parents=True, exist_ok=True)
     sources = kafka_harness.sources()
-    handlers = kafka_harness.handlers()
+    handlers = kafka_harness.handlers(server)  # the broker-side bridge's own handlers, or every other one
     # The dispatcher, the codec and the classes handlers share (no request words): they compile on every release.
-    base = [n for n in sources if n not in handlers]
+    every = {*kafka_harness.handlers(False), *kafka_harness.handlers(True)}
+    base = [n for n in sources if n not in every]
     with tempfile.TemporaryDirectory(prefix="javac-", dir=directory) as tmp:
         work = Path(tmp)
         for name, text in sources.items():
@@ -326,7 +328,7 @@ class KafkaBridge:
         require_tool("javac")
         version = self.requested_version or default_version()
         self.release = resolve_server_harness(version) if self.server else resolve(version)
-        classes, handlers, self.skipped = compile_harness(self.release)
+        classes, handlers, self.skipped = compile_harness(self.release, self.server)
         self._stderr = tempfile.TemporaryFile(mode="w+b")
         classpath = os.pathsep.join([str(classes), self.release.classpath, *self.user_classpath])
         t0 = time.perf_counter()
