@@ -229,3 +229,23 @@ def random_case(rng: random.Random, max_ops: int = 14) -> ClientMetadataCase:
         else:
             ops.append(("w", now + rng.choice([0, 1, -1, backoff, expire if expire < LONG_MAX else 5])))
     return ClientMetadataCase(backoff, backoff_max, expire, tuple(ops))
+
+
+def compare_random(bridge: KafkaBridge, rng: random.Random, calls: int) -> tuple[int, int, str]:
+    """Random scripts of about `calls` calls through Kafka's Metadata and ours: (calls compared, calls that differ,
+    the smallest differing script with the first differing call's answers; '' when none differ)."""
+    cases, n = [], 0
+    while n < calls:
+        cases.append(random_case(rng))
+        n += len(cases[-1].ops)
+    differing, smallest = 0, None
+    for case, kafka in zip(cases, kafka_answers(bridge, cases), strict=True):
+        ours = reference_answers(case)
+        steps = [i for i, (k, r) in enumerate(zip(kafka, ours, strict=True)) if k != r]
+        differing += len(steps)
+        if steps and (smallest is None or len(case.ops) < len(smallest[0].ops)):
+            smallest = (case, steps[0], kafka[steps[0]], ours[steps[0]])
+    if smallest is None:
+        return n, 0, ""
+    case, step, kafka_step, our_step = smallest
+    return n, differing, f"{encode_case(case)} (call {step})\nkafka: {kafka_step}\nours:  {our_step}"

@@ -145,3 +145,24 @@ def random_case(rng: random.Random, max_ops: int = 8) -> DelayedProduceCase:
         else:
             ops.append(tuple(_validator_answer(rng) for _ in partitions))
     return DelayedProduceCase(rng.choice([0, 1, 30_000, LONG_MAX]), partitions, tuple(ops))
+
+
+def compare_random(bridge: KafkaBridge, rng: random.Random, steps: int) -> tuple[int, int, str]:
+    """Random operations of about `steps` steps through Kafka's DelayedProduce and ours (a broker-side bridge):
+    (steps compared, steps that differ, the smallest differing operation with the first differing step's answers;
+    '' when none differ)."""
+    cases, n = [], 0
+    while n < steps:
+        cases.append(random_case(rng))
+        n += len(cases[-1].ops) + 1  # the creation is a step too
+    differing, smallest = 0, None
+    for case, kafka in zip(cases, kafka_answers(bridge, cases), strict=True):
+        ours = reference_answers(case)
+        bad = [i for i, (k, r) in enumerate(zip(kafka, ours, strict=True)) if k != r]
+        differing += len(bad)
+        if bad and (smallest is None or len(case.ops) < len(smallest[0].ops)):
+            smallest = (case, bad[0], kafka[bad[0]], ours[bad[0]])
+    if smallest is None:
+        return n, 0, ""
+    case, step, kafka_step, our_step = smallest
+    return n, differing, f"{encode_case(case)} (step {step})\nkafka: {kafka_step}\nours:  {our_step}"

@@ -24,22 +24,16 @@ pytestmark = pytest.mark.kafka
 
 RELEASES = list(ENV_RELEASES) or ["4.4.0", "4.1.2", "4.0.2", "3.9.1"]
 BATCH = settings(max_examples=1, deadline=None, suppress_health_check=list(HealthCheck))
-PER_EXAMPLE = 400  # scripts of up to 14 calls: about 3,000 calls compared per release
+CALLS = 3000  # per release: scripts of up to 14 calls
 
 
 @pytest.mark.parametrize("version", RELEASES)
 @BATCH
 @given(seed=st.integers(0, 2**63))
 def test_client_metadata_calls_as_kafka(version: str, seed: int) -> None:
-    rng = random.Random(seed)
-    cases = [kcm.random_case(rng) for _ in range(PER_EXAMPLE)]
-    theirs = kcm.kafka_answers(_kafka(version), cases)
-    diffs = [(c, k, r) for c, k in zip(cases, theirs, strict=True) if k != (r := kcm.reference_answers(c))]
-    if diffs:
-        c, k, r = min(diffs, key=lambda d: len(d[0].ops))
-        step = next(i for i, (a, b) in enumerate(zip(k, r, strict=True)) if a != b)
-        pytest.fail(f"{len(diffs)}/{len(cases)} differ; smallest:\n{kcm.encode_case(c)}\nstep {step}\n"
-                    f"kafka: {k[step]}\nours:  {r[step]}")
+    compared, differing, smallest = kcm.compare_random(_kafka(version), random.Random(seed), CALLS)
+    assert compared >= CALLS
+    assert differing == 0, f"{differing} of {compared} calls differ; smallest:\n{smallest}"
 
 
 def test_a_stale_leader_hint_is_ignored_and_a_newer_one_applies() -> None:

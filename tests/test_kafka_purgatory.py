@@ -29,7 +29,7 @@ pytestmark = pytest.mark.kafka
 
 RELEASES = list(ENV_RELEASES) or ["4.4.0", "4.1.2", "4.0.2", "3.9.1"]
 BATCH = settings(max_examples=1, deadline=None, suppress_health_check=list(HealthCheck))
-PER_EXAMPLE = 600  # operations of up to 9 steps: about 3,000 steps compared per release
+STEPS = 3000  # per release: operations of up to 9 steps
 
 
 def _bridge(version: str) -> KafkaBridge:
@@ -41,13 +41,9 @@ def _bridge(version: str) -> KafkaBridge:
 @BATCH
 @given(seed=st.integers(0, 2**63))
 def test_delayed_produce_steps_as_kafka(version: str, seed: int) -> None:
-    rng = random.Random(seed)
-    cases = [kp.random_case(rng) for _ in range(PER_EXAMPLE)]
-    theirs = kp.kafka_answers(_bridge(version), cases)
-    diffs = [(c, k, r) for c, k in zip(cases, theirs, strict=True) if k != (r := kp.reference_answers(c))]
-    if diffs:
-        c, k, r = min(diffs, key=lambda d: len(d[0].ops))
-        pytest.fail(f"{len(diffs)}/{len(cases)} differ; smallest:\n{kp.encode_case(c)}\nkafka: {k}\nours:  {r}")
+    compared, differing, smallest = kp.compare_random(_bridge(version), random.Random(seed), STEPS)
+    assert compared >= STEPS
+    assert differing == 0, f"{differing} of {compared} steps differ; smallest:\n{smallest}"
 
 
 def test_expiry_answers_timed_out_and_completion_happens_once() -> None:
