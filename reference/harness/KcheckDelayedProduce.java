@@ -62,30 +62,26 @@ public final class KcheckDelayedProduce {
             responses.forEach((tp, r) -> sorted.put(tp.partition(), r));
             script.callback(sorted);
         });
-        StringBuilder out = new StringBuilder("OK");
-        step(out, "-", script, op, byIndex, 0);
-        for (int i = 3 + n; i < t.length; i++) {
-            int before = script.callbacks.size();
-            String ret = "-";
-            if (t[i].charAt(0) == 't') {
-                System.arraycopy(t[i].substring(1).split(","), 0, script.answers, 0, n);
-                ret = op.tryComplete() ? "1" : "0";
-            } else {
+        return script.drive(new KcheckProduceScript.Operation() {
+            public boolean tryComplete() {
+                return op.tryComplete();
+            }
+
+            public void run() {
                 op.run();
             }
-            step(out, ret, script, op, byIndex, before);
-        }
-        return out.toString();
-    }
 
-    private static void step(StringBuilder out, String ret, KcheckProduceScript script, DelayedProduce op,
-                             ProducePartitionStatus[] byIndex, int before) throws ReflectiveOperationException {
-        boolean[] pending = new boolean[byIndex.length];
-        PartitionResponse[] responses = new PartitionResponse[byIndex.length];
-        for (int i = 0; i < byIndex.length; i++) {
-            pending[i] = acksPending.getBoolean(byIndex[i]);
-            responses[i] = byIndex[i].responseStatus();
-        }
-        script.step(out, ret, op.isCompleted(), pending, responses, before);
+            public boolean isCompleted() {
+                return op.isCompleted();
+            }
+
+            public boolean acksPending(int i) throws ReflectiveOperationException {
+                return acksPending.getBoolean(byIndex[i]);
+            }
+
+            public PartitionResponse response(int i) {
+                return byIndex[i].responseStatus();
+            }
+        }, t, 3 + n);
     }
 }

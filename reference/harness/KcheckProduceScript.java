@@ -49,9 +49,40 @@ final class KcheckProduceScript {
         callbacks.add(sb.toString());
     }
 
+    /** A DelayedProduce of either kind, as the script drives and reads it. */
+    interface Operation {
+        boolean tryComplete();
+
+        void run();
+
+        boolean isCompleted();
+
+        boolean acksPending(int partition) throws ReflectiveOperationException;
+
+        PartitionResponse response(int partition);
+    }
+
+    /** The creation's answer, then each op's (tokens from `first` on): the whole answer line. */
+    String drive(Operation op, String[] t, int first) throws ReflectiveOperationException {
+        StringBuilder out = new StringBuilder("OK");
+        step(out, "-", op, 0);
+        for (int i = first; i < t.length; i++) {
+            int before = callbacks.size();
+            String ret = "-";
+            if (t[i].charAt(0) == 't') {
+                System.arraycopy(t[i].substring(1).split(","), 0, answers, 0, answers.length);
+                ret = op.tryComplete() ? "1" : "0";
+            } else {
+                op.run();
+            }
+            step(out, ret, op, before);
+        }
+        return out.toString();
+    }
+
     /** One op's answer: RET/VALIDATED/STATE/CALLBACK. */
-    void step(StringBuilder out, String ret, boolean completed, boolean[] pending, PartitionResponse[] statuses,
-              int callbacksBefore) {
+    private void step(StringBuilder out, String ret, Operation op, int callbacksBefore)
+            throws ReflectiveOperationException {
         out.append(' ').append(ret).append('/');
         if (validated.isEmpty()) out.append('~');
         String sep = "";
@@ -60,9 +91,9 @@ final class KcheckProduceScript {
             sep = ",";
         }
         validated.clear();
-        out.append('/').append(completed ? 1 : 0).append(':').append(callbacks.size());
-        for (int i = 0; i < pending.length; i++) {
-            out.append(',').append(pending[i] ? 1 : 0).append(':').append(statuses[i].error.code());
+        out.append('/').append(op.isCompleted() ? 1 : 0).append(':').append(callbacks.size());
+        for (int i = 0; i < answers.length; i++) {
+            out.append(',').append(op.acksPending(i) ? 1 : 0).append(':').append(op.response(i).error.code());
         }
         out.append('/').append(callbacks.size() > callbacksBefore ? callbacks.get(callbacks.size() - 1) : "~");
     }
