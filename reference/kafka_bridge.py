@@ -9,6 +9,9 @@ the `map_*` methods send a whole batch and read the answers back, so throughput 
         kafka.assign_replicas_to_brokers(brokers, 6, 3, fixed_start_index=0)   # AdminUtils (<= 4.0)
         kafka.striped_place(brokers, PlacementSpec("t", 0, 6, 3), seed=42)     # StripedReplicaPlacer
 
+`KafkaBridge(version, server=True)` is the broker-side bridge: the broker's jar set (`kafka_jars.resolve_server`) and
+Mockito, for the handlers whose classes only the broker has (`kafka_harness.BROKER_SIDE`: DelayedProduce).
+
 A Kafka exception comes back as `JavaException(class_name, message)`: raised by the single
 calls, returned in place of a result by the `map_*` methods. `shared_bridge(version)` gives one
 bridge per release per Python process, closed at exit.
