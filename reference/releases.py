@@ -285,6 +285,15 @@ DIFFERENCES: tuple[Difference, ...] = (
         True, (Step("4.1.0", False, "KIP-896 follow-up: FetchParams loses requestVersion (JIRA not identified)",
                     "FetchParams has hardMaxBytesLimit in 3.9.1's and 4.0.2's jars, not in 4.1.2's or 4.4.0's (javap); "
                     "the FPARAMS differential agrees per release"),)),
+    # --- the produce purgatory (reference/purgatory.py)
+    Difference(
+        "hw_waits_for_min_isr",
+        "Partition.maybeIncrementLeaderHW does not move the high watermark while the ISR is below the effective min "
+        "ISR (min.insync.replicas capped at the replica count), so an acks=all append whose ISR shrank after it times "
+        "out (REQUEST_TIMED_OUT) instead of answering NOT_ENOUGH_REPLICAS_AFTER_APPEND",
+        True, (), "KAFKA-15583 (apache/kafka#14594, commit edc7e10a): first in 3.7.0 (git tag --contains), so in every "
+                  "known release; the isUnderMinIsr test opens maybeIncrementLeaderHW in kafka_2.13 of 3.9.1, 4.1.2 "
+                  "and 4.4.0 (javap -c)"),
 )
 
 _BY_FIELD: dict[str, Difference] = {d.field: d for d in DIFFERENCES}
@@ -332,6 +341,8 @@ class ReleaseProfile:
     # fetch bounds (issue 35 R7, reference/fetch.py)
     fetch_offset_metadata_batch_base: bool
     fetch_params_hard_max_bytes: bool
+    # the produce purgatory
+    hw_waits_for_min_isr: bool
 
     def as_dict(self) -> dict[str, Any]:
         return {f.name: getattr(self, f.name) for f in fields(self)}
