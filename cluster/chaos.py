@@ -868,6 +868,9 @@ def print_outcome(o: Outcome, out: Any) -> None:
         out.print(f"acks=1 records lost (not promised by Kafka, not a violation): {len(v.acks1_lost)}; the first: "
                   f"{first1['value']} at partition {first1['partition']} offset {first1['offset']}, after "
                   f"{escape('; '.join(first1['faults']))}")
+    if c.get("poll_skips"):
+        out.print(f"poll skips (Jepsen's poll-skip; counted, not a violation): {c['poll_skips']} read(s) of the group "
+                  "consumer jumped over records in the log")
     verdicts = {"clean": "CLEAN: no check failed",
                 "violations": f"FAIL: {len(v.violations)} violation(s) of {sum(1 for x in v.by_check().values() if x)}"
                               f" check(s)",

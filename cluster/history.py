@@ -378,7 +378,25 @@ def check(history: History, healed: bool = True, max_per_check: int = 1000) -> V
     _check_hw(reads, faults, add)
     _count(history, verdict, acks, reads, final_values, faults, lost_all)
     _check_request_path(history, where, faults, verdict, add)
+    verdict.counts["poll_skips"] = _poll_skips(reads, log, history.final)
     return verdict
+
+
+def _poll_skips(reads: list[Read], log: dict[tuple[int, int], str], final: dict[int, FinalRead]) -> int:
+    """Jepsen's poll-skip, counted (a finding, not a violation): the group consumer's next read of a partition jumps
+    over offsets that hold records in the log. A jump over records deleted below the final log start is none (the
+    consumer's position is reset to the new log start: OFFSET_OUT_OF_RANGE)."""
+    last: dict[int, int] = {}
+    skips = 0
+    for r in sorted((r for r in reads if not r.final), key=lambda r: r.t):
+        before = last.get(r.partition)
+        last[r.partition] = r.offset
+        fr = final.get(r.partition)
+        if before is None or fr is None or r.offset <= before + 1:
+            continue
+        skipped = range(max(before + 1, fr.start), r.offset)
+        skips += int(any((r.partition, o) in log for o in skipped))
+    return skips
 
 
 def _check_acks(history: History, acks: list[Ack], final_values: dict[tuple[int, int], Any],

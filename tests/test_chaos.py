@@ -254,6 +254,17 @@ def test_the_consumers_reads_below_the_log_start_still_count_and_stalls_are_coun
     assert found(h) == {"history.idem-no-duplicate": 1} and v.producers["idempotent"]["stalls"] == 1
 
 
+def test_a_consumer_read_that_jumps_over_records_in_the_log_is_a_poll_skip():
+    log = log_of("a", "b", "c", "d")
+    skip = history(Read(1.0, 0, 0, "a", 4), Read(2.0, 0, 2, "c", 4), Read(2.0, 0, 3, "d", 4), *log, final=ended(4))
+    assert check(skip).counts["poll_skips"] == 1 and found(skip) == {}
+    # reading again from further back is no skip, nor is a jump over records deleted below the log start
+    again = history(Read(1.0, 0, 1, "b", 4), Read(2.0, 0, 0, "a", 4), Read(2.0, 0, 1, "b", 4), *log, final=ended(4))
+    deleted = history(Read(1.0, 0, 0, "a", 4), Read(2.0, 0, 3, "d", 4), *log_of("d", start=3),
+                      final=ended(1, start=3))
+    assert check(again).counts["poll_skips"] == 0 and check(deleted).counts["poll_skips"] == 0
+
+
 def test_producer_kinds_are_checked():
     assert parse_producers("idempotent, java-idempotent") == ("idempotent", "java-idempotent")
     for text, message in (("", "no producer kind"), ("plain,Plain", "'Plain' is not a producer kind"),
