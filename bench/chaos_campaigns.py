@@ -60,9 +60,10 @@ def row(name: str, o: Outcome) -> str:
     failed = sorted(k for k, x in v.by_check().items() if x)
     return (f"{name:<16} {o.seconds:6.1f}s  faults {faults:<58} acked all {c['acked_acks_all']:>6} "
             f"1 {c['acked_acks_1']:>6}  lost all {c['lost_acks_all']:>5} 1 {c['lost_acks_1']:>5}  "
-            f"failed checks {','.join(failed) or '-'}  poll skips {c.get('poll_skips', 0)}  {v.status}\n{'':<18}faults before the first acks=all loss: "
-            f"{after}" + "".join(f"\n{'':<18}{name:<16} " + " ".join(f"{k} {n[k]}" for k in SHOWN)
-                                 for name, n in v.producers.items()))
+            f"failed checks {','.join(failed) or '-'}  poll skips {c.get('poll_skips', 0)}  {v.status}\n"
+            f"{'':<18}faults before the first acks=all loss: {after}"
+            + "".join(f"\n{'':<18}{kind:<16} " + " ".join(f"{k} {n[k]}" for k in SHOWN)
+                      for kind, n in v.producers.items()))
 
 
 def producer_summary(outcomes: list[Outcome]) -> None:
