@@ -205,8 +205,6 @@ PRODUCER_KINDS: dict[str, ProducerKind] = {
     "java-idempotent": ProducerKind("java", "all", True, 5),
     "java-plain": ProducerKind("java", "all", False, 5),
 }
-# Each idempotent kind and the same producer with idempotence off (the campaign figures "with idempotence off").
-WITHOUT_IDEMPOTENCE = {"idempotent": "plain", "idempotent-1": "plain-1", "java-idempotent": "java-plain"}
 
 
 def value_of(producer: str, session: int, partition: int, seq: int) -> str:
