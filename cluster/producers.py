@@ -147,11 +147,14 @@ class PythonProducer:
         future.add_errback(failed)
 
     def _abandon(self) -> None:
-        """Leave a stalled client to itself: its close would wait on what never comes."""
+        """Force a stalled client closed: its close() would first wait for what never comes. Its sender thread fails
+        every batch it still holds ("Producer is closed forcefully": recorded as indefinite failures of the old
+        session), and the client is marked closed so that nothing waits on it at exit or on collection."""
         client, self.client = self.client, None
         with contextlib.suppress(Exception):
             client._unregister_cleanup()
-        threading.Thread(target=lambda: client.close(timeout=0), daemon=True).start()
+            client._sender.force_close()
+            client._closed = True
 
     def _run(self) -> None:
         from kafka.errors import KafkaError
