@@ -585,6 +585,9 @@ for _command, (_base, _options) in LIVE_OPTIONS.items():
         EXTRA.append(([*_base, "--nope"], "--nope"))
     OPTIONS[_command if _command not in OPTIONS else f"{_command} (live)"] = (_base, dict(_options))
 EXTRA += LIVE_EXTRA
+# `kcheck chaos --producers` (kcheck.cluster.producers): unknown, repeated or empty kinds, refused before any cluster
+OPTIONS["chaos"][1]["--producers"] = ["", ",", "nope", "Plain", "plain,plain", "plain,,nope", "java", "plain;acks1",
+                                      *CONTROLS, LONG]
 
 # Options that take no value: the only bad input is a value (`--json=1`), tried for each. No flag is missing here:
 # test_every_command_and_option_has_a_case fails on a flag not listed.
