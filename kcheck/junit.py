@@ -162,7 +162,7 @@ def output_path(path: str, option: str, inputs: Iterable[str | None] = (), *, ne
     if not os.path.isdir(parent):
         raise InputError(option, f"directory {formats.shown(os.path.dirname(os.path.abspath(path)) or '.')} does "
                                  "not exist")
-    _probe_writable(parent, path, option)
+    # an input named as the output is refused before the folder is probed: a refusal touches no folder
     for given in inputs:
         if not given or given == "-":
             continue
@@ -173,6 +173,7 @@ def output_path(path: str, option: str, inputs: Iterable[str | None] = (), *, ne
             pass
         if same:
             raise InputError(option, f"{formats.shown(path)} is a file this command reads; it would be overwritten")
+    _probe_writable(parent, path, option)
     return target
 
 
