@@ -32,7 +32,7 @@ from kcheck.model.interface import StateInvariant
 from kcheck.model.replication.state import NO_LEADER
 from kcheck.model.request.model import RequestSystem, waiting_status
 from kcheck.model.request.rules import Rules, Variant
-from kcheck.model.request.state import INDEFINITE, NONE, Config, State
+from kcheck.model.request.state import INDEFINITE, Config, State
 
 
 def committed_batches(s: State) -> list[tuple[int, int]]:

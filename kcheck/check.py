@@ -16,7 +16,8 @@ rejoin events): a broken guarantee fails; StickyAssignor's stale-claim behaviour
 (`invariants/rebalance.py`) are findings, each with the smallest group and the
 `kcheck assign` file that replays its failing rebalance. Last, the replication model: today's
 protocol must survive random programs and every state within small bounds, and
-each historical variant must break the property of its bug's row.
+each historical variant must break the property of its bug's row. Then the request path's model: each historical
+rule of `kcheck.model.request` breaks its property and today's rules are clean at the same bounds.
 """
 
 from __future__ import annotations
@@ -409,10 +410,15 @@ class CheckResult:
     models: list[ModelOutcome] = field(default_factory=list)
     replication: list[ReplicationOutcome] = field(default_factory=list)
     rejoins: RejoinSweep | None = None
+    request: list[Any] = field(default_factory=list)  # invariants.request_rows.RequestRow: the request path's rows
 
     @property
     def failed_replication(self) -> list[ReplicationOutcome]:
         return [r for r in self.replication if not r.ok]
+
+    @property
+    def failed_request(self) -> list[Any]:
+        return [r for r in self.request if not r.ok]
 
     @property
     def failed_proofs(self) -> list[ProofResult]:
@@ -437,7 +443,7 @@ class CheckResult:
 
 def failed_any(result: CheckResult) -> bool:
     return bool(result.failures or result.failed_proofs or result.failed_models or result.failed_replication
-                or result.failed_rejoins)
+                or result.failed_rejoins or result.failed_request)
 
 
 def run_check(max_brokers: int = MAX_BROKERS, proofs: bool = True, deep: bool = False,
@@ -496,4 +502,12 @@ def run_check(max_brokers: int = MAX_BROKERS, proofs: bool = True, deep: bool = 
                            run_rejoin_sweep(assignors=assignors) if assignors and proofs else None)
     return CheckResult(n_cases, len(clusters), list(outcomes.values()), run_proofs() if proofs else [],
                        run_rebalance_models() if proofs else [], run_replication_models(deep) if proofs else [],
-                       run_rejoin_sweep() if proofs else None)
+                       run_rejoin_sweep() if proofs else None, run_request_models() if proofs else [])
+
+
+def run_request_models() -> list[Any]:
+    """The request path's model (`invariants/request_rows.py`): each historical rule breaks its property in an
+    exhaustive search, today's rules are clean at the same bounds, and the findings are reached."""
+    from kcheck.invariants.request_rows import run_request_rows
+
+    return run_request_rows()

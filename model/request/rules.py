@@ -23,7 +23,6 @@ from kcheck.model.replication.protocol import Protocol, over_maximal_isr
 from kcheck.model.replication.state import Replica
 from kcheck.model.request.state import (
     INVALID_EPOCH,
-    NO_SEQUENCE,
     NONE,
     NOT_ENOUGH_AFTER_APPEND,
     NOT_LEADER,
