@@ -346,6 +346,30 @@ def _reply(s: State, broker: int, req: Request, error: str, offset: int = -1) ->
     return _respond(s, broker, Response(req.corr, req.batch, error, offset))
 
 
+def _duplicate(s: State, broker: int, req: Request, cached: tuple[int, int, int, int], model: RequestSystem) -> State:
+    """A duplicate of a cached batch: nothing is written, the answer carries the cached offsets (acks=all: once the
+    high watermark passes them)."""
+    first, last = cached[2], cached[3]
+    r = s.rep.replica(broker)
+    if first >= r.leo or s.batch_of(r.log[first].id) != req.batch:
+        s = _flag(s, "produce.dup-ack-offsets", f"broker {broker} answered batch b{req.batch} as a duplicate at "
+                  f"offset {first}, which holds no record of it")
+    if model.cfg.acks == "1":
+        return _reply(s, broker, req, NONE, first)
+    return _park(s, broker, req, first, last, model)
+
+
+def _failed_append(s: State, broker: int, req: Request, model: RequestSystem) -> State:
+    """The append fails after the producer-state checks (an I/O error: KafkaStorageException); whether the producer
+    state already changed is the rule `state_on_failed_append`."""
+    s = replace(s, used=replace(s.used, append_failures=s.used.append_failures + 1))
+    if model.cfg.idempotent and model.rules.state_on_failed_append():
+        leo = s.rep.replica(broker).leo
+        entry = add_batch(model.rules, s.entries[broker - 1], req.epoch, req.seq, req.seq, leo, leo)
+        s = replace(s, entries=_with(s.entries, broker - 1, entry))
+    return _reply(s, broker, req, STORAGE_ERROR)
+
+
 def serve(s: State, broker: int, failing: bool, model: RequestSystem) -> State | None:
     cfg, rules, p = model.cfg, model.rules, model.protocol
     conn = s.conn(broker)
@@ -365,22 +389,12 @@ def serve(s: State, broker: int, failing: bool, model: RequestSystem) -> State |
         if verdict != "append" and failing:
             return None
         if verdict == "duplicate":
-            first, last = cached[2], cached[3]
-            if first >= r.leo or s.batch_of(r.log[first].id) != req.batch:
-                s = _flag(s, "produce.dup-ack-offsets", f"broker {broker} answered batch b{req.batch} as a "
-                          f"duplicate at offset {first}, which holds no record of it")
-            if cfg.acks == "1":
-                return _reply(s, broker, req, NONE, first)
-            return _park(s, broker, req, first, last, model)
+            return _duplicate(s, broker, req, cached, model)
         if verdict == "error":
             s = _check_sequence_error(s, r, req, cached, cfg)
             return _reply(s, broker, req, cached)
-    if failing:  # the append fails after the checks (an I/O error: KafkaStorageException)
-        s = replace(s, used=replace(s.used, append_failures=s.used.append_failures + 1))
-        if cfg.idempotent and rules.state_on_failed_append():
-            s = replace(s, entries=_with(s.entries, broker - 1,
-                                         add_batch(rules, entry, req.epoch, req.seq, req.seq, r.leo, r.leo)))
-        return _reply(s, broker, req, STORAGE_ERROR)
+    if failing:
+        return _failed_append(s, broker, req, model)
     appended = rep.produce(s.rep, p, model.rcfg, broker, cfg.acks)
     if appended is None:
         return None
