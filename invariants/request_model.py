@@ -210,3 +210,22 @@ class RequestModel(RequestSystem):
             StateInvariant("finding.zombie-ack-lost", "acks=1: an acknowledged batch lost", zombie_ack_lost(cfg)),
             StateInvariant("finding.idem-gap", "idempotent: a failed batch before a committed one", idem_gap(cfg)),
         ]
+
+
+def state_line(s: State) -> str:
+    """One line of what a trace step left: the client (epoch, queue, requests in flight), each broker's log (batch
+    id, producer epoch and sequence, leader epoch), high watermark and role, and what each connection holds."""
+    c = s.client
+    parts = [f"client e{c.epoch} next {c.next_seq} queue {list(c.queue)} in flight "
+             f"{[f'{b}#{corr}' for b, corr in c.wire]} metadata {c.leader}/e{c.leader_epoch}"
+             + (" bump" if c.bump else "")]
+    for r in s.rep.replicas:
+        log = " ".join(f"b{s.batch_of(rec.id)}" + (f"({e},{q})" if q >= 0 else "")
+                       for rec, (_, e, q) in ((rec, s.records[rec.id - 1]) for rec in r.log)) or "-"
+        role = "down" if not r.alive else ("leader" if r.is_leader else "follower") + f" e{r.leader_epoch}"
+        conn = s.conn(r.id)
+        wire = "".join([f" req{[q.corr for q in conn.requests]}" if conn.requests else "",
+                        f" waiting#{conn.serving.request.corr}" if conn.serving else "",
+                        f" resp{[f'{x.corr}:{x.error}' for x in conn.responses]}" if conn.responses else ""])
+        parts.append(f"{r.id}: [{log}] hw {r.hw} {role}{wire}")
+    return "; ".join(parts)

@@ -102,3 +102,52 @@ def test_an_election_with_pipelined_requests_is_searched() -> None:
     assert r.counterexample is not None and r.counterexample.invariant == "produce.idem-no-duplicate"
     actions = [a for a, _ in r.counterexample.steps]
     assert any("move_leader" in a for a in actions)
+
+
+# ---- the command line ---------------------------------------------------------------------------------------------
+
+
+def test_the_cli_exit_statuses(capsys: pytest.CaptureFixture[str]) -> None:
+    from kcheck.cli import main
+
+    assert main(["request", "exhaust", "--protocol", "metadata-without-epoch"]) == 1
+    assert "VIOLATED meta.epoch-monotonic in 4 steps" in capsys.readouterr().out
+    assert main(["request", "exhaust", "--batches", "1", "--elections", "0"]) == 0
+    assert "in every reachable state" in capsys.readouterr().out
+    assert main(["request", "exhaust", "--max-states", "5"]) == 4
+    assert main(["request", "explore", "--programs", "3", "--steps", "5", "--json"]) == 4
+    out = capsys.readouterr().out
+    assert '"engine": "explore"' in out.split("\n{", 1)[-1] or '"engine": "explore"' in out
+
+
+def test_the_cli_json_and_findings(capsys: pytest.CaptureFixture[str]) -> None:
+    import json
+
+    from kcheck.cli import main
+
+    code = main(["request", "exhaust", "--no-idempotent", "--batches", "2", "--retries", "1", "--elections", "0",
+                 "--findings", "--json"])
+    data = json.loads(capsys.readouterr().out)
+    assert code == 0 and data["complete"] is False and not data["violations"]  # findings never fail
+    assert {f["finding"] for f in data["findings"]} == {"finding.nonidem-duplicate", "finding.nonidem-reorder"}
+
+
+def test_a_users_rules_module_on_the_cli(tmp_path, monkeypatch, capsys: pytest.CaptureFixture[str]) -> None:
+    from kcheck.cli import main
+
+    (tmp_path / "my_request_rules.py").write_text(
+        "from dataclasses import replace\n"
+        "from kcheck.model.request import Rules\n"
+        "from kcheck.model.request.rules import in_sequence_without_wrap\n"
+        "mine = replace(Rules.current(), name='mine', in_sequence=in_sequence_without_wrap)\n"
+        "def broken(last, nxt, seq_max):\n"
+        "    raise RuntimeError('my rule failed')\n"
+        "bad = replace(Rules.current(), name='bad', in_sequence=broken)\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    assert main(["request", "exhaust", "--protocol", "my_request_rules:mine", "--batches", "7", "--seq-max", "5",
+                 "--max-in-flight", "1", "--retries", "0", "--drops", "0", "--elections", "0"]) == 1
+    assert "produce.sequence-error-means-gap" in capsys.readouterr().out
+    assert main(["request", "exhaust", "--protocol", "my_request_rules:bad", "--batches", "2", "--drops", "0",
+                 "--elections", "0"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "my rule failed" in err
