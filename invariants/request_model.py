@@ -28,9 +28,11 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from kcheck.invariants.replication_model_adapter import encode_state
 from kcheck.model.interface import StateInvariant
+from kcheck.model.liveness import LivenessProperty
 from kcheck.model.replication.state import NO_LEADER
-from kcheck.model.request.model import RequestSystem, waiting_status
+from kcheck.model.request.model import RequestSystem, encode_request_part, waiting_status
 from kcheck.model.request.rules import Rules, Variant
 from kcheck.model.request.state import INDEFINITE, Config, State
 
@@ -167,6 +169,25 @@ FINDINGS = ("finding.nonidem-duplicate", "finding.nonidem-reorder", "finding.ind
             "finding.zombie-ack-lost", "finding.idem-gap")
 
 
+# The progress a fair run cannot refuse forever (weak fairness per action, `kcheck.model.liveness`): the client's
+# sender loop, the broker serving and answering, the metadata refresh, the clock, and the replication model's healing
+# steps. Faults (drops, failing appends, elections, ISR shrinks, crashes), the application's sends and the expiries
+# are not.
+FAIR_KINDS = frozenset({"bump", "drain", "deliver", "refresh", "tick", "rep:fetch_round", "rep:truncate",
+                        "rep:advance_hw", "rep:expand_isr", "rep:handle_alter_partition",
+                        "rep:handle_alter_partition_response", "rep:apply_metadata", "rep:restart", "rep:elect",
+                        "rep:unfence"})
+
+
+def request_answered(s: State) -> bool:
+    """The goal of `liveness.request-answered`: no produce request of the client is in flight."""
+    return not s.client.wire
+
+
+LIVENESS = (LivenessProperty("liveness.request-answered", "every produce request is eventually answered",
+                             request_answered),)
+
+
 class RequestModel(RequestSystem):
     """`kcheck.model.interface.Model` over the request model's `State`: the transition system and its properties;
     with `findings`, the findings too (as invariants, so a search reports the smallest trace to each)."""
@@ -178,6 +199,14 @@ class RequestModel(RequestSystem):
     @classmethod
     def for_variant(cls, variant: Variant, **overrides: Any) -> RequestModel:
         return cls(Config(**{**variant.settings, **overrides}), variant.rules)
+
+    def fair(self, a: Any) -> bool:
+        return self.kind(a) in FAIR_KINDS or (a[0] == "serve" and not a[2])
+
+    def encode(self, s: State) -> bytes:
+        """The replication model's canonical encoding of the partition, then the request layer's."""
+        rep = encode_state(s.rep)
+        return len(rep).to_bytes(4, "little") + rep + encode_request_part(s)
 
     def invariants(self) -> Sequence[StateInvariant[State]]:
         cfg = self.cfg

@@ -48,6 +48,7 @@ class RequestRow:
     detail: str = ""
     expected: tuple[str, ...] = ()
     findings: bool = False  # a findings row: what it found is reported, never failed
+    engine: str = "exhaust"  # or "liveness" (`kcheck.model.liveness.check_liveness`, weak fairness)
 
     @property
     def ok(self) -> bool:
@@ -98,9 +99,34 @@ def finding_rows(max_states: int = MAX_STATES) -> list[RequestRow]:
     return out
 
 
+# The liveness row: the missed purgatory trigger without the clock (so no timeout answers for it), with two batches
+# in flight and an election; today's rules answer every request on every fair run.
+LIVENESS_VARIANT = "purgatory-missed-trigger"
+LIVENESS_SETTINGS: dict[str, Any] = {"batches": 2, "max_in_flight": 2, "elections": 1, "max_clock": 0}
+
+
+def liveness_rows(max_states: int = MAX_STATES) -> list[RequestRow]:
+    """`liveness.request-answered` under the missed trigger (a fair cycle that never answers) and today's rules."""
+    from kcheck.invariants.request_model import LIVENESS
+    from kcheck.model.liveness import check_liveness
+
+    v = VARIANTS[LIVENESS_VARIANT]
+    settings = {**v.settings, **LIVENESS_SETTINGS}
+    out = []
+    for rules, expect in ((v.rules, True), (Rules.current(), False)):
+        r = check_liveness(RequestModel(Config(**settings), rules), LIVENESS, max_states=max_states)
+        lasso = r.violations[LIVENESS[0].id]
+        steps = 0 if lasso is None else len(lasso.prefix) - 1 + len(lasso.cycle)
+        out.append(RequestRow(rules.name, v.jira, _setting(settings), expect, r.states, r.seconds, r.complete,
+                              () if lasso is None else (LIVENESS[0].id,), steps,
+                              "" if lasso is None else f"{lasso.kind}: {lasso.message}", (LIVENESS[0].id,),
+                              engine="liveness"))
+    return out
+
+
 def run_request_rows(max_states: int = MAX_STATES) -> list[RequestRow]:
-    """Every variant's two rows, then the findings rows."""
+    """Every variant's two rows, the liveness rows, then the findings rows."""
     rows = []
     for name in VARIANTS:
         rows += variant_rows(name, max_states)
-    return rows + finding_rows(max_states)
+    return rows + liveness_rows(max_states) + finding_rows(max_states)

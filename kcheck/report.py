@@ -122,7 +122,8 @@ def check_json(result: CheckResult) -> str:
         "request_models": [{"rules": r.rules, "jira": r.jira, "setting": r.setting,
                             "expect_violation": r.expect_violation, "states": r.states,
                             "seconds": round(r.seconds, 2), "complete": r.complete, "violated": list(r.violated),
-                            "trace_steps": r.trace_steps, "detail": r.detail, "findings": r.findings, "ok": r.ok}
+                            "trace_steps": r.trace_steps, "detail": r.detail, "findings": r.findings,
+                            "engine": r.engine, "ok": r.ok}
                            for r in result.request],
         "rebalance_models": [{"assignor": m.assignor, "examples": m.examples, "steps": m.steps,
                               "seconds": round(m.seconds, 2), "failure": m.failure,
@@ -271,6 +272,8 @@ def request_table(rows: list[Any]) -> Table:
         else:
             result = "[green]holds[/]" if r.ok else f"[bold red]FAILED[/]: {escape(r.detail)}"
         name = f"{r.rules} ({r.jira})" if r.jira and r.expect_violation else r.rules
+        if r.engine != "exhaust":
+            name += f" [{r.engine}]"
         table.add_row(name, r.setting, f"{r.states:,}", f"{r.seconds:.2f} s", expected, result)
     return table
 

@@ -306,6 +306,8 @@ OPTIONS.update({
     "request explore": (["request", "explore", "--programs", "1", "--steps", "2"], {
         **REQUEST, "--programs": ["0", "-1", "x", BIG], "--steps": ["0", "-1", "x", BIG],
         "--seed": ["-1", "x", "1.5", "", BIG]}),
+    "request liveness": (["request", "liveness", "--batches", "1", "--elections", "0", "--max-states", "5"], {
+        **REQUEST, "--max-states": ["0", "-1", "x", "4294967295", BIG]}),
     "request rules": (["request", "rules"], {"--protocol": REQUEST["--protocol"]}),
     "request variants": (["request", "variants"], {}),
 })
@@ -622,6 +624,7 @@ FLAGS: dict[str, list[str]] = {
     "log": ["--steps", "--json"], "sweep-log": ["--python", "--json"], "cluster status": ["--json"],
     "optimize": [], "partition": ["--hex", "--json"],
     "request exhaust": ["--idempotent", "--findings", "--json"], "request explore": ["--idempotent", "--json"],
+    "request liveness": ["--idempotent", "--json"],
     "request rules": ["--json"], "request variants": ["--json"],
 }
 ISOLATING = ("check", "place", "optimize", "prove", "assign", "sweep", "explore", "exhaust", "replay", "liveness")

@@ -151,3 +151,17 @@ def test_a_users_rules_module_on_the_cli(tmp_path, monkeypatch, capsys: pytest.C
                  "--elections", "0"]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "my rule failed" in err
+
+
+def test_liveness_rows_and_the_cli(capsys: pytest.CaptureFixture[str]) -> None:
+    """The missed purgatory trigger, without the clock, leaves a request unanswered on a fair run; today's rules
+    answer every request (complete)."""
+    from kcheck.cli import main
+    from kcheck.invariants.request_rows import liveness_rows
+
+    old, now = liveness_rows()
+    assert old.violated == ("liveness.request-answered",) and old.complete
+    assert now.complete and not now.violated
+    assert main(["request", "liveness", "--protocol", "purgatory-missed-trigger"]) == 1
+    assert "liveness.request-answered: violated" in capsys.readouterr().out
+    assert main(["request", "liveness", "--max-states", "3"]) == 4

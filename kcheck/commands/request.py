@@ -1,4 +1,4 @@
-"""`kcheck request exhaust|explore|rules|variants`: the request path's model (`kcheck.model.request`).
+"""`kcheck request exhaust|explore|liveness|rules|variants`: the request path's model (`kcheck.model.request`).
 
 Exit status (`kcheck.runtime.exit_codes.Exit`): 0 when exhaust visited every reachable state within its bounds and
 no invariant Kafka promises broke; 1 with a counterexample; 2 on bad input; 4 when no invariant broke but the search
@@ -92,6 +92,11 @@ def build_config(variant: Variant | None, given: dict[str, Any]) -> Config:
         raise InputError(option, str(e)) from None
 
 
+def _model(protocol: str, bounds: dict[str, Any], findings: bool = False) -> RequestModel:
+    rules, variant = resolve_rules(protocol)
+    return RequestModel(build_config(variant, bounds), rules, findings=findings)
+
+
 def _trace_lines(cx: Any, model: RequestModel) -> list[str]:
     lines = []
     for n, (action, s) in enumerate(cx.steps):
@@ -149,13 +154,11 @@ def exhaust_command(
     """Visit every state of the request model within its bounds (breadth first: shortest counterexamples)."""
     from kcheck.model.search import exhaust
 
-    rules, variant = resolve_rules(protocol)
-    cfg = build_config(variant, dict(
+    model = _model(protocol, dict(
         brokers=brokers, min_isr=min_isr, acks=acks, idempotent=idempotent, max_in_flight=max_in_flight,
         retries=retries, batches=batches, seq_max=seq_max, drops=drops, elections=elections, crashes=crashes,
         isr_shrinks=isr_shrinks, append_failures=append_failures, delivery_timeouts=delivery_timeouts,
-        log_start_moves=log_start_moves, expiries=expiries, max_clock=max_clock))
-    model = RequestModel(cfg, rules, findings=findings)
+        log_start_moves=log_start_moves, expiries=expiries, max_clock=max_clock), findings)
     r = exhaust(model, max_states=max_states, max_seconds=max_seconds or None, keep_going=findings)
     _print_result(model, r, "exhaust", json_out)
     if _hard_found(r):
@@ -179,16 +182,59 @@ def explore_command(
     """Random programs through the request model (the one engine's random search); never a proof."""
     from kcheck.model.search import random_search
 
-    rules, variant = resolve_rules(protocol)
-    cfg = build_config(variant, dict(
+    model = _model(protocol, dict(
         brokers=brokers, min_isr=min_isr, acks=acks, idempotent=idempotent, max_in_flight=max_in_flight,
         retries=retries, batches=batches, seq_max=seq_max, drops=drops, elections=elections, crashes=crashes,
         isr_shrinks=isr_shrinks, append_failures=append_failures, delivery_timeouts=delivery_timeouts,
         log_start_moves=log_start_moves, expiries=expiries, max_clock=max_clock))
-    model = RequestModel(cfg, rules)
     r = random_search(model, seed=seed, programs=programs, max_steps=steps)
     _print_result(model, r, "explore", json_out)
     return Exit.FAILED if _hard_found(r) else Exit.INCOMPLETE
+
+
+@request_command.command("liveness")
+def liveness_command(
+    protocol: RequestProtocolOpt = "current",
+    brokers: BrokersOpt = None, min_isr: MinIsrOpt = None, acks: AcksOneOpt = None, idempotent: IdempotentOpt = None,
+    max_in_flight: InFlightOpt = None, retries: RetriesOpt = None, batches: BatchesOpt = None,
+    seq_max: SeqMaxOpt = None, drops: DropsOpt = None, elections: ElectionsOpt = None, crashes: CrashesOpt = None,
+    isr_shrinks: IsrShrinksOpt = None, append_failures: FailuresOpt = None, delivery_timeouts: TimeoutsOpt = None,
+    log_start_moves: LogStartOpt = None, expiries: ExpiriesOpt = None, max_clock: ClockOpt = None,
+    max_states: MaxStatesOpt = 2_000_000,
+    json_out: JsonOpt = False,
+) -> int:
+    """Every produce request is eventually answered, on every weakly fair run (kcheck.model.liveness)."""
+    from kcheck.invariants.request_model import LIVENESS
+    from kcheck.model.liveness import check_liveness
+
+    model = _model(protocol, dict(
+        brokers=brokers, min_isr=min_isr, acks=acks, idempotent=idempotent, max_in_flight=max_in_flight,
+        retries=retries, batches=batches, seq_max=seq_max, drops=drops, elections=elections, crashes=crashes,
+        isr_shrinks=isr_shrinks, append_failures=append_failures, delivery_timeouts=delivery_timeouts,
+        log_start_moves=log_start_moves, expiries=expiries, max_clock=max_clock))
+    r = check_liveness(model, LIVENESS, max_states=max_states)
+    prop = LIVENESS[0]
+    lasso = r.violations[prop.id]
+    if json_out:
+        print(json.dumps({"rules": model.rules.name, "config": asdict(model.cfg), "states": r.states,
+                          "complete": r.complete, "seconds": round(r.seconds, 3), "property": prop.id,
+                          "verdict": r.verdict(prop.id),
+                          "lasso": None if lasso is None else {
+                              "kind": lasso.kind, "prefix": [a for a, _ in lasso.prefix[1:]],
+                              "cycle": [a for a, _ in lasso.cycle]}}, indent=2))
+    else:
+        out = report.console()
+        out.print(f"request model, rules {model.rules.name}: {model.cfg}", markup=False)
+        out.print(f"liveness: {r.states:,} states, {r.seconds:.2f} s; {prop.id}: {r.verdict(prop.id)}", markup=False)
+        if lasso is not None:
+            out.print(lasso.message, markup=False)
+            for n, (action, s) in enumerate(lasso.prefix + lasso.cycle):
+                mark = "cycle " if n >= len(lasso.prefix) else ""
+                out.print(f"  {n:3d}. {mark}{action or '(initial state)'}\n       {state_line(s)}", markup=False,
+                          soft_wrap=True)
+    if lasso is not None:
+        return Exit.FAILED
+    return Exit.OK if r.complete else Exit.INCOMPLETE
 
 
 @request_command.command("rules")

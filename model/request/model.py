@@ -513,15 +513,31 @@ def _follow_logs(before: State, s: State, model: RequestSystem) -> State:
 # ---- the transition system ----------------------------------------------------------------------------------------
 
 
+_FIELDS: dict[type, tuple[str, ...]] = {}
+_PLAIN = (int, str, bool, type(None))
+
+
 def _canon(x: Any) -> Any:
     """Plain, ordered values for the encoding: dataclasses as tuples of their fields, sets sorted."""
-    if is_dataclass(x) and not isinstance(x, type):
-        return tuple(_canon(getattr(x, f.name)) for f in fields(x))
-    if isinstance(x, frozenset):
+    t = type(x)
+    if t in _PLAIN:
+        return x
+    if t is tuple:
+        return tuple([_canon(v) for v in x])
+    if t is frozenset:
         return tuple(sorted((_canon(v) for v in x), key=repr))
-    if isinstance(x, tuple):
-        return tuple(_canon(v) for v in x)
-    return x
+    names = _FIELDS.get(t)
+    if names is None:
+        if not is_dataclass(x):
+            return x
+        names = _FIELDS[t] = tuple(f.name for f in fields(x))
+    return tuple([_canon(getattr(x, n)) for n in names])
+
+
+def encode_request_part(s: State) -> bytes:
+    """The encoding of everything but the replication state (which `RequestModel` encodes with the replication
+    model's own canonical encoding)."""
+    return repr(_canon((s.client, s.conns, s.entries, s.records, s.log_start, s.clock, s.used, s.history))).encode()
 
 
 @dataclass(frozen=True)
