@@ -2,7 +2,10 @@
 
 What Kafka promises (hard: a violation fails a check), read in every state over the model's history variables:
 
-- `produce.idem-no-duplicate`: with idempotence, no batch appears twice among the committed records;
+- `produce.idem-no-duplicate`: with idempotence, no batch appears twice among the committed records ("the producer
+  will ensure that exactly one copy of each message is written in the stream", `enable.idempotence`'s documentation);
+- `produce.idem-epoch-no-duplicate`: the broker's own deduplication: no batch committed twice under one producer
+  epoch (`ProducerStateEntry.findDuplicateBatch` compares within an epoch);
 - `produce.idem-order`: with idempotence, committed batches are in the order the application sent them;
 - `produce.ack-is-committed`: an acks=all success is committed at the offset it gave, and the leader's log holds
   it there;
@@ -47,6 +50,22 @@ def idem_no_duplicate(cfg: Config) -> Callable[[State], str | None]:
         if not cfg.idempotent:
             return None
         return _duplicate(s)
+    return holds
+
+
+def idem_epoch_no_duplicate(cfg: Config) -> Callable[[State], str | None]:
+    """The broker's own deduplication: no batch committed twice under the same producer epoch."""
+    def holds(s: State) -> str | None:
+        if not cfg.idempotent:
+            return None
+        seen: dict[tuple[int, int], int] = {}
+        for off, rid in sorted(s.rep.history.committed):
+            batch, epoch, _ = s.records[rid - 1]
+            if (batch, epoch) in seen:
+                return f"batch b{batch} is committed twice under producer epoch {epoch}, at offsets " \
+                       f"{seen[(batch, epoch)]} and {off}"
+            seen[(batch, epoch)] = off
+        return None
     return holds
 
 
@@ -162,7 +181,7 @@ def idem_gap(cfg: Config) -> Callable[[State], str | None]:
     return holds
 
 
-HARD = ("produce.idem-no-duplicate", "produce.idem-order", "produce.ack-is-committed", "produce.dup-ack-offsets",
+HARD = ("produce.idem-no-duplicate", "produce.idem-epoch-no-duplicate", "produce.idem-order", "produce.ack-is-committed", "produce.dup-ack-offsets",
         "produce.sequence-error-means-gap", "net.response-order", "purgatory.none-means-hw",
         "purgatory.checked-on-every-event", "meta.epoch-monotonic")
 FINDINGS = ("finding.nonidem-duplicate", "finding.nonidem-reorder", "finding.indefinite-error-committed",
@@ -212,6 +231,8 @@ class RequestModel(RequestSystem):
         cfg = self.cfg
         hard = [
             StateInvariant("produce.idem-no-duplicate", "idempotent: no batch committed twice", idem_no_duplicate(cfg)),
+            StateInvariant("produce.idem-epoch-no-duplicate", "idempotent: no batch committed twice under one "
+                           "producer epoch", idem_epoch_no_duplicate(cfg)),
             StateInvariant("produce.idem-order", "idempotent: committed in send order", idem_order(cfg)),
             StateInvariant("produce.ack-is-committed", "an acks=all success is committed at its offset",
                            ack_is_committed(cfg)),

@@ -50,12 +50,13 @@ Abstractions (each chosen because the invariants cannot tell the difference, or 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, fields, is_dataclass, replace
+from dataclasses import dataclass, fields, is_dataclass
 from typing import Any
 
 from kcheck.model.interface import StateInvariant
 from kcheck.model.replication import actions as rep
 from kcheck.model.replication.state import Replica
+from kcheck.model.replication.state import evolve as replace  # dataclasses.replace without re-running __init__
 from kcheck.model.request.rules import Rules, Variant, add_batch
 from kcheck.model.request.state import (
     DELIVERY_TIMEOUT,
@@ -534,10 +535,27 @@ def _canon(x: Any) -> Any:
     return tuple([_canon(getattr(x, n)) for n in names])
 
 
+_MEMO: dict[int, tuple[Any, str]] = {}
+
+
+def _part(obj: Any) -> str:
+    """repr(_canon(obj)), kept per object while the object lives in the memo: a successor shares most of its parts
+    with its parent (the entry holds the object, so its id names it)."""
+    got = _MEMO.get(id(obj))
+    if got is not None and got[0] is obj:
+        return got[1]
+    text = repr(_canon(obj))
+    if len(_MEMO) >= 200_000:
+        _MEMO.clear()
+    _MEMO[id(obj)] = (obj, text)
+    return text
+
+
 def encode_request_part(s: State) -> bytes:
     """The encoding of everything but the replication state (which `RequestModel` encodes with the replication
     model's own canonical encoding)."""
-    return repr(_canon((s.client, s.conns, s.entries, s.records, s.log_start, s.clock, s.used, s.history))).encode()
+    return "|".join((_part(s.client), _part(s.conns), _part(s.entries), _part(s.records), str(s.log_start),
+                     str(s.clock), _part(s.used), _part(s.history))).encode()
 
 
 @dataclass(frozen=True)
