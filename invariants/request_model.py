@@ -13,6 +13,8 @@ What Kafka promises (hard: a violation fails a check), read in every state over 
 - `produce.sequence-error-means-gap`: OUT_OF_ORDER_SEQUENCE_NUMBER (or UNKNOWN_PRODUCER_ID) only when the broker's
   log really lacks the producer's batch before it ("the broker received an unexpected sequence number ... data may
   have been lost", `OutOfOrderSequenceException`'s documentation, KIP-98);
+- `produce.committed-on-min-isr`: a record below a leader's high watermark is on min.insync.replicas replicas
+  (KIP-966: the high watermark does not advance while the ISR is below min.insync.replicas);
 - `net.response-order`: each response answers the oldest request in flight on its connection (the model's
   connections are FIFO, so this holds by construction unless a step is wrong);
 - `purgatory.none-means-hw`: a DelayedProduce answers NONE only on a broker that leads, whose high watermark is at
@@ -109,6 +111,23 @@ def ack_is_committed(cfg: Config) -> Callable[[State], str | None]:
     return holds
 
 
+def committed_on_min_isr(cfg: Config) -> Callable[[State], str | None]:
+    """KIP-966's promise (the strict rule, 3.7+): a record below a leader's high watermark is on at least
+    min.insync.replicas replicas (the request model has no lossy crash and no unclean election to undo it)."""
+    def holds(s: State) -> str | None:
+        reps = s.rep.replicas
+        for r in reps:
+            if not r.is_leader:
+                continue
+            for off in range(min(r.hw, r.leo)):
+                copies = sum(1 for q in reps if q.leo > off and q.log[off] == r.log[off])
+                if copies < cfg.min_isr:
+                    return (f"offset {off} is below leader {r.id}'s high watermark {r.hw} on {copies} replica(s), "
+                            f"fewer than min.insync.replicas {cfg.min_isr}")
+        return None
+    return holds
+
+
 def _flagged(invariant: str) -> Callable[[State], str | None]:
     def holds(s: State) -> str | None:
         for inv, message in sorted(s.history.flags):
@@ -181,8 +200,9 @@ def idem_gap(cfg: Config) -> Callable[[State], str | None]:
     return holds
 
 
-HARD = ("produce.idem-no-duplicate", "produce.idem-epoch-no-duplicate", "produce.idem-order", "produce.ack-is-committed", "produce.dup-ack-offsets",
-        "produce.sequence-error-means-gap", "net.response-order", "purgatory.none-means-hw",
+HARD = ("produce.idem-no-duplicate", "produce.idem-epoch-no-duplicate", "produce.idem-order",
+        "produce.ack-is-committed", "produce.dup-ack-offsets", "produce.sequence-error-means-gap",
+        "produce.committed-on-min-isr", "net.response-order", "purgatory.none-means-hw",
         "purgatory.checked-on-every-event", "meta.epoch-monotonic")
 FINDINGS = ("finding.nonidem-duplicate", "finding.nonidem-reorder", "finding.indefinite-error-committed",
             "finding.zombie-ack-lost", "finding.idem-gap")
@@ -240,6 +260,8 @@ class RequestModel(RequestSystem):
                            _flagged("produce.dup-ack-offsets")),
             StateInvariant("produce.sequence-error-means-gap", "a sequence error means a missing batch",
                            _flagged("produce.sequence-error-means-gap")),
+            StateInvariant("produce.committed-on-min-isr", "below the high watermark only on min.insync.replicas "
+                           "replicas (KIP-966)", committed_on_min_isr(cfg)),
             StateInvariant("net.response-order", "responses answer requests in order per connection",
                            _flagged("net.response-order")),
             StateInvariant("purgatory.none-means-hw", "NONE only at the high watermark with min ISR",

@@ -173,13 +173,14 @@ def any_epoch(cached_epoch: int, new_epoch: int) -> bool:
 
 
 def todays_replication() -> Protocol:
-    """The replication model's `Protocol.current()` (KIP-966's strict rule: no high-watermark advance while the ISR is
-    below min.insync.replicas, so an acks=all request under min ISR times out)."""
+    """The replication model's `Protocol.current()` (KAFKA-15583's strict rule: no high-watermark advance while the
+    ISR is below min.insync.replicas, so an acks=all request under min ISR waits, then times out)."""
     return Protocol.current()
 
 
 def hw_under_min_isr() -> Protocol:
-    """Before KIP-966 (3.7): the high watermark advanced over the maximal ISR even below min.insync.replicas."""
+    """Before KAFKA-15583 (KIP-966 part 1, #14594): the high watermark advanced over the maximal ISR even below
+    min.insync.replicas."""
     return replace(Protocol.current(), name="hw-under-min-isr", high_watermark=over_maximal_isr)
 
 
@@ -269,4 +270,10 @@ VARIANTS: dict[str, Variant] = {v.name: v for v in (
              ("produce.sequence-error-means-gap",),
              {**_IDEM, "batches": 2, "max_in_flight": 1, "retries": 0, "drops": 0, "log_start_moves": 1},
              state_kept_below_log_start=drop_state_with_log, without_state=unknown_producer_unless_zero),
+    _variant("hw-under-min-isr", "KAFKA-15583 (KIP-966)",
+             "the high watermark advanced over an ISR below min.insync.replicas: an acks=all record is exposed to "
+             "consumers on the leader alone (and its producer told NOT_ENOUGH_REPLICAS_AFTER_APPEND)",
+             ("produce.committed-on-min-isr",),
+             {**_IDEM, "min_isr": 2, "batches": 1, "max_in_flight": 1, "retries": 0, "drops": 0, "isr_shrinks": 1},
+             replication=hw_under_min_isr),
 )}
