@@ -171,3 +171,10 @@ def test_liveness_rows_and_the_cli(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["request", "liveness", "--protocol", "purgatory-missed-trigger"]) == 1
     assert "liveness.request-answered: violated" in capsys.readouterr().out
     assert main(["request", "liveness", "--max-states", "3"]) == 4
+
+
+def test_the_invariant_ids_are_listed_once() -> None:
+    from kcheck.invariants.request_model import HARD
+
+    ids = [i.id for i in RequestModel(findings=True).invariants()]
+    assert ids == [*HARD, *FINDINGS] and len(set(ids)) == len(ids)

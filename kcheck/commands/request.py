@@ -9,7 +9,10 @@ change the exit status.
 
 from __future__ import annotations
 
+import functools
+import inspect
 import json
+from collections.abc import Callable
 from dataclasses import asdict, fields
 from typing import Annotated, Any
 
@@ -20,7 +23,7 @@ from kcheck.inputs.formats import InputError
 from kcheck.invariants.request_model import FINDINGS, RequestModel, state_line
 from kcheck.model import INT32_MAX
 from kcheck.model.request import VARIANTS, Config, Rules, Variant
-from kcheck.options import BrokersOpt, CrashesOpt, ElectionsOpt, IsrShrinksOpt, JsonOpt, MinIsrOpt
+from kcheck.options import CrashesOpt, ElectionsOpt, IsrShrinksOpt, JsonOpt, MinIsrOpt
 from kcheck.reference import plugins
 from kcheck.runtime.exit_codes import Exit
 
@@ -36,6 +39,8 @@ def _count(help: str) -> Any:
     return typer.Option(min=0, max=INT32_MAX, help=help)
 
 
+RequestBrokersOpt = Annotated[int | None, typer.Option("--brokers", min=0, max=INT32_MAX,
+                                                      help="Brokers (1..3), each holding a replica; broker 1 leads.")]
 BatchesOpt = Annotated[int | None, _count("Batches the application sends (1..8).")]
 InFlightOpt = Annotated[int | None, typer.Option("--max-in-flight", min=0, max=INT32_MAX,
                                                  help="max.in.flight.requests.per.connection (1..5).")]
@@ -54,6 +59,34 @@ MaxStatesOpt = Annotated[int, typer.Option(min=1, max=0xFFFFFFFE, help="Store at
 MaxSecondsOpt = Annotated[float, typer.Option(min=0, max=1e9, help="Stop after this many seconds (0: no limit).")]
 FindingsOpt = Annotated[bool, typer.Option("--findings", help="Also search for what Kafka does not promise "
                                            "(reported, never failing).")]
+
+
+# The bounds every search subcommand takes, added to its signature by `_with_bounds` (Typer reads the signature).
+_BOUNDS: tuple[tuple[str, Any], ...] = (
+    ("brokers", RequestBrokersOpt), ("min_isr", MinIsrOpt), ("acks", AcksOneOpt), ("idempotent", IdempotentOpt),
+    ("max_in_flight", InFlightOpt), ("retries", RetriesOpt), ("batches", BatchesOpt), ("seq_max", SeqMaxOpt),
+    ("drops", DropsOpt), ("elections", ElectionsOpt), ("crashes", CrashesOpt), ("isr_shrinks", IsrShrinksOpt),
+    ("append_failures", FailuresOpt), ("delivery_timeouts", TimeoutsOpt), ("log_start_moves", LogStartOpt),
+    ("expiries", ExpiriesOpt), ("max_clock", ClockOpt))
+
+
+def _with_bounds(fn: Callable[..., int]) -> Callable[..., int]:
+    """`fn(protocol, bounds, ...)` as a command taking --protocol, then every bound as its own option, then the
+    rest of `fn`'s options; `bounds` gets the bounds given (None: the variant's or the default)."""
+    sig = inspect.signature(fn, eval_str=True)
+    own = [p for p in sig.parameters.values() if p.name != "bounds"]
+    added = [inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, default=None, annotation=ann)
+             for name, ann in _BOUNDS]
+
+    @functools.wraps(fn)
+    def command(**kwargs: Any) -> int:
+        bounds = {name: kwargs.pop(name) for name, _ in _BOUNDS}
+        return fn(bounds=bounds, **kwargs)
+
+    params = [p.replace(kind=inspect.Parameter.KEYWORD_ONLY) for p in own]
+    command.__signature__ = sig.replace(parameters=[params[0], *added, *params[1:]])  # type: ignore[attr-defined]
+    command.__annotations__ = {**{p.name: p.annotation for p in own}, **dict(_BOUNDS), "return": int}
+    return command
 
 
 def resolve_rules(spec: str) -> tuple[Rules, Variant | None]:
@@ -139,13 +172,10 @@ def _hard_found(r: Any) -> bool:
 
 
 @request_command.command("exhaust")
+@_with_bounds
 def exhaust_command(
     protocol: RequestProtocolOpt = "current",
-    brokers: BrokersOpt = None, min_isr: MinIsrOpt = None, acks: AcksOneOpt = None, idempotent: IdempotentOpt = None,
-    max_in_flight: InFlightOpt = None, retries: RetriesOpt = None, batches: BatchesOpt = None,
-    seq_max: SeqMaxOpt = None, drops: DropsOpt = None, elections: ElectionsOpt = None, crashes: CrashesOpt = None,
-    isr_shrinks: IsrShrinksOpt = None, append_failures: FailuresOpt = None, delivery_timeouts: TimeoutsOpt = None,
-    log_start_moves: LogStartOpt = None, expiries: ExpiriesOpt = None, max_clock: ClockOpt = None,
+    *, bounds: dict[str, Any],
     findings: FindingsOpt = False,
     max_states: MaxStatesOpt = 2_000_000,
     max_seconds: MaxSecondsOpt = 0,
@@ -154,11 +184,7 @@ def exhaust_command(
     """Visit every state of the request model within its bounds (breadth first: shortest counterexamples)."""
     from kcheck.model.search import exhaust
 
-    model = _model(protocol, dict(
-        brokers=brokers, min_isr=min_isr, acks=acks, idempotent=idempotent, max_in_flight=max_in_flight,
-        retries=retries, batches=batches, seq_max=seq_max, drops=drops, elections=elections, crashes=crashes,
-        isr_shrinks=isr_shrinks, append_failures=append_failures, delivery_timeouts=delivery_timeouts,
-        log_start_moves=log_start_moves, expiries=expiries, max_clock=max_clock), findings)
+    model = _model(protocol, bounds, findings)
     r = exhaust(model, max_states=max_states, max_seconds=max_seconds or None, keep_going=findings)
     _print_result(model, r, "exhaust", json_out)
     if _hard_found(r):
@@ -167,13 +193,10 @@ def exhaust_command(
 
 
 @request_command.command("explore")
+@_with_bounds
 def explore_command(
     protocol: RequestProtocolOpt = "current",
-    brokers: BrokersOpt = None, min_isr: MinIsrOpt = None, acks: AcksOneOpt = None, idempotent: IdempotentOpt = None,
-    max_in_flight: InFlightOpt = None, retries: RetriesOpt = None, batches: BatchesOpt = None,
-    seq_max: SeqMaxOpt = None, drops: DropsOpt = None, elections: ElectionsOpt = None, crashes: CrashesOpt = None,
-    isr_shrinks: IsrShrinksOpt = None, append_failures: FailuresOpt = None, delivery_timeouts: TimeoutsOpt = None,
-    log_start_moves: LogStartOpt = None, expiries: ExpiriesOpt = None, max_clock: ClockOpt = None,
+    *, bounds: dict[str, Any],
     programs: Annotated[int, typer.Option(min=1, max=1_000_000, help="Random programs to run.")] = 200,
     steps: Annotated[int, typer.Option(min=1, max=10_000, help="Steps per program at most.")] = 40,
     seed: Annotated[int, typer.Option(min=0, max=INT32_MAX, help="The search's seed.")] = 0,
@@ -182,24 +205,17 @@ def explore_command(
     """Random programs through the request model (the one engine's random search); never a proof."""
     from kcheck.model.search import random_search
 
-    model = _model(protocol, dict(
-        brokers=brokers, min_isr=min_isr, acks=acks, idempotent=idempotent, max_in_flight=max_in_flight,
-        retries=retries, batches=batches, seq_max=seq_max, drops=drops, elections=elections, crashes=crashes,
-        isr_shrinks=isr_shrinks, append_failures=append_failures, delivery_timeouts=delivery_timeouts,
-        log_start_moves=log_start_moves, expiries=expiries, max_clock=max_clock))
+    model = _model(protocol, bounds)
     r = random_search(model, seed=seed, programs=programs, max_steps=steps)
     _print_result(model, r, "explore", json_out)
     return Exit.FAILED if _hard_found(r) else Exit.INCOMPLETE
 
 
 @request_command.command("liveness")
+@_with_bounds
 def liveness_command(
     protocol: RequestProtocolOpt = "current",
-    brokers: BrokersOpt = None, min_isr: MinIsrOpt = None, acks: AcksOneOpt = None, idempotent: IdempotentOpt = None,
-    max_in_flight: InFlightOpt = None, retries: RetriesOpt = None, batches: BatchesOpt = None,
-    seq_max: SeqMaxOpt = None, drops: DropsOpt = None, elections: ElectionsOpt = None, crashes: CrashesOpt = None,
-    isr_shrinks: IsrShrinksOpt = None, append_failures: FailuresOpt = None, delivery_timeouts: TimeoutsOpt = None,
-    log_start_moves: LogStartOpt = None, expiries: ExpiriesOpt = None, max_clock: ClockOpt = None,
+    *, bounds: dict[str, Any],
     max_states: MaxStatesOpt = 2_000_000,
     json_out: JsonOpt = False,
 ) -> int:
@@ -207,11 +223,7 @@ def liveness_command(
     from kcheck.invariants.request_model import LIVENESS
     from kcheck.model.liveness import check_liveness
 
-    model = _model(protocol, dict(
-        brokers=brokers, min_isr=min_isr, acks=acks, idempotent=idempotent, max_in_flight=max_in_flight,
-        retries=retries, batches=batches, seq_max=seq_max, drops=drops, elections=elections, crashes=crashes,
-        isr_shrinks=isr_shrinks, append_failures=append_failures, delivery_timeouts=delivery_timeouts,
-        log_start_moves=log_start_moves, expiries=expiries, max_clock=max_clock))
+    model = _model(protocol, bounds)
     r = check_liveness(model, LIVENESS, max_states=max_states)
     prop = LIVENESS[0]
     lasso = r.violations[prop.id]
