@@ -502,7 +502,7 @@ def run_check(max_brokers: int = MAX_BROKERS, proofs: bool = True, deep: bool = 
                            run_rejoin_sweep(assignors=assignors) if assignors and proofs else None)
     return CheckResult(n_cases, len(clusters), list(outcomes.values()), run_proofs() if proofs else [],
                        run_rebalance_models() if proofs else [], run_replication_models(deep) if proofs else [],
-                       run_rejoin_sweep() if proofs else None, run_request_models() if proofs else [])
+                       run_rejoin_sweep() if proofs else None, request=run_request_models() if proofs else [])
 
 
 def run_request_models() -> list[Any]:

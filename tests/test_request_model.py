@@ -178,3 +178,20 @@ def test_the_invariant_ids_are_listed_once() -> None:
 
     ids = [i.id for i in RequestModel(findings=True).invariants()]
     assert ids == [*HARD, *FINDINGS] and len(set(ids)) == len(ids)
+
+
+def test_kcheck_check_reports_the_rows_and_fails_on_one_not_as_expected() -> None:
+    import json
+
+    from kcheck import html_report, junit, report
+    from kcheck.check import CheckResult, failed_any
+
+    rows = variant_rows("metadata-without-epoch")
+    good = CheckResult(1, 1, [], request=rows)
+    assert not failed_any(good)
+    data = json.loads(report.check_json(good))
+    assert [r["rules"] for r in data["request_models"]] == ["metadata-without-epoch", "current"]
+    assert any(s.name == "kcheck check: request model" for s in junit.check_suites(good))
+    assert "Request path model" in html_report.check_html(good, "OK", False)
+    bad = CheckResult(1, 1, [], request=[replace(rows[1], violated=("meta.epoch-monotonic",))])  # today's broke
+    assert failed_any(bad)
