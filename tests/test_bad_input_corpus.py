@@ -290,7 +290,7 @@ OPTIONS.update({
                                                "--partition": ["", ".", "..", "a/b", "p\x1b[31m", LONG, "plain-0"]}),
 })
 
-REQUEST = {  # kcheck request exhaust and explore: the request model's bounds (Config's ranges)
+REQUEST = {  # kcheck request exhaust, explore and liveness: the request model's bounds (Config's ranges)
     "--protocol": ["", "nope", "no_such_module_kcheck:p", "kcheck.model.request:Config", *CONTROLS, LONG],
     "--brokers": ["0", "4", "-1", "x", BIG], "--min-isr": ["0", "4", "x"], "--acks": ["", "0", "-1", "x", "\x1b[31m"],
     "--max-in-flight": ["0", "6", "-1", "x"], "--retries": ["-1", "9", "x"], "--batches": ["0", "9", "x", BIG],
