@@ -50,7 +50,7 @@ Abstractions (each chosen because the invariants cannot tell the difference, or 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, fields, is_dataclass
+from dataclasses import fields, is_dataclass
 from typing import Any
 
 from kcheck.model.interface import StateInvariant
@@ -556,12 +556,6 @@ def encode_request_part(s: State) -> bytes:
     model's own canonical encoding)."""
     return "|".join((_part(s.client), _part(s.conns), _part(s.entries), _part(s.records), str(s.log_start),
                      str(s.clock), _part(s.used), _part(s.history))).encode()
-
-
-@dataclass(frozen=True)
-class _Kind:
-    name: str
-    args: Callable[[State, Config], Sequence[tuple[Any, ...]]]
 
 
 class RequestSystem:
