@@ -20,7 +20,8 @@ each historical variant must break the property of its bug's row. Then the reque
 partition, the null-key partitioner, request headers and ApiVersions, the idempotent producer's state) are
 compared with Kafka's own classes on a few thousand random inputs per family and release, on every release of
 3.9.1, 4.0.2, 4.1.2 and 4.4.0 whose jars are cached (`reference/spot_checks.py`; a release not cached is
-reported as skipped, never fetched): any difference fails.
+reported as skipped, never fetched): any difference fails. Then the request path's model: each historical
+rule of `kcheck.model.request` breaks its property and today's rules are clean at the same bounds.
 """
 
 from __future__ import annotations
@@ -415,6 +416,7 @@ class CheckResult:
     replication: list[ReplicationOutcome] = field(default_factory=list)
     rejoins: RejoinSweep | None = None
     spots: list[SpotOutcome] = field(default_factory=list)  # the request path's references against Kafka's jars
+    request: list[Any] = field(default_factory=list)  # invariants.request_rows.RequestRow: the request path's rows
 
     @property
     def failed_spots(self) -> list[SpotOutcome]:
@@ -423,6 +425,10 @@ class CheckResult:
     @property
     def failed_replication(self) -> list[ReplicationOutcome]:
         return [r for r in self.replication if not r.ok]
+
+    @property
+    def failed_request(self) -> list[Any]:
+        return [r for r in self.request if not r.ok]
 
     @property
     def failed_proofs(self) -> list[ProofResult]:
@@ -447,7 +453,7 @@ class CheckResult:
 
 def failed_any(result: CheckResult) -> bool:
     return bool(result.failures or result.failed_proofs or result.failed_models or result.failed_replication
-                or result.failed_rejoins or result.failed_spots)
+                or result.failed_rejoins or result.failed_spots or result.failed_request)
 
 
 def run_check(max_brokers: int = MAX_BROKERS, proofs: bool = True, deep: bool = False,
@@ -506,4 +512,13 @@ def run_check(max_brokers: int = MAX_BROKERS, proofs: bool = True, deep: bool = 
                            run_rejoin_sweep(assignors=assignors) if assignors and proofs else None)
     return CheckResult(n_cases, len(clusters), list(outcomes.values()), run_proofs() if proofs else [],
                        run_rebalance_models() if proofs else [], run_replication_models(deep) if proofs else [],
-                       run_rejoin_sweep() if proofs else None, run_spot_checks() if proofs else [])
+                       run_rejoin_sweep() if proofs else None, run_spot_checks() if proofs else [],
+                       run_request_models() if proofs else [])
+
+
+def run_request_models() -> list[Any]:
+    """The request path's model (`invariants/request_rows.py`): each historical rule breaks its property in an
+    exhaustive search, today's rules are clean at the same bounds, and the findings are reached."""
+    from kcheck.invariants.request_rows import run_request_rows
+
+    return run_request_rows()
