@@ -53,6 +53,9 @@ __all__ = [
 
 
 
+LONG_MAX = 2**63 - 1
+
+
 def _key(version: str) -> tuple[int, ...]:
     return tuple(int(x) for x in version.split("."))
 
@@ -270,6 +273,29 @@ DIFFERENCES: tuple[Difference, ...] = (
         "still open",
         False, (Step("4.3.0", True, "KAFKA-20090 (apache/kafka#21469)",
                      "ProducerAppendInfo's bytecode compares the epoch with 32767 from 4.3.0 on (javap)"),)),
+    # produce admission (reference/produce_admission.py)
+    Difference(
+        "log_validator_zstd_needs_ibp",
+        "LogValidator refuses ZStandard as the target compression below inter.broker.protocol.version 2.1 "
+        "(UNSUPPORTED_COMPRESSION_TYPE); its constructor takes a MetadataVersion",
+        True, (Step("4.0.0", False, "KIP-724 (message formats v0 and v1 and IBPs below 3.0 removed in 4.0)",
+                    "4.0.2's LogValidator constructor has no MetadataVersion (sources jar, javap)"),),
+        "3.9's LogValidator.java"),
+    Difference(
+        "log_validator_max_record_body",
+        "LogValidator bounds each record body it decompresses (maxRecordBodySize; 'Invalid record size: N exceeds the "
+        "configured maximum record size of M.')",
+        False, (Step("4.2.2", True, "the LogValidator constructor with maxRecordBodySize (JIRA not identified)",
+                     "javap of kafka-storage 4.2.2's LogValidator"),
+                Step("4.3.0", False, "4.3.1 was built without it", "javap of kafka-storage 4.3.1's LogValidator"),
+                Step("4.4.0", True, "the same change", "javap of kafka-storage 4.4.0's LogValidator")),
+        "absent from kafka-storage 3.9.1 to 4.1.2 (javap)"),
+    Difference(
+        "timestamp_after_max_default",
+        "message.timestamp.after.max.ms's default: how far in the future a CreateTime timestamp may be",
+        LONG_MAX, (Step("4.0.0", 3_600_000, "KIP-1030 (default changed to one hour)",
+                        "TopicConfig / LogConfig defaults of the 4.0.2 jars"),),
+        "3.9's LogConfig: Long.MAX_VALUE"),
 )
 
 _BY_FIELD: dict[str, Difference] = {d.field: d for d in DIFFERENCES}
@@ -314,6 +340,10 @@ class ReleaseProfile:
     producer_tv2_first_sequence_zero: bool
     producer_marker_epoch_by_transaction_version: bool
     producer_marker_retry_at_max_epoch: bool
+    # produce admission
+    log_validator_zstd_needs_ibp: bool
+    log_validator_max_record_body: bool
+    timestamp_after_max_default: int
 
     def as_dict(self) -> dict[str, Any]:
         return {f.name: getattr(self, f.name) for f in fields(self)}
