@@ -99,7 +99,10 @@ def _batch(rng: random.Random, c: dict, rule: str) -> BatchSpec:
             kw["last_offset_delta"] = rng.choice([-1, -2, n, n - 2, 2**31 - 1])
         elif r < 0.5:
             kw["count"] = rng.choice([0, -1, n + 1, n - 1])
-        elif r < 0.6:
+        elif r < 0.6:  # a count and offset range that agree with each other but not with the records
+            lie = rng.choice([1, -1, 2]) if n > 1 else rng.choice([1, 2])
+            kw["count"], kw["last_offset_delta"] = n + lie, n + lie - 1
+        elif r < 0.65:
             records, kw["count"], kw["last_offset_delta"] = (), 0, -1
         else:
             kw["base_offset"] = rng.choice([1, 5, 2**62, -3])

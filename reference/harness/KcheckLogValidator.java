@@ -47,6 +47,13 @@ public final class KcheckLogValidator {
     private static Object ibpLatest;
     private static Object ibpLow;
     private static Method targetCompression;
+    private static Method compressionOf;
+    private static Method sizeInBytes;
+    private static Method recordOffset;
+    private static Method recordTimestamp;
+    private static Method build;
+    private static Method compressionOfType;
+    private static final java.util.List<Method> batchGetters = new java.util.ArrayList<>();
 
     private KcheckLogValidator() {
     }
@@ -83,6 +90,19 @@ public final class KcheckLogValidator {
             ibpLatest = mv.getMethod("latestProduction").invoke(null);
             ibpLow = mv.getField("IBP_2_0_IV1").get(null);
         }
+        Class<?> batch = Class.forName(record + "RecordBatch");
+        for (String name : new String[] {"baseOffset", "lastOffset", "partitionLeaderEpoch", "maxTimestamp",
+                                         "timestampType", "compressionType", "countOrNull", "producerId",
+                                         "producerEpoch", "baseSequence", "isTransactional", "isControlBatch"}) {
+            batchGetters.add(batch.getMethod(name));
+        }
+        compressionOf = batch.getMethod("compressionType");
+        sizeInBytes = batch.getMethod("sizeInBytes");
+        Class<?> rec = Class.forName(record + "Record");
+        recordOffset = rec.getMethod("offset");
+        recordTimestamp = rec.getMethod("timestamp");
+        build = Compression.Builder.class.getMethod("build");
+        compressionOfType = Compression.class.getMethod("of", compressionTypeClass);
         table.put("LOGVAL", KcheckLogValidator::run);
     }
 
@@ -115,7 +135,7 @@ public final class KcheckLogValidator {
         // UnifiedLog.analyzeAndValidateRecords: the source compression is the last compressed batch's
         Object source = compressionType("NONE");
         for (Object b : (Iterable<?>) invoke(batches, records)) {
-            Object c = b.getClass().getMethod("compressionType").invoke(b);
+            Object c = compressionOf.invoke(b);
             if (!c.toString().equals("none")) source = c;
         }
         Optional<Compression> log = topicCompression.equals("producer") ? Optional.empty()
@@ -135,8 +155,7 @@ public final class KcheckLogValidator {
     }
 
     private static Compression compression(String name) throws Throwable {
-        Object builder = invoke(Compression.class.getMethod("of", compressionTypeClass), null, compressionType(name));
-        return (Compression) invoke(Compression.Builder.class.getMethod("build"), builder);
+        return (Compression) invoke(build, invoke(compressionOfType, null, compressionType(name)));
     }
 
     private static KcheckClock clock(long now) {
@@ -172,22 +191,17 @@ public final class KcheckLogValidator {
     }
 
     private static void batch(StringBuilder out, Object b, boolean recompressed) throws Throwable {
-        Class<?> c = Class.forName(record + "RecordBatch");
-        String[] longs = {"baseOffset", "lastOffset", "partitionLeaderEpoch", "maxTimestamp", "timestampType",
-                          "compressionType", "countOrNull", "producerId", "producerEpoch", "baseSequence",
-                          "isTransactional", "isControlBatch"};
-        for (String name : longs) {
-            Object v = c.getMethod(name).invoke(b);
+        for (Method m : batchGetters) {
+            Object v = m.invoke(b);
             if (v instanceof Boolean) v = ((Boolean) v) ? 1 : 0;
             out.append(v).append(':');
         }
-        out.append(recompressed ? "~" : String.valueOf(c.getMethod("sizeInBytes").invoke(b))).append('/');
+        out.append(recompressed ? "~" : String.valueOf(sizeInBytes.invoke(b))).append('/');
         boolean first = true;
         for (Object r : (Iterable<?>) b) {
             if (!first) out.append(',');
             first = false;
-            Class<?> rc = Class.forName(record + "Record");
-            out.append(rc.getMethod("offset").invoke(r)).append('@').append(rc.getMethod("timestamp").invoke(r));
+            out.append(recordOffset.invoke(r)).append('@').append(recordTimestamp.invoke(r));
         }
     }
 
