@@ -553,3 +553,74 @@ def acks0_response(errors: list[int]) -> str:
     (`requestChannel.sendNoOpResponse`), else the connection is closed (`closeConnection`, SocketServer's
     CloseConnectionResponse) so that the client learns of the failure by refreshing its metadata."""
     return "close" if any(e != NONE for e in errors) else "none"
+
+
+# ---------------------------------------------------------------- the wire (Produce v8, non-flexible)
+
+PRODUCE, API_VERSIONS = 0, 18
+PRODUCE_WIRE_VERSION = 8  # in every release we check (4.0 removed v0-v2), the last before flexible versions
+
+
+def _string(s: str | None) -> bytes:
+    if s is None:
+        return struct.pack(">h", -1)
+    raw = s.encode()
+    return struct.pack(">h", len(raw)) + raw
+
+
+def encode_produce_body(acks: int, timeout_ms: int, topics: list[tuple[str, list[tuple[int, bytes | None]]]],
+                        transactional_id: str | None = None) -> bytes:
+    """ProduceRequestData at version 8: transactional id, acks, timeout, then per topic its partitions' records."""
+    out = bytearray(_string(transactional_id) + struct.pack(">hii", acks, timeout_ms, len(topics)))
+    for name, partitions in topics:
+        out += _string(name) + struct.pack(">i", len(partitions))
+        for index, records in partitions:
+            out += struct.pack(">i", index)
+            out += struct.pack(">i", -1) if records is None else struct.pack(">i", len(records)) + records
+    return bytes(out)
+
+
+@dataclass(frozen=True)
+class PartitionResponse:
+    """ProduceResponseData's PartitionProduceResponse at version 8."""
+
+    error_code: int
+    base_offset: int
+    log_append_time: int
+    log_start_offset: int
+    record_errors: tuple[tuple[int, str | None], ...]
+    error_message: str | None
+
+
+class _Cursor:
+    def __init__(self, data: bytes) -> None:
+        self.data, self.i = data, 0
+
+    def take(self, fmt: str) -> tuple:
+        out = struct.unpack_from(fmt, self.data, self.i)
+        self.i += struct.calcsize(fmt)
+        return out
+
+    def string(self) -> str | None:
+        (n,) = self.take(">h")
+        if n < 0:
+            return None
+        s = self.data[self.i:self.i + n].decode()
+        self.i += n
+        return s
+
+
+def parse_produce_body(body: bytes) -> dict[tuple[str, int], PartitionResponse]:
+    """ProduceResponseData at version 8 (after the response header): (topic, partition) -> its response."""
+    c = _Cursor(body)
+    out: dict[tuple[str, int], PartitionResponse] = {}
+    (topics,) = c.take(">i")
+    for _ in range(topics):
+        name = c.string() or ""
+        (parts,) = c.take(">i")
+        for _ in range(parts):
+            index, code, base, append_time, log_start = c.take(">ihqqq")
+            (n,) = c.take(">i")
+            errors = tuple((c.take(">i")[0], c.string()) for _ in range(max(n, 0)))
+            out[(name, index)] = PartitionResponse(code, base, append_time, log_start, errors, c.string())
+    return out
