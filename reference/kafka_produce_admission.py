@@ -140,7 +140,8 @@ def random_case(rng: random.Random, release: ReleaseProfile | str | None = None,
     topic_compression = rng.choice(TOPIC_COMPRESSIONS) if rule == "compression" or rng.random() < 0.2 else \
         rng.choice(["producer", "producer", "uncompressed"])
     return ValidatorCase(
-        batches=batches, now=c["now"], offset=rng.choice([0, 1, 1000, 2**40]), leader_epoch=rng.choice([0, 5, 2**31 - 1]),
+        batches=batches, now=c["now"], offset=rng.choice([0, 1, 1000, 2**40]),
+        leader_epoch=rng.choice([0, 5, 2**31 - 1]),
         compacted=compacted, log_append_time=rng.random() < 0.2, before_ms=c["before_ms"], after_ms=c["after_ms"],
         topic_compression=topic_compression, origin="R" if rule == "replication" else "C",
         ibp_low=prof.log_validator_zstd_needs_ibp and rng.random() < 0.2,

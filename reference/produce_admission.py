@@ -262,8 +262,9 @@ def _record_error(case: ValidatorCase, b: BatchSpec, index: int, r: Rec, ts: int
                                  f"should be within [{_long(case.now - case.before_ms)}, "
                                  f"{_long(case.now + case.after_ms)}]")
     elif b.log_append_time:
-        return True, index, (f"Invalid timestamp type in message {_record_str(b, r, ts, partial)}. Producer should not set "
-                             f"timestamp type to LogAppendTime.")
+        shown = _record_str(b, r, ts, partial)
+        return True, index, f"Invalid timestamp type in message {shown}. Producer should not set timestamp type to " \
+                            f"LogAppendTime."
     return None
 
 
@@ -272,8 +273,9 @@ def _record_str(b: BatchSpec, r: Rec, ts: int, partial: bool) -> str:
     null = -1 if partial else 0
     key = null if r.key is None else len(r.key)
     value = null if r.value is None else len(r.value)
-    return (f"{'PartialDefaultRecord' if partial else 'DefaultRecord'}(offset={_long(b.base_offset + r.offset_delta)}, timestamp={ts}, key={key} bytes, "
-            f"value={value} bytes)")
+    name = "PartialDefaultRecord" if partial else "DefaultRecord"
+    offset = _long(b.base_offset + r.offset_delta)
+    return f"{name}(offset={offset}, timestamp={ts}, key={key} bytes, value={value} bytes)"
 
 
 def _process_record_errors(errors: list[tuple[bool, int, str]]) -> None:
@@ -353,8 +355,9 @@ def _assign_non_compressed(case: ValidatorCase) -> list[str]:
 def _validate_compressed(case: ValidatorCase, prof: ReleaseProfile, source: str, target: str) -> list[str]:
     """LogValidator.validateMessagesAndAssignOffsetsCompressed."""
     if target == "zstd" and prof.log_validator_zstd_needs_ibp and case.ibp_low:
-        raise _Rejected("UnsupportedCompressionTypeException", "Produce requests to inter.broker.protocol.version < "
-                                                               "2.1 broker are not allowed to use ZStandard compression")
+        raise _Rejected("UnsupportedCompressionTypeException",
+                        "Produce requests to inter.broker.protocol.version < 2.1 broker are not allowed to use "
+                        "ZStandard compression")
     in_place = source == target
     b = _first_batch(case)
     if source == "none" and b.control:
