@@ -65,7 +65,7 @@ _NOW = (0, 1000, 1_700_000_000_000, LONG_MAX - 5)
 def _bytes(rng: random.Random, null_share: float) -> bytes | None:
     if rng.random() < null_share:
         return None
-    return bytes(rng.randrange(256) for _ in range(rng.choice([0, 1, 3, 8, 40])))
+    return rng.randbytes(rng.choice([0, 1, 3, 8, 40]))
 
 
 def _timestamp_delta(rng: random.Random, now: int, base: int, before: int, after: int) -> int:
