@@ -57,6 +57,12 @@ def kafka_answers(bridge: KafkaBridge, cases: Sequence[ValidatorCase]) -> list[s
     return [parse_answer(line) for line in bridge.roundtrip([encode_case(c) for c in cases])]
 
 
+def kafka_timestamp_after_max_default(bridge: KafkaBridge) -> int:
+    """The release's default message.timestamp.after.max.ms (request LOGDEF)."""
+    bridge.require("LOGDEF", "log config defaults")
+    return int(parse_answer(bridge.roundtrip(["LOGDEF"])[0]).split()[1])
+
+
 # ---------------------------------------------------------------- random inputs
 
 _NOW = (0, 1000, 1_700_000_000_000, LONG_MAX - 5)

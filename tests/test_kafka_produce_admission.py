@@ -19,6 +19,7 @@ from kafka_support import ENV_RELEASES
 from kafka_support import kafka_bridge as _kafka
 from kcheck.reference import kafka_produce_admission as kpa
 from kcheck.reference import produce_admission as pa
+from kcheck.reference.releases import profile
 
 pytestmark = pytest.mark.kafka
 
@@ -88,3 +89,31 @@ def test_record_errors_name_each_bad_record() -> None:
     assert kafka[2] == "InvalidRecordException"
     assert kafka[4::2] == ["1", "3", "5"]
     assert "3 record errors in total" in kafka[3]
+
+
+def _gzip_case(**kw: object) -> pa.ValidatorCase:
+    batch = pa.BatchSpec((pa.Rec(0, 0, b"key", b"value"),), compression="gzip")
+    return pa.ValidatorCase((batch,), **kw)  # type: ignore[arg-type]
+
+
+# Each release difference of the family: an input whose answer changes at the release that changed it, on the
+# releases either side of it (4.2.2 and 4.3.1 for maxRecordBodySize, which 4.3.1 was built without).
+DIFFERENCES = [
+    ("log_validator_zstd_needs_ibp", "3.9.1", "4.0.2", _gzip_case(topic_compression="zstd", ibp_low=True)),
+    ("log_validator_max_record_body", "4.1.2", "4.2.2", _gzip_case(max_record_body=5)),
+    ("log_validator_max_record_body", "4.3.1", "4.4.0", _gzip_case(max_record_body=5)),
+]
+
+
+@pytest.mark.parametrize(("field", "before", "after", "case"), DIFFERENCES,
+                         ids=[f"{d[0]}-{d[2]}" for d in DIFFERENCES])
+def test_each_release_difference_is_kafkas(field: str, before: str, after: str, case: pa.ValidatorCase) -> None:
+    old, new = kpa.reference_answer(case, before), kpa.reference_answer(case, after)
+    assert old != new, f"{field}: the input does not tell {before} from {after}"
+    assert kpa.kafka_answers(_kafka(before), [case])[0] == old
+    assert kpa.kafka_answers(_kafka(after), [case])[0] == new
+
+
+@pytest.mark.parametrize("version", ["3.9.1", "4.0.2"])
+def test_timestamp_after_max_default_is_the_releases(version: str) -> None:
+    assert kpa.kafka_timestamp_after_max_default(_kafka(version)) == profile(version).timestamp_after_max_default

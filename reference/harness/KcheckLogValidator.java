@@ -20,8 +20,9 @@ import org.apache.kafka.storage.internals.log.RecordValidationException;
  * A produce request's records through kafka-storage's LogValidator.validateMessagesAndAssignOffsets, on the bytes
  * the Python side built (reference/produce_admission.py says what each step mirrors). The target compression is
  * BrokerCompressionType.targetCompression(topic's compression.type, source compression), as UnifiedLog derives it
- * (the source is the last compressed batch's type). The record classes moved to common.record.internal in 4.4 and
- * the constructor changed (3.9: a MetadataVersion; 4.4: maxRecordBodySize): those are reached by reflection.
+ * (the source is the last compressed batch's type). The record and utility classes moved between releases and
+ * the constructor changed (3.9: a MetadataVersion; 4.2.2 and 4.4: maxRecordBodySize): those are reached by
+ * reflection.
  *
  * LOGVAL hex now offset leaderEpoch compacted tsType before after topicCompression origin ibpLow maxRecordBody
  *   hex: the records' bytes; compacted 0|1; tsType 0 CreateTime, 1 LogAppendTime (the topic's); origin C client,
@@ -31,6 +32,7 @@ import org.apache.kafka.storage.internals.log.RecordValidationException;
  *     batch = base:last:leaderEpoch:maxTimestamp:timestampType:compression:count:pid:epoch:seq:txn:control:size
  *             /offset@timestamp,...  (size '~' when compressed by this call, since compressors' bytes are not ours)
  *   E target exceptionSimpleName message [batchIndex message]...   (record errors from RecordValidationException)
+ * LOGDEF: OK and the release's default message.timestamp.after.max.ms (ServerLogConfigs).
  */
 public final class KcheckLogValidator {
     private static final TopicPartition TP = new TopicPartition("t", 0);
@@ -59,12 +61,17 @@ public final class KcheckLogValidator {
     }
 
     public static void register(Map<String, KcheckHandler> table) throws ReflectiveOperationException {
+        // the record classes moved to common.record.internal in 4.3, the utilities to common.utils.internals in 4.4
         record = "org.apache.kafka.common.record.internal.";
         String utils = "org.apache.kafka.common.utils.internals.";
         try {
             Class.forName(record + "MemoryRecords");
         } catch (ClassNotFoundException e) {
             record = "org.apache.kafka.common.record.";
+        }
+        try {
+            Class.forName(utils + "PrimitiveRef");
+        } catch (ClassNotFoundException e) {
             utils = "org.apache.kafka.common.utils.";
         }
         Class<?> mr = Class.forName(record + "MemoryRecords");
@@ -104,6 +111,8 @@ public final class KcheckLogValidator {
         build = Compression.Builder.class.getMethod("build");
         compressionOfType = Compression.class.getMethod("of", compressionTypeClass);
         table.put("LOGVAL", KcheckLogValidator::run);
+        table.put("LOGDEF", t -> "OK " + Class.forName("org.apache.kafka.server.config.ServerLogConfigs")
+            .getField("LOG_MESSAGE_TIMESTAMP_AFTER_MAX_MS_DEFAULT").get(null));
     }
 
     private static Object invoke(Method m, Object target, Object... args) throws Throwable {
