@@ -49,7 +49,10 @@ class Conn:
     def _exactly(self, n: int) -> bytes | None:
         data = b""
         while len(data) < n:
-            chunk = self.sock.recv(n - len(data))
+            try:
+                chunk = self.sock.recv(n - len(data))
+            except ConnectionResetError:
+                return None
             if not chunk:
                 return None
             data += chunk
