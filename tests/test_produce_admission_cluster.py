@@ -22,6 +22,7 @@ from dataclasses import replace
 import pytest
 
 from kcheck.cluster.admin import partition_states, wait_until
+from kcheck.inputs.formats import InputError
 from kcheck.reference import produce_admission as pa
 from kcheck.reference.releases import profile
 from kcheck.reference.request_header import encode_request_header
@@ -88,8 +89,15 @@ def _topic(cluster, assignment: dict[int, list[int]], configs: dict[str, str] | 
         admin.create_topics([NewTopic(name, replica_assignments=assignment, topic_configs=configs or {})])
     finally:
         admin.close()
-    led = wait_until(lambda: all(s.leader >= 0 and len(s.isr) == len(assignment[p])
-                                 for p, s in partition_states(cluster.bootstrap, name).items()), 30)
+    def ready() -> bool:
+        try:
+            states = partition_states(cluster.bootstrap, name)
+        except InputError:  # not in the metadata yet
+            return False
+        return len(states) == len(assignment) and all(s.leader >= 0 and len(s.isr) == len(assignment[p])
+                                                      for p, s in states.items())
+
+    led = wait_until(ready, 30)
     assert led, f"topic {name} not ready"
     return name
 
