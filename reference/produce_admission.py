@@ -485,6 +485,15 @@ def error_code(answer: str) -> int:
     return EXCEPTION_CODES.get(answer.split("\t")[2], -1)
 
 
+def response_detail(answer: str, topic: str, partition: int = 0) -> tuple[str | None, list[tuple[int, str]]]:
+    """The error message and record errors a partition's produce response carries for a LogValidator answer: only a
+    RecordValidationException's (per-record errors) come with its message (`ReplicaManager`'s LogAppendResult with
+    hasCustomErrorMessage); any other exception's message stays in the broker. Messages name the real partition."""
+    fields = answer.replace(TP, f"{topic}-{partition}").split("\t")
+    errors = [(int(i), m) for i, m in zip(fields[4::2], fields[5::2], strict=True)] if fields[0] == "E" else []
+    return (fields[3] if errors else None), errors
+
+
 # ---------------------------------------------------------------- before and around the log
 
 
