@@ -279,22 +279,26 @@ DIFFERENCES: tuple[Difference, ...] = (
         "LogValidator refuses ZStandard as the target compression below inter.broker.protocol.version 2.1 "
         "(UNSUPPORTED_COMPRESSION_TYPE); its constructor takes a MetadataVersion",
         True, (Step("4.0.0", False, "KIP-724 (message formats v0 and v1 and IBPs below 3.0 removed in 4.0)",
-                    "4.0.2's LogValidator constructor has no MetadataVersion (sources jar, javap)"),),
+                    "4.0.2's LogValidator constructor has no MetadataVersion (sources jar, javap); the LOGVAL answers "
+                    "of 3.9.1 and 4.0.2 (tests/test_kafka_produce_admission.py)"),),
         "3.9's LogValidator.java"),
     Difference(
         "log_validator_max_record_body",
         "LogValidator bounds each record body it decompresses (maxRecordBodySize; 'Invalid record size: N exceeds the "
         "configured maximum record size of M.')",
         False, (Step("4.2.2", True, "the LogValidator constructor with maxRecordBodySize (JIRA not identified)",
-                     "javap of kafka-storage 4.2.2's LogValidator"),
-                Step("4.3.0", False, "4.3.1 was built without it", "javap of kafka-storage 4.3.1's LogValidator"),
-                Step("4.4.0", True, "the same change", "javap of kafka-storage 4.4.0's LogValidator")),
+                     "javap of kafka-storage 4.2.2's LogValidator; LOGVAL answers of 4.1.2 and 4.2.2"),
+                Step("4.3.0", False, "4.3.1 was built without it (4.3.0 assumed the same, not checked)",
+                     "javap of kafka-storage 4.3.1's LogValidator"),
+                Step("4.4.0", True, "the same change", "javap of kafka-storage 4.4.0's LogValidator; LOGVAL answers "
+                                                       "of 4.3.1 and 4.4.0")),
         "absent from kafka-storage 3.9.1 to 4.1.2 (javap)"),
     Difference(
         "timestamp_after_max_default",
         "message.timestamp.after.max.ms's default: how far in the future a CreateTime timestamp may be",
         LONG_MAX, (Step("4.0.0", 3_600_000, "KIP-1030 (default changed to one hour)",
-                        "TopicConfig / LogConfig defaults of the 4.0.2 jars"),),
+                        "ServerLogConfigs.LOG_MESSAGE_TIMESTAMP_AFTER_MAX_MS_DEFAULT in the 3.9.1 and 4.0.2 jars "
+                        "(the LOGDEF request)"),),
         "3.9's LogConfig: Long.MAX_VALUE"),
 )
 
