@@ -1,7 +1,7 @@
 """The differential for produce admission: `produce_admission.validate` against each release's LogValidator.
 
 Request word LOGVAL (handler `reference/harness/KcheckLogValidator.java`, kafka-storage of every release): the
-records' bytes as our `encode_batch` builds them, and the topic's and the partition's settings; the answer is
+records' bytes as our `BatchSpec.encode` builds them, and the topic's and the partition's settings; the answer is
 compared as a whole line (exception, message and record errors; or offsets, max timestamp, shallow offset, stamped
 batches with their records' offsets and timestamps, and the target compression).
 

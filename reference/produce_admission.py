@@ -5,13 +5,13 @@ Two layers, each naming the Kafka code it mirrors:
 * `validate` mirrors kafka-storage's `LogValidator.validateMessagesAndAssignOffsets` (with its
   `assignOffsetsNonCompressed`, `validateMessagesAndAssignOffsetsCompressed`, `buildRecordsAndAssignOffsets`,
   `validateBatch`, `validateRecord`, `validateKey`, `validateTimestamp` and `processRecordErrors`), for the v2
-  record batches a client of every release we check sends (`encode_batch` builds their bytes as
+  record batches a client of every release we check sends (`BatchSpec.encode` builds their bytes as
   `DefaultRecordBatch.writeHeader` and `DefaultRecord.writeTo` do). It answers what the broker answers: the
   exception and its message with the per-record errors (batch index and message, KIP-467), or the offsets
   assigned, the max timestamp, the stamped partition leader epoch and the target compression
   (`BrokerCompressionType.targetCompression`). Checked against each release's own LogValidator
   (reference/kafka_produce_admission.py).
-* `partition_error` mirrors the request-level checks before the log, in the order `KafkaApis.handleProduceRequest`,
+* `partition_error` mirrors the checks around it, in the order `KafkaApis.handleProduceRequest`,
   `ReplicaManager.appendRecords` / `appendToLocalLog`, `Partition.appendRecordsToLeader` and
   `UnifiedLog.analyzeAndValidateRecords` apply them, and `acks0_response` what `KafkaApis.handleProduceRequest`
   sends for acks=0 (nothing, or `RequestChannel.CloseConnectionResponse` when any partition failed), checked on a
@@ -479,7 +479,9 @@ def validate(case: ValidatorCase, prof: ReleaseProfile) -> str:
 
 
 def error_code(answer: str) -> int:
-    """The produce error code a LogValidator answer becomes (ReplicaManager.appendToLocalLog's catch)."""
+    """The produce error code a LogValidator answer becomes (ReplicaManager.appendToLocalLog's catch,
+    Errors.forException: an exception Kafka has no code for, an IllegalArgumentException or
+    UnsupportedOperationException, is UNKNOWN_SERVER_ERROR, -1)."""
     if answer.startswith("OK"):
         return NONE
     return EXCEPTION_CODES.get(answer.split("\t")[2], -1)
