@@ -53,6 +53,9 @@ __all__ = [
 
 
 
+LONG_MAX = 2**63 - 1
+
+
 def _key(version: str) -> tuple[int, ...]:
     return tuple(int(x) for x in version.split("."))
 
@@ -294,6 +297,33 @@ DIFFERENCES: tuple[Difference, ...] = (
         True, (), "KAFKA-15583 (apache/kafka#14594, commit edc7e10a): first in 3.7.0 (git tag --contains), so in every "
                   "known release; the isUnderMinIsr test opens maybeIncrementLeaderHW in kafka_2.13 of 3.9.1, 4.1.2 "
                   "and 4.4.0 (javap -c)"),
+    # produce admission (reference/produce_admission.py)
+    Difference(
+        "log_validator_zstd_needs_ibp",
+        "LogValidator refuses ZStandard as the target compression below inter.broker.protocol.version 2.1 "
+        "(UNSUPPORTED_COMPRESSION_TYPE); its constructor takes a MetadataVersion",
+        True, (Step("4.0.0", False, "KIP-724 (message formats v0 and v1 and IBPs below 3.0 removed in 4.0)",
+                    "4.0.2's LogValidator constructor has no MetadataVersion (sources jar, javap); the LOGVAL answers "
+                    "of 3.9.1 and 4.0.2 (tests/test_kafka_produce_admission.py)"),),
+        "3.9's LogValidator.java"),
+    Difference(
+        "log_validator_max_record_body",
+        "LogValidator bounds each record body it decompresses (maxRecordBodySize; 'Invalid record size: N exceeds the "
+        "configured maximum record size of M.')",
+        False, (Step("4.2.2", True, "the LogValidator constructor with maxRecordBodySize (JIRA not identified)",
+                     "javap of kafka-storage 4.2.2's LogValidator; LOGVAL answers of 4.1.2 and 4.2.2"),
+                Step("4.3.0", False, "4.3.1 was built without it (4.3.0 assumed the same, not checked)",
+                     "javap of kafka-storage 4.3.1's LogValidator"),
+                Step("4.4.0", True, "the same change", "javap of kafka-storage 4.4.0's LogValidator; LOGVAL answers "
+                                                       "of 4.3.1 and 4.4.0")),
+        "absent from kafka-storage 3.9.1 to 4.1.2 (javap)"),
+    Difference(
+        "timestamp_after_max_default",
+        "message.timestamp.after.max.ms's default: how far in the future a CreateTime timestamp may be",
+        LONG_MAX, (Step("4.0.0", 3_600_000, "KIP-1030 (default changed to one hour)",
+                        "ServerLogConfigs.LOG_MESSAGE_TIMESTAMP_AFTER_MAX_MS_DEFAULT in the 3.9.1 and 4.0.2 jars "
+                        "(the LOGDEF request)"),),
+        "3.9's LogConfig: Long.MAX_VALUE"),
 )
 
 _BY_FIELD: dict[str, Difference] = {d.field: d for d in DIFFERENCES}
@@ -343,6 +373,10 @@ class ReleaseProfile:
     fetch_params_hard_max_bytes: bool
     # the produce purgatory
     hw_waits_for_min_isr: bool
+    # produce admission
+    log_validator_zstd_needs_ibp: bool
+    log_validator_max_record_body: bool
+    timestamp_after_max_default: int
 
     def as_dict(self) -> dict[str, Any]:
         return {f.name: getattr(self, f.name) for f in fields(self)}

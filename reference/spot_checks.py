@@ -123,6 +123,15 @@ def _fetch_rule(rule: str) -> Callable[[KafkaBridge, str, random.Random, int], C
     return run
 
 
+def _log_validator(bridge: KafkaBridge, release: str, rng: random.Random, n: int) -> Compared:
+    from kcheck.reference import kafka_produce_admission as kpa
+
+    cases = [kpa.random_case(rng, release) for _ in range(n)]  # each rule in turn, at random
+    diffs = [(kpa.encode_case(c), k, r) for c, k in zip(cases, kpa.kafka_answers(bridge, cases), strict=True)
+             if k != (r := kpa.reference_answer(c, release))]
+    return Compared(len(cases), len(diffs), _smallest(diffs))
+
+
 def _client_metadata(bridge: KafkaBridge, release: str, rng: random.Random, n: int) -> Compared:
     from kcheck.reference import kafka_client_metadata
 
@@ -144,6 +153,7 @@ FAMILIES: tuple[SpotFamily, ...] = (
                "ApiVersionsResponse, NodeApiVersions", _header_rule("negotiation")),
     SpotFamily("idempotent producer state", ("PSTATE",), "ProducerStateManager, ProducerAppendInfo",
                _producer_state),
+    SpotFamily("produce: record-batch validation", ("LOGVAL",), "LogValidator", _log_validator),
     SpotFamily("fetch: leader epoch cache", ("EPOCH",), "LeaderEpochFileCache", _fetch_rule("EPOCH")),
     SpotFamily("fetch: isolation and parameters", ("FPARAMS",), "FetchIsolation, FetchParams",
                _fetch_rule("FPARAMS")),
