@@ -15,15 +15,13 @@ from __future__ import annotations
 
 import argparse
 import time
-from dataclasses import replace
 from typing import Any
 
 from kcheck.invariants.replication_liveness import LivenessModel, parity_properties
-from kcheck.invariants.replication_parity import BOUNDS, ROWS, SHIPPED, shipped_config
+from kcheck.invariants.replication_parity import BOUNDS, ROWS, SHIPPED, broken_rules, shipped_config
 from kcheck.invariants.replication_searches.exhaustive import run_exhaust
 from kcheck.model.liveness import check_liveness
-from kcheck.model.replication import Config, Protocol
-from kcheck.model.replication import protocol as rules
+from kcheck.model.replication import Protocol
 
 SECTIONS = ("table", "safety", "liveness", "fails")
 CURRENT = Protocol.current("4.4.0")
@@ -43,63 +41,6 @@ LIVENESS_BOUNDS: tuple[tuple[str, dict[str, Any]], ...] = (
     ("1 reassignment, 3 brokers, RF 2, atomic", {"replication_factor": 2, "initial_isr": 0, "lossy_crashes": 0,
                                                  "fences": 0, "records": 1, "reassignments": 1,
                                                  "atomic_fetch": True}),
-)
-
-
-def _never_unfence(registry: Any, image: Any, broker: int) -> bool:
-    return False
-
-
-def _frozen_high_watermark(leader: Any, min_isr: int) -> int:
-    return int(leader.hw)
-
-
-def _refuse_every_isr(registry: Any, isr: Any, broker_epochs: Any) -> bool:
-    return False
-
-
-def _never_roll_back(error: str) -> bool:
-    return False
-
-
-def _never_apply(r: Any, m: Any) -> bool:
-    return False
-
-
-def _in_sync_followers_only(follower: Any, response: Any) -> bool:
-    return follower.id in follower.isr and bool(rules.response_matches_fetch_state(follower, response))
-
-
-_QUIET = {"crashes": 0, "lossy_crashes": 0, "fences": 0, "elections": 0, "isr_shrinks": 0, "failovers": 0, "reads": 0,
-          "atomic_fetch": True}
-# (property, broken protocol, its Config, "liveness" or "safety")
-FAILS: tuple[tuple[str, Protocol, Config, str], ...] = (
-    ("replication.maximal-isr-covers-quorum",
-     replace(CURRENT, name="roll-back-on-any-error", alter_partition_rollback=rules.roll_back_on_any_error),
-     Config(brokers=3, min_isr=2, initial_isr=2, records=0, crashes=0, lossy_crashes=0, fences=0, elections=0,
-            isr_shrinks=0, failovers=0, reads=0, duplicates=True, atomic_fetch=True), "safety"),
-    ("replication.recovery-quorum",
-     replace(CURRENT, name="no-last-known-leader", last_known_leader=rules.no_last_known_leader),
-     Config(brokers=2, min_isr=2, records=0, crashes=0, lossy_crashes=2, fences=0, elections=0, isr_shrinks=0,
-            failovers=0, reads=0, duplicates=False, atomic_fetch=True), "safety"),
-    ("liveness.broker-starts", replace(CURRENT, name="never-unfence", unfence_when=_never_unfence),
-     Config(brokers=2, min_isr=1, records=0, crashes=1, lossy_crashes=0, fences=0, elections=0, isr_shrinks=0,
-            failovers=0, reads=0, atomic_fetch=True), "liveness"),
-    ("liveness.broker-unfenced", replace(CURRENT, name="never-unfence", unfence_when=_never_unfence),
-     Config(brokers=2, min_isr=1, records=0, crashes=1, lossy_crashes=0, fences=0, elections=0, isr_shrinks=0,
-            failovers=0, reads=0, atomic_fetch=True), "liveness"),
-    ("liveness.write-answered", replace(CURRENT, name="frozen-high-watermark", high_watermark=_frozen_high_watermark),
-     Config(brokers=2, min_isr=1, records=1, crashes=0, lossy_crashes=0, fences=0, elections=0, isr_shrinks=0,
-            failovers=0, reads=0, atomic_fetch=True), "liveness"),
-    ("liveness.alter-partition-completes",
-     replace(CURRENT, name="refused-and-kept", alter_partition_validation=_refuse_every_isr,
-             alter_partition_rollback=_never_roll_back),
-     Config(**{**_QUIET, "brokers": 2, "min_isr": 1, "initial_isr": 1, "records": 0}), "liveness"),
-    ("liveness.metadata-converges", replace(CURRENT, name="never-apply", partition_state_applies=_never_apply),
-     Config(**{**_QUIET, "brokers": 2, "min_isr": 1, "records": 0, "fences": 1}), "liveness"),
-    ("liveness.acked-fully-replicated",
-     replace(CURRENT, name="in-sync-followers-only", accept_fetch_response=_in_sync_followers_only),
-     Config(**{**_QUIET, "brokers": 2, "min_isr": 1, "initial_isr": 1, "records": 1}), "liveness"),
 )
 
 
@@ -146,7 +87,7 @@ def liveness(max_seconds: float) -> None:
 
 def fails(max_seconds: float) -> None:
     print("\neach new property, violated by a broken rule (the search's first counterexample)")
-    for prop, protocol, cfg, kind in FAILS:
+    for prop, protocol, cfg, kind in broken_rules():
         if kind == "safety":
             r = run_exhaust(protocol, cfg, only={prop}, max_seconds=max_seconds)
             steps = len(r.trace.steps) if r.trace else None

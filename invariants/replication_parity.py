@@ -17,10 +17,12 @@ controller's leader epoch. Its logs hold values (each written once), so a value 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
+from kcheck.model.replication import protocol as rules
 from kcheck.model.replication.actions import Config
+from kcheck.model.replication.protocol import Protocol
 
 SPEC = "Vanlightly/kafka-tlaplus kafka_data_replication/kraft/kip-966"
 
@@ -168,4 +170,66 @@ def shipped_config(**overrides: Any) -> Config:
     return Config(**settings)
 
 
-__all__ = ["BOUNDS", "LIVENESS", "ROWS", "SAFETY", "SHIPPED", "SPEC", "ParityRow", "shipped_config"]
+# ---- broken rules: each new property can fail -------------------------------------------------------------------
+# Hand-made rules for the properties no model/replication alternative breaks; each is the simplest way to lose the
+# progress its property promises.
+
+def _never_unfence(registry: Any, image: Any, broker: int) -> bool:
+    return False
+
+
+def _frozen_high_watermark(leader: Any, min_isr: int) -> int:
+    return int(leader.hw)
+
+
+def _refuse_every_isr(registry: Any, isr: Any, broker_epochs: Any) -> bool:
+    return False
+
+
+def _never_roll_back(error: str) -> bool:
+    return False
+
+
+def _never_apply(r: Any, m: Any) -> bool:
+    return False
+
+
+def _in_sync_followers_only(follower: Any, response: Any) -> bool:
+    return follower.id in follower.isr and bool(rules.response_matches_fetch_state(follower, response))
+
+
+_QUIET: dict[str, Any] = {"brokers": 2, "min_isr": 1, "records": 0, "crashes": 0, "lossy_crashes": 0, "fences": 0,
+                          "elections": 0, "isr_shrinks": 0, "failovers": 0, "reads": 0, "atomic_fetch": True}
+
+
+def broken_rules() -> tuple[tuple[str, Protocol, Config, str], ...]:
+    """(new property, a protocol with one or two rules broken, the smallest Config found to show it, "safety" or
+    "liveness"): each property the parity added can fail, and the search finds it (bench/bench_parity.py,
+    tests/test_parity.py). The rollback and last-known-leader rules are model/replication's own alternatives (the
+    first a proposed simplification, the second the rule without ELR), the others are hand-made."""
+    current = Protocol.current("4.4.0")
+    never_unfence = replace(current, name="never-unfence", unfence_when=_never_unfence)
+    return (
+        ("replication.maximal-isr-covers-quorum",
+         replace(current, name="roll-back-on-any-error", alter_partition_rollback=rules.roll_back_on_any_error),
+         Config(**{**_QUIET, "brokers": 3, "min_isr": 2, "initial_isr": 2, "duplicates": True}), "safety"),
+        ("replication.recovery-quorum",
+         replace(current, name="no-last-known-leader", last_known_leader=rules.no_last_known_leader),
+         Config(**{**_QUIET, "min_isr": 2, "lossy_crashes": 2, "duplicates": False}), "safety"),
+        ("liveness.broker-starts", never_unfence, Config(**{**_QUIET, "crashes": 1}), "liveness"),
+        ("liveness.broker-unfenced", never_unfence, Config(**{**_QUIET, "crashes": 1}), "liveness"),
+        ("liveness.alter-partition-completes",
+         replace(current, name="refused-and-kept", alter_partition_validation=_refuse_every_isr,
+                 alter_partition_rollback=_never_roll_back), Config(**{**_QUIET, "initial_isr": 1}), "liveness"),
+        ("liveness.metadata-converges", replace(current, name="never-apply", partition_state_applies=_never_apply),
+         Config(**{**_QUIET, "fences": 1}), "liveness"),
+        ("liveness.write-answered",
+         replace(current, name="frozen-high-watermark", high_watermark=_frozen_high_watermark),
+         Config(**{**_QUIET, "records": 1}), "liveness"),
+        ("liveness.acked-fully-replicated",
+         replace(current, name="in-sync-followers-only", accept_fetch_response=_in_sync_followers_only),
+         Config(**{**_QUIET, "initial_isr": 1, "records": 1}), "liveness"),
+    )
+
+
+__all__ = ["BOUNDS", "LIVENESS", "ROWS", "SAFETY", "SHIPPED", "SPEC", "ParityRow", "broken_rules", "shipped_config"]
