@@ -151,8 +151,8 @@ BOUNDS: tuple[tuple[str | None, str | None, str], ...] = (
     (None, "reads", "0: consumption is the history variable, not an action (see ConsistentReadProperty)"),
     (None, "duplicates", "False: its network delivers each message once (kcheck also loses any message: "
                          "more behaviours, no fewer)"),
-    (None, "max_leader_epoch", "10: a model bound here, there epochs are bounded by the faults; 10 is above "
-                               "any epoch one fence and one lossy crash reach"),
+    (None, "max_leader_epoch", "10: a model bound here (there the faults alone bound the epochs); the liveness "
+                               "runs count the states where it cut a step: none"),
     (None, "atomic_fetch", "False maps its three fetch steps; True (one step) is a subset of those runs"),
 )
 
