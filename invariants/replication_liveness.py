@@ -44,7 +44,7 @@ from kcheck.invariants.replication_model_adapter import ReplicationModel
 from kcheck.model.liveness import LivenessProperty
 from kcheck.model.replication.actions import KINDS, Action, Config, apply
 from kcheck.model.replication.protocol import Protocol
-from kcheck.model.replication.state import NO_LEADER, State
+from kcheck.model.replication.state import NO_LEADER, LeaderAndIsr, State, StopReplica
 
 NOTICE_FAILURE = "notice_failure"  # `fence` of a dead broker: the controller noticing missed heartbeats (fair)
 # "apply_metadata": a KRaft broker applying the next batch of the metadata log (its MetadataLoader keeps reading);
@@ -243,7 +243,7 @@ def metadata_converges() -> LivenessProperty[State]:
             last = len(s.metadata) - 1
             if not all(r.known and r.applied == last for r in s.replicas if r.alive):
                 return False
-        elif any(m.kind in ("LeaderAndIsr", "StopReplica") and s.replica(m.to).alive for m in s.pool):
+        elif any(isinstance(m, LeaderAndIsr | StopReplica) and s.replica(m.to).alive for m in s.pool):
             return False
         return all(r.known and (r.leader, r.leader_epoch) == (reg.leader, reg.leader_epoch)
                    for r in s.replicas if r.alive and r.id in reg.replicas)
