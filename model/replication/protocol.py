@@ -21,7 +21,7 @@ writes, and which ELR a completion or cancel keeps.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field, fields, replace
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from kcheck.model.replication.reassignment import (
@@ -830,14 +830,6 @@ class Protocol:
             restart_reads_metadata=catch_up_before_acting,
         )
 
-    @classmethod
-    def rule_names(cls) -> tuple[str, ...]:
-        """Every rule, in declaration order (every field but name and description)."""
-        return tuple(f.name for f in fields(cls) if f.name not in ("name", "description"))
-
-    def rules(self) -> dict[str, str]:
-        """Rule name -> the function in use, for reports."""
-        return {k: getattr(self, k).__name__ for k in self.rule_names()}
 
 
 @dataclass(frozen=True)

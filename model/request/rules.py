@@ -16,7 +16,7 @@ replication protocol the partition runs.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field, fields, replace
+from dataclasses import dataclass, replace
 from typing import Any
 
 from kcheck.model.replication.protocol import Protocol, over_maximal_isr
@@ -30,6 +30,7 @@ from kcheck.model.request.state import (
     UNKNOWN_PRODUCER,
     Entry,
 )
+from kcheck.model.rule_set import RuleSet, Variant
 
 NUM_BATCHES_TO_RETAIN = 5  # ProducerStateEntry.NUM_BATCHES_TO_RETAIN
 
@@ -185,7 +186,7 @@ def hw_under_min_isr() -> Protocol:
 
 
 @dataclass(frozen=True)
-class Rules:
+class Rules(RuleSet):
     """One choice per decision point of the request model (see the module docstring)."""
 
     name: str
@@ -205,34 +206,16 @@ class Rules:
     def current(cls) -> Rules:
         return cls("current", "Kafka 4.x")
 
-    @classmethod
-    def rule_names(cls) -> tuple[str, ...]:
-        return tuple(f.name for f in fields(cls) if f.name not in ("name", "description"))
-
-    def rules(self) -> dict[str, str]:
-        return {k: getattr(self, k).__name__ for k in self.rule_names()}
-
-
-@dataclass(frozen=True)
-class Variant:
-    """A historical rule: today's rules with one replaced, the smallest setting that shows it, what it breaks."""
-
-    name: str
-    jira: str
-    bug: str
-    rules: Rules
-    settings: Mapping[str, Any] = field(default_factory=dict)  # Config overrides
-    violates: tuple[str, ...] = ()
 
 
 def _variant(name: str, jira: str, bug: str, violates: tuple[str, ...], settings: Mapping[str, Any],
-             **rules: Any) -> Variant:
+             **rules: Any) -> Variant[Rules]:
     return Variant(name, jira, bug, replace(Rules.current(), name=name, description=bug, **rules), settings, violates)
 
 
 _IDEM = {"brokers": 2, "min_isr": 1, "acks": "all", "idempotent": True, "elections": 0, "crashes": 0}
 
-VARIANTS: dict[str, Variant] = {v.name: v for v in (
+VARIANTS: dict[str, Variant[Rules]] = {v.name: v for v in (
     _variant("broker-cache-one-batch", "KAFKA-5494",
              "the broker remembered one batch per producer: with two requests in flight and a dropped connection, "
              "the retry of the first is out of order, the client bumps its epoch and writes both batches again",
