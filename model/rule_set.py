@@ -9,7 +9,7 @@ invariants it breaks (the storage and request models' catalogues).
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field, fields, replace
 from typing import Any, Generic, TypeVar
 
 R = TypeVar("R")
@@ -38,3 +38,10 @@ class Variant(Generic[R]):
     rules: R
     settings: Mapping[str, Any] = field(default_factory=dict)  # the model's Config overrides
     violates: tuple[str, ...] = ()  # the model invariants that catch it
+
+
+def variant(today: R, name: str, jira: str, bug: str, violates: tuple[str, ...], settings: Mapping[str, Any],
+            **rules: Any) -> Variant[R]:
+    """`today` with the named decisions replaced, as the historical rule set `name`."""
+    return Variant(name, jira, bug, replace(today, name=name, description=bug, **rules), settings,  # type: ignore[type-var]
+                   violates)

@@ -47,6 +47,7 @@ from kcheck.model.replication.state import (
     StopReplica,
     epoch_cache,
 )
+from kcheck.model.rule_set import RuleSet
 
 UNDEFINED = -1
 
@@ -652,7 +653,7 @@ def _rule(doc: str, *alternatives: Callable[..., Any], default: Any = None) -> A
 
 
 @dataclass(frozen=True, kw_only=True)
-class Protocol:
+class Protocol(RuleSet):
     """A replication protocol: every decision of the model (`model/replication/actions.py`) is one of these
     rules, a plain function from what the deciding party knows to its decision. Replace any with
     `dataclasses.replace`; `kcheck rules` lists them, with the state each may read."""
@@ -829,7 +830,6 @@ class Protocol:
             crash_drops=connections_die,
             restart_reads_metadata=catch_up_before_acting,
         )
-
 
 
 @dataclass(frozen=True)

@@ -30,7 +30,7 @@ from kcheck.model.request.state import (
     UNKNOWN_PRODUCER,
     Entry,
 )
-from kcheck.model.rule_set import RuleSet, Variant
+from kcheck.model.rule_set import RuleSet, Variant, variant
 
 NUM_BATCHES_TO_RETAIN = 5  # ProducerStateEntry.NUM_BATCHES_TO_RETAIN
 
@@ -206,11 +206,9 @@ class Rules(RuleSet):
     def current(cls) -> Rules:
         return cls("current", "Kafka 4.x")
 
-
-
 def _variant(name: str, jira: str, bug: str, violates: tuple[str, ...], settings: Mapping[str, Any],
              **rules: Any) -> Variant[Rules]:
-    return Variant(name, jira, bug, replace(Rules.current(), name=name, description=bug, **rules), settings, violates)
+    return variant(Rules.current(), name, jira, bug, violates, settings, **rules)
 
 
 _IDEM = {"brokers": 2, "min_isr": 1, "acks": "all", "idempotent": True, "elections": 0, "crashes": 0}

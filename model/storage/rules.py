@@ -24,7 +24,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
-from kcheck.model.rule_set import RuleSet, Variant
+from kcheck.model.rule_set import RuleSet, Variant, variant
 from kcheck.model.storage.state import Config, Follower, Leader, Rec, Seg
 
 
@@ -159,12 +159,9 @@ class Rules(RuleSet):
         return cls("current", "Kafka 4.x", uncleanable_below_hw, delete_horizon_on_batch, truncate_fully_moving_hw,
                    recover_rebuilding_index, below_high_watermark)
 
-
-
 def _variant(name: str, jira: str, bug: str, violates: tuple[str, ...], settings: Mapping[str, Any],
              **rules: Any) -> Variant[Rules]:
-    return Variant(name, jira, bug, replace(Rules.current(), name=name, description=bug, **rules), settings,
-                   violates)
+    return variant(Rules.current(), name, jira, bug, violates, settings, **rules)
 
 
 VARIANTS: dict[str, Variant[Rules]] = {v.name: v for v in (
