@@ -206,6 +206,7 @@ class Rules(RuleSet):
     def current(cls) -> Rules:
         return cls("current", "Kafka 4.x")
 
+
 def _variant(name: str, jira: str, bug: str, violates: tuple[str, ...], settings: Mapping[str, Any],
              **rules: Any) -> Variant[Rules]:
     return variant(Rules.current(), name, jira, bug, violates, settings, **rules)

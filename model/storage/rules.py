@@ -159,6 +159,7 @@ class Rules(RuleSet):
         return cls("current", "Kafka 4.x", uncleanable_below_hw, delete_horizon_on_batch, truncate_fully_moving_hw,
                    recover_rebuilding_index, below_high_watermark)
 
+
 def _variant(name: str, jira: str, bug: str, violates: tuple[str, ...], settings: Mapping[str, Any],
              **rules: Any) -> Variant[Rules]:
     return variant(Rules.current(), name, jira, bug, violates, settings, **rules)
