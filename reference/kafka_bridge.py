@@ -34,10 +34,10 @@ import subprocess
 import tempfile
 import threading
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO
+from typing import IO, Any
 
 from kcheck.model import Broker
 from kcheck.reference import kafka_harness
@@ -126,6 +126,22 @@ def decode_text(token: str) -> str | None:
 def encode_ints(xs: Iterable[int]) -> str:
     """An int list as one token ('~' when empty): KcheckCodec.ints() reads it back."""
     return ",".join(map(str, xs)) or "~"
+
+
+def step_differences(cases: Sequence[Any], kafka: Sequence[Sequence[str]], ours: Sequence[Sequence[str]],
+                     encode: Callable[[Any], str], unit: str = "step") -> tuple[int, str]:
+    """Scripts answered step by step by Kafka and by a reference: (steps that differ, the shortest differing script
+    with its first differing step's two answers; '' when none differ). Scripts are compared by length of `ops`."""
+    differing, smallest = 0, None
+    for case, theirs, mine in zip(cases, kafka, ours, strict=True):
+        bad = [i for i, (k, r) in enumerate(zip(theirs, mine, strict=True)) if k != r]
+        differing += len(bad)
+        if bad and (smallest is None or len(case.ops) < len(smallest[0].ops)):
+            smallest = (case, bad[0], theirs[bad[0]], mine[bad[0]])
+    if smallest is None:
+        return 0, ""
+    case, step, k, r = smallest
+    return differing, f"{encode(case)} ({unit} {step})\nkafka: {k}\nours:  {r}"
 
 
 def parse_error(line: str) -> JavaException:

@@ -22,7 +22,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from kcheck.reference import client_metadata as cm
-from kcheck.reference.kafka_bridge import KafkaBridge, parse_error
+from kcheck.reference.kafka_bridge import KafkaBridge, parse_error, step_differences
 
 LONG_MAX = 2**63 - 1
 TOPICS = ("a", "b")
@@ -238,14 +238,6 @@ def compare_random(bridge: KafkaBridge, rng: random.Random, calls: int) -> tuple
     while n < calls:
         cases.append(random_case(rng))
         n += len(cases[-1].ops)
-    differing, smallest = 0, None
-    for case, kafka in zip(cases, kafka_answers(bridge, cases), strict=True):
-        ours = reference_answers(case)
-        steps = [i for i, (k, r) in enumerate(zip(kafka, ours, strict=True)) if k != r]
-        differing += len(steps)
-        if steps and (smallest is None or len(case.ops) < len(smallest[0].ops)):
-            smallest = (case, steps[0], kafka[steps[0]], ours[steps[0]])
-    if smallest is None:
-        return n, 0, ""
-    case, step, kafka_step, our_step = smallest
-    return n, differing, f"{encode_case(case)} (call {step})\nkafka: {kafka_step}\nours:  {our_step}"
+    differing, smallest = step_differences(cases, kafka_answers(bridge, cases), [reference_answers(c) for c in cases],
+                                           encode_case, "call")
+    return n, differing, smallest

@@ -23,7 +23,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from kcheck.reference import purgatory as pg
-from kcheck.reference.kafka_bridge import KafkaBridge, parse_error
+from kcheck.reference.kafka_bridge import KafkaBridge, parse_error, step_differences
 
 LONG_MAX = 2**63 - 1
 
@@ -155,14 +155,6 @@ def compare_random(bridge: KafkaBridge, rng: random.Random, steps: int) -> tuple
     while n < steps:
         cases.append(random_case(rng))
         n += len(cases[-1].ops) + 1  # the creation is a step too
-    differing, smallest = 0, None
-    for case, kafka in zip(cases, kafka_answers(bridge, cases), strict=True):
-        ours = reference_answers(case)
-        bad = [i for i, (k, r) in enumerate(zip(kafka, ours, strict=True)) if k != r]
-        differing += len(bad)
-        if bad and (smallest is None or len(case.ops) < len(smallest[0].ops)):
-            smallest = (case, bad[0], kafka[bad[0]], ours[bad[0]])
-    if smallest is None:
-        return n, 0, ""
-    case, step, kafka_step, our_step = smallest
-    return n, differing, f"{encode_case(case)} (step {step})\nkafka: {kafka_step}\nours:  {our_step}"
+    differing, smallest = step_differences(cases, kafka_answers(bridge, cases), [reference_answers(c) for c in cases],
+                                           encode_case, "step")
+    return n, differing, smallest
