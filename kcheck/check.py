@@ -29,7 +29,7 @@ from __future__ import annotations
 import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kcheck.invariants import REGISTRY, PlacementSubject, Violation, check_placement, smt
 from kcheck.invariants.exhaustive import check_exhaustively
@@ -37,7 +37,9 @@ from kcheck.invariants.prover import Bounds, ProofResult, prove
 from kcheck.model import Cluster, ReplicaAssignment
 from kcheck.reference.java import JavaRandom
 from kcheck.reference.placers import BUILTIN_PLACERS, PlacerInfo
-from kcheck.reference.spot_checks import SpotOutcome, run_spot_checks
+
+if TYPE_CHECKING:  # the spot checks start JVMs: imported when they run, not with every command
+    from kcheck.reference.spot_checks import SpotOutcome
 
 PARTITION_COUNTS = (1, 2, 3, 4, 5, 6, 8, 12, 16, 24)
 MAX_BROKERS = 9
@@ -512,8 +514,15 @@ def run_check(max_brokers: int = MAX_BROKERS, proofs: bool = True, deep: bool = 
                            run_rejoin_sweep(assignors=assignors) if assignors and proofs else None)
     return CheckResult(n_cases, len(clusters), list(outcomes.values()), run_proofs() if proofs else [],
                        run_rebalance_models() if proofs else [], run_replication_models(deep) if proofs else [],
-                       run_rejoin_sweep() if proofs else None, run_spot_checks() if proofs else [],
+                       run_rejoin_sweep() if proofs else None, _spot_checks() if proofs else [],
                        run_request_models() if proofs else [])
+
+
+
+def _spot_checks() -> list[SpotOutcome]:
+    from kcheck.reference.spot_checks import run_spot_checks
+
+    return run_spot_checks()
 
 
 def run_request_models() -> list[Any]:

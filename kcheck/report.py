@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import shutil
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
 from rich.markup import escape
@@ -19,8 +19,10 @@ from kcheck.invariants.replication_searches.runs import ReplayStep
 from kcheck.model.replication.actions import Config
 from kcheck.model.replication.state import NO_LEADER, State
 from kcheck.options import MEANINGS
-from kcheck.reference.spot_checks import SpotOutcome
 from kcheck.runtime.exit_codes import Exit
+
+if TYPE_CHECKING:
+    from kcheck.reference.spot_checks import SpotOutcome
 
 
 class _SafeConsole(Console):
