@@ -211,8 +211,12 @@ def test_a_consumer_reads_nothing_above_the_high_watermark(kafka_cluster, fetch_
     fetch between them is empty without an error, one past the log end is out of range."""
     from kafka import KafkaProducer
 
+    from kcheck.cluster import admin as ca
+
     conn, epochs = fetch_topic
     e = epochs[0]
+    # the follower must be in the ISR when it is paused: one a loaded machine let fall out would not hold the HW back
+    ca.wait_until(lambda: 2 in ca.partition_states(kafka_cluster.bootstrap, TOPIC)[0].isr, 60)
     hw = conn.fetch([(0, rf.PartitionFetch(0, 1))])[0].high_watermark
     kafka_cluster.pause(2)
     try:
