@@ -206,6 +206,7 @@ def test_bytes_shared_across_partitions_in_request_order(fetch_topic, order, res
     assert sizes == {p: r.data.size for p, r in zip(order, ours, strict=True) if r.data is not None}
 
 
+@pytest.mark.slow  # timing-bound on a loaded machine: a follower paused for long is fenced and the HW moves on
 def test_a_consumer_reads_nothing_above_the_high_watermark(kafka_cluster, fetch_topic) -> None:
     """Broker 2 (the follower) paused: an acks=1 append moves the log end, not the high watermark; a consumer's
     fetch between them is empty without an error, one past the log end is out of range."""
