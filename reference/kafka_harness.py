@@ -29,8 +29,8 @@ Protocol (space-separated tokens; the harness first prints `READY <kafka version
     joined by '.'; an int list is '1,2,3' ('~' when empty, where it must stay one token).
     Any throwable answers ERR <class name> <message, with \\ and newlines escaped>.
 
-The handlers in `BROKER_SIDE` (the purgatories' DelayedProduce and DelayedFetch) are compiled only for the broker-side bridge,
-`KafkaBridge(version, server=True)`, against the broker's jars and Mockito, and the others only for the bridge.
+The handlers in `BROKER_SIDE` (the purgatories' DelayedProduce and DelayedFetch) are compiled only for the broker-side
+bridge, `KafkaBridge(version, server=True)`, against the broker's jars and Mockito, and the others only for the bridge.
 
 Each handler file documents its own words.
 """
