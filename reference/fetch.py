@@ -1,4 +1,4 @@
-"""Fetch bounds and DelayedFetch completion (issue 35, R7 and R9): what a leader answers a Fetch, per partition.
+"""Fetch bounds (issue 35, R7): what a leader answers a Fetch, per partition, and whether it answers at once.
 
 Which Kafka code each part mirrors, and how it is checked:
 
@@ -22,9 +22,8 @@ Which Kafka code each part mirrors, and how it is checked:
   non-empty partition (KIP-74), an incomplete first entry replaced by nothing unless hardMaxBytesLimit (Fetch v<=2,
   which leaves minOneMessage off; in 3.9 and 4.0's code, reachable only in 3.9: 4.0 refuses Fetch v0-3, KIP-896).
   A port, checked on real brokers.
-- `respond_now` and `delayed_fetch_complete`: ReplicaManager.fetchMessages' answer-at-once test and
-  DelayedFetch.tryComplete's cases A-H (core/.../server/DelayedFetch.scala, the same logic in 3.9.1 to 4.3.1's
-  sources). A port, checked on real brokers (a long poll that ends when data arrives, and at its deadline).
+- `respond_now`: ReplicaManager.fetchMessages' answer-at-once test. A port, checked on real brokers. What happens to a
+  fetch that waits is `delayed_fetch.py` (DelayedFetch, bit-exact through the bridge).
 """
 
 from __future__ import annotations
@@ -365,50 +364,3 @@ def respond_now(max_wait_ms: int, min_bytes: int, results: Sequence[PartitionRea
     readable = sum(r.data.size for r in results if r.data is not None)
     return (max_wait_ms <= 0 or not results or readable >= min_bytes
             or any(r.error != NONE for r in results) or any(r.diverging_epoch is not None for r in results))
-
-
-@dataclass(frozen=True)
-class WaitingPartition:
-    """A partition of a DelayedFetch: where its fetch started and its request fields, and the broker now."""
-
-    start: OffsetMetadata  # fetchStatus.startOffsetMetadata (offset -1: unknown)
-    fetch: PartitionFetch
-    error: int = NONE  # what fetchOffsetSnapshot / getPartitionOrException would throw now (NONE: nothing)
-    end: OffsetMetadata | None = None  # the isolation's end now: log end, high watermark or last stable offset
-    epoch_end: tuple[int, int] | None = None  # lastOffsetForLeaderEpoch(last fetched epoch) now, when asked
-    throttled: bool = False  # a follower under replication throttling
-
-
-_CASE_BY_ERROR = {NOT_LEADER_OR_FOLLOWER: "A/B", UNKNOWN_TOPIC_OR_PARTITION: "C", KAFKA_STORAGE_ERROR: "D",
-                  FENCED_LEADER_EPOCH: "E"}
-
-
-def delayed_fetch_complete(partitions: Sequence[WaitingPartition], min_bytes: int, from_follower: bool,
-                           ) -> str | None:
-    """DelayedFetch.tryComplete: the case that completes it now (A/B, C, D, E, F, G, H), or None to keep waiting.
-    An UNKNOWN_LEADER_EPOCH is not caught there: it propagates (raised as FetchError)."""
-    accumulated = 0
-    for p in partitions:
-        if p.start.offset == -1:
-            continue  # UNKNOWN_OFFSET_METADATA: nothing to wait for
-        if p.error in _CASE_BY_ERROR:
-            return _CASE_BY_ERROR[p.error]
-        if p.error != NONE:
-            raise FetchError("UnknownLeaderEpochException" if p.error == UNKNOWN_LEADER_EPOCH else str(p.error))
-        assert p.end is not None
-        if p.start.offset > p.end.offset:
-            return "F"
-        if p.start.offset < p.end.offset:
-            if p.start.segment_base < p.end.segment_base:  # onOlderSegment
-                if not from_follower or not p.throttled:
-                    return "F"
-            elif p.start.segment_base == p.end.segment_base:  # onSameSegment
-                if not from_follower or not p.throttled:
-                    accumulated += min(p.end.position - p.start.position, p.fetch.max_bytes)
-        if p.fetch.last_fetched_epoch is not None:
-            epoch, end = p.epoch_end if p.epoch_end is not None else (UNDEFINED_EPOCH, UNDEFINED_EPOCH_OFFSET)
-            if end == UNDEFINED_EPOCH_OFFSET or epoch == UNDEFINED_EPOCH:
-                return "H"
-            if epoch < p.fetch.last_fetched_epoch or end < p.fetch.fetch_offset:
-                return "H"
-    return "G" if accumulated >= min_bytes else None

@@ -1,6 +1,6 @@
 """reference/fetch.py on Kafka's own unit tests' values: LeaderEpochFileCacheTest (core/src/test/scala/unit/kafka/
 server/epoch, 1eb7644349), and the rules of Partition.fetchRecords, ReplicaManager.readFromLog and
-DelayedFetch.tryComplete on the cases their Scala code distinguishes (the jars drive the classes themselves in
+fetchMessages' answer-at-once test on the cases their Scala code distinguishes (the jars drive the classes themselves in
 test_kafka_fetch.py; the Scala parts are checked on brokers in test_fetch_cluster.py)."""
 
 from __future__ import annotations
@@ -102,21 +102,8 @@ def test_first_batch_even_if_too_big_then_limits_bind() -> None:
     assert [r.data.size for r in hard] == [100, 100]  # Fetch v<=2 on 3.9/4.0: no minOneMessage, parts kept
 
 
-def test_delayed_fetch_cases() -> None:
+def test_respond_now() -> None:
     at = rf.OffsetMetadata
-    f = rf.PartitionFetch(10, 1000)
-    wp = rf.WaitingPartition
-    assert rf.delayed_fetch_complete([wp(at(10, 0, 500), f, end=at(10, 0, 500))], 1, False) is None
-    assert rf.delayed_fetch_complete([wp(at(10, 0, 500), f, end=at(12, 0, 700))], 1, False) == "G"
-    assert rf.delayed_fetch_complete([wp(at(10, 0, 500), f, end=at(12, 0, 700))], 201, False) is None
-    assert rf.delayed_fetch_complete([wp(at(10, 0, 500), f, end=at(12, 12, 0))], 1, False) == "F"  # older segment
-    assert rf.delayed_fetch_complete([wp(at(10, 0, 500), f, end=at(12, 12, 0), throttled=True)], 1, True) is None
-    assert rf.delayed_fetch_complete([wp(at(10, 0, 500), f, end=at(8, 0, 300))], 1, False) == "F"  # truncated
-    assert rf.delayed_fetch_complete([wp(at(10, 0, 500), f, error=rf.FENCED_LEADER_EPOCH)], 1, False) == "E"
-    assert rf.delayed_fetch_complete([wp(at(10, 0, 500), f, error=rf.NOT_LEADER_OR_FOLLOWER)], 1, False) == "A/B"
-    diverged = rf.PartitionFetch(10, 1000, 5, 4)
-    assert rf.delayed_fetch_complete([wp(at(10, 0, 500), diverged, end=at(10, 0, 500), epoch_end=(4, 8))], 1,
-                                     False) == "H"
     assert not rf.respond_now(500, 1, [rf.PartitionRead(data=rf.FetchData(at(10)))])
     assert rf.respond_now(0, 1, [rf.PartitionRead(data=rf.FetchData(at(10)))])
     assert rf.respond_now(500, 1, [rf.PartitionRead(rf.OFFSET_OUT_OF_RANGE)])

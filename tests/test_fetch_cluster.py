@@ -1,5 +1,6 @@
 """Fetch bounds and DelayedFetch on real brokers: the ported Scala rules of reference/fetch.py (Partition.fetchRecords'
-checks, ReplicaManager.readFromLog's byte sharing, fetchMessages' answer-at-once test, DelayedFetch.tryComplete)
+checks, ReplicaManager.readFromLog's byte sharing, fetchMessages' answer-at-once test) and delayed_fetch.py's
+DelayedFetch.tryComplete
 against raw Fetch v12 requests (kafka-python's protocol classes, one socket to the leader) on the session's cluster.
 
 The log each prediction is made on is the broker's own: every partition is first read whole, its batches parsed
@@ -19,6 +20,7 @@ from typing import Any
 
 import pytest
 
+from kcheck.reference import delayed_fetch as df
 from kcheck.reference import fetch as rf
 from kcheck.reference.log_segment import Batch, Record
 from kcheck.reference.releases import profile
@@ -241,11 +243,13 @@ def test_a_consumer_reads_nothing_above_the_high_watermark(kafka_cluster, fetch_
         kafka_cluster.resume(2)
 
 
-def _waiting(conn: Conn, p: int, offset: int) -> rf.WaitingPartition:
-    """A DelayedFetch's partition as the broker stands now: where the fetch started and the high watermark."""
+def _waiting_case(conn: Conn, p: int, offset: int) -> str | None:
+    """Why a consumer's DelayedFetch waiting at `offset` completes now (None: it waits), on the broker's log as it
+    stands: where the fetch started and the high watermark."""
     log, _, _ = _model(conn, p, 2 if p == 2 else 0)
-    start = log.offset_metadata(offset)
-    return rf.WaitingPartition(start, rf.PartitionFetch(offset, 1 << 20), end=log.high_watermark_metadata())
+    op = df.DelayedFetch(df.FetchWait(-1, rf.HIGH_WATERMARK, 1),
+                         [df.Waiting(log.offset_metadata(offset), rf.PartitionFetch(offset, 1 << 20))])
+    return op.try_complete([df.PartitionNow(high_watermark=log.high_watermark_metadata())]).case
 
 
 def test_delayed_fetch_answers_when_data_arrives_and_at_its_deadline(kafka_cluster, fetch_topic) -> None:
@@ -261,7 +265,7 @@ def test_delayed_fetch_answers_when_data_arrives_and_at_its_deadline(kafka_clust
     assert time.monotonic() - t0 < 10
     # nothing readable and nothing arrives: the purgatory holds it to its deadline, then answers empty
     assert not rf.respond_now(1500, 1, [rf.PartitionRead(data=rf.FetchData(rf.OffsetMetadata(end)))])
-    assert rf.delayed_fetch_complete([_waiting(conn, 1, end)], 1, False) is None
+    assert _waiting_case(conn, 1, end) is None
     t0 = time.monotonic()
     assert not _records(conn.fetch(at_end, min_bytes=1, max_wait_ms=1500)[1])
     assert time.monotonic() - t0 >= 1.4
@@ -282,4 +286,4 @@ def test_delayed_fetch_answers_when_data_arrives_and_at_its_deadline(kafka_clust
     poller.join(60)
     assert result["records"] and result["seconds"] < 15
     VALUES[1].append(20)
-    assert rf.delayed_fetch_complete([_waiting(conn, 1, end)], 1, False) == "G"
+    assert _waiting_case(conn, 1, end) == "G"
