@@ -19,9 +19,9 @@ protocol must survive random programs and every state within small bounds, and
 each historical variant must break the property of its bug's row. Then the request path's model: each historical
 rule of `kcheck.model.request` breaks its property and today's rules are clean at the same bounds. Last, the
 request path's references (`reference/spot_checks.py`'s families: keys, headers, produce validation, producer
-state, fetch, client metadata, the acks=all purgatory) are compared with Kafka's own classes on a few thousand
-random inputs per family and release, on every release of 3.9.1, 4.0.2, 4.1.2 and 4.4.0 whose jars are cached (a
-release not cached is reported as skipped, never fetched): any difference fails.
+state, fetch, client metadata, the acks=all and fetch purgatories) are compared with Kafka's own classes on a few
+thousand random inputs per family and release, on every release of 3.9.1, 4.0.2, 4.1.2 and 4.4.0 whose jars are
+cached (a release not cached is reported as skipped, never fetched): any difference fails.
 """
 
 from __future__ import annotations

@@ -144,6 +144,12 @@ def _delayed_produce(bridge: KafkaBridge, release: str, rng: random.Random, n: i
     return Compared(*kafka_purgatory.compare_random(bridge, rng, n))
 
 
+def _delayed_fetch(bridge: KafkaBridge, release: str, rng: random.Random, n: int) -> Compared:
+    from kcheck.reference import kafka_delayed_fetch
+
+    return Compared(*kafka_delayed_fetch.compare_random(bridge, rng, n))
+
+
 FAMILIES: tuple[SpotFamily, ...] = (
     SpotFamily("key -> partition", ("PKEY",), "Utils.murmur2, BuiltInPartitioner.partitionForKey", _keys),
     SpotFamily("null-key partition", ("PSTICKY",), "BuiltInPartitioner (KIP-794, KIP-1123)", _sticky),
@@ -161,6 +167,7 @@ FAMILIES: tuple[SpotFamily, ...] = (
     SpotFamily("client metadata cache", ("CMETA",), "Metadata (KIP-320, KIP-951)", _client_metadata),
     SpotFamily("acks=all purgatory", ("DPROD",), "DelayedProduce (Scala to 4.2, Java from 4.3)", _delayed_produce,
                server=True),
+    SpotFamily("fetch purgatory", ("DFETCH",), "DelayedFetch (Scala)", _delayed_fetch, server=True),
 )
 
 
