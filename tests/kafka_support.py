@@ -20,7 +20,8 @@ def require_jdk() -> None:
             pytest.skip(f"`{tool}` not on PATH: the Kafka bridge needs a JDK 17+")
 
 
-def kafka_bridge(version: str) -> KafkaBridge:
-    """The process's bridge to this release; a resolve or compile failure raises, never a skip."""
+def kafka_bridge(version: str, server: bool = False) -> KafkaBridge:
+    """The process's bridge to this release (`server`: the broker-side one, the broker's jars and Mockito); a resolve
+    or compile failure raises, never a skip."""
     require_jdk()
-    return shared_bridge(version)
+    return shared_bridge(version, server=server)

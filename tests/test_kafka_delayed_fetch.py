@@ -15,11 +15,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from kafka_support import ENV_RELEASES, require_jdk
+from kafka_support import ENV_RELEASES, kafka_bridge
 from kcheck.reference import delayed_fetch as df
 from kcheck.reference import fetch as rf
 from kcheck.reference import kafka_delayed_fetch as kdf
-from kcheck.reference.kafka_bridge import KafkaBridge, shared_bridge
 
 pytestmark = pytest.mark.kafka
 
@@ -28,16 +27,11 @@ BATCH = settings(max_examples=1, deadline=None, suppress_health_check=list(Healt
 OPS = 600  # per release: operations of up to 6 ops
 
 
-def _bridge(version: str) -> KafkaBridge:
-    require_jdk()
-    return shared_bridge(version, server=True)
-
-
 @pytest.mark.parametrize("version", RELEASES)
 @BATCH
 @given(seed=st.integers(0, 2**63))
 def test_delayed_fetch_ops_as_kafka(version: str, seed: int) -> None:
-    compared, differing, smallest = kdf.compare_random(_bridge(version), random.Random(seed), OPS)
+    compared, differing, smallest = kdf.compare_random(kafka_bridge(version, server=True), random.Random(seed), OPS)
     assert compared >= OPS
     assert differing == 0, f"{differing} of {compared} ops differ; smallest:\n{smallest}"
 
@@ -72,7 +66,8 @@ KAFKA_TEST_CASES = {
 def test_kafka_delayed_fetch_test_cases(version: str) -> None:
     names = list(KAFKA_TEST_CASES)
     cases = [KAFKA_TEST_CASES[n][0] for n in names]
-    for name, case, (kafka,) in zip(names, cases, kdf.kafka_answers(_bridge(version), cases), strict=True):
+    answers = kdf.kafka_answers(kafka_bridge(version, server=True), cases)
+    for name, case, (kafka,) in zip(names, cases, answers, strict=True):
         completes = KAFKA_TEST_CASES[name][1]
         assert [kafka] == kdf.reference_answers(case), name
         ret, _, state, read = kafka.split("/")

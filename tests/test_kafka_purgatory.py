@@ -18,11 +18,11 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from kafka_support import ENV_RELEASES, require_jdk
+from kafka_support import ENV_RELEASES, kafka_bridge, require_jdk
 from kcheck.reference import kafka_jars
 from kcheck.reference import kafka_purgatory as kp
 from kcheck.reference import purgatory as pg
-from kcheck.reference.kafka_bridge import KafkaBridge, shared_bridge
+from kcheck.reference.kafka_bridge import KafkaBridge
 from kcheck.reference.releases import profile
 
 pytestmark = pytest.mark.kafka
@@ -33,8 +33,7 @@ STEPS = 3000  # per release: operations of up to 9 steps
 
 
 def _bridge(version: str) -> KafkaBridge:
-    require_jdk()
-    return shared_bridge(version, server=True)
+    return kafka_bridge(version, server=True)
 
 
 @pytest.mark.parametrize("version", RELEASES)
