@@ -5,8 +5,10 @@ every release from 3.9 to 4.4: tryComplete, onComplete, onExpiration) and the Lo
 (storage/src/main/java/org/apache/kafka/storage/internals/log/LogOffsetMetadata.java: onOlderSegment, onSameSegment,
 positionDiff, messageOffsetOnly, UNKNOWN_OFFSET_METADATA), with DelayedOperation's completion flag (forceComplete,
 run). The decision is the same in 3.9.1, 4.0.2, 4.1.2, 4.3.1 (their sources jars) and 4.4.0 (javap -c: only the
-ReplicaQuota type moved); the containers differ (a Seq of Scala FetchPartitionStatus up to 4.2, a LinkedHashMap of
-the Java record from 4.3) and the harness builds each. Bit-exact through the broker-side bridge (word DFETCH,
+ReplicaQuota type moved); the containers differ (a Seq of Scala FetchPartitionStatus up to 4.1, a LinkedHashMap of
+the Java record from 4.2: javap) and the harness builds each. KAFKA-16452 (3.8.0, before every release here) made
+UNKNOWN_OFFSET_METADATA (-1, -1, -1) (it was (-1, 0, 0)) and an offset-only side never an older or the same segment
+(it threw). Bit-exact through the broker-side bridge (word DFETCH,
 `kafka_delayed_fetch`), call by call: which collaborators it asks, with which arguments, in which order.
 
 The class has no KIP-392 case of its own: a preferred read replica is answered at once by

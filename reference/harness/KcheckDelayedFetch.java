@@ -31,8 +31,8 @@ import org.mockito.invocation.InvocationOnMock;
  * lastOffsetForLeaderEpoch) answering from the script; tryComplete() is what the purgatory's checkAndComplete runs,
  * run() what its timer runs at the deadline. What changes between releases is found by reflection: FetchParams'
  * package and constructor (3.9: kafka-storage with a request version; 4.0: server-common with one; 4.1 on: none),
- * and the partitions' container (a Seq of kafka.server.FetchPartitionStatus up to 4.2, a LinkedHashMap of
- * kafka-storage's FetchPartitionStatus record from 4.3). Broker jars only (KafkaBridge(server=True)).
+ * and the partitions' container (a Seq of kafka.server.FetchPartitionStatus up to 4.1, a LinkedHashMap of
+ * kafka-storage's FetchPartitionStatus record from 4.2). Broker jars only (KafkaBridge(server=True)).
  *
  * DFETCH replicaId isolation(L|H|T) clientMetadata(0|1) minBytes maxWaitMs n partition*n op...
  *   partition = OFF,BASE,POS:FETCHOFFSET:LOGSTART:MAXBYTES:CUREPOCH:LASTEPOCH   the start offset metadata
