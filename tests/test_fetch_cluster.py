@@ -1,7 +1,7 @@
 """Fetch bounds and DelayedFetch on real brokers: the ported Scala rules of reference/fetch.py (Partition.fetchRecords'
 checks, ReplicaManager.readFromLog's byte sharing, fetchMessages' answer-at-once test) and delayed_fetch.py's
-DelayedFetch.tryComplete
-against raw Fetch v12 requests (kafka-python's protocol classes, one socket to the leader) on the session's cluster.
+DelayedFetch.tryComplete against raw Fetch v12 requests (kafka-python's protocol classes, one socket to the leader)
+on the session's cluster.
 
 The log each prediction is made on is the broker's own: every partition is first read whole, its batches parsed
 (base offset, size, leader epoch), and the reference's log and epoch cache are built from them; the batch sizes are
