@@ -6,7 +6,8 @@ What Kafka promises (hard: a violation fails a check), read in every state over 
   will ensure that exactly one copy of each message is written in the stream", `enable.idempotence`'s documentation);
 - `produce.idem-epoch-no-duplicate`: the broker's own deduplication: no batch committed twice under one producer
   epoch (`ProducerStateEntry.findDuplicateBatch` compares within an epoch);
-- `produce.idem-order`: with idempotence, committed batches are in the order the application sent them;
+- `produce.idem-order`: with idempotence, each partition's committed batches are in the order the application sent
+  them;
 - `produce.ack-is-committed`: an acks=all success is committed at the offset it gave, and the leader's log holds
   it there;
 - `produce.dup-ack-offsets`: a duplicate answered from the broker's cache gets the offsets of the original append;
@@ -81,11 +82,14 @@ def _duplicate(s: State) -> str | None:
 
 
 def _reordered(s: State) -> str | None:
-    last = (-1, -1)
+    """Per partition: a committed batch after one of its partition sent later."""
+    last: dict[int, tuple[int, int]] = {}
     for off, b in committed_batches(s):
-        if b < last[1]:
-            return f"batch b{b} is committed at offset {off}, after b{last[1]} (offset {last[0]}), sent later"
-        last = (off, b)
+        p = s.client.batches[b].partition
+        before = last.get(p, (-1, -1))
+        if b < before[1]:
+            return f"batch b{b} is committed at offset {off}, after b{before[1]} (offset {before[0]}), sent later"
+        last[p] = (off, b)
     return None
 
 
@@ -192,8 +196,9 @@ def idem_gap(cfg: Config) -> Callable[[State], str | None]:
         if not cfg.idempotent:
             return None
         committed = {b for _, b in committed_batches(s)}
+        part = [b.partition for b in s.client.batches]
         for b, error in sorted(s.history.failed):
-            later = [x for x in committed if x > b]
+            later = [x for x in committed if x > b and part[x] == part[b]]
             if b not in committed and later:
                 return f"batch b{b} failed ({error}) and is not in the log, but the later b{min(later)} is committed"
         return None
@@ -284,13 +289,19 @@ class RequestModel(RequestSystem):
         ]
 
 
+def _partition_line(c: Any, p: int) -> str:
+    part = c.parts[p]
+    return (f" p{p}" + (f"(e{part.epoch})" if part.epoch != c.epoch else "") + f" next {part.next_seq} queue "
+            f"{list(part.queue)}" + (f" unresolved {part.unresolved}" if part.unresolved >= 0 else ""))
+
+
 def state_line(s: State) -> str:
     """One line of what a trace step left: the client (epoch, queue, requests in flight), each broker's log (batch
     id, producer epoch and sequence, leader epoch), high watermark and role, and what each connection holds."""
     c = s.client
-    parts = [f"client e{c.epoch} next {c.next_seq} queue {list(c.queue)} in flight "
-             f"{[f'{b}#{corr}' for b, corr in c.wire]} metadata {c.leader}/e{c.leader_epoch}"
-             + (" bump" if c.bump else "")]
+    parts = [f"client e{c.epoch}" + "".join(_partition_line(c, p) for p in range(len(c.parts)))
+             + f" in flight {[f'{b}#{corr}' for b, corr, _ in c.wire]} metadata {c.leader}/e{c.leader_epoch}"
+             + (f" bump {sorted(c.bump)}" if c.bump else "")]
     for r in s.rep.replicas:
         log = " ".join(f"b{s.batch_of(rec.id)}" + (f"({e},{q})" if q >= 0 else "")
                        for rec, (_, e, q) in ((rec, s.records[rec.id - 1]) for rec in r.log)) or "-"
