@@ -22,7 +22,14 @@ What Kafka promises (hard: a violation fails a check), read in every state over 
   its required offset, with min.insync.replicas in the ISR;
 - `purgatory.checked-on-every-event`: no DelayedProduce is still waiting in a state where a check would complete
   it (the purgatory is re-checked at every event that can complete it);
-- `meta.epoch-monotonic`: the leader epoch in the client's metadata never goes back.
+- `meta.epoch-monotonic`: the leader epoch in the client's metadata never goes back;
+- `client.new-epoch-starts-at-zero`: the first batch the client sends to a partition under a producer epoch carries
+  sequence 0 (`ProducerAppendInfo.checkSequence` refuses anything else from a producer it knows: "Invalid sequence
+  number for new epoch"; KIP-360's bump resets every partition's sequences);
+- `client.inflight-tracked`: with idempotence, every batch that was drained and is neither acknowledged nor failed
+  (its request in flight, or waiting for a retry) is in the TransactionManager's in-flight set, which orders its
+  retries and says when a partition may reset its sequences (KAFKA-13794: "one batch may be removed by another
+  batch with the same sequence number").
 
 What Kafka does not promise (findings, reported with their smallest trace, never failing): `finding.nonidem-
 duplicate`, `finding.nonidem-reorder`, `finding.indefinite-error-committed` (KAFKA-13574), `finding.zombie-ack-lost`
@@ -162,6 +169,21 @@ def epoch_monotonic(s: State) -> str | None:
     return None
 
 
+def inflight_tracked(cfg: Config) -> Callable[[State], str | None]:
+    def holds(s: State) -> str | None:
+        if not cfg.idempotent:
+            return None
+        c, h = s.client, s.history
+        done = {b for b, _ in h.acked} | {b for b, _ in h.failed}
+        pending = {i for _, _, i in c.wire} | {i for part in c.parts for i in part.queue}
+        for b in c.batches:
+            if b.seq >= 0 and b.id in pending and b.id not in done and b.id not in c.tracked:
+                return (f"batch b{b.id} (epoch {b.epoch}, sequence {b.seq}) is not done but the TransactionManager "
+                        "no longer tracks it in flight")
+        return None
+    return holds
+
+
 # ---- findings -----------------------------------------------------------------------------------------------------
 
 
@@ -208,7 +230,8 @@ def idem_gap(cfg: Config) -> Callable[[State], str | None]:
 HARD = ("produce.idem-no-duplicate", "produce.idem-epoch-no-duplicate", "produce.idem-order",
         "produce.ack-is-committed", "produce.dup-ack-offsets", "produce.sequence-error-means-gap",
         "produce.committed-on-min-isr", "net.response-order", "purgatory.none-means-hw",
-        "purgatory.checked-on-every-event", "meta.epoch-monotonic")
+        "purgatory.checked-on-every-event", "meta.epoch-monotonic", "client.new-epoch-starts-at-zero",
+        "client.inflight-tracked")
 FINDINGS = ("finding.nonidem-duplicate", "finding.nonidem-reorder", "finding.indefinite-error-committed",
             "finding.zombie-ack-lost", "finding.idem-gap")
 
@@ -274,6 +297,10 @@ class RequestModel(RequestSystem):
             StateInvariant("purgatory.checked-on-every-event", "no request waits once a check would complete it",
                            checked_on_every_event(self)),
             StateInvariant("meta.epoch-monotonic", "the client's leader epoch never goes back", epoch_monotonic),
+            StateInvariant("client.new-epoch-starts-at-zero", "a partition's first batch of a producer epoch has "
+                           "sequence 0", _flagged("client.new-epoch-starts-at-zero")),
+            StateInvariant("client.inflight-tracked", "idempotent: every drained batch not done is tracked in flight",
+                           inflight_tracked(cfg)),
         ]
         if not self.findings:
             return hard

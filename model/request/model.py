@@ -163,13 +163,11 @@ def _reenqueue(c: Client, b: Batch, idempotent: bool) -> Client:
 
 def _fail(s: State, c: Client, b: Batch, error: str, adjust: bool, model: RequestSystem) -> State:
     """`Sender.failBatch` -> `TransactionManager.handleFailedBatch`: the batch leaves the in-flight set and the
-    rule `failed_batch` says whether an epoch bump is asked for; the application is told `error` (once)."""
+    rule `failed_batch` says whether an epoch bump is asked for; the application is told `error`."""
     if model.cfg.idempotent:
         c = model.rules.failed_batch(_untrack(c, b, model.rules), b, error, adjust)
     h = s.history
-    if not _settled(s, b.id):
-        h = replace(h, failed=h.failed | {(b.id, error)})
-    return replace(s, client=c, history=h)
+    return replace(s, client=c, history=replace(h, failed=h.failed | {(b.id, error)}))
 
 
 def _settled(s: State, batch: int) -> bool:
@@ -178,9 +176,10 @@ def _settled(s: State, batch: int) -> bool:
 
 
 def _answer(s: State, broker: int, corr: int, batch: int, error: str, offset: int, model: RequestSystem) -> State:
-    """The client handles the answer to its request `corr` on `broker` (`Sender.completeBatch`). A batch that is
-    already done (failed by delivery.timeout.ms) is still handed to the TransactionManager: a success updates the
-    last acknowledged sequence and leaves the in-flight set, an error fails it again (`canRetry` is false once done)."""
+    """The client handles the answer to its request `corr` on `broker` (`Sender.completeBatch`). For a batch that is
+    already done (failed by delivery.timeout.ms) a success still reaches `TransactionManager.handleCompletedBatch`
+    (the last acknowledged sequence, the in-flight set), an error nothing (`failBatch` calls `handleFailedBatch` only
+    when `completeExceptionally` completes the batch)."""
     cfg = model.cfg
     c = s.client
     c = replace(c, wire=tuple(w for w in c.wire if w[:2] != (broker, corr)))
@@ -197,7 +196,9 @@ def _answer(s: State, broker: int, corr: int, batch: int, error: str, offset: in
         if done:
             return replace(s, client=c)
         return replace(s, client=c, history=replace(h, acked=h.acked | {(batch, offset)}))
-    retry = not done and b.attempts < cfg.retries
+    if done:
+        return s
+    retry = b.attempts < cfg.retries
     if retry:
         retry, c = model.rules.can_retry(c, b, error, cfg.idempotent)
     if retry:
@@ -254,6 +255,9 @@ def drain(s: State, partition: int, model: RequestSystem) -> State | None:
         if c.parts[partition].epoch != c.epoch:  # TransactionManager.maybeUpdateProducerIdAndEpoch
             c = _with_part(c, partition, epoch=c.epoch, next_seq=0, last_acked=-1)
         head = replace(head, seq=c.parts[partition].next_seq, epoch=c.epoch)
+        if head.seq != 0 and not any(b.partition == partition and b.epoch == c.epoch for b in c.batches):
+            s = _flag(s, "client.new-epoch-starts-at-zero", f"the client gave b{head.id}, the first batch of "
+                      f"partition {partition} under producer epoch {c.epoch}, sequence {head.seq}, not 0")
         c = _with_part(c, partition, next_seq=next_sequence(head.seq, cfg.seq_max))
         c = _track(replace(c, batches=_with(c.batches, head.id, head)), head, model.rules)
     req = Request(c.corr, head.id, head.epoch, head.seq)

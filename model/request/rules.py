@@ -356,6 +356,9 @@ def _variant(name: str, jira: str, bug: str, violates: tuple[str, ...], settings
 
 
 _IDEM = {"brokers": 2, "min_isr": 1, "acks": "all", "idempotent": True, "elections": 0, "crashes": 0}
+# The client rules' setting: two partitions (batch i to partition i % 2), a retry, a dropped connection and a batch
+# failed by delivery.timeout.ms after it was drained.
+_TWO = {"partitions": 2, "batches": 2, "max_in_flight": 2, "retries": 1, "drops": 1, "inflight_timeouts": 1}
 
 VARIANTS: dict[str, Variant[Rules]] = {v.name: v for v in (
     _variant("broker-cache-one-batch", "KAFKA-5494",
@@ -401,4 +404,32 @@ VARIANTS: dict[str, Variant[Rules]] = {v.name: v for v in (
              ("produce.committed-on-min-isr",),
              {**_IDEM, "min_isr": 2, "batches": 1, "max_in_flight": 1, "retries": 0, "drops": 0, "isr_shrinks": 1},
              replication=hw_under_min_isr),
+    _variant("bump-resets-only-triggering", "KAFKA-12152",
+             "an epoch bump reset the sequences of the partitions that asked for it only: another partition goes "
+             "on with its sequence under the new epoch, which the broker refuses (OUT_OF_ORDER_SEQUENCE_NUMBER, "
+             "another bump)",
+             ("client.new-epoch-starts-at-zero",),
+             {**_IDEM, **_TWO, "batches": 3, "max_in_flight": 1, "drops": 0, "append_failures": 1},
+             sequences_on_bump=rewrite_only_triggering),
+    _variant("bump-rewrites-every-partition", "KAFKA-12152 (review of #9832)",
+             "an epoch bump renumbered every partition's in-flight batches from 0, also a partition whose batch "
+             "the broker may already hold: its retry under the new epoch is written again",
+             ("produce.idem-no-duplicate",),
+             {**_IDEM, **_TWO},
+             sequences_on_bump=rewrite_every_partition),
+    _variant("inflight-by-sequence", "KAFKA-13794",
+             "the in-flight batches were keyed by sequence only: the late success of a batch failed by "
+             "delivery.timeout.ms removes from the in-flight set the batch of the new epoch that reuses its sequence",
+             ("client.inflight-tracked",),
+             {**_IDEM, **_TWO, "partitions": 1},
+             inflight_key=by_sequence_only),
+    _variant("kafka-python", "kafka-python 3.0.12 (client profile)",
+             "kafka-python's idempotent producer: one batch in flight per partition, retries only under the "
+             "batch's own epoch, a sequence error or an expired retried batch bumps the epoch and drops every "
+             "partition's sequences",
+             (),
+             {**_IDEM, **_TWO},
+             can_retry=retry_same_epoch_only, failed_batch=bump_every_partition_after_producer_error,
+             sequences_on_bump=clear_every_partition, expired_in_flight=new_producer_id_if_retried,
+             mute_partition=mute_if_idempotent),
 )}
