@@ -746,6 +746,8 @@ class RequestSystem:
             return "replication: " + a[1].label()
         if kind == "serve":
             return f"serve {a[1]}" + (" (the append fails)" if a[2] else "")
+        if kind in ("drain", "expire-batch", "expire-in-flight") and self.cfg.partitions == 1:
+            return str(kind)  # one partition: no need to name it
         return " ".join(str(x) for x in a)
 
     def kind(self, a: Action) -> str:

@@ -266,13 +266,13 @@ def clear_every_partition(triggering: bool) -> str:
 
 
 def by_epoch_and_sequence(b: Batch) -> tuple[int, ...]:
-    """`TxnPartitionEntry.PRODUCER_BATCH_COMPARATOR` (KAFKA-13794, 3.3.0, #12096): the in-flight batches are keyed
-    and ordered by producer id, epoch and base sequence."""
+    """`TxnPartitionEntry.PRODUCER_BATCH_COMPARATOR` (KAFKA-13794, #11991 and #12096: 3.3.0, backported to the 3.0 to
+    3.2 branches): the in-flight batches are keyed and ordered by producer id, epoch and base sequence."""
     return (b.epoch, b.seq)
 
 
 def by_sequence_only(b: Batch) -> tuple[int, ...]:
-    """Before KAFKA-13794 (from KAFKA-8483's sorted set, 2.3, to 3.2): keyed by base sequence only, so adding a batch
+    """Before KAFKA-13794 (from KAFKA-8483's sorted set, 2.4.0): keyed by base sequence only, so adding a batch
     whose sequence an older one still holds does nothing, and removing a batch removes whichever batch has its
     sequence."""
     return (b.seq,)
