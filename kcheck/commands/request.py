@@ -381,7 +381,7 @@ def replay_command(
     model = RequestModel(cfg, rules, findings=findings)
     run = replay_trace(model, trace_file, steps)
     first: dict[str, tuple[int, str]] = {}
-    rows = []
+    rows: list[dict[str, Any]] = []
     for n, (action, s) in enumerate(run):
         failing = _failures(model, s)
         for inv, msg in failing:

@@ -196,7 +196,7 @@ class Client:
     parts: tuple[PartitionState, ...] = (PartitionState(),)  # index: the partition
     batches: tuple[Batch, ...] = ()  # every batch the application sent, by id
     tracked: tuple[int, ...] = ()  # TxnPartitionEntry.inflightBatchesBySequence (ids; ordered by sequence on use)
-    wire: tuple[tuple[int, int], ...] = ()  # (broker, correlation id) of every request in flight, in send order
+    wire: tuple[tuple[int, int, int], ...] = ()  # (broker, correlation id, batch) of each request in flight, in order
     bump: frozenset[int] = frozenset()  # partitionsToRewriteSequences; not empty: epochBumpRequired
     leader: int = 1  # the metadata view: the partition's leader ...
     leader_epoch: int = 1  # ... and the leader epoch it came with
