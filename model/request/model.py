@@ -2,14 +2,17 @@
 
 Actions, listed in this order in every state (the engines store a trace as indexes into the list):
 
-- `send`: the application hands the accumulator its next batch;
+- `send`: the application hands the accumulator its next batch (batch i to partition i % partitions);
+- `resolve`: the Sender's loop resolves unresolved sequences (`TransactionManager.maybeResolveSequences`): a
+  partition with none in flight is resolved, or asks for an epoch bump;
 - `bump`: the Sender's next loop bumps the idempotent epoch the TransactionManager asked for
-  (`bumpIdempotentEpochAndResetIdIfNeeded`): epoch + 1, the tracked batches' sequences rewritten from 0 in sequence
-  order (`TxnPartitionEntry.startSequencesAtBeginning`), the last acknowledged sequence forgotten;
-- `drain`: the Sender drains the head batch to the leader its metadata names (`RecordAccumulator.drain`,
-  `shouldStopDrainBatchesForPartition`), giving it (epoch, sequence) when idempotent, if that connection has fewer
-  than max.in.flight requests in flight (and, with max.in.flight 1, nothing in flight at all: the partition is
-  muted, `guaranteeMessageOrder`);
+  (`bumpIdempotentEpochAndResetIdIfNeeded`): epoch + 1, and each partition's sequences as `rules.sequences_on_bump`
+  says (today: the partitions that asked rewrite their tracked batches from 0, `startSequencesAtBeginning`; the
+  others start from 0 once their in-flight batches complete, at `drain`);
+- `drain p`: the Sender drains partition p's head batch to the leader its metadata names (`RecordAccumulator.drain`,
+  `shouldStopDrainBatchesForPartition`, `maybeUpdateProducerIdAndEpoch`), giving it (epoch, sequence) when
+  idempotent, if that connection has fewer than max.in.flight requests in flight and the partition is not muted
+  (`rules.mute_partition`; today with max.in.flight 1, `guaranteeMessageOrder`);
 - `serve b` / `serve b failing`: broker b reads the head request of its connection if it is not serving one (the
   mute), and answers in `Partition.appendRecordsToLeader`'s order: not the leader -> NOT_LEADER_OR_FOLLOWER;
   acks=all and the ISR below min.insync.replicas -> NOT_ENOUGH_REPLICAS; the producer-state checks
@@ -26,7 +29,9 @@ Actions, listed in this order in every state (the engines store a trace as index
   answer) and taken under `rules.adopt_metadata`;
 - `tick`: the clock moves (bounded by `max_clock`) and every DelayedProduce past its deadline answers
   REQUEST_TIMED_OUT (`DelayedOperation.run` -> `forceComplete` without a last check);
-- `expire-batch`: delivery.timeout.ms fails the head batch of the accumulator (budgeted);
+- `expire-batch p`: delivery.timeout.ms fails partition p's head batch, never drained (budgeted);
+- `expire-in-flight p`: delivery.timeout.ms fails partition p's oldest drained batch that is not done, on the wire
+  or waiting for a retry (`Sender.getExpiredInflightBatches`; budgeted), then `rules.expired_in_flight`;
 - `delete-records`: DeleteRecords moves the log start to the leader's high watermark (budgeted);
 - `expire-producer b`: broker b removes the producer id (producer.id.expiration.ms; budgeted);
 - `rep ...`: a step of the replication model: atomic fetches, high-watermark advances, ISR changes, brokers applying
@@ -36,15 +41,17 @@ Actions, listed in this order in every state (the engines store a trace as index
   re-checked where `rules.purgatory_recheck` says.
 
 Abstractions (each chosen because the invariants cannot tell the difference, or said where they can):
-- one producer session, one partition, one record per batch, one batch per request;
+- one producer session, one or two partitions with the same replicas, leader and ISR (their batches share one
+  replicated log), one record per batch, one batch per request;
 - a dead broker cannot be connected to, so the client does not drain to it; it waits for new metadata;
 - metadata may be refreshed at any step (metadata.max.age.ms and the refresh after an error are both a `refresh`);
-- delivery.timeout.ms fails only a batch that was never drained (an in-flight batch's expiry and the unresolved
-  sequences it leaves, `markSequenceUnresolved`, are not modelled);
+- delivery.timeout.ms is two budgets rather than a clock: a batch never drained, and an idempotent producer's batch
+  already drained (the oldest of its partition first);
 - the log start offset is one value for the partition (DeleteRecords reaches every replica at once);
 - producer-state expiry is a budgeted step rather than a timer; a truncation replays the whole log (an expired
   entry can come back, as a snapshot taken before the expiry would bring it back);
-- a new producer epoch never reaches Short.MAX_VALUE (no new producer id).
+- a new producer epoch never reaches Short.MAX_VALUE (no new producer id; kafka-python's new producer id is taken as
+  a new epoch, which the broker treats alike: both start every partition's sequences over).
 """
 
 from __future__ import annotations

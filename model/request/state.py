@@ -69,7 +69,7 @@ class Config:
     isr_shrinks: int = 0  # followers a leader drops from the ISR
     append_failures: int = 0  # appends that fail after the producer-state checks (an I/O error)
     delivery_timeouts: int = 0  # batches that reach delivery.timeout.ms in the accumulator
-    inflight_timeouts: int = 0  # batches that reach delivery.timeout.ms while a request for them is in flight
+    inflight_timeouts: int = 0  # idempotent batches that reach delivery.timeout.ms after they were drained
     log_start_moves: int = 0  # DeleteRecords to the high watermark
     expiries: int = 0  # producer-state entries removed by producer.id.expiration.ms
     max_clock: int = 0  # clock ticks (0: no clock, so no request times out in the purgatory)
