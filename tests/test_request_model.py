@@ -58,6 +58,8 @@ def test_a_late_success_under_sequence_keys_untracks_the_new_epochs_batch() -> N
     cx = exhaust(RequestModel(Config(**v.settings), v.rules)).counterexample
     assert cx is not None and cx.invariant == "client.inflight-tracked" and len(cx.steps) - 1 == 14
     assert cx.steps[-1][0] == "deliver 1" and "epoch 1, sequence 0" in cx.message
+    actions = [a for a, _ in cx.steps]
+    assert actions.index("expire-in-flight") < actions.index("resolve") < actions.index("bump")
 
 
 def test_kafka_python_is_clean_at_the_default_bounds() -> None:
