@@ -76,6 +76,15 @@ def _search(model: RequestModel, max_states: int, keep_going: bool = False) -> A
     return r, time.perf_counter() - started
 
 
+def _row(rules: str, jira: str, setting: str, expect: bool, r: Any, seconds: float, expected: tuple[str, ...]
+         ) -> RequestRow:
+    """A row from a search that stops at its first violation."""
+    cx = r.counterexample
+    return RequestRow(rules, jira, setting, expect, r.states, seconds, r.complete, (cx.invariant,) if cx else (),
+                      len(cx.steps) - 1 if cx else 0,
+                      cx.message if cx else ("" if r.complete else f"stopped: {r.stopped_because}"), expected)
+
+
 def variant_rows(name: str, max_states: int = MAX_STATES, seen: dict[Any, RequestRow] | None = None
                  ) -> list[RequestRow]:
     """The variant's row under its rules, then today's rules at the same setting (a client profile, which names no
@@ -90,11 +99,7 @@ def variant_rows(name: str, max_states: int = MAX_STATES, seen: dict[Any, Reques
             out.append(replace(seen[key], jira=v.jira))
             continue
         r, seconds = _search(RequestModel(Config(**v.settings), rules), max_states)
-        cx = r.counterexample
-        out.append(RequestRow(rules.name, v.jira, setting, expect, r.states, seconds, r.complete,
-                              (cx.invariant,) if cx else (), len(cx.steps) - 1 if cx else 0,
-                              cx.message if cx else ("" if r.complete else f"stopped: {r.stopped_because}"),
-                              v.violates))
+        out.append(_row(rules.name, v.jira, setting, expect, r, seconds, v.violates))
         if rules.name == "current" and seen is not None:
             seen[key] = out[-1]
     return out
@@ -151,10 +156,7 @@ PROFILE_DEFAULT_BOUNDS = "kafka-python"
 def profile_rows(max_states: int = MAX_STATES) -> list[RequestRow]:
     v = VARIANTS[PROFILE_DEFAULT_BOUNDS]
     r, seconds = _search(RequestModel(Config(), v.rules), max_states)
-    cx = r.counterexample
-    return [RequestRow(v.rules.name, v.jira, "the default bounds", False, r.states, seconds, r.complete,
-                       (cx.invariant,) if cx else (), len(cx.steps) - 1 if cx else 0,
-                       cx.message if cx else ("" if r.complete else f"stopped: {r.stopped_because}"))]
+    return [_row(v.rules.name, v.jira, "the default bounds", False, r, seconds, ())]
 
 
 def run_request_rows(max_states: int = MAX_STATES) -> list[RequestRow]:
