@@ -6,7 +6,8 @@ What Kafka promises (hard: a violation fails a check), read in every state over 
   will ensure that exactly one copy of each message is written in the stream", `enable.idempotence`'s documentation);
 - `produce.idem-epoch-no-duplicate`: the broker's own deduplication: no batch committed twice under one producer
   epoch (`ProducerStateEntry.findDuplicateBatch` compares within an epoch);
-- `produce.idem-order`: with idempotence, committed batches are in the order the application sent them;
+- `produce.idem-order`: with idempotence, each partition's committed batches are in the order the application sent
+  them;
 - `produce.ack-is-committed`: an acks=all success is committed at the offset it gave, and the leader's log holds
   it there;
 - `produce.dup-ack-offsets`: a duplicate answered from the broker's cache gets the offsets of the original append;
@@ -21,7 +22,14 @@ What Kafka promises (hard: a violation fails a check), read in every state over 
   its required offset, with min.insync.replicas in the ISR;
 - `purgatory.checked-on-every-event`: no DelayedProduce is still waiting in a state where a check would complete
   it (the purgatory is re-checked at every event that can complete it);
-- `meta.epoch-monotonic`: the leader epoch in the client's metadata never goes back.
+- `meta.epoch-monotonic`: the leader epoch in the client's metadata never goes back;
+- `client.new-epoch-starts-at-zero`: the first batch the client sends to a partition under a producer epoch carries
+  sequence 0 (`ProducerAppendInfo.checkSequence` refuses anything else from a producer it knows: "Invalid sequence
+  number for new epoch"; KIP-360's bump resets every partition's sequences);
+- `client.inflight-tracked`: with idempotence, every batch that was drained and is neither acknowledged nor failed
+  (its request in flight, or waiting for a retry) is in the TransactionManager's in-flight set, which orders its
+  retries and says when a partition may reset its sequences (KAFKA-13794: "one batch may be removed by another
+  batch with the same sequence number").
 
 What Kafka does not promise (findings, reported with their smallest trace, never failing): `finding.nonidem-
 duplicate`, `finding.nonidem-reorder`, `finding.indefinite-error-committed` (KAFKA-13574), `finding.zombie-ack-lost`
@@ -81,11 +89,14 @@ def _duplicate(s: State) -> str | None:
 
 
 def _reordered(s: State) -> str | None:
-    last = (-1, -1)
+    """Per partition: a committed batch after one of its partition sent later."""
+    last: dict[int, tuple[int, int]] = {}
     for off, b in committed_batches(s):
-        if b < last[1]:
-            return f"batch b{b} is committed at offset {off}, after b{last[1]} (offset {last[0]}), sent later"
-        last = (off, b)
+        p = s.client.batches[b].partition
+        before = last.get(p, (-1, -1))
+        if b < before[1]:
+            return f"batch b{b} is committed at offset {off}, after b{before[1]} (offset {before[0]}), sent later"
+        last[p] = (off, b)
     return None
 
 
@@ -158,6 +169,21 @@ def epoch_monotonic(s: State) -> str | None:
     return None
 
 
+def inflight_tracked(cfg: Config) -> Callable[[State], str | None]:
+    def holds(s: State) -> str | None:
+        if not cfg.idempotent:
+            return None
+        c, h = s.client, s.history
+        done = {b for b, _ in h.acked} | {b for b, _ in h.failed}
+        pending = {i for _, _, i in c.wire} | {i for part in c.parts for i in part.queue}
+        for b in c.batches:
+            if b.seq >= 0 and b.id in pending and b.id not in done and b.id not in c.tracked:
+                return (f"batch b{b.id} (epoch {b.epoch}, sequence {b.seq}) is not done but the TransactionManager "
+                        "no longer tracks it in flight")
+        return None
+    return holds
+
+
 # ---- findings -----------------------------------------------------------------------------------------------------
 
 
@@ -192,8 +218,9 @@ def idem_gap(cfg: Config) -> Callable[[State], str | None]:
         if not cfg.idempotent:
             return None
         committed = {b for _, b in committed_batches(s)}
+        part = [b.partition for b in s.client.batches]
         for b, error in sorted(s.history.failed):
-            later = [x for x in committed if x > b]
+            later = [x for x in committed if x > b and part[x] == part[b]]
             if b not in committed and later:
                 return f"batch b{b} failed ({error}) and is not in the log, but the later b{min(later)} is committed"
         return None
@@ -203,7 +230,8 @@ def idem_gap(cfg: Config) -> Callable[[State], str | None]:
 HARD = ("produce.idem-no-duplicate", "produce.idem-epoch-no-duplicate", "produce.idem-order",
         "produce.ack-is-committed", "produce.dup-ack-offsets", "produce.sequence-error-means-gap",
         "produce.committed-on-min-isr", "net.response-order", "purgatory.none-means-hw",
-        "purgatory.checked-on-every-event", "meta.epoch-monotonic")
+        "purgatory.checked-on-every-event", "meta.epoch-monotonic", "client.new-epoch-starts-at-zero",
+        "client.inflight-tracked")
 FINDINGS = ("finding.nonidem-duplicate", "finding.nonidem-reorder", "finding.indefinite-error-committed",
             "finding.zombie-ack-lost", "finding.idem-gap")
 
@@ -269,6 +297,10 @@ class RequestModel(RequestSystem):
             StateInvariant("purgatory.checked-on-every-event", "no request waits once a check would complete it",
                            checked_on_every_event(self)),
             StateInvariant("meta.epoch-monotonic", "the client's leader epoch never goes back", epoch_monotonic),
+            StateInvariant("client.new-epoch-starts-at-zero", "a partition's first batch of a producer epoch has "
+                           "sequence 0", _flagged("client.new-epoch-starts-at-zero")),
+            StateInvariant("client.inflight-tracked", "idempotent: every drained batch not done is tracked in flight",
+                           inflight_tracked(cfg)),
         ]
         if not self.findings:
             return hard
@@ -284,13 +316,19 @@ class RequestModel(RequestSystem):
         ]
 
 
+def _partition_line(c: Any, p: int) -> str:
+    part = c.parts[p]
+    return (f" p{p}" + (f"(e{part.epoch})" if part.epoch != c.epoch else "") + f" next {part.next_seq} queue "
+            f"{list(part.queue)}" + (f" unresolved {part.unresolved}" if part.unresolved >= 0 else ""))
+
+
 def state_line(s: State) -> str:
     """One line of what a trace step left: the client (epoch, queue, requests in flight), each broker's log (batch
     id, producer epoch and sequence, leader epoch), high watermark and role, and what each connection holds."""
     c = s.client
-    parts = [f"client e{c.epoch} next {c.next_seq} queue {list(c.queue)} in flight "
-             f"{[f'{b}#{corr}' for b, corr in c.wire]} metadata {c.leader}/e{c.leader_epoch}"
-             + (" bump" if c.bump else "")]
+    parts = [f"client e{c.epoch}" + "".join(_partition_line(c, p) for p in range(len(c.parts)))
+             + f" in flight {[f'{b}#{corr}' for b, corr, _ in c.wire]} metadata {c.leader}/e{c.leader_epoch}"
+             + (f" bump {sorted(c.bump)}" if c.bump else "")]
     for r in s.rep.replicas:
         log = " ".join(f"b{s.batch_of(rec.id)}" + (f"({e},{q})" if q >= 0 else "")
                        for rec, (_, e, q) in ((rec, s.records[rec.id - 1]) for rec in r.log)) or "-"

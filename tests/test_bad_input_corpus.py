@@ -47,7 +47,7 @@ DUMP = (DATA / "dump" / "plain.txt").read_text()
 LOG_DIRS = (DATA / "dump" / "log-dirs.txt").read_text()
 GROUPS = (DATA / "consumer_groups" / "3.7.2@3.9.1" / "offsets.all.txt").read_text()  # kafka-consumer-groups output
 VALID = {"plan.json": PLAN, "current.txt": CURRENT, "brokers.txt": BROKERS, "group.json": GROUP,
-         "trace.json": json.dumps(TRACE), "dump.txt": DUMP, "groups.txt": GROUPS,
+         "trace.json": json.dumps(TRACE), "dump.txt": DUMP, "groups.txt": GROUPS, "request.txt": "send\nsend\n",
          "topic.properties": "segment.bytes=1048576\n",
          "kc_corpus_inv.py": "raise RuntimeError('imported: kcheck must refuse before loading this module')\n"}
 
@@ -297,7 +297,8 @@ REQUEST = {  # kcheck request exhaust, explore and liveness: the request model's
     "--seq-max": ["4", "0", "2147483648", "x"], "--drops": ["-1", "9", "x"], "--elections": ["-1", "9", "1.5"],
     "--crashes": ["-1", "9"], "--isr-shrinks": ["-1", "9"], "--append-failures": ["-1", "9", "x"],
     "--delivery-timeouts": ["-1", "9"], "--log-start-moves": ["-1", "9"], "--expiries": ["-1", "9"],
-    "--max-clock": ["-1", "9", "x"],
+    "--max-clock": ["-1", "9", "x"], "--partitions": ["0", "3", "-1", "x", BIG],
+    "--inflight-timeouts": ["-1", "9", "x"],
 }
 OPTIONS.update({
     "request exhaust": (["request", "exhaust", "--batches", "1", "--elections", "0", "--max-states", "5"], {
@@ -308,6 +309,7 @@ OPTIONS.update({
         "--seed": ["-1", "x", "1.5", "", BIG]}),
     "request liveness": (["request", "liveness", "--batches", "1", "--elections", "0", "--max-states", "5"], {
         **REQUEST, "--max-states": ["0", "-1", "x", "4294967295", BIG]}),
+    "request replay": (["request", "replay", "request.txt"], {**REQUEST, "--batches": ["0", "9", "x", BIG]}),
     "request rules": (["request", "rules"], {"--protocol": REQUEST["--protocol"]}),
     "request variants": (["request", "variants"], {}),
 })
@@ -498,6 +500,29 @@ TRACE_MUTATIONS: dict[str, Any] = {  # engineer A's strict trace schema
     "step-disabled": _json(json.dumps(TRACE), lambda d: d["steps"].insert(0, {"action": "fetch", "follower": 1})),
 }
 
+REQUEST_TRACE = {"rules": "current", "config": {"batches": 1, "elections": 0}, "steps": ["send", "drain"]}
+REQUEST_TRACE_MUTATIONS: dict[str, Any] = {  # kcheck request replay: its --json output, or a script of steps
+    **GENERIC, "truncated": json.dumps(REQUEST_TRACE)[:30].encode(), "list": b"[]", "null": b"null",
+    "no-steps": _json(json.dumps(REQUEST_TRACE), lambda d: d.pop("steps")),
+    "steps-obj": _json(json.dumps(REQUEST_TRACE), lambda d: d.update(steps={})),
+    "step-int": _json(json.dumps(REQUEST_TRACE), lambda d: d["steps"].append(1)),
+    "step-unknown": _json(json.dumps(REQUEST_TRACE), lambda d: d["steps"].append("nope")),
+    "step-impossible": _json(json.dumps(REQUEST_TRACE), lambda d: d["steps"].append("drain")),  # one batch only
+    "step-esc": _json(json.dumps(REQUEST_TRACE), lambda d: d["steps"].append("send\x1b[31m")),
+    "rules-nope": _json(json.dumps(REQUEST_TRACE), lambda d: d.update(rules="nope")),
+    "rules-plugin": _json(json.dumps(REQUEST_TRACE), lambda d: d.update(rules="os:system")),
+    "rules-int": _json(json.dumps(REQUEST_TRACE), lambda d: d.update(rules=1)),
+    "config-list": _json(json.dumps(REQUEST_TRACE), lambda d: d.update(config=[])),
+    "config-unknown": _json(json.dumps(REQUEST_TRACE), lambda d: d["config"].update(nope=1)),
+    **{f"config-{k}-{n}": _json(json.dumps(REQUEST_TRACE), lambda d, k=k, v=v: d["config"].update({k: v}))
+       for k, vs in (("batches", (("str", "1"), ("zero", 0), ("huge", 2**40), ("float", 1.0), ("bool", True))),
+                     ("partitions", (("three", 3),)), ("acks", (("zero", "0"), ("int", 1))),
+                     ("idempotent", (("int", 1),))) for n, v in vs},
+    "no-trace": b'{"violations": [], "findings": []}',
+    "script-unknown": b"send\nfly away\n",
+    "script-impossible": b"drain\n",
+}
+
 
 def _dump(old: str, new: str) -> bytes:
     assert old in DUMP, old
@@ -575,6 +600,7 @@ READERS: list[tuple[str, dict[str, Any], list[str]]] = [
     ("brokers", BROKERS_MUTATIONS, ["verify", "plan.json", "--brokers-file", "bad.txt"]),
     ("group", GROUP_MUTATIONS, ["assign", "bad.json"]),
     ("trace", TRACE_MUTATIONS, ["replay", "bad.json"]),
+    ("request-trace", REQUEST_TRACE_MUTATIONS, ["request", "replay", "bad.json"]),
     ("dump", DUMP_MUTATIONS, ["verify-log", "bad.txt"]),
     ("log-dirs", LOG_DIRS_MUTATIONS, ["verify-log", "dump.txt", "bad.txt"]),
     ("baseline", BASELINE_MUTATIONS, ["verify", "plan.json", "--baseline", "bad.json"]),
@@ -627,7 +653,7 @@ FLAGS: dict[str, list[str]] = {
     "log": ["--steps", "--json"], "sweep-log": ["--python", "--json"], "cluster status": ["--json"],
     "optimize": [], "partition": ["--hex", "--json"],
     "request exhaust": ["--idempotent", "--findings", "--json"], "request explore": ["--idempotent", "--json"],
-    "request liveness": ["--idempotent", "--json"],
+    "request liveness": ["--idempotent", "--json"], "request replay": ["--idempotent", "--findings", "--json"],
     "request rules": ["--json"], "request variants": ["--json"],
 }
 ISOLATING = ("check", "place", "optimize", "prove", "assign", "sweep", "explore", "exhaust", "replay", "liveness")

@@ -1,10 +1,10 @@
-"""`kcheck request exhaust|explore|liveness|rules|variants`: the request path's model (`kcheck.model.request`).
+"""`kcheck request exhaust|explore|liveness|replay|rules|variants`: the request path's model (`kcheck.model.request`).
 
 Exit status (`kcheck.runtime.exit_codes.Exit`): 0 when exhaust visited every reachable state within its bounds and
 no invariant Kafka promises broke; 1 with a counterexample; 2 on bad input; 4 when no invariant broke but the search
 did not cover its bounds (exhaust stopped by --max-states or --max-seconds; every clean explore: a random search is
-never a proof). Findings (`--findings`: what Kafka does not promise) are printed with their smallest trace and never
-change the exit status.
+never a proof); replay: 0 when every step ran and no invariant Kafka promises broke, 1 when one did. Findings
+(`--findings`: what Kafka does not promise) are printed with their smallest trace and never change the exit status.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from typing import Annotated, Any
 import typer
 
 from kcheck import report
-from kcheck.inputs.formats import InputError
+from kcheck.inputs.formats import InputError, read_text
 from kcheck.invariants.request_model import FINDINGS, RequestModel, state_line
 from kcheck.model import INT32_MAX
 from kcheck.model.request import VARIANTS, Config, Rules, Variant
@@ -49,7 +49,11 @@ AcksOneOpt = Annotated[str | None, typer.Option(help="acks: all or 1.")]
 IdempotentOpt = Annotated[bool | None, typer.Option("--idempotent/--no-idempotent", help="enable.idempotence.")]
 DropsOpt = Annotated[int | None, _count("Connections dropped (0..8).")]
 FailuresOpt = Annotated[int | None, _count("Appends that fail after the producer-state checks (0..8).")]
-TimeoutsOpt = Annotated[int | None, _count("Batches failed by delivery.timeout.ms (0..8).")]
+TimeoutsOpt = Annotated[int | None, _count("Batches failed by delivery.timeout.ms before they are drained (0..8).")]
+InflightTimeoutsOpt = Annotated[int | None, _count("Batches failed by delivery.timeout.ms after they were drained "
+                                                   "(0..8).")]
+PartitionsOpt = Annotated[int | None, _count("Partitions the producer writes to (1..2); batch i goes to partition "
+                                             "i % partitions.")]
 LogStartOpt = Annotated[int | None, _count("DeleteRecords moving the log start to the high watermark (0..8).")]
 ExpiriesOpt = Annotated[int | None, _count("Producer-state expiries (producer.id.expiration.ms) (0..8).")]
 ClockOpt = Annotated[int | None, _count("Clock ticks; the purgatory's timeouts need some (0..8).")]
@@ -64,9 +68,11 @@ FindingsOpt = Annotated[bool, typer.Option("--findings", help="Also search for w
 # The bounds every search subcommand takes, added to its signature by `_with_bounds` (Typer reads the signature).
 _BOUNDS: tuple[tuple[str, Any], ...] = (
     ("brokers", RequestBrokersOpt), ("min_isr", MinIsrOpt), ("acks", AcksOneOpt), ("idempotent", IdempotentOpt),
-    ("max_in_flight", InFlightOpt), ("retries", RetriesOpt), ("batches", BatchesOpt), ("seq_max", SeqMaxOpt),
+    ("max_in_flight", InFlightOpt), ("retries", RetriesOpt), ("batches", BatchesOpt), ("partitions", PartitionsOpt),
+    ("seq_max", SeqMaxOpt),
     ("drops", DropsOpt), ("elections", ElectionsOpt), ("crashes", CrashesOpt), ("isr_shrinks", IsrShrinksOpt),
-    ("append_failures", FailuresOpt), ("delivery_timeouts", TimeoutsOpt), ("log_start_moves", LogStartOpt),
+    ("append_failures", FailuresOpt), ("delivery_timeouts", TimeoutsOpt), ("inflight_timeouts", InflightTimeoutsOpt),
+    ("log_start_moves", LogStartOpt),
     ("expiries", ExpiriesOpt), ("max_clock", ClockOpt))
 
 
@@ -114,9 +120,10 @@ def resolve_rules(spec: str) -> tuple[Rules, Variant | None]:
                                    "kcheck.model.request")
 
 
-def build_config(variant: Variant | None, given: dict[str, Any]) -> Config:
-    """The variant's setting (or the defaults) with the options given; a value out of range names its option."""
-    base = dict(variant.settings) if variant is not None else {}
+def build_config(variant: Variant | None, given: dict[str, Any], base: dict[str, Any] | None = None) -> Config:
+    """`base` (else the variant's setting, else the defaults) with the options given; a value out of range names its
+    option."""
+    base = base if base is not None else dict(variant.settings) if variant is not None else {}
     try:
         return Config(**{**base, **{k: v for k, v in given.items() if v is not None}})
     except ValueError as e:
@@ -247,6 +254,159 @@ def liveness_command(
     if lasso is not None:
         return Exit.FAILED
     return Exit.OK if r.complete else Exit.INCOMPLETE
+
+
+# ---- replay ---------------------------------------------------------------------------------------------------------
+
+
+def _json_line(lines: list[str], step: str, after: int) -> int | None:
+    """The line (1-based) where the JSON string `step` next appears after line `after`."""
+    needle = json.dumps(step)
+    return next((n + 1 for n in range(max(after - 1, 0), len(lines)) if needle in lines[n]), None)
+
+
+def _json_trace(path: str, text: str) -> tuple[dict[str, Any], str | None, list[tuple[int | None, str]]]:
+    """A trace `kcheck request exhaust|explore --json` wrote (its first violation's steps, else its first finding's),
+    or an object with `steps` (and optionally `config` and `rules`): (config, rules label, [(line, step)])."""
+    try:
+        doc = json.loads(text)
+    except json.JSONDecodeError as e:
+        raise InputError(path, f"invalid JSON: {e.msg}", e.lineno, e.colno) from None
+    except (ValueError, RecursionError) as e:
+        raise InputError(path, f"invalid JSON: {type(e).__name__}") from None
+    if not isinstance(doc, dict):
+        raise InputError(path, "expected a JSON object (a trace kcheck request exhaust --json wrote)")
+    steps = doc.get("steps")
+    if steps is None:
+        runs = [r for key in ("violations", "findings") for r in (doc.get(key) or []) if isinstance(r, dict)]
+        if not runs:
+            raise InputError(path, "no trace in it: no 'steps', and no violation or finding with steps")
+        steps = runs[0].get("steps")
+    if not isinstance(steps, list) or not all(isinstance(a, str) for a in steps):
+        raise InputError(path, "field 'steps': expected a list of action names (strings)")
+    config = doc.get("config", {})
+    if not isinstance(config, dict):
+        raise InputError(path, "field 'config': expected an object")
+    kinds = {f.name: type(f.default) for f in fields(Config)}
+    for key, value in config.items():
+        if key not in kinds:
+            raise InputError(path, f"field 'config': unknown setting '{key}'")
+        if type(value) is not kinds[key]:
+            raise InputError(path, f"field 'config': '{key}' must be {_KINDS[kinds[key]]}, not {_show(value)}")
+    rules = doc.get("rules")
+    if rules is not None and not isinstance(rules, str):
+        raise InputError(path, "field 'rules': expected a string")
+    lines, out, at = text.split("\n"), [], 0
+    for step in steps:
+        line = _json_line(lines, step, at)
+        at = line if line is not None else at
+        out.append((line, step))
+    return config, rules, out
+
+
+_KINDS = {int: "a whole number", bool: "true or false", str: "a string"}
+
+
+def _show(value: Any) -> str:
+    text = json.dumps(value)
+    return text if len(text) <= 20 else text[:17] + "..."
+
+
+def _script(text: str) -> list[tuple[int | None, str]]:
+    """A hand-written script: one action a line as `kcheck request exhaust` prints them; # starts a comment."""
+    out: list[tuple[int | None, str]] = []
+    for n, line in enumerate(text.split("\n"), 1):
+        step = line.split("#", 1)[0].strip()
+        if step:
+            out.append((n, step))
+    return out
+
+
+def _replay_rules(path: str, label: str | None, given: str | None) -> tuple[Rules, Variant | None]:
+    """--protocol wins; else the trace's rules, which must be a built-in name (a trace is data: kcheck never loads
+    the code a trace names)."""
+    if given is not None:
+        return resolve_rules(given)
+    if label is None or label == "current" or label in VARIANTS:
+        return resolve_rules(label or "current")
+    raise InputError(path, f"field 'rules': '{label}' is not a built-in rule set; pass --protocol to name the rules "
+                           "to replay under")
+
+
+def replay_trace(model: RequestModel, path: str, steps: list[tuple[int | None, str]]) -> list[tuple[str, Any]]:
+    """Run `steps` from the initial state: each must name an action the model can take there (by its printed name);
+    [(action, state)], the initial state first."""
+    s = model.initial_states()[0]
+    out: list[tuple[str, Any]] = [("", s)]
+    for n, (line, step) in enumerate(steps, 1):
+        nexts = {model.describe(a): nxt for _, a, nxt in model.successors(s)}
+        if step not in nexts:
+            possible = ", ".join(sorted(nexts)) or "none"
+            raise InputError(path, f"step {n} '{step}' is not possible here (possible: {possible})", line)
+        s = nexts[step]
+        out.append((step, s))
+    return out
+
+
+def _failures(model: RequestModel, s: Any) -> list[tuple[str, str]]:
+    return [(inv.id, msg) for inv in model.invariants() if (msg := inv.holds(s)) is not None]
+
+
+@request_command.command("replay")
+@_with_bounds
+def replay_command(
+    trace_file: Annotated[str, typer.Argument(
+        help="A trace `kcheck request exhaust|explore --json` wrote, or a script of action names, one a line.")],
+    protocol: Annotated[str | None, typer.Option(
+        "--protocol", help="The rules to replay under (default: the trace's, if built in): current, a variant or "
+                           "module:object.")] = None,
+    *, bounds: dict[str, Any],
+    findings: FindingsOpt = False,
+    json_out: JsonOpt = False,
+) -> int:
+    """Replay a trace step by step: each state's client, logs and connections, and where an invariant fails. A bound
+    given as an option replaces the trace's setting."""
+    text = read_text(trace_file)
+    if text.lstrip()[:1] in ("{", "["):
+        config, label, steps = _json_trace(trace_file, text)
+    else:
+        config, label, steps = None, None, _script(text)
+    rules, variant = _replay_rules(trace_file, label, protocol)
+    try:
+        cfg = build_config(variant, bounds, config)
+    except InputError as e:
+        if config is None or bounds.get(e.source[2:].replace("-", "_")) is not None:
+            raise  # an option's value
+        raise InputError(trace_file, f"field 'config': {e.message}") from None
+    model = RequestModel(cfg, rules, findings=findings)
+    run = replay_trace(model, trace_file, steps)
+    first: dict[str, tuple[int, str]] = {}
+    rows: list[dict[str, Any]] = []
+    for n, (action, s) in enumerate(run):
+        failing = _failures(model, s)
+        for inv, msg in failing:
+            first.setdefault(inv, (n, msg))
+        rows.append({"step": n, "action": action or None, "state": state_line(s),
+                     "failing": [inv for inv, _ in failing]})
+    hard = {k: v for k, v in first.items() if k not in FINDINGS}
+    if json_out:
+        print(json.dumps({"rules": rules.name, "config": asdict(cfg), "steps": rows,
+                          "violations": [{"invariant": k, "step": n, "message": m} for k, (n, m) in hard.items()],
+                          "findings": [{"finding": k, "step": n, "message": m} for k, (n, m) in first.items()
+                                       if k in FINDINGS]}, indent=2))
+        return Exit.FAILED if hard else Exit.OK
+    out = report.console()
+    out.print(f"request model, rules {rules.name}: {cfg}", markup=False)
+    for row in rows:
+        out.print(f"  {row['step']:3d}. {row['action'] or '(initial state)'}\n       {row['state']}", markup=False,
+                  soft_wrap=True)
+        for inv in row["failing"]:
+            if first[inv][0] == row["step"]:
+                title = "finding" if inv in FINDINGS else "VIOLATED"
+                out.print(f"       {title} {inv}: {first[inv][1]}", markup=False, soft_wrap=True)
+    out.print("FAIL" if hard else f"OK: all {len(run) - 1} steps replayed, no invariant Kafka promises broke.",
+              markup=False)
+    return Exit.FAILED if hard else Exit.OK
 
 
 @request_command.command("rules")

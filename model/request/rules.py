@@ -8,9 +8,11 @@ jars where `kcheck.reference.producer_state` is bit-exact). A user swaps one as 
     mine = replace(Rules.current(), name="mine", in_sequence=in_sequence_without_wrap)
 
 `VARIANTS` holds the historical rules, each with its JIRA, the smallest setting that shows it and the invariant it
-breaks. The client's Sender / TransactionManager / RecordAccumulator decisions are fixed in `model.py` (each names
-the method it mirrors); the rules here are the broker's, the purgatory's, the client's metadata epoch rule and the
-replication protocol the partition runs.
+breaks, and the kafka-python client as a client profile (`kafka-python`). The rules here are the broker's, the
+purgatory's, the client's (the Sender's, RecordAccumulator's and TransactionManager's decisions: retries, what a
+failed or expired batch does, what an epoch bump does to each partition's sequences, how the in-flight batches are
+keyed, the partition mute), the client's metadata epoch rule and the replication protocol the partition runs; the
+steps that apply them are in `model.py`.
 """
 
 from __future__ import annotations
@@ -21,13 +23,17 @@ from typing import Any
 
 from kcheck.model.replication.protocol import Protocol, over_maximal_isr
 from kcheck.model.replication.state import Replica
+from kcheck.model.replication.state import evolve as _evolve
 from kcheck.model.request.state import (
     INVALID_EPOCH,
     NONE,
     NOT_ENOUGH_AFTER_APPEND,
     NOT_LEADER,
     OUT_OF_ORDER,
+    RETRIABLE,
     UNKNOWN_PRODUCER,
+    Batch,
+    Client,
     Entry,
 )
 from kcheck.model.rule_set import RuleSet, Variant, variant
@@ -170,6 +176,137 @@ def any_epoch(cached_epoch: int, new_epoch: int) -> bool:
     return True
 
 
+# ---- the client: Sender, RecordAccumulator, TransactionManager (Kafka 4.4's clients jar) -------------------------
+
+
+def request_bump(c: Client, partitions: frozenset[int]) -> Client:
+    """`TransactionManager.requestEpochBumpForPartition`: epochBumpRequired, and the partitions whose sequences the
+    bump rewrites (`partitionsToRewriteSequences`)."""
+    return _evolve(c, bump=c.bump | partitions)
+
+
+def _every_partition(c: Client) -> frozenset[int]:
+    return frozenset(range(len(c.parts)))
+
+
+def transaction_manager_can_retry(c: Client, b: Batch, error: str, idempotent: bool) -> tuple[bool, Client]:
+    """`Sender.canRetry` (retries left, not done) -> `TransactionManager.canRetry` for an idempotent producer:
+    UNKNOWN_PRODUCER_ID is retried after a bump unless the batch's sequence was reset; OUT_OF_ORDER_SEQUENCE_NUMBER is
+    retried, with a bump when the batch is the next after the last acknowledged one (a real gap) and no sequence is
+    unresolved, or when it is the next after the unresolved one; anything else when retriable."""
+    if not idempotent:
+        return error in RETRIABLE, c
+    p = c.parts[b.partition]
+    if error == UNKNOWN_PRODUCER:  # only from brokers before KAFKA-8710; the log start offset is always known here
+        return True, c if b.reset else request_bump(c, frozenset({b.partition}))
+    if error == OUT_OF_ORDER:
+        unresolved = p.unresolved >= 0
+        if not unresolved and (b.reset or b.seq - p.last_acked != 1):  # isNextSequence, without a wrap
+            return True, c
+        if not unresolved or b.seq == p.unresolved:  # isNextSequenceForUnresolvedPartition
+            c = request_bump(c, frozenset({b.partition}))
+        return True, c
+    return error in RETRIABLE, c
+
+
+def retry_same_epoch_only(c: Client, b: Batch, error: str, idempotent: bool) -> tuple[bool, Client]:
+    """kafka-python's `Sender._can_retry`: a retriable error only, and for an idempotent producer only while the
+    batch's producer id and epoch are still the producer's (a batch of an older epoch fails instead)."""
+    return error in RETRIABLE and (not idempotent or b.epoch == c.epoch), c
+
+
+def bump_after_sequence_error(c: Client, b: Batch, error: str, adjust: bool) -> Client:
+    """`TransactionManager.handleFailedBatch` (idempotent, not transactional): OUT_OF_ORDER_SEQUENCE_NUMBER asks for an
+    epoch bump of the batch's partition, and so does any other error but UNKNOWN_PRODUCER_ID while the batch had
+    retries left (`adjustSequenceNumbers`)."""
+    if error == OUT_OF_ORDER or (adjust and error != UNKNOWN_PRODUCER):
+        return request_bump(c, frozenset({b.partition}))
+    return c
+
+
+def bump_every_partition_after_producer_error(c: Client, b: Batch, error: str, adjust: bool) -> Client:
+    """kafka-python's `TransactionManager.classify_batch_error` -> `bump_producer_id_and_epoch`: OUT_OF_ORDER,
+    UNKNOWN_PRODUCER_ID and INVALID_PRODUCER_EPOCH bump the epoch (KIP-360) and drop every partition's sequences."""
+    if error in (OUT_OF_ORDER, UNKNOWN_PRODUCER, INVALID_EPOCH):
+        return request_bump(c, _every_partition(c))
+    return c
+
+
+# What an epoch bump does to one partition's sequences (the model's `bump` step applies it):
+REWRITE = "rewrite"  # the partition's tracked batches renumbered from 0 under the new epoch, now
+LAZY = "lazy"  # the partition keeps its old epoch's sequences until its in-flight batches complete, then starts at 0
+KEEP = "keep"  # the partition's next sequence continues under the new epoch
+CLEAR = "clear"  # next sequence 0 now; batches already stamped keep their old epoch and sequence
+
+
+def rewrite_triggering_reset_others_lazily(triggering: bool) -> str:
+    """`TransactionManager.bumpIdempotentProducerEpoch` rewrites the partitions that asked for the bump
+    (`startSequencesAtBeginning`); every other partition starts from 0 under the new epoch once its in-flight batches
+    have completed (`maybeUpdateProducerIdAndEpoch`, called from `RecordAccumulator.drain`; no new batch is drained
+    while a partition has in-flight batches of a stale epoch). KAFKA-12152 (2.8.0, #9832)."""
+    return REWRITE if triggering else LAZY
+
+
+def rewrite_only_triggering(triggering: bool) -> str:
+    """Before KAFKA-12152 (2.5 to 2.7): only the partitions that asked for the bump were reset; every other partition
+    went on with its sequence under the new epoch, which the broker refuses (a new epoch must start at 0)."""
+    return REWRITE if triggering else KEEP
+
+
+def rewrite_every_partition(triggering: bool) -> str:
+    """Every partition's in-flight batches renumbered from 0 at the bump, whether or not they asked for it (the
+    blind reset weighed and not taken in KAFKA-12152's review, #9832)."""
+    return REWRITE
+
+
+def clear_every_partition(triggering: bool) -> str:
+    """kafka-python's `bump_producer_id_and_epoch`: every partition's sequence state is dropped (next sequence 0);
+    batches already stamped keep their epoch and sequence (their retries are refused, `retry_same_epoch_only`)."""
+    return CLEAR
+
+
+def by_epoch_and_sequence(b: Batch) -> tuple[int, ...]:
+    """`TxnPartitionEntry.PRODUCER_BATCH_COMPARATOR` (KAFKA-13794, #11991 and #12096: 3.3.0, backported to the 3.0 to
+    3.2 branches): the in-flight batches are keyed and ordered by producer id, epoch and base sequence."""
+    return (b.epoch, b.seq)
+
+
+def by_sequence_only(b: Batch) -> tuple[int, ...]:
+    """Before KAFKA-13794 (from KAFKA-8483's sorted set, 2.4.0): keyed by base sequence only, so adding a batch
+    whose sequence an older one still holds does nothing, and removing a batch removes whichever batch has its
+    sequence."""
+    return (b.seq,)
+
+
+def unresolved_if_retried(c: Client, b: Batch) -> Client:
+    """Sender.sendProducerData: a batch failed by delivery.timeout.ms after a retry (`inRetry`) leaves its sequence
+    unresolved (`TransactionManager.markSequenceUnresolved`): no new batch is drained for the partition until its
+    in-flight batches complete, then `maybeResolveSequences` bumps the epoch unless the sequence was acknowledged."""
+    if b.attempts == 0:
+        return c
+    p = c.parts[b.partition]
+    return _evolve(c, parts=c.parts[:b.partition] + (_evolve(p, unresolved=max(p.unresolved, b.seq + 1)),)
+                   + c.parts[b.partition + 1:])
+
+
+def new_producer_id_if_retried(c: Client, b: Batch) -> Client:
+    """kafka-python's Sender: an expired batch that was retried resets the producer id (`reset_producer_id`); a new
+    producer id starts every partition at sequence 0, which the broker treats as a new epoch does."""
+    return request_bump(c, _every_partition(c)) if b.attempts else c
+
+
+def mute_if_one_in_flight(max_in_flight: int, idempotent: bool) -> bool:
+    """KafkaProducer: `guaranteeMessageOrder` is max.in.flight.requests.per.connection == 1; the Sender mutes a
+    partition while a batch of it is in flight only then."""
+    return max_in_flight == 1
+
+
+def mute_if_idempotent(max_in_flight: int, idempotent: bool) -> bool:
+    """kafka-python's KafkaProducer: `guarantee_message_order` when idempotent or max in flight 1, so an idempotent
+    producer has one batch in flight per partition whatever max_in_flight_requests_per_connection says."""
+    return idempotent or max_in_flight == 1
+
+
 # ---- the replication protocol -------------------------------------------------------------------------------------
 
 
@@ -201,6 +338,12 @@ class Rules(RuleSet):
     purgatory_recheck: Callable[[str], bool] = recheck_on_every_event
     adopt_metadata: Callable[[int, int], bool] = newer_or_same_epoch
     replication: Callable[[], Protocol] = todays_replication
+    can_retry: Callable[[Client, Batch, str, bool], tuple[bool, Client]] = transaction_manager_can_retry
+    failed_batch: Callable[[Client, Batch, str, bool], Client] = bump_after_sequence_error
+    sequences_on_bump: Callable[[bool], str] = rewrite_triggering_reset_others_lazily
+    inflight_key: Callable[[Batch], tuple[int, ...]] = by_epoch_and_sequence
+    expired_in_flight: Callable[[Client, Batch], Client] = unresolved_if_retried
+    mute_partition: Callable[[int, bool], bool] = mute_if_one_in_flight
 
     @classmethod
     def current(cls) -> Rules:
@@ -213,6 +356,9 @@ def _variant(name: str, jira: str, bug: str, violates: tuple[str, ...], settings
 
 
 _IDEM = {"brokers": 2, "min_isr": 1, "acks": "all", "idempotent": True, "elections": 0, "crashes": 0}
+# The client rules' setting: two partitions (batch i to partition i % 2), a retry, a dropped connection and a batch
+# failed by delivery.timeout.ms after it was drained.
+_TWO = {"partitions": 2, "batches": 2, "max_in_flight": 2, "retries": 1, "drops": 1, "inflight_timeouts": 1}
 
 VARIANTS: dict[str, Variant[Rules]] = {v.name: v for v in (
     _variant("broker-cache-one-batch", "KAFKA-5494",
@@ -258,4 +404,32 @@ VARIANTS: dict[str, Variant[Rules]] = {v.name: v for v in (
              ("produce.committed-on-min-isr",),
              {**_IDEM, "min_isr": 2, "batches": 1, "max_in_flight": 1, "retries": 0, "drops": 0, "isr_shrinks": 1},
              replication=hw_under_min_isr),
+    _variant("bump-resets-only-triggering", "KAFKA-12152",
+             "an epoch bump reset the sequences of the partitions that asked for it only: another partition goes "
+             "on with its sequence under the new epoch, which the broker refuses (OUT_OF_ORDER_SEQUENCE_NUMBER, "
+             "another bump)",
+             ("client.new-epoch-starts-at-zero",),
+             {**_IDEM, **_TWO, "batches": 3, "max_in_flight": 1, "drops": 0, "append_failures": 1},
+             sequences_on_bump=rewrite_only_triggering),
+    _variant("bump-rewrites-every-partition", "KAFKA-12152 (review of #9832)",
+             "an epoch bump renumbered every partition's in-flight batches from 0, also a partition whose batch "
+             "the broker may already hold: its retry under the new epoch is written again",
+             ("produce.idem-no-duplicate",),
+             {**_IDEM, **_TWO},
+             sequences_on_bump=rewrite_every_partition),
+    _variant("inflight-by-sequence", "KAFKA-13794",
+             "the in-flight batches were keyed by sequence only: the late success of a batch failed by "
+             "delivery.timeout.ms removes from the in-flight set the batch of the new epoch that reuses its sequence",
+             ("client.inflight-tracked",),
+             {**_IDEM, **_TWO, "partitions": 1},
+             inflight_key=by_sequence_only),
+    _variant("kafka-python", "kafka-python 3.0.12 (client profile)",
+             "kafka-python's idempotent producer: one batch in flight per partition, retries only under the "
+             "batch's own epoch, a sequence error or an expired retried batch bumps the epoch and drops every "
+             "partition's sequences",
+             (),
+             {**_IDEM, **_TWO},
+             can_retry=retry_same_epoch_only, failed_batch=bump_every_partition_after_producer_error,
+             sequences_on_bump=clear_every_partition, expired_in_flight=new_producer_id_if_retried,
+             mute_partition=mute_if_idempotent),
 )}

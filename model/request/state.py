@@ -1,14 +1,18 @@
-"""The request model's state: one producer session writing to one partition, over the replication model.
+"""The request model's state: one producer session writing to one or two partitions, over the replication model.
 
-The partition (its replicas, logs, ISR, high watermarks, the controller and its metadata log, elections, crashes) is
-a `kcheck.model.replication.State`, driven only through the replication model's own step functions. On top of it:
+The replicas (their logs, ISR, high watermarks, the controller and its metadata log, elections, crashes) are a
+`kcheck.model.replication.State`, driven only through the replication model's own step functions. With two
+partitions, both have the same replicas, leader and ISR, and their batches share the one replicated log (a record's
+partition is its batch's): see docs/models/request.md for why. On top of it:
 
-- the producer client (`Client`): its producer epoch, the next sequence, the last acknowledged sequence, the
-  accumulator's queue, the batches the `TransactionManager` tracks as in flight, the requests on the wire in send
-  order, the epoch bump it asked for, and its metadata view of the partition (leader and leader epoch);
+- the producer client (`Client`): its producer epoch, per partition (`PartitionState`) the epoch its sequences
+  belong to, the next sequence, the last acknowledged sequence, the unresolved sequence and the accumulator's
+  queue; the batches the `TransactionManager` tracks as in flight, the requests on the wire in send order, the
+  partitions an epoch bump is asked for, and its metadata view (leader and leader epoch);
 - one connection per (client, broker) (`Connection`): the requests the broker has not read, the one it is serving
   (muted, parked in the purgatory as a `DelayedProduce`), and the responses the client has not read;
-- each broker's producer-state entry for the one producer id (`Entry`: its epoch and the last cached batches);
+- each broker's producer-state entry per partition for the one producer id (`Entry`: its epoch and the last
+  cached batches);
 - the log start offset, a discrete clock, fault budgets, and history variables (`History`) that only the
   invariants read.
 
@@ -56,7 +60,8 @@ class Config:
     idempotent: bool = True  # enable.idempotence
     max_in_flight: int = 2  # max.in.flight.requests.per.connection
     retries: int = 1  # retries (Kafka's default is Integer.MAX_VALUE; a bound here)
-    batches: int = 2  # batches the application sends, one record each
+    batches: int = 2  # batches the application sends, one record each (batch i to partition i % partitions)
+    partitions: int = 1  # partitions the producer writes to (1 or 2), sharing the replicas, leader and ISR
     seq_max: int = INT_MAX  # the largest sequence before the wrap to 0 (reduced so a search reaches the wrap)
     drops: int = 1  # connections dropped
     elections: int = 1  # leader moves (the replication model's move_leader)
@@ -64,6 +69,7 @@ class Config:
     isr_shrinks: int = 0  # followers a leader drops from the ISR
     append_failures: int = 0  # appends that fail after the producer-state checks (an I/O error)
     delivery_timeouts: int = 0  # batches that reach delivery.timeout.ms in the accumulator
+    inflight_timeouts: int = 0  # idempotent batches that reach delivery.timeout.ms after they were drained
     log_start_moves: int = 0  # DeleteRecords to the high watermark
     expiries: int = 0  # producer-state entries removed by producer.id.expiration.ms
     max_clock: int = 0  # clock ticks (0: no clock, so no request times out in the purgatory)
@@ -81,10 +87,12 @@ class Config:
             raise ValueError(f"max_in_flight must be between 1 and 5, not {self.max_in_flight}")
         if not 1 <= self.batches <= 8:
             raise ValueError(f"batches must be between 1 and 8, not {self.batches}")
+        if not 1 <= self.partitions <= 2:
+            raise ValueError(f"partitions must be 1 or 2, not {self.partitions}")
         if not 5 <= self.seq_max <= INT_MAX:  # a wrapped sequence must not meet one of the 5 cached batches
             raise ValueError(f"seq_max must be between 5 and {INT_MAX}, not {self.seq_max}")
         for name in ("retries", "drops", "elections", "crashes", "isr_shrinks", "append_failures",
-                     "delivery_timeouts", "log_start_moves", "expiries", "max_clock"):
+                     "delivery_timeouts", "inflight_timeouts", "log_start_moves", "expiries", "max_clock"):
             if not 0 <= getattr(self, name) <= 8:
                 raise ValueError(f"{name} must be between 0 and 8, not {getattr(self, name)}")
         if not 1 <= self.request_timeout <= 8:
@@ -104,6 +112,7 @@ class Batch:
     drained (rewritten by an epoch bump), how often it was re-enqueued, and `sequenceHasBeenReset`."""
 
     id: int
+    partition: int = 0
     seq: int = NO_SEQUENCE
     epoch: int = NO_EPOCH
     attempts: int = 0
@@ -168,17 +177,27 @@ class Entry:
 
 
 @dataclass(frozen=True)
+class PartitionState:
+    """The client's per-partition bookkeeping: `TxnPartitionEntry` (the epoch its sequences belong to, the next
+    sequence, the last acknowledged one), `partitionsWithUnresolvedSequences` and the accumulator's deque."""
+
+    epoch: int = 0  # TxnPartitionEntry.producerIdAndEpoch (stale after a bump until the partition resets)
+    next_seq: int = 0
+    last_acked: int = -1  # TxnPartitionEntry.lastAckedSequence
+    unresolved: int = -1  # the next sequence after a batch that expired in flight, or -1
+    queue: tuple[int, ...] = ()  # the accumulator's deque for the partition, head first
+
+
+@dataclass(frozen=True)
 class Client:
     """The producer: Sender, RecordAccumulator, TransactionManager (idempotent, not transactional), Metadata."""
 
     epoch: int = 0
-    next_seq: int = 0
-    last_acked: int = -1  # TxnPartitionEntry.lastAckedSequence
+    parts: tuple[PartitionState, ...] = (PartitionState(),)  # index: the partition
     batches: tuple[Batch, ...] = ()  # every batch the application sent, by id
-    queue: tuple[int, ...] = ()  # the accumulator's deque for the partition, head first
     tracked: tuple[int, ...] = ()  # TxnPartitionEntry.inflightBatchesBySequence (ids; ordered by sequence on use)
-    wire: tuple[tuple[int, int], ...] = ()  # (broker, correlation id) of every request in flight, in send order
-    bump: bool = False  # epochBumpRequired (for this partition: partitionsToRewriteSequences)
+    wire: tuple[tuple[int, int, int], ...] = ()  # (broker, correlation id, batch) of each request in flight, in order
+    bump: frozenset[int] = frozenset()  # partitionsToRewriteSequences; not empty: epochBumpRequired
     leader: int = 1  # the metadata view: the partition's leader ...
     leader_epoch: int = 1  # ... and the leader epoch it came with
     corr: int = 0  # the next correlation id
@@ -200,6 +219,7 @@ class Used:
     drops: int = 0
     append_failures: int = 0
     delivery_timeouts: int = 0
+    inflight_timeouts: int = 0
     log_start_moves: int = 0
     expiries: int = 0
 
@@ -209,7 +229,7 @@ class State:
     rep: RepState
     client: Client
     conns: tuple[Connection, ...]  # index b - 1: the client's connection to broker b
-    entries: tuple[Entry | None, ...]  # index b - 1: broker b's entry for the producer id
+    entries: tuple[tuple[Entry | None, ...], ...]  # [b - 1][p]: broker b's entry for the producer id on partition p
     records: tuple[tuple[int, int, int], ...] = ()  # replication record id r -> index r - 1: (batch, epoch, seq)
     log_start: int = 0
     clock: int = 0
@@ -221,3 +241,9 @@ class State:
 
     def batch_of(self, record_id: int) -> int:
         return self.records[record_id - 1][0]
+
+    def partition_of(self, record_id: int) -> int:
+        return self.client.batches[self.batch_of(record_id)].partition
+
+    def part(self, p: int) -> PartitionState:
+        return self.client.parts[p]
