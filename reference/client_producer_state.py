@@ -21,11 +21,12 @@ The same in 3.9.1, 4.0.2 and 4.1.2 (their kafka-clients sources) and 4.4.0 (whos
 4.1.2's up to the classes moved to `utils.internals` / `record.internal`), but for one `ReleaseProfile` field:
 `client_invalid_pid_mapping_fatal` (KAFKA-18019, 4.0: INVALID_PRODUCER_ID_MAPPING is a fatal error).
 
-Two facts of Java the bookkeeping shows: `UnknownProducerIdException` extends `OutOfOrderSequenceException`, so
+Three facts the bookkeeping shows: `UnknownProducerIdException` extends `OutOfOrderSequenceException`, so
 `handleFailedBatch` bumps the epoch for it as for OUT_OF_ORDER_SEQUENCE_NUMBER (its own branch, which forgets the
-partition, is never reached); and the partitions to rewrite and the unresolved ones are a HashSet and a HashMap of
-TopicPartition, walked in hash order, which for topic "t" and partitions 0..2 is 2, 1, 0 (it shows when a bump
-throws half way: `TxnPartitionMap.get` of a partition it no longer tracks).
+partition, is never reached by a non-transactional producer); `sequenceHasBeenReset()` holds only from a bump's
+renumbering to the batch's next drain (`ProducerBatch.close` clears it); and a bump at epoch Short.MAX_VALUE renumbers
+the partition's in-flight batches under no producer id (-1, epoch -1), which they keep when they are retried after
+the new id arrives.
 
 `ClientProducer` is one producer (topic "t", partitions 0..2) and the batches it made; each method is one step of a
 script (`kafka_client_producer_state` has the grammar) and returns the step's verdict. Not here: transactions,
@@ -46,7 +47,7 @@ NO_SEQUENCE = -1
 INVALID_OFFSET = -1
 NO_LAST_ACKED = -1
 PARTITIONS = (0, 1, 2)
-HASH_ORDER = (2, 1, 0)  # HashSet/HashMap<TopicPartition> iteration order for t-0..t-2 (buckets 5, 4, 3 of 16)
+HASH_ORDER = (2, 1, 0)  # HashSet/HashMap<TopicPartition> iteration order of t-0..t-2 (buckets 5, 4, 3 of 16)
 DELIVERY_TIMEOUT_MS = 120_000  # delivery.timeout.ms; a batch is made at time 0
 
 UNINITIALIZED, INITIALIZING, READY, FATAL_ERROR = "UNINITIALIZED", "INITIALIZING", "READY", "FATAL_ERROR"
