@@ -73,6 +73,8 @@ ERRORS: dict[str, ErrorKind] = {
     "NETWORK_EXCEPTION": ErrorKind("NetworkException", retriable=True),
     "REQUEST_TIMED_OUT": ErrorKind("TimeoutException", retriable=True),
     "NOT_ENOUGH_REPLICAS": ErrorKind("NotEnoughReplicasException", retriable=True),
+    "NOT_ENOUGH_REPLICAS_AFTER_APPEND": ErrorKind("NotEnoughReplicasAfterAppendException", retriable=True),
+    "KAFKA_STORAGE_ERROR": ErrorKind("KafkaStorageException", retriable=True),
     "INVALID_RECORD": ErrorKind("InvalidRecordException"),
     "INVALID_PRODUCER_EPOCH": ErrorKind("InvalidProducerEpochException"),
     "CLUSTER_AUTHORIZATION_FAILED": ErrorKind("ClusterAuthorizationException", fatal=True),

@@ -92,7 +92,8 @@ def kafka_answers(bridge: KafkaBridge, cases: Sequence[ClientCase]) -> list[list
 
 # ---------------------------------------------------------------- random inputs
 
-_RETRIABLE = ("NOT_LEADER_OR_FOLLOWER", "NETWORK_EXCEPTION", "REQUEST_TIMED_OUT", "NOT_ENOUGH_REPLICAS")
+_RETRIABLE = ("NOT_LEADER_OR_FOLLOWER", "NETWORK_EXCEPTION", "REQUEST_TIMED_OUT", "NOT_ENOUGH_REPLICAS",
+              "NOT_ENOUGH_REPLICAS_AFTER_APPEND", "KAFKA_STORAGE_ERROR")
 _RARE = ("INVALID_RECORD", "INVALID_PRODUCER_EPOCH", "CLUSTER_AUTHORIZATION_FAILED", "PRODUCER_FENCED",
          "INVALID_PRODUCER_ID_MAPPING")
 assert set(_RETRIABLE + _RARE) < set(ERRORS)

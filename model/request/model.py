@@ -153,10 +153,11 @@ def _reenqueue(c: Client, b: Batch, idempotent: bool) -> Client:
 
 def _fail(s: State, c: Client, b: Batch, error: str, adjust: bool, cfg: Config) -> State:
     """`Sender.failBatch` -> `TransactionManager.handleFailedBatch`: the batch is done with `error`; an idempotent
-    producer asks for an epoch bump after OUT_OF_ORDER_SEQUENCE_NUMBER, or after any error while the batch had retries
-    left (`adjustSequenceNumbers`)."""
+    producer asks for an epoch bump after OUT_OF_ORDER_SEQUENCE_NUMBER or UNKNOWN_PRODUCER_ID (its exception is an
+    `OutOfOrderSequenceException`, so the branch meant for it is never reached), or after any error while the batch
+    had retries left (`adjustSequenceNumbers`)."""
     c = replace(c, tracked=tuple(i for i in c.tracked if i != b.id))
-    if cfg.idempotent and (error == OUT_OF_ORDER or (adjust and error != UNKNOWN_PRODUCER)):
+    if cfg.idempotent and (error in (OUT_OF_ORDER, UNKNOWN_PRODUCER) or adjust):
         c = _request_bump(c)
     h = s.history
     return replace(s, client=c, history=replace(h, failed=h.failed | {(b.id, error)}))
@@ -236,6 +237,7 @@ def drain(s: State, cfg: Config) -> State | None:
     head = c.batches[c.queue[0]]
     if _drain_blocked(c, head, cfg):
         return None
+    head = replace(head, reset=False)  # ProducerBatch.close on every drain: sequenceHasBeenReset() until sent again
     if cfg.idempotent and head.seq == NO_SEQUENCE:
         head = replace(head, seq=c.next_seq, epoch=c.epoch)
         c = replace(c, next_seq=next_sequence(c.next_seq, cfg.seq_max), tracked=c.tracked + (head.id,))
