@@ -148,7 +148,7 @@ class Entry:
         return self.inflight[min(self.inflight)] if self.inflight else None
 
     def start_sequences_at_beginning(self, pid: int, epoch: int) -> None:
-        seq, rewritten = 0, {}
+        seq, rewritten = 0, dict[tuple[int, int, int], Batch]()
         for key in sorted(self.inflight):
             b = self.inflight[key]
             b.reset_producer_state(pid, epoch, seq)
@@ -259,7 +259,9 @@ class ClientProducer:
 
     def handle_failed(self, b: Batch, kind: ErrorKind, adjust: bool) -> None:
         """TransactionManager.handleFailedBatch (Sender.failBatch swallows what it throws)."""
-        if kind.fatal or (kind.exception == "InvalidPidMappingException" and self.release.client_invalid_pid_mapping_fatal):
+        fatal = kind.fatal or (kind.exception == "InvalidPidMappingException"
+                               and self.release.client_invalid_pid_mapping_fatal)
+        if fatal:  # maybeTransitionToErrorState -> transitionToFatalError
             self.state, self.last_error = FATAL_ERROR, kind.exception
         self._remove_inflight(b)
         if self.state == FATAL_ERROR:
