@@ -273,6 +273,14 @@ DIFFERENCES: tuple[Difference, ...] = (
         "still open",
         False, (Step("4.3.0", True, "KAFKA-20090 (apache/kafka#21469)",
                      "ProducerAppendInfo's bytecode compares the epoch with 32767 from 4.3.0 on (javap)"),)),
+    # the idempotent producer's client bookkeeping (reference/client_producer_state.py)
+    Difference(
+        "client_invalid_pid_mapping_fatal",
+        "TransactionManager.maybeTransitionToErrorState: INVALID_PRODUCER_ID_MAPPING is a fatal error for every "
+        "producer (before: for an idempotent one, a failed batch whose partition then bumps the epoch)",
+        False, (Step("4.0.0", True, "KAFKA-18019 (apache/kafka#17822)",
+                     "kafka-clients sources: 4.0.2's maybeTransitionToErrorState names InvalidPidMappingException, "
+                     "3.9.1's does not; the TXNCLI differential agrees per release"),)),
     # fetch bounds (issue 35 R7, reference/fetch.py)
     Difference(
         "fetch_offset_metadata_batch_base",
@@ -368,6 +376,8 @@ class ReleaseProfile:
     producer_tv2_first_sequence_zero: bool
     producer_marker_epoch_by_transaction_version: bool
     producer_marker_retry_at_max_epoch: bool
+    # the idempotent producer's client bookkeeping (reference/client_producer_state.py)
+    client_invalid_pid_mapping_fatal: bool
     # fetch bounds (issue 35 R7, reference/fetch.py)
     fetch_offset_metadata_batch_base: bool
     fetch_params_hard_max_bytes: bool

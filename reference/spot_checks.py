@@ -12,6 +12,7 @@ release's harness does not answer (its handler did not compile there) is reporte
 
 from __future__ import annotations
 
+import importlib
 import random
 import time
 from collections.abc import Callable, Sequence
@@ -100,19 +101,22 @@ def _header_rule(rule: str) -> Callable[[KafkaBridge, str, random.Random, int], 
     return run
 
 
-def _producer_state(bridge: KafkaBridge, release: str, rng: random.Random, n: int) -> Compared:
-    from kcheck.reference import kafka_producer_state as kps
-
-    cases, steps = [], 0
-    while steps < n:  # each script is up to 30 steps; every step is one compared input
-        cases.append(kps.random_case(rng, release))
-        steps += len(cases[-1].ops)
-    diffs: list[tuple[str, object, object]] = []
-    for case, kafka in zip(cases, kps.kafka_answers(bridge, cases), strict=True):
-        ours = kps.reference_answers(case, release)
-        diffs += [(kps.encode_case(case) + f" (step {i})", k, r)
-                  for i, (k, r) in enumerate(zip(kafka, ours, strict=True)) if k != r]
-    return Compared(steps, len(diffs), _smallest(diffs))
+def _scripts(name: str) -> Callable[[KafkaBridge, str, random.Random, int], Compared]:
+    """A step-by-step family (module `kcheck.reference.<name>`: random_case, kafka_answers, reference_answers,
+    encode_case): scripts drawn for the release until `n` steps, every step one compared input."""
+    def run(bridge: KafkaBridge, release: str, rng: random.Random, n: int) -> Compared:
+        module = importlib.import_module(f"kcheck.reference.{name}")
+        cases, steps = [], 0
+        while steps < n:
+            cases.append(module.random_case(rng, release))
+            steps += len(cases[-1].ops)
+        diffs: list[tuple[str, object, object]] = []
+        for case, kafka in zip(cases, module.kafka_answers(bridge, cases), strict=True):
+            ours = module.reference_answers(case, release)
+            diffs += [(module.encode_case(case) + f" (step {i})", k, r)
+                      for i, (k, r) in enumerate(zip(kafka, ours, strict=True)) if k != r]
+        return Compared(steps, len(diffs), _smallest(diffs))
+    return run
 
 
 def _fetch_rule(rule: str) -> Callable[[KafkaBridge, str, random.Random, int], Compared]:
@@ -158,7 +162,9 @@ FAMILIES: tuple[SpotFamily, ...] = (
     SpotFamily("ApiVersions negotiation", ("APIVER_ADV", "APIVER_USE", "APIVER_X", "APIVER_REQ"),
                "ApiVersionsResponse, NodeApiVersions", _header_rule("negotiation")),
     SpotFamily("idempotent producer state", ("PSTATE",), "ProducerStateManager, ProducerAppendInfo",
-               _producer_state),
+               _scripts("kafka_producer_state")),
+    SpotFamily("idempotent producer: client sequences", ("TXNCLI",), "TransactionManager, TxnPartitionEntry",
+               _scripts("kafka_client_producer_state")),
     SpotFamily("produce: record-batch validation", ("LOGVAL",), "LogValidator", _log_validator),
     SpotFamily("fetch: leader epoch cache", ("EPOCH",), "LeaderEpochFileCache", _fetch_rule("EPOCH")),
     SpotFamily("fetch: isolation and parameters", ("FPARAMS",), "FetchIsolation, FetchParams",

@@ -258,6 +258,7 @@ def drain(s: State, partition: int, model: RequestSystem) -> State | None:
     head = c.batches[q[0]]
     if _drain_blocked(c, head, model):
         return None
+    head = replace(head, reset=False)  # ProducerBatch.close on every drain: sequenceHasBeenReset() until sent again
     if cfg.idempotent and head.seq == NO_SEQUENCE:
         if c.parts[partition].epoch != c.epoch:  # TransactionManager.maybeUpdateProducerIdAndEpoch
             c = _with_part(c, partition, epoch=c.epoch, next_seq=0, last_acked=-1)

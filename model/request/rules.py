@@ -216,10 +216,11 @@ def retry_same_epoch_only(c: Client, b: Batch, error: str, idempotent: bool) -> 
 
 
 def bump_after_sequence_error(c: Client, b: Batch, error: str, adjust: bool) -> Client:
-    """`TransactionManager.handleFailedBatch` (idempotent, not transactional): OUT_OF_ORDER_SEQUENCE_NUMBER asks for an
-    epoch bump of the batch's partition, and so does any other error but UNKNOWN_PRODUCER_ID while the batch had
-    retries left (`adjustSequenceNumbers`)."""
-    if error == OUT_OF_ORDER or (adjust and error != UNKNOWN_PRODUCER):
+    """`TransactionManager.handleFailedBatch` (idempotent, not transactional): OUT_OF_ORDER_SEQUENCE_NUMBER and
+    UNKNOWN_PRODUCER_ID (its exception is an `OutOfOrderSequenceException`, so the branch meant for it is never
+    reached) ask for an epoch bump of the batch's partition, and so does any other error while the batch had retries
+    left (`adjustSequenceNumbers`). Checked against the clients jar (`kcheck.reference.client_producer_state`)."""
+    if error in (OUT_OF_ORDER, UNKNOWN_PRODUCER) or adjust:
         return request_bump(c, frozenset({b.partition}))
     return c
 
