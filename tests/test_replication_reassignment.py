@@ -54,7 +54,10 @@ from kcheck.reference.reassignment import (
     kraft_next_step,
 )
 
-CURRENT = Protocol.current()
+# KAFKA-15665's completion rule (every target in the ISR), as Kafka 4.1 and 4.2 have it and the reference's KRAFT_ELR
+# controller does; Protocol.current() is 4.4.0's since issue 36, whose KAFKA-19975 rule tests/test_release_gaps.py
+# covers.
+CURRENT = Protocol.current("4.2.2")
 ELR_FIXED = replace(CURRENT, name="elr-within-replicas", reassignment_elr=elr_within_replicas)
 DURABILITY = {"replication.electable-has-committed", "replication.leader-has-acked", "replication.no-acked-lost"}
 

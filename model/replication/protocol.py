@@ -1,9 +1,10 @@
 """Protocol rules: every decision point of the replication model, as a named, replaceable function.
 
-`Protocol.current()` is today's Kafka (KRaft, Kafka 4.1 defaults for a new cluster: KIP-101/279
-epoch-based truncation, KIP-320 leader-epoch fencing, KIP-497 maximal ISR, KIP-903 broker epochs in
-AlterPartition, KIP-966 eligible leader replicas with the strict min-ISR high-watermark rule,
-controller writes fenced by epoch). A
+`Protocol.current()` is today's Kafka: the rules of Kafka 4.4.0 (`DEFAULT_RELEASE`) for a new KRaft cluster
+(KIP-101/279 epoch-based truncation, KIP-320 leader-epoch fencing, KIP-497 maximal ISR, KIP-903 broker epochs in
+AlterPartition, KIP-966 eligible leader replicas with the strict min-ISR high-watermark rule, controller writes
+fenced by epoch), and `Protocol.current(VERSION)` a named release's (3.9.0 on; `release_rules` holds the rules
+that differ between releases, ELR included; `--protocol current --kafka-version VERSION` is the same). A
 historical rule or a proposed change is the same protocol with some rules replaced:
 
     from dataclasses import replace
@@ -405,6 +406,19 @@ def clean_or_eligible(registry: Registry, n: int) -> Choice | None:
     return None
 
 
+def clean_or_eligible_fenced_last_known(registry: Registry, n: int) -> Choice | None:
+    """Kafka 3.9.x and 4.0.x with ELR on (KAFKA-19522, fixed in 4.1.0 by apache/kafka#20200): as
+    `clean_or_eligible`, but the last known leader is elected even when it is fenced or shutting down:
+    `PartitionChangeBuilder.canElectLastKnownLeader` only logged that the `LeaderAcceptor` refused it."""
+    choice = clean_or_eligible(registry, n)
+    if choice is not None:
+        return choice
+    b = registry.last_known_leader
+    if not registry.isr and not registry.elr and b != NO_LEADER:
+        return b, frozenset({b}), frozenset()
+    return None
+
+
 def clean_only(registry: Registry, n: int) -> Choice | None:
     """unclean.leader.election.enable=false without ELR: only an unfenced ISR member."""
     b = _first(registry, registry.isr, n)
@@ -422,15 +436,17 @@ def unclean_allowed(registry: Registry, n: int) -> Choice | None:
 
 
 def in_isr_and_unfenced(registry: Registry, broker: int) -> bool:
-    """The model's `PartitionChangeBuilder.isValidNewLeader`: an unfenced ISR member. Asked whether the
-    current leader may stay (a reassignment's record, its completion) and whether a preferred or operator's
-    election may move leadership to `broker`."""
+    """Stricter than Kafka (the model's rule before issue 36): an unfenced ISR member only, never an eligible
+    leader replica of an empty ISR. Asked whether the current leader may stay (a reassignment's record, its
+    completion) and whether a preferred or operator's election may move leadership to `broker`."""
     return broker in registry.isr and broker not in registry.fenced
 
 
 def in_isr_or_elr_unfenced(registry: Registry, broker: int) -> bool:
-    """`PartitionChangeBuilder.isValidNewLeader` in full (KIP-966): an unfenced ISR member, or, when the ISR
-    is empty, an unfenced eligible leader replica."""
+    """`PartitionChangeBuilder.isValidNewLeader` (KIP-966; Kafka 3.9.0 through 4.4.0): an unfenced ISR member, or,
+    when the ISR is empty, an unfenced eligible leader replica (with ELR off the ELR is empty: an ISR member). Asked
+    whether the current leader may stay (a reassignment's record, its completion) and whether a preferred or
+    operator's election may move leadership to `broker`."""
     in_sync = broker in registry.isr or (not registry.isr and broker in registry.elr)
     return in_sync and broker not in registry.fenced
 
@@ -643,6 +659,53 @@ def shut_down_when_asked(registry: Registry, broker: int, caught_up: bool) -> bo
     return True
 
 
+# ---- the releases: which rule each decision point has in each Kafka release kcheck models (issue 36) ---------
+
+# The newest release kcheck models: `Protocol.current()` is its rules (kept equal to reference/releases.py's
+# DEFAULT_VERSION, which `--protocol current` follows: tests/test_current_protocol.py).
+DEFAULT_RELEASE = "4.4.0"
+# The oldest: 3.9.x, the last release with ZooKeeper mode; its KRaft mode has every rule below.
+OLDEST_RELEASE = (3, 9, 0)
+# Where a release's rules differ, the first release with the newer rule (each checked against the releases' jars:
+# tests/test_kafka_conformance.py and tests/test_release_gaps.py compare PartitionChangeBuilder with the model).
+ELR_BY_DEFAULT = (4, 1, 0)  # KIP-966 on for a new cluster (eligible.leader.replicas.version 1 by default)
+ACCEPTABLE_LAST_KNOWN_LEADER = (4, 1, 0)  # KAFKA-19522: a fenced last known leader is no longer elected
+COMPLETION_UNLESS_SHRINKING = (4, 3, 0)  # KAFKA-19975: a reassignment completes once its adding replicas are in sync
+
+
+def release_key(kafka_version: str) -> tuple[int, int, int]:
+    """(major, minor, patch) of a release name; ValueError for one kcheck does not model."""
+    try:
+        parts = tuple(int(x) for x in kafka_version.split("."))
+    except ValueError:
+        parts = ()
+    if len(parts) != 3:
+        raise ValueError(f"'{kafka_version}' is not a Kafka release (expected MAJOR.MINOR.PATCH)")
+    key = (parts[0], parts[1], parts[2])
+    if key < OLDEST_RELEASE:
+        raise ValueError(f"the replication model knows Kafka {'.'.join(map(str, OLDEST_RELEASE))} and later, "
+                         f"not {kafka_version}")
+    return key
+
+
+def release_rules(kafka_version: str, elr: bool | None = None) -> dict[str, Any]:
+    """The controller rules of a release that differ between the releases kcheck models, for a cluster with
+    eligible leader replicas on or off (`elr`; None: as a new cluster of that release has them). With ELR off
+    nothing is eligible, the ISR keeps its last member and no last known leader is kept."""
+    key = release_key(kafka_version)
+    elr_on = key >= ELR_BY_DEFAULT if elr is None else elr
+    rules: dict[str, Any] = {
+        "reassignment_completion": (complete_when_adding_unless_shrinking if key >= COMPLETION_UNLESS_SHRINKING
+                                    else complete_when_targets_in_sync)}
+    if elr_on:
+        rules.update(leader_choice=(clean_or_eligible if key >= ACCEPTABLE_LAST_KNOWN_LEADER
+                                    else clean_or_eligible_fenced_last_known),
+                     isr_removal=eligible_leader_replicas, last_known_leader=remember_last_known_leader)
+    else:
+        rules.update(leader_choice=clean_only, isr_removal=keep_last_replica, last_known_leader=no_last_known_leader)
+    return rules
+
+
 def _rule(doc: str, *alternatives: Callable[..., Any], default: Any = None) -> Any:
     """A `Protocol` field holding a rule: `doc` says what it decides, `alternatives` are the other functions kcheck
     ships for it (`kcheck rules` prints both, with each function's docstring). Without `default` the field is
@@ -726,11 +789,11 @@ class Protocol:
     leader_choice: Callable[[Registry, int], Choice | None] = _rule(
         "The controller's choice of a leader when the partition has none or its leader left: (leader, ISR, "
         "ELR) to write, or None (no candidate). The second argument is the broker count.",
-        clean_only, unclean_allowed)
+        clean_only, unclean_allowed, clean_or_eligible_fenced_last_known)
     valid_leader: Callable[[Registry, int], bool] = _rule(
         "Whether a broker is a valid leader for the partition state being written: asked for the current "
         "leader when a reassignment's record or completion is written, and for the target of a preferred or "
-        "operator's election.", in_isr_or_elr_unfenced, default=in_isr_and_unfenced)
+        "operator's election.", in_isr_and_unfenced, default=in_isr_or_elr_unfenced)
     isr_removal: Callable[[Registry, frozenset[int], int, frozenset[int]],
                           tuple[frozenset[int], frozenset[int]]] = _rule(
         "The ISR and ELR after brokers leave the ISR (the registry, the brokers leaving, min.insync.replicas, "
@@ -787,19 +850,21 @@ class Protocol:
         return getattr(self.fetch_leader_epoch, "__wrapped__", self.fetch_leader_epoch) is not no_epoch_in_fetch
 
     @classmethod
-    def current(cls, kafka_version: str | None = None) -> Protocol:
-        """Today's rules: Kafka 4.1's, or a named 4.x release's (checked against its PartitionChangeBuilder,
-        tests/test_kafka_conformance.py). From 4.3.0 a reassignment completes by KAFKA-19975's rule."""
-        completion = complete_when_targets_in_sync
-        if kafka_version is not None:
-            release = tuple(int(x) for x in kafka_version.split(".")[:3])
-            if release < (4, 0, 0):
-                raise ValueError(f"Protocol.current knows Kafka 4.0.0 and later, not {kafka_version}")
-            if release >= (4, 3, 0):
-                completion = complete_when_adding_unless_shrinking
+    def current(cls, kafka_version: str | None = None, *, elr: bool | None = None) -> Protocol:
+        """A Kafka release's rules (default `DEFAULT_RELEASE`, the newest kcheck models; `--protocol current
+        --kafka-version VERSION` is this), with eligible leader replicas as a new cluster of it has them unless
+        `elr` says otherwise (`release_rules`). Every other rule is Kafka's code, the same in every release
+        from 3.9.0; where the model abstracts, the rule's docstring says so. ValueError for a release the model
+        does not know."""
+        version = DEFAULT_RELEASE if kafka_version is None else kafka_version
+        rules = release_rules(version, elr)
+        elr_on = rules["isr_removal"] is eligible_leader_replicas
+        completion = "adding-unless-shrinking" if rules["reassignment_completion"] is \
+            complete_when_adding_unless_shrinking else "all-targets"
         return cls(
             name="current",
-            description="today's Kafka: KRaft with KIP-101/279/320/497/966 and epoch-fenced controller writes",
+            description=(f"Kafka {version} (KRaft, {'ELR on' if elr_on else 'ELR off'}, reassignment completion "
+                         f"{completion}): KIP-101/279/320/497/903/966 and epoch-fenced controller writes"),
             truncation=truncate_by_epoch_lookup,
             epoch_lookup=end_offset_for_epoch,
             truncate_on=truncate_on_every_epoch_change,
@@ -816,18 +881,15 @@ class Protocol:
             alter_partition_rollback=roll_back_when_not_applied,
             alter_partition_fencing=leader_and_partition_epoch,
             alter_partition_validation=isr_members_eligible,
-            leader_choice=clean_or_eligible,
-            valid_leader=in_isr_and_unfenced,
-            isr_removal=eligible_leader_replicas,
+            valid_leader=in_isr_or_elr_unfenced,
             leader_epoch_bump=bump_on_leader_change_or_removal,
             controller_write=fenced_by_controller_epoch,
-            last_known_leader=remember_last_known_leader,
-            reassignment_completion=completion,
             reassignment_revert=revert_clean,
             reassignment_elr=elr_as_computed,
             registration=register_fenced,
             crash_drops=connections_die,
             restart_reads_metadata=catch_up_before_acting,
+            **rules,
         )
 
     @classmethod
