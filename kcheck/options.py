@@ -223,13 +223,14 @@ FailOnOpt = Annotated[str, typer.Option(
     help="What fails the gate (exit 1): hard (any hard finding not suppressed), soft (any finding not "
          "suppressed), new (only hard findings the change introduces or makes worse).")]
 # The replication model's commands (explore, exhaust, replay, liveness) and `check --invariants`
-ProtocolOpt = Annotated[str, typer.Option("--protocol", help="current (the --kafka-version release's rules), current+elr "
-                                                          "(the same with eligible leader replicas on), a variant "
-                                                          "(kcheck variants), or module:object.")]
+ProtocolOpt = Annotated[str, typer.Option(
+    "--protocol", help="current (the --kafka-version release's rules), current+elr (the same with eligible leader "
+                       "replicas on), a variant (kcheck variants), or module:object.")]
 KafkaVersionOpt = Annotated[str | None, typer.Option(
     "--kafka-version", metavar="VERSION",
     help=f"The Kafka release whose controller rules --protocol current follows (default: the newest, "
-         f"{releases.DEFAULT_VERSION}): ELR off before 4.1 (current+elr turns it on; 3.9 and 4.0 then elect even a fenced last known leader), KAFKA-19975's reassignment completion from 4.3.")]
+         f"{releases.DEFAULT_VERSION}): ELR off before 4.1 (current+elr turns it on; "
+         f"3.9 and 4.0 then elect even a fenced last known leader), KAFKA-19975's reassignment completion from 4.3.")]
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print the result as JSON.")]
 ProgressOpt = Annotated[bool | None, typer.Option(
     "--progress/--no-progress",
