@@ -120,6 +120,7 @@ ROW_4: Script = [
     *fetch_round(2, 0),  # 2 has [x0, x1]
     ("shrink_isr", {"leader": 1, "follower": 2}),  # 2 loses its session: out of the ISR
     ("handle_alter_partition", {"frm": 1}),
+    ("handle_alter_partition_response", {"to": 1}),  # answered: 1 may propose again (one AlterPartition at a time)
     ("move_leader", {"target": 3}),  # e2 L=3 ISR{1,3}; 2 never hears of it
     ("handle_leader_and_isr", {"to": 3, "leader_epoch": 2}),
     ("handle_leader_and_isr", {"to": 1, "leader_epoch": 2}),

@@ -6,6 +6,7 @@ reference/releases.py) must say the same thing."""
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 
 import pytest
 
@@ -91,3 +92,86 @@ def test_the_cli_replays_the_fenced_election_under_kafka_version_4_0_2(capsys, t
     assert code == 0 and json.loads(out)["protocol"] == "current+elr@4.4.0"
     code, out, err = run(capsys, "replay", str(path), "--kafka-version", "3.8.1")
     assert code == 2 and out == "" and err.startswith("kcheck: error: --kafka-version: ")
+
+
+def _go(s, p, cfg, kind, *args):
+    nxt = apply(s, p, cfg, Action(kind, tuple(args)))
+    assert nxt is not None, f"{kind}{args} is not enabled"
+    return nxt
+
+
+def test_one_alter_partition_at_a_time_and_an_answer_applies_only_to_the_state_that_sent_it():
+    """`AlterPartitionManager.submit` refuses a second request for a partition while one is held (the leader's new
+    pending state fails at once, OPERATION_NOT_ATTEMPTED, and returns to the committed one), and
+    `Partition.submitAlterPartition`'s callback ignores an answer once new partition state replaced the pending
+    state that sent it (Partition.scala, Kafka 4.0.2 to 4.3.1; AlterPartitionManager.scala)."""
+    p, cfg = Protocol.current(), Config(brokers=2, min_isr=1, records=0, isr_shrinks=1, atomic_fetch=True)
+    s = _go(initial_state(cfg), p, cfg, "shrink_isr", 1, 2)
+    (request,) = [m for m in s.pool if m.kind == "AlterPartition"]
+    s = _go(s, p, cfg, "handle_alter_partition", request, False)
+    (answer,) = [m for m in s.pool if m.kind == "AlterPartitionResponse"]
+    # the leader applies the ISR change from the metadata log before the answer arrives: committed, not pending
+    s = _go(s, p, cfg, "apply_metadata", 1)
+    leader = s.replica(1)
+    assert (leader.isr, leader.pending_isr, leader.sent) == ({1}, None, None) and leader.in_flight is not None
+    s = _go(s, p, cfg, "fetch_round", 2)  # caught up, but the manager still holds the shrink: no proposal
+    assert s.replica(1).pending_isr is None and s.replica(1).view_of(2) == 0
+    s = _go(s, p, cfg, "handle_alter_partition_response", answer, False)
+    leader = s.replica(1)
+    assert (leader.isr, leader.pending_isr, leader.in_flight, leader.partition_epoch) == ({1}, None, None, 2)
+    s = _go(s, p, cfg, "fetch_round", 2)  # released: the next fetch proposes the follower (`maybeExpandIsr`)
+    assert s.replica(1).pending_isr == {1, 2}
+
+
+# Issue 36: the follower-state questions a user asks are modules of a few lines over today's rules.
+FORGET_OUTSIDE_ISR = '''
+from dataclasses import replace
+from kcheck.model.replication.protocol import Protocol, keep_followers_when_reelected
+
+def keep_in_sync_followers(before, leader_epoch, follower, isr):
+    return keep_followers_when_reelected(before, leader_epoch, follower, isr) and follower in isr
+
+proposed = replace(Protocol.current(), name="forget-outside-isr", leader_keeps_follower_state=keep_in_sync_followers)
+'''
+FETCH_BEFORE_EXPANSION = '''
+from dataclasses import replace
+from kcheck.model.replication.protocol import Protocol, caught_up_in_leader_epoch, expand_at_any_time
+
+def fetched_in_this_epoch(leader, follower, registry):
+    return caught_up_in_leader_epoch(leader, follower, registry) and leader.fetched_in_epoch(follower)
+
+proposed = replace(Protocol.current(), name="fetch-before-expansion", isr_join=fetched_in_this_epoch,
+                   isr_expansion=expand_at_any_time)
+'''
+
+
+def _reelected(p: Protocol) -> tuple:
+    """Broker 2 fetches x0 in epoch 1; the same leader gets leader epoch 2 without broker 2 in the ISR (as a
+    shrink then a reassignment's epoch bump would leave it): (the leader's view of 2, whether 2 fetched in epoch 2,
+    whether the free-standing expansion of 2 is enabled)."""
+    from kcheck.model.replication.state import LeaderAndIsr, State
+
+    cfg = Config(brokers=2, min_isr=1, atomic_fetch=True, metadata="zookeeper")
+    s = _go(_go(initial_state(cfg), p, cfg, "produce", 1, "all"), p, cfg, "fetch_round", 2)
+    s = _go(s, p, cfg, "fetch_round", 2)  # the leader has seen broker 2 at offset 1
+    m = LeaderAndIsr(1, 1, 1, 2, 2, (1,), (1, 2))
+    s = _go(State(s.replicas, s.registry, s.zombies, s.pool | {m}, s.history, s.used), p, cfg,
+            "handle_leader_and_isr", m, False)
+    leader = s.replica(1)
+    return leader.view_of(2), leader.fetched_in_epoch(2), apply(s, p, cfg, Action("expand_isr", (1, 2))) is not None
+
+
+def test_the_two_follower_state_questions_are_user_modules_of_a_few_lines(tmp_path, monkeypatch):
+    import importlib
+
+    (tmp_path / "forget_outside_isr.py").write_text(FORGET_OUTSIDE_ISR)
+    (tmp_path / "fetch_before_expansion.py").write_text(FETCH_BEFORE_EXPANSION)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    forget = importlib.import_module("forget_outside_isr").proposed
+    fetch_first = importlib.import_module("fetch_before_expansion").proposed
+    # Kafka keeps the re-elected leader's view of broker 2 (isNewLeader false); no expansion without a fetch
+    assert _reelected(Protocol.current()) == (1, False, False)
+    assert _reelected(forget)[0] is None  # 2 is outside the new ISR: forgotten
+    # the free-standing step with the kept view would add 2 at once; the module asks for a fetch in epoch 2 first
+    assert _reelected(replace(Protocol.current(), isr_expansion=P.expand_at_any_time)) == (1, False, True)
+    assert _reelected(fetch_first) == (1, False, False)

@@ -20,6 +20,7 @@ from kcheck.model.replication.state import (
     LeaderAndIsr,
     Registry,
     State,
+    request_key,
 )
 
 CURRENT = Protocol.current()
@@ -103,10 +104,15 @@ def test_leader_keeps_follower_state_decides_what_a_re_elected_leader_remembers(
     # the same leader in a new leader epoch (as after a reassignment that removed a replica)
     m = LeaderAndIsr(1, 1, 1, 2, 2, (1, 2), (1, 2))
     s = State(s.replicas, s.registry, s.zombies, s.pool | {m}, s.history, s.used)
-    assert _step(s, CURRENT, cfg, "handle_leader_and_isr", m, False).replica(1).view_of(2) is None
-    kafka = _with(leader_keeps_follower_state=P.keep_followers_when_reelected)
-    after = _step(s, kafka, cfg, "handle_leader_and_isr", m, False).replica(1)
-    assert after.view_of(2) == 0 and after.epoch_start == 1 and after.leader_epoch == 2
+    # Kafka's `Partition.makeLeader`: the broker already led, so `resetReplicaState` keeps the follower's offset
+    kept = _step(s, CURRENT, cfg, "handle_leader_and_isr", m, False).replica(1)
+    assert kept.view_of(2) == 0 and kept.epoch_start == 1 and kept.leader_epoch == 2 and not kept.fetched_in_epoch(2)
+    strict = _with(leader_keeps_follower_state=P.forget_followers_every_epoch)
+    assert _step(s, strict, cfg, "handle_leader_and_isr", m, False).replica(1).view_of(2) is None
+    # `updateAssignmentAndIsr`: a replica no longer assigned is dropped whatever the rule says
+    gone = LeaderAndIsr(1, 1, 1, 2, 2, (1,), (1,))
+    s = State(s.replicas, s.registry, s.zombies, s.pool | {gone}, s.history, s.used)
+    assert _step(s, CURRENT, cfg, "handle_leader_and_isr", gone, False).replica(1).view_of(2) is None
 
 
 def test_produce_accepted_and_ack_complete_decide_acks_all_below_min_isr():
@@ -145,12 +151,19 @@ def test_alter_partition_fencing_decides_the_controllers_epoch_checks():
 def test_alter_partition_rollback_decides_what_an_error_answer_does():
     cfg = Config(brokers=2, min_isr=1, isr_shrinks=1)
     s = _step(initial_state(cfg), CURRENT, cfg, "shrink_isr", 1, 2)
-    assert s.replica(1).pending_isr == {1}
-    answer = AlterPartitionResponse(1, 1, 1, (1,), "INVALID_UPDATE_VERSION")
+    (request,) = _messages(s, AlterPartition)
+    assert s.replica(1).pending_isr == {1} and s.replica(1).sent == s.replica(1).in_flight == request_key(request)
+    answer = AlterPartitionResponse(1, 1, 1, (1,), "INVALID_UPDATE_VERSION", request_key(request))
     s = State(s.replicas, s.registry, s.zombies, s.pool | {answer}, s.history, s.used)
-    assert _step(s, CURRENT, cfg, "handle_alter_partition_response", answer, False).replica(1).pending_isr == {1}
+    kept = _step(s, CURRENT, cfg, "handle_alter_partition_response", answer, False).replica(1)
+    assert kept.pending_isr == {1} and kept.in_flight is None  # answered: released, but still pending
     simple = _with(alter_partition_rollback=P.roll_back_on_any_error)
-    assert _step(s, simple, cfg, "handle_alter_partition_response", answer, False).replica(1).pending_isr is None
+    rolled = _step(s, simple, cfg, "handle_alter_partition_response", answer, False).replica(1)
+    assert rolled.pending_isr is None and rolled.sent is None and rolled.in_flight is None
+    # an answer to another request than the one the broker holds is not one it handles
+    other = AlterPartitionResponse(1, 1, 1, (1,), "INVALID_UPDATE_VERSION", (1, 0, (1,), ((1, 1),)))
+    s = State(s.replicas, s.registry, s.zombies, s.pool | {other}, s.history, s.used)
+    assert apply(s, CURRENT, cfg, Action("handle_alter_partition_response", (other, False))) is None
 
 
 def _anyone_unfenced(registry: Registry, broker: int) -> bool:

@@ -79,6 +79,7 @@ from kcheck.model.replication.state import (
     message_as_dict,
     message_from_dict,
     new_value,
+    request_key,
 )
 
 METADATA_MODES = ("kraft", "zookeeper")
@@ -430,7 +431,10 @@ def handle_fetch(s: State, p: Protocol, cfg: Config, m: FetchRequest, keep: bool
     records = () if error else leader.log[m.offset:]
     response = new_value(FetchResponse, to=m.frm, frm=m.to, offset=m.offset, follower_epoch=follower_epoch,
                          records=records, hw=leader.hw, error=error)
-    return evolve(s, pool=pool | {response}, replicas=reps)
+    out = evolve(s, pool=pool | {response}, replicas=reps)
+    if not error and p.isr_expansion(True):  # `updateFollowerFetchState` -> `maybeExpandIsr`, in the same step
+        return _expansion(out, p, leader, m.frm) or out
+    return out
 
 
 def handle_fetch_response(s: State, p: Protocol, cfg: Config, m: FetchResponse, keep: bool = False
@@ -459,9 +463,8 @@ def fetch_round(s: State, p: Protocol, cfg: Config, follower: int) -> State | No
     answered = handle_fetch(sent, p, cfg, request)
     if answered is None:  # the believed leader is down: the split model's request would wait in the pool
         return None
-    (response,) = answered.pool - sent.pool
-    if not isinstance(response, FetchResponse):  # handle_fetch answers with exactly one FetchResponse
-        return None
+    # handle_fetch answers with exactly one FetchResponse (and may propose the follower for the ISR)
+    (response,) = [m for m in answered.pool - sent.pool if isinstance(m, FetchResponse)]
     return handle_fetch_response(answered, p, cfg, response)
 
 
@@ -498,33 +501,47 @@ def advance_hw(s: State, p: Protocol, cfg: Config, broker: int) -> State | None:
     return evolve(s, replicas=tuple(reps), history=h)  # `with_replica` and the history in one new state
 
 
-def expand_isr(s: State, p: Protocol, cfg: Config, leader: int, follower: int) -> State | None:
-    """The leader asks the controller to add a caught-up follower (AlterPartition)."""
-    r = s.replica(leader)
-    if not r.is_leader or r.pending_isr is not None or follower in r.isr or follower == leader:
+def _expansion(s: State, p: Protocol, r: Replica, follower: int) -> State | None:
+    """`Partition.maybeExpandIsr`: a leader in a committed ISR state whose AlterPartitionManager holds no request
+    proposes a follower outside the ISR that is still assigned (`canAddReplicaToIsr`) and in sync (the isr_join rule,
+    with fencing and broker epochs as the leader's image has them: `isReplicaIsrEligible`, `isFollowerInSync`)."""
+    if not r.is_leader or r.pending_isr is not None or r.in_flight is not None or follower in r.isr \
+            or follower == r.id or follower not in r.replicas:
         return None
-    if follower not in r.replicas:  # the leader only tracks the replicas it was told about
-        return None
-    if not p.isr_join(r, follower, active_view(image(s, leader), p)):  # fencing, epochs as the leader believes them
+    if not p.isr_join(r, follower, active_view(image(s, r.id), p)):
         return None
     return _propose(s, r, r.isr | {follower})
+
+
+def expand_isr(s: State, p: Protocol, cfg: Config, leader: int, follower: int) -> State | None:
+    """The leader asks the controller to add a caught-up follower (AlterPartition), at a moment of its own: only under
+    the `isr_expansion` rule `expand_at_any_time` (Kafka expands right after recording a fetch, `handle_fetch`)."""
+    if not p.isr_expansion(False):
+        return None
+    return _expansion(s, p, s.replica(leader), follower)
 
 
 def shrink_isr(s: State, p: Protocol, cfg: Config, leader: int, follower: int) -> State | None:
     """The leader asks the controller to drop a follower it finds too slow (a fault: budgeted)."""
     r = s.replica(leader)
-    if not r.is_leader or r.pending_isr is not None or follower not in r.isr or follower == leader:
+    if not r.is_leader or r.pending_isr is not None or r.in_flight is not None or follower not in r.isr \
+            or follower == leader:
         return None
     s2 = _spend(s, cfg, "isr_shrinks")
     return None if s2 is None else _propose(s2, r, r.isr - {follower})
 
 
 def _propose(s: State, r: Replica, isr: frozenset[int]) -> State:
-    s = s.with_replica(evolve(r, pending_isr=isr))
+    """`Partition.prepareIsrExpand`/`prepareIsrShrink` then `submitAlterPartition`: the pending state holds the
+    request, and the broker's AlterPartitionManager holds it until an answer is handled. The callers propose only
+    from a committed state with nothing held (Kafka's submit fails at once otherwise, OPERATION_NOT_ATTEMPTED,
+    and the leader returns to the committed state it was in: no change)."""
     seen = dict(r.follower_broker_epoch)
     seen[r.id] = r.broker_epoch
     epochs = tuple((b, seen[b]) for b in sorted(isr) if b in seen)
-    return _send(s, AlterPartition(r.id, r.leader_epoch, r.partition_epoch, tuple(sorted(isr)), epochs))
+    m = AlterPartition(r.id, r.leader_epoch, r.partition_epoch, tuple(sorted(isr)), epochs)
+    key = request_key(m)
+    return _send(s.with_replica(evolve(r, pending_isr=isr, sent=key, in_flight=key)), m)
 
 
 def handle_alter_partition(s: State, p: Protocol, cfg: Config, m: AlterPartition, keep: bool = False
@@ -545,8 +562,9 @@ def handle_alter_partition(s: State, p: Protocol, cfg: Config, m: AlterPartition
         error = "INVALID_REQUEST"  # `ReplicationControlManager.validateAlterPartitionData`: the leader stays in it
     if not error and not p.alter_partition_validation(reg, isr, dict(m.broker_epochs)):
         error = "INELIGIBLE_REPLICA"
+    key = request_key(m)
     if error:
-        return _send(s, AlterPartitionResponse(m.frm, m.leader_epoch, m.partition_epoch, m.isr, error))
+        return _send(s, AlterPartitionResponse(m.frm, m.leader_epoch, m.partition_epoch, m.isr, error, key))
     # ELR follows the new ISR (KIP-966): members leaving a below-min ISR stay eligible.
     removed = reg.isr - isr
     _, elr = p.isr_removal(evolve(reg, isr=isr | removed), removed, cfg.min_isr, frozenset())
@@ -557,42 +575,48 @@ def handle_alter_partition(s: State, p: Protocol, cfg: Config, m: AlterPartition
     if new.leader != m.frm:
         # The ISR completed a reassignment that moved leadership: the change is written, and the leader
         # hears NEW_LEADER_ELECTED (`ReplicationControlManager.alterPartition`).
-        return _send(s2, AlterPartitionResponse(m.frm, m.leader_epoch, m.partition_epoch, m.isr, "NEW_LEADER_ELECTED"))
-    return _send(s2, AlterPartitionResponse(m.frm, new.leader_epoch, new.partition_epoch, tuple(sorted(new.isr)), ""))
+        return _send(s2, AlterPartitionResponse(m.frm, m.leader_epoch, m.partition_epoch, m.isr, "NEW_LEADER_ELECTED",
+                                                key))
+    return _send(s2, AlterPartitionResponse(m.frm, new.leader_epoch, new.partition_epoch, tuple(sorted(new.isr)), "",
+                                            key))
 
 
 def handle_alter_partition_response(s: State, p: Protocol, cfg: Config, m: AlterPartitionResponse,
                                     keep: bool = False) -> State | None:
-    """The leader applies the committed ISR, rolls its proposal back, or keeps it pending for new metadata.
+    """The broker handles the answer to the AlterPartition its AlterPartitionManager holds, as Kafka 4.x does.
 
-    Mirrors `Partition.handleAlterPartitionError` / `handleAlterPartitionUpdate`: a response to another
-    proposal than the pending one is ignored; only INELIGIBLE_REPLICA and OPERATION_NOT_ATTEMPTED
-    (the controller says it applied nothing) reset the ISR to the last committed one; any other error
-    leaves the proposal pending, so the high watermark still counts it, until a LeaderAndIsr arrives
-    (the request may have been applied: a duplicate of it fails with INVALID_UPDATE_VERSION after the
-    first was written; NEW_LEADER_ELECTED says it was). A success whose partition epoch is not newer
-    than the leader's is ignored: Kafka commits on an equal epoch (the controller found nothing to
-    change), but this model's controller always writes, so an equal epoch answers an earlier, equal
-    proposal.
+    `AlterPartitionManager.handleAlterPartitionResponse` releases the request (a new one may be submitted), then
+    `Partition.submitAlterPartition`'s callback compares the partition's state with the pending state that sent the
+    request (by value: the same request, `request_key`): if new partition state replaced it meanwhile, the answer is
+    ignored. Otherwise `handleAlterPartitionError`: only INELIGIBLE_REPLICA and OPERATION_NOT_ATTEMPTED (the
+    controller says it applied nothing) return to the last committed ISR (the `alter_partition_rollback` rule); any
+    other error leaves the proposal pending, so the high watermark still counts it, until new partition state
+    arrives (the request may have been applied: NEW_LEADER_ELECTED says it was). `handleAlterPartitionUpdate`: a
+    success for another leader epoch, or an older partition epoch than the leader's, is ignored and the state stays
+    pending; else the ISR and partition epoch are committed.
+    Abstraction: the model has no retry (Kafka resends on unexpected errors and lost connections); a dropped request
+    or answer leaves the broker holding it, as a request that never gets an answer would.
     """
     if not isinstance(m, AlterPartitionResponse):
         return None
     r = s.replica(m.to)
-    if not r.is_leader or r.leader_epoch != m.leader_epoch or r.pending_isr is None:
+    if not r.alive or r.in_flight is None or r.in_flight != m.request:
         return None
     s = _consume(s, m, keep)
     # The request is answered: no copy of it is still in flight. A broker keeps one AlterPartition in flight
     # over one connection and retries only while no answer came, so the controller cannot process the
     # request again after the leader acted on the answer (which a duplicate in this pool otherwise could).
     s = evolve(s, pool=s.pool - {q for q in s.pool if isinstance(q, AlterPartition) and q.frm == m.to
-                                 and q.leader_epoch == m.leader_epoch and q.isr == m.isr})
-    if frozenset(m.isr) != r.pending_isr:
-        return s
-    if m.error and p.alter_partition_rollback(m.error):
-        return s.with_replica(evolve(r, pending_isr=None))
-    if m.error or m.partition_epoch <= r.partition_epoch:
-        return s
-    return s.with_replica(evolve(r, pending_isr=None, isr=frozenset(m.isr), partition_epoch=m.partition_epoch))
+                                 and request_key(q) == m.request})
+    r = evolve(r, in_flight=None)
+    if not r.is_leader or r.sent != m.request:
+        return s.with_replica(r)  # `partitionState != proposedIsrState`: the answer is out of date
+    if m.error:
+        return s.with_replica(evolve(r, pending_isr=None, sent=None) if p.alter_partition_rollback(m.error) else r)
+    if m.leader_epoch != r.leader_epoch or m.partition_epoch < r.partition_epoch:
+        return s.with_replica(r)
+    return s.with_replica(evolve(r, pending_isr=None, sent=None, isr=frozenset(m.isr),
+                                 partition_epoch=m.partition_epoch))
 
 
 def handle_leader_and_isr(s: State, p: Protocol, cfg: Config, m: LeaderAndIsr, keep: bool = False
@@ -619,22 +643,27 @@ def _apply_stop(r: Replica, controller_epoch: int, leader_epoch: int, partition_
     return evolve(r, known=True, controller_epoch=max(r.controller_epoch, controller_epoch), leader=NO_LEADER,
                    leader_epoch=leader_epoch, partition_epoch=partition_epoch, isr=frozenset(), replicas=(),
                    log=(), flushed=0, hw=0, needs_truncation=False, follower_leo=(), follower_broker_epoch=(),
-                   epoch_start=0, pending_isr=None)
+                   fetched=frozenset(), epoch_start=0, pending_isr=None, sent=None)
 
 
 def _apply_leader_and_isr(r: Replica, p: Protocol, controller_epoch: int, leader: int, leader_epoch: int,
                           partition_epoch: int, isr: frozenset[int], replicas: tuple[int, ...]) -> Replica:
+    """`Partition.makeLeader` / `makeFollower` (KRaft: `ReplicaManager.applyDelta`): the new partition state replaces
+    any pending ISR state. A leader keeps the views of the followers still assigned (`updateAssignmentAndIsr`) and,
+    on a new leader epoch, those the `leader_keeps_follower_state` rule keeps (`Replica.resetReplicaState`); its epoch
+    starts at its log end (`maybeAssignEpochStartOffset`). A follower keeps no view."""
     new_epoch = not r.known or leader_epoch != r.leader_epoch
     base = evolve(r, known=True, controller_epoch=max(r.controller_epoch, controller_epoch), leader=leader,
                    leader_epoch=leader_epoch, partition_epoch=partition_epoch, isr=isr, replicas=replicas)
     if leader == r.id:
-        if new_epoch:  # the epoch starts at the log end (`maybeAssignEpochStartOffset`); the rule: what it keeps
-            if not p.leader_keeps_follower_state(r, leader_epoch):
-                base = evolve(base, follower_leo=(), follower_broker_epoch=())
-            return evolve(base, epoch_start=r.leo, pending_isr=None, needs_truncation=False)
-        return evolve(base, pending_isr=None)
+        base = base.keeping_views(lambda b: b in replicas)
+        if new_epoch:
+            base = base.keeping_views(lambda b: p.leader_keeps_follower_state(r, leader_epoch, b, isr))
+            return evolve(base, epoch_start=r.leo, pending_isr=None, sent=None, needs_truncation=False,
+                          fetched=frozenset())
+        return evolve(base, pending_isr=None, sent=None)
     truncate_again = new_epoch and p.truncate_on(r, leader, leader_epoch)
-    return evolve(base, follower_leo=(), follower_broker_epoch=(), pending_isr=None,
+    return evolve(base, follower_leo=(), follower_broker_epoch=(), fetched=frozenset(), pending_isr=None, sent=None,
                    needs_truncation=r.needs_truncation or truncate_again or not r.known)
 
 
@@ -658,8 +687,8 @@ def crash(s: State, p: Protocol, cfg: Config, broker: int, lossy: bool) -> State
     if lossy:
         r = evolve(r.truncated(r.flushed), clean_shutdown=False)
         s2 = evolve(s2, history=evolve(s2.history, lossy_crashes=s2.history.lossy_crashes + 1))
-    r = evolve(r, alive=False, known=False, flushed=r.leo, needs_truncation=False, pending_isr=None,
-                follower_leo=(), follower_broker_epoch=(), applied=0)
+    r = evolve(r, alive=False, known=False, flushed=r.leo, needs_truncation=False, pending_isr=None, sent=None,
+                in_flight=None, follower_leo=(), follower_broker_epoch=(), fetched=frozenset(), applied=0)
     pool = frozenset(m for m in s2.pool if not p.crash_drops(broker, m))
     return evolve(s2.with_replica(r), pool=pool)
 
@@ -1003,7 +1032,8 @@ def _shut_down(s: State, p: Protocol, cfg: Config, broker: int) -> State | None:
             s = s2
     r = s.replica(broker)
     r = evolve(r, alive=False, known=False, flushed=r.leo, clean_shutdown=True, needs_truncation=False,
-               pending_isr=None, follower_leo=(), follower_broker_epoch=(), applied=0)
+               pending_isr=None, sent=None, in_flight=None, follower_leo=(), follower_broker_epoch=(),
+               fetched=frozenset(), applied=0)
     pool = frozenset(m for m in s.pool if not p.crash_drops(broker, m))
     return evolve(s.with_replica(r), pool=pool)
 

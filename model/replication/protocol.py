@@ -188,18 +188,18 @@ def response_matches_offset(follower: Replica, response: FetchResponse) -> bool:
 # ---- the leader's own state ---------------------------------------------------------------------
 
 
-def forget_followers_every_epoch(before: Replica, leader_epoch: int) -> bool:
-    """The model's rule: a leader starts every leader epoch with no view of its followers, so each must
-    fetch again in the new epoch before it counts for the high watermark or the ISR. Kafka 4.x's
-    `Partition.makeLeader` resets the views (`Replica.resetReplicaState`) only when the broker was not
-    leader before (`keep_followers_when_reelected`); this rule is stricter, never looser."""
-    return False
-
-
-def keep_followers_when_reelected(before: Replica, leader_epoch: int) -> bool:
-    """`Partition.makeLeader` as Kafka has it: when a broker that already leads gets a new leader epoch
-    (isNewLeader false), `Replica.resetReplicaState` keeps each follower's log end offset and broker epoch."""
+def keep_followers_when_reelected(before: Replica, leader_epoch: int, follower: int, isr: frozenset[int]) -> bool:
+    """`Partition.makeLeader` (Kafka 3.9.0 through 4.4.0): on a new leader epoch every follower's state is reset by
+    `Replica.resetReplicaState`, which keeps its log end offset and broker epoch when the broker already led
+    (isNewLeader false) and forgets them when it did not. Asked per follower still assigned (one that left the
+    replica set is dropped first, `Partition.updateAssignmentAndIsr`), with the new ISR."""
     return before.is_leader
+
+
+def forget_followers_every_epoch(before: Replica, leader_epoch: int, follower: int, isr: frozenset[int]) -> bool:
+    """Stricter than Kafka (the model's rule before issue 36): a leader starts every leader epoch with no view of its
+    followers, so each must fetch again in the new epoch before it counts for the high watermark or the ISR."""
+    return False
 
 
 def refuse_acks_all_below_min_isr(leader: Replica, acks: str, min_isr: int) -> bool:
@@ -337,6 +337,18 @@ def caught_up_to_high_watermark(leader: Replica, follower: int, registry: Regist
     """The ZooKeeper-era rule: the follower's fetch offset reached the leader's high watermark."""
     leo = leader.view_of(follower)
     return leo is not None and leo >= leader.hw
+
+
+def expand_after_fetch(after_fetch: bool) -> bool:
+    """Kafka (`Partition.updateFollowerFetchState` -> `maybeExpandIsr`, 3.9.0 through 4.4.0): the leader asks whether a
+    follower may join the ISR right after it recorded that follower's fetch, and at no other moment."""
+    return after_fetch
+
+
+def expand_at_any_time(after_fetch: bool) -> bool:
+    """The model's rule before issue 36 (the rows of the bug catalogue are written with it): expansion is a step of
+    its own, `expand_isr`, the leader may take at any moment; never in the fetch itself."""
+    return not after_fetch
 
 
 # ---- the high-watermark rule -----------------------------------------------------------------
@@ -753,10 +765,15 @@ class Protocol:
     high_watermark: Callable[[Replica, int], int] = _rule(
         "The leader's high watermark (given min.insync.replicas); the model bounds it by the log end and "
         "never moves it back.", over_maximal_isr, over_committed_isr)
-    leader_keeps_follower_state: Callable[[Replica, int], bool] = _rule(
-        "Whether a leader keeps its view of the followers (their fetch offsets and broker epochs) when it "
-        "applies a new leader epoch (its replica before, the new epoch).", keep_followers_when_reelected,
-        default=forget_followers_every_epoch)
+    leader_keeps_follower_state: Callable[[Replica, int, int, frozenset[int]], bool] = _rule(
+        "Whether a leader keeps its view of one follower (its fetch offset and broker epoch) when it applies a new "
+        "leader epoch (its replica before, the new epoch, the follower, the new ISR); asked for each follower still "
+        "assigned: a replica that left the replica set is always forgotten (`Partition.updateAssignmentAndIsr`).",
+        forget_followers_every_epoch, default=keep_followers_when_reelected)
+    isr_expansion: Callable[[bool], bool] = _rule(
+        "Whether the leader considers proposing a follower for the ISR at this moment: right after it recorded that "
+        "follower's fetch (True), or at a moment of the model's own (False: the `expand_isr` step).",
+        expand_at_any_time, default=expand_after_fetch)
     produce_accepted: Callable[[Replica, str, int], bool] = _rule(
         "Whether the leader appends a producer's write (its replica, the acks, min.insync.replicas).",
         accept_every_write, default=refuse_acks_all_below_min_isr)
@@ -874,7 +891,8 @@ class Protocol:
             fetch_validation=validate_leader_epoch,
             isr_join=caught_up_in_leader_epoch,
             high_watermark=over_maximal_isr_strict,
-            leader_keeps_follower_state=forget_followers_every_epoch,
+            leader_keeps_follower_state=keep_followers_when_reelected,
+            isr_expansion=expand_after_fetch,
             produce_accepted=refuse_acks_all_below_min_isr,
             ack_complete=ack_with_min_isr,
             consumer_read_limit=read_below_high_watermark,
@@ -917,7 +935,8 @@ class Variant:
 
 def _variant(name: str, row: int, bug: str, violates: tuple[str, ...], minimal_steps: int,
              settings: Mapping[str, Any], **rules: Any) -> Variant:
-    base = Protocol.current()
+    # The rows' scripts take ISR expansion as a step of its own (`expand_isr`), as the model did when they were written.
+    base = replace(Protocol.current(), isr_expansion=expand_at_any_time)
     return Variant(name, row, bug, replace(base, name=name, description=bug, **rules), settings,
                    violates, minimal_steps)
 
@@ -950,7 +969,7 @@ VARIANTS: dict[str, Variant] = {v.name: v for v in (
     _variant("no-epoch-in-fetch", 4,
              "KIP-320 (KAFKA-6880): fetches carry no leader epoch, so a zombie follower that missed two "
              "epochs fetches from the right broker at the wrong offset and rejoins the ISR",
-             ("replication.log-matching", "replication.electable-has-committed"), 27,
+             ("replication.log-matching", "replication.electable-has-committed"), 28,
              {**_ZK, "brokers": 3, "min_isr": 1, "crashes": 0, "lossy_crashes": 0, "fences": 0, "elections": 2,
               "isr_shrinks": 1, "failovers": 0, "records": 3, "duplicates": False},
              fetch_validation=no_leader_epoch, fetch_leader_epoch=no_epoch_in_fetch),
@@ -1009,6 +1028,6 @@ LIVENESS_VARIANTS: dict[str, Variant] = {v.name: v for v in (
             {"brokers": 3, "replication_factor": 2, "min_isr": 1, "records": 0, "reassignments": 1, "crashes": 1,
              "lossy_crashes": 0, "fences": 0, "elections": 0, "isr_shrinks": 0, "failovers": 0, "reads": 0,
              "atomic_fetch": True, "max_leader_epoch": 8},
-            ("liveness.reassignment-ends",), 12),
+            ("liveness.reassignment-ends",), 13),
 )}
 
