@@ -175,3 +175,30 @@ def test_the_two_follower_state_questions_are_user_modules_of_a_few_lines(tmp_pa
     # the free-standing step with the kept view would add 2 at once; the module asks for a fetch in epoch 2 first
     assert _reelected(replace(Protocol.current(), isr_expansion=P.expand_at_any_time)) == (1, False, True)
     assert _reelected(fetch_first) == (1, False, False)
+
+
+# Issue 36's open finding: with Kafka's follower-state rule swapped into the old model, x1 (committed on both brokers)
+# was lost after `reassign to [1]` (broker 2 deletes its log) and `reassign to [1,2]`: the re-elected leader kept
+# broker 2's old fetch offset and the free-standing expansion put the empty broker 2 back into the ISR before it
+# fetched. Both of Kafka's rules now in the model stop it at that step.
+REMOVE_THEN_ADD = [("produce", (1, "all")), ("fetch_round", (2,)), ("fetch_round", (2,)), ("advance_hw", (1,)),
+                   ("reassign", ((1,),)), ("apply_metadata", (1,)), ("apply_metadata", (2,)),
+                   ("reassign", ((1, 2),)), ("apply_metadata", (1,))]
+REASSIGN_CLUSTER = Config(brokers=2, min_isr=1, records=1, crashes=1, lossy_crashes=0, fences=0, elections=0,
+                          isr_shrinks=0, failovers=0, reads=0, reassignments=2, atomic_fetch=True, duplicates=False)
+
+
+def test_a_replica_removed_and_added_back_is_not_put_in_the_isr_on_its_old_fetch_state():
+    free_standing = replace(Protocol.current(), isr_expansion=P.expand_at_any_time)
+    for p in (Protocol.current(), free_standing):
+        s = initial_state(REASSIGN_CLUSTER)
+        for i, (kind, args) in enumerate(REMOVE_THEN_ADD):
+            s = _go(s, p, REASSIGN_CLUSTER, kind, *args)
+            if i == 5:  # the leader applied replicas [1]: `updateAssignmentAndIsr` dropped broker 2's state
+                assert s.replica(1).view_of(2) is None and s.history.committed == {(0, 1)}
+        assert s.replica(2).log == () and s.registry.adding == (2,) and s.replica(1).view_of(2) is None
+        # no expansion without a fetch that reports broker 2's real (empty) log
+        assert apply(s, p, REASSIGN_CLUSTER, Action("expand_isr", (1, 2))) is None
+        s = _go(s, p, REASSIGN_CLUSTER, "apply_metadata", 2)
+        s = _go(s, p, REASSIGN_CLUSTER, "fetch_round", 2)
+        assert s.replica(1).view_of(2) == 0 and s.replica(1).pending_isr is None  # 0 < high watermark 1: not in sync

@@ -12,7 +12,8 @@ the model forbids to repair.
 Every protocol decision goes through a rule of the `Protocol` (`kcheck rules` lists them). What stays
 fixed here is what is not a protocol's choice: the faults and their budgets (who may crash, lose its
 unflushed suffix, be fenced, be dropped from the ISR: the environment); the network (any order, loss,
-duplicates; AlterPartition's one request in flight per connection, which TCP gives); what a fetch is (the
+duplicates; AlterPartition's one request in flight per connection, which TCP gives, and per partition, which
+AlterPartitionManager gives: `Replica.in_flight`); what a fetch is (the
 leader records the fetch offset and broker epoch the request carries, answers with its log from that
 offset and its high watermark, and refuses an offset past its log end or a fetcher that is not a
 replica); the log itself (appends, truncation, the epoch cache derived from the log, the epoch's start
