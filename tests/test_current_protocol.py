@@ -202,3 +202,43 @@ def test_a_replica_removed_and_added_back_is_not_put_in_the_isr_on_its_old_fetch
         s = _go(s, p, REASSIGN_CLUSTER, "apply_metadata", 2)
         s = _go(s, p, REASSIGN_CLUSTER, "fetch_round", 2)
         assert s.replica(1).view_of(2) == 0 and s.replica(1).pending_isr is None  # 0 < high watermark 1: not in sync
+
+
+def _hw_or_zero(leader, min_isr):
+    """Today's high watermark where it advances, and 0 (not the current one) where it does not: a different answer
+    the model never acts on (it bounds the high watermark below by the one it has)."""
+    hw = P.over_maximal_isr_strict(leader, min_isr)
+    return hw if hw > leader.hw else 0
+
+
+def test_change_coverage_counts_an_answer_only_where_the_successor_differs():
+    from kcheck.invariants.replication_searches.runs import ChangeProbe, probed_successors
+
+    cfg = Config(brokers=2, min_isr=1, records=2, crashes=0, lossy_crashes=0, fences=0, elections=0, isr_shrinks=0,
+                 failovers=0, reads=0, atomic_fetch=True, duplicates=False)
+    probe = ChangeProbe(replace(Protocol.current(), name="hw-or-zero", high_watermark=_hw_or_zero),
+                        Protocol.current(), "current")
+    s, frontier, seen = initial_state(cfg), [initial_state(cfg)], set()
+    while frontier:
+        s = frontier.pop()
+        if s in seen:
+            continue
+        seen.add(s)
+        probe.visit()
+        frontier += [t for _, t in probed_successors(s, probe.protocol, cfg, probe, lambda: (), "hw-or-zero")]
+    cov = probe.coverage["high_watermark"]
+    assert cov.calls > 0 and cov.asked > 0  # asked, and answering 0 where today's rule answers the current one
+    assert cov.differed == cov.differing_calls == 0 and probe.unexercised == ["high_watermark"]
+    # asked without the state before the step (the counting before issue 36), the same answers all count
+    from kcheck.model.replication.actions import successors
+    old = ChangeProbe(replace(Protocol.current(), name="hw-or-zero", high_watermark=_hw_or_zero),
+                      Protocol.current(), "current")
+    for s in seen:
+        old.visit()
+        for a, _ in successors(s, Protocol.current(), cfg):
+            old.begin()
+            old.end(a, apply(s, old.protocol, cfg, a), lambda: (), "hw-or-zero", cfg)
+        old.begin()
+        old.end(Action("advance_hw", (1,)), apply(s, old.protocol, cfg, Action("advance_hw", (1,))), lambda: (),
+                "hw-or-zero", cfg)
+    assert old.coverage["high_watermark"].differed > 0
