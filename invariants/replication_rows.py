@@ -131,15 +131,15 @@ ROW_4: Script = [
     ("advance_hw", {"broker": 3}),  # y1 committed
     ("move_leader", {"target": 1}),  # e3 L=1
     ("handle_leader_and_isr", {"to": 1, "leader_epoch": 3}),
-    *fetch_round(2, 2, respond=False),  # zombie 2, still on epoch 1, fetches from 1 at its own LEO 2
-    ("expand_isr", {"leader": 1, "follower": 2}),  # 2 looks caught up to the HW
+    # zombie 2, still on epoch 1, fetches from 1 at its own LEO 2; 2 looks caught up to the HW, so the leader proposes
+    # it for the ISR right after recording the fetch (`updateFollowerFetchState` -> `maybeExpandIsr`)
+    *fetch_round(2, 2, respond=False),
     ("handle_alter_partition", {"frm": 1}),  # 2 is in the ISR with x1 where y1 is committed
 ]
 
 # Row 6 (KIP-497's rejected design): e1 L=A ISR{A}, B caught up with an empty log.
 ROW_6: Script = [
-    *fetch_round(2, 0, respond=False),
-    ("expand_isr", {"leader": 1, "follower": 2}),  # AlterIsr {A,B} in flight
+    *fetch_round(2, 0, respond=False),  # recorded, and AlterIsr {A,B} in flight (proposed right after the fetch)
     ("produce", {"broker": 1, "acks": "all"}),  # x0
     ("advance_hw", {"broker": 1}),  # HW over the committed ISR {A}: acked
     ("handle_alter_partition", {"frm": 1}),  # the controller commits {A,B}: B lacks x0

@@ -31,6 +31,7 @@ from kcheck.model.replication.actions import (
     unfence,
 )
 from kcheck.model.replication.actions import elect as elect_leader
+from kcheck.model.replication.protocol import expand_at_any_time
 from kcheck.model.replication.reassignment import (
     complete_when_adding_in_sync,
     complete_when_adding_unless_shrinking,
@@ -56,8 +57,9 @@ from kcheck.reference.reassignment import (
 
 # KAFKA-15665's completion rule (every target in the ISR), as Kafka 4.1 and 4.2 have it and the reference's KRAFT_ELR
 # controller does; Protocol.current() is 4.4.0's since issue 36, whose KAFKA-19975 rule tests/test_release_gaps.py
-# covers.
-CURRENT = Protocol.current("4.2.2")
+# covers. The hand-written scripts here take ISR expansion as a step of its own (`expand_at_any_time`); Kafka's
+# expansion right after a fetch (the default) is covered by tests/test_current_protocol.py.
+CURRENT = replace(Protocol.current("4.2.2"), isr_expansion=expand_at_any_time)
 ELR_FIXED = replace(CURRENT, name="elr-within-replicas", reassignment_elr=elr_within_replicas)
 DURABILITY = {"replication.electable-has-committed", "replication.leader-has-acked", "replication.no-acked-lost"}
 
