@@ -4,13 +4,21 @@ run to a differing answer (a replayable trace); a run in which a changed rule ne
 
 from __future__ import annotations
 
+import importlib
 import json
 from dataclasses import fields, replace
 
 import pytest
 
 from cli_support import run, write_module
-from kcheck.invariants.replication_searches.runs import ChangeProbe, changed_rules, probed_successors, today_for
+from kcheck.invariants.replication_searches.runs import (
+    ChangeProbe,
+    Trace,
+    changed_rules,
+    probed_successors,
+    replay,
+    today_for,
+)
 from kcheck.invariants.replication_searches.yardstick import exhaust
 from kcheck.model.replication.actions import Config, initial_state, successors
 from kcheck.model.replication.protocol import VARIANTS, Protocol, caught_up_in_leader_epoch
@@ -25,14 +33,14 @@ RULES = '''
 from dataclasses import replace
 from kcheck.model.replication.protocol import Protocol, caught_up_in_leader_epoch
 
-def join_without_broker_epoch(leader, follower, registry):
+def join_at_high_watermark(leader, follower, registry):
     leo = leader.view_of(follower)
-    return leo is not None and leo >= leader.hw and leo >= leader.epoch_start and follower not in registry.fenced
+    return leo is not None and leo >= leader.hw
 
 def same_as_today(leader, follower, registry):
     return caught_up_in_leader_epoch(leader, follower, registry)
 
-proposed = replace(Protocol.current(), name="proposed", isr_join=join_without_broker_epoch)
+proposed = replace(Protocol.current(), name="proposed", isr_join=join_at_high_watermark)
 unchanged_answers = replace(Protocol.current(), name="same", isr_join=same_as_today)
 '''
 
@@ -47,11 +55,12 @@ def test_a_changed_rule_is_covered_with_a_replayable_shortest_run(capsys, tmp_pa
     cov = rep["coverage"]
     assert cov["unexercised"] == [] and [r["rule"] for r in cov["rules"]] == ["isr_join"]
     rule = cov["rules"][0]
-    assert rule["function"] == "join_without_broker_epoch" and rule["today"] == "caught_up_in_leader_epoch"
+    assert rule["function"] == "join_at_high_watermark" and rule["today"] == "caught_up_in_leader_epoch"
     assert 0 < rule["differed_states"] < rule["asked_states"] <= cov["visited_states"] == rep["states"]
     steps = rule["trace"]["steps"]
-    assert steps[-1] == {"action": "expand_isr", "leader": 1, "follower": 2} and rule["last_step_enabled"]
-    assert [s["action"] for s in steps].count("crash") == 1  # a lossy restart is what changes the broker epoch
+    # the leader asks right after recording the fetch (Kafka's `maybeExpandIsr`): a fenced, restarted follower
+    assert steps[-1] == {"action": "fetch_round", "follower": 1} and rule["last_step_enabled"]
+    assert [s["action"] for s in steps].count("crash") == 1
     # the file replays, and the replay names the step where the rule answered differently
     path = cov_dir / "isr_join.json"
     assert json.loads(path.read_text())["steps"] == steps
@@ -59,9 +68,11 @@ def test_a_changed_rule_is_covered_with_a_replayable_shortest_run(capsys, tmp_pa
     assert (code, err) == (0, "")
     differing = json.loads(out)["differing_answers"]
     assert differing and differing[-1]["step"] == len(steps) and differing[-1]["rule"] == "isr_join"
-    # under today's rules the run stops before its last step: the follower is refused for the ISR there
-    code, out, err = run(capsys, "replay", str(path), "--protocol", "current")
-    assert code == 2 and f"step {len(steps)} (expand_isr leader=1 follower=2) is not enabled" in err
+    # under today's rules the same run proposes nothing at its last step: the follower is refused for the ISR there
+    trace = Trace.from_json(path.read_text())
+    ours = replay(trace, importlib.import_module(mod).proposed)[-1].state
+    today = replay(trace, Protocol.current())[-1].state
+    assert ours.replica(2).pending_isr == {1, 2} and today.replica(2).pending_isr is None
 
 
 def test_explore_covers_a_changed_rule_on_the_one_engine(capsys, tmp_path, monkeypatch):
@@ -79,7 +90,7 @@ def test_explore_covers_a_changed_rule_on_the_one_engine(capsys, tmp_path, monke
     assert 0 < rule["differed_states"] <= rule["asked_states"] <= cov["visited_states"]
     assert cov["visited_states"] <= rep["search"]["distinct_states"]
     steps = rule["trace"]["steps"]
-    assert steps[-1] == {"action": "expand_isr", "leader": 1, "follower": 2} and rule["last_step_enabled"]
+    assert steps[-1]["action"] == "fetch_round" and rule["last_step_enabled"]
     code, out, err = run(capsys, "replay", str(cov_dir / "isr_join.json"), "--protocol", f"{mod}:proposed", "--json")
     assert (code, err) == (0, "")
     differing = json.loads(out)["differing_answers"]
