@@ -378,10 +378,12 @@ def split_fetches(trace: Trace, protocol: Protocol) -> Trace:
             [Action("fetch", a.args), "handle_fetch", "handle_fetch_response"] if a.kind == "fetch_round" else [a])
         sent: frozenset = frozenset()
         for part in parts:
-            if isinstance(part, str):  # handle the one message the previous part sent
-                if len(sent) != 1:
+            if isinstance(part, str):  # handle the one request or response the previous part sent
+                wanted = "Fetch" if part == "handle_fetch" else "FetchResponse"
+                mine = [m for m in sent if m.kind == wanted]  # handle_fetch may also propose the follower
+                if len(mine) != 1:
                     raise ReplayError(f"step {n} ({a.label()}) is not enabled in the split model")
-                action = Action(part, (next(iter(sent)), False))
+                action = Action(part, (mine[0], False))
             else:
                 action = part
             nxt = apply(s, protocol, cfg, action)
