@@ -52,9 +52,11 @@ def _cpu_seconds(pid: int) -> float:
 class Fanout:
     """One bridge per release; `submit` sends each release its batches concurrently, one thread per release."""
 
-    def __init__(self, versions: Sequence[str], timeout: float = 300.0) -> None:
+    def __init__(self, versions: Sequence[str], timeout: float = 300.0, server: bool = False) -> None:
         self.versions = list(versions)
-        self.bridges = {v: KafkaBridge(v, java_options=JAVA_OPTIONS, timeout=timeout) for v in self.versions}
+        # server: the broker-side bridge (the broker's jars and Mockito), for the words only the broker's classes answer
+        self.bridges = {v: KafkaBridge(v, java_options=JAVA_OPTIONS, timeout=timeout, server=server)
+                        for v in self.versions}
         self.pool = ThreadPoolExecutor(max_workers=max(1, len(self.versions)))
         self.wall: dict[tuple[str, str], float] = {}  # (release, label) -> seconds in round trips
         self.cpu: dict[tuple[str, str], float] = {}  # (release, label) -> the JVM's CPU seconds meanwhile

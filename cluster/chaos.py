@@ -1,13 +1,13 @@
 """`kcheck chaos`: a fault campaign on a real Kafka cluster, with every client observation recorded and checked.
 
 A campaign creates one topic (partitions, replication factor, and `min.insync.replicas` and
-`unclean.leader.election.enable` as TOPIC configs, so one cluster runs both settings), runs two producers, acks=all
-and acks=1, at `--rate` records a second each (every value unique: `all-000123`, `one-000123`; not idempotent:
-kafka-python 3.0's idempotent producer was seen to stop delivering, neither acknowledging nor failing, after a
-paused leader resumed, and a retried duplicate weakens no check), and one consumer in a group that reads and
-commits after every poll. Meanwhile a fault injector runs a schedule (a file, or drawn with `--seed` from the kinds
-in `--faults`). Fault kinds (the words
-of kcheck's schedules, tables and JSON):
+`unclean.leader.election.enable` as TOPIC configs, so one cluster runs both settings), runs the producers of
+`--producers` (kcheck.cluster.producers: kafka-python idempotent or not, max in flight 1 or 5, acks=all or 1, and
+the release's own Java VerifiableProducer; by default today's two, `plain` at acks=all and `acks1`, not idempotent)
+at `--rate` records a second each, every value unique and naming its producer, session, partition and sequence
+(`plain-0-2-000123`), and one consumer in a group that reads and commits after every poll. Meanwhile a fault
+injector runs a schedule (a file, or drawn with `--seed` from the kinds in `--faults`). Fault kinds (the words of
+kcheck's schedules, tables and JSON):
 
     kill         kill -9 of a broker (its end: `start`)
     lossy-kill   kill -9, then the broker's unflushed data cut away (cluster/lossy.py; opt-in: Kafka's defaults never
@@ -22,13 +22,24 @@ of kcheck's schedules, tables and JSON):
                  otherwise skipped and said
     reassign     one partition moved to another replica set (one replica swapped for a broker outside it, or the
                  replica order rotated when every broker holds it)
+    pause-followers  SIGSTOP of every in-sync follower of partition 0: its ISR shrinks to the leader after
+                 replica.lag.time.max.ms, below a min.insync.replicas of 2, so acks=all writes wait in the purgatory
+                 and then fail (NOT_ENOUGH_REPLICAS_AFTER_APPEND, a timeout) or are refused (NOT_ENOUGH_REPLICAS);
+                 its end: `resume`
+    delete-records   the producers go idle (kafka-python ones stop sending and wait for their answers; a Java one is
+                 paused with SIGSTOP), DeleteRecords up to the high watermark of every partition (the log start
+                 moves past every record an idle idempotent producer wrote: `UnifiedLog.maybeIncrementLogStartOffset`),
+                 2 s, then they resume: their next batches continue sequences whose records are gone
 
-A schedule file has one fault a line: `SECONDS KIND [TARGET]`, `#` comments. TARGET is a broker id, `leader`
-(the leader of partition 0 when the fault fires) or `follower` (an in-sync follower of partition 0); without one,
-a broker is drawn with the seed (`start`/`resume`: every stopped/paused broker). The election and reassign kinds
-take no target. A step that fires late (a restart or start waits until the broker is unfenced) delays every
-later step by as much, so the intervals between faults hold. A random schedule (`--seed`) injects one fault at a
-time: a fault, 3-8 s later its end where it has one, 1-4 s of quiet, and so on until `--duration`.
+A schedule file has one fault a line: `SECONDS KIND [TARGET]`, `#` comments. TARGET is a broker id, `leader` (the
+leader of partition 0 when the fault fires) or `follower` (an in-sync follower of partition 0); without one, a
+broker is drawn with the seed (`start`/`resume`: every stopped/paused broker). The election, reassign,
+pause-followers and delete-records kinds take no target. A step that fires late (a restart or start waits until the
+broker is unfenced) delays every later step by as much, so the intervals between faults hold. Before a fault that
+hits brokers or leaders (kill, pause, restart, shutdown, elections, pause-followers) the injector waits up to 0.5 s
+for a kafka-python send in flight, so requests are mid-way when it strikes (the count is the fault's note). A random
+schedule (`--seed`) injects one fault at a time: a fault, 3-8 s later its end where it has one, 1-4 s of quiet, and
+so on until `--duration`.
 
 After the last fault the campaign stops producing, heals the cluster (resumes, starts every broker, waits until
 every replica is in the ISR and no reassignment is in flight, or `--heal-timeout`), lets the consumer catch up,
@@ -55,32 +66,35 @@ from rich.markup import escape
 from rich.table import Table
 
 from kcheck.cluster.history import (
+    ANOMALIES,
     CHECKS,
-    Ack,
+    PRODUCER_KINDS,
     Commit,
     Fault,
     FinalRead,
     History,
     Read,
-    Send,
-    SendFailure,
     Verdict,
     check,
     history_document,
 )
 from kcheck.cluster.local import HOST, ClusterError, LocalCluster
+from kcheck.cluster.producers import DEFAULT_PRODUCERS, Producer, make_producers, stall_watch
 from kcheck.inputs.formats import InputError, read_text, topic_problem
 from kcheck.runtime import interrupts
 from kcheck.runtime.exit_codes import Exit
 
 FAULT_KINDS = ("kill", "lossy-kill", "pause", "restart", "shutdown", "start", "elect-preferred", "elect-unclean",
-               "reassign")
+               "reassign", "pause-followers", "delete-records")
 SCHEDULE_KINDS = (*FAULT_KINDS, "resume")  # `resume` ends a pause
 # Drawn by a random schedule unless --faults says otherwise: every kind but lossy-kill (opt-in) and the ends.
 DEFAULT_FAULTS = ("kill", "pause", "restart", "shutdown", "elect-preferred", "elect-unclean", "reassign")
 BROKER_KINDS = ("kill", "lossy-kill", "pause", "restart", "shutdown", "start", "resume")
-TOPIC_KINDS = ("elect-preferred", "elect-unclean", "reassign")
-ENDS = {"kill": "start", "lossy-kill": "start", "shutdown": "start", "pause": "resume"}
+TOPIC_KINDS = ("elect-preferred", "elect-unclean", "reassign", "pause-followers", "delete-records")
+ENDS = {"kill": "start", "lossy-kill": "start", "shutdown": "start", "pause": "resume", "pause-followers": "resume"}
+# Faults that strike requests in flight: the injector first waits (briefly) for a send in flight.
+IN_FLIGHT_KINDS = ("kill", "lossy-kill", "pause", "restart", "shutdown", "elect-preferred", "elect-unclean",
+                   "pause-followers")
 
 # Broker settings for a cluster `kcheck chaos` starts itself: Kafka's semantics, on a campaign's time scale.
 CAMPAIGN_BROKER_CONFIG: dict[str, str] = {
@@ -128,6 +142,7 @@ class Settings:
     seed: int = 0
     faults: tuple[str, ...] = DEFAULT_FAULTS
     heal_timeout: float = 90.0
+    producers: tuple[str, ...] = DEFAULT_PRODUCERS
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -217,7 +232,8 @@ def random_schedule(seed: int, duration: float, kinds: Sequence[str], start: flo
     t = start
     while t < duration - 2:
         kind = rng.choice(list(kinds))
-        target = rng.choice(["leader", "follower", None]) if kind in ENDS or kind == "restart" else None
+        broker_fault = (kind in ENDS or kind == "restart") and kind not in TOPIC_KINDS
+        target = rng.choice(["leader", "follower", None]) if broker_fault else None
         hold = min(rng.uniform(3, 8), duration - 1 - t)  # its end within the duration
         if kind in ENDS and hold < 1:
             break
@@ -242,6 +258,7 @@ class Outcome:
     seconds: float
     heal_seconds: float
     cluster: dict[str, Any] = field(default_factory=dict)
+    errors: list[str] = field(default_factory=list)  # clients that did not start or stop
 
     @property
     def exit_code(self) -> Exit:
@@ -249,9 +266,10 @@ class Outcome:
 
     def document(self) -> str:
         return history_document(
-            {**asdict(self.settings), "faults": list(self.settings.faults)}, self.history, self.verdict,
+            {**asdict(self.settings), "faults": list(self.settings.faults), "producers": list(self.settings.producers)},
+            self.history, self.verdict,
             {"schedule": [asdict(s) for s in self.schedule], "seconds": round(self.seconds, 2),
-             "heal_seconds": round(self.heal_seconds, 2), "cluster": self.cluster})
+             "heal_seconds": round(self.heal_seconds, 2), "cluster": self.cluster, "errors": self.errors})
 
 
 @contextlib.contextmanager
@@ -288,7 +306,8 @@ class Campaign:
         self.lag = 0.0  # seconds the schedule ran late in all
         self.running_before: set[int] = set()  # the brokers that ran when the campaign began
         self.threads: list[threading.Thread] = []
-        self.producers: list[Any] = []
+        self.producers: list[Producer] = []
+        self.producers_done = threading.Event()
 
     # -- the cluster ---------------------------------------------------------------------------------------
 
@@ -360,43 +379,31 @@ class Campaign:
 
     # -- clients -------------------------------------------------------------------------------------------
 
-    def _produce(self, acks: str) -> None:
-        from kafka import KafkaProducer
-        from kafka.errors import KafkaError
+    def decode(self, raw: bytes | None, partition: int) -> str:
+        """A record's value as the history names it: a Java producer's `<prefix>.<n>` translated."""
+        text = (raw or b"").decode(errors="replace")
+        for p in self.producers:
+            named = p.translate(text, partition)
+            if named is not None:
+                return named
+        return text
 
-        h = self.history
-        prefix = "all" if acks == "all" else "one"
-        try:
-            producer = KafkaProducer(bootstrap_servers=self.cluster.bootstrap.split(","),
-                                     acks="all" if acks == "all" else 1, enable_idempotence=False,
-                                     linger_ms=5, request_timeout_ms=5000, delivery_timeout_ms=20_000,
-                                     max_block_ms=5000, retry_backoff_ms=100, client_id=f"kcheck-chaos-{prefix}")
-        except KafkaError as e:
-            self.errors.append(f"the acks={acks} producer did not start: {e}")
-            return
-        self.producers.append(producer)
-        n = 0
-        interval = 1.0 / self.s.rate
-        next_at = time.monotonic()
-        try:
-            while not self.stop_producing.is_set():
-                value = f"{prefix}-{n:06d}"
-                n += 1
-                h.add(Send(h.now(), acks, value))
-                try:
-                    future = producer.send(self.s.topic, value=value.encode())
-                except KafkaError as e:
-                    h.add(SendFailure(h.now(), acks, value, type(e).__name__))
-                else:
-                    future.add_callback(lambda md, v=value: h.add(Ack(h.now(), acks, v, md.partition, md.offset)))
-                    future.add_errback(lambda e, v=value: h.add(SendFailure(h.now(), acks, v, type(e).__name__)))
-                next_at = max(next_at + interval, time.monotonic() - 1.0)
-                self.stop_producing.wait(max(0.0, next_at - time.monotonic()))
-            with contextlib.suppress(KafkaError):
-                producer.flush(timeout=25)
-        finally:
-            with contextlib.suppress(Exception):
-                producer.close(timeout=5)
+    def _healthy(self) -> bool:
+        """Every broker running, none paused, and no fault for STALL_SECONDS (a producer's stall is its own)."""
+        from kcheck.cluster.producers import STALL_SECONDS
+
+        faults = self.history.of(Fault)
+        quiet = not faults or self.history.now() - faults[-1].t >= STALL_SECONDS
+        return quiet and not self.paused and all(self.cluster.is_running(b) for b in self.cluster.brokers)
+
+    def _in_flight(self, wait_s: float = 0.5) -> int:
+        """Sends in flight now, after waiting up to `wait_s` for one (a fault should strike requests mid-way)."""
+        until = time.monotonic() + wait_s
+        while True:
+            n = sum(p.in_flight() for p in self.producers)
+            if n or time.monotonic() >= until:
+                return n
+            time.sleep(0.002)
 
     def _consume(self) -> None:
         from kafka import KafkaConsumer
@@ -426,7 +433,7 @@ class Campaign:
                     hw = consumer.highwater(tp)
                     t = h.now()
                     for r in records:
-                        h.add(Read(t, tp.partition, r.offset, (r.value or b"").decode(), hw))
+                        h.add(Read(t, tp.partition, r.offset, self.decode(r.value, tp.partition), hw))
                     if records:
                         offsets[tp] = OffsetAndMetadata(records[-1].offset + 1, "", -1)
                 if offsets:
@@ -478,7 +485,8 @@ class Campaign:
                         t = h.now()
                         for r in records:
                             if r.offset < ends[tp]:
-                                h.add(Read(t, tp.partition, r.offset, (r.value or b"").decode(), None, final=True))
+                                h.add(Read(t, tp.partition, r.offset, self.decode(r.value, tp.partition), None,
+                                           final=True))
             for tp in parts:
                 done = consumer.position(tp) >= ends[tp]
                 h.final[tp.partition] = FinalRead(
@@ -527,6 +535,7 @@ class Campaign:
             if isinstance(target, str):
                 self._fault(kind, "skipped", note=target)
                 return
+            flying = self._flying_note(kind)
             if kind == "kill":
                 self.cluster.kill(target)
             elif kind == "lossy-kill":
@@ -534,7 +543,7 @@ class Campaign:
 
                 cut = lossy_kill(self.cluster, target)
                 self._fault(kind, "start", (target,), f"{cut.records_cut} record(s) cut from {len(cut.files)} "
-                            "file(s)")
+                            f"file(s){flying}")
                 return
             elif kind == "pause":
                 self.cluster.pause(target)
@@ -542,13 +551,19 @@ class Campaign:
             elif kind == "shutdown":
                 self.cluster.shutdown(target)
             elif kind == "restart":
-                self._fault(kind, "start", (target,))
+                self._fault(kind, "start", (target,), flying.lstrip("; "))
                 self.cluster.restart(target)
                 self._fault(kind, "end", (target,))
                 return
-            self._fault(kind, "start", (target,))
+            self._fault(kind, "start", (target,), flying.lstrip("; "))
         except (InputError, OSError) as e:
             self._fault(kind, "failed", note=str(e))
+
+    def _flying_note(self, kind: str) -> str:
+        """For a fault that strikes requests: wait briefly for a send in flight and say how many there were."""
+        if kind not in IN_FLIGHT_KINDS or not any(p.kind.client == "kafka-python" for p in self.producers):
+            return ""
+        return f"; {self._in_flight()} kafka-python send(s) in flight"
 
     def _end(self, kind: str, target: str | None) -> None:
         if kind == "resume":
@@ -576,13 +591,20 @@ class Campaign:
         if kind == "elect-unclean" and not self.s.unclean:
             self._fault(kind, "skipped", note="the topic has unclean.leader.election.enable=false")
             return
+        if kind == "pause-followers":
+            self._pause_followers()
+            return
+        if kind == "delete-records":
+            self._delete_records()
+            return
         if kind in ("elect-preferred", "elect-unclean"):
+            flying = self._flying_note(kind)
             answer = elect_leaders(self.live_bootstrap(), self.s.topic, partitions, unclean=kind == "elect-unclean",
                                    timeout_s=10.0)
             elected = [p for p, e in answer.items() if e is None]
             others = sorted({e for e in answer.values() if e is not None})
             self._fault(kind, "start", note=f"elected on {len(elected)} partition(s)"
-                        + (f"; {', '.join(others)} elsewhere" if others else ""))
+                        + (f"; {', '.join(others)} elsewhere" if others else "") + flying)
             return
         states = self.recent_states()
         free = [p for p, st in states.items() if not st.adding and not st.removing]
@@ -599,6 +621,61 @@ class Campaign:
             new = replicas[1:] + replicas[:1]
         reassign(self.live_bootstrap(), self.s.topic, {p: new}, timeout_s=10.0)
         self._fault(kind, "start", note=f"partition {p}: {','.join(map(str, replicas))} -> {','.join(map(str, new))}")
+
+    def _pause_followers(self) -> None:
+        """SIGSTOP every answering in-sync follower of partition 0 (`resume` ends it)."""
+        try:
+            p0 = self.recent_states()[0]
+        except InputError as e:
+            self._fault("pause-followers", "skipped", note=f"partition 0's state could not be read ({e})")
+            return
+        followers = [b for b in p0.isr if b != p0.leader and b in self._answering()]
+        if not followers:
+            self._fault("pause-followers", "skipped", note="partition 0 has no answering in-sync follower")
+            return
+        flying = self._flying_note("pause-followers")
+        for b in followers:
+            self.cluster.pause(b)
+            self.paused.add(b)
+        self._fault("pause-followers", "start", tuple(followers), f"leader {p0.leader} left alone{flying}")
+
+    def _delete_records(self) -> None:
+        """Producers idle, DeleteRecords up to every partition's high watermark, 2 s, producers resume."""
+        from kafka import TopicPartition
+        from kafka.admin import KafkaAdminClient
+        from kafka.errors import KafkaError
+
+        from kcheck.cluster.producers import JavaProducer, PythonProducer
+
+        for p in self.producers:
+            if isinstance(p, PythonProducer):
+                p.idle.set()
+        until = time.monotonic() + 10
+        while any(p.in_flight() for p in self.producers) and time.monotonic() < until:
+            time.sleep(0.05)
+        java = [p for p in self.producers if isinstance(p, JavaProducer)]
+        for p in java:
+            p.signal(signal.SIGSTOP)
+        try:
+            admin = KafkaAdminClient(bootstrap_servers=self.live_bootstrap().split(","), request_timeout_ms=10_000,
+                                     client_id="kcheck-chaos-delete")
+            try:
+                # -1: up to the high watermark (DeleteRecordsRequest.HIGH_WATERMARK)
+                done = admin.delete_records({TopicPartition(self.s.topic, p): -1 for p in range(self.s.partitions)},
+                                            timeout_ms=10_000)
+            finally:
+                admin.close()
+            starts = ", ".join(f"p{tp.partition}:{r.get('low_watermark')}" for tp, r in sorted(done.items()))
+            self._fault("delete-records", "start", note=f"log start now {starts}")
+        except KafkaError as e:
+            self._fault("delete-records", "failed", note=f"{type(e).__name__}: {e}")
+        finally:
+            time.sleep(2)
+            for p in java:
+                p.signal(signal.SIGCONT)
+            for p in self.producers:
+                if isinstance(p, PythonProducer):
+                    p.idle.clear()
 
     def heal(self) -> bool:
         """Resume and start every broker, then wait until every replica is in the ISR and nothing is moving."""
@@ -640,31 +717,49 @@ class Campaign:
             self.running_before = {b for b in self.cluster.brokers if self.cluster.is_running(b)}
             self.create_topic()
             self.history = History()
+            self.producers = make_producers(self.s.producers, self.cluster.bootstrap, self.s.topic,
+                                            self.s.partitions, self.s.rate, self.history, self.stop_producing,
+                                            self.errors, self._classpath)
             threads = [threading.Thread(target=self._consume, name="chaos-consumer", daemon=True),
-                       *(threading.Thread(target=self._produce, args=(a,), name=f"chaos-acks-{a}", daemon=True)
-                         for a in ("all", "1"))]
+                       threading.Thread(target=stall_watch, args=(self.producers, self.history, self._healthy,
+                                                                  self.producers_done), daemon=True)]
             self.threads = threads
             for th in threads:
                 th.start()
+            for p in self.producers:
+                p.start()
             try:
                 self._follow_schedule()
             except BaseException as e:
                 if not interrupts.by_interrupt(e):  # a failure: heal what the faults did
                     self.stop_producing.set()
+                    for p in self.producers:
+                        p.abort()
                     self.heal()
                 raise
             self.stop_producing.set()
             heal_began = time.monotonic()
             healed = self.heal()
             heal_seconds = time.monotonic() - heal_began
-            for th in threads[1:]:
-                th.join(40)
+            for p in self.producers:
+                p.join(40)
+            self.producers_done.set()
             self._catch_up()
             self.stop_consuming.set()
             threads[0].join(20)
             self.final_read()
             verdict = check(self.history, healed=healed)
-            return Outcome(self.s, self.schedule, self.history, verdict, time.monotonic() - began, heal_seconds)
+            return Outcome(self.s, self.schedule, self.history, verdict, time.monotonic() - began, heal_seconds,
+                           errors=list(self.errors))
+
+    def _classpath(self) -> str:
+        """The release's broker and tools jars (VerifiableProducer is in kafka-tools)."""
+        from kcheck.reference.kafka_jars import KafkaBridgeError, resolve_server
+
+        try:
+            return resolve_server(self.cluster.version).classpath
+        except KafkaBridgeError as e:
+            raise ClusterError(str(e)) from None
 
     def _follow_schedule(self) -> None:
         lag = 0.0  # a step that ran late (a restart waits until the broker is unfenced) delays the rest
@@ -718,9 +813,9 @@ class Campaign:
                     self.cluster.launch(b)
             if stopped:
                 done.append(f"started broker(s) {', '.join(map(str, stopped))} again")
-        for producer in self.producers:  # kafka-python's own close at exit would wait on a paused leader, then raise
-            with contextlib.suppress(Exception):
-                producer._unregister_cleanup()
+        for producer in self.producers:  # a Java producer is killed; kafka-python's are left to end with kcheck
+            producer.abort()
+        self.producers_done.set()
         until = time.monotonic() + 0.3  # the clients a moment to stop; kcheck's end does not wait for them
         for th in self.threads:
             th.join(max(0.0, until - time.monotonic()))
@@ -752,16 +847,20 @@ def print_outcome(o: Outcome, out: Any) -> None:
         table.add_row(level, str(c[f"sent_acks_{level}"]), str(c[f"acked_acks_{level}"]),
                       str(c[f"failed_acks_{level}"]), str(c[f"unresolved_acks_{level}"]), str(c[f"lost_acks_{level}"]))
     out.print(table)
+    _print_producers(v, out)
+    for error in o.errors:
+        out.print(f"[bold red]client error:[/] {escape(error)}")
     faults = ", ".join(f"{k} {n}" for k, n in sorted(v.faults.items())) or "none"
     skipped = ", ".join(f"{k.removeprefix('skipped_')} {n}" for k, n in sorted(c.items()) if k.startswith("skipped_"))
     out.print(f"Faults injected: {faults}" + (f"; skipped or failed: {skipped}" if skipped else ""))
     checks = Table(title="History checks", title_justify="left")
-    for col in ("check", "verdict", "violations", "first violation", "faults before it"):
+    for col in ("check", "anomaly", "verdict", "violations", "first violation", "faults before it"):
         checks.add_column(col, overflow="fold")
     for cid, vs in v.by_check().items():
         verdict = "[bold red]FAIL[/]" if vs else "ok"
         first = vs[0] if vs else None
-        checks.add_row(cid, verdict, str(len(vs)), escape(first.message) if first else "",
+        shown = (first.message + (" [" + " | ".join(first.window) + "]" if first.window else "")) if first else ""
+        checks.add_row(cid, ANOMALIES.get(cid, ""), verdict, str(len(vs)), escape(shown),
                        escape("; ".join(first.faults_before)) if first else "")
     out.print(checks)
     if v.acks1_lost:
@@ -769,11 +868,34 @@ def print_outcome(o: Outcome, out: Any) -> None:
         out.print(f"acks=1 records lost (not promised by Kafka, not a violation): {len(v.acks1_lost)}; the first: "
                   f"{first1['value']} at partition {first1['partition']} offset {first1['offset']}, after "
                   f"{escape('; '.join(first1['faults']))}")
+    if c.get("poll_skips"):
+        out.print(f"poll skips (Jepsen's poll-skip; counted, not a violation): {c['poll_skips']} read(s) of the group "
+                  "consumer jumped over records in the log")
     verdicts = {"clean": "CLEAN: no check failed",
                 "violations": f"FAIL: {len(v.violations)} violation(s) of {sum(1 for x in v.by_check().values() if x)}"
                               f" check(s)",
                 "incomplete": "INCOMPLETE: the cluster did not heal within the timeout (the final read may be short)"}
     out.print(verdicts[v.status])
+
+
+def _print_producers(v: Verdict, out: Any) -> None:
+    """Per producer kind: what it sent and what became of it, with the findings (not violations) counted."""
+    if not v.producers:
+        return
+    table = Table(title="Producers (duplicates and reorders of idempotent ones are violations, above; of the others "
+                        "findings)", title_justify="left")
+    heads = ("producer", "idempotent", "sessions", "sent", "acknowledged", "failed", "unresolved", "duplicates",
+             "reorders", "indefinite failures", "of them committed", "stalls")
+    for col in heads:
+        table.add_column(col, justify="left" if col == "producer" else "right")
+    for name, n in v.producers.items():
+        table.add_row(name, "yes" if PRODUCER_KINDS[name].idempotent else "no",
+                      *(str(n[k]) for k in ("sessions", "sent", "acknowledged", "failed", "unresolved", "duplicates",
+                                            "reorders", "indefinite_failures", "indefinite_committed", "stalls")))
+    out.print(table)
+    if any(n["stalls"] for n in v.producers.values()):
+        out.print("stalls: a kafka-python producer that neither acknowledged nor failed a send for 10 s on a healthy "
+                  "cluster, restarted as a new session (a finding about kafka-python, not about Kafka)")
 
 
 # ---------------------------------------------------------------------------------------------------------

@@ -24,6 +24,28 @@ way Jepsen checks a history (nothing here looks inside a broker):
 
 Records produced with acks=1 are checked the same way but their losses are counted apart (`acks1_lost`), not
 violations: Kafka promises an acks=1 record only the leader's copy.
+
+The request path (issue 35): every value names its producer kind, session, partition and sequence
+(`<producer>-<session>-<partition>-<seq>`, `PRODUCER_KINDS`); a session is one producer instance, the scope of
+Kafka's idempotence (KIP-98: a producer id and epoch per instance). Each violation names the anomaly the way
+Jepsen's Kafka checker (jepsen.tests.kafka) does where one fits:
+
+- history.ack-offset-match (hard, acks=all): an acknowledged value in the final log but at another offset than its
+  acknowledgement named (`ProduceResponse.PartitionResponse.baseOffset`).
+- history.idem-no-duplicate (hard, idempotent sessions; Jepsen `duplicate`): no value at two offsets.
+  `ProducerStateManager`/`ProducerAppendInfo` answer a retried batch with its first offset (KIP-98).
+- history.idem-order (hard, idempotent sessions; Jepsen `nonmonotonic-send`): values of one session and partition
+  lie in the log in their send order (the broker refuses a sequence that is not the next, OUT_OF_ORDER_SEQUENCE_NUMBER).
+- history.idem-no-silent-gap (hard, idempotent sessions; Jepsen `lost-write`): a later value acknowledged, an
+  earlier one of the same session and partition absent with no failure recorded.
+- history.failed-definite-absent (hard; Jepsen `G1a`, a read of a failed write): a send that failed with a definite
+  error (`DEFINITE_ERRORS`: the broker refused the batch before appending it) is never in the log.
+- Findings, counted per producer, not violations: duplicates and reorders of non-idempotent producers (Kafka's
+  producer docs: retries with more than one request in flight may reorder; a retry after a lost response
+  duplicates), indefinite failures that were in fact committed (KAFKA-13574's class: `NOT_LEADER_OR_FOLLOWER`
+  from a leader that lost leadership while the write sat in the purgatory, timeouts, dropped connections), and
+  client stalls (a kafka-python producer that neither acknowledged nor failed a send for a while on a healthy
+  cluster: a finding about kafka-python, not about Kafka).
 """
 
 from __future__ import annotations
@@ -92,6 +114,18 @@ class Fault:
 
 
 @dataclass(frozen=True)
+class Stall:
+    """A producer session that neither acknowledged nor failed any send for `seconds` while `outstanding` sends
+    waited and the cluster was healthy: abandoned, and the producer restarted as a new session."""
+
+    t: float
+    producer: str
+    session: int
+    outstanding: int
+    seconds: float
+
+
+@dataclass(frozen=True)
 class FinalRead:
     """What the final read of one partition saw: its log start and end (high watermark) offsets, and whether it
     read every record in between (False: the partition was offline or the read timed out)."""
@@ -103,9 +137,9 @@ class FinalRead:
     note: str = ""
 
 
-Event = Send | Ack | SendFailure | Read | Commit | Fault
+Event = Send | Ack | SendFailure | Read | Commit | Fault | Stall
 _TYPES: dict[str, type] = {"send": Send, "ack": Ack, "send-failure": SendFailure, "read": Read, "commit": Commit,
-                           "fault": Fault}
+                           "fault": Fault, "stall": Stall}
 _NAMES = {v: k for k, v in _TYPES.items()}
 
 
@@ -148,6 +182,73 @@ class History:
 
 
 # ---------------------------------------------------------------------------------------------------------
+# producers and their values
+
+
+@dataclass(frozen=True)
+class ProducerKind:
+    client: str  # "kafka-python" or "java" (org.apache.kafka.tools.VerifiableProducer of the cluster's release)
+    acks: str  # "all" or "1"
+    idempotent: bool
+    max_in_flight: int
+
+
+# The producers a campaign can run (`kcheck chaos --producers`). kafka-python mutes a partition while one of its
+# batches is in flight when idempotent or at max in flight 1 (its Sender's guarantee_message_order), so only the
+# Java client has up to 5 batches of one partition in flight with idempotence.
+PRODUCER_KINDS: dict[str, ProducerKind] = {
+    "plain": ProducerKind("kafka-python", "all", False, 5),
+    "plain-1": ProducerKind("kafka-python", "all", False, 1),
+    "acks1": ProducerKind("kafka-python", "1", False, 5),
+    "idempotent": ProducerKind("kafka-python", "all", True, 5),
+    "idempotent-1": ProducerKind("kafka-python", "all", True, 1),
+    "java-idempotent": ProducerKind("java", "all", True, 5),
+    "java-plain": ProducerKind("java", "all", False, 5),
+}
+
+
+def value_of(producer: str, session: int, partition: int, seq: int) -> str:
+    return f"{producer}-{session}-{partition}-{seq:06d}"
+
+
+def parse_value(value: str) -> tuple[str, int, int, int] | None:
+    """(producer, session, partition, seq) of a campaign value, or None for another value (an older history's)."""
+    parts = value.rsplit("-", 3)
+    if len(parts) != 4 or parts[0] not in PRODUCER_KINDS or not all(p.isascii() and p.isdigit() for p in parts[1:]):
+        return None
+    return parts[0], int(parts[1]), int(parts[2]), int(parts[3])
+
+
+# Errors by Kafka's error name (`org.apache.kafka.common.protocol.Errors`) with kafka-python's class (kafka.errors)
+# and the Java client's exception: the broker refused the whole batch before appending it, and would refuse every
+# retry alike (validation in `UnifiedLog.analyzeAndValidateRecords`/`LogValidator`, `KafkaApis.handleProduceRequest`'s
+# authorisation and acks checks). A send that failed with one of them never reached the log.
+DEFINITE_ERRORS: dict[str, tuple[str, str]] = {
+    "CORRUPT_MESSAGE": ("CorruptRecordError", "CorruptRecordException"),
+    "MESSAGE_TOO_LARGE": ("MessageSizeTooLargeError", "RecordTooLargeException"),
+    "INVALID_TOPIC_EXCEPTION": ("InvalidTopicError", "InvalidTopicException"),
+    "RECORD_LIST_TOO_LARGE": ("RecordListTooLargeError", "RecordBatchTooLargeException"),
+    "INVALID_REQUIRED_ACKS": ("InvalidRequiredAcksError", "InvalidRequiredAcksException"),
+    "TOPIC_AUTHORIZATION_FAILED": ("TopicAuthorizationFailedError", "TopicAuthorizationException"),
+    "INVALID_TIMESTAMP": ("InvalidTimestampError", "InvalidTimestampException"),
+    "INVALID_RECORD": ("InvalidRecordError", "InvalidRecordException"),
+}
+# NOT_ENOUGH_REPLICAS is raised before the append (`Partition.appendRecordsToLeader`), so it is definite for the one
+# attempt it answers; but it is retriable, and both clients fail a batch with the last attempt's error once
+# `delivery.timeout.ms` has passed (Java's `Sender.completeBatch`/`canRetry`), after earlier attempts that may have
+# been appended and then timed out. For a retrying producer it is therefore indefinite, as are
+# NOT_ENOUGH_REPLICAS_AFTER_APPEND (`Partition.checkEnoughReplicasReachOffset`), NOT_LEADER_OR_FOLLOWER (also sent
+# by `DelayedProduce` when leadership moved while the write waited: KAFKA-13574), REQUEST_TIMED_OUT,
+# NETWORK_EXCEPTION, a dropped connection and the client's own delivery timeout.
+NOT_SENT = " before sending"  # suffix of a failure raised by send() itself: the record never left the client
+
+
+def definite(error: str) -> bool:
+    """Whether a send that failed with `error` (a client's exception class name) is known not to be in the log."""
+    return error.endswith(NOT_SENT) or any(error in names for names in DEFINITE_ERRORS.values())
+
+
+# ---------------------------------------------------------------------------------------------------------
 # checks
 
 CHECKS: dict[str, tuple[str, str]] = {
@@ -166,7 +267,26 @@ CHECKS: dict[str, tuple[str, str]] = {
     "history.hw-monotonic": (
         "the high watermark a consumer sees never goes back",
         "Partition.maybeIncrementLeaderHW (storage: the HW only advances); KIP-101, KIP-207"),
+    "history.ack-offset-match": (
+        "an acks=all acknowledged record is in the final read at the offset acknowledged, not elsewhere",
+        "ProduceResponse's base offset; KafkaProducer RecordMetadata.offset"),
+    "history.idem-no-duplicate": (
+        "no value of an idempotent producer session is at two offsets",
+        "KIP-98; ProducerStateManager/ProducerAppendInfo (a retried batch answered with its first offset)"),
+    "history.idem-order": (
+        "an idempotent session's values of one partition lie in the log in send order",
+        "KIP-98; ProducerAppendInfo.checkSequence (OUT_OF_ORDER_SEQUENCE_NUMBER)"),
+    "history.idem-no-silent-gap": (
+        "a later value of an idempotent session acknowledged: every earlier one is in the log or failed",
+        "KIP-98 (per-partition sequence with no hole); Sender/TransactionManager fail the batches they give up"),
+    "history.failed-definite-absent": (
+        "a send failed with a definite error is never in the log",
+        "Errors (validation and authorisation refuse the batch before UnifiedLog.appendAsLeader)"),
 }
+# Jepsen's Kafka checker's name for the anomaly each check reports (jepsen.tests.kafka), where one fits.
+ANOMALIES = {"history.acked-not-lost": "lost-write", "history.offset-single-value": "inconsistent-offsets",
+             "history.idem-no-duplicate": "duplicate", "history.idem-order": "nonmonotonic-send",
+             "history.idem-no-silent-gap": "lost-write", "history.failed-definite-absent": "G1a"}
 
 
 @dataclass(frozen=True)
@@ -177,6 +297,11 @@ class Violation:
     partition: int | None = None
     offset: int | None = None
     faults_before: tuple[str, ...] = ()  # the faults that preceded it, oldest first, as "12.3s kill 2"
+    window: tuple[str, ...] = ()  # the smallest part of the history that shows it, as "p0@17 plain-0-0-000012"
+
+    @property
+    def anomaly(self) -> str:
+        return ANOMALIES.get(self.check, "")
 
 
 @dataclass
@@ -186,6 +311,7 @@ class Verdict:
     faults: dict[str, int] = field(default_factory=dict)  # faults injected per kind (phase start)
     acks1_lost: list[dict[str, Any]] = field(default_factory=list)
     healed: bool = True
+    producers: dict[str, dict[str, int]] = field(default_factory=dict)  # per producer kind, PRODUCER_COUNTS
 
     @property
     def status(self) -> str:
@@ -201,9 +327,10 @@ class Verdict:
 
     def to_json(self) -> dict[str, Any]:
         return {"status": self.status, "healed": self.healed, "counts": self.counts, "faults": self.faults,
-                "checks": {c: {"title": CHECKS[c][0], "source": CHECKS[c][1], "violations": len(vs)}
-                           for c, vs in self.by_check().items()},
-                "violations": [asdict(v) for v in self.violations], "acks1_lost": self.acks1_lost}
+                "checks": {c: {"title": CHECKS[c][0], "source": CHECKS[c][1], "anomaly": ANOMALIES.get(c, ""),
+                               "violations": len(vs)} for c, vs in self.by_check().items()},
+                "violations": [{**asdict(v), "anomaly": v.anomaly} for v in self.violations],
+                "acks1_lost": self.acks1_lost, "producers": self.producers}
 
 
 def _fault_text(f: Fault) -> str:
@@ -233,16 +360,46 @@ def check(history: History, healed: bool = True, max_per_check: int = 1000) -> V
         if sum(1 for x in out if x.check == v.check) < max_per_check:
             out.append(v)
 
-    lost_all = _check_acks(history, acks, final_values, faults, verdict, add)
+    # Each value's (partition, offset)s in the log: the final read, and below its log start (records deleted by
+    # DeleteRecords or retention) what the consumer read there.
+    log = dict(final_values)
+    for r in reads:
+        fr = history.final.get(r.partition)
+        if not r.final and fr is not None and r.offset < fr.start:
+            log.setdefault((r.partition, r.offset), r.value)
+    where: dict[str, list[tuple[int, int]]] = {}
+    for (p, o), value in sorted(log.items()):
+        where.setdefault(value, []).append((p, o))
+    lost_all = _check_acks(history, acks, final_values, where, faults, verdict, add)
     _check_single_values(reads, faults, add)
     _check_commits(history, faults, add)
     _check_hw(reads, faults, add)
     _count(history, verdict, acks, reads, final_values, faults, lost_all)
+    _check_request_path(history, where, faults, verdict, add)
+    verdict.counts["poll_skips"] = _poll_skips(reads, log, history.final)
     return verdict
 
 
-def _check_acks(history: History, acks: list[Ack], final_values: dict[tuple[int, int], Any], faults: list[Any],
-                verdict: Verdict, add: Callable[[Violation], None]) -> int:
+def _poll_skips(reads: list[Read], log: dict[tuple[int, int], str], final: dict[int, FinalRead]) -> int:
+    """Jepsen's poll-skip, counted (a finding, not a violation): the group consumer's next read of a partition jumps
+    over offsets that hold records in the log. A jump over records deleted below the final log start is none (the
+    consumer's position is reset to the new log start: OFFSET_OUT_OF_RANGE)."""
+    last: dict[int, int] = {}
+    skips = 0
+    for r in sorted((r for r in reads if not r.final), key=lambda r: r.t):
+        before = last.get(r.partition)
+        last[r.partition] = r.offset
+        fr = final.get(r.partition)
+        if before is None or fr is None or r.offset <= before + 1:
+            continue
+        skipped = range(max(before + 1, fr.start), r.offset)
+        skips += int(any((r.partition, o) in log for o in skipped))
+    return skips
+
+
+def _check_acks(history: History, acks: list[Ack], final_values: dict[tuple[int, int], Any],
+                where: dict[str, list[tuple[int, int]]], faults: list[Any], verdict: Verdict,
+                add: Callable[[Violation], None]) -> int:
     """acked-not-lost and acked-readable (acks=1 losses are counted, not violations); the acks=all records lost."""
     unreadable: set[int] = set()
     lost_all = 0
@@ -265,7 +422,14 @@ def _check_acks(history: History, acks: list[Ack], final_values: dict[tuple[int,
             what = f"the log now ends at offset {fr.end}" if a.offset >= fr.end else "the offset was not read"
         else:
             what = f"offset {a.offset} now holds {there}"
-        if a.acks == "all":
+        elsewhere = where.get(a.value)
+        if a.acks == "all" and elsewhere:
+            at = ", ".join(f"partition {p} offset {o}" for p, o in elsewhere)
+            add(Violation("history.ack-offset-match", f"{a.value} acknowledged at partition {a.partition} offset "
+                          f"{a.offset} at {a.t:.1f}s is at {at}; {what}", a.t, a.partition, a.offset,
+                          faults_around(faults, a.t), (f"ack p{a.partition}@{a.offset} {a.value}",
+                                                       *(f"log p{p}@{o} {a.value}" for p, o in elsewhere))))
+        elif a.acks == "all":
             lost_all += 1
             add(Violation("history.acked-not-lost", f"{a.value} acknowledged (acks=all) at partition {a.partition} "
                           f"offset {a.offset} at {a.t:.1f}s is gone: {what}", a.t, a.partition, a.offset,
@@ -338,6 +502,136 @@ def _count(history: History, verdict: Verdict, acks: list[Ack], reads: list[Read
     skipped = Counter(f.kind for f in faults if f.phase in ("skipped", "failed"))
     if skipped:
         verdict.counts |= {f"skipped_{k}": n for k, n in skipped.items()}
+
+
+PRODUCER_COUNTS = ("sessions", "sent", "acknowledged", "failed", "unresolved", "duplicates", "reorders",
+                   "definite_failures", "indefinite_failures", "indefinite_committed", "stalls")
+_Key = tuple[str, int, int]  # (producer, session, partition)
+
+
+def _check_request_path(history: History, where: dict[str, list[tuple[int, int]]], faults: list[Any],
+                        verdict: Verdict, add: Callable[[Violation], None]) -> None:
+    """The request-path checks on campaign values (`<producer>-<session>-<partition>-<seq>`), and the counts per
+    producer kind; a history of older values (no producer named) has none."""
+    counts: dict[str, Counter[str]] = {}
+
+    def count(producer: str, what: str, n: int = 1) -> None:
+        counts.setdefault(producer, Counter())[what] += n
+
+    _duplicates_and_reorders(where, faults, count, add)
+    _silent_gaps(history, where, faults, add)
+    _failures(history, where, faults, count, add)
+    _per_producer(history, count)
+    verdict.producers = {p: {k: c[k] for k in PRODUCER_COUNTS} for p, c in sorted(counts.items())}
+
+
+def _log_order(where: dict[str, list[tuple[int, int]]]) -> dict[_Key, list[tuple[int, int, str]]]:
+    """Each (producer, session, partition)'s records in the final read, in log order: (offset, seq, value)."""
+    out: dict[_Key, list[tuple[int, int, str]]] = {}
+    for value, places in where.items():
+        parsed = parse_value(value)
+        if parsed is None:
+            continue
+        producer, session, _, seq = parsed
+        for p, o in places:
+            out.setdefault((producer, session, p), []).append((o, seq, value))
+    for records in out.values():
+        records.sort()
+    return out
+
+
+def _duplicates_and_reorders(where: dict[str, list[tuple[int, int]]], faults: list[Any],
+                             count: Callable[[str, str, int], None], add: Callable[[Violation], None]) -> None:
+    """idem-no-duplicate and idem-order (violations for idempotent sessions, findings for the others). A reorder is
+    a value whose first copy lies after the first copy of a later value of its session and partition."""
+    for (producer, session, p), records in sorted(_log_order(where).items()):
+        idempotent = PRODUCER_KINDS[producer].idempotent
+        seen: dict[str, int] = {}
+        top: tuple[int, int, str] | None = None  # the highest sequence so far, in log order
+        for offset, seq, value in records:
+            if value in seen:
+                count(producer, "duplicates", 1)
+                if idempotent:
+                    add(Violation("history.idem-no-duplicate", f"{value} (session {session}) is at partition {p} "
+                                  f"offsets {seen[value]} and {offset}", 0.0, p, offset, (),
+                                  (f"log p{p}@{seen[value]} {value}", f"log p{p}@{offset} {value}")))
+                continue
+            seen[value] = offset
+            if top is not None and seq < top[1]:
+                count(producer, "reorders", 1)
+                if idempotent:
+                    add(Violation("history.idem-order", f"{value} lies at partition {p} offset {offset}, after "
+                                  f"{top[2]} sent later at offset {top[0]} (session {session})", 0.0, p, offset, (),
+                                  (f"log p{p}@{top[0]} {top[2]}", f"log p{p}@{offset} {value}")))
+            if top is None or seq > top[1]:
+                top = (offset, seq, value)
+
+
+def _silent_gaps(history: History, where: dict[str, list[tuple[int, int]]], faults: list[Any],
+                 add: Callable[[Violation], None]) -> None:
+    """idem-no-silent-gap: per idempotent session and partition, every value sent before the last one acknowledged is
+    in the log or failed. Values sent before a `delete-records` fault may be gone with the records it deleted."""
+    deleted = max((f.t for f in faults if f.kind == "delete-records" and f.phase == "start"), default=-1.0)
+    failed = {f.value for f in history.of(SendFailure)}
+    acked: dict[_Key, list[tuple[int, Ack]]] = {}
+    for a in history.of(Ack):
+        parsed = parse_value(a.value)
+        if parsed is not None and PRODUCER_KINDS[parsed[0]].idempotent:
+            acked.setdefault(parsed[:3], []).append((parsed[3], a))
+    for key in acked:
+        acked[key].sort(key=lambda x: x[0])
+    for s in history.of(Send):
+        parsed = parse_value(s.value)
+        if parsed is None or parsed[:3] not in acked or s.value in where or s.value in failed or s.t <= deleted:
+            continue
+        fr = history.final.get(parsed[2])
+        later = [(seq, a) for seq, a in acked[parsed[:3]] if seq > parsed[3]]
+        if fr is None or not fr.complete or not later:
+            continue
+        seq, a = later[0]
+        add(Violation("history.idem-no-silent-gap", f"{s.value} sent at {s.t:.1f}s is not in the log and did not "
+                      f"fail, but {a.value}, sent after it, was acknowledged at partition {a.partition} offset "
+                      f"{a.offset}", s.t, parsed[2], None, faults_around(faults, s.t),
+                      (f"send {s.value} at {s.t:.2f}s", f"ack p{a.partition}@{a.offset} {a.value} at {a.t:.2f}s")))
+
+
+def _failures(history: History, where: dict[str, list[tuple[int, int]]], faults: list[Any],
+              count: Callable[[str, str, int], None], add: Callable[[Violation], None]) -> None:
+    """failed-definite-absent, and the indefinite failures that were in fact committed (counted)."""
+    for f in history.of(SendFailure):
+        parsed = parse_value(f.value)
+        places = where.get(f.value, [])
+        if definite(f.error):
+            if parsed is not None:
+                count(parsed[0], "definite_failures", 1)
+            for p, o in places:
+                add(Violation("history.failed-definite-absent", f"{f.value} failed with {f.error} at {f.t:.1f}s "
+                              f"(definite: never appended) but is at partition {p} offset {o}", f.t, p, o,
+                              faults_around(faults, f.t), (f"fail {f.value} {f.error} at {f.t:.2f}s",
+                                                           f"log p{p}@{o} {f.value}")))
+        elif parsed is not None:
+            count(parsed[0], "indefinite_failures", 1)
+            if places:
+                count(parsed[0], "indefinite_committed", 1)
+
+
+def _per_producer(history: History, count: Callable[[str, str, int], None]) -> None:
+    acked = {a.value for a in history.of(Ack)}
+    failed = {f.value for f in history.of(SendFailure)}
+    sessions: set[tuple[str, int]] = set()
+    for s in history.of(Send):
+        parsed = parse_value(s.value)
+        if parsed is None:
+            continue
+        sessions.add(parsed[:2])
+        count(parsed[0], "sent", 1)
+        count(parsed[0], "acknowledged", int(s.value in acked))
+        count(parsed[0], "failed", int(s.value in failed and s.value not in acked))
+        count(parsed[0], "unresolved", int(s.value not in acked and s.value not in failed))
+    for producer, _ in sessions:
+        count(producer, "sessions", 1)
+    for stall in history.of(Stall):
+        count(stall.producer, "stalls", 1)
 
 
 def history_document(settings: dict[str, Any], history: History, verdict: Verdict,

@@ -472,6 +472,61 @@ def belief_matches_registry(s: ReplicationSubject) -> list[Violation]:
                       {"broker": b}) for b in _stale_beliefs(st) for r in (st.replica(b),)]
 
 
+# ---- parity with Vanlightly's KIP-966 specification (issue 36) ----------------------------------------------
+# Two of its eight safety properties had no counterpart; invariants/replication_parity.py maps all eight.
+
+SOURCE_966 = "Vanlightly/kafka-tlaplus kraft/kip-966 (kip_966_properties.tla)"
+
+
+def _uncovered_quorum(st: State, cfg: Config) -> list[tuple[int, list[int]]]:
+    """(leader, controller ISR and ELR members outside its maximal ISR) for every live broker that leads in the
+    controller's leader epoch with an ISR of at least min.insync.replicas."""
+    reg = st.registry
+    quorum = reg.isr | reg.elr
+    out = []
+    for r in st.replicas:
+        if r.is_leader and r.leader_epoch == reg.leader_epoch and len(r.isr) >= cfg.min_isr:
+            missing = quorum - r.isr - (r.pending_isr or frozenset())
+            if missing:
+                out.append((r.id, sorted(missing)))
+    return out
+
+
+@register("replication.maximal-isr-covers-quorum", "A leader of the current epoch counts every ISR and ELR member "
+          "in its high watermark", Severity.HARD,
+          f"{SOURCE_966} ReplicationQuorumSupersetProperty; KIP-497 (the maximal ISR); Partition.scala "
+          "maybeIncrementLeaderHW", "replication")
+def maximal_isr_covers_quorum(s: ReplicationSubject) -> list[Violation]:
+    # Only while the leader's own ISR is at least min.insync.replicas: below it the high watermark stands still
+    # (KIP-966), so a smaller maximal ISR commits nothing. Kafka's maximal ISR is the committed ISR plus an
+    # expansion in flight; the model keeps the proposal whole, so the union is it for a shrink too.
+    reg = s.state.registry
+    quorum = _ids(sorted(reg.isr | reg.elr))
+    return [Violation("replication.maximal-isr-covers-quorum", Severity.HARD, f"broker {b}",
+                      f"leader {b} (epoch {reg.leader_epoch}) advances its high watermark over maximal ISR "
+                      f"{_ids(sorted(s.state.replica(b).isr | (s.state.replica(b).pending_isr or frozenset())))}, "
+                      f"which lacks {missing} of the controller's ISR and ELR {quorum}: it can commit a record "
+                      "those electable replicas never fetched", {"leader": b, "missing": missing})
+            for b, missing in _uncovered_quorum(s.state, s.config)]
+
+
+@register("replication.recovery-quorum", "With neither an ISR nor an ELR left, the controller remembers the last "
+          "known leader", Severity.HARD,
+          f"{SOURCE_966} MinIsrRecoveryQuorum; KIP-966; PartitionChangeBuilder.java maybeUpdateLastKnownLeader",
+          "replication")
+def recovery_quorum(s: ReplicationSubject) -> list[Violation]:
+    # The specification's recovery quorum is min.insync.replicas last known ELR members (KIP-966's unclean
+    # recovery); Kafka ships "balanced recovery" instead, which keeps the last leader alone in lastKnownElr and
+    # elects it (`canElectLastKnownLeader`). Either way the partition must not be left with nobody to recover from.
+    reg = s.state.registry
+    if reg.isr or reg.elr or reg.last_known_leader != NO_LEADER:
+        return []
+    return [Violation("replication.recovery-quorum", Severity.HARD, f"partition epoch {reg.partition_epoch}",
+                      "the ISR and the eligible leader replicas are empty and no last known leader is kept: nothing "
+                      "is left to recover the partition from but an unclean election",
+                      {"partition_epoch": reg.partition_epoch})]
+
+
 # ---- fast twins --------------------------------------------------------------------------------------------
 # For the exhaustive engine, which checks every invariant in every new state: per check above, a predicate
 # `ok(state, config)` that is True exactly when the check finds no violation, building no Violation, Report or
@@ -588,6 +643,15 @@ def _shutdown_leads_nothing_ok(st: State, cfg: Config) -> bool:
     return b == NO_LEADER or b not in reg.shutting_down or st.replicas[b - 1].alive
 
 
+def _maximal_isr_covers_quorum_ok(st: State, cfg: Config) -> bool:
+    return not _uncovered_quorum(st, cfg)
+
+
+def _recovery_quorum_ok(st: State, cfg: Config) -> bool:
+    reg = st.registry
+    return bool(reg.isr or reg.elr) or reg.last_known_leader != NO_LEADER
+
+
 # check -> its twin (None: no twin, the check itself runs)
 def _metadata_prefix_ok(st: State, cfg: Config) -> bool:
     meta = st.metadata
@@ -627,6 +691,8 @@ FAST: dict[Callable[[ReplicationSubject], list[Violation]], Callable[[State, Con
     shutdown_leads_nothing: _shutdown_leads_nothing_ok,
     metadata_prefix: _metadata_prefix_ok,
     belief_matches_registry: lambda st, cfg: not st.metadata or not _stale_beliefs(st),
+    maximal_isr_covers_quorum: _maximal_isr_covers_quorum_ok,
+    recovery_quorum: _recovery_quorum_ok,
 }
 # not_applicable conditions of this module that read the config only (a search decides them once) ...
 CONFIG_ONLY = (_no_reassignment, _fixed_full_replica_set, _no_client_view, _zookeeper_mode)

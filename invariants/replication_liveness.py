@@ -44,7 +44,7 @@ from kcheck.invariants.replication_model_adapter import ReplicationModel
 from kcheck.model.liveness import LivenessProperty
 from kcheck.model.replication.actions import KINDS, Action, Config, apply
 from kcheck.model.replication.protocol import Protocol
-from kcheck.model.replication.state import NO_LEADER, State
+from kcheck.model.replication.state import NO_LEADER, LeaderAndIsr, State, StopReplica
 
 NOTICE_FAILURE = "notice_failure"  # `fence` of a dead broker: the controller noticing missed heartbeats (fair)
 # "apply_metadata": a KRaft broker applying the next batch of the metadata log (its MetadataLoader keeps reading);
@@ -204,6 +204,104 @@ def properties(cfg: Config, permanent_crashes: bool = False) -> list[LivenessPro
     return out
 
 
+# ---- parity with Vanlightly's KIP-966 specification (issue 36) ----------------------------------------------
+# Its seven liveness properties are leads-to formulas, P ~> Q. Here a property is "always eventually goal" over
+# fair runs; for a trigger P that stays true until Q (or that only faults, finitely many, end) P ~> Q is the same
+# as always eventually (not P or Q), which is each goal below. invariants/replication_parity.py maps all seven.
+
+def broker_starts() -> LivenessProperty[State]:
+    """EventuallyRuns: a (re)started broker eventually knows the partition state and is unfenced."""
+    def goal(s: State) -> bool:
+        fenced = s.registry.fenced
+        return all(r.known and r.id not in fenced for r in s.replicas if r.alive)
+
+    return LivenessProperty("liveness.broker-starts",
+                            "A live broker eventually has applied the partition state and is unfenced", goal)
+
+
+def brokers_unfenced() -> LivenessProperty[State]:
+    """EventuallyUnfenced: every fenced broker (a dead one restarts, fairly) is eventually unfenced."""
+    return LivenessProperty("liveness.broker-unfenced", "A fenced broker is eventually unfenced",
+                            lambda s: not s.registry.fenced)
+
+
+def alter_partition_completes() -> LivenessProperty[State]:
+    """AlterPartitionEpochEventuallyReachedOrZero: a leader's proposed ISR is eventually committed or dropped."""
+    return LivenessProperty("liveness.alter-partition-completes",
+                            "An AlterPartition in flight is eventually answered and applied or given up",
+                            lambda s: all(r.pending_isr is None for r in s.replicas if r.alive))
+
+
+def metadata_converges() -> LivenessProperty[State]:
+    """EventuallyMetadataConverges: every live broker eventually holds the controller's partition state: it applied
+    the whole metadata log (KRaft; in ZooKeeper mode no LeaderAndIsr or StopReplica is still travelling to it), and
+    a live replica believes the controller's leader and leader epoch (`kraft.belief-matches-registry` checks the
+    rest of a KRaft broker's belief as a safety property)."""
+    def goal(s: State) -> bool:
+        reg = s.registry
+        if s.metadata:
+            last = len(s.metadata) - 1
+            if not all(r.known and r.applied == last for r in s.replicas if r.alive):
+                return False
+        elif any(isinstance(m, LeaderAndIsr | StopReplica) and s.replica(m.to).alive for m in s.pool):
+            return False
+        return all(r.known and (r.leader, r.leader_epoch) == (reg.leader, reg.leader_epoch)
+                   for r in s.replicas if r.alive and r.id in reg.replicas)
+
+    return LivenessProperty("liveness.metadata-converges",
+                            "Every live broker eventually holds the controller's partition state", goal)
+
+
+def write_answered() -> LivenessProperty[State]:
+    """EventuallyWriteIsAcceptedOrRejected for acks=all writes: the model answers one when its leader's high
+    watermark passes it (`advance_hw`: a success, or NOT_ENOUGH_REPLICAS_AFTER_APPEND per the ack rule). Kafka also
+    answers it with an error once that broker no longer leads in the epoch the record was appended in (the delayed
+    produce fails with NOT_LEADER_OR_FOLLOWER, or its connection dies with the broker); the model keeps those as
+    pending, so the goal counts them answered. What is left: a live leader of the record's epoch holding it,
+    whose high watermark never reaches it."""
+    def goal(s: State) -> bool:
+        for b, offset, rid in s.history.pending_acks:
+            r = s.replica(b)
+            if r.is_leader and offset < r.leo and r.log[offset].id == rid and r.leader_epoch == r.log[offset].epoch:
+                return False
+        return True
+
+    return LivenessProperty("liveness.write-answered",
+                            "An acks=all write is eventually answered (acknowledged or refused)", goal)
+
+
+def acked_fully_replicated(cfg: Config) -> LivenessProperty[State]:
+    """EventuallyAcknowledgedValueFullyReplicated: every acknowledged record eventually sits, at its offset, on
+    every replica of the replica set (dead or alive: a dead broker restarts fairly), unless durability is void."""
+    def goal(s: State) -> bool:
+        if _durability_void(s, cfg):
+            return True
+        for offset, rid in s.history.acked:
+            for b in s.registry.replicas:
+                log = s.replica(b).log
+                if offset >= len(log) or log[offset].id != rid:
+                    return False
+        return True
+
+    return LivenessProperty("liveness.acked-fully-replicated",
+                            "An acknowledged record eventually reaches every replica of the replica set", goal)
+
+
+def parity_properties(cfg: Config) -> list[LivenessProperty[State]]:
+    """The KIP-966 specification's seven liveness properties in this model (its reassignment one is
+    `reassignment_ends`, which applies only when the configuration reassigns)."""
+    out = [broker_starts(), brokers_unfenced(), alter_partition_completes(), metadata_converges(), write_answered(),
+           acked_fully_replicated(cfg)]
+    if cfg.reassignments:
+        out.append(reassignment_ends())
+    return out
+
+
+PARITY_PROPERTY_IDS = ("liveness.broker-starts", "liveness.broker-unfenced", "liveness.alter-partition-completes",
+                       "liveness.metadata-converges", "liveness.write-answered", "liveness.acked-fully-replicated",
+                       "liveness.reassignment-ends")
+
+
 # Every property id, in the order `properties` lists them (for `kcheck liveness --property`).
 PROPERTY_IDS = ("liveness.acked-reaches-isr", "liveness.reassignment-ends", "liveness.leader-elected",
                 "liveness.isr-rejoin")
@@ -226,6 +324,7 @@ LIVENESS_SETTINGS: dict[str, LivenessSetting] = {
 }
 
 
-__all__ = ["FAIR_KINDS", "LIVENESS_SETTINGS", "LivenessModel", "LivenessSetting", "PROPERTY_IDS",
-           "acked_on_live_isr", "caught_up_rejoins", "fair", "leader_when_eligible", "properties",
-           "reassignment_ends"]
+__all__ = ["FAIR_KINDS", "LIVENESS_SETTINGS", "PARITY_PROPERTY_IDS", "PROPERTY_IDS", "LivenessModel", "LivenessSetting",
+           "acked_fully_replicated", "acked_on_live_isr", "alter_partition_completes", "broker_starts",
+           "brokers_unfenced", "caught_up_rejoins", "fair", "leader_when_eligible", "metadata_converges",
+           "parity_properties", "properties", "reassignment_ends", "write_answered"]

@@ -16,11 +16,12 @@ rejoin events): a broken guarantee fails; StickyAssignor's stale-claim behaviour
 (`invariants/rebalance.py`) are findings, each with the smallest group and the
 `kcheck assign` file that replays its failing rebalance. Last, the replication model: today's
 protocol must survive random programs and every state within small bounds, and
-each historical variant must break the property of its bug's row. Then the request path's references (the key's
-partition, the null-key partitioner, request headers and ApiVersions, the idempotent producer's state) are
-compared with Kafka's own classes on a few thousand random inputs per family and release, on every release of
-3.9.1, 4.0.2, 4.1.2 and 4.4.0 whose jars are cached (`reference/spot_checks.py`; a release not cached is
-reported as skipped, never fetched): any difference fails.
+each historical variant must break the property of its bug's row. Then the request path's model: each historical
+rule of `kcheck.model.request` breaks its property and today's rules are clean at the same bounds. Last, the
+request path's references (`reference/spot_checks.py`'s families: keys, headers, produce validation, producer
+state, fetch, client metadata, the acks=all purgatory) are compared with Kafka's own classes on a few thousand
+random inputs per family and release, on every release of 3.9.1, 4.0.2, 4.1.2 and 4.4.0 whose jars are cached (a
+release not cached is reported as skipped, never fetched): any difference fails.
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ from __future__ import annotations
 import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kcheck.invariants import REGISTRY, PlacementSubject, Violation, check_placement, smt
 from kcheck.invariants.exhaustive import check_exhaustively
@@ -36,7 +37,9 @@ from kcheck.invariants.prover import Bounds, ProofResult, prove
 from kcheck.model import Cluster, ReplicaAssignment
 from kcheck.reference.java import JavaRandom
 from kcheck.reference.placers import BUILTIN_PLACERS, PlacerInfo
-from kcheck.reference.spot_checks import SpotOutcome, run_spot_checks
+
+if TYPE_CHECKING:  # the spot checks start JVMs: imported when they run, not with every command
+    from kcheck.reference.spot_checks import SpotOutcome
 
 PARTITION_COUNTS = (1, 2, 3, 4, 5, 6, 8, 12, 16, 24)
 MAX_BROKERS = 9
@@ -415,6 +418,7 @@ class CheckResult:
     replication: list[ReplicationOutcome] = field(default_factory=list)
     rejoins: RejoinSweep | None = None
     spots: list[SpotOutcome] = field(default_factory=list)  # the request path's references against Kafka's jars
+    request: list[Any] = field(default_factory=list)  # invariants.request_rows.RequestRow: the request path's rows
 
     @property
     def failed_spots(self) -> list[SpotOutcome]:
@@ -423,6 +427,10 @@ class CheckResult:
     @property
     def failed_replication(self) -> list[ReplicationOutcome]:
         return [r for r in self.replication if not r.ok]
+
+    @property
+    def failed_request(self) -> list[Any]:
+        return [r for r in self.request if not r.ok]
 
     @property
     def failed_proofs(self) -> list[ProofResult]:
@@ -447,7 +455,7 @@ class CheckResult:
 
 def failed_any(result: CheckResult) -> bool:
     return bool(result.failures or result.failed_proofs or result.failed_models or result.failed_replication
-                or result.failed_rejoins or result.failed_spots)
+                or result.failed_rejoins or result.failed_spots or result.failed_request)
 
 
 def run_check(max_brokers: int = MAX_BROKERS, proofs: bool = True, deep: bool = False,
@@ -506,4 +514,20 @@ def run_check(max_brokers: int = MAX_BROKERS, proofs: bool = True, deep: bool = 
                            run_rejoin_sweep(assignors=assignors) if assignors and proofs else None)
     return CheckResult(n_cases, len(clusters), list(outcomes.values()), run_proofs() if proofs else [],
                        run_rebalance_models() if proofs else [], run_replication_models(deep) if proofs else [],
-                       run_rejoin_sweep() if proofs else None, run_spot_checks() if proofs else [])
+                       run_rejoin_sweep() if proofs else None, _spot_checks() if proofs else [],
+                       run_request_models() if proofs else [])
+
+
+
+def _spot_checks() -> list[SpotOutcome]:
+    from kcheck.reference.spot_checks import run_spot_checks
+
+    return run_spot_checks()
+
+
+def run_request_models() -> list[Any]:
+    """The request path's model (`invariants/request_rows.py`): each historical rule breaks its property in an
+    exhaustive search, today's rules are clean at the same bounds, and the findings are reached."""
+    from kcheck.invariants.request_rows import run_request_rows
+
+    return run_request_rows()

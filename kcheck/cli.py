@@ -28,6 +28,7 @@ from kcheck.commands import (
     plan,
     reassign,
     replication,
+    request,
     rules,
     sweep,
     verify,
@@ -113,6 +114,7 @@ app.command("liveness")(isolating(("protocol", "invariants"))(liveness.liveness_
 app.command("rules")(rules.rules_command)
 app.command("plan")(plan.plan_command)
 app.add_typer(cluster.cluster_command, name="cluster")
+app.add_typer(request.request_command, name="request")
 app.command("chaos")(chaos.chaos_command)
 app.command("verify-log")(verify_log.verify_log_command)
 app.command("verify-group")(verify_group.verify_group_command)

@@ -162,7 +162,7 @@ def output_path(path: str, option: str, inputs: Iterable[str | None] = (), *, ne
     if not os.path.isdir(parent):
         raise InputError(option, f"directory {formats.shown(os.path.dirname(os.path.abspath(path)) or '.')} does "
                                  "not exist")
-    _probe_writable(parent, path, option)
+    # an input named as the output is refused before the folder is probed: a refusal touches no folder
     for given in inputs:
         if not given or given == "-":
             continue
@@ -173,6 +173,7 @@ def output_path(path: str, option: str, inputs: Iterable[str | None] = (), *, ne
             pass
         if same:
             raise InputError(option, f"{formats.shown(path)} is a file this command reads; it would be overwritten")
+    _probe_writable(parent, path, option)
     return target
 
 
@@ -307,6 +308,7 @@ def check_suites(result: Any) -> list[TestSuite]:
     rejoin_cases = _rejoin_cases(rejoins)
     replication = [_replication_case(r) for r in result.replication]
     spots = [_spot_case(o) for o in getattr(result, "spots", ())]
+    request = [_request_case(r) for r in getattr(result, "request", ())]
     return [TestSuite("kcheck check: placement invariants", placement,
                       properties={"cases": str(result.cases), "clusters": str(result.clusters)}),
             TestSuite("kcheck check: proofs", proofs, sum(c.seconds for c in proofs)),
@@ -315,6 +317,7 @@ def check_suites(result: Any) -> list[TestSuite]:
                          properties={"space": rejoins.space, "groups": str(rejoins.groups)})]
               if rejoins is not None else []),
             TestSuite("kcheck check: replication model", replication, sum(c.seconds for c in replication)),
+            *([TestSuite("kcheck check: request model", request, sum(c.seconds for c in request))] if request else []),
             TestSuite("kcheck check: request-path references against Kafka's classes", spots,
                       sum(c.seconds for c in spots))]
 
@@ -375,6 +378,16 @@ def _replication_case(r: Any) -> TestCase:
     if not r.ok:
         case.failure, case.detail = f"expected {'a violation' if r.expect_violation else 'no violation'}, " \
                                     f"found {found}", f"{case.output}\n{r.detail}"
+    return case
+
+
+def _request_case(r: Any) -> TestCase:
+    """One request-model row of `kcheck check` (`invariants.request_rows.RequestRow`): failed when not as expected."""
+    case = TestCase(f"kcheck.check.request.{r.rules}", r.setting, r.seconds)
+    found = f"{', '.join(r.violated)} in {r.trace_steps} steps" if r.violated else "no violation"
+    case.output = f"{r.states:,} states; found {found}" + (f"\n{r.detail}" if r.detail else "")
+    if not r.ok:
+        case.failure, case.detail = f"not as expected: found {found}", case.output
     return case
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import shutil
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
 from rich.markup import escape
@@ -19,8 +19,10 @@ from kcheck.invariants.replication_searches.runs import ReplayStep
 from kcheck.model.replication.actions import Config
 from kcheck.model.replication.state import NO_LEADER, State
 from kcheck.options import MEANINGS
-from kcheck.reference.spot_checks import SpotOutcome
 from kcheck.runtime.exit_codes import Exit
+
+if TYPE_CHECKING:
+    from kcheck.reference.spot_checks import SpotOutcome
 
 
 class _SafeConsole(Console):
@@ -120,6 +122,12 @@ def check_json(result: CheckResult) -> str:
                                 "size": r.size, "seconds": round(r.seconds, 2), "violated": list(r.violated),
                                 "trace_steps": r.trace_steps, "detail": r.detail, "ok": r.ok}
                                for r in result.replication],
+        "request_models": [{"rules": r.rules, "jira": r.jira, "setting": r.setting,
+                            "expect_violation": r.expect_violation, "states": r.states,
+                            "seconds": round(r.seconds, 2), "complete": r.complete, "violated": list(r.violated),
+                            "trace_steps": r.trace_steps, "detail": r.detail, "findings": r.findings,
+                            "engine": r.engine, "ok": r.ok}
+                           for r in result.request],
         "rebalance_models": [{"assignor": m.assignor, "examples": m.examples, "steps": m.steps,
                               "seconds": round(m.seconds, 2), "failure": m.failure,
                               "findings": [{"finding": f.kind, "message": f.message, "story": list(f.story),
@@ -268,6 +276,28 @@ def spots_table(outcomes: list[SpotOutcome]) -> Table:
         else:
             result = f"[bold red]FAILED[/]: {o.differences:,} differ; smallest:\n{escape(o.smallest)}"
         table.add_row(o.family, o.kafka, o.release, f"{o.inputs:,}", f"{o.seconds:.2f} s", result)
+    return table
+
+
+def request_table(rows: list[Any]) -> Table:
+    """The request model's rows (`kcheck.invariants.request_rows`)."""
+    table = Table(title="Request path model: each historical rule must break its property, today's rules must not "
+                  "(exhaustive)", title_justify="left")
+    for col in ("rules", "setting", "states", "time", "expected", "result"):
+        table.add_column(col, overflow="fold")
+    for r in rows:
+        expected = "findings" if r.findings else ("a violation" if r.expect_violation else "no violation, complete")
+        if r.findings:
+            result = f"[yellow]{escape(r.detail)}[/]" if r.violated else "[dim]none reached[/]"
+        elif r.violated:
+            found = f"{', '.join(r.violated)} in {r.trace_steps} steps"
+            result = f"[green]{found}[/]" if r.ok else f"[bold red]FAILED[/]: {found}\n{escape(r.detail)}"
+        else:
+            result = "[green]holds[/]" if r.ok else f"[bold red]FAILED[/]: {escape(r.detail)}"
+        name = f"{r.rules} ({r.jira})" if r.jira and r.expect_violation else r.rules
+        if r.engine != "exhaust":
+            name += f" [{r.engine}]"
+        table.add_row(name, r.setting, f"{r.states:,}", f"{r.seconds:.2f} s", expected, result)
     return table
 
 

@@ -9,6 +9,9 @@ the `map_*` methods send a whole batch and read the answers back, so throughput 
         kafka.assign_replicas_to_brokers(brokers, 6, 3, fixed_start_index=0)   # AdminUtils (<= 4.0)
         kafka.striped_place(brokers, PlacementSpec("t", 0, 6, 3), seed=42)     # StripedReplicaPlacer
 
+`KafkaBridge(version, server=True)` is the broker-side bridge: the broker's jar set (`kafka_jars.resolve_server`) and
+Mockito, for the handlers whose classes only the broker has (`kafka_harness.BROKER_SIDE`: DelayedProduce).
+
 A Kafka exception comes back as `JavaException(class_name, message)`: raised by the single
 calls, returned in place of a result by the `map_*` methods. `shared_bridge(version)` gives one
 bridge per release per Python process, closed at exit.
@@ -31,14 +34,21 @@ import subprocess
 import tempfile
 import threading
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO
+from typing import IO, Any
 
 from kcheck.model import Broker
 from kcheck.reference import kafka_harness
-from kcheck.reference.kafka_jars import KafkaBridgeError, ResolvedRelease, default_version, require_tool, resolve
+from kcheck.reference.kafka_jars import (
+    KafkaBridgeError,
+    ResolvedRelease,
+    default_version,
+    require_tool,
+    resolve,
+    resolve_server_harness,
+)
 from kcheck.reference.striped import PlacementSpec
 
 __all__ = [
@@ -118,6 +128,22 @@ def encode_ints(xs: Iterable[int]) -> str:
     return ",".join(map(str, xs)) or "~"
 
 
+def step_differences(cases: Sequence[Any], kafka: Sequence[Sequence[str]], ours: Sequence[Sequence[str]],
+                     encode: Callable[[Any], str], unit: str = "step") -> tuple[int, str]:
+    """Scripts answered step by step by Kafka and by a reference: (steps that differ, the shortest differing script
+    with its first differing step's two answers; '' when none differ). Scripts are compared by length of `ops`."""
+    differing, smallest = 0, None
+    for case, theirs, mine in zip(cases, kafka, ours, strict=True):
+        bad = [i for i, (k, r) in enumerate(zip(theirs, mine, strict=True)) if k != r]
+        differing += len(bad)
+        if bad and (smallest is None or len(case.ops) < len(smallest[0].ops)):
+            smallest = (case, bad[0], theirs[bad[0]], mine[bad[0]])
+    if smallest is None:
+        return 0, ""
+    case, step, k, r = smallest
+    return differing, f"{encode(case)} ({unit} {step})\nkafka: {k}\nours:  {r}"
+
+
 def parse_error(line: str) -> JavaException:
     """An `ERR <class> <message>` answer."""
     _, class_name, *rest = line.split(" ", 2)
@@ -175,11 +201,12 @@ def _parse_striped(line: str) -> list[list[list[int]]] | JavaException:
     return json.loads("[" + ",".join(specs) + "]")
 
 
-def compile_harness(release: ResolvedRelease) -> tuple[Path, list[str], dict[str, str]]:
+def compile_harness(release: ResolvedRelease, server: bool = False) -> tuple[Path, list[str], dict[str, str]]:
     """The harness classes for this release, compiled once into the cache.
 
     Returns the class directory, the handler classes that compiled, and for each one that did not
-    (its Kafka classes are not in this release) javac's first error line.
+    (its Kafka classes are not in this release) javac's first error line. `server`: the broker-side bridge's handlers
+    (`kafka_harness.BROKER_SIDE`) against the broker's jars, instead of every other one.
     """
     directory = release.directory / f"harness-{kafka_harness.source_hash()}"
     marker = directory / ".complete"
@@ -188,9 +215,10 @@ def compile_harness(release: ResolvedRelease) -> tuple[Path, list[str], dict[str
     javac = require_tool("javac")
     directory.mkdir(parents=True, exist_ok=True)
     sources = kafka_harness.sources()
-    handlers = kafka_harness.handlers()
+    handlers = kafka_harness.handlers(server)  # the broker-side bridge's own handlers, or every other one
     # The dispatcher, the codec and the classes handlers share (no request words): they compile on every release.
-    base = [n for n in sources if n not in handlers]
+    every = {*kafka_harness.handlers(False), *kafka_harness.handlers(True)}
+    base = [n for n in sources if n not in every]
     with tempfile.TemporaryDirectory(prefix="javac-", dir=directory) as tmp:
         work = Path(tmp)
         for name, text in sources.items():
@@ -288,8 +316,12 @@ class KafkaBridge:
         java_options: Sequence[str] = ("-XX:+UseSerialGC", "-XX:-OmitStackTraceInFastThrow"),
         timeout: float = 30.0,
         classpath: Sequence[str] = (),
+        server: bool = False,
     ) -> None:
         self.requested_version = version
+        # server: compiled and run against the broker's jars and Mockito (`kafka_jars.resolve_server_harness`), for
+        # the handlers whose classes only the broker has (kafka.server.DelayedProduce, its Java successor)
+        self.server = server
         self.user_classpath = tuple(classpath)  # the user's jars or class folders (Java plug-ins), after Kafka's
         self.timeout = timeout  # seconds the JVM may take for one answer before it is killed
         self.java_options = tuple(java_options)
@@ -313,8 +345,9 @@ class KafkaBridge:
             return self
         java = require_tool("java")
         require_tool("javac")
-        self.release = resolve(self.requested_version or default_version())
-        classes, handlers, self.skipped = compile_harness(self.release)
+        version = self.requested_version or default_version()
+        self.release = resolve_server_harness(version) if self.server else resolve(version)
+        classes, handlers, self.skipped = compile_harness(self.release, self.server)
         self._stderr = tempfile.TemporaryFile(mode="w+b")
         classpath = os.pathsep.join([str(classes), self.release.classpath, *self.user_classpath])
         t0 = time.perf_counter()
@@ -470,17 +503,17 @@ class KafkaBridge:
         return out[0]
 
 
-_shared: dict[tuple[str | None, tuple[str, ...]], KafkaBridge] = {}
+_shared: dict[tuple[str | None, tuple[str, ...], bool], KafkaBridge] = {}
 _shared_lock = threading.Lock()
 
 
-def shared_bridge(version: str | None = None, classpath: Sequence[str] = ()) -> KafkaBridge:
-    """The process's bridge for this release and user classpath (started on first use, closed at exit)."""
-    key = (version, tuple(classpath))
+def shared_bridge(version: str | None = None, classpath: Sequence[str] = (), server: bool = False) -> KafkaBridge:
+    """The process's bridge for this release, user classpath and jar set (started on first use, closed at exit)."""
+    key = (version, tuple(classpath), server)
     with _shared_lock:
         bridge = _shared.get(key)
         if bridge is None or bridge._proc is None:
-            bridge = KafkaBridge(version, classpath=classpath).start()
+            bridge = KafkaBridge(version, classpath=classpath, server=server).start()
             _shared[key] = bridge
         return bridge
 

@@ -29,6 +29,9 @@ Protocol (space-separated tokens; the harness first prints `READY <kafka version
     joined by '.'; an int list is '1,2,3' ('~' when empty, where it must stay one token).
     Any throwable answers ERR <class name> <message, with \\ and newlines escaped>.
 
+The handlers in `BROKER_SIDE` (the produce purgatory's DelayedProduce) are compiled only for the broker-side bridge,
+`KafkaBridge(version, server=True)`, against the broker's jars and Mockito, and the others only for the bridge.
+
 Each handler file documents its own words.
 """
 
@@ -50,10 +53,17 @@ def sources() -> dict[str, str]:
     return {p.stem: p.read_text(encoding="utf-8") for p in sorted(DIRECTORY.glob("Kcheck*.java"))}
 
 
-def handlers() -> list[str]:
-    """The handler classes: every source besides the base that registers request words."""
+# Handlers whose Kafka classes only the broker's jars hold (kafka_2.13, kafka-server) and that need Mockito: only the
+# broker-side bridge (`KafkaBridge(server=True)`) compiles them, and it compiles only them.
+BROKER_SIDE = ("KcheckDelayedProduce", "KcheckDelayedProduceScala")
+
+
+def handlers(server: bool = False) -> list[str]:
+    """The handler classes: every source besides the base that registers request words (of the bridge, or of the
+    broker-side bridge when `server`)."""
     return [name for name, src in sources().items()
-            if name not in BASE and re.search(r"public static void register\(", src)]
+            if name not in BASE and re.search(r"public static void register\(", src)
+            and (name in BROKER_SIDE) == server]
 
 
 _PACKAGE = re.compile(r"^package\s+([\w.]+)\s*;", re.MULTILINE)

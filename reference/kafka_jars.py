@@ -316,3 +316,39 @@ def default_version() -> str:
                 raise
             errors.append(str(e))
     raise KafkaBridgeError("kafka", "no known release resolved: " + "; ".join(errors[:2]))
+
+
+# ---------------------------------------------------------------------------------------------
+# The broker-side harness (KafkaBridge(server=True)): the broker's jars plus Mockito
+
+# kafka.server.DelayedProduce (Scala, kafka_2.13 up to 4.2) asks a ReplicaManager for each partition's state; a
+# ReplicaManager cannot be built without a broker, so the harness stands one in with a Mockito mock (subclass mock
+# maker: no agent attached to the JVM). Pinned: a new version is a new cache directory.
+MOCKITO = ("org.mockito", "mockito-core", "5.14.2")
+
+
+def mockito_directory() -> Path:
+    return cache_root().parent / "mockito" / MOCKITO[2]
+
+
+def resolve_mockito(timeout: float = 900.0) -> ResolvedRelease:
+    """Mockito and its runtime dependencies (Byte Buddy, Objenesis), from the cache or Maven Central."""
+    group, artifact, version = MOCKITO
+    return _resolve_into(mockito_directory(), version, (artifact,), lambda mvn, work: _copy_dependencies(
+        mvn, _pom(version, (MOCKITO,)), work, version, f"{group}:{artifact}:{version}", timeout))
+
+
+def cached_server_harness(version: str) -> ResolvedRelease | None:
+    """`resolve_server_harness`'s jars if the cache holds them all, else None (never touches the network)."""
+    server = cached_server(version)
+    mockito = _cached_in(mockito_directory(), MOCKITO[2], (MOCKITO[1],))
+    if server is None or mockito is None:
+        return None
+    return ResolvedRelease(version, server.directory, server.jars + mockito.jars, server.seconds + mockito.seconds)
+
+
+def resolve_server_harness(version: str, timeout: float = 900.0) -> ResolvedRelease:
+    """The jars the broker-side harness compiles and runs against: the broker's set and Mockito. Its directory is
+    the broker set's, so its compiled harness sits beside that set and apart from the bridge's own."""
+    server, mockito = resolve_server(version, timeout), resolve_mockito(timeout)
+    return ResolvedRelease(version, server.directory, server.jars + mockito.jars, server.seconds + mockito.seconds)

@@ -53,6 +53,9 @@ __all__ = [
 
 
 
+LONG_MAX = 2**63 - 1
+
+
 def _key(version: str) -> tuple[int, ...]:
     return tuple(int(x) for x in version.split("."))
 
@@ -270,6 +273,57 @@ DIFFERENCES: tuple[Difference, ...] = (
         "still open",
         False, (Step("4.3.0", True, "KAFKA-20090 (apache/kafka#21469)",
                      "ProducerAppendInfo's bytecode compares the epoch with 32767 from 4.3.0 on (javap)"),)),
+    # fetch bounds (issue 35 R7, reference/fetch.py)
+    Difference(
+        "fetch_offset_metadata_batch_base",
+        "LogSegment.read's fetch offset metadata names the base offset of the batch holding the fetch offset (before: "
+        "the fetch offset itself)",
+        False, (Step("4.0.0", True, "KAFKA-17803 (apache/kafka#17528)",
+                     "LogSegment.java of 4.0.2's kafka-storage sources builds it from startOffsetAndSize.offset, "
+                     "3.9.1's from startOffset; the FREAD differential agrees per release"),)),
+    Difference(
+        "fetch_params_hard_max_bytes",
+        "FetchParams keeps the request version: hardMaxBytesLimit() (Fetch v<=2) turns minOneMessage off and keeps "
+        "an incomplete first batch (ReplicaManager.readFromLog)",
+        True, (Step("4.1.0", False, "KIP-896 follow-up: FetchParams loses requestVersion (JIRA not identified)",
+                    "FetchParams has hardMaxBytesLimit in 3.9.1's and 4.0.2's jars, not in 4.1.2's or 4.4.0's (javap); "
+                    "the FPARAMS differential agrees per release"),)),
+    # --- the produce purgatory (reference/purgatory.py)
+    Difference(
+        "hw_waits_for_min_isr",
+        "Partition.maybeIncrementLeaderHW does not move the high watermark while the ISR is below the effective min "
+        "ISR (min.insync.replicas capped at the replica count), so an acks=all append whose ISR shrank after it times "
+        "out (REQUEST_TIMED_OUT) instead of answering NOT_ENOUGH_REPLICAS_AFTER_APPEND",
+        True, (), "KAFKA-15583 (apache/kafka#14594, commit edc7e10a): first in 3.7.0 (git tag --contains), so in every "
+                  "known release; the isUnderMinIsr test opens maybeIncrementLeaderHW in kafka_2.13 of 3.9.1, 4.1.2 "
+                  "and 4.4.0 (javap -c)"),
+    # produce admission (reference/produce_admission.py)
+    Difference(
+        "log_validator_zstd_needs_ibp",
+        "LogValidator refuses ZStandard as the target compression below inter.broker.protocol.version 2.1 "
+        "(UNSUPPORTED_COMPRESSION_TYPE); its constructor takes a MetadataVersion",
+        True, (Step("4.0.0", False, "KIP-724 (message formats v0 and v1 and IBPs below 3.0 removed in 4.0)",
+                    "4.0.2's LogValidator constructor has no MetadataVersion (sources jar, javap); the LOGVAL answers "
+                    "of 3.9.1 and 4.0.2 (tests/test_kafka_produce_admission.py)"),),
+        "3.9's LogValidator.java"),
+    Difference(
+        "log_validator_max_record_body",
+        "LogValidator bounds each record body it decompresses (maxRecordBodySize; 'Invalid record size: N exceeds the "
+        "configured maximum record size of M.')",
+        False, (Step("4.2.2", True, "the LogValidator constructor with maxRecordBodySize (JIRA not identified)",
+                     "javap of kafka-storage 4.2.2's LogValidator; LOGVAL answers of 4.1.2 and 4.2.2"),
+                Step("4.3.0", False, "4.3.1 was built without it (4.3.0 assumed the same, not checked)",
+                     "javap of kafka-storage 4.3.1's LogValidator"),
+                Step("4.4.0", True, "the same change", "javap of kafka-storage 4.4.0's LogValidator; LOGVAL answers "
+                                                       "of 4.3.1 and 4.4.0")),
+        "absent from kafka-storage 3.9.1 to 4.1.2 (javap)"),
+    Difference(
+        "timestamp_after_max_default",
+        "message.timestamp.after.max.ms's default: how far in the future a CreateTime timestamp may be",
+        LONG_MAX, (Step("4.0.0", 3_600_000, "KIP-1030 (default changed to one hour)",
+                        "ServerLogConfigs.LOG_MESSAGE_TIMESTAMP_AFTER_MAX_MS_DEFAULT in the 3.9.1 and 4.0.2 jars "
+                        "(the LOGDEF request)"),),
+        "3.9's LogConfig: Long.MAX_VALUE"),
 )
 
 _BY_FIELD: dict[str, Difference] = {d.field: d for d in DIFFERENCES}
@@ -314,6 +368,15 @@ class ReleaseProfile:
     producer_tv2_first_sequence_zero: bool
     producer_marker_epoch_by_transaction_version: bool
     producer_marker_retry_at_max_epoch: bool
+    # fetch bounds (issue 35 R7, reference/fetch.py)
+    fetch_offset_metadata_batch_base: bool
+    fetch_params_hard_max_bytes: bool
+    # the produce purgatory
+    hw_waits_for_min_isr: bool
+    # produce admission
+    log_validator_zstd_needs_ibp: bool
+    log_validator_max_record_body: bool
+    timestamp_after_max_default: int
 
     def as_dict(self) -> dict[str, Any]:
         return {f.name: getattr(self, f.name) for f in fields(self)}

@@ -40,6 +40,7 @@ class SpotFamily:
     words: tuple[str, ...]  # the harness's request words the family needs
     kafka: str  # the classes compared, as `kcheck check` prints them
     run: Callable[[KafkaBridge, str, random.Random, int], Compared]
+    server: bool = False  # compared on the broker-side bridge (the broker's jars and Mockito: KafkaBridge(server=True))
 
 
 @dataclass(frozen=True)
@@ -114,6 +115,35 @@ def _producer_state(bridge: KafkaBridge, release: str, rng: random.Random, n: in
     return Compared(steps, len(diffs), _smallest(diffs))
 
 
+def _fetch_rule(rule: str) -> Callable[[KafkaBridge, str, random.Random, int], Compared]:
+    def run(bridge: KafkaBridge, release: str, rng: random.Random, n: int) -> Compared:
+        from kcheck.reference import kafka_fetch
+
+        return Compared(*kafka_fetch.compare(bridge, release, rule, rng, n))
+    return run
+
+
+def _log_validator(bridge: KafkaBridge, release: str, rng: random.Random, n: int) -> Compared:
+    from kcheck.reference import kafka_produce_admission as kpa
+
+    cases = [kpa.random_case(rng, release) for _ in range(n)]  # each rule in turn, at random
+    diffs = [(kpa.encode_case(c), k, r) for c, k in zip(cases, kpa.kafka_answers(bridge, cases), strict=True)
+             if k != (r := kpa.reference_answer(c, release))]
+    return Compared(len(cases), len(diffs), _smallest(diffs))
+
+
+def _client_metadata(bridge: KafkaBridge, release: str, rng: random.Random, n: int) -> Compared:
+    from kcheck.reference import kafka_client_metadata
+
+    return Compared(*kafka_client_metadata.compare_random(bridge, rng, n))
+
+
+def _delayed_produce(bridge: KafkaBridge, release: str, rng: random.Random, n: int) -> Compared:
+    from kcheck.reference import kafka_purgatory
+
+    return Compared(*kafka_purgatory.compare_random(bridge, rng, n))
+
+
 FAMILIES: tuple[SpotFamily, ...] = (
     SpotFamily("key -> partition", ("PKEY",), "Utils.murmur2, BuiltInPartitioner.partitionForKey", _keys),
     SpotFamily("null-key partition", ("PSTICKY",), "BuiltInPartitioner (KIP-794, KIP-1123)", _sticky),
@@ -123,24 +153,46 @@ FAMILIES: tuple[SpotFamily, ...] = (
                "ApiVersionsResponse, NodeApiVersions", _header_rule("negotiation")),
     SpotFamily("idempotent producer state", ("PSTATE",), "ProducerStateManager, ProducerAppendInfo",
                _producer_state),
+    SpotFamily("produce: record-batch validation", ("LOGVAL",), "LogValidator", _log_validator),
+    SpotFamily("fetch: leader epoch cache", ("EPOCH",), "LeaderEpochFileCache", _fetch_rule("EPOCH")),
+    SpotFamily("fetch: isolation and parameters", ("FPARAMS",), "FetchIsolation, FetchParams",
+               _fetch_rule("FPARAMS")),
+    SpotFamily("fetch: reading a log", ("FREAD",), "UnifiedLog.read, LocalLog.read", _fetch_rule("FREAD")),
+    SpotFamily("client metadata cache", ("CMETA",), "Metadata (KIP-320, KIP-951)", _client_metadata),
+    SpotFamily("acks=all purgatory", ("DPROD",), "DelayedProduce (Scala to 4.2, Java from 4.3)", _delayed_produce,
+               server=True),
 )
 
 
+def _families_on(bridge: KafkaBridge, families: Sequence[SpotFamily], release: str, inputs: int,
+                 seed: int) -> list[SpotOutcome]:
+    words = bridge.start().words
+    out = []
+    for family in families:
+        missing = [w for w in family.words if w not in words]
+        if missing:
+            out.append(SpotOutcome(family.name, family.kafka, release,
+                                   skipped=f"{release}'s harness does not answer {', '.join(missing)}"))
+            continue
+        started = time.perf_counter()
+        got = family.run(bridge, release, random.Random(f"{seed}/{release}/{family.name}"), inputs)
+        out.append(SpotOutcome(family.name, family.kafka, release, got.inputs, got.differences,
+                               time.perf_counter() - started, got.smallest))
+    return out
+
+
 def _release_outcomes(release: str, inputs: int, seed: int) -> list[SpotOutcome]:
+    from kcheck.reference.kafka_jars import cached_server_harness
+
+    clients = [f for f in FAMILIES if not f.server]
     with KafkaBridge(release) as bridge:
-        words = bridge.start().words
-        out = []
-        for family in FAMILIES:
-            missing = [w for w in family.words if w not in words]
-            if missing:
-                out.append(SpotOutcome(family.name, family.kafka, release,
-                                       skipped=f"{release}'s harness does not answer {', '.join(missing)}"))
-                continue
-            started = time.perf_counter()
-            got = family.run(bridge, release, random.Random(f"{seed}/{release}/{family.name}"), inputs)
-            out.append(SpotOutcome(family.name, family.kafka, release, got.inputs, got.differences,
-                                   time.perf_counter() - started, got.smallest))
-        return out
+        out = _families_on(bridge, clients, release, inputs, seed)
+    broker_side = [f for f in FAMILIES if f.server]
+    if cached_server_harness(release) is None:
+        return out + [SpotOutcome(f.name, f.kafka, release, skipped=f"Kafka {release}'s broker jars or Mockito are "
+                                  "not cached (the kafka-marked tests fetch them)") for f in broker_side]
+    with KafkaBridge(release, server=True) as bridge:
+        return out + _families_on(bridge, broker_side, release, inputs, seed)
 
 
 def _release(release: str, inputs: int, seed: int) -> list[SpotOutcome]:

@@ -290,6 +290,28 @@ OPTIONS.update({
                                                "--partition": ["", ".", "..", "a/b", "p\x1b[31m", LONG, "plain-0"]}),
 })
 
+REQUEST = {  # kcheck request exhaust, explore and liveness: the request model's bounds (Config's ranges)
+    "--protocol": ["", "nope", "no_such_module_kcheck:p", "kcheck.model.request:Config", *CONTROLS, LONG],
+    "--brokers": ["0", "4", "-1", "x", BIG], "--min-isr": ["0", "4", "x"], "--acks": ["", "0", "-1", "x", "\x1b[31m"],
+    "--max-in-flight": ["0", "6", "-1", "x"], "--retries": ["-1", "9", "x"], "--batches": ["0", "9", "x", BIG],
+    "--seq-max": ["4", "0", "2147483648", "x"], "--drops": ["-1", "9", "x"], "--elections": ["-1", "9", "1.5"],
+    "--crashes": ["-1", "9"], "--isr-shrinks": ["-1", "9"], "--append-failures": ["-1", "9", "x"],
+    "--delivery-timeouts": ["-1", "9"], "--log-start-moves": ["-1", "9"], "--expiries": ["-1", "9"],
+    "--max-clock": ["-1", "9", "x"],
+}
+OPTIONS.update({
+    "request exhaust": (["request", "exhaust", "--batches", "1", "--elections", "0", "--max-states", "5"], {
+        **REQUEST, "--max-states": ["0", "-1", "x", "4294967295", BIG],
+        "--max-seconds": ["-1", "nan", "inf", "1e10", "x", BIG]}),
+    "request explore": (["request", "explore", "--programs", "1", "--steps", "2"], {
+        **REQUEST, "--programs": ["0", "-1", "x", BIG], "--steps": ["0", "-1", "x", BIG],
+        "--seed": ["-1", "x", "1.5", "", BIG]}),
+    "request liveness": (["request", "liveness", "--batches", "1", "--elections", "0", "--max-states", "5"], {
+        **REQUEST, "--max-states": ["0", "-1", "x", "4294967295", BIG]}),
+    "request rules": (["request", "rules"], {"--protocol": REQUEST["--protocol"]}),
+    "request variants": (["request", "variants"], {}),
+})
+
 # Options that take no value, extra arguments and unknown options, for every command (and none).
 EXTRA: list[tuple[list[str], str]] = [
     *[([*base, "--nope"], "--nope") for base, _ in OPTIONS.values()],
@@ -585,6 +607,9 @@ for _command, (_base, _options) in LIVE_OPTIONS.items():
         EXTRA.append(([*_base, "--nope"], "--nope"))
     OPTIONS[_command if _command not in OPTIONS else f"{_command} (live)"] = (_base, dict(_options))
 EXTRA += LIVE_EXTRA
+# `kcheck chaos --producers` (kcheck.cluster.producers): unknown, repeated or empty kinds, refused before any cluster
+OPTIONS["chaos"][1]["--producers"] = ["", ",", "nope", "Plain", "plain,plain", "plain,,nope", "java", "plain;acks1",
+                                      *CONTROLS, LONG]
 
 # Options that take no value: the only bad input is a value (`--json=1`), tried for each. No flag is missing here:
 # test_every_command_and_option_has_a_case fails on a flag not listed.
@@ -601,6 +626,9 @@ FLAGS: dict[str, list[str]] = {
     "plan": ["--balance", "--json"], "chaos": ["--unclean-leader-election"], "verify-log": ["--json"],
     "log": ["--steps", "--json"], "sweep-log": ["--python", "--json"], "cluster status": ["--json"],
     "optimize": [], "partition": ["--hex", "--json"],
+    "request exhaust": ["--idempotent", "--findings", "--json"], "request explore": ["--idempotent", "--json"],
+    "request liveness": ["--idempotent", "--json"],
+    "request rules": ["--json"], "request variants": ["--json"],
 }
 ISOLATING = ("check", "place", "optimize", "prove", "assign", "sweep", "explore", "exhaust", "replay", "liveness")
 for _command in ISOLATING:  # kcheck/isolation.py's options (the flag's other half: --no-isolate-plugins)
@@ -772,7 +800,7 @@ def _run_forked(argv: list[str], capsys: Any) -> tuple[int | None, str, str]:
 
 
 def _command_of(argv: list[str]) -> str:
-    return " ".join(argv[:2]) if argv[:1] == ["cluster"] else (argv[0] if argv else "")
+    return " ".join(argv[:2]) if argv[:1] in (["cluster"], ["request"]) else (argv[0] if argv else "")
 
 
 def _click_commands() -> dict[str, Any]:

@@ -18,7 +18,25 @@ import pytest
 
 from cli_support import run
 from kcheck.cluster.chaos import DEFAULT_FAULTS, Campaign, Settings, Step, parse_faults, parse_schedule, random_schedule
-from kcheck.cluster.history import Ack, Commit, Fault, FinalRead, History, Read, Send, SendFailure, check, faults_around
+from kcheck.cluster.history import (
+    DEFINITE_ERRORS,
+    NOT_SENT,
+    Ack,
+    Commit,
+    Fault,
+    FinalRead,
+    History,
+    Read,
+    Send,
+    SendFailure,
+    Stall,
+    check,
+    definite,
+    faults_around,
+    parse_value,
+    value_of,
+)
+from kcheck.cluster.producers import parse_producers
 from kcheck.inputs.formats import InputError
 
 # ---------------------------------------------------------------------------------------------------------
@@ -126,6 +144,159 @@ def test_the_json_history_reads_back_to_the_same_verdict():
 
 
 # ---------------------------------------------------------------------------------------------------------
+# the request path: producer sessions, idempotence, definite and indefinite failures
+
+
+def sent(value: str, t: float = 1.0, acks: str = "all") -> Send:
+    return Send(t, acks, value)
+
+
+def log_of(*values: str, partition: int = 0, start: int = 0) -> list[Read]:
+    return [Read(50.0, partition, start + i, v, None, final=True) for i, v in enumerate(values)]
+
+
+def ended(n: int, partition: int = 0, start: int = 0) -> list[FinalRead]:
+    return [FinalRead(partition, start, start + n, True)]
+
+
+def test_values_name_producer_session_partition_and_sequence():
+    assert value_of("java-idempotent", 1, 2, 7) == "java-idempotent-1-2-000007"
+    assert parse_value("java-idempotent-1-2-000007") == ("java-idempotent", 1, 2, 7)
+    assert parse_value("plain-1-0-1234567") == ("plain", 1, 0, 1234567)
+    assert parse_value("all-000123") is None and parse_value("nope-0-0-000001") is None
+    assert parse_value("plain-0-x-000001") is None and parse_value("plain-0-\u0661-000001") is None
+
+
+def test_an_idempotent_value_at_two_offsets_is_a_duplicate_a_plain_one_a_finding():
+    a, b = value_of("idempotent", 0, 0, 0), value_of("idempotent", 0, 0, 1)
+    h = history(sent(a), sent(b), Ack(1.1, "all", a, 0, 0), Ack(1.2, "all", b, 0, 1), *log_of(a, b, a), final=ended(3))
+    v = check(h)
+    assert found(h) == {"history.idem-no-duplicate": 1}
+    dup = v.by_check()["history.idem-no-duplicate"][0]
+    assert dup.anomaly == "duplicate" and dup.window == (f"log p0@0 {a}", f"log p0@2 {a}")
+    assert v.producers["idempotent"]["duplicates"] == 1
+    c, d = value_of("plain", 0, 0, 0), value_of("plain", 0, 0, 1)
+    plain = history(sent(c), sent(d), Ack(1.1, "all", c, 0, 0), Ack(1.2, "all", d, 0, 1), *log_of(c, d, c),
+                    final=ended(3))
+    assert found(plain) == {} and check(plain).producers["plain"]["duplicates"] == 1
+
+
+def test_an_idempotent_sessions_values_out_of_send_order_are_a_reorder():
+    a, b, c = (value_of("java-idempotent", 1, 0, n) for n in (0, 1, 2))
+    h = history(sent(a), sent(b), sent(c), Ack(2.0, "all", b, 0, 0), Ack(2.0, "all", a, 0, 1),
+                Ack(2.0, "all", c, 0, 2), *log_of(b, a, c), final=ended(3))
+    v = check(h)
+    assert found(h) == {"history.idem-order": 1}
+    reorder = v.violations[0]
+    assert reorder.anomaly == "nonmonotonic-send" and reorder.window == (f"log p0@0 {b}", f"log p0@1 {a}")
+    # another session, or another partition, of the same producer orders nothing
+    x, y = value_of("idempotent", 1, 0, 5), value_of("idempotent", 2, 0, 0)
+    z = value_of("idempotent", 1, 1, 1)
+    other = history(sent(x), sent(y), sent(z), Ack(2.0, "all", x, 0, 0), Ack(2.0, "all", y, 0, 1),
+                    Ack(2.0, "all", z, 1, 0), *log_of(x, y), *log_of(z, partition=1),
+                    final=ended(2) + ended(1, partition=1))
+    assert found(other) == {}
+    # without idempotence a reorder is counted, first copies only (a retried duplicate later in the log is none)
+    p0, p1 = value_of("plain", 0, 0, 0), value_of("plain", 0, 0, 1)
+    plain = history(sent(p0), sent(p1), Ack(2.0, "all", p1, 0, 0), Ack(2.0, "all", p0, 0, 1), *log_of(p1, p0, p1),
+                    final=ended(3))
+    assert found(plain) == {}
+    assert (check(plain).producers["plain"]["reorders"], check(plain).producers["plain"]["duplicates"]) == (1, 1)
+
+
+def test_an_idempotent_session_with_an_earlier_value_missing_and_no_failure_has_a_silent_gap():
+    a, b, c = (value_of("idempotent", 0, 0, n) for n in (0, 1, 2))
+    events = (sent(a, 1.0), sent(b, 1.1), sent(c, 1.2), Ack(1.3, "all", a, 0, 0), Ack(1.4, "all", c, 0, 1))
+    h = history(*events, *log_of(a, c), final=ended(2))
+    v = check(h)
+    assert found(h) == {"history.idem-no-silent-gap": 1}
+    gap = v.violations[0]
+    assert gap.anomaly == "lost-write" and b in gap.message and gap.window[1] == f"ack p0@1 {c} at 1.40s"
+    # a recorded failure explains the hole; so does a delete-records after the send; a later value not acknowledged
+    # proves nothing
+    assert found(history(*events, SendFailure(1.5, "all", b, "KafkaTimeoutError"), *log_of(a, c),
+                         final=ended(2))) == {}
+    assert found(history(*events, Fault(3.0, "delete-records", "start"), *log_of(a, c), final=ended(2))) == {}
+    assert found(history(*events[:4], *log_of(a), final=ended(1))) == {}
+    # and a non-idempotent producer's hole is not this check's
+    q = [value_of("plain", 0, 0, n) for n in (0, 1)]
+    assert found(history(sent(q[0]), sent(q[1]), Ack(1.4, "all", q[1], 0, 0), *log_of(q[1]), final=ended(1))) == {}
+
+
+def test_a_definite_failure_in_the_log_is_g1a_an_indefinite_one_is_counted():
+    a, b, c, d = (value_of("plain", 0, 0, n) for n in range(4))
+    h = history(sent(a), sent(b), sent(c), sent(d), SendFailure(2.0, "all", a, "MessageSizeTooLargeError"),
+                SendFailure(2.0, "all", b, "NotEnoughReplicasError"), SendFailure(2.0, "all", c, "TimeoutException"),
+                SendFailure(2.0, "all", d, "KafkaTimeoutError" + NOT_SENT), *log_of(a, b, c), final=ended(3))
+    v = check(h)
+    assert found(h) == {"history.failed-definite-absent": 1}
+    assert v.violations[0].anomaly == "G1a" and a in v.violations[0].message
+    n = v.producers["plain"]
+    assert (n["definite_failures"], n["indefinite_failures"], n["indefinite_committed"]) == (2, 2, 2)
+    assert definite("InvalidTimestampException") and definite("RecordTooLargeException")
+    assert not definite("NotEnoughReplicasException") and not definite("NotLeaderOrFollowerException")
+
+
+def test_an_acknowledged_value_at_another_offset_is_an_offset_mismatch_not_a_lost_write():
+    a, b = value_of("plain", 0, 0, 0), value_of("plain", 0, 0, 1)
+    h = history(sent(a), sent(b), Ack(1.0, "all", a, 0, 1), Ack(1.0, "all", b, 0, 0), *log_of(b, "x", a),
+                final=ended(3))
+    v = check(h)
+    assert found(h) == {"history.ack-offset-match": 1}
+    assert "is at partition 0 offset 2" in v.violations[0].message and v.counts["lost_acks_all"] == 0
+
+
+def test_the_consumers_reads_below_the_log_start_still_count_and_stalls_are_counted():
+    a = value_of("idempotent", 0, 0, 0)
+    h = history(sent(a), Ack(1.0, "all", a, 0, 0), Read(2.0, 0, 0, a, 2), Read(2.0, 0, 1, a, 2),
+                Stall(5.0, "idempotent", 0, 12, 10.0), final=[FinalRead(0, 2, 2, True)])
+    v = check(h)
+    assert found(h) == {"history.idem-no-duplicate": 1} and v.producers["idempotent"]["stalls"] == 1
+
+
+def test_a_consumer_read_that_jumps_over_records_in_the_log_is_a_poll_skip():
+    log = log_of("a", "b", "c", "d")
+    skip = history(Read(1.0, 0, 0, "a", 4), Read(2.0, 0, 2, "c", 4), Read(2.0, 0, 3, "d", 4), *log, final=ended(4))
+    assert check(skip).counts["poll_skips"] == 1 and found(skip) == {}
+    # reading again from further back is no skip, nor is a jump over records deleted below the log start
+    again = history(Read(1.0, 0, 1, "b", 4), Read(2.0, 0, 0, "a", 4), Read(2.0, 0, 1, "b", 4), *log, final=ended(4))
+    deleted = history(Read(1.0, 0, 0, "a", 4), Read(2.0, 0, 3, "d", 4), *log_of("d", start=3),
+                      final=ended(1, start=3))
+    assert check(again).counts["poll_skips"] == 0 and check(deleted).counts["poll_skips"] == 0
+
+
+def test_producer_kinds_are_checked():
+    assert parse_producers("idempotent, java-idempotent") == ("idempotent", "java-idempotent")
+    for text, message in (("", "no producer kind"), ("plain,Plain", "'Plain' is not a producer kind"),
+                          ("plain,plain", "a producer kind is named twice")):
+        with pytest.raises(InputError, match=f"^--producers: {message}"):
+            parse_producers(text)
+
+
+def test_the_error_names_are_the_clients_own():
+    """Every kafka-python class named is kafka.errors' class for that Kafka error (its errno is the error code)."""
+    import kafka.errors
+
+    codes = {"CORRUPT_MESSAGE": 2, "MESSAGE_TOO_LARGE": 10, "INVALID_TOPIC_EXCEPTION": 17, "RECORD_LIST_TOO_LARGE": 18,
+             "INVALID_REQUIRED_ACKS": 21, "TOPIC_AUTHORIZATION_FAILED": 29, "INVALID_TIMESTAMP": 32,
+             "INVALID_RECORD": 87}  # Errors.java
+    for error, (python, _) in DEFINITE_ERRORS.items():
+        assert getattr(kafka.errors, python).errno == codes[error], error
+
+
+@pytest.mark.kafka
+def test_the_java_error_names_are_classes_of_the_clients_jar():
+    import zipfile
+
+    from kcheck.reference.kafka_jars import resolve
+
+    jar = next(p for p in resolve("4.4.0").classpath.split(":") if "kafka-clients" in p)
+    names = {n.rsplit("/", 1)[-1] for n in zipfile.ZipFile(jar).namelist() if n.startswith("org/apache/kafka/common/")}
+    for error, (_, java) in DEFINITE_ERRORS.items():  # InvalidRecordException is in o.a.k.common, the rest in .errors
+        assert f"{java}.class" in names, error
+
+
+# ---------------------------------------------------------------------------------------------------------
 # schedules
 
 
@@ -217,6 +388,34 @@ def test_ci_campaign_kill_restart_and_pause_of_the_leader_lose_no_acknowledged_r
     assert v.healed and {c: len(x) for c, x in v.by_check().items() if x} == {}, v.violations[:3]
     assert out.exit_code == 0
     assert all(r["state"] == "running" for r in cluster.status())
+
+
+@pytest.mark.cluster
+@pytest.mark.kafka
+def test_producers_of_every_kind_keep_kafkas_promises_through_a_pause_a_kill_and_deleted_records(cluster):
+    """kafka-python idempotent and plain at max in flight 1, and 4.4.0's own VerifiableProducer idempotent with 5 in
+    flight: the leader paused with sends in flight, then killed and started, then every record deleted under the
+    idle producers, which resume. Kafka's promises hold: nothing acknowledged lost or moved, no duplicate, reorder
+    or silent gap in an idempotent session, no definite failure in the log."""
+    settings = Settings(f"chaos-producers-{int(time.time())}", partitions=2, replication_factor=3,
+                        min_insync_replicas=2, unclean=False, duration=14, rate=30,
+                        producers=("idempotent", "plain-1", "java-idempotent"))
+    campaign = Campaign(cluster, settings, _steps("1 pause leader\n4 resume\n6 kill leader\n8 start\n"
+                                                  "10 delete-records\n"))
+    out = campaign.run()
+    v = out.verdict
+    started = {f.kind: f for f in out.history.of(Fault) if f.phase == "start"}
+    assert set(started) == {"pause", "kill", "delete-records"}, out.history.of(Fault)
+    assert started["pause"].note.endswith("kafka-python send(s) in flight")
+    assert any(fr.start > 0 for fr in out.history.final.values())  # the log start moved
+    assert v.healed and {c: len(x) for c, x in v.by_check().items() if x} == {}, v.violations[:3]
+    assert set(v.producers) == {"idempotent", "plain-1", "java-idempotent"} and not out.errors
+    assert all(n["acknowledged"] > 150 and n["sessions"] >= 1 for n in v.producers.values()), v.producers
+    # the Java client's values, read back from the log and translated, are where it was told they went
+    java = [a for a in out.history.of(Ack) if a.value.startswith("java-idempotent-")]
+    finals = {(r.partition, r.offset): r.value for r in out.history.of(Read) if r.final}
+    assert sum(1 for a in java if finals.get((a.partition, a.offset)) == a.value) > 20
+    assert all(p.proc.returncode is not None for p in campaign.producers if hasattr(p, "proc"))
 
 
 @pytest.mark.slow  # a second campaign against the cluster (~30 s)

@@ -23,7 +23,7 @@ from kcheck.model.replication.protocol import (
     first_offset_after_epoch,
     truncate_to_high_watermark,
 )
-from kcheck.model.replication.state import Record
+from kcheck.model.replication.state import NO_LEADER, Record
 from model_support import reachable
 
 ROWS = [(name, script, expected) for name, (script, expected) in ROW_SCRIPTS.items()]
@@ -190,7 +190,7 @@ def test_initial_state_satisfies_every_invariant():
     report = check_replication(initial_state(Config()), Config())
     assert report.ok
     # Default config: KRaft, every broker a replica, no reassignment, no clients' view.
-    assert {i.split(".")[0] for i in report.checked} == {"replication", "kraft"} and len(report.checked) == 13
+    assert {i.split(".")[0] for i in report.checked} == {"replication", "kraft"} and len(report.checked) == 15
     assert sorted(report.skipped) == ["client.fetch-high-watermark-monotonic", "client.list-offsets-monotonic",
                                              "replication.leader-in-replicas", "replication.reassignment-completed",
                                              "replication.reassignment-in-sync", "replication.reassignment-recoverable"]
@@ -217,6 +217,9 @@ def test_each_invariant_explains_a_hand_built_violation():
         "replication.log-matching": s.with_replica(replace(r1, log=(Record(1, 1),), hw=1)).with_replica(
             replace(r2, log=(Record(2, 1),), hw=1)),
         "replication.consistent-reads": replace(s, history=replace(s.history, reads=frozenset({(0, 1), (0, 2)}))),
+        # the leader believes ISR {1} (at least min ISR 1) while the controller's is {1,2}
+        "replication.maximal-isr-covers-quorum": s.with_replica(replace(r1, isr=frozenset({1}))),
+        "replication.recovery-quorum": replace(s, registry=replace(reg, leader=NO_LEADER, isr=frozenset())),
     }
     for invariant, state in cases.items():
         violated = {v.invariant for v in check_replication(state, cfg).violations}

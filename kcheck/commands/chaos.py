@@ -33,7 +33,9 @@ from kcheck.cluster.chaos import (
     random_schedule,
     read_schedule,
 )
+from kcheck.cluster.history import PRODUCER_KINDS
 from kcheck.cluster.local import DEFAULT_VERSION, LocalCluster
+from kcheck.cluster.producers import DEFAULT_PRODUCERS, parse_producers
 from kcheck.inputs.formats import InputError
 from kcheck.runtime import interrupts
 
@@ -82,7 +84,12 @@ def chaos_command(
         metavar="FILE", help=f"Faults from a file, one a line: SECONDS KIND [BROKER|leader|follower]; # comments. At "
                              f"most {MAX_SCHEDULE_STEPS:,} faults, times 0..{MAX_SECONDS:,.0f} s.")] = None,
     rate: Annotated[float, typer.Option(
-        help=f"Records a second sent by each producer (acks=all and acks=1), 0.1..{MAX_RATE:,.0f}.")] = 50.0,
+        help=f"Records a second sent by each producer, 0.1..{MAX_RATE:,.0f}.")] = 50.0,
+    producers: Annotated[str | None, typer.Option(
+        help="Producer kinds, comma-separated, each once (default " + ",".join(DEFAULT_PRODUCERS) + "): "
+             + ", ".join(PRODUCER_KINDS) + ". plain/plain-1: kafka-python acks=all, not idempotent, max in flight "
+             "5/1; acks1: kafka-python acks=1; idempotent/idempotent-1: kafka-python idempotent; java-idempotent/"
+             "java-plain: the release's VerifiableProducer with idempotence on/off, 5 in flight.")] = None,
     topic: Annotated[str | None, typer.Option(
         help="The topic to create (default kcheck-chaos-<time>-<seed>); not one of Kafka's internal topics.")] = None,
     heal_timeout: Annotated[float, typer.Option(
@@ -94,11 +101,14 @@ def chaos_command(
         "--dir", help="Run on the cluster `kcheck cluster up --dir DIR` started (left running and healed) instead "
                       "of starting one.")] = None,
 ) -> int:
-    """Run a fault campaign on a real Kafka cluster and check the clients' history: acks=all and acks=1 producers and
+    """Run a fault campaign on a real Kafka cluster and check the clients' history: producers (--producers) and
     a consumer group against one topic while brokers are killed (-9), paused (SIGSTOP), restarted, shut down,
-    leaders elected and partitions reassigned, from --schedule or at random with --seed. Checked afterwards: no
-    acknowledged acks=all record lost, no offset read with two values, committed offsets and the high watermark
-    seen never go back, every acknowledged record readable once healed (acks=1 losses are counted apart). A cluster
+    leaders elected, partitions reassigned, followers paused under min ISR and records deleted, from --schedule or
+    at random with --seed. Checked afterwards: no acknowledged acks=all record lost or at another offset, no offset
+    read with two values, committed offsets and the high watermark seen never go back, every acknowledged record
+    readable once healed, no duplicate, reorder or silent gap of an idempotent producer, no definite failure in the
+    log (acks=1 losses, non-idempotent duplicates and reorders, committed indefinite failures and kafka-python stalls
+    are counted apart). A cluster
     kcheck starts itself gets these broker settings, Kafka's semantics on a campaign's time scale:
     replica.lag.time.max.ms=3000 (a stalled follower leaves the ISR in 3 s, not 30 s), broker.heartbeat.interval.ms=500
     (restarted brokers unfenced sooner), replica.socket.timeout.ms=5000 (followers give up on a dead leader sooner).
@@ -106,7 +116,7 @@ def chaos_command(
     file is written, exit 130. Exit 0 clean, 1 a violation, 2 bad input, 4 the cluster never healed."""
     plan = _prepare(kafka_version, brokers, partitions, replication_factor, min_insync_replicas,
                     unclean_leader_election, duration, seed, faults, schedule, rate, topic, heal_timeout, json_out,
-                    directory)
+                    directory, producers)
     try:
         return _campaign(plan)
     except BaseException as e:
@@ -193,7 +203,7 @@ class _Plan:
 def _prepare(kafka_version: str | None, brokers: int | None, partitions: int, replication_factor: int,
              min_insync_replicas: int, unclean: bool, duration: float, seed: int, faults: str | None,
              schedule: str | None, rate: float, topic: str | None, heal_timeout: float, json_out: str | None,
-             directory: str | None) -> _Plan:
+             directory: str | None, producers: str | None = None) -> _Plan:
     """Every option, file and the cluster folder, checked before any process or connection (one line, exit 2)."""
     from kcheck.cluster.local import MAX_BROKERS, release_option
 
@@ -215,6 +225,7 @@ def _prepare(kafka_version: str | None, brokers: int | None, partitions: int, re
     if schedule is not None and faults is not None:
         raise InputError("--faults", "applies only to a random schedule, not with --schedule")
     kinds = parse_faults(faults) if faults is not None else DEFAULT_FAULTS
+    producer_kinds = parse_producers(producers) if producers is not None else DEFAULT_PRODUCERS
     json_path = check_output(json_out, "--json", [schedule]) if json_out is not None else None
     steps = read_schedule(schedule) if schedule is not None else random_schedule(seed, duration, kinds)
     if directory is not None:
@@ -229,5 +240,5 @@ def _prepare(kafka_version: str | None, brokers: int | None, partitions: int, re
                          "broker(s)")
     check_schedule_brokers(steps, broker_ids, schedule or "--seed")
     settings = Settings(name, partitions, replication_factor, min_insync_replicas, unclean, duration, rate, seed,
-                        kinds, heal_timeout)
+                        kinds, heal_timeout, producer_kinds)
     return _Plan(settings, steps, cluster, directory is None, json_path)

@@ -22,7 +22,7 @@ writes, and which ELR a completion or cancel keeps.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field, fields, replace
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from kcheck.model.replication.reassignment import (
@@ -48,6 +48,7 @@ from kcheck.model.replication.state import (
     StopReplica,
     epoch_cache,
 )
+from kcheck.model.rule_set import RuleSet
 
 UNDEFINED = -1
 
@@ -727,7 +728,7 @@ def _rule(doc: str, *alternatives: Callable[..., Any], default: Any = None) -> A
 
 
 @dataclass(frozen=True, kw_only=True)
-class Protocol:
+class Protocol(RuleSet):
     """A replication protocol: every decision of the model (`model/replication/actions.py`) is one of these
     rules, a plain function from what the deciding party knows to its decision. Replace any with
     `dataclasses.replace`; `kcheck rules` lists them, with the state each may read."""
@@ -909,15 +910,6 @@ class Protocol:
             restart_reads_metadata=catch_up_before_acting,
             **rules,
         )
-
-    @classmethod
-    def rule_names(cls) -> tuple[str, ...]:
-        """Every rule, in declaration order (every field but name and description)."""
-        return tuple(f.name for f in fields(cls) if f.name not in ("name", "description"))
-
-    def rules(self) -> dict[str, str]:
-        """Rule name -> the function in use, for reports."""
-        return {k: getattr(self, k).__name__ for k in self.rule_names()}
 
 
 @dataclass(frozen=True)

@@ -21,9 +21,10 @@ invariants it breaks.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field, fields, replace
+from dataclasses import dataclass, replace
 from typing import Any
 
+from kcheck.model.rule_set import RuleSet, Variant, variant
 from kcheck.model.storage.state import Config, Follower, Leader, Rec, Seg
 
 
@@ -142,7 +143,7 @@ def regardless_of_high_watermark(leader: Leader) -> bool:
 
 
 @dataclass(frozen=True)
-class Rules:
+class Rules(RuleSet):
     """One choice per decision point (see the module docstring)."""
 
     name: str
@@ -158,33 +159,13 @@ class Rules:
         return cls("current", "Kafka 4.x", uncleanable_below_hw, delete_horizon_on_batch, truncate_fully_moving_hw,
                    recover_rebuilding_index, below_high_watermark)
 
-    @classmethod
-    def rule_names(cls) -> tuple[str, ...]:
-        return tuple(f.name for f in fields(cls) if f.name not in ("name", "description"))
-
-    def rules(self) -> dict[str, str]:
-        return {k: getattr(self, k).__name__ for k in self.rule_names()}
-
-
-@dataclass(frozen=True)
-class Variant:
-    """A historical Kafka storage bug: the rules with one replaced, and the smallest setting that shows it."""
-
-    name: str
-    jira: str
-    bug: str
-    rules: Rules
-    settings: Mapping[str, Any] = field(default_factory=dict)  # Config overrides
-    violates: tuple[str, ...] = ()  # the model invariants that catch it
-
 
 def _variant(name: str, jira: str, bug: str, violates: tuple[str, ...], settings: Mapping[str, Any],
-             **rules: Any) -> Variant:
-    return Variant(name, jira, bug, replace(Rules.current(), name=name, description=bug, **rules), settings,
-                   violates)
+             **rules: Any) -> Variant[Rules]:
+    return variant(Rules.current(), name, jira, bug, violates, settings, **rules)
 
 
-VARIANTS: dict[str, Variant] = {v.name: v for v in (
+VARIANTS: dict[str, Variant[Rules]] = {v.name: v for v in (
     _variant("legacy-delete-horizon", "KAFKA-4545 (KIP-534)",
              "the tombstone horizon comes from segment modification times, which can lie arbitrarily before the "
              "cleaner reached the tombstone, so a tombstone goes too early and a consumer reading from the log "
