@@ -189,9 +189,22 @@ def test_leader_epoch_bump_decides_whether_an_isr_shrink_moves_the_leader_epoch(
 def test_crash_drops_decides_which_messages_a_crash_destroys():
     cfg = Config(brokers=2, min_isr=1)
     s = _step(initial_state(cfg), CURRENT, cfg, "fetch", 2)
-    assert not _step(s, CURRENT, cfg, "crash", 2, False).pool
-    survived = _step(s, _with(crash_drops=P.sent_requests_survive), cfg, "crash", 2, False)
+    survived = _step(s, CURRENT, cfg, "crash", 2, False)
     assert [m.frm for m in _messages(survived, FetchRequest)] == [2]
+    assert not _step(s, _with(crash_drops=P.connections_die), cfg, "crash", 2, False).pool
+
+
+def test_a_dead_incarnations_request_is_processed_but_not_answered():
+    """KAFKA-14139's ingredient: the leader reads the fetch the follower sent before it died and records it (the
+    view KIP-903's broker epoch then tells apart), but the answer has no connection to go back on."""
+    cfg = Config(brokers=2, min_isr=1)
+    s = _step(initial_state(cfg), CURRENT, cfg, "fetch", 2)
+    s = _step(s, CURRENT, cfg, "crash", 2, False)
+    s = _step(s, CURRENT, cfg, "restart", 2)
+    (request,) = [m for m in _messages(s, FetchRequest) if m.broker_epoch < s.replica(2).broker_epoch]
+    s = _step(s, CURRENT, cfg, "handle_fetch", request, False)
+    assert dict(s.replica(1).follower_broker_epoch)[2] == request.broker_epoch
+    assert not [m for m in s.pool if getattr(m, "to", None) == 2]
 
 
 def test_restart_reads_metadata_decides_what_a_restarted_broker_knows_before_it_acts():

@@ -401,7 +401,9 @@ def fetch(s: State, p: Protocol, cfg: Config, follower: int) -> State | None:
         # applyLocalFollowersDelta`; the ZooKeeper controller sent StopReplica without delete).
         return None
     for m in s.pool:
-        if (isinstance(m, FetchRequest) and m.frm == follower) or (isinstance(m, FetchResponse) and m.to == follower):
+        # One fetch in flight per incarnation: a dead process's request may still be on its way to the leader.
+        if ((isinstance(m, FetchRequest) and m.frm == follower and m.broker_epoch == r.broker_epoch)
+                or (isinstance(m, FetchResponse) and m.to == follower)):
             return None
     epoch = p.fetch_leader_epoch(r)
     return _send(s, new_value(FetchRequest, frm=follower, to=r.leader, offset=r.leo, current_epoch=epoch,
@@ -422,6 +424,8 @@ def handle_fetch(s: State, p: Protocol, cfg: Config, m: FetchRequest, keep: bool
         error = "UNKNOWN_LEADER_EPOCH" if m.current_epoch >= 0 else "NOT_LEADER_OR_FOLLOWER"
     if not error and m.offset > leader.leo:
         error = "OFFSET_OUT_OF_RANGE"
+    if not error and not p.fetch_state_update(image(s, m.to) if cfg.kraft else None, m.frm, m.broker_epoch):
+        error = "NOT_LEADER_OR_FOLLOWER"
     if not error:
         leader = leader.with_view(m.frm, m.offset, m.broker_epoch)
         changed = list(reps)
@@ -432,7 +436,8 @@ def handle_fetch(s: State, p: Protocol, cfg: Config, m: FetchRequest, keep: bool
     records = () if error else leader.log[m.offset:]
     response = new_value(FetchResponse, to=m.frm, frm=m.to, offset=m.offset, follower_epoch=follower_epoch,
                          records=records, hw=leader.hw, error=error)
-    out = evolve(s, pool=pool | {response}, replicas=reps)
+    answered = pool | {response} if _connected(s, m.frm, m.broker_epoch) else pool
+    out = evolve(s, pool=answered, replicas=reps)
     if not error and p.isr_expansion(True):  # `updateFollowerFetchState` -> `maybeExpandIsr`, in the same step
         return _expansion(out, p, leader, m.frm) or out
     return out
@@ -545,6 +550,13 @@ def _propose(s: State, r: Replica, isr: frozenset[int]) -> State:
     return _send(s.with_replica(evolve(r, pending_isr=isr, sent=key, in_flight=key)), m)
 
 
+def _connected(s: State, broker: int, broker_epoch: int | None) -> bool:
+    """Whether the process that sent a request (with its broker epoch) still has the connection its answer goes
+    back on: a request read before its sender died is processed, but the answer has nowhere to go."""
+    r = s.replica(broker)
+    return r.alive and (broker_epoch is None or r.broker_epoch == broker_epoch)
+
+
 def handle_alter_partition(s: State, p: Protocol, cfg: Config, m: AlterPartition, keep: bool = False
                            ) -> State | None:
     """The controller checks the leader's epochs and the new members, then commits or refuses the ISR."""
@@ -564,8 +576,13 @@ def handle_alter_partition(s: State, p: Protocol, cfg: Config, m: AlterPartition
     if not error and not p.alter_partition_validation(reg, isr, dict(m.broker_epochs)):
         error = "INELIGIBLE_REPLICA"
     key = request_key(m)
+    sender_epoch = dict(m.broker_epochs).get(m.frm)
+
+    def answer(state: State, response: AlterPartitionResponse) -> State:
+        return _send(state, response) if _connected(state, m.frm, sender_epoch) else state
+
     if error:
-        return _send(s, AlterPartitionResponse(m.frm, m.leader_epoch, m.partition_epoch, m.isr, error, key))
+        return answer(s, AlterPartitionResponse(m.frm, m.leader_epoch, m.partition_epoch, m.isr, error, key))
     # ELR follows the new ISR (KIP-966): members leaving a below-min ISR stay eligible.
     removed = reg.isr - isr
     _, elr = p.isr_removal(evolve(reg, isr=isr | removed), removed, cfg.min_isr, frozenset())
@@ -576,10 +593,10 @@ def handle_alter_partition(s: State, p: Protocol, cfg: Config, m: AlterPartition
     if new.leader != m.frm:
         # The ISR completed a reassignment that moved leadership: the change is written, and the leader
         # hears NEW_LEADER_ELECTED (`ReplicationControlManager.alterPartition`).
-        return _send(s2, AlterPartitionResponse(m.frm, m.leader_epoch, m.partition_epoch, m.isr, "NEW_LEADER_ELECTED",
-                                                key))
-    return _send(s2, AlterPartitionResponse(m.frm, new.leader_epoch, new.partition_epoch, tuple(sorted(new.isr)), "",
-                                            key))
+        return answer(s2, AlterPartitionResponse(m.frm, m.leader_epoch, m.partition_epoch, m.isr, "NEW_LEADER_ELECTED",
+                                               key))
+    return answer(s2, AlterPartitionResponse(m.frm, new.leader_epoch, new.partition_epoch, tuple(sorted(new.isr)), "",
+                                           key))
 
 
 def handle_alter_partition_response(s: State, p: Protocol, cfg: Config, m: AlterPartitionResponse,

@@ -140,6 +140,22 @@ def truncate_on_leader_change(before: Replica, leader: int, leader_epoch: int) -
 # ---- fetch validation ------------------------------------------------------------------------
 
 
+def fence_stale_fetch_state(image: Registry | None, follower: int, broker_epoch: int) -> bool:
+    """KIP-903 (Kafka 3.5) on the leader: a fetch whose broker epoch is older than the follower's live registration
+    in the leader's KRaft image is refused (NOT_LEADER_OR_FOLLOWER) before it updates the follower's state: a request
+    of a dead incarnation cannot overwrite what its successor fetched (`Replica.updateFetchStateOrThrow`). The image
+    is None in ZooKeeper mode, which has no such check."""
+    if image is None or follower in image.fenced:
+        return True
+    return broker_epoch == -1 or image.broker_epochs[follower - 1] <= broker_epoch
+
+
+def record_every_fetch(image: Registry | None, follower: int, broker_epoch: int) -> bool:
+    """Before KIP-903 (Kafka 3.4 and older): every fetch that passes the epoch checks updates the follower's state,
+    even one its sender's previous incarnation sent (KAFKA-14139)."""
+    return True
+
+
 def validate_leader_epoch(leader: Replica, current_epoch: int) -> str:
     """KIP-320: the fetcher's current leader epoch must equal the leader's (`Partition.checkCurrentLeaderEpoch`;
     a request without one, -1, is not checked)."""
@@ -296,14 +312,17 @@ def newer_leader_epoch_only(r: Replica, m: LeaderAndIsr | StopReplica) -> bool:
 
 
 def connections_die(broker: int, m: Message) -> bool:
-    """A crash closes the broker's connections: every request and response to or from it is lost
-    (`NetworkClient` fails in-flight requests on a disconnect; the peer's `SocketServer` drops the channel)."""
+    """A crash loses every message in flight to or from the broker, as if the bytes it had sent never arrived.
+    Stricter than Kafka: it hides a request of the dead process that its peer processes after a quick restart
+    (KAFKA-14139, the fetch KIP-903's broker epochs exist for)."""
     return getattr(m, "to", None) == broker or getattr(m, "frm", None) == broker
 
 
 def sent_requests_survive(broker: int, m: Message) -> bool:
-    """Messages the broker already sent survive its crash (the bytes reached the peer, which processes them
-    after the sender died); only messages to it are lost."""
+    """A crash loses what was still to reach the broker; what it had already sent is read and processed by its
+    peer (`Selector` hands on every complete receive before it closes a channel the other side closed, and the
+    request handlers serve what is queued), though the answer has no connection to go back on (the actions send
+    none to an older incarnation)."""
     return getattr(m, "to", None) == broker
 
 
@@ -760,6 +779,10 @@ class Protocol(RuleSet):
     fetch_validation: Callable[[Replica, int], str] = _rule(
         "The leader's check of the leader epoch a fetch (or an epoch lookup) carries: an error code, or \"\" "
         "to serve it.", no_leader_epoch)
+    fetch_state_update: Callable[[Registry | None, int, int], bool] = _rule(
+        "Whether the leader records a follower's fetch in its view of that follower (its KRaft image, None in "
+        "ZooKeeper mode; the follower; the broker epoch the fetch carries), or refuses it as stale.",
+        record_every_fetch, default=fence_stale_fetch_state)
     isr_join: Callable[[Replica, int, Registry], bool] = _rule(
         "Whether the leader may propose this follower for the ISR (the leader's replica, the follower's id, "
         "the controller's registry for fencing and broker epochs).", caught_up_to_high_watermark)
@@ -842,8 +865,8 @@ class Protocol(RuleSet):
         "What the controller does when a broker registers again after a restart, given whether its last "
         "shutdown was clean: (fence it, report an unclean shutdown).", rejoin_unnoticed)
     crash_drops: Callable[[int, Message], bool] = _rule(
-        "Whether a message in flight is lost when this broker crashes.", sent_requests_survive,
-        default=connections_die)
+        "Whether a message in flight is lost when this broker crashes.", connections_die,
+        default=sent_requests_survive)
     restart_reads_metadata: Callable[[Replica, Registry], bool] = _rule(
         "Whether a restarted broker applies the controller's current partition state before it acts (else "
         "the controller sends it a LeaderAndIsr or StopReplica, applied whenever it arrives).",
@@ -906,7 +929,7 @@ class Protocol(RuleSet):
             reassignment_revert=revert_clean,
             reassignment_elr=elr_as_computed,
             registration=register_fenced,
-            crash_drops=connections_die,
+            crash_drops=sent_requests_survive,
             restart_reads_metadata=catch_up_before_acting,
             **rules,
         )
