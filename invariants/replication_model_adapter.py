@@ -711,7 +711,9 @@ def _pre_fetch(s: State, cfg: Config, follower: int) -> bool:
     r = s.replicas[follower - 1]
     if not r.alive or not r.known or r.needs_truncation or r.leader == NO_LEADER or r.leader == follower:
         return False
-    return follower not in _listed(s.pool)[2]  # one fetch in flight per follower
+    # one fetch in flight per follower incarnation (a dead process's request may still be on its way)
+    fetching = _listed(s.pool)[2]
+    return (follower, r.broker_epoch) not in fetching and (follower, None) not in fetching
 
 
 def _pre_fetch_round(s: State, cfg: Config, follower: int) -> bool:
@@ -879,9 +881,10 @@ _RECIPIENT_ONLY = frozenset({handle_fetch_response, handle_leader_and_isr, handl
 _LISTED: dict[frozenset[Message], tuple[list[Message], dict[type, list[Message]], frozenset[int]]] = {}
 
 
-def _listed(pool: frozenset[Message]) -> tuple[list[Message], dict[type, list[Message]], frozenset[int]]:
-    """`State.messages()` (the pool in its order), the same grouped by type, and the followers with a fetch in
-    flight (a request from them or a response to them), kept per pool value: many states share a pool, and
+def _listed(pool: frozenset[Message]
+            ) -> tuple[list[Message], dict[type, list[Message]], frozenset[tuple[int, int | None]]]:
+    """`State.messages()` (the pool in its order), the same grouped by type, and the fetches in flight (a request
+    from a follower incarnation or a response to a follower), kept per pool value: many states share a pool, and
     sorting messages compares dataclasses field by field. Read only."""
     got = _LISTED.get(pool)
     if got is None:
@@ -891,7 +894,8 @@ def _listed(pool: frozenset[Message]) -> tuple[list[Message], dict[type, list[Me
             by_type.setdefault(type(m), []).append(m)
         requests: list[Any] = by_type.get(FetchRequest, [])
         responses: list[Any] = by_type.get(FetchResponse, [])
-        fetching = frozenset([m.frm for m in requests] + [m.to for m in responses])
+        # (follower, broker epoch) of each fetch in flight; a response's epoch is None (it goes to the live one)
+        fetching = frozenset([(m.frm, m.broker_epoch) for m in requests] + [(m.to, None) for m in responses])
         if len(_LISTED) >= _MEMO.LIMIT:
             _LISTED.clear()
         got = _LISTED[pool] = (msgs, by_type, fetching)
