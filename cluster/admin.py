@@ -244,6 +244,16 @@ def log_end_offset(address: str, topic: str, partition: int, timeout_s: float = 
     LATEST with the debugging replica id. `ReplicaManager.fetchOffset` then reads the broker's local log
     whatever its role and applies no isolation level, so LATEST is the log end offset, not the high watermark
     (`Partition.fetchOffsetForTimestamp` with no isolation level). None when the broker holds no replica of it."""
+    return _latest_offset(address, topic, partition, DEBUGGING_REPLICA_ID, timeout_s)
+
+
+def high_watermark(address: str, topic: str, partition: int, timeout_s: float = 10.0) -> int | None:
+    """The high watermark of the partition's leader at `address`: ListOffsets LATEST as a consumer
+    (READ_UNCOMMITTED). None when that broker does not lead it."""
+    return _latest_offset(address, topic, partition, -1, timeout_s)
+
+
+def _latest_offset(address: str, topic: str, partition: int, replica_id: int, timeout_s: float) -> int | None:
     import socket
     import struct
 
@@ -252,9 +262,9 @@ def log_end_offset(address: str, topic: str, partition: int, timeout_s: float = 
     version = 5  # topic names, leader epochs in the answer: every release 2.2 to 4.4 serves it
     part = ListOffsetsRequest.ListOffsetsTopic.ListOffsetsPartition(partition_index=partition, current_leader_epoch=-1,
                                                                      timestamp=-1)
-    request = ListOffsetsRequest(replica_id=DEBUGGING_REPLICA_ID, isolation_level=0,
+    request = ListOffsetsRequest(replica_id=replica_id, isolation_level=0,
                                  topics=[ListOffsetsRequest.ListOffsetsTopic(name=topic, partitions=[part])])
-    request.with_header(correlation_id=1, client_id="kcheck-log-end")
+    request.with_header(correlation_id=1, client_id="kcheck-offsets")
     host, port = address.rsplit(":", 1)
     with socket.create_connection((host, int(port)), timeout=timeout_s) as sock:
         sock.sendall(request.encode(version=version, header=True, framed=True))
