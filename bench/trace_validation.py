@@ -10,8 +10,8 @@ from __future__ import annotations
 import argparse
 
 from kcheck.cluster.local import LocalCluster
-from kcheck.cluster.trace_check import Steps, run_one
-from kcheck.model.replication import Config, Protocol
+from kcheck.cluster.trace_check import Steps, config, run_one
+from kcheck.model.replication import Protocol
 
 
 def main() -> None:
@@ -22,9 +22,7 @@ def main() -> None:
     ap.add_argument("--version", default="4.4.0")
     ap.add_argument("-v", action="store_true")
     args = ap.parse_args()
-    cfg = Config(brokers=3, min_isr=2, records=args.steps, crashes=args.steps, lossy_crashes=0, fences=args.steps,
-                 elections=0, isr_shrinks=0, failovers=0, reads=0, duplicates=False, atomic_fetch=True,
-                 max_leader_epoch=10 * args.steps)
+    cfg = config(args.steps)
     p = Protocol.current(args.version)
     out = Steps()
     with LocalCluster(args.version, 3) as cluster:

@@ -1,6 +1,7 @@
 """Trace validation at quiescent points on real brokers (kcheck.cluster.trace_check): random model runs of produce
-(acks=all), kill -9 and restart, played on a three-broker 4.4.0 cluster of its own, with leader, leader epoch, ISR,
-ELR, the leader's high watermark and every live replica's log end offset compared after each step.
+(acks=all), kill -9, clean shutdown, pause past the session timeout, restart and resume, played on a three-broker
+4.4.0 cluster of its own, with leader, leader epoch, ISR, ELR, the leader's high watermark and every live replica's
+log end offset compared after each step.
 `bench/trace_validation.py` runs more of them and prints each difference."""
 
 from __future__ import annotations
@@ -9,8 +10,8 @@ import os
 
 import pytest
 
-from kcheck.cluster.trace_check import Steps, run_one
-from kcheck.model.replication import Config, Protocol
+from kcheck.cluster.trace_check import Steps, config, run_one
+from kcheck.model.replication import Protocol
 
 pytestmark = [pytest.mark.kafka, pytest.mark.cluster, pytest.mark.slow]
 
@@ -21,8 +22,7 @@ STEPS = 6
 def test_random_runs_match_the_cluster_at_every_quiet_point():
     from kcheck.cluster.local import LocalCluster
 
-    cfg = Config(brokers=3, min_isr=2, records=STEPS, crashes=STEPS, lossy_crashes=0, fences=STEPS, elections=0,
-                 isr_shrinks=0, failovers=0, reads=0, duplicates=False, atomic_fetch=True, max_leader_epoch=10 * STEPS)
+    cfg = config(STEPS)
     out = Steps()
     with LocalCluster(RELEASE, 3) as cluster:
         for seed in (1, 2):
