@@ -286,6 +286,15 @@ def _consume(s: State, m: Message, keep: bool) -> State:
 
 # ---- controller writes ----------------------------------------------------------------------
 
+def effective_min_isr(cfg: Config, reg: Registry) -> int:
+    """`ReplicationControlManager.getTopicEffectiveMinIsr`, what every `PartitionChangeBuilder` compares the ISR
+    with for KIP-966: min.insync.replicas capped at the replica count stored before the change (Kafka reads the
+    topic's partition 0; the model has one partition). After a move that lowers the replica count below
+    min.insync.replicas, the next change of the partition clears its ELR (seen on 4.4.0 brokers:
+    tests/test_elr_reassignment_cluster.py)."""
+    return min(cfg.min_isr, len(reg.replicas))
+
+
 def write_partition(s: State, p: Protocol, cfg: Config, writer_epoch: int, base: Registry,
                     leader: int, isr: frozenset[int], elr: frozenset[int], *,
                     replicas: tuple[int, ...] | None = None, adding: tuple[int, ...] | None = None,
@@ -306,6 +315,7 @@ def write_partition(s: State, p: Protocol, cfg: Config, writer_epoch: int, base:
     reg = s.registry
     if not p.controller_write(reg, writer_epoch):
         return None
+    min_isr = effective_min_isr(cfg, reg)
     replicas = reg.replicas if replicas is None else replicas
     adding = reg.adding if adding is None else adding
     removing = reg.removing if removing is None else removing
@@ -320,13 +330,17 @@ def write_partition(s: State, p: Protocol, cfg: Config, writer_epoch: int, base:
             # KIP-966 over the whole change (`maybePopulateTargetElr`): the registry's ISR members that
             # are not in the final ISR join the ELR when it is below min.insync.replicas.
             left = base.isr - final
-            _, elr = p.isr_removal(evolve(base, isr=final | left), left, cfg.min_isr, unclean)
+            _, elr = p.isr_removal(evolve(base, isr=final | left), left, min_isr, unclean)
             isr, elr = final, p.reassignment_elr(elr - final, replicas)
             completed_reg = evolve(reg, replicas=replicas, isr=isr, elr=elr)
             completed_reg = active_view(completed_reg, p)
             if not p.valid_leader(completed_reg, leader):  # ONLINE election over the new replica set
                 choice = p.leader_choice(completed_reg, cfg.brokers)
                 leader, isr, elr = (NO_LEADER, isr, elr) if choice is None else choice
+            target_isr = final
+    # `maybePopulateTargetElr` runs in every change, before the election: an ISR at the effective min ISR clears ELR.
+    if len(isr if target_isr is None else target_isr) >= min_isr:
+        elr = frozenset()
     before = base if base.replicas == reg.replicas else evolve(base, replicas=reg.replicas)  # the stored assignment
     after = evolve(before, leader=leader, isr=isr, elr=elr, replicas=replicas, adding=adding, removing=removing)
     leader_epoch = base.leader_epoch + (1 if p.leader_epoch_bump(before, after) else 0)
@@ -354,7 +368,7 @@ def _remove_from_isr(s: State, p: Protocol, cfg: Config, gone: frozenset[int], u
                      ) -> State | None:
     """The controller takes fenced brokers out of the ISR (and ELR) and re-elects if the leader left."""
     reg = s.registry
-    isr, elr = p.isr_removal(reg, gone, cfg.min_isr, unclean)
+    isr, elr = p.isr_removal(reg, gone, effective_min_isr(cfg, reg), unclean)
     elr = elr - unclean
     target_isr, leader = isr, reg.leader
     if leader in gone or leader == NO_LEADER:
@@ -585,7 +599,7 @@ def handle_alter_partition(s: State, p: Protocol, cfg: Config, m: AlterPartition
         return answer(s, AlterPartitionResponse(m.frm, m.leader_epoch, m.partition_epoch, m.isr, error, key))
     # ELR follows the new ISR (KIP-966): members leaving a below-min ISR stay eligible.
     removed = reg.isr - isr
-    _, elr = p.isr_removal(evolve(reg, isr=isr | removed), removed, cfg.min_isr, frozenset())
+    _, elr = p.isr_removal(evolve(reg, isr=isr | removed), removed, effective_min_isr(cfg, reg), frozenset())
     s2 = write_partition(s, p, cfg, reg.controller_epoch, reg, reg.leader, isr, elr - isr)
     if s2 is None:
         return None
@@ -940,28 +954,48 @@ def _online_leader(reg: Registry, p: Protocol, cfg: Config) -> tuple[int, frozen
     return (NO_LEADER, reg.isr, reg.elr) if choice is None else choice
 
 
+def _acceptor_throws(moved: Registry, stored: tuple[int, ...], p: Protocol) -> bool:
+    """Whether Kafka's election for a reassignment's first record fails (4.0.2-4.4.0): `electAnyLeader` walks the
+    new replica list for the first ISR member, or ELR member when the ISR is empty, that its `LeaderAcceptor`
+    accepts; for an active broker the acceptor looks its directory up in the partition as stored
+    (`PartitionRegistration.directory`), which throws IllegalArgumentException ("Replica 2 is not assigned to this
+    partition") for a broker that is not a replica yet. The whole request then fails (UNKNOWN_SERVER_ERROR) and
+    nothing is written. Only an ELR member can be such a broker: the ISR lies within the replica set."""
+    view = active_view(moved, p)
+    if p.valid_leader(view, moved.leader):
+        return False
+    for b in moved.replicas:
+        if (b in moved.isr or (not moved.isr and b in moved.elr)) and b not in view.fenced:
+            return b not in stored
+    return False
+
+
 def reassign(s: State, p: Protocol, cfg: Config, target: tuple[int, ...]) -> State | None:
     """The operator's AlterPartitionReassignments with a target replica list (budgeted).
 
     KRaft's `changePartitionReassignment`: one record sets RS = target ++ removing, AR and RR (sorted),
     leaving the leader and ISR alone; it completes at once when the ISR already covers the target
     (a reorder, or only removals). A request on top of an in-flight reassignment starts from the full
-    replica set. A request that changes nothing writes nothing (not enabled), unless the move in
-    flight can complete now: its ISR may have become enough in a record whose election (run after
-    the completion check) took an ELR member.
-    """
+    replica set. A request that changes nothing writes nothing (not enabled), unless it clears the ELR (the ISR
+    reached the effective min ISR, `effective_min_isr`) or the move in flight can complete now: its ISR may have
+    become enough in a record whose election (run after the completion check) took an ELR member. A request whose
+    election would ask the LeaderAcceptor about a broker not yet a replica fails (`_acceptor_throws`)."""
     target = tuple(target)
     if not target or len(set(target)) != len(target) or not all(1 <= b <= cfg.brokers for b in target):
         return None
     reg = s.registry
     replicas, adding, removing = request_targets(reg, target)
-    if ((replicas, adding, removing) == (reg.replicas, reg.adding, reg.removing)
+    elr = reg.elr if len(reg.isr) < effective_min_isr(cfg, reg) else frozenset()  # `maybePopulateTargetElr`
+    if ((replicas, adding, removing, elr) == (reg.replicas, reg.adding, reg.removing, reg.elr)
             and (not reg.reassigning or p.reassignment_completion(replicas, adding, removing, reg.isr) is None)):
         return None
     s2 = _spend(s, cfg, "reassignments")
     if s2 is None:
         return None
-    leader, isr, elr = _online_leader(evolve(reg, replicas=replicas), p, cfg)
+    moved = evolve(reg, replicas=replicas, elr=elr)
+    if _acceptor_throws(moved, reg.replicas, p):
+        return None
+    leader, isr, elr = _online_leader(moved, p, cfg)
     s3 = write_partition(s2, p, cfg, reg.controller_epoch, reg, leader, isr, elr, replicas=replicas, adding=adding,
                          removing=removing, target_isr=reg.isr)
     if s3 is None or not s3.registry.reassigning:
@@ -987,7 +1021,7 @@ def cancel_reassignment(s: State, p: Protocol, cfg: Config) -> State | None:
         return None
     replicas, target_isr = revert
     left = reg.isr - target_isr
-    _, elr = p.isr_removal(evolve(reg, isr=target_isr | left), left, cfg.min_isr, frozenset())
+    _, elr = p.isr_removal(evolve(reg, isr=target_isr | left), left, effective_min_isr(cfg, reg), frozenset())
     elr = p.reassignment_elr(elr - target_isr, replicas)
     leader, isr, elr = _online_leader(evolve(reg, replicas=replicas, isr=target_isr, elr=elr), p, cfg)
     return write_partition(s2, p, cfg, reg.controller_epoch, reg, leader, isr, elr, replicas=replicas, adding=(),
