@@ -292,12 +292,37 @@ def newer_leader_epoch_only(r: Replica, m: LeaderAndIsr | StopReplica) -> bool:
     return not r.known or m.leader_epoch > r.leader_epoch
 
 
+# ---- control requests and the recipient's incarnation (ZooKeeper mode; KIP-380) ----------------------------
+
+
+def refuse_stale_broker_epoch(r: Replica, m: LeaderAndIsr | StopReplica) -> bool:
+    """KIP-380 (Kafka 2.2 to 3.9, the last release with ZooKeeper mode): a LeaderAndIsr, StopReplica or UpdateMetadata
+    carries the recipient's broker epoch as the controller registered it (`ControllerChannelManager`'s
+    `liveBrokerIdAndEpochs(broker)`), and the broker refuses the whole request with STALE_BROKER_EPOCH when it is
+    below its own (`KafkaApis.handleLeaderAndIsrRequest` -> `ZkBrokerEpochManager.isBrokerEpochStale`): a request
+    queued for an earlier incarnation of the broker is not applied by the one that replaced it. A request without a
+    broker epoch (-1) is not checked. True: the broker may apply it (the epoch checks come next)."""
+    return m.broker_epoch == -1 or m.broker_epoch >= r.broker_epoch
+
+
+def accept_any_broker_epoch(r: Replica, m: LeaderAndIsr | StopReplica) -> bool:
+    """Before KIP-380 (Kafka 2.1 and older; KAFKA-7235): control requests carry no broker epoch, so a restarted broker
+    applies a request the controller queued for its previous incarnation, which the controller's RequestSendThread
+    re-sends on a new connection when the old one dies."""
+    return True
+
+
 # ---- crash and restart --------------------------------------------------------------------------
 
 
 def connections_die(broker: int, m: Message) -> bool:
     """A crash closes the broker's connections: every request and response to or from it is lost
-    (`NetworkClient` fails in-flight requests on a disconnect; the peer's `SocketServer` drops the channel)."""
+    (`NetworkClient` fails in-flight requests on a disconnect; the peer's `SocketServer` drops the channel), except
+    the ZooKeeper controller's requests to it: `ControllerChannelManager`'s RequestSendThread retries the request it
+    was sending on a new connection and keeps the broker's queue until the controller handles the failure
+    (`removeBroker`, from `processBrokerChange`), so they may reach the broker's next incarnation."""
+    if isinstance(m, (LeaderAndIsr, StopReplica)):
+        return False
     return getattr(m, "to", None) == broker or getattr(m, "frm", None) == broker
 
 
@@ -756,6 +781,10 @@ class Protocol(RuleSet):
     partition_state_applies: Callable[[Replica, LeaderAndIsr | StopReplica], bool] = _rule(
         "Whether a broker applies a LeaderAndIsr or StopReplica (its replica, the message); one it refuses "
         "is dropped at once.", newer_leader_epoch_only, default=newer_partition_state)
+    control_request_incarnation: Callable[[Replica, LeaderAndIsr | StopReplica], bool] = _rule(
+        "ZooKeeper mode: whether a live broker may apply a control request given the broker epoch it carries (its "
+        "replica, with its own broker epoch, and the message), asked before partition_state_applies; a request it "
+        "refuses is dropped at once.", accept_any_broker_epoch, default=refuse_stale_broker_epoch)
     # ---- the leader ---------------------------------------------------------------------------------
     fetch_validation: Callable[[Replica, int], str] = _rule(
         "The leader's check of the leader epoch a fetch (or an epoch lookup) carries: an error code, or \"\" "
@@ -994,6 +1023,15 @@ VARIANTS: dict[str, Variant] = {v.name: v for v in (
              {**_ZK, "brokers": 2, "min_isr": 1, "crashes": 0, "lossy_crashes": 0, "fences": 0, "elections": 2,
               "isr_shrinks": 0, "failovers": 1, "records": 0},
              controller_write=unfenced_controller_writes),
+    _variant("stale-control-request", 15,
+             "KAFKA-7235 (fixed by KIP-380 in Kafka 2.2.0): control requests carry no broker epoch, so a broker back "
+             "from a power loss applies a LeaderAndIsr the controller queued for its previous incarnation and leads "
+             "an epoch the controller already took from it, without the records it lost",
+             ("replication.log-matching",), 14,
+             {**_ZK, "brokers": 2, "min_isr": 1, "crashes": 0, "lossy_crashes": 1, "fences": 0, "elections": 0,
+              "isr_shrinks": 1, "failovers": 0, "records": 2, "reads": 0, "duplicates": False,
+              "max_leader_epoch": 2},
+             control_request_incarnation=accept_any_broker_epoch, restart_reads_metadata=await_leader_and_isr),
     _variant("lagging-hw-list-offsets", 14,
              "KAFKA-2334 (fixed by KIP-207 in Kafka 2.2.0): a new leader answers ListOffsets LATEST with its high "
              "watermark, which lags behind the start of its epoch until its followers fetch again, so the latest "
