@@ -27,8 +27,9 @@ Simplifications, each chosen because the invariants cannot tell the difference:
   Kafka folds it into the fetch response as a diverging epoch; the answer is the same).
 - In ZooKeeper mode the leader reads fencing and broker epochs from the controller's registry, not from
   its own metadata cache (in KRaft mode it reads its own image, `image`).
-- A LeaderAndIsr (or StopReplica) that can no longer be applied (older epochs than its recipient has)
-  and a fetch response its follower would ignore are removed from the pool; that is a drop, always allowed.
+- A LeaderAndIsr (or StopReplica) that can no longer be applied (older epochs than its recipient has, or sent to
+  an earlier incarnation of it) and a fetch response its follower would ignore are removed from the pool; that is
+  a drop, always allowed. One to a dead broker waits (ZooKeeper: the controller's queue for it, cleared by `fence`).
 - AlterPartition is an RPC over one connection with one request in flight per broker: a copy of the
   request (a retry) is processed only while its answer has not arrived, and the answer to an earlier
   copy is lost when a later copy is processed. Without this, a duplicated request answered out of order

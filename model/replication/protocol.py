@@ -16,7 +16,7 @@ rule since KAFKA-15665; the one before it and KAFKA-19975's are there to swap in
 writes, and which ELR a completion or cancel keeps.
 
 `VARIANTS` holds the named historical protocols of kcheck's bug catalogue (rows
-1, 2, 3, 4, 6, 8, 9, 13), each with the cluster settings its row needs and the invariants it breaks.
+1, 2, 3, 4, 6, 8, 9, 13, 14, 15), each with the cluster settings its row needs and the invariants it breaks.
 """
 
 from __future__ import annotations
