@@ -1148,10 +1148,10 @@ def describe_message(m: Message) -> str:
     if isinstance(m, LeaderAndIsr):
         return (f"LeaderAndIsr to {m.to}: leader {m.leader} epoch {m.leader_epoch} "
                 f"ISR {{{','.join(map(str, m.isr))}}} replicas [{','.join(map(str, m.replicas))}] "
-                f"(controller epoch {m.controller_epoch})")
+                f"(controller epoch {m.controller_epoch}{_for_broker_epoch(m)})")
     if isinstance(m, StopReplica):
         return (f"StopReplica to {m.to} (delete): leader epoch {m.leader_epoch} "
-                f"(controller epoch {m.controller_epoch})")
+                f"(controller epoch {m.controller_epoch}{_for_broker_epoch(m)})")
     if isinstance(m, FetchRequest):
         epoch = "" if m.current_epoch < 0 else f" epoch {m.current_epoch}"
         return f"Fetch {m.frm}->{m.to} offset {m.offset}{epoch}"
@@ -1161,6 +1161,10 @@ def describe_message(m: Message) -> str:
     if isinstance(m, AlterPartition):
         return f"AlterPartition from {m.frm}: ISR {{{','.join(map(str, m.isr))}}} (epoch {m.leader_epoch})"
     return f"AlterPartitionResponse to {m.to}: " + (m.error or f"ISR {{{','.join(map(str, m.isr))}}}")
+
+
+def _for_broker_epoch(m: LeaderAndIsr | StopReplica) -> str:
+    return "" if m.broker_epoch < 0 else f", for broker epoch {m.broker_epoch}"
 
 
 @dataclass(frozen=True)
