@@ -625,9 +625,9 @@ def _ren_request(key: tuple[Any, ...] | None, p: tuple[int, ...]) -> tuple[Any, 
 
 def _ren_msg(t: tuple[Any, ...], p: tuple[int, ...]) -> tuple[Any, ...]:
     code = t[0]
-    if code == 0:  # LeaderAndIsr: to, controller epoch, leader, leader epoch, partition epoch, isr, replicas
+    if code == 0:  # LeaderAndIsr: to, controller epoch, leader, leader epoch, partition epoch, isr, replicas, epoch
         leader = t[3] if t[3] == NO_LEADER else p[t[3]]
-        return (0, p[t[1]], t[2], leader, t[4], t[5], _s(p[b] for b in t[6]), tuple(p[b] for b in t[7]))
+        return (0, p[t[1]], t[2], leader, t[4], t[5], _s(p[b] for b in t[6]), tuple(p[b] for b in t[7]), *t[8:])
     if code == 1:  # StopReplica: to, ...
         return (1, p[t[1]], *t[2:])
     if code in (2, 3):  # FetchRequest (frm, to, ...) / FetchResponse (to, frm, ...)

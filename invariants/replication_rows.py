@@ -189,6 +189,20 @@ ROW_14: Script = [
     ("list_offsets", {"broker": 2, "spec": "latest"}),  # before KIP-207: LATEST = 0; since: OFFSET_NOT_AVAILABLE
 ]
 
+# Row 15 (KAFKA-7235, KIP-380), ZooKeeper mode: leader 1 = A, follower 2 = B, min.insync.replicas 1.
+ROW_15: Script = [
+    ("produce", {"broker": 1, "acks": "all"}),  # x1 on A, never flushed
+    *fetch_round(2, 0),  # B has x1
+    ("shrink_isr", {"leader": 1, "follower": 2}),
+    ("handle_alter_partition", {"frm": 1}),  # ISR {A}: a LeaderAndIsr to A queued for its current incarnation
+    ("crash", {"broker": 1, "lossy": True}),  # A loses x1; the controller's queue keeps the request
+    ("restart", {"broker": 1}),  # the bounce is seen: A leaves the ISR, the partition has no leader
+    ("handle_leader_and_isr", {"to": 1, "leader_epoch": 1}),  # the request for the old A: A leads epoch 1 again
+    ("produce", {"broker": 1, "acks": "all"}),  # y2 at offset 0, where B has x1
+    ("advance_hw", {"broker": 1}),  # the ISR {A} of the stale request: high watermark 1
+    *fetch_round(2, 1),  # B takes high watermark 1 with x1 below it
+]
+
 # variant -> (the row's sequence, the invariant its last step breaks under the variant)
 ROW_SCRIPTS: dict[str, tuple[Script, str]] = {name: (script, expected) for name, script, expected in [
     ("truncate-to-hw", ROW_1, "replication.electable-has-committed"),
@@ -200,6 +214,7 @@ ROW_SCRIPTS: dict[str, tuple[Script, str]] = {name: (script, expected) for name,
     ("last-replica-standing", ROW_9, "replication.electable-has-committed"),
     ("zombie-controller", ROW_13, "replication.epochs-monotonic"),
     ("lagging-hw-list-offsets", ROW_14, "client.list-offsets-monotonic"),
+    ("stale-control-request", ROW_15, "replication.log-matching"),
 ]}
 
 

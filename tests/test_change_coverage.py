@@ -20,7 +20,7 @@ from kcheck.invariants.replication_searches.runs import (
     today_for,
 )
 from kcheck.invariants.replication_searches.yardstick import exhaust
-from kcheck.model.replication.actions import Config, initial_state, successors
+from kcheck.model.replication.actions import Config, apply, initial_state, successors
 from kcheck.model.replication.protocol import VARIANTS, Protocol, caught_up_in_leader_epoch
 from kcheck.reference import releases
 
@@ -207,3 +207,45 @@ def test_explore_probes_each_distinct_state_once_as_if_it_probed_every_step(monk
     visited, (rule,) = fast[1]
     assert rule["differed_states"] > 0  # the rule was exercised
     assert visited < fast[0][1]  # and programs did revisit states (the shortcut was taken)
+
+
+def test_a_rule_about_incarnations_counts_only_where_it_changed_the_successor():
+    """KIP-380's broker-side check replaced by the pre-KIP-380 rule (`accept_any_broker_epoch`) answers differently
+    whenever a control request queued for a broker's previous incarnation meets the restarted broker. With today's
+    restart (the broker applies the current partition state at once) that request is older than what it knows, so
+    `partition_state_applies` refuses it either way: asked, answered differently, no effect, not exercised. With a
+    restart that waits for the controller's LeaderAndIsr (the ZooKeeper controller's `onBrokerStartup`), the same
+    answer lets the broker apply it, and change coverage counts it there, with a trace that ends on that step."""
+    from kcheck.model.replication import protocol as P
+
+    stale_answers = []
+
+    def pre_kip_380(r, m):
+        if m.broker_epoch < r.broker_epoch:
+            stale_answers.append(m)
+        return P.accept_any_broker_epoch(r, m)
+
+    cfg = Config(brokers=2, min_isr=1, records=0, crashes=1, lossy_crashes=0, fences=0, elections=0, isr_shrinks=1,
+                 failovers=0, reads=0, max_leader_epoch=2, duplicates=False, atomic_fetch=True, metadata="zookeeper")
+    today = Protocol.current()
+    probe = ChangeProbe(replace(today, name="mine", control_request_incarnation=pre_kip_380), today, "current")
+    r = exhaust(probe.protocol, cfg, probe=probe)
+    (cov,) = probe.coverage.values()
+    assert r.complete and stale_answers and cov.asked > 0
+    assert (cov.differed, cov.differing_calls, cov.trace) == (0, 0, None)
+    assert probe.unexercised == ["control_request_incarnation"]
+
+    waits = replace(today, name="zk", restart_reads_metadata=P.await_leader_and_isr)
+    probe = ChangeProbe(replace(waits, name="mine", control_request_incarnation=pre_kip_380), waits, "zk")
+    r = exhaust(probe.protocol, cfg, probe=probe)
+    (cov,) = probe.coverage.values()
+    assert r.complete and cov.differed > 0 and not probe.unexercised
+    # the first step it changes is the restart: the request for the old incarnation stays (today's rule drops it)
+    *before, last = cov.trace.steps
+    assert last.kind == "restart"
+    s = initial_state(cfg)
+    for a in before:
+        s = apply(s, waits, cfg, a)
+    mine, theirs = apply(s, probe.protocol, cfg, last), apply(s, waits, cfg, last)
+    (stale,) = mine.pool - theirs.pool
+    assert stale.to == last.args[0] and stale.broker_epoch < mine.replica(stale.to).broker_epoch

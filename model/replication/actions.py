@@ -27,8 +27,9 @@ Simplifications, each chosen because the invariants cannot tell the difference:
   Kafka folds it into the fetch response as a diverging epoch; the answer is the same).
 - In ZooKeeper mode the leader reads fencing and broker epochs from the controller's registry, not from
   its own metadata cache (in KRaft mode it reads its own image, `image`).
-- A LeaderAndIsr (or StopReplica) that can no longer be applied (older epochs than its recipient has)
-  and a fetch response its follower would ignore are removed from the pool; that is a drop, always allowed.
+- A LeaderAndIsr (or StopReplica) that can no longer be applied (older epochs than its recipient has, or sent to
+  an earlier incarnation of it) and a fetch response its follower would ignore are removed from the pool; that is
+  a drop, always allowed. One to a dead broker waits (ZooKeeper: the controller's queue for it, cleared by `fence`).
 - AlterPartition is an RPC over one connection with one request in flight per broker: a copy of the
   request (a retry) is processed only while its answer has not arrived, and the answer to an earlier
   copy is lost when a later copy is processed. Without this, a duplicated request answered out of order
@@ -356,10 +357,13 @@ def write_partition(s: State, p: Protocol, cfg: Config, writer_epoch: int, base:
         s = evolve(s, history=evolve(h, completions=h.completions | {(*completed, replicas, adding, removing)}))
     if cfg.kraft:  # brokers learn it from the metadata log (`settle` publishes the batch)
         return s
+    # ZooKeeper: each request carries the recipient's broker epoch as the writer registered it (KIP-380)
+    epochs = base.broker_epochs or reg.broker_epochs
     msgs: list[Message] = [
-        LeaderAndIsr(b, writer_epoch, leader, leader_epoch, new.partition_epoch, tuple(sorted(isr)), replicas)
+        LeaderAndIsr(b, writer_epoch, leader, leader_epoch, new.partition_epoch, tuple(sorted(isr)), replicas,
+                     epochs[b - 1])
         for b in replicas if s.replica(b).alive]
-    msgs += [StopReplica(b, writer_epoch, leader_epoch, new.partition_epoch)
+    msgs += [StopReplica(b, writer_epoch, leader_epoch, new.partition_epoch, epochs[b - 1])
              for b in reg.replicas if b not in replicas and s.replica(b).alive]
     return _send(s, *msgs)
 
@@ -655,7 +659,7 @@ def handle_leader_and_isr(s: State, p: Protocol, cfg: Config, m: LeaderAndIsr, k
                           ) -> State | None:
     """A broker applies a newer leader/ISR: it becomes leader, or follower (and must truncate), or
     just learns the new ISR. Older controller or partition epochs are ignored."""
-    if not isinstance(m, LeaderAndIsr) or not p.partition_state_applies(s.replica(m.to), m):
+    if not isinstance(m, LeaderAndIsr) or _control_refused(p, s.replica(m.to), m) is not False:
         return None
     s = _consume(s, m, keep)
     return s.with_replica(_apply_leader_and_isr(s.replica(m.to), p, m.controller_epoch, m.leader,
@@ -664,10 +668,19 @@ def handle_leader_and_isr(s: State, p: Protocol, cfg: Config, m: LeaderAndIsr, k
 
 def handle_stop_replica(s: State, p: Protocol, cfg: Config, m: StopReplica, keep: bool = False) -> State | None:
     """A broker taken out of the replica set stops fetching (or leading) and deletes its log."""
-    if not isinstance(m, StopReplica) or not p.partition_state_applies(s.replica(m.to), m):
+    if not isinstance(m, StopReplica) or _control_refused(p, s.replica(m.to), m) is not False:
         return None
     s = _consume(s, m, keep)
     return s.with_replica(_apply_stop(s.replica(m.to), m.controller_epoch, m.leader_epoch, m.partition_epoch))
+
+
+def _control_refused(p: Protocol, r: Replica, m: LeaderAndIsr | StopReplica) -> bool | None:
+    """Whether a live recipient refuses a control request now: sent to an earlier incarnation of it
+    (`control_request_incarnation`) or older than its partition state (`partition_state_applies`). None while it is
+    down: the request waits (ZooKeeper: in the controller's queue, retried on a new connection)."""
+    if not r.alive:
+        return None
+    return not (p.control_request_incarnation(r, m) and p.partition_state_applies(r, m))
 
 
 def _apply_stop(r: Replica, controller_epoch: int, leader_epoch: int, partition_epoch: int) -> Replica:
@@ -758,10 +771,12 @@ def restart(s: State, p: Protocol, cfg: Config, broker: int) -> State | None:
         s = s.with_replica(evolve(s.replica(broker), applied=end))
     r = s.replica(broker)
     if not reads:  # the controller tells it, in a message that may come late or never
+        # (`KafkaController.onBrokerStartup`, to the new incarnation's broker epoch)
         if broker not in reg.replicas:
-            return _send(s, StopReplica(broker, reg.controller_epoch, reg.leader_epoch, reg.partition_epoch))
+            return _send(s, StopReplica(broker, reg.controller_epoch, reg.leader_epoch, reg.partition_epoch,
+                                        r.broker_epoch))
         return _send(s, LeaderAndIsr(broker, reg.controller_epoch, reg.leader, reg.leader_epoch, reg.partition_epoch,
-                                     tuple(sorted(reg.isr)), reg.replicas))
+                                     tuple(sorted(reg.isr)), reg.replicas, r.broker_epoch))
     if broker not in reg.replicas:  # no longer (or never) a replica: a leftover log is deleted
         return s.with_replica(_apply_stop(r, reg.controller_epoch, reg.leader_epoch, reg.partition_epoch))
     return s.with_replica(_apply_leader_and_isr(r, p, reg.controller_epoch, reg.leader, reg.leader_epoch,
@@ -786,7 +801,7 @@ def apply_metadata(s: State, p: Protocol, cfg: Config, broker: int) -> State | N
             m: LeaderAndIsr | StopReplica = new_value(
                 LeaderAndIsr, to=broker, controller_epoch=rec.written_by, leader=rec.leader,
                 leader_epoch=rec.leader_epoch, partition_epoch=rec.partition_epoch, isr=tuple(sorted(rec.isr)),
-                replicas=rec.replicas)
+                replicas=rec.replicas, broker_epoch=-1)
             if p.partition_state_applies(r, m):
                 r = _apply_leader_and_isr(r, p, rec.written_by, rec.leader, rec.leader_epoch, rec.partition_epoch,
                                           rec.isr, rec.replicas)
@@ -810,6 +825,10 @@ def fence(s: State, p: Protocol, cfg: Config, broker: int) -> State | None:
             return None
         s = spent
     s = evolve(s, registry=evolve(reg, fenced=reg.fenced | {broker}))
+    if not cfg.kraft:  # ZooKeeper: `processBrokerChange` -> `ControllerChannelManager.removeBroker` clears its queue
+        queued = frozenset(m for m in s.pool if isinstance(m, (LeaderAndIsr, StopReplica)) and m.to == broker)
+        if queued:
+            s = evolve(s, pool=s.pool - queued)
     if broker in reg.isr or broker in reg.elr or broker == reg.leader:
         return _remove_from_isr(s, p, cfg, frozenset({broker}), frozenset())
     return s
@@ -1180,10 +1199,10 @@ def describe_message(m: Message) -> str:
     if isinstance(m, LeaderAndIsr):
         return (f"LeaderAndIsr to {m.to}: leader {m.leader} epoch {m.leader_epoch} "
                 f"ISR {{{','.join(map(str, m.isr))}}} replicas [{','.join(map(str, m.replicas))}] "
-                f"(controller epoch {m.controller_epoch})")
+                f"(controller epoch {m.controller_epoch}{_for_broker_epoch(m)})")
     if isinstance(m, StopReplica):
         return (f"StopReplica to {m.to} (delete): leader epoch {m.leader_epoch} "
-                f"(controller epoch {m.controller_epoch})")
+                f"(controller epoch {m.controller_epoch}{_for_broker_epoch(m)})")
     if isinstance(m, FetchRequest):
         epoch = "" if m.current_epoch < 0 else f" epoch {m.current_epoch}"
         return f"Fetch {m.frm}->{m.to} offset {m.offset}{epoch}"
@@ -1193,6 +1212,10 @@ def describe_message(m: Message) -> str:
     if isinstance(m, AlterPartition):
         return f"AlterPartition from {m.frm}: ISR {{{','.join(map(str, m.isr))}}} (epoch {m.leader_epoch})"
     return f"AlterPartitionResponse to {m.to}: " + (m.error or f"ISR {{{','.join(map(str, m.isr))}}}")
+
+
+def _for_broker_epoch(m: LeaderAndIsr | StopReplica) -> str:
+    return "" if m.broker_epoch < 0 else f", for broker epoch {m.broker_epoch}"
 
 
 @dataclass(frozen=True)
@@ -1296,8 +1319,7 @@ def _prune(s: State, p: Protocol) -> State:
     stale: set[Message] = set()
     for m in s.pool:
         if isinstance(m, (LeaderAndIsr, StopReplica)):
-            r = s.replica(m.to)
-            if not r.alive or not p.partition_state_applies(r, m):
+            if _control_refused(p, s.replica(m.to), m):
                 stale.add(m)
         elif isinstance(m, FetchResponse) and not p.accept_fetch_response(s.replica(m.to), m):
             stale.add(m)
@@ -1505,8 +1527,7 @@ def _refused(p: Protocol, reps: tuple[Replica, ...], pool: frozenset[Message], s
                 if not p.accept_fetch_response(reps[m.to - 1], m):
                     stale = {m} if stale is None else stale | {m}
             elif t is LeaderAndIsr or t is StopReplica:
-                r = reps[m.to - 1]
-                if not r.alive or not p.partition_state_applies(r, m):
+                if _control_refused(p, reps[m.to - 1], m):
                     stale = {m} if stale is None else stale | {m}
     return stale
 
@@ -1559,8 +1580,7 @@ def _accepted_by_recipient(s: State, p: Protocol) -> dict[int, list[Message]] | 
             if not p.accept_fetch_response(s.replicas[m.to - 1], m):
                 return None
         elif t is LeaderAndIsr or t is StopReplica:
-            r = s.replicas[m.to - 1]
-            if not r.alive or not p.partition_state_applies(r, m):
+            if _control_refused(p, s.replicas[m.to - 1], m):
                 return None
         else:
             continue

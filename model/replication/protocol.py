@@ -16,7 +16,7 @@ rule since KAFKA-15665; the one before it and KAFKA-19975's are there to swap in
 writes, and which ELR a completion or cancel keeps.
 
 `VARIANTS` holds the named historical protocols of kcheck's bug catalogue (rows
-1, 2, 3, 4, 6, 8, 9, 13), each with the cluster settings its row needs and the invariants it breaks.
+1, 2, 3, 4, 6, 8, 9, 13, 14, 15), each with the cluster settings its row needs and the invariants it breaks.
 """
 
 from __future__ import annotations
@@ -308,13 +308,36 @@ def newer_leader_epoch_only(r: Replica, m: LeaderAndIsr | StopReplica) -> bool:
     return not r.known or m.leader_epoch > r.leader_epoch
 
 
+# ---- control requests and the recipient's incarnation (ZooKeeper mode; KIP-380) ----------------------------
+
+
+def refuse_stale_broker_epoch(r: Replica, m: LeaderAndIsr | StopReplica) -> bool:
+    """KIP-380 (Kafka 2.2 to 3.9, the last release with ZooKeeper mode): a LeaderAndIsr, StopReplica or UpdateMetadata
+    carries the recipient's broker epoch as the controller registered it (`ControllerChannelManager`'s
+    `liveBrokerIdAndEpochs(broker)`), and the broker refuses the whole request with STALE_BROKER_EPOCH when it is
+    below its own (`KafkaApis.handleLeaderAndIsrRequest` -> `ZkBrokerEpochManager.isBrokerEpochStale`): a request
+    queued for an earlier incarnation of the broker is not applied by the one that replaced it. A request without a
+    broker epoch (-1) is not checked. True: the broker may apply it (the epoch checks come next)."""
+    return m.broker_epoch == -1 or m.broker_epoch >= r.broker_epoch
+
+
+def accept_any_broker_epoch(r: Replica, m: LeaderAndIsr | StopReplica) -> bool:
+    """Before KIP-380 (Kafka 2.1 and older; KAFKA-7235): control requests carry no broker epoch, so a restarted broker
+    applies a request the controller queued for its previous incarnation, which the controller's RequestSendThread
+    re-sends on a new connection when the old one dies."""
+    return True
+
+
 # ---- crash and restart --------------------------------------------------------------------------
 
 
 def connections_die(broker: int, m: Message) -> bool:
-    """A crash loses every message in flight to or from the broker, as if the bytes it had sent never arrived.
-    Stricter than Kafka: it hides a request of the dead process that its peer processes after a quick restart
-    (KAFKA-14139, the fetch KIP-903's broker epochs exist for)."""
+    """A crash loses every message in flight to or from the broker, as if the bytes it had sent never arrived, except
+    the ZooKeeper controller's requests to it (see `sent_requests_survive`). Stricter than Kafka: it hides a request
+    of the dead process that its peer processes after a quick restart (KAFKA-14139, the fetch KIP-903's broker
+    epochs exist for)."""
+    if isinstance(m, (LeaderAndIsr, StopReplica)):
+        return False
     return getattr(m, "to", None) == broker or getattr(m, "frm", None) == broker
 
 
@@ -322,7 +345,12 @@ def sent_requests_survive(broker: int, m: Message) -> bool:
     """A crash loses what was still to reach the broker; what it had already sent is read and processed by its
     peer (`Selector` hands on every complete receive before it closes a channel the other side closed, and the
     request handlers serve what is queued), though the answer has no connection to go back on (the actions send
-    none to an older incarnation)."""
+    none to an older incarnation). The ZooKeeper controller's requests to it survive too: `ControllerChannelManager`'s
+    RequestSendThread retries the request it was sending on a new connection and keeps the broker's queue until the
+    controller handles the failure (`removeBroker`, from `processBrokerChange`), so they may reach its next
+    incarnation."""
+    if isinstance(m, (LeaderAndIsr, StopReplica)):
+        return False
     return getattr(m, "to", None) == broker
 
 
@@ -775,6 +803,10 @@ class Protocol(RuleSet):
     partition_state_applies: Callable[[Replica, LeaderAndIsr | StopReplica], bool] = _rule(
         "Whether a broker applies a LeaderAndIsr or StopReplica (its replica, the message); one it refuses "
         "is dropped at once.", newer_leader_epoch_only, default=newer_partition_state)
+    control_request_incarnation: Callable[[Replica, LeaderAndIsr | StopReplica], bool] = _rule(
+        "ZooKeeper mode: whether a live broker may apply a control request given the broker epoch it carries (its "
+        "replica, with its own broker epoch, and the message), asked before partition_state_applies; a request it "
+        "refuses is dropped at once.", accept_any_broker_epoch, default=refuse_stale_broker_epoch)
     # ---- the leader ---------------------------------------------------------------------------------
     fetch_validation: Callable[[Replica, int], str] = _rule(
         "The leader's check of the leader epoch a fetch (or an epoch lookup) carries: an error code, or \"\" "
@@ -1017,6 +1049,15 @@ VARIANTS: dict[str, Variant] = {v.name: v for v in (
              {**_ZK, "brokers": 2, "min_isr": 1, "crashes": 0, "lossy_crashes": 0, "fences": 0, "elections": 2,
               "isr_shrinks": 0, "failovers": 1, "records": 0},
              controller_write=unfenced_controller_writes),
+    _variant("stale-control-request", 15,
+             "KAFKA-7235 (fixed by KIP-380 in Kafka 2.2.0): control requests carry no broker epoch, so a broker back "
+             "from a power loss applies a LeaderAndIsr the controller queued for its previous incarnation and leads "
+             "an epoch the controller already took from it, without the records it lost",
+             ("replication.log-matching",), 14,
+             {**_ZK, "brokers": 2, "min_isr": 1, "crashes": 0, "lossy_crashes": 1, "fences": 0, "elections": 0,
+              "isr_shrinks": 1, "failovers": 0, "records": 2, "reads": 0, "duplicates": False,
+              "max_leader_epoch": 2},
+             control_request_incarnation=accept_any_broker_epoch, restart_reads_metadata=await_leader_and_isr),
     _variant("lagging-hw-list-offsets", 14,
              "KAFKA-2334 (fixed by KIP-207 in Kafka 2.2.0): a new leader answers ListOffsets LATEST with its high "
              "watermark, which lags behind the start of its epoch until its followers fetch again, so the latest "

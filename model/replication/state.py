@@ -247,6 +247,9 @@ class LeaderAndIsr:
     partition_epoch: int
     isr: tuple[int, ...]
     replicas: tuple[int, ...] = ()  # the replica set the record names (KRaft brokers learn it from the metadata)
+    # ZooKeeper mode: the recipient's broker epoch as the controller registered it when it queued the request
+    # (KIP-380's `brokerEpoch`, Kafka 2.2 on); -1 = none (a KRaft metadata record, or a request built by hand).
+    broker_epoch: int = -1
 
     kind = "LeaderAndIsr"
 
@@ -257,13 +260,15 @@ class StopReplica:
 
     ZooKeeper's controller sends StopReplica(delete=true); a KRaft broker does the same when the
     metadata record no longer lists it (`ReplicaManager.applyDelta`: the partition is among the deletes).
-    The epochs let the broker ignore it behind a newer LeaderAndIsr that adds the broker back.
+    The epochs let the broker ignore it behind a newer LeaderAndIsr that adds the broker back; `broker_epoch` is
+    the recipient's as the controller registered it (KIP-380), as on LeaderAndIsr.
     """
 
     to: int
     controller_epoch: int
     leader_epoch: int
     partition_epoch: int
+    broker_epoch: int = -1
 
     kind = "StopReplica"
 
@@ -354,7 +359,7 @@ def message_from_dict(d: dict[str, Any]) -> Message:
     cls = MESSAGE_TYPES[d["type"]]
     kwargs = {}
     for name in cls.__dataclass_fields__:
-        if name not in d and name == "request":  # a trace written before issue 36: answers no request
+        if name not in d and name in ("request", "broker_epoch"):  # a trace written before issue 36: the default
             continue
         value = d[name]
         if name == "records":
