@@ -236,6 +236,54 @@ def reassignments_in_flight(bootstrap: str, topic: str, timeout_s: float = 15.0)
         return run(op) or set()
 
 
+DEBUGGING_REPLICA_ID = -2  # ListOffsetsRequest.DEBUGGING_REPLICA_ID
+
+
+def log_end_offset(address: str, topic: str, partition: int, timeout_s: float = 10.0) -> int | None:
+    """The log end offset of the broker at `address` ("host:port") for one partition, leader or follower: ListOffsets
+    LATEST with the debugging replica id. `ReplicaManager.fetchOffset` then reads the broker's local log
+    whatever its role and applies no isolation level, so LATEST is the log end offset, not the high watermark
+    (`Partition.fetchOffsetForTimestamp` with no isolation level). None when the broker holds no replica of it."""
+    return _latest_offset(address, topic, partition, DEBUGGING_REPLICA_ID, timeout_s)
+
+
+def high_watermark(address: str, topic: str, partition: int, timeout_s: float = 10.0) -> int | None:
+    """The high watermark of the partition's leader at `address`: ListOffsets LATEST as a consumer
+    (READ_UNCOMMITTED). None when that broker does not lead it."""
+    return _latest_offset(address, topic, partition, -1, timeout_s)
+
+
+def _latest_offset(address: str, topic: str, partition: int, replica_id: int, timeout_s: float) -> int | None:
+    import socket
+    import struct
+
+    from kafka.protocol.consumer.offsets import ListOffsetsRequest, ListOffsetsResponse
+
+    version = 5  # topic names, leader epochs in the answer: every release 2.2 to 4.4 serves it
+    part = ListOffsetsRequest.ListOffsetsTopic.ListOffsetsPartition(partition_index=partition, current_leader_epoch=-1,
+                                                                     timestamp=-1)
+    request = ListOffsetsRequest(replica_id=replica_id, isolation_level=0,
+                                 topics=[ListOffsetsRequest.ListOffsetsTopic(name=topic, partitions=[part])])
+    request.with_header(correlation_id=1, client_id="kcheck-offsets")
+    host, port = address.rsplit(":", 1)
+    with socket.create_connection((host, int(port)), timeout=timeout_s) as sock:
+        sock.sendall(request.encode(version=version, header=True, framed=True))
+
+        def read(n: int) -> bytes:
+            buf = b""
+            while len(buf) < n:
+                chunk = sock.recv(n - len(buf))
+                if not chunk:
+                    raise ConnectionError(f"{address} closed the connection")
+                buf += chunk
+            return buf
+
+        size = struct.unpack(">i", read(4))[0]
+        answer = ListOffsetsResponse.decode(read(size), version=version, header=True)
+    found = answer.topics[0].partitions[0]
+    return None if found.error_code else int(found.offset)
+
+
 def wait_until(check: Any, timeout_s: float, interval_s: float = 0.25) -> Any:
     """Call `check()` until it returns something truthy (returned) or `timeout_s` passes (the last value)."""
     from kcheck.runtime import interrupts

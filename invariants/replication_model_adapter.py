@@ -150,12 +150,13 @@ def _rep(r: Replica) -> tuple[Any, ...]:
     return (r.id, r.alive, r.broker_epoch, r.clean_shutdown, _MEMO.get(r.log, _log), r.flushed, r.hw, r.known,
             r.leader, r.leader_epoch, r.partition_epoch, _s(r.isr), r.controller_epoch, r.needs_truncation, r.replicas,
             r.follower_leo, r.follower_broker_epoch, r.epoch_start,
-            None if r.pending_isr is None else _s(r.pending_isr), r.applied)
+            None if r.pending_isr is None else _s(r.pending_isr), r.applied, r.sent, r.in_flight, _s(r.fetched))
 
 
 def _unrep(t: tuple[Any, ...]) -> Replica:
     return Replica(t[0], t[1], t[2], t[3], _unlog(t[4]), t[5], t[6], t[7], t[8], t[9], t[10], frozenset(t[11]),
-                   t[12], t[13], t[14], t[15], t[16], t[17], None if t[18] is None else frozenset(t[18]), t[19])
+                   t[12], t[13], t[14], t[15], t[16], t[17], None if t[18] is None else frozenset(t[18]), t[19],
+                   t[20], t[21], frozenset(t[22]))
 
 
 def _msg(m: Message) -> tuple[Any, ...]:
@@ -611,21 +612,30 @@ def _ren_rep(t: tuple[Any, ...], p: tuple[int, ...]) -> tuple[Any, ...]:
     leader = t[8] if t[8] == NO_LEADER else p[t[8]]
     return (p[t[0]], t[1], t[2], t[3], t[4], t[5], t[6], t[7], leader, t[9], t[10], _s(p[b] for b in t[11]),
             t[12], t[13], tuple(p[b] for b in t[14]), _s((p[b], v) for b, v in t[15]),
-            _s((p[b], v) for b, v in t[16]), t[17], None if t[18] is None else _s(p[b] for b in t[18]), t[19])
+            _s((p[b], v) for b, v in t[16]), t[17], None if t[18] is None else _s(p[b] for b in t[18]), t[19],
+            _ren_request(t[20], p), _ren_request(t[21], p), _s(p[b] for b in t[22]))
+
+
+def _ren_request(key: tuple[Any, ...] | None, p: tuple[int, ...]) -> tuple[Any, ...] | None:
+    """An AlterPartition's `request_key` (leader epoch, partition epoch, ISR, broker epochs) renamed."""
+    if not key:
+        return key
+    return (key[0], key[1], _s(p[b] for b in key[2]), _s((p[b], e) for b, e in key[3]))
 
 
 def _ren_msg(t: tuple[Any, ...], p: tuple[int, ...]) -> tuple[Any, ...]:
     code = t[0]
-    if code == 0:  # LeaderAndIsr: to, controller epoch, leader, leader epoch, partition epoch, isr, replicas
+    if code == 0:  # LeaderAndIsr: to, controller epoch, leader, leader epoch, partition epoch, isr, replicas, epoch
         leader = t[3] if t[3] == NO_LEADER else p[t[3]]
-        return (0, p[t[1]], t[2], leader, t[4], t[5], _s(p[b] for b in t[6]), tuple(p[b] for b in t[7]))
+        return (0, p[t[1]], t[2], leader, t[4], t[5], _s(p[b] for b in t[6]), tuple(p[b] for b in t[7]), *t[8:])
     if code == 1:  # StopReplica: to, ...
         return (1, p[t[1]], *t[2:])
     if code in (2, 3):  # FetchRequest (frm, to, ...) / FetchResponse (to, frm, ...)
         return (code, p[t[1]], p[t[2]], *t[3:])
     if code == 4:  # AlterPartition: frm, leader epoch, partition epoch, isr, broker epochs
         return (4, p[t[1]], t[2], t[3], _s(p[b] for b in t[4]), _s((p[b], e) for b, e in t[5]))
-    return (5, p[t[1]], t[2], t[3], _s(p[b] for b in t[4]), t[5])  # AlterPartitionResponse: to, ..., isr, error
+    # AlterPartitionResponse: to, leader epoch, partition epoch, isr, error, the request it answers
+    return (5, p[t[1]], t[2], t[3], _s(p[b] for b in t[4]), t[5], _ren_request(t[6], p))
 
 
 def _ren_hist(t: tuple[Any, ...], p: tuple[int, ...]) -> tuple[Any, ...]:
@@ -701,7 +711,9 @@ def _pre_fetch(s: State, cfg: Config, follower: int) -> bool:
     r = s.replicas[follower - 1]
     if not r.alive or not r.known or r.needs_truncation or r.leader == NO_LEADER or r.leader == follower:
         return False
-    return follower not in _listed(s.pool)[2]  # one fetch in flight per follower
+    # one fetch in flight per follower incarnation (a dead process's request may still be on its way)
+    fetching = _listed(s.pool)[2]
+    return (follower, r.broker_epoch) not in fetching and (follower, None) not in fetching
 
 
 def _pre_fetch_round(s: State, cfg: Config, follower: int) -> bool:
@@ -714,13 +726,13 @@ def _pre_fetch_round(s: State, cfg: Config, follower: int) -> bool:
 
 def _pre_expand(s: State, cfg: Config, leader: int, follower: int) -> bool:
     r = s.replicas[leader - 1]
-    return (_leads(r) and r.pending_isr is None and follower not in r.isr and follower != leader
-            and follower in r.replicas)
+    return (_leads(r) and r.pending_isr is None and r.in_flight is None and follower not in r.isr
+            and follower != leader and follower in r.replicas)
 
 
 def _pre_shrink(s: State, cfg: Config, leader: int, follower: int) -> bool:
     r = s.replicas[leader - 1]
-    return (_leads(r) and r.pending_isr is None and follower in r.isr and follower != leader
+    return (_leads(r) and r.pending_isr is None and r.in_flight is None and follower in r.isr and follower != leader
             and s.used.isr_shrinks < cfg.isr_shrinks)
 
 
@@ -756,7 +768,7 @@ def _pre_consume(s: State, cfg: Config, broker: int, offset: int) -> bool:
 
 def _pre_alter_response(s: State, cfg: Config, m: AlterPartitionResponse) -> bool:
     r = s.replicas[m.to - 1]
-    return _leads(r) and r.leader_epoch == m.leader_epoch and r.pending_isr is not None
+    return r.alive and r.in_flight is not None and r.in_flight == m.request
 
 
 def _pre_advance_hw(s: State, cfg: Config, broker: int) -> bool:
@@ -815,7 +827,7 @@ _STATIC = frozenset({"produce", "fetch", "fetch_round", "truncate", "advance_hw"
 
 def _gate_leader(s: State, cfg: Config, leader: int) -> bool:
     r = s.replicas[leader - 1]
-    return _leads(r) and r.pending_isr is None
+    return _leads(r) and r.pending_isr is None and r.in_flight is None
 
 
 # For static kinds with more than one argument: a condition on the first argument only (the rest: `_PRE`).
@@ -869,9 +881,10 @@ _RECIPIENT_ONLY = frozenset({handle_fetch_response, handle_leader_and_isr, handl
 _LISTED: dict[frozenset[Message], tuple[list[Message], dict[type, list[Message]], frozenset[int]]] = {}
 
 
-def _listed(pool: frozenset[Message]) -> tuple[list[Message], dict[type, list[Message]], frozenset[int]]:
-    """`State.messages()` (the pool in its order), the same grouped by type, and the followers with a fetch in
-    flight (a request from them or a response to them), kept per pool value: many states share a pool, and
+def _listed(pool: frozenset[Message]
+            ) -> tuple[list[Message], dict[type, list[Message]], frozenset[tuple[int, int | None]]]:
+    """`State.messages()` (the pool in its order), the same grouped by type, and the fetches in flight (a request
+    from a follower incarnation or a response to a follower), kept per pool value: many states share a pool, and
     sorting messages compares dataclasses field by field. Read only."""
     got = _LISTED.get(pool)
     if got is None:
@@ -881,7 +894,8 @@ def _listed(pool: frozenset[Message]) -> tuple[list[Message], dict[type, list[Me
             by_type.setdefault(type(m), []).append(m)
         requests: list[Any] = by_type.get(FetchRequest, [])
         responses: list[Any] = by_type.get(FetchResponse, [])
-        fetching = frozenset([m.frm for m in requests] + [m.to for m in responses])
+        # (follower, broker epoch) of each fetch in flight; a response's epoch is None (it goes to the live one)
+        fetching = frozenset([(m.frm, m.broker_epoch) for m in requests] + [(m.to, None) for m in responses])
         if len(_LISTED) >= _MEMO.LIMIT:
             _LISTED.clear()
         got = _LISTED[pool] = (msgs, by_type, fetching)
@@ -900,7 +914,7 @@ class ReplicationModel:
         self._fast = self._plan()
         self._applied_by: dict[tuple[int, int, int], tuple[Replica, tuple[MetadataRecord, ...], Replica | None]] = {}
         self._moved: dict[tuple[int, int, int], tuple[Replica, History, Replica | None, History | None]] = {}
-        self._answers: dict[tuple[int, int, int], tuple[Any, ...]] = {}
+        self._answers: dict[tuple[int, int, int, int], tuple[Any, ...]] = {}
         self._received_by: dict[tuple[int, int], tuple[Any, Replica, Replica | None]] = {}
         # A subclass that changes actions() or step() (e.g. the liveness model) gets successors() from them.
         self._own_steps = type(self).actions is ReplicationModel.actions and type(self).step is ReplicationModel.step
@@ -1307,11 +1321,12 @@ class ReplicationModel:
 
     def _fetches(self, state: State, entry: tuple[Any, ...], i: int, append: Callable[[Any], None],
                  done: Callable[[State], State]) -> int:
-        """handle_fetch's deliveries. The leader's answer (its replica after the fetch, the response) is a function
-        of the request, the leader's replica and the fetcher's (its leader epoch answers a request without one):
-        kept per those objects (decoded states share them; the entry holds them, so their ids name them while it
-        lives), the step's state rebuilt around it (the request consumed unless kept, the response sent, the
-        leader's replica replaced)."""
+        """handle_fetch's deliveries. The leader's answer (its replica after the fetch, the messages it sends) is a
+        function of the request, the leader's replica, the fetcher's (its leader epoch answers a request without
+        one) and the leader's metadata image (an ISR expansion right after the fetch reads fencing and broker
+        epochs there): kept per those objects (decoded states share them; the entry holds them, so their ids name
+        them while it lives), the step's state rebuilt around it (the request consumed unless kept, the messages
+        sent, the leader's replica replaced)."""
         _, kind, fn, mtype, pre = entry
         p, cfg, answers, reps = self.protocol, self.cfg, self._answers, state.replicas
         n = len(reps)
@@ -1322,30 +1337,32 @@ class ReplicationModel:
                 if ok:
                     leader = reps[m.to - 1]
                     follower = reps[m.frm - 1] if 1 <= m.frm <= n else None
-                    key = (id(m), id(leader), id(follower))
+                    seen = state.metadata[leader.applied].image if state.metadata else state.registry
+                    key = (id(m), id(leader), id(follower), id(seen))
                     got = answers.get(key)
                     if got is None:
                         nxt = fn(state, p, cfg, m, keep)
                         if nxt is None:
-                            got = (m, leader, follower, None, None)
+                            got = (m, leader, follower, seen, None, None)
                         else:
-                            sent = nxt.pool - state.pool
-                            if len(sent) != 1:  # the response was in the pool already: nothing to keep
+                            sent, after = nxt.pool - state.pool, nxt.replicas[m.to - 1]
+                            proposed = after.in_flight is not None and leader.in_flight is None
+                            if len(sent) != 1 + proposed:
+                                # a message it sends was in the pool already: nothing to keep
                                 append((i, _action(Action, (kind, (m, keep))), done(nxt)))
                                 i += 1
                                 continue
-                            (response,) = sent
-                            got = (m, leader, follower, nxt.replicas[m.to - 1], response)
+                            got = (m, leader, follower, seen, after, sent)
                         if len(answers) >= _MEMO.LIMIT:
                             answers.clear()
                         answers[key] = got
-                    if got[3] is not None:
+                    if got[4] is not None:
                         pool = state.pool if keep else state.pool - {m}
                         fields_ = state.__dict__.copy()
-                        fields_["pool"] = pool | {got[4]}
-                        if got[3] is not leader:
+                        fields_["pool"] = pool | got[5]
+                        if got[4] is not leader:
                             changed = list(reps)
-                            changed[m.to - 1] = got[3]
+                            changed[m.to - 1] = got[4]
                             fields_["replicas"] = tuple(changed)
                         nxt = _new(State)
                         _setattr(nxt, "__dict__", fields_)

@@ -120,6 +120,7 @@ ROW_4: Script = [
     *fetch_round(2, 0),  # 2 has [x0, x1]
     ("shrink_isr", {"leader": 1, "follower": 2}),  # 2 loses its session: out of the ISR
     ("handle_alter_partition", {"frm": 1}),
+    ("handle_alter_partition_response", {"to": 1}),  # answered: 1 may propose again (one AlterPartition at a time)
     ("move_leader", {"target": 3}),  # e2 L=3 ISR{1,3}; 2 never hears of it
     ("handle_leader_and_isr", {"to": 3, "leader_epoch": 2}),
     ("handle_leader_and_isr", {"to": 1, "leader_epoch": 2}),
@@ -130,15 +131,15 @@ ROW_4: Script = [
     ("advance_hw", {"broker": 3}),  # y1 committed
     ("move_leader", {"target": 1}),  # e3 L=1
     ("handle_leader_and_isr", {"to": 1, "leader_epoch": 3}),
-    *fetch_round(2, 2, respond=False),  # zombie 2, still on epoch 1, fetches from 1 at its own LEO 2
-    ("expand_isr", {"leader": 1, "follower": 2}),  # 2 looks caught up to the HW
+    # zombie 2, still on epoch 1, fetches from 1 at its own LEO 2; 2 looks caught up to the HW, so the leader proposes
+    # it for the ISR right after recording the fetch (`updateFollowerFetchState` -> `maybeExpandIsr`)
+    *fetch_round(2, 2, respond=False),
     ("handle_alter_partition", {"frm": 1}),  # 2 is in the ISR with x1 where y1 is committed
 ]
 
 # Row 6 (KIP-497's rejected design): e1 L=A ISR{A}, B caught up with an empty log.
 ROW_6: Script = [
-    *fetch_round(2, 0, respond=False),
-    ("expand_isr", {"leader": 1, "follower": 2}),  # AlterIsr {A,B} in flight
+    *fetch_round(2, 0, respond=False),  # recorded, and AlterIsr {A,B} in flight (proposed right after the fetch)
     ("produce", {"broker": 1, "acks": "all"}),  # x0
     ("advance_hw", {"broker": 1}),  # HW over the committed ISR {A}: acked
     ("handle_alter_partition", {"frm": 1}),  # the controller commits {A,B}: B lacks x0
@@ -188,6 +189,20 @@ ROW_14: Script = [
     ("list_offsets", {"broker": 2, "spec": "latest"}),  # before KIP-207: LATEST = 0; since: OFFSET_NOT_AVAILABLE
 ]
 
+# Row 15 (KAFKA-7235, KIP-380), ZooKeeper mode: leader 1 = A, follower 2 = B, min.insync.replicas 1.
+ROW_15: Script = [
+    ("produce", {"broker": 1, "acks": "all"}),  # x1 on A, never flushed
+    *fetch_round(2, 0),  # B has x1
+    ("shrink_isr", {"leader": 1, "follower": 2}),
+    ("handle_alter_partition", {"frm": 1}),  # ISR {A}: a LeaderAndIsr to A queued for its current incarnation
+    ("crash", {"broker": 1, "lossy": True}),  # A loses x1; the controller's queue keeps the request
+    ("restart", {"broker": 1}),  # the bounce is seen: A leaves the ISR, the partition has no leader
+    ("handle_leader_and_isr", {"to": 1, "leader_epoch": 1}),  # the request for the old A: A leads epoch 1 again
+    ("produce", {"broker": 1, "acks": "all"}),  # y2 at offset 0, where B has x1
+    ("advance_hw", {"broker": 1}),  # the ISR {A} of the stale request: high watermark 1
+    *fetch_round(2, 1),  # B takes high watermark 1 with x1 below it
+]
+
 # variant -> (the row's sequence, the invariant its last step breaks under the variant)
 ROW_SCRIPTS: dict[str, tuple[Script, str]] = {name: (script, expected) for name, script, expected in [
     ("truncate-to-hw", ROW_1, "replication.electable-has-committed"),
@@ -199,6 +214,7 @@ ROW_SCRIPTS: dict[str, tuple[Script, str]] = {name: (script, expected) for name,
     ("last-replica-standing", ROW_9, "replication.electable-has-committed"),
     ("zombie-controller", ROW_13, "replication.epochs-monotonic"),
     ("lagging-hw-list-offsets", ROW_14, "client.list-offsets-monotonic"),
+    ("stale-control-request", ROW_15, "replication.log-matching"),
 ]}
 
 

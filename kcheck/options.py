@@ -223,12 +223,14 @@ FailOnOpt = Annotated[str, typer.Option(
     help="What fails the gate (exit 1): hard (any hard finding not suppressed), soft (any finding not "
          "suppressed), new (only hard findings the change introduces or makes worse).")]
 # The replication model's commands (explore, exhaust, replay, liveness) and `check --invariants`
-ProtocolOpt = Annotated[str, typer.Option("--protocol", help="current (the --kafka-version release's rules), a variant "
-                                                          "(kcheck variants), or module:object.")]
+ProtocolOpt = Annotated[str, typer.Option(
+    "--protocol", help="current (the --kafka-version release's rules), current+elr (the same with eligible leader "
+                       "replicas on), a variant (kcheck variants), or module:object.")]
 KafkaVersionOpt = Annotated[str | None, typer.Option(
     "--kafka-version", metavar="VERSION",
     help=f"The Kafka release whose controller rules --protocol current follows (default: the newest, "
-         f"{releases.DEFAULT_VERSION}): ELR off before 4.1, KAFKA-19975's reassignment completion from 4.3.")]
+         f"{releases.DEFAULT_VERSION}): ELR off before 4.1 (current+elr turns it on; "
+         f"3.9 and 4.0 then elect even a fenced last known leader), KAFKA-19975's reassignment completion from 4.3.")]
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print the result as JSON.")]
 ProgressOpt = Annotated[bool | None, typer.Option(
     "--progress/--no-progress",
@@ -334,16 +336,23 @@ def _release(option: str, version: str, prefix: str = "") -> releases.ReleasePro
 
 
 def current_protocol(spec: str, kafka_version: str | None, option: str, prefix: str = "") -> ResolvedProtocol | None:
-    """`current` or `current@VERSION` as a release's rules (labelled `current@VERSION`, which a trace keeps);
-    `kafka_version` (--kafka-version) wins over a release in the name. None for any other protocol."""
+    """`current` or `current@VERSION` as a release's rules (labelled `current@VERSION`, which a trace keeps), and
+    `current+elr` / `current+elr@VERSION` the same with eligible leader replicas on (as a cluster that enabled
+    them: 3.9 and 4.0 have them off by default); `kafka_version` (--kafka-version) wins over a release in the name.
+    None for any other protocol."""
     base, at, named = spec.partition("@")
-    if base != "current" or (not at and spec != "current"):
+    if base not in ("current", "current+elr") or (not at and spec != base):
         return None
     if kafka_version is not None:
         prof = _release("--kafka-version", kafka_version)
     else:
         prof = _release(option, named, prefix) if at else releases.profile()
-    return ResolvedProtocol(prof.protocol(), f"current@{prof.version}", None)
+    elr = True if base == "current+elr" else None
+    try:
+        protocol = prof.protocol(elr)
+    except ValueError as e:  # a release the replication model does not know (before 3.9.0)
+        raise InputError("--kafka-version" if kafka_version is not None else option, prefix + str(e)) from None
+    return ResolvedProtocol(protocol, f"{base}@{prof.version}", None)
 
 
 def not_current_protocol(spec: str, kafka_version: str | None) -> None:

@@ -397,8 +397,10 @@ class _Step:
 
     def change(self, acceptable: frozenset[int], how: Election | None = None, *,
                part: PartitionRegistration | None = None, **targets: Any) -> PartitionChange:
+        # ReplicationControlManager hands every builder the topic's effective min ISR (capped at the replica count)
+        min_isr = min(self.cfg.min_isr, len(self.reg.replicas))
         return PartitionChange(self.part if part is None else part, acceptable, self.election if how is None else how,
-                               self.cfg.min_isr, self.elr, **targets)
+                               min_isr, self.elr, **targets)
 
 
 def _alter_partition(step: _Step) -> ModelStep | None:

@@ -47,6 +47,9 @@ TOOLS: dict[str, tuple[str, ...]] = {
     "kafka-consumer-groups": ("org.apache.kafka.tools.consumer.group.ConsumerGroupCommand",
                               "kafka.admin.ConsumerGroupCommand"),
     "kafka-log-dirs": ("org.apache.kafka.tools.LogDirsCommand", "kafka.admin.LogDirsCommand"),
+    "kafka-features": ("org.apache.kafka.tools.FeatureCommand", "kafka.admin.FeatureCommand"),
+    "kafka-configs": ("org.apache.kafka.tools.ConfigCommand", "kafka.admin.ConfigCommand"),
+    "kafka-leader-election": ("org.apache.kafka.tools.LeaderElectionCommand", "kafka.admin.LeaderElectionCommand"),
     "zookeeper-server": ("org.apache.zookeeper.server.ZooKeeperServerMain",),
 }
 

@@ -42,7 +42,7 @@ from kcheck.reference.election import (
     leader_for_reassign,
     maybe_complete_reassignment,
 )
-from kcheck.reference.errors import KafkaError
+from kcheck.reference.errors import IllegalArgumentException, KafkaError
 
 
 class InvalidReplicaAssignmentException(KafkaError):
@@ -689,8 +689,22 @@ def kraft_guard(st: KRaftControllerState, event: Event) -> str | None:
 
 
 def _kraft_builder(st: KRaftControllerState, acceptable: Collection[int] | None = None) -> PartitionChangeBuilder:
-    return PartitionChangeBuilder(st.registration, st.active if acceptable is None else acceptable, st.version,
-                                  st.min_isr)
+    """A builder as `ReplicationControlManager` makes one: its `LeaderAcceptor` and the topic's effective min ISR
+    (`getTopicEffectiveMinIsr`: min.insync.replicas capped at the stored replica count)."""
+    active = frozenset(st.active if acceptable is None else acceptable)
+    stored = frozenset(st.registration.replicas)
+
+    def leader_acceptor(b: int) -> bool:
+        # `LeaderAcceptor.test`: an active broker's directory is looked up in the stored registration, which throws
+        # for a broker that is not a replica yet (an ELR member a reassignment adds back): the request fails.
+        if b not in active:
+            return False
+        if b not in stored:
+            raise IllegalArgumentException(f"Replica {b} is not assigned to this partition.")
+        return True
+
+    return PartitionChangeBuilder(st.registration, leader_acceptor, st.version,
+                                  min(st.min_isr, len(st.registration.replicas)))
 
 
 def _apply(st: KRaftControllerState, record: PartitionChangeRecord | None) -> KRaftControllerState:

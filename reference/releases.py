@@ -408,29 +408,18 @@ class ReleaseProfile:
                                "last_known_leader_update": self.last_known_leader_update,
                                "reassignment_completion": self.reassignment_completion, **overrides})
 
-    def protocol(self) -> Protocol:
-        """The replication model's rules for a new cluster of this release: `Protocol.current()` (4.1 and 4.2's
-        defaults) with the controller rules this release differs in. The model writes the last known leader as
-        4.1.1 on do (`remember_last_known_leader`), also for 4.1.0: 4.1.0's rule (isr-emptied) writes something
-        else only when a write leaves ISR members none of which is acceptable, which no model state has (the
-        model's ISR members are unfenced), so 4.1.0 needs no rule of its own there (its jars agree with the model
-        on every step compared: tests/test_release_gaps.py); the reference's builder has both rules."""
-        from kcheck.model.replication import protocol as p
-        from kcheck.model.replication import reassignment as r
+    def protocol(self, elr: bool | None = None) -> Protocol:
+        """The replication model's rules for a cluster of this release: `Protocol.current(version)`, whose table
+        of rules per release (`protocol.release_rules`) must agree with this profile's fields
+        (tests/test_current_protocol.py); `elr` turns eligible leader replicas on or off (None: as a new cluster
+        of the release has them). The model writes the last known leader as 4.1.1 on do
+        (`remember_last_known_leader`), also for 4.1.0 and older: their rule (isr-emptied) writes something else only
+        when a write leaves ISR members none of which is acceptable, which no model state has (the model's ISR
+        members are unfenced), so they need no rule of their own there (4.1.0's jars agree with the model on every
+        step compared: tests/test_release_gaps.py); the reference's builder has both rules."""
+        from kcheck.model.replication.protocol import Protocol
 
-        rules: dict[str, Any] = {}
-        if not self.eligible_leader_replicas:  # KIP-966 off: no ELR, the ISR keeps its last member, no last leader
-            rules.update(leader_choice=p.clean_only, isr_removal=p.keep_last_replica,
-                         last_known_leader=p.no_last_known_leader)
-        rules["reassignment_completion"] = {
-            "all-targets": r.complete_when_targets_in_sync,
-            "adding-unless-shrinking": r.complete_when_adding_unless_shrinking,
-            "adding": r.complete_when_adding_in_sync,
-        }[self.reassignment_completion]
-        elr = "ELR on" if self.eligible_leader_replicas else "ELR off"
-        description = (f"Kafka {self.version} (KRaft, a new cluster's defaults: {elr}, reassignment completion "
-                       f"{self.reassignment_completion})")
-        return replace(p.Protocol.current(), name="current", description=description, **rules)
+        return Protocol.current(self.version, elr=elr)
 
     def assignor(self, assignor: str | AssignorInfo) -> AssignorInfo:
         """The reference's assignor (a name, or a registry AssignorInfo) as this release runs it: the KIP-848 uniform

@@ -4,15 +4,23 @@ run to a differing answer (a replayable trace); a run in which a changed rule ne
 
 from __future__ import annotations
 
+import importlib
 import json
 from dataclasses import fields, replace
 
 import pytest
 
 from cli_support import run, write_module
-from kcheck.invariants.replication_searches.runs import ChangeProbe, changed_rules, probed_successors, today_for
+from kcheck.invariants.replication_searches.runs import (
+    ChangeProbe,
+    Trace,
+    changed_rules,
+    probed_successors,
+    replay,
+    today_for,
+)
 from kcheck.invariants.replication_searches.yardstick import exhaust
-from kcheck.model.replication.actions import Config, initial_state, successors
+from kcheck.model.replication.actions import Config, apply, initial_state, successors
 from kcheck.model.replication.protocol import VARIANTS, Protocol, caught_up_in_leader_epoch
 from kcheck.reference import releases
 
@@ -25,14 +33,14 @@ RULES = '''
 from dataclasses import replace
 from kcheck.model.replication.protocol import Protocol, caught_up_in_leader_epoch
 
-def join_without_broker_epoch(leader, follower, registry):
+def join_at_high_watermark(leader, follower, registry):
     leo = leader.view_of(follower)
-    return leo is not None and leo >= leader.hw and leo >= leader.epoch_start and follower not in registry.fenced
+    return leo is not None and leo >= leader.hw
 
 def same_as_today(leader, follower, registry):
     return caught_up_in_leader_epoch(leader, follower, registry)
 
-proposed = replace(Protocol.current(), name="proposed", isr_join=join_without_broker_epoch)
+proposed = replace(Protocol.current(), name="proposed", isr_join=join_at_high_watermark)
 unchanged_answers = replace(Protocol.current(), name="same", isr_join=same_as_today)
 '''
 
@@ -47,11 +55,12 @@ def test_a_changed_rule_is_covered_with_a_replayable_shortest_run(capsys, tmp_pa
     cov = rep["coverage"]
     assert cov["unexercised"] == [] and [r["rule"] for r in cov["rules"]] == ["isr_join"]
     rule = cov["rules"][0]
-    assert rule["function"] == "join_without_broker_epoch" and rule["today"] == "caught_up_in_leader_epoch"
+    assert rule["function"] == "join_at_high_watermark" and rule["today"] == "caught_up_in_leader_epoch"
     assert 0 < rule["differed_states"] < rule["asked_states"] <= cov["visited_states"] == rep["states"]
     steps = rule["trace"]["steps"]
-    assert steps[-1] == {"action": "expand_isr", "leader": 1, "follower": 2} and rule["last_step_enabled"]
-    assert [s["action"] for s in steps].count("crash") == 1  # a lossy restart is what changes the broker epoch
+    # the leader asks right after recording the fetch (Kafka's `maybeExpandIsr`): a fenced, restarted follower
+    assert steps[-1] == {"action": "fetch_round", "follower": 1} and rule["last_step_enabled"]
+    assert [s["action"] for s in steps].count("crash") == 1
     # the file replays, and the replay names the step where the rule answered differently
     path = cov_dir / "isr_join.json"
     assert json.loads(path.read_text())["steps"] == steps
@@ -59,9 +68,11 @@ def test_a_changed_rule_is_covered_with_a_replayable_shortest_run(capsys, tmp_pa
     assert (code, err) == (0, "")
     differing = json.loads(out)["differing_answers"]
     assert differing and differing[-1]["step"] == len(steps) and differing[-1]["rule"] == "isr_join"
-    # under today's rules the run stops before its last step: the follower is refused for the ISR there
-    code, out, err = run(capsys, "replay", str(path), "--protocol", "current")
-    assert code == 2 and f"step {len(steps)} (expand_isr leader=1 follower=2) is not enabled" in err
+    # under today's rules the same run proposes nothing at its last step: the follower is refused for the ISR there
+    trace = Trace.from_json(path.read_text())
+    ours = replay(trace, importlib.import_module(mod).proposed)[-1].state
+    today = replay(trace, Protocol.current())[-1].state
+    assert ours.replica(2).pending_isr == {1, 2} and today.replica(2).pending_isr is None
 
 
 def test_explore_covers_a_changed_rule_on_the_one_engine(capsys, tmp_path, monkeypatch):
@@ -79,7 +90,7 @@ def test_explore_covers_a_changed_rule_on_the_one_engine(capsys, tmp_path, monke
     assert 0 < rule["differed_states"] <= rule["asked_states"] <= cov["visited_states"]
     assert cov["visited_states"] <= rep["search"]["distinct_states"]
     steps = rule["trace"]["steps"]
-    assert steps[-1] == {"action": "expand_isr", "leader": 1, "follower": 2} and rule["last_step_enabled"]
+    assert steps[-1]["action"] == "fetch_round" and rule["last_step_enabled"]
     code, out, err = run(capsys, "replay", str(cov_dir / "isr_join.json"), "--protocol", f"{mod}:proposed", "--json")
     assert (code, err) == (0, "")
     differing = json.loads(out)["differing_answers"]
@@ -196,3 +207,45 @@ def test_explore_probes_each_distinct_state_once_as_if_it_probed_every_step(monk
     visited, (rule,) = fast[1]
     assert rule["differed_states"] > 0  # the rule was exercised
     assert visited < fast[0][1]  # and programs did revisit states (the shortcut was taken)
+
+
+def test_a_rule_about_incarnations_counts_only_where_it_changed_the_successor():
+    """KIP-380's broker-side check replaced by the pre-KIP-380 rule (`accept_any_broker_epoch`) answers differently
+    whenever a control request queued for a broker's previous incarnation meets the restarted broker. With today's
+    restart (the broker applies the current partition state at once) that request is older than what it knows, so
+    `partition_state_applies` refuses it either way: asked, answered differently, no effect, not exercised. With a
+    restart that waits for the controller's LeaderAndIsr (the ZooKeeper controller's `onBrokerStartup`), the same
+    answer lets the broker apply it, and change coverage counts it there, with a trace that ends on that step."""
+    from kcheck.model.replication import protocol as P
+
+    stale_answers = []
+
+    def pre_kip_380(r, m):
+        if m.broker_epoch < r.broker_epoch:
+            stale_answers.append(m)
+        return P.accept_any_broker_epoch(r, m)
+
+    cfg = Config(brokers=2, min_isr=1, records=0, crashes=1, lossy_crashes=0, fences=0, elections=0, isr_shrinks=1,
+                 failovers=0, reads=0, max_leader_epoch=2, duplicates=False, atomic_fetch=True, metadata="zookeeper")
+    today = Protocol.current()
+    probe = ChangeProbe(replace(today, name="mine", control_request_incarnation=pre_kip_380), today, "current")
+    r = exhaust(probe.protocol, cfg, probe=probe)
+    (cov,) = probe.coverage.values()
+    assert r.complete and stale_answers and cov.asked > 0
+    assert (cov.differed, cov.differing_calls, cov.trace) == (0, 0, None)
+    assert probe.unexercised == ["control_request_incarnation"]
+
+    waits = replace(today, name="zk", restart_reads_metadata=P.await_leader_and_isr)
+    probe = ChangeProbe(replace(waits, name="mine", control_request_incarnation=pre_kip_380), waits, "zk")
+    r = exhaust(probe.protocol, cfg, probe=probe)
+    (cov,) = probe.coverage.values()
+    assert r.complete and cov.differed > 0 and not probe.unexercised
+    # the first step it changes is the restart: the request for the old incarnation stays (today's rule drops it)
+    *before, last = cov.trace.steps
+    assert last.kind == "restart"
+    s = initial_state(cfg)
+    for a in before:
+        s = apply(s, waits, cfg, a)
+    mine, theirs = apply(s, probe.protocol, cfg, last), apply(s, waits, cfg, last)
+    (stale,) = mine.pool - theirs.pool
+    assert stale.to == last.args[0] and stale.broker_epoch < mine.replica(stale.to).broker_epoch

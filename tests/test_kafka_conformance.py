@@ -424,8 +424,8 @@ GROW_PAST_A_LAGGING_REPLICA = [
     # each broker applies the ISR shrink's batch, then the reassignment's (the leader knew the first from its answer)
     ("apply_metadata", {"broker": 1}), ("apply_metadata", {"broker": 1}),
     ("apply_metadata", {"broker": 3}), ("apply_metadata", {"broker": 3}),
-    ("fetch_round", {"follower": 3}),
-    ("expand_isr", {"leader": 1, "follower": 3}), ("handle_alter_partition", {"frm": 1}),
+    # the leader proposes broker 3 right after recording its fetch (`updateFollowerFetchState` -> `maybeExpandIsr`)
+    ("fetch_round", {"follower": 3}), ("handle_alter_partition", {"frm": 1}),
 ]
 GROW_CFG = Config(brokers=3, replication_factor=2, min_isr=1, records=0, reassignments=1, isr_shrinks=1, crashes=0,
                   lossy_crashes=0, fences=0, elections=0, failovers=0, duplicates=False, atomic_fetch=True)

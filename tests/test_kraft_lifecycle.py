@@ -198,8 +198,10 @@ def test_leader_does_not_propose_a_shutting_down_follower():
     leader = s.replica(2)
     s = s.with_replica(leader.with_view(1, s.replica(1).leo, s.replica(1).broker_epoch))
     assert 1 in image(s, 2).shutting_down
-    assert not _enabled(s, cfg, "expand_isr", 2, 1)
-    relaxed = replace(CURRENT, broker_active=P.active_unless_fenced)
+    # the check itself, asked at a moment of its own (`expand_at_any_time`: Kafka asks it only right after a fetch)
+    anytime = replace(CURRENT, isr_expansion=P.expand_at_any_time)
+    assert not _enabled(s, cfg, "expand_isr", 2, 1, p=anytime)
+    relaxed = replace(anytime, broker_active=P.active_unless_fenced)
     assert _enabled(s, cfg, "expand_isr", 2, 1, p=relaxed)
 
 

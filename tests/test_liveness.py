@@ -214,9 +214,6 @@ def test_healing_at_the_end_of_random_programs_finds_kafka_19975_and_not_its_fix
     assert fixed.failure is None and fixed.programs == 60
 
 
-@pytest.mark.xfail(strict=True, reason="model/replication/actions.py: a stale AlterPartitionResponse is matched to a "
-                   "new proposal by its ISR and takes the new request out of the pool (KAFKA-12686's shape); "
-                   "remove this mark once the leader keeps one AlterPartition in flight across a LeaderAndIsr")
 def test_a_follower_that_crashed_during_an_isr_expansion_rejoins():
     cfg = Config(**{**QUIET, "brokers": 2, "min_isr": 1, "records": 1, "crashes": 1, "isr_shrinks": 1})
     r = check_liveness(LivenessModel(Protocol.current("4.4.0"), cfg), properties(cfg))

@@ -88,11 +88,9 @@ def test_each_new_property_fails_under_a_broken_rule(prop, protocol, cfg, kind):
         assert r.complete and r.violations[prop] is None
 
 
-@pytest.mark.xfail(strict=True, reason="model/replication/actions.py: a stale AlterPartitionResponse is matched to a "
-                   "new proposal by its ISR and takes the new request out of the pool (the xfail in "
-                   "tests/test_liveness.py); here a lossy crash re-expands the ISR, the proposal stays pending and "
-                   "the write is never answered. Remove this mark once one AlterPartition stays in flight")
 def test_an_isr_expansion_after_a_lossy_crash_completes():
+    """One AlterPartition in flight per partition, matched to its own request: a stale answer cannot take a new
+    proposal out of flight, so the expansion after a lossy crash completes and the write is answered."""
     cfg = shipped_config(brokers=2, replication_factor=2, initial_isr=1, fences=0, atomic_fetch=True)
     props = [p for p in parity_properties(cfg) if p.id in ("liveness.alter-partition-completes",
                                                            "liveness.write-answered")]

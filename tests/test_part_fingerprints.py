@@ -146,7 +146,7 @@ def test_first_violation_is_what_asking_each_invariant_gives(name):
     m = ReplicationModel(v.protocol, Config(**v.settings))
     assert m.first_violation is not None
     broken = 0
-    for s in reachable(v.protocol, Config(**v.settings), 1500):
+    for s in reachable(v.protocol, Config(**v.settings), 2500):
         expected = _violated(m.invariants(), s)
         assert m.first_violation(s) == expected
         broken += expected is not None

@@ -132,14 +132,13 @@ def test_replication_protocol_per_release():
     assert elr_off.leader_choice is model_protocol.clean_only
     assert elr_off.isr_removal is model_protocol.keep_last_replica
     assert elr_off.last_known_leader is model_protocol.no_last_known_leader
-    current = model_protocol.Protocol.current()
-    assert elr_on.rules() == current.rules()  # 4.1 and 4.2 are today's defaults
+    assert elr_on.leader_choice is model_protocol.clean_or_eligible
+    assert elr_on.reassignment_completion is model_reassignment.complete_when_targets_in_sync
+    # issue 36: one `current`, the newest release's (the profile of every release asks the model's own table)
+    assert new_completion.rules() == model_protocol.Protocol.current().rules()
     assert new_completion.reassignment_completion is model_reassignment.complete_when_adding_unless_shrinking
-    # the model's own release switch (Protocol.current(kafka_version)) agrees where both speak
     for v in RELEASES:
-        if releases.version_key(v) >= (4, 0, 0):
-            ours = profile(v).protocol().reassignment_completion
-            assert model_protocol.Protocol.current(v).reassignment_completion is ours, v
+        assert profile(v).protocol().rules() == model_protocol.Protocol.current(v).rules(), v
 
 
 def test_profile_agrees_with_the_release_switches_of_other_modules():

@@ -30,8 +30,8 @@ SPARE = ["--brokers", "3", "--replication-factor", "1", "--min-isr", "1", "--rec
          "--reads", "0", "--max-leader-epoch", "2", "--no-duplicates", "--atomic-fetch"]
 
 # The searches `kcheck check` runs (run_replication_models): today's protocol at the small bounds, and each variant
-# at its row's settings (row 4 is left to --deep). The two largest take minutes with both engines: slow.
-DEEP = {"truncate-to-hw-lossy", "one-shot-epoch-lookup"}
+# at its row's settings (row 4 is left to --deep). The three largest take minutes with both engines: slow.
+DEEP = {"truncate-to-hw-lossy", "one-shot-epoch-lookup", "stale-control-request"}
 CHECK_RUNS = [pytest.param("current", id="current")] + [
     pytest.param(name, id=name, marks=[pytest.mark.slow] if name in DEEP else [])
     for name in VARIANTS if name != "no-epoch-in-fetch"]

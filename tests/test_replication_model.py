@@ -64,8 +64,8 @@ def test_current_rules_truncate_row_3_follower_to_the_common_prefix():
 # ---- the explorers find every variant on their own ---------------------------------------------
 
 
-# The two largest (~10-25 s each) are slow; `kcheck check` searches every variant at its row's setting anyway.
-_DEEP_ROWS = {"truncate-to-hw-lossy", "one-shot-epoch-lookup"}
+# The largest (~10-25 s each, row 15 minutes under load) are slow; `kcheck check` searches every variant anyway.
+_DEEP_ROWS = {"truncate-to-hw-lossy", "one-shot-epoch-lookup", "stale-control-request"}  # row 15: ~200 s here
 
 
 @pytest.mark.parametrize("name", [pytest.param(n, marks=pytest.mark.slow) if n in _DEEP_ROWS else n
@@ -112,7 +112,10 @@ def test_abstract_search_finds_row_4_in_fewer_steps_than_the_row():
 FAST_ROWS = ["truncate-to-hw", "no-epoch-in-fetch", "hw-over-committed-isr", "unclean-election", "zombie-controller"]
 
 
-@pytest.mark.parametrize("name", [n if n in FAST_ROWS else pytest.param(n, marks=pytest.mark.slow) for n in VARIANTS])
+# Row 15 needs a lossy crash, a restart and the stale request delivered before the fresh one: explore's 2,000 programs
+# found it at none of seeds 0, 1, 2 (the exact search finds it in 14 steps, 94,910 states).
+@pytest.mark.parametrize("name", [n if n in FAST_ROWS else pytest.param(n, marks=pytest.mark.slow) for n in VARIANTS
+                                  if n != "stale-control-request"])
 def test_hypothesis_finds_and_shrinks_each_variant(name):
     v = VARIANTS[name]
     cfg = replace(Config(**v.settings), atomic_fetch=True)
@@ -309,8 +312,7 @@ def test_alter_partition_is_an_rpc_a_retry_loses_the_earlier_answer_and_an_answe
     v = VARIANTS["hw-over-committed-isr"]  # ISR {1}, broker 2 caught up with an empty log
     cfg = replace(Config(**v.settings), atomic_fetch=True, duplicates=True)
     p = Protocol.current()
-    s = apply(initial_state(cfg), p, cfg, Action("fetch_round", (2,)))
-    s = apply(s, p, cfg, Action("expand_isr", (1, 2)))
+    s = apply(initial_state(cfg), p, cfg, Action("fetch_round", (2,)))  # recorded, then proposed for the ISR
     (request,) = s.messages()
     once = apply(s, p, cfg, Action("handle_alter_partition", (request, True)))  # a copy stays in flight
     first_answer = next(m for m in once.messages() if m.kind == "AlterPartitionResponse")
@@ -430,7 +432,8 @@ def test_fast_holds_give_the_checks_messages():
     cfg = Config(**v.settings)
     m = ReplicationModel(v.protocol, cfg)
     bad = 0
-    for s in reachable(v.protocol, cfg, 1500):
+    # the first violation is state 1,519 of the search since the AlterPartition manager holds requests (issue 36)
+    for s in reachable(v.protocol, cfg, 2500):
         report = check_replication(s, cfg)
         first = {}
         for x in report.hard_violations:

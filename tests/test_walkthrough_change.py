@@ -17,7 +17,7 @@ PROPOSED_ISR = '''\
 leader's epoch, without KIP-903's broker-epoch comparison."""
 from dataclasses import replace
 
-from kcheck.model.replication.protocol import Protocol, added_replicas_unfenced
+from kcheck.model.replication.protocol import Protocol, added_replicas_unfenced, record_every_fetch
 
 
 def join_without_broker_epoch(leader, follower, registry):
@@ -30,8 +30,10 @@ proposed = replace(Protocol.current(), name="no-broker-epoch-check",
                    description="ISR join without KIP-903's broker-epoch check",
                    isr_join=join_without_broker_epoch)
 
-# ... and the controller's half of KIP-903 dropped as well
-both_sides = replace(proposed, name="no-broker-epoch-checks", alter_partition_validation=added_replicas_unfenced)
+# ... and the rest of KIP-903 dropped too: the controller's comparison, and the leader's refusal of a fetch
+# that a follower's previous incarnation sent
+both_sides = replace(proposed, name="no-broker-epoch-checks", alter_partition_validation=added_replicas_unfenced,
+                     fetch_state_update=record_every_fetch)
 '''
 
 MY_INVARIANTS = '''\
@@ -53,14 +55,16 @@ def isr_holds_committed(s):
             and s.state.replica(b).log[:leader.hw] != leader.log[:leader.hw]]
 '''
 
-BOUNDS = ("--brokers 2 --min-isr 2 --records 1 --crashes 0 --fences 0 --elections 0 --isr-shrinks 0 --failovers 0 "
-          "--reads 0 --max-leader-epoch 2 --no-duplicates --atomic-fetch")
+BOUNDS = ("--brokers 2 --min-isr 2 --records 1 --fences 0 --elections 0 --isr-shrinks 1 --failovers 0 --reads 0 "
+          "--max-leader-epoch 1 --no-duplicates")
 COMMANDS = [
-    "kcheck exhaust --protocol proposed_isr:proposed --invariants my_invariants --lossy-crashes 1 "
-    f"{BOUNDS} --coverage-dir coverage",
+    "kcheck exhaust --protocol proposed_isr:proposed --invariants my_invariants --crashes 1 --lossy-crashes 0 "
+    f"{BOUNDS} --atomic-fetch --coverage-dir coverage",
     "kcheck replay coverage/isr_join.json --protocol proposed_isr:proposed",
-    f"kcheck exhaust --protocol proposed_isr:proposed --invariants my_invariants --lossy-crashes 0 {BOUNDS}",
-    f"kcheck exhaust --protocol proposed_isr:both_sides --invariants my_invariants --lossy-crashes 1 {BOUNDS}",
+    "kcheck exhaust --protocol proposed_isr:proposed --invariants my_invariants --crashes 0 --lossy-crashes 0 "
+    f"{BOUNDS} --atomic-fetch",
+    "kcheck exhaust --protocol proposed_isr:both_sides --invariants my_invariants --crashes 0 --lossy-crashes 1 "
+    f"{BOUNDS}",
 ]
 
 
@@ -83,10 +87,10 @@ def test_the_readme_walkthrough_runs_as_written(tmp_path):
     assert "search complete: every reachable state within the bounds was visited (a proof within them" in out
     assert "user.isr-holds-committed" in out.split("invariants checked in every state")[1].split("NOT checked")[0]
     assert "isr_join (join_without_broker_epoch, today caught_up_in_leader_epoch): asked in" in out
-    assert "expand_isr leader=1 follower=2: today's rule (caught_up_in_leader_epoch) answered False" in out
+    assert "fetch_round follower=2: today's rule (caught_up_in_leader_epoch) answered False" in out
     assert "OK: no invariant violated in any reachable state." in out
     trace = json.loads((tmp_path / "coverage" / "isr_join.json").read_text())
-    assert trace["protocol"] == "proposed_isr:proposed" and trace["steps"][-1]["action"] == "expand_isr"
+    assert trace["protocol"] == "proposed_isr:proposed" and trace["steps"][-1]["action"] == "fetch_round"
 
     replayed = kcheck(COMMANDS[1], tmp_path)
     assert (replayed.returncode, replayed.stderr) == (0, "")
@@ -102,9 +106,10 @@ def test_the_readme_walkthrough_runs_as_written(tmp_path):
     broken = kcheck(COMMANDS[3], tmp_path)
     assert broken.returncode == 1, broken.stdout + broken.stderr
     out = " ".join(broken.stdout.split())
-    assert "Shortest counterexample (11 steps)" in out
+    assert "Shortest counterexample (14 steps)" in out
     assert "replication.electable-has-committed at broker 2" in out and "user.isr-holds-committed at broker 2" in out
     assert "alter_partition_validation (added_replicas_unfenced, today isr_members_eligible)" in out
+    assert "fetch_state_update (record_every_fetch, today fence_stale_fetch_state)" in out
 
 
 def test_the_readme_shows_these_files_and_commands():

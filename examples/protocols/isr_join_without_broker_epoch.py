@@ -4,15 +4,18 @@ Proposal: "the leader proposes a follower for the ISR once it has fetched up to 
 the start of the leader's epoch in this epoch and is unfenced. KIP-903's broker-epoch comparison is done
 again by the controller on AlterPartition, so doing it in `Partition.isFollowerInSync` too is redundant."
 
-The leader's view of a follower is the offset of its last fetch; after the follower loses its unflushed
-records in a power loss and restarts, that view is stale until it fetches again. The leader now proposes
-such a follower, and the controller's own KIP-903 check must refuse it. Claim: it does, every time:
-`kcheck exhaust` finds no violation within these bounds (two brokers, min.insync.replicas 2, one record,
-one lossy crash), and the changed rule does answer differently from today's in them:
+Kafka asks the question right after it recorded a fetch (`Partition.updateFollowerFetchState` ->
+`maybeExpandIsr`), with the broker epoch that fetch carried; the comparison decides something only when the
+leader's metadata image still has an older registration of the follower, outside the ISR: a follower dropped from
+the ISR that restarts (a new broker epoch, registered fenced) and fetches before the leader applied its
+registration. The leader now proposes such a follower, and the controller's own checks (fenced, KIP-903) must
+refuse it. Claim: they do, every time: `kcheck exhaust` finds no violation within these bounds (two brokers,
+min.insync.replicas 2, one record, one ISR shrink, one crash), and the changed rule does answer differently from
+today's in them:
 
     cd examples/protocols
     python -m kcheck exhaust --protocol isr_join_without_broker_epoch:proposed --brokers 2 --min-isr 2 \
-        --records 1 --crashes 0 --lossy-crashes 1 --fences 0 --elections 0 --isr-shrinks 0 --failovers 0 \
+        --records 1 --crashes 1 --lossy-crashes 0 --fences 0 --elections 0 --isr-shrinks 1 --failovers 0 \
         --reads 0 --no-duplicates --atomic-fetch
 
 exits 0 ("OK: no invariant violated in any reachable state").

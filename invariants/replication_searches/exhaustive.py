@@ -272,7 +272,7 @@ class NodeModel:
         for i, a in enumerate(inner.actions(s)):
             probe.begin()
             nxt = inner.step(s, a)
-            probe.end(a, nxt, node.actions, self.label, cfg, depth=node.depth)
+            probe.end(a, nxt, node.actions, self.label, cfg, depth=node.depth, before=s)
             if nxt is not None:
                 out.append((i, a, Node(nxt, node.depth + 1, (a, node.path))))
         return out

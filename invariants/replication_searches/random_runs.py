@@ -250,7 +250,7 @@ class ProbedModel(NodeModel):
         for i, a in enumerate(inner.actions(s)):
             probe.begin()
             nxt = inner.step(s, a)
-            probe.end(a, nxt, node.actions, self.label, inner.cfg, depth=node.depth)
+            probe.end(a, nxt, node.actions, self.label, inner.cfg, depth=node.depth, before=s)
             if nxt is not None:
                 out.append((i, a, Node(nxt, depth, (a, path))))
         return out

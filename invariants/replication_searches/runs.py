@@ -213,6 +213,7 @@ class ChangeProbe:
 
     def __init__(self, protocol: Protocol, baseline: Protocol, baseline_label: str) -> None:
         self.baseline_label = baseline_label
+        self.baseline = baseline
         names = changed_rules(protocol, baseline)
         self.coverage = {n: RuleCoverage(n, _fn_name(getattr(protocol, n)), _fn_name(getattr(baseline, n)))
                          for n in names}
@@ -254,11 +255,7 @@ class ChangeProbe:
                 same = bool(answer == theirs)
             except Exception:  # noqa: BLE001 - an answer that cannot be compared is not today's
                 same = False
-            if not same:
-                cov.differing_calls += 1
-                if self._differed_in[name] != self.visited:
-                    self._differed_in[name] = self.visited
-                    cov.differed += 1
+            if not same:  # counted by `end` if it changed the step's successor
                 self._pending.append((name, answer, theirs))
             return answer
 
@@ -278,16 +275,35 @@ class ChangeProbe:
     def begin(self) -> None:
         self._pending = []
 
+    def _same_successor(self, before: State, action: Action, cfg: Config) -> bool:
+        """Whether `action` leads from `before` to the same state (or is disabled in both) under today's rules as
+        under the changed ones: then the rules' differing answers had no effect there."""
+        self._shadow += 1  # the changed rules answer without recording
+        try:
+            return apply(before, self.protocol, cfg, action) == apply(before, self.baseline, cfg, action)
+        except Exception:  # noqa: BLE001 - today's rules failing where the changed ones did not: a difference
+            return False
+        finally:
+            self._shadow -= 1
+
     def end(self, action: Action, nxt: State | None, path: Callable[[], tuple[Action, ...] | list[Action]],
-            label: str, cfg: Config, *, depth: int | None = None, step: int | None = None) -> None:
-        """After computing `action` from the visited state (reached by `path()`, `depth` steps): the shortest
+            label: str, cfg: Config, *, depth: int | None = None, step: int | None = None,
+            before: State | None = None) -> None:
+        """After computing `action` from the visited state `before` (reached by `path()`, `depth` steps): an answer
+        that differed from today's counts only if the step's successor differs too (given `before`); the shortest
         run to each differing answer is kept as a trace."""
         pending, self._pending = self._pending, []
+        if pending and before is not None and self._same_successor(before, action, cfg):
+            return
         for name, answer, theirs in pending:
+            cov = self.coverage[name]
+            cov.differing_calls += 1
+            if self._differed_in[name] != self.visited:
+                self._differed_in[name] = self.visited
+                cov.differed += 1
             if step is not None:
                 self.steps.append((step, name, f"today's rule answered {_short(theirs)}, this protocol's "
                                                 f"{_short(answer)}"))
-            cov = self.coverage[name]
             length = (depth if depth is not None else len(path())) + (nxt is not None)
             if cov.trace is None or length < len(cov.trace.steps):
                 steps = tuple(path()) + ((action,) if nxt is not None else ())
@@ -312,7 +328,7 @@ def probed_successors(s: State, p: Protocol, cfg: Config, probe: ChangeProbe, pa
             a = Action(kind, tuple(args))
             probe.begin()
             nxt = apply(s, p, cfg, a)
-            probe.end(a, nxt, path, label, cfg, depth=depth)
+            probe.end(a, nxt, path, label, cfg, depth=depth, before=s)
             if nxt is not None:
                 out.append((a, nxt))
     return out
@@ -338,7 +354,7 @@ def replay(trace: Trace, protocol: Protocol, only: set[str] | None = None, tally
         nxt = apply(s, protocol, trace.config, a)
         if probe is not None:
             probe.end(a, nxt, functools.partial(_prefix, trace.steps, n - 1), trace.protocol, trace.config,
-                      depth=n - 1, step=n)
+                      depth=n - 1, step=n, before=s)
         if nxt is None:
             raise ReplayError(f"step {n} ({a.label()}) is not enabled in the state before it")
         s = nxt
@@ -362,10 +378,12 @@ def split_fetches(trace: Trace, protocol: Protocol) -> Trace:
             [Action("fetch", a.args), "handle_fetch", "handle_fetch_response"] if a.kind == "fetch_round" else [a])
         sent: frozenset = frozenset()
         for part in parts:
-            if isinstance(part, str):  # handle the one message the previous part sent
-                if len(sent) != 1:
+            if isinstance(part, str):  # handle the one request or response the previous part sent
+                wanted = "Fetch" if part == "handle_fetch" else "FetchResponse"
+                mine = [m for m in sent if m.kind == wanted]  # handle_fetch may also propose the follower
+                if len(mine) != 1:
                     raise ReplayError(f"step {n} ({a.label()}) is not enabled in the split model")
-                action = Action(part, (next(iter(sent)), False))
+                action = Action(part, (mine[0], False))
             else:
                 action = part
             nxt = apply(s, protocol, cfg, action)

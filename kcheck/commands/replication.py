@@ -198,7 +198,7 @@ class Prepared:
 
 def _probe(resolved: ResolvedProtocol) -> tuple[ChangeProbe | None, str]:
     """Change coverage for a protocol that differs from today's (`today_for`: the closest release)."""
-    if resolved.label == "current" or resolved.label.startswith("current@"):
+    if resolved.label.partition("@")[0] in ("current", "current+elr"):
         return None, ""
     baseline, label = today_for(resolved.protocol)
     if not changed_rules(resolved.protocol, baseline):

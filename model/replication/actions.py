@@ -12,7 +12,8 @@ the model forbids to repair.
 Every protocol decision goes through a rule of the `Protocol` (`kcheck rules` lists them). What stays
 fixed here is what is not a protocol's choice: the faults and their budgets (who may crash, lose its
 unflushed suffix, be fenced, be dropped from the ISR: the environment); the network (any order, loss,
-duplicates; AlterPartition's one request in flight per connection, which TCP gives); what a fetch is (the
+duplicates; AlterPartition's one request in flight per connection, which TCP gives, and per partition, which
+AlterPartitionManager gives: `Replica.in_flight`); what a fetch is (the
 leader records the fetch offset and broker epoch the request carries, answers with its log from that
 offset and its high watermark, and refuses an offset past its log end or a fetcher that is not a
 replica); the log itself (appends, truncation, the epoch cache derived from the log, the epoch's start
@@ -26,8 +27,9 @@ Simplifications, each chosen because the invariants cannot tell the difference:
   Kafka folds it into the fetch response as a diverging epoch; the answer is the same).
 - In ZooKeeper mode the leader reads fencing and broker epochs from the controller's registry, not from
   its own metadata cache (in KRaft mode it reads its own image, `image`).
-- A LeaderAndIsr (or StopReplica) that can no longer be applied (older epochs than its recipient has)
-  and a fetch response its follower would ignore are removed from the pool; that is a drop, always allowed.
+- A LeaderAndIsr (or StopReplica) that can no longer be applied (older epochs than its recipient has, or sent to
+  an earlier incarnation of it) and a fetch response its follower would ignore are removed from the pool; that is
+  a drop, always allowed. One to a dead broker waits (ZooKeeper: the controller's queue for it, cleared by `fence`).
 - AlterPartition is an RPC over one connection with one request in flight per broker: a copy of the
   request (a retry) is processed only while its answer has not arrived, and the answer to an earlier
   copy is lost when a later copy is processed. Without this, a duplicated request answered out of order
@@ -79,6 +81,7 @@ from kcheck.model.replication.state import (
     message_as_dict,
     message_from_dict,
     new_value,
+    request_key,
 )
 
 METADATA_MODES = ("kraft", "zookeeper")
@@ -284,6 +287,15 @@ def _consume(s: State, m: Message, keep: bool) -> State:
 
 # ---- controller writes ----------------------------------------------------------------------
 
+def effective_min_isr(cfg: Config, reg: Registry) -> int:
+    """`ReplicationControlManager.getTopicEffectiveMinIsr`, what every `PartitionChangeBuilder` compares the ISR
+    with for KIP-966: min.insync.replicas capped at the replica count stored before the change (Kafka reads the
+    topic's partition 0; the model has one partition). After a move that lowers the replica count below
+    min.insync.replicas, the next change of the partition clears its ELR (seen on 4.4.0 brokers:
+    tests/test_elr_reassignment_cluster.py)."""
+    return min(cfg.min_isr, len(reg.replicas))
+
+
 def write_partition(s: State, p: Protocol, cfg: Config, writer_epoch: int, base: Registry,
                     leader: int, isr: frozenset[int], elr: frozenset[int], *,
                     replicas: tuple[int, ...] | None = None, adding: tuple[int, ...] | None = None,
@@ -304,6 +316,7 @@ def write_partition(s: State, p: Protocol, cfg: Config, writer_epoch: int, base:
     reg = s.registry
     if not p.controller_write(reg, writer_epoch):
         return None
+    min_isr = effective_min_isr(cfg, reg)
     replicas = reg.replicas if replicas is None else replicas
     adding = reg.adding if adding is None else adding
     removing = reg.removing if removing is None else removing
@@ -318,13 +331,17 @@ def write_partition(s: State, p: Protocol, cfg: Config, writer_epoch: int, base:
             # KIP-966 over the whole change (`maybePopulateTargetElr`): the registry's ISR members that
             # are not in the final ISR join the ELR when it is below min.insync.replicas.
             left = base.isr - final
-            _, elr = p.isr_removal(evolve(base, isr=final | left), left, cfg.min_isr, unclean)
+            _, elr = p.isr_removal(evolve(base, isr=final | left), left, min_isr, unclean)
             isr, elr = final, p.reassignment_elr(elr - final, replicas)
             completed_reg = evolve(reg, replicas=replicas, isr=isr, elr=elr)
             completed_reg = active_view(completed_reg, p)
             if not p.valid_leader(completed_reg, leader):  # ONLINE election over the new replica set
                 choice = p.leader_choice(completed_reg, cfg.brokers)
                 leader, isr, elr = (NO_LEADER, isr, elr) if choice is None else choice
+            target_isr = final
+    # `maybePopulateTargetElr` runs in every change, before the election: an ISR at the effective min ISR clears ELR.
+    if len(isr if target_isr is None else target_isr) >= min_isr:
+        elr = frozenset()
     before = base if base.replicas == reg.replicas else evolve(base, replicas=reg.replicas)  # the stored assignment
     after = evolve(before, leader=leader, isr=isr, elr=elr, replicas=replicas, adding=adding, removing=removing)
     leader_epoch = base.leader_epoch + (1 if p.leader_epoch_bump(before, after) else 0)
@@ -340,10 +357,13 @@ def write_partition(s: State, p: Protocol, cfg: Config, writer_epoch: int, base:
         s = evolve(s, history=evolve(h, completions=h.completions | {(*completed, replicas, adding, removing)}))
     if cfg.kraft:  # brokers learn it from the metadata log (`settle` publishes the batch)
         return s
+    # ZooKeeper: each request carries the recipient's broker epoch as the writer registered it (KIP-380)
+    epochs = base.broker_epochs or reg.broker_epochs
     msgs: list[Message] = [
-        LeaderAndIsr(b, writer_epoch, leader, leader_epoch, new.partition_epoch, tuple(sorted(isr)), replicas)
+        LeaderAndIsr(b, writer_epoch, leader, leader_epoch, new.partition_epoch, tuple(sorted(isr)), replicas,
+                     epochs[b - 1])
         for b in replicas if s.replica(b).alive]
-    msgs += [StopReplica(b, writer_epoch, leader_epoch, new.partition_epoch)
+    msgs += [StopReplica(b, writer_epoch, leader_epoch, new.partition_epoch, epochs[b - 1])
              for b in reg.replicas if b not in replicas and s.replica(b).alive]
     return _send(s, *msgs)
 
@@ -352,7 +372,7 @@ def _remove_from_isr(s: State, p: Protocol, cfg: Config, gone: frozenset[int], u
                      ) -> State | None:
     """The controller takes fenced brokers out of the ISR (and ELR) and re-elects if the leader left."""
     reg = s.registry
-    isr, elr = p.isr_removal(reg, gone, cfg.min_isr, unclean)
+    isr, elr = p.isr_removal(reg, gone, effective_min_isr(cfg, reg), unclean)
     elr = elr - unclean
     target_isr, leader = isr, reg.leader
     if leader in gone or leader == NO_LEADER:
@@ -399,7 +419,9 @@ def fetch(s: State, p: Protocol, cfg: Config, follower: int) -> State | None:
         # applyLocalFollowersDelta`; the ZooKeeper controller sent StopReplica without delete).
         return None
     for m in s.pool:
-        if (isinstance(m, FetchRequest) and m.frm == follower) or (isinstance(m, FetchResponse) and m.to == follower):
+        # One fetch in flight per incarnation: a dead process's request may still be on its way to the leader.
+        if ((isinstance(m, FetchRequest) and m.frm == follower and m.broker_epoch == r.broker_epoch)
+                or (isinstance(m, FetchResponse) and m.to == follower)):
             return None
     epoch = p.fetch_leader_epoch(r)
     return _send(s, new_value(FetchRequest, frm=follower, to=r.leader, offset=r.leo, current_epoch=epoch,
@@ -420,6 +442,8 @@ def handle_fetch(s: State, p: Protocol, cfg: Config, m: FetchRequest, keep: bool
         error = "UNKNOWN_LEADER_EPOCH" if m.current_epoch >= 0 else "NOT_LEADER_OR_FOLLOWER"
     if not error and m.offset > leader.leo:
         error = "OFFSET_OUT_OF_RANGE"
+    if not error and not p.fetch_state_update(image(s, m.to) if cfg.kraft else None, m.frm, m.broker_epoch):
+        error = "NOT_LEADER_OR_FOLLOWER"
     if not error:
         leader = leader.with_view(m.frm, m.offset, m.broker_epoch)
         changed = list(reps)
@@ -430,7 +454,11 @@ def handle_fetch(s: State, p: Protocol, cfg: Config, m: FetchRequest, keep: bool
     records = () if error else leader.log[m.offset:]
     response = new_value(FetchResponse, to=m.frm, frm=m.to, offset=m.offset, follower_epoch=follower_epoch,
                          records=records, hw=leader.hw, error=error)
-    return evolve(s, pool=pool | {response}, replicas=reps)
+    answered = pool | {response} if _connected(s, m.frm, m.broker_epoch) else pool
+    out = evolve(s, pool=answered, replicas=reps)
+    if not error and p.isr_expansion(True):  # `updateFollowerFetchState` -> `maybeExpandIsr`, in the same step
+        return _expansion(out, p, leader, m.frm) or out
+    return out
 
 
 def handle_fetch_response(s: State, p: Protocol, cfg: Config, m: FetchResponse, keep: bool = False
@@ -459,9 +487,8 @@ def fetch_round(s: State, p: Protocol, cfg: Config, follower: int) -> State | No
     answered = handle_fetch(sent, p, cfg, request)
     if answered is None:  # the believed leader is down: the split model's request would wait in the pool
         return None
-    (response,) = answered.pool - sent.pool
-    if not isinstance(response, FetchResponse):  # handle_fetch answers with exactly one FetchResponse
-        return None
+    # handle_fetch answers with exactly one FetchResponse (and may propose the follower for the ISR)
+    (response,) = [m for m in answered.pool - sent.pool if isinstance(m, FetchResponse)]
     return handle_fetch_response(answered, p, cfg, response)
 
 
@@ -498,33 +525,54 @@ def advance_hw(s: State, p: Protocol, cfg: Config, broker: int) -> State | None:
     return evolve(s, replicas=tuple(reps), history=h)  # `with_replica` and the history in one new state
 
 
-def expand_isr(s: State, p: Protocol, cfg: Config, leader: int, follower: int) -> State | None:
-    """The leader asks the controller to add a caught-up follower (AlterPartition)."""
-    r = s.replica(leader)
-    if not r.is_leader or r.pending_isr is not None or follower in r.isr or follower == leader:
+def _expansion(s: State, p: Protocol, r: Replica, follower: int) -> State | None:
+    """`Partition.maybeExpandIsr`: a leader in a committed ISR state whose AlterPartitionManager holds no request
+    proposes a follower outside the ISR that is still assigned (`canAddReplicaToIsr`) and in sync (the isr_join rule,
+    with fencing and broker epochs as the leader's image has them: `isReplicaIsrEligible`, `isFollowerInSync`)."""
+    if not r.is_leader or r.pending_isr is not None or r.in_flight is not None or follower in r.isr \
+            or follower == r.id or follower not in r.replicas:
         return None
-    if follower not in r.replicas:  # the leader only tracks the replicas it was told about
-        return None
-    if not p.isr_join(r, follower, active_view(image(s, leader), p)):  # fencing, epochs as the leader believes them
+    if not p.isr_join(r, follower, active_view(image(s, r.id), p)):
         return None
     return _propose(s, r, r.isr | {follower})
+
+
+def expand_isr(s: State, p: Protocol, cfg: Config, leader: int, follower: int) -> State | None:
+    """The leader asks the controller to add a caught-up follower (AlterPartition), at a moment of its own: only under
+    the `isr_expansion` rule `expand_at_any_time` (Kafka expands right after recording a fetch, `handle_fetch`)."""
+    if not p.isr_expansion(False):
+        return None
+    return _expansion(s, p, s.replica(leader), follower)
 
 
 def shrink_isr(s: State, p: Protocol, cfg: Config, leader: int, follower: int) -> State | None:
     """The leader asks the controller to drop a follower it finds too slow (a fault: budgeted)."""
     r = s.replica(leader)
-    if not r.is_leader or r.pending_isr is not None or follower not in r.isr or follower == leader:
+    if not r.is_leader or r.pending_isr is not None or r.in_flight is not None or follower not in r.isr \
+            or follower == leader:
         return None
     s2 = _spend(s, cfg, "isr_shrinks")
     return None if s2 is None else _propose(s2, r, r.isr - {follower})
 
 
 def _propose(s: State, r: Replica, isr: frozenset[int]) -> State:
-    s = s.with_replica(evolve(r, pending_isr=isr))
+    """`Partition.prepareIsrExpand`/`prepareIsrShrink` then `submitAlterPartition`: the pending state holds the
+    request, and the broker's AlterPartitionManager holds it until an answer is handled. The callers propose only
+    from a committed state with nothing held (Kafka's submit fails at once otherwise, OPERATION_NOT_ATTEMPTED,
+    and the leader returns to the committed state it was in: no change)."""
     seen = dict(r.follower_broker_epoch)
     seen[r.id] = r.broker_epoch
     epochs = tuple((b, seen[b]) for b in sorted(isr) if b in seen)
-    return _send(s, AlterPartition(r.id, r.leader_epoch, r.partition_epoch, tuple(sorted(isr)), epochs))
+    m = AlterPartition(r.id, r.leader_epoch, r.partition_epoch, tuple(sorted(isr)), epochs)
+    key = request_key(m)
+    return _send(s.with_replica(evolve(r, pending_isr=isr, sent=key, in_flight=key)), m)
+
+
+def _connected(s: State, broker: int, broker_epoch: int | None) -> bool:
+    """Whether the process that sent a request (with its broker epoch) still has the connection its answer goes
+    back on: a request read before its sender died is processed, but the answer has nowhere to go."""
+    r = s.replica(broker)
+    return r.alive and (broker_epoch is None or r.broker_epoch == broker_epoch)
 
 
 def handle_alter_partition(s: State, p: Protocol, cfg: Config, m: AlterPartition, keep: bool = False
@@ -545,11 +593,17 @@ def handle_alter_partition(s: State, p: Protocol, cfg: Config, m: AlterPartition
         error = "INVALID_REQUEST"  # `ReplicationControlManager.validateAlterPartitionData`: the leader stays in it
     if not error and not p.alter_partition_validation(reg, isr, dict(m.broker_epochs)):
         error = "INELIGIBLE_REPLICA"
+    key = request_key(m)
+    sender_epoch = dict(m.broker_epochs).get(m.frm)
+
+    def answer(state: State, response: AlterPartitionResponse) -> State:
+        return _send(state, response) if _connected(state, m.frm, sender_epoch) else state
+
     if error:
-        return _send(s, AlterPartitionResponse(m.frm, m.leader_epoch, m.partition_epoch, m.isr, error))
+        return answer(s, AlterPartitionResponse(m.frm, m.leader_epoch, m.partition_epoch, m.isr, error, key))
     # ELR follows the new ISR (KIP-966): members leaving a below-min ISR stay eligible.
     removed = reg.isr - isr
-    _, elr = p.isr_removal(evolve(reg, isr=isr | removed), removed, cfg.min_isr, frozenset())
+    _, elr = p.isr_removal(evolve(reg, isr=isr | removed), removed, effective_min_isr(cfg, reg), frozenset())
     s2 = write_partition(s, p, cfg, reg.controller_epoch, reg, reg.leader, isr, elr - isr)
     if s2 is None:
         return None
@@ -557,49 +611,55 @@ def handle_alter_partition(s: State, p: Protocol, cfg: Config, m: AlterPartition
     if new.leader != m.frm:
         # The ISR completed a reassignment that moved leadership: the change is written, and the leader
         # hears NEW_LEADER_ELECTED (`ReplicationControlManager.alterPartition`).
-        return _send(s2, AlterPartitionResponse(m.frm, m.leader_epoch, m.partition_epoch, m.isr, "NEW_LEADER_ELECTED"))
-    return _send(s2, AlterPartitionResponse(m.frm, new.leader_epoch, new.partition_epoch, tuple(sorted(new.isr)), ""))
+        return answer(s2, AlterPartitionResponse(m.frm, m.leader_epoch, m.partition_epoch, m.isr, "NEW_LEADER_ELECTED",
+                                               key))
+    return answer(s2, AlterPartitionResponse(m.frm, new.leader_epoch, new.partition_epoch, tuple(sorted(new.isr)), "",
+                                           key))
 
 
 def handle_alter_partition_response(s: State, p: Protocol, cfg: Config, m: AlterPartitionResponse,
                                     keep: bool = False) -> State | None:
-    """The leader applies the committed ISR, rolls its proposal back, or keeps it pending for new metadata.
+    """The broker handles the answer to the AlterPartition its AlterPartitionManager holds, as Kafka 4.x does.
 
-    Mirrors `Partition.handleAlterPartitionError` / `handleAlterPartitionUpdate`: a response to another
-    proposal than the pending one is ignored; only INELIGIBLE_REPLICA and OPERATION_NOT_ATTEMPTED
-    (the controller says it applied nothing) reset the ISR to the last committed one; any other error
-    leaves the proposal pending, so the high watermark still counts it, until a LeaderAndIsr arrives
-    (the request may have been applied: a duplicate of it fails with INVALID_UPDATE_VERSION after the
-    first was written; NEW_LEADER_ELECTED says it was). A success whose partition epoch is not newer
-    than the leader's is ignored: Kafka commits on an equal epoch (the controller found nothing to
-    change), but this model's controller always writes, so an equal epoch answers an earlier, equal
-    proposal.
+    `AlterPartitionManager.handleAlterPartitionResponse` releases the request (a new one may be submitted), then
+    `Partition.submitAlterPartition`'s callback compares the partition's state with the pending state that sent the
+    request (by value: the same request, `request_key`): if new partition state replaced it meanwhile, the answer is
+    ignored. Otherwise `handleAlterPartitionError`: only INELIGIBLE_REPLICA and OPERATION_NOT_ATTEMPTED (the
+    controller says it applied nothing) return to the last committed ISR (the `alter_partition_rollback` rule); any
+    other error leaves the proposal pending, so the high watermark still counts it, until new partition state
+    arrives (the request may have been applied: NEW_LEADER_ELECTED says it was). `handleAlterPartitionUpdate`: a
+    success for another leader epoch, or an older partition epoch than the leader's, is ignored and the state stays
+    pending; else the ISR and partition epoch are committed.
+    Abstraction: the model has no retry (Kafka resends on unexpected errors and lost connections); a dropped request
+    or answer leaves the broker holding it, as a request that never gets an answer would.
     """
     if not isinstance(m, AlterPartitionResponse):
         return None
     r = s.replica(m.to)
-    if not r.is_leader or r.leader_epoch != m.leader_epoch or r.pending_isr is None:
+    if not r.alive or r.in_flight is None or r.in_flight != m.request:
         return None
     s = _consume(s, m, keep)
     # The request is answered: no copy of it is still in flight. A broker keeps one AlterPartition in flight
     # over one connection and retries only while no answer came, so the controller cannot process the
     # request again after the leader acted on the answer (which a duplicate in this pool otherwise could).
     s = evolve(s, pool=s.pool - {q for q in s.pool if isinstance(q, AlterPartition) and q.frm == m.to
-                                 and q.leader_epoch == m.leader_epoch and q.isr == m.isr})
-    if frozenset(m.isr) != r.pending_isr:
-        return s
-    if m.error and p.alter_partition_rollback(m.error):
-        return s.with_replica(evolve(r, pending_isr=None))
-    if m.error or m.partition_epoch <= r.partition_epoch:
-        return s
-    return s.with_replica(evolve(r, pending_isr=None, isr=frozenset(m.isr), partition_epoch=m.partition_epoch))
+                                 and request_key(q) == m.request})
+    r = evolve(r, in_flight=None)
+    if not r.is_leader or r.sent != m.request:
+        return s.with_replica(r)  # `partitionState != proposedIsrState`: the answer is out of date
+    if m.error:
+        return s.with_replica(evolve(r, pending_isr=None, sent=None) if p.alter_partition_rollback(m.error) else r)
+    if m.leader_epoch != r.leader_epoch or m.partition_epoch < r.partition_epoch:
+        return s.with_replica(r)
+    return s.with_replica(evolve(r, pending_isr=None, sent=None, isr=frozenset(m.isr),
+                                 partition_epoch=m.partition_epoch))
 
 
 def handle_leader_and_isr(s: State, p: Protocol, cfg: Config, m: LeaderAndIsr, keep: bool = False
                           ) -> State | None:
     """A broker applies a newer leader/ISR: it becomes leader, or follower (and must truncate), or
     just learns the new ISR. Older controller or partition epochs are ignored."""
-    if not isinstance(m, LeaderAndIsr) or not p.partition_state_applies(s.replica(m.to), m):
+    if not isinstance(m, LeaderAndIsr) or _control_refused(p, s.replica(m.to), m) is not False:
         return None
     s = _consume(s, m, keep)
     return s.with_replica(_apply_leader_and_isr(s.replica(m.to), p, m.controller_epoch, m.leader,
@@ -608,10 +668,19 @@ def handle_leader_and_isr(s: State, p: Protocol, cfg: Config, m: LeaderAndIsr, k
 
 def handle_stop_replica(s: State, p: Protocol, cfg: Config, m: StopReplica, keep: bool = False) -> State | None:
     """A broker taken out of the replica set stops fetching (or leading) and deletes its log."""
-    if not isinstance(m, StopReplica) or not p.partition_state_applies(s.replica(m.to), m):
+    if not isinstance(m, StopReplica) or _control_refused(p, s.replica(m.to), m) is not False:
         return None
     s = _consume(s, m, keep)
     return s.with_replica(_apply_stop(s.replica(m.to), m.controller_epoch, m.leader_epoch, m.partition_epoch))
+
+
+def _control_refused(p: Protocol, r: Replica, m: LeaderAndIsr | StopReplica) -> bool | None:
+    """Whether a live recipient refuses a control request now: sent to an earlier incarnation of it
+    (`control_request_incarnation`) or older than its partition state (`partition_state_applies`). None while it is
+    down: the request waits (ZooKeeper: in the controller's queue, retried on a new connection)."""
+    if not r.alive:
+        return None
+    return not (p.control_request_incarnation(r, m) and p.partition_state_applies(r, m))
 
 
 def _apply_stop(r: Replica, controller_epoch: int, leader_epoch: int, partition_epoch: int) -> Replica:
@@ -619,22 +688,27 @@ def _apply_stop(r: Replica, controller_epoch: int, leader_epoch: int, partition_
     return evolve(r, known=True, controller_epoch=max(r.controller_epoch, controller_epoch), leader=NO_LEADER,
                    leader_epoch=leader_epoch, partition_epoch=partition_epoch, isr=frozenset(), replicas=(),
                    log=(), flushed=0, hw=0, needs_truncation=False, follower_leo=(), follower_broker_epoch=(),
-                   epoch_start=0, pending_isr=None)
+                   fetched=frozenset(), epoch_start=0, pending_isr=None, sent=None)
 
 
 def _apply_leader_and_isr(r: Replica, p: Protocol, controller_epoch: int, leader: int, leader_epoch: int,
                           partition_epoch: int, isr: frozenset[int], replicas: tuple[int, ...]) -> Replica:
+    """`Partition.makeLeader` / `makeFollower` (KRaft: `ReplicaManager.applyDelta`): the new partition state replaces
+    any pending ISR state. A leader keeps the views of the followers still assigned (`updateAssignmentAndIsr`) and,
+    on a new leader epoch, those the `leader_keeps_follower_state` rule keeps (`Replica.resetReplicaState`); its epoch
+    starts at its log end (`maybeAssignEpochStartOffset`). A follower keeps no view."""
     new_epoch = not r.known or leader_epoch != r.leader_epoch
     base = evolve(r, known=True, controller_epoch=max(r.controller_epoch, controller_epoch), leader=leader,
                    leader_epoch=leader_epoch, partition_epoch=partition_epoch, isr=isr, replicas=replicas)
     if leader == r.id:
-        if new_epoch:  # the epoch starts at the log end (`maybeAssignEpochStartOffset`); the rule: what it keeps
-            if not p.leader_keeps_follower_state(r, leader_epoch):
-                base = evolve(base, follower_leo=(), follower_broker_epoch=())
-            return evolve(base, epoch_start=r.leo, pending_isr=None, needs_truncation=False)
-        return evolve(base, pending_isr=None)
+        base = base.keeping_views(lambda b: b in replicas)
+        if new_epoch:
+            base = base.keeping_views(lambda b: p.leader_keeps_follower_state(r, leader_epoch, b, isr))
+            return evolve(base, epoch_start=r.leo, pending_isr=None, sent=None, needs_truncation=False,
+                          fetched=frozenset())
+        return evolve(base, pending_isr=None, sent=None)
     truncate_again = new_epoch and p.truncate_on(r, leader, leader_epoch)
-    return evolve(base, follower_leo=(), follower_broker_epoch=(), pending_isr=None,
+    return evolve(base, follower_leo=(), follower_broker_epoch=(), fetched=frozenset(), pending_isr=None, sent=None,
                    needs_truncation=r.needs_truncation or truncate_again or not r.known)
 
 
@@ -658,8 +732,8 @@ def crash(s: State, p: Protocol, cfg: Config, broker: int, lossy: bool) -> State
     if lossy:
         r = evolve(r.truncated(r.flushed), clean_shutdown=False)
         s2 = evolve(s2, history=evolve(s2.history, lossy_crashes=s2.history.lossy_crashes + 1))
-    r = evolve(r, alive=False, known=False, flushed=r.leo, needs_truncation=False, pending_isr=None,
-                follower_leo=(), follower_broker_epoch=(), applied=0)
+    r = evolve(r, alive=False, known=False, flushed=r.leo, needs_truncation=False, pending_isr=None, sent=None,
+                in_flight=None, follower_leo=(), follower_broker_epoch=(), fetched=frozenset(), applied=0)
     pool = frozenset(m for m in s2.pool if not p.crash_drops(broker, m))
     return evolve(s2.with_replica(r), pool=pool)
 
@@ -697,10 +771,12 @@ def restart(s: State, p: Protocol, cfg: Config, broker: int) -> State | None:
         s = s.with_replica(evolve(s.replica(broker), applied=end))
     r = s.replica(broker)
     if not reads:  # the controller tells it, in a message that may come late or never
+        # (`KafkaController.onBrokerStartup`, to the new incarnation's broker epoch)
         if broker not in reg.replicas:
-            return _send(s, StopReplica(broker, reg.controller_epoch, reg.leader_epoch, reg.partition_epoch))
+            return _send(s, StopReplica(broker, reg.controller_epoch, reg.leader_epoch, reg.partition_epoch,
+                                        r.broker_epoch))
         return _send(s, LeaderAndIsr(broker, reg.controller_epoch, reg.leader, reg.leader_epoch, reg.partition_epoch,
-                                     tuple(sorted(reg.isr)), reg.replicas))
+                                     tuple(sorted(reg.isr)), reg.replicas, r.broker_epoch))
     if broker not in reg.replicas:  # no longer (or never) a replica: a leftover log is deleted
         return s.with_replica(_apply_stop(r, reg.controller_epoch, reg.leader_epoch, reg.partition_epoch))
     return s.with_replica(_apply_leader_and_isr(r, p, reg.controller_epoch, reg.leader, reg.leader_epoch,
@@ -725,7 +801,7 @@ def apply_metadata(s: State, p: Protocol, cfg: Config, broker: int) -> State | N
             m: LeaderAndIsr | StopReplica = new_value(
                 LeaderAndIsr, to=broker, controller_epoch=rec.written_by, leader=rec.leader,
                 leader_epoch=rec.leader_epoch, partition_epoch=rec.partition_epoch, isr=tuple(sorted(rec.isr)),
-                replicas=rec.replicas)
+                replicas=rec.replicas, broker_epoch=-1)
             if p.partition_state_applies(r, m):
                 r = _apply_leader_and_isr(r, p, rec.written_by, rec.leader, rec.leader_epoch, rec.partition_epoch,
                                           rec.isr, rec.replicas)
@@ -749,6 +825,10 @@ def fence(s: State, p: Protocol, cfg: Config, broker: int) -> State | None:
             return None
         s = spent
     s = evolve(s, registry=evolve(reg, fenced=reg.fenced | {broker}))
+    if not cfg.kraft:  # ZooKeeper: `processBrokerChange` -> `ControllerChannelManager.removeBroker` clears its queue
+        queued = frozenset(m for m in s.pool if isinstance(m, (LeaderAndIsr, StopReplica)) and m.to == broker)
+        if queued:
+            s = evolve(s, pool=s.pool - queued)
     if broker in reg.isr or broker in reg.elr or broker == reg.leader:
         return _remove_from_isr(s, p, cfg, frozenset({broker}), frozenset())
     return s
@@ -893,28 +973,48 @@ def _online_leader(reg: Registry, p: Protocol, cfg: Config) -> tuple[int, frozen
     return (NO_LEADER, reg.isr, reg.elr) if choice is None else choice
 
 
+def _acceptor_throws(moved: Registry, stored: tuple[int, ...], p: Protocol) -> bool:
+    """Whether Kafka's election for a reassignment's first record fails (4.0.2-4.4.0): `electAnyLeader` walks the
+    new replica list for the first ISR member, or ELR member when the ISR is empty, that its `LeaderAcceptor`
+    accepts; for an active broker the acceptor looks its directory up in the partition as stored
+    (`PartitionRegistration.directory`), which throws IllegalArgumentException ("Replica 2 is not assigned to this
+    partition") for a broker that is not a replica yet. The whole request then fails (UNKNOWN_SERVER_ERROR) and
+    nothing is written. Only an ELR member can be such a broker: the ISR lies within the replica set."""
+    view = active_view(moved, p)
+    if p.valid_leader(view, moved.leader):
+        return False
+    for b in moved.replicas:
+        if (b in moved.isr or (not moved.isr and b in moved.elr)) and b not in view.fenced:
+            return b not in stored
+    return False
+
+
 def reassign(s: State, p: Protocol, cfg: Config, target: tuple[int, ...]) -> State | None:
     """The operator's AlterPartitionReassignments with a target replica list (budgeted).
 
     KRaft's `changePartitionReassignment`: one record sets RS = target ++ removing, AR and RR (sorted),
     leaving the leader and ISR alone; it completes at once when the ISR already covers the target
     (a reorder, or only removals). A request on top of an in-flight reassignment starts from the full
-    replica set. A request that changes nothing writes nothing (not enabled), unless the move in
-    flight can complete now: its ISR may have become enough in a record whose election (run after
-    the completion check) took an ELR member.
-    """
+    replica set. A request that changes nothing writes nothing (not enabled), unless it clears the ELR (the ISR
+    reached the effective min ISR, `effective_min_isr`) or the move in flight can complete now: its ISR may have
+    become enough in a record whose election (run after the completion check) took an ELR member. A request whose
+    election would ask the LeaderAcceptor about a broker not yet a replica fails (`_acceptor_throws`)."""
     target = tuple(target)
     if not target or len(set(target)) != len(target) or not all(1 <= b <= cfg.brokers for b in target):
         return None
     reg = s.registry
     replicas, adding, removing = request_targets(reg, target)
-    if ((replicas, adding, removing) == (reg.replicas, reg.adding, reg.removing)
+    elr = reg.elr if len(reg.isr) < effective_min_isr(cfg, reg) else frozenset()  # `maybePopulateTargetElr`
+    if ((replicas, adding, removing, elr) == (reg.replicas, reg.adding, reg.removing, reg.elr)
             and (not reg.reassigning or p.reassignment_completion(replicas, adding, removing, reg.isr) is None)):
         return None
     s2 = _spend(s, cfg, "reassignments")
     if s2 is None:
         return None
-    leader, isr, elr = _online_leader(evolve(reg, replicas=replicas), p, cfg)
+    moved = evolve(reg, replicas=replicas, elr=elr)
+    if _acceptor_throws(moved, reg.replicas, p):
+        return None
+    leader, isr, elr = _online_leader(moved, p, cfg)
     s3 = write_partition(s2, p, cfg, reg.controller_epoch, reg, leader, isr, elr, replicas=replicas, adding=adding,
                          removing=removing, target_isr=reg.isr)
     if s3 is None or not s3.registry.reassigning:
@@ -940,7 +1040,7 @@ def cancel_reassignment(s: State, p: Protocol, cfg: Config) -> State | None:
         return None
     replicas, target_isr = revert
     left = reg.isr - target_isr
-    _, elr = p.isr_removal(evolve(reg, isr=target_isr | left), left, cfg.min_isr, frozenset())
+    _, elr = p.isr_removal(evolve(reg, isr=target_isr | left), left, effective_min_isr(cfg, reg), frozenset())
     elr = p.reassignment_elr(elr - target_isr, replicas)
     leader, isr, elr = _online_leader(evolve(reg, replicas=replicas, isr=target_isr, elr=elr), p, cfg)
     return write_partition(s2, p, cfg, reg.controller_epoch, reg, leader, isr, elr, replicas=replicas, adding=(),
@@ -1003,7 +1103,8 @@ def _shut_down(s: State, p: Protocol, cfg: Config, broker: int) -> State | None:
             s = s2
     r = s.replica(broker)
     r = evolve(r, alive=False, known=False, flushed=r.leo, clean_shutdown=True, needs_truncation=False,
-               pending_isr=None, follower_leo=(), follower_broker_epoch=(), applied=0)
+               pending_isr=None, sent=None, in_flight=None, follower_leo=(), follower_broker_epoch=(),
+               fetched=frozenset(), applied=0)
     pool = frozenset(m for m in s.pool if not p.crash_drops(broker, m))
     return evolve(s.with_replica(r), pool=pool)
 
@@ -1098,10 +1199,10 @@ def describe_message(m: Message) -> str:
     if isinstance(m, LeaderAndIsr):
         return (f"LeaderAndIsr to {m.to}: leader {m.leader} epoch {m.leader_epoch} "
                 f"ISR {{{','.join(map(str, m.isr))}}} replicas [{','.join(map(str, m.replicas))}] "
-                f"(controller epoch {m.controller_epoch})")
+                f"(controller epoch {m.controller_epoch}{_for_broker_epoch(m)})")
     if isinstance(m, StopReplica):
         return (f"StopReplica to {m.to} (delete): leader epoch {m.leader_epoch} "
-                f"(controller epoch {m.controller_epoch})")
+                f"(controller epoch {m.controller_epoch}{_for_broker_epoch(m)})")
     if isinstance(m, FetchRequest):
         epoch = "" if m.current_epoch < 0 else f" epoch {m.current_epoch}"
         return f"Fetch {m.frm}->{m.to} offset {m.offset}{epoch}"
@@ -1111,6 +1212,10 @@ def describe_message(m: Message) -> str:
     if isinstance(m, AlterPartition):
         return f"AlterPartition from {m.frm}: ISR {{{','.join(map(str, m.isr))}}} (epoch {m.leader_epoch})"
     return f"AlterPartitionResponse to {m.to}: " + (m.error or f"ISR {{{','.join(map(str, m.isr))}}}")
+
+
+def _for_broker_epoch(m: LeaderAndIsr | StopReplica) -> str:
+    return "" if m.broker_epoch < 0 else f", for broker epoch {m.broker_epoch}"
 
 
 @dataclass(frozen=True)
@@ -1214,8 +1319,7 @@ def _prune(s: State, p: Protocol) -> State:
     stale: set[Message] = set()
     for m in s.pool:
         if isinstance(m, (LeaderAndIsr, StopReplica)):
-            r = s.replica(m.to)
-            if not r.alive or not p.partition_state_applies(r, m):
+            if _control_refused(p, s.replica(m.to), m):
                 stale.add(m)
         elif isinstance(m, FetchResponse) and not p.accept_fetch_response(s.replica(m.to), m):
             stale.add(m)
@@ -1423,8 +1527,7 @@ def _refused(p: Protocol, reps: tuple[Replica, ...], pool: frozenset[Message], s
                 if not p.accept_fetch_response(reps[m.to - 1], m):
                     stale = {m} if stale is None else stale | {m}
             elif t is LeaderAndIsr or t is StopReplica:
-                r = reps[m.to - 1]
-                if not r.alive or not p.partition_state_applies(r, m):
+                if _control_refused(p, reps[m.to - 1], m):
                     stale = {m} if stale is None else stale | {m}
     return stale
 
@@ -1477,8 +1580,7 @@ def _accepted_by_recipient(s: State, p: Protocol) -> dict[int, list[Message]] | 
             if not p.accept_fetch_response(s.replicas[m.to - 1], m):
                 return None
         elif t is LeaderAndIsr or t is StopReplica:
-            r = s.replicas[m.to - 1]
-            if not r.alive or not p.partition_state_applies(r, m):
+            if _control_refused(p, s.replicas[m.to - 1], m):
                 return None
         else:
             continue

@@ -1,9 +1,10 @@
 """Protocol rules: every decision point of the replication model, as a named, replaceable function.
 
-`Protocol.current()` is today's Kafka (KRaft, Kafka 4.1 defaults for a new cluster: KIP-101/279
-epoch-based truncation, KIP-320 leader-epoch fencing, KIP-497 maximal ISR, KIP-903 broker epochs in
-AlterPartition, KIP-966 eligible leader replicas with the strict min-ISR high-watermark rule,
-controller writes fenced by epoch). A
+`Protocol.current()` is today's Kafka: the rules of Kafka 4.4.0 (`DEFAULT_RELEASE`) for a new KRaft cluster
+(KIP-101/279 epoch-based truncation, KIP-320 leader-epoch fencing, KIP-497 maximal ISR, KIP-903 broker epochs in
+AlterPartition, KIP-966 eligible leader replicas with the strict min-ISR high-watermark rule, controller writes
+fenced by epoch), and `Protocol.current(VERSION)` a named release's (3.9.0 on; `release_rules` holds the rules
+that differ between releases, ELR included; `--protocol current --kafka-version VERSION` is the same). A
 historical rule or a proposed change is the same protocol with some rules replaced:
 
     from dataclasses import replace
@@ -15,7 +16,7 @@ rule since KAFKA-15665; the one before it and KAFKA-19975's are there to swap in
 writes, and which ELR a completion or cancel keeps.
 
 `VARIANTS` holds the named historical protocols of kcheck's bug catalogue (rows
-1, 2, 3, 4, 6, 8, 9, 13), each with the cluster settings its row needs and the invariants it breaks.
+1, 2, 3, 4, 6, 8, 9, 13, 14, 15), each with the cluster settings its row needs and the invariants it breaks.
 """
 
 from __future__ import annotations
@@ -139,6 +140,22 @@ def truncate_on_leader_change(before: Replica, leader: int, leader_epoch: int) -
 # ---- fetch validation ------------------------------------------------------------------------
 
 
+def fence_stale_fetch_state(image: Registry | None, follower: int, broker_epoch: int) -> bool:
+    """KIP-903 (Kafka 3.5) on the leader: a fetch whose broker epoch is older than the follower's live registration
+    in the leader's KRaft image is refused (NOT_LEADER_OR_FOLLOWER) before it updates the follower's state: a request
+    of a dead incarnation cannot overwrite what its successor fetched (`Replica.updateFetchStateOrThrow`). The image
+    is None in ZooKeeper mode, which has no such check."""
+    if image is None or follower in image.fenced:
+        return True
+    return broker_epoch == -1 or image.broker_epochs[follower - 1] <= broker_epoch
+
+
+def record_every_fetch(image: Registry | None, follower: int, broker_epoch: int) -> bool:
+    """Before KIP-903 (Kafka 3.4 and older): every fetch that passes the epoch checks updates the follower's state,
+    even one its sender's previous incarnation sent (KAFKA-14139)."""
+    return True
+
+
 def validate_leader_epoch(leader: Replica, current_epoch: int) -> str:
     """KIP-320: the fetcher's current leader epoch must equal the leader's (`Partition.checkCurrentLeaderEpoch`;
     a request without one, -1, is not checked)."""
@@ -188,18 +205,18 @@ def response_matches_offset(follower: Replica, response: FetchResponse) -> bool:
 # ---- the leader's own state ---------------------------------------------------------------------
 
 
-def forget_followers_every_epoch(before: Replica, leader_epoch: int) -> bool:
-    """The model's rule: a leader starts every leader epoch with no view of its followers, so each must
-    fetch again in the new epoch before it counts for the high watermark or the ISR. Kafka 4.x's
-    `Partition.makeLeader` resets the views (`Replica.resetReplicaState`) only when the broker was not
-    leader before (`keep_followers_when_reelected`); this rule is stricter, never looser."""
-    return False
-
-
-def keep_followers_when_reelected(before: Replica, leader_epoch: int) -> bool:
-    """`Partition.makeLeader` as Kafka has it: when a broker that already leads gets a new leader epoch
-    (isNewLeader false), `Replica.resetReplicaState` keeps each follower's log end offset and broker epoch."""
+def keep_followers_when_reelected(before: Replica, leader_epoch: int, follower: int, isr: frozenset[int]) -> bool:
+    """`Partition.makeLeader` (Kafka 3.9.0 through 4.4.0): on a new leader epoch every follower's state is reset by
+    `Replica.resetReplicaState`, which keeps its log end offset and broker epoch when the broker already led
+    (isNewLeader false) and forgets them when it did not. Asked per follower still assigned (one that left the
+    replica set is dropped first, `Partition.updateAssignmentAndIsr`), with the new ISR."""
     return before.is_leader
+
+
+def forget_followers_every_epoch(before: Replica, leader_epoch: int, follower: int, isr: frozenset[int]) -> bool:
+    """Stricter than Kafka (the model's rule before issue 36): a leader starts every leader epoch with no view of its
+    followers, so each must fetch again in the new epoch before it counts for the high watermark or the ISR."""
+    return False
 
 
 def refuse_acks_all_below_min_isr(leader: Replica, acks: str, min_isr: int) -> bool:
@@ -291,18 +308,49 @@ def newer_leader_epoch_only(r: Replica, m: LeaderAndIsr | StopReplica) -> bool:
     return not r.known or m.leader_epoch > r.leader_epoch
 
 
+# ---- control requests and the recipient's incarnation (ZooKeeper mode; KIP-380) ----------------------------
+
+
+def refuse_stale_broker_epoch(r: Replica, m: LeaderAndIsr | StopReplica) -> bool:
+    """KIP-380 (Kafka 2.2 to 3.9, the last release with ZooKeeper mode): a LeaderAndIsr, StopReplica or UpdateMetadata
+    carries the recipient's broker epoch as the controller registered it (`ControllerChannelManager`'s
+    `liveBrokerIdAndEpochs(broker)`), and the broker refuses the whole request with STALE_BROKER_EPOCH when it is
+    below its own (`KafkaApis.handleLeaderAndIsrRequest` -> `ZkBrokerEpochManager.isBrokerEpochStale`): a request
+    queued for an earlier incarnation of the broker is not applied by the one that replaced it. A request without a
+    broker epoch (-1) is not checked. True: the broker may apply it (the epoch checks come next)."""
+    return m.broker_epoch == -1 or m.broker_epoch >= r.broker_epoch
+
+
+def accept_any_broker_epoch(r: Replica, m: LeaderAndIsr | StopReplica) -> bool:
+    """Before KIP-380 (Kafka 2.1 and older; KAFKA-7235): control requests carry no broker epoch, so a restarted broker
+    applies a request the controller queued for its previous incarnation, which the controller's RequestSendThread
+    re-sends on a new connection when the old one dies."""
+    return True
+
+
 # ---- crash and restart --------------------------------------------------------------------------
 
 
 def connections_die(broker: int, m: Message) -> bool:
-    """A crash closes the broker's connections: every request and response to or from it is lost
-    (`NetworkClient` fails in-flight requests on a disconnect; the peer's `SocketServer` drops the channel)."""
+    """A crash loses every message in flight to or from the broker, as if the bytes it had sent never arrived, except
+    the ZooKeeper controller's requests to it (see `sent_requests_survive`). Stricter than Kafka: it hides a request
+    of the dead process that its peer processes after a quick restart (KAFKA-14139, the fetch KIP-903's broker
+    epochs exist for)."""
+    if isinstance(m, (LeaderAndIsr, StopReplica)):
+        return False
     return getattr(m, "to", None) == broker or getattr(m, "frm", None) == broker
 
 
 def sent_requests_survive(broker: int, m: Message) -> bool:
-    """Messages the broker already sent survive its crash (the bytes reached the peer, which processes them
-    after the sender died); only messages to it are lost."""
+    """A crash loses what was still to reach the broker; what it had already sent is read and processed by its
+    peer (`Selector` hands on every complete receive before it closes a channel the other side closed, and the
+    request handlers serve what is queued), though the answer has no connection to go back on (the actions send
+    none to an older incarnation). The ZooKeeper controller's requests to it survive too: `ControllerChannelManager`'s
+    RequestSendThread retries the request it was sending on a new connection and keeps the broker's queue until the
+    controller handles the failure (`removeBroker`, from `processBrokerChange`), so they may reach its next
+    incarnation."""
+    if isinstance(m, (LeaderAndIsr, StopReplica)):
+        return False
     return getattr(m, "to", None) == broker
 
 
@@ -337,6 +385,18 @@ def caught_up_to_high_watermark(leader: Replica, follower: int, registry: Regist
     """The ZooKeeper-era rule: the follower's fetch offset reached the leader's high watermark."""
     leo = leader.view_of(follower)
     return leo is not None and leo >= leader.hw
+
+
+def expand_after_fetch(after_fetch: bool) -> bool:
+    """Kafka (`Partition.updateFollowerFetchState` -> `maybeExpandIsr`, 3.9.0 through 4.4.0): the leader asks whether a
+    follower may join the ISR right after it recorded that follower's fetch, and at no other moment."""
+    return after_fetch
+
+
+def expand_at_any_time(after_fetch: bool) -> bool:
+    """The model's rule before issue 36 (the rows of the bug catalogue are written with it): expansion is a step of
+    its own, `expand_isr`, the leader may take at any moment; never in the fetch itself."""
+    return not after_fetch
 
 
 # ---- the high-watermark rule -----------------------------------------------------------------
@@ -406,6 +466,19 @@ def clean_or_eligible(registry: Registry, n: int) -> Choice | None:
     return None
 
 
+def clean_or_eligible_fenced_last_known(registry: Registry, n: int) -> Choice | None:
+    """Kafka 3.9.x and 4.0.x with ELR on (KAFKA-19522, fixed in 4.1.0 by apache/kafka#20200): as
+    `clean_or_eligible`, but the last known leader is elected even when it is fenced or shutting down:
+    `PartitionChangeBuilder.canElectLastKnownLeader` only logged that the `LeaderAcceptor` refused it."""
+    choice = clean_or_eligible(registry, n)
+    if choice is not None:
+        return choice
+    b = registry.last_known_leader
+    if not registry.isr and not registry.elr and b != NO_LEADER:
+        return b, frozenset({b}), frozenset()
+    return None
+
+
 def clean_only(registry: Registry, n: int) -> Choice | None:
     """unclean.leader.election.enable=false without ELR: only an unfenced ISR member."""
     b = _first(registry, registry.isr, n)
@@ -423,15 +496,17 @@ def unclean_allowed(registry: Registry, n: int) -> Choice | None:
 
 
 def in_isr_and_unfenced(registry: Registry, broker: int) -> bool:
-    """The model's `PartitionChangeBuilder.isValidNewLeader`: an unfenced ISR member. Asked whether the
-    current leader may stay (a reassignment's record, its completion) and whether a preferred or operator's
-    election may move leadership to `broker`."""
+    """Stricter than Kafka (the model's rule before issue 36): an unfenced ISR member only, never an eligible
+    leader replica of an empty ISR. Asked whether the current leader may stay (a reassignment's record, its
+    completion) and whether a preferred or operator's election may move leadership to `broker`."""
     return broker in registry.isr and broker not in registry.fenced
 
 
 def in_isr_or_elr_unfenced(registry: Registry, broker: int) -> bool:
-    """`PartitionChangeBuilder.isValidNewLeader` in full (KIP-966): an unfenced ISR member, or, when the ISR
-    is empty, an unfenced eligible leader replica."""
+    """`PartitionChangeBuilder.isValidNewLeader` (KIP-966; Kafka 3.9.0 through 4.4.0): an unfenced ISR member, or,
+    when the ISR is empty, an unfenced eligible leader replica (with ELR off the ELR is empty: an ISR member). Asked
+    whether the current leader may stay (a reassignment's record, its completion) and whether a preferred or
+    operator's election may move leadership to `broker`."""
     in_sync = broker in registry.isr or (not registry.isr and broker in registry.elr)
     return in_sync and broker not in registry.fenced
 
@@ -644,6 +719,53 @@ def shut_down_when_asked(registry: Registry, broker: int, caught_up: bool) -> bo
     return True
 
 
+# ---- the releases: which rule each decision point has in each Kafka release kcheck models (issue 36) ---------
+
+# The newest release kcheck models: `Protocol.current()` is its rules (kept equal to reference/releases.py's
+# DEFAULT_VERSION, which `--protocol current` follows: tests/test_current_protocol.py).
+DEFAULT_RELEASE = "4.4.0"
+# The oldest: 3.9.x, the last release with ZooKeeper mode; its KRaft mode has every rule below.
+OLDEST_RELEASE = (3, 9, 0)
+# Where a release's rules differ, the first release with the newer rule (each checked against the releases' jars:
+# tests/test_kafka_conformance.py and tests/test_release_gaps.py compare PartitionChangeBuilder with the model).
+ELR_BY_DEFAULT = (4, 1, 0)  # KIP-966 on for a new cluster (eligible.leader.replicas.version 1 by default)
+ACCEPTABLE_LAST_KNOWN_LEADER = (4, 1, 0)  # KAFKA-19522: a fenced last known leader is no longer elected
+COMPLETION_UNLESS_SHRINKING = (4, 3, 0)  # KAFKA-19975: a reassignment completes once its adding replicas are in sync
+
+
+def release_key(kafka_version: str) -> tuple[int, int, int]:
+    """(major, minor, patch) of a release name; ValueError for one kcheck does not model."""
+    try:
+        parts = tuple(int(x) for x in kafka_version.split("."))
+    except ValueError:
+        parts = ()
+    if len(parts) != 3:
+        raise ValueError(f"'{kafka_version}' is not a Kafka release (expected MAJOR.MINOR.PATCH)")
+    key = (parts[0], parts[1], parts[2])
+    if key < OLDEST_RELEASE:
+        raise ValueError(f"the replication model knows Kafka {'.'.join(map(str, OLDEST_RELEASE))} and later, "
+                         f"not {kafka_version}")
+    return key
+
+
+def release_rules(kafka_version: str, elr: bool | None = None) -> dict[str, Any]:
+    """The controller rules of a release that differ between the releases kcheck models, for a cluster with
+    eligible leader replicas on or off (`elr`; None: as a new cluster of that release has them). With ELR off
+    nothing is eligible, the ISR keeps its last member and no last known leader is kept."""
+    key = release_key(kafka_version)
+    elr_on = key >= ELR_BY_DEFAULT if elr is None else elr
+    rules: dict[str, Any] = {
+        "reassignment_completion": (complete_when_adding_unless_shrinking if key >= COMPLETION_UNLESS_SHRINKING
+                                    else complete_when_targets_in_sync)}
+    if elr_on:
+        rules.update(leader_choice=(clean_or_eligible if key >= ACCEPTABLE_LAST_KNOWN_LEADER
+                                    else clean_or_eligible_fenced_last_known),
+                     isr_removal=eligible_leader_replicas, last_known_leader=remember_last_known_leader)
+    else:
+        rules.update(leader_choice=clean_only, isr_removal=keep_last_replica, last_known_leader=no_last_known_leader)
+    return rules
+
+
 def _rule(doc: str, *alternatives: Callable[..., Any], default: Any = None) -> Any:
     """A `Protocol` field holding a rule: `doc` says what it decides, `alternatives` are the other functions kcheck
     ships for it (`kcheck rules` prints both, with each function's docstring). Without `default` the field is
@@ -681,20 +803,33 @@ class Protocol(RuleSet):
     partition_state_applies: Callable[[Replica, LeaderAndIsr | StopReplica], bool] = _rule(
         "Whether a broker applies a LeaderAndIsr or StopReplica (its replica, the message); one it refuses "
         "is dropped at once.", newer_leader_epoch_only, default=newer_partition_state)
+    control_request_incarnation: Callable[[Replica, LeaderAndIsr | StopReplica], bool] = _rule(
+        "ZooKeeper mode: whether a live broker may apply a control request given the broker epoch it carries (its "
+        "replica, with its own broker epoch, and the message), asked before partition_state_applies; a request it "
+        "refuses is dropped at once.", accept_any_broker_epoch, default=refuse_stale_broker_epoch)
     # ---- the leader ---------------------------------------------------------------------------------
     fetch_validation: Callable[[Replica, int], str] = _rule(
         "The leader's check of the leader epoch a fetch (or an epoch lookup) carries: an error code, or \"\" "
         "to serve it.", no_leader_epoch)
+    fetch_state_update: Callable[[Registry | None, int, int], bool] = _rule(
+        "Whether the leader records a follower's fetch in its view of that follower (its KRaft image, None in "
+        "ZooKeeper mode; the follower; the broker epoch the fetch carries), or refuses it as stale.",
+        record_every_fetch, default=fence_stale_fetch_state)
     isr_join: Callable[[Replica, int, Registry], bool] = _rule(
         "Whether the leader may propose this follower for the ISR (the leader's replica, the follower's id, "
         "the controller's registry for fencing and broker epochs).", caught_up_to_high_watermark)
     high_watermark: Callable[[Replica, int], int] = _rule(
         "The leader's high watermark (given min.insync.replicas); the model bounds it by the log end and "
         "never moves it back.", over_maximal_isr, over_committed_isr)
-    leader_keeps_follower_state: Callable[[Replica, int], bool] = _rule(
-        "Whether a leader keeps its view of the followers (their fetch offsets and broker epochs) when it "
-        "applies a new leader epoch (its replica before, the new epoch).", keep_followers_when_reelected,
-        default=forget_followers_every_epoch)
+    leader_keeps_follower_state: Callable[[Replica, int, int, frozenset[int]], bool] = _rule(
+        "Whether a leader keeps its view of one follower (its fetch offset and broker epoch) when it applies a new "
+        "leader epoch (its replica before, the new epoch, the follower, the new ISR); asked for each follower still "
+        "assigned: a replica that left the replica set is always forgotten (`Partition.updateAssignmentAndIsr`).",
+        forget_followers_every_epoch, default=keep_followers_when_reelected)
+    isr_expansion: Callable[[bool], bool] = _rule(
+        "Whether the leader considers proposing a follower for the ISR at this moment: right after it recorded that "
+        "follower's fetch (True), or at a moment of the model's own (False: the `expand_isr` step).",
+        expand_at_any_time, default=expand_after_fetch)
     produce_accepted: Callable[[Replica, str, int], bool] = _rule(
         "Whether the leader appends a producer's write (its replica, the acks, min.insync.replicas).",
         accept_every_write, default=refuse_acks_all_below_min_isr)
@@ -727,11 +862,11 @@ class Protocol(RuleSet):
     leader_choice: Callable[[Registry, int], Choice | None] = _rule(
         "The controller's choice of a leader when the partition has none or its leader left: (leader, ISR, "
         "ELR) to write, or None (no candidate). The second argument is the broker count.",
-        clean_only, unclean_allowed)
+        clean_only, unclean_allowed, clean_or_eligible_fenced_last_known)
     valid_leader: Callable[[Registry, int], bool] = _rule(
         "Whether a broker is a valid leader for the partition state being written: asked for the current "
         "leader when a reassignment's record or completion is written, and for the target of a preferred or "
-        "operator's election.", in_isr_or_elr_unfenced, default=in_isr_and_unfenced)
+        "operator's election.", in_isr_and_unfenced, default=in_isr_or_elr_unfenced)
     isr_removal: Callable[[Registry, frozenset[int], int, frozenset[int]],
                           tuple[frozenset[int], frozenset[int]]] = _rule(
         "The ISR and ELR after brokers leave the ISR (the registry, the brokers leaving, min.insync.replicas, "
@@ -762,8 +897,8 @@ class Protocol(RuleSet):
         "What the controller does when a broker registers again after a restart, given whether its last "
         "shutdown was clean: (fence it, report an unclean shutdown).", rejoin_unnoticed)
     crash_drops: Callable[[int, Message], bool] = _rule(
-        "Whether a message in flight is lost when this broker crashes.", sent_requests_survive,
-        default=connections_die)
+        "Whether a message in flight is lost when this broker crashes.", connections_die,
+        default=sent_requests_survive)
     restart_reads_metadata: Callable[[Replica, Registry], bool] = _rule(
         "Whether a restarted broker applies the controller's current partition state before it acts (else "
         "the controller sends it a LeaderAndIsr or StopReplica, applied whenever it arrives).",
@@ -788,19 +923,21 @@ class Protocol(RuleSet):
         return getattr(self.fetch_leader_epoch, "__wrapped__", self.fetch_leader_epoch) is not no_epoch_in_fetch
 
     @classmethod
-    def current(cls, kafka_version: str | None = None) -> Protocol:
-        """Today's rules: Kafka 4.1's, or a named 4.x release's (checked against its PartitionChangeBuilder,
-        tests/test_kafka_conformance.py). From 4.3.0 a reassignment completes by KAFKA-19975's rule."""
-        completion = complete_when_targets_in_sync
-        if kafka_version is not None:
-            release = tuple(int(x) for x in kafka_version.split(".")[:3])
-            if release < (4, 0, 0):
-                raise ValueError(f"Protocol.current knows Kafka 4.0.0 and later, not {kafka_version}")
-            if release >= (4, 3, 0):
-                completion = complete_when_adding_unless_shrinking
+    def current(cls, kafka_version: str | None = None, *, elr: bool | None = None) -> Protocol:
+        """A Kafka release's rules (default `DEFAULT_RELEASE`, the newest kcheck models; `--protocol current
+        --kafka-version VERSION` is this), with eligible leader replicas as a new cluster of it has them unless
+        `elr` says otherwise (`release_rules`). Every other rule is Kafka's code, the same in every release
+        from 3.9.0; where the model abstracts, the rule's docstring says so. ValueError for a release the model
+        does not know."""
+        version = DEFAULT_RELEASE if kafka_version is None else kafka_version
+        rules = release_rules(version, elr)
+        elr_on = rules["isr_removal"] is eligible_leader_replicas
+        completion = "adding-unless-shrinking" if rules["reassignment_completion"] is \
+            complete_when_adding_unless_shrinking else "all-targets"
         return cls(
             name="current",
-            description="today's Kafka: KRaft with KIP-101/279/320/497/966 and epoch-fenced controller writes",
+            description=(f"Kafka {version} (KRaft, {'ELR on' if elr_on else 'ELR off'}, reassignment completion "
+                         f"{completion}): KIP-101/279/320/497/903/966 and epoch-fenced controller writes"),
             truncation=truncate_by_epoch_lookup,
             epoch_lookup=end_offset_for_epoch,
             truncate_on=truncate_on_every_epoch_change,
@@ -810,25 +947,23 @@ class Protocol(RuleSet):
             fetch_validation=validate_leader_epoch,
             isr_join=caught_up_in_leader_epoch,
             high_watermark=over_maximal_isr_strict,
-            leader_keeps_follower_state=forget_followers_every_epoch,
+            leader_keeps_follower_state=keep_followers_when_reelected,
+            isr_expansion=expand_after_fetch,
             produce_accepted=refuse_acks_all_below_min_isr,
             ack_complete=ack_with_min_isr,
             consumer_read_limit=read_below_high_watermark,
             alter_partition_rollback=roll_back_when_not_applied,
             alter_partition_fencing=leader_and_partition_epoch,
             alter_partition_validation=isr_members_eligible,
-            leader_choice=clean_or_eligible,
-            valid_leader=in_isr_and_unfenced,
-            isr_removal=eligible_leader_replicas,
+            valid_leader=in_isr_or_elr_unfenced,
             leader_epoch_bump=bump_on_leader_change_or_removal,
             controller_write=fenced_by_controller_epoch,
-            last_known_leader=remember_last_known_leader,
-            reassignment_completion=completion,
             reassignment_revert=revert_clean,
             reassignment_elr=elr_as_computed,
             registration=register_fenced,
-            crash_drops=connections_die,
+            crash_drops=sent_requests_survive,
             restart_reads_metadata=catch_up_before_acting,
+            **rules,
         )
 
 
@@ -887,7 +1022,7 @@ VARIANTS: dict[str, Variant] = {v.name: v for v in (
     _variant("hw-over-committed-isr", 6,
              "KIP-497's rejected design: while an ISR expansion is in flight the leader counts only the "
              "committed ISR, acknowledges a write, and the controller then adds a follower that lacks it",
-             ("replication.electable-has-committed",), 6,
+             ("replication.electable-has-committed",), 5,
              {**_ZK, "brokers": 2, "min_isr": 1, "initial_isr": 1, "crashes": 0, "lossy_crashes": 0, "fences": 0,
               "elections": 0, "isr_shrinks": 0, "failovers": 0, "records": 1},
              high_watermark=over_committed_isr),
@@ -914,6 +1049,15 @@ VARIANTS: dict[str, Variant] = {v.name: v for v in (
              {**_ZK, "brokers": 2, "min_isr": 1, "crashes": 0, "lossy_crashes": 0, "fences": 0, "elections": 2,
               "isr_shrinks": 0, "failovers": 1, "records": 0},
              controller_write=unfenced_controller_writes),
+    _variant("stale-control-request", 15,
+             "KAFKA-7235 (fixed by KIP-380 in Kafka 2.2.0): control requests carry no broker epoch, so a broker back "
+             "from a power loss applies a LeaderAndIsr the controller queued for its previous incarnation and leads "
+             "an epoch the controller already took from it, without the records it lost",
+             ("replication.log-matching",), 14,
+             {**_ZK, "brokers": 2, "min_isr": 1, "crashes": 0, "lossy_crashes": 1, "fences": 0, "elections": 0,
+              "isr_shrinks": 1, "failovers": 0, "records": 2, "reads": 0, "duplicates": False,
+              "max_leader_epoch": 2},
+             control_request_incarnation=accept_any_broker_epoch, restart_reads_metadata=await_leader_and_isr),
     _variant("lagging-hw-list-offsets", 14,
              "KAFKA-2334 (fixed by KIP-207 in Kafka 2.2.0): a new leader answers ListOffsets LATEST with its high "
              "watermark, which lags behind the start of its epoch until its followers fetch again, so the latest "
@@ -939,6 +1083,6 @@ LIVENESS_VARIANTS: dict[str, Variant] = {v.name: v for v in (
             {"brokers": 3, "replication_factor": 2, "min_isr": 1, "records": 0, "reassignments": 1, "crashes": 1,
              "lossy_crashes": 0, "fences": 0, "elections": 0, "isr_shrinks": 0, "failovers": 0, "reads": 0,
              "atomic_fetch": True, "max_leader_epoch": 8},
-            ("liveness.reassignment-ends",), 12),
+            ("liveness.reassignment-ends",), 13),
 )}
 

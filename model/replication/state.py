@@ -100,13 +100,23 @@ class Replica:
     controller_epoch: int = 0  # newest controller epoch it has seen
     needs_truncation: bool = False  # became follower; must truncate before fetching
     replicas: tuple[int, ...] = ()  # the partition's replica set, as the broker last learned it
-    # Leader only: the leader's view of each follower, from fetches in this leader epoch.
+    # Leader only: the leader's view of each follower (Kafka's `Replica` state in `Partition.remoteReplicasMap`), from
+    # its last fetch; `Protocol.leader_keeps_follower_state` says what a new leader epoch keeps.
     follower_leo: tuple[tuple[int, int], ...] = ()  # (follower, fetch offset), sorted
     follower_broker_epoch: tuple[tuple[int, int], ...] = ()  # (follower, broker epoch sent in its fetch)
     epoch_start: int = 0  # leader's LEO when it became leader of leader_epoch
     pending_isr: frozenset[int] | None = None  # AlterPartition in flight (the "maximal ISR" part)
     # KRaft: the index in `State.metadata` of the last batch this broker applied (its metadata image).
     applied: int = 0
+    # AlterPartition as `Partition` and `AlterPartitionManager` keep it (`request_key`: leader epoch, partition epoch,
+    # ISR, broker epochs). `sent`: the request of the leader's pending ISR state (PendingExpandIsr/PendingShrinkIsr's
+    # sentLeaderAndIsr; set iff `pending_isr` is); new partition state resets it. `in_flight`: the request the
+    # broker's AlterPartitionManager holds until an answer to it is handled, new partition state or not; while it
+    # holds one, a new proposal fails at once (OPERATION_NOT_ATTEMPTED) and changes nothing.
+    sent: tuple[Any, ...] | None = None
+    in_flight: tuple[Any, ...] | None = None
+    # Leader only: the followers whose fetch it recorded in its current leader epoch (a kept view may be older).
+    fetched: frozenset[int] = frozenset()
 
     @property
     def leo(self) -> int:
@@ -135,14 +145,29 @@ class Replica:
                 return leo
         return None
 
+    def fetched_in_epoch(self, follower: int) -> bool:
+        """Whether the leader recorded a fetch of `follower` in its current leader epoch (its view may be older)."""
+        return follower in self.fetched
+
     def with_view(self, follower: int, leo: int, broker_epoch: int) -> Replica:
-        """This replica with a follower's fetch recorded (offset and broker epoch)."""
+        """This replica with a follower's fetch recorded (offset and broker epoch, in this leader epoch)."""
         leos = dict(self.follower_leo)
         leos[follower] = leo
         epochs = dict(self.follower_broker_epoch)
         epochs[follower] = broker_epoch
+        fetched = self.fetched if follower in self.fetched else self.fetched | {follower}
         return evolve(self, follower_leo=tuple(sorted(leos.items())),
-                       follower_broker_epoch=tuple(sorted(epochs.items())))
+                       follower_broker_epoch=tuple(sorted(epochs.items())), fetched=fetched)
+
+    def keeping_views(self, keep: Any) -> Replica:
+        """This replica with only the views of the followers `keep(follower)` is true for."""
+        leos = tuple(x for x in self.follower_leo if keep(x[0]))
+        epochs = tuple(x for x in self.follower_broker_epoch if keep(x[0]))
+        fetched = frozenset(b for b in self.fetched if keep(b))
+        if (len(leos), len(epochs), len(fetched)) == (len(self.follower_leo), len(self.follower_broker_epoch),
+                                                      len(self.fetched)):
+            return self
+        return evolve(self, follower_leo=leos, follower_broker_epoch=epochs, fetched=fetched)
 
     def truncated(self, offset: int) -> Replica:
         """This replica with its log cut at `offset` (high watermark and flushed prefix bounded by it)."""
@@ -222,6 +247,9 @@ class LeaderAndIsr:
     partition_epoch: int
     isr: tuple[int, ...]
     replicas: tuple[int, ...] = ()  # the replica set the record names (KRaft brokers learn it from the metadata)
+    # ZooKeeper mode: the recipient's broker epoch as the controller registered it when it queued the request
+    # (KIP-380's `brokerEpoch`, Kafka 2.2 on); -1 = none (a KRaft metadata record, or a request built by hand).
+    broker_epoch: int = -1
 
     kind = "LeaderAndIsr"
 
@@ -232,13 +260,15 @@ class StopReplica:
 
     ZooKeeper's controller sends StopReplica(delete=true); a KRaft broker does the same when the
     metadata record no longer lists it (`ReplicaManager.applyDelta`: the partition is among the deletes).
-    The epochs let the broker ignore it behind a newer LeaderAndIsr that adds the broker back.
+    The epochs let the broker ignore it behind a newer LeaderAndIsr that adds the broker back; `broker_epoch` is
+    the recipient's as the controller registered it (KIP-380), as on LeaderAndIsr.
     """
 
     to: int
     controller_epoch: int
     leader_epoch: int
     partition_epoch: int
+    broker_epoch: int = -1
 
     kind = "StopReplica"
 
@@ -281,6 +311,12 @@ class AlterPartition:
     kind = "AlterPartition"
 
 
+def request_key(m: AlterPartition) -> tuple[Any, ...]:
+    """What tells one AlterPartition from another (Kafka's `LeaderAndIsr.equals` over the sent request: leader, leader
+    epoch, partition epoch, ISR with broker epochs; the leader is the sender, so it is left out)."""
+    return (m.leader_epoch, m.partition_epoch, m.isr, m.broker_epochs)
+
+
 @dataclass(frozen=True, order=True)
 class AlterPartitionResponse:
     to: int
@@ -288,6 +324,7 @@ class AlterPartitionResponse:
     partition_epoch: int
     isr: tuple[int, ...]
     error: str = ""
+    request: tuple[Any, ...] = ()  # `request_key` of the request it answers (the sender's callback holds it)
 
     kind = "AlterPartitionResponse"
 
@@ -314,15 +351,21 @@ def message_as_dict(m: Message) -> dict[str, Any]:
     return out
 
 
+def _tuples(value: Any) -> Any:
+    return tuple(_tuples(x) for x in value) if isinstance(value, list) else value
+
+
 def message_from_dict(d: dict[str, Any]) -> Message:
     cls = MESSAGE_TYPES[d["type"]]
     kwargs = {}
     for name in cls.__dataclass_fields__:
+        if name not in d and name in ("request", "broker_epoch"):  # a trace written before issue 36: the default
+            continue
         value = d[name]
         if name == "records":
             value = tuple(Record(int(i), int(e)) for i, e in value)
-        elif isinstance(value, list):
-            value = tuple(tuple(x) if isinstance(x, list) else x for x in value)
+        else:
+            value = _tuples(value)
         kwargs[name] = value
     return cls(**kwargs)
 

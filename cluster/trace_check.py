@@ -1,0 +1,194 @@
+"""Trace validation at quiescent points: random replication-model runs, restricted to what an operator can do to a
+cluster, played on real KRaft brokers with every observable compared after each step.
+
+A run starts from the model's initial state (RF = brokers, broker 1 leading) and a new one-partition topic on
+[1..n] led by broker 1 (`min.insync.replicas` from the config). Each step is one cluster action drawn at random
+among those the model allows (`_choices`): an acks=all produce of one record; kill -9, a clean shutdown or a pause
+past the session timeout of a broker (at most two down at a time); the restart or resume of one. Then both sides
+go quiet:
+
+- the model runs its internal steps until none changes the state, in a fixed fair order (`INTERNAL`: metadata
+  applied by each broker, AlterPartition and its answer, a fetch by each follower (KIP-320 truncation included),
+  the high-watermark advance, the controller fencing a dead broker and electing, a restarted broker unfenced);
+  no step the cluster would not take on its own at a quiet point (no ISR shrink for lag, no dropped message);
+- the cluster is polled until what is compared stops changing (`settle`), and after a kill until the controller
+  has fenced the broker (broker.session.timeout.ms).
+
+Compared then: leader, leader epoch (the model starts at 1, Kafka at 0: the increase since the start), ISR, ELR,
+the leader's high watermark (ListOffsets LATEST as a consumer) and each live replica's log end offset (ListOffsets
+with the debugging replica id, `admin.log_end_offset`). A difference is reported with both values.
+"""
+
+from __future__ import annotations
+
+import random
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from kcheck.cluster import admin as ca
+from kcheck.model.replication import Config, Protocol, apply, initial_state
+from kcheck.model.replication.actions import Action, enabled
+from kcheck.model.replication.state import NO_LEADER, State
+
+INTERNAL = ("apply_metadata", "handle_alter_partition", "handle_alter_partition_response", "fetch_round", "truncate",
+            "expand_isr", "advance_hw", "complete_shutdown", "fence", "elect", "unfence")
+FIELDS = ("leader", "leader_epoch", "isr", "elr", "hw", "leo")
+
+
+@dataclass
+class Steps:
+    """What a set of runs compared: steps, and each difference as (run, step, action, field, model, cluster)."""
+
+    runs: int = 0
+    steps: int = 0
+    differences: list[tuple[int, int, str, str, Any, Any]] = field(default_factory=list)
+
+
+def config(steps: int) -> Config:
+    """Three brokers, RF 3, min ISR 2, KRaft, one fetch a step; budgets that never run out within `steps`."""
+    return Config(brokers=3, min_isr=2, records=steps, crashes=steps, lossy_crashes=0, fences=steps, shutdowns=steps,
+                  elections=0, isr_shrinks=0, failovers=0, reads=0, duplicates=False, atomic_fetch=True,
+                  max_leader_epoch=10 * steps)
+
+
+def quiesce(s: State, p: Protocol, cfg: Config, paused: frozenset[int] = frozenset(), limit: int = 400) -> State:
+    """The model's internal steps in `INTERNAL`'s order, each candidate once per round, until a round changes
+    nothing. `fence` only of a dead broker (the session timeout), `unfence` only of a live one not in `paused`."""
+    for _ in range(limit):
+        moved = False
+        for kind in INTERNAL:
+            for a, nxt in enabled(s, p, cfg, kind):
+                if (kind == "fence" and s.replica(a.args[0]).alive) or (kind == "unfence" and a.args[0] in paused):
+                    continue
+                if nxt != s:
+                    s, moved = nxt, True
+                    break
+        if not moved:
+            return s
+    raise RuntimeError("the model did not go quiet")
+
+
+def model_view(s: State, epoch0: int, paused: frozenset[int] = frozenset()) -> dict[str, Any]:
+    """The compared observables of the model (a paused broker's log end is not read: it cannot answer)."""
+    reg = s.registry
+    leader = reg.leader if reg.leader != NO_LEADER else -1
+    hw = s.replica(leader).hw if leader != -1 and s.replica(leader).alive and leader not in paused else None
+    return {"leader": leader, "leader_epoch": reg.leader_epoch - epoch0, "isr": tuple(sorted(reg.isr)),
+            "elr": tuple(sorted(reg.elr)), "hw": hw,
+            "leo": tuple((b, s.replica(b).leo) for b in sorted(s.brokers) if s.replica(b).alive and b not in paused)}
+
+
+def cluster_view(cluster: Any, topic: str, down: set[int], epoch0: int) -> dict[str, Any]:
+    live = [b for b in cluster.brokers if b not in down]
+    boot = ",".join(f"127.0.0.1:{cluster.node(b).port}" for b in live)
+    st = ca.partition_states(boot, topic)[0]
+    hw = None
+    if st.leader in live:
+        hw = ca.high_watermark(f"127.0.0.1:{cluster.node(st.leader).port}", topic, 0)
+    leos = tuple((b, ca.log_end_offset(f"127.0.0.1:{cluster.node(b).port}", topic, 0)) for b in live)
+    return {"leader": st.leader, "leader_epoch": (st.leader_epoch or 0) - epoch0, "isr": tuple(sorted(st.isr)),
+            "elr": tuple(sorted(st.elr)), "hw": hw, "leo": leos}
+
+
+def settle(read: Any, done: Any = lambda v: True, quiet_s: float = 1.5, timeout_s: float = 40.0) -> dict[str, Any]:
+    """Poll `read()` until `done(view)` and the view has stayed the same for `quiet_s`."""
+    deadline = time.monotonic() + timeout_s
+    last, since = read(), time.monotonic()
+    while time.monotonic() < deadline:
+        time.sleep(0.3)
+        now = read()
+        if now != last:
+            last, since = now, time.monotonic()
+        elif done(now) and time.monotonic() - since >= quiet_s:
+            break
+    return last
+
+
+def _choices(s: State, p: Protocol, cfg: Config, down: dict[int, str]) -> list[Action]:
+    """The cluster actions the model allows: produce to the leader; with fewer than two brokers down, kill -9, a
+    clean shutdown or a pause (SIGSTOP past the session timeout: the model's fence of a live broker) of a running
+    one; the restart of a dead one or the resume of a paused one."""
+    out = [a for a, _ in enabled(s, p, cfg, "produce") if a.args[0] == s.registry.leader]
+    if len(down) < 2:
+        for b in s.brokers:
+            if b not in down:
+                out += [Action("crash", (b, False)), Action("controlled_shutdown", (b,)), Action("fence", (b,))]
+    out += [Action("restart", (b,)) if how != "paused" else Action("unfence", (b,)) for b, how in down.items()]
+    return out
+
+
+def _act(cluster: Any, topic: str, a: Action, n: int, down: dict[int, str]) -> None:
+    """Do `a` on the cluster; `down` follows (broker -> "dead" or "paused")."""
+    b = a.args[0]
+    if a.kind == "produce":
+        from kafka import KafkaProducer
+
+        boot = ",".join(f"127.0.0.1:{cluster.node(x).port}" for x in cluster.brokers if x not in down)
+        producer = KafkaProducer(bootstrap_servers=boot, acks="all", retries=0, linger_ms=0)
+        try:
+            producer.send(topic, value=b"x%d" % n, partition=0).get(timeout=15)
+        finally:
+            producer.close()
+    elif a.kind == "crash":
+        cluster.kill(b)
+        down[b] = "dead"
+    elif a.kind == "controlled_shutdown":
+        cluster.shutdown(b)
+        down[b] = "dead"
+    elif a.kind == "fence":
+        cluster.pause(b)
+        down[b] = "paused"
+    elif a.kind == "unfence":
+        cluster.resume(b)
+        del down[b]
+    else:
+        cluster.restart(b)
+        del down[b]
+
+
+def run_one(cluster: Any, p: Protocol, cfg: Config, seed: int, steps: int, out: Steps, log: Any = None) -> None:
+    """One random run on a new topic of `cluster` (every broker running at the start and at the end)."""
+    from kafka.admin import KafkaAdminClient, NewTopic
+
+    rng = random.Random(seed)
+    topic = f"trace-{seed}"
+    admin = KafkaAdminClient(bootstrap_servers=cluster.bootstrap, client_id="kcheck-trace")
+    try:
+        admin.create_topics([NewTopic(topic, replica_assignments={0: list(cluster.brokers)},
+                                      topic_configs={"min.insync.replicas": str(cfg.min_isr)})])
+    finally:
+        admin.close()
+    s = quiesce(initial_state(cfg), p, cfg)
+    down: dict[int, str] = {}
+    first = ca.wait_until(lambda: (x := ca.partition_states(cluster.bootstrap, topic)) and len(x[0].isr) == len(
+        cluster.brokers) and x[0], 30)
+    epoch0 = first.leader_epoch or 0
+    out.runs += 1
+    try:
+        for n in range(1, steps + 1):
+            options = _choices(s, p, cfg, down)
+            writes = [x for x in options if x.kind == "produce"]
+            a = rng.choice(writes if writes and rng.random() < 0.5 else options)  # half the steps write, if they can
+            nxt = apply(s, p, cfg, a)
+            if nxt is None:
+                continue
+            _act(cluster, topic, a, n, down)
+            paused = frozenset(b for b, how in down.items() if how == "paused")
+            s = quiesce(nxt, p, cfg, paused)
+            gone = frozenset(down)
+            seen = settle(lambda g=gone: cluster_view(cluster, topic, set(g), epoch0),
+                          lambda v, g=gone: not g & set(v["isr"]) and v["leader"] not in g)
+            want = model_view(s, 1, paused)
+            out.steps += 1
+            for f in FIELDS:
+                if want[f] != seen[f]:
+                    out.differences.append((seed, n, a.label(), f, want[f], seen[f]))
+            if log is not None:
+                log(f"run {seed} step {n} {a.label()}: model {want} cluster {seen}")
+    finally:
+        for b, how in sorted(down.items()):
+            if how == "paused":
+                cluster.resume(b)
+            else:
+                cluster.restart(b)
