@@ -240,7 +240,7 @@ FINDINGS = ("finding.nonidem-duplicate", "finding.nonidem-reorder", "finding.ind
 # sender loop, the broker serving and answering, the metadata refresh, the clock, and the replication model's healing
 # steps. Faults (drops, failing appends, elections, ISR shrinks, crashes), the application's sends and the expiries
 # are not.
-FAIR_KINDS = frozenset({"bump", "drain", "deliver", "refresh", "tick", "rep:fetch_round", "rep:truncate",
+FAIR_KINDS = frozenset({"resolve", "bump", "drain", "deliver", "refresh", "tick", "rep:fetch_round", "rep:truncate",
                         "rep:advance_hw", "rep:expand_isr", "rep:handle_alter_partition",
                         "rep:handle_alter_partition_response", "rep:apply_metadata", "rep:restart", "rep:elect",
                         "rep:unfence"})

@@ -4,11 +4,12 @@ Actions, listed in this order in every state (the engines store a trace as index
 
 - `send`: the application hands the accumulator its next batch (batch i to partition i % partitions);
 - `resolve`: the Sender's loop resolves unresolved sequences (`TransactionManager.maybeResolveSequences`): a
-  partition with none in flight is resolved, or asks for an epoch bump;
-- `bump`: the Sender's next loop bumps the idempotent epoch the TransactionManager asked for
-  (`bumpIdempotentEpochAndResetIdIfNeeded`): epoch + 1, and each partition's sequences as `rules.sequences_on_bump`
-  says (today: the partitions that asked rewrite their tracked batches from 0, `startSequencesAtBeginning`; the
-  others start from 0 once their in-flight batches complete, at `drain`);
+  partition with none in flight is resolved, or asks for an epoch bump, which the same loop then makes (`bump`, in
+  `Sender.runOnce` with nothing in between);
+- `bump`: the Sender's next loop, with no sequence to resolve, bumps the idempotent epoch the TransactionManager
+  asked for (`bumpIdempotentEpochAndResetIdIfNeeded`): epoch + 1, and each partition's sequences as
+  `rules.sequences_on_bump` says (today: the partitions that asked rewrite their tracked batches from 0,
+  `startSequencesAtBeginning`; the others start from 0 once their in-flight batches complete, at `drain`);
 - `drain p`: the Sender drains partition p's head batch to the leader its metadata names (`RecordAccumulator.drain`,
   `shouldStopDrainBatchesForPartition`, `maybeUpdateProducerIdAndEpoch`), giving it (epoch, sequence) when
   idempotent, if that connection has fewer than max.in.flight requests in flight and the partition is not muted
@@ -290,7 +291,7 @@ def bump(s: State, model: RequestSystem) -> State | None:
     """`TransactionManager.bumpIdempotentProducerEpoch`: epoch + 1, then each partition's sequences as the rule
     `sequences_on_bump` says."""
     c = s.client
-    if not c.bump:
+    if not c.bump or _to_resolve(c):  # the Sender's loop resolves sequences first: that loop is `resolve`
         return None
     epoch = c.epoch + 1
     for p in range(len(c.parts)):
@@ -307,9 +308,9 @@ def bump(s: State, model: RequestSystem) -> State | None:
 def resolve(s: State, model: RequestSystem) -> State | None:
     """`TransactionManager.maybeResolveSequences`, at the top of the Sender's loop: a partition with an unresolved
     sequence and no batch in flight is resolved if its last acknowledged sequence is the one before its next
-    sequence, else it asks for an epoch bump."""
+    sequence, else it asks for an epoch bump; then the loop bumps if a bump is asked for."""
     c = s.client
-    todo = [p for p, part in enumerate(c.parts) if part.unresolved >= 0 and not _of(c, p)]
+    todo = _to_resolve(c)
     if not todo:
         return None
     for p in todo:
@@ -317,7 +318,13 @@ def resolve(s: State, model: RequestSystem) -> State | None:
         if part.next_seq - part.last_acked != 1:
             c = request_bump(c, frozenset({p}))
         c = _with_part(c, p, unresolved=-1)
-    return replace(s, client=c)
+    s = replace(s, client=c)
+    return bump(s, model) or s  # Sender.runOnce bumps right after it resolves, with nothing in between
+
+
+def _to_resolve(c: Client) -> list[int]:
+    """The partitions `maybeResolveSequences` resolves now: an unresolved sequence and no batch in flight."""
+    return [p for p, part in enumerate(c.parts) if part.unresolved >= 0 and not _of(c, p)]
 
 
 def deliver(s: State, broker: int, model: RequestSystem) -> State | None:
