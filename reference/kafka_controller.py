@@ -719,6 +719,9 @@ def model_alter_partition(p: Protocol, cfg: Config, reg: Registry, frm: int, lea
     m = AlterPartition(frm, leader_epoch, partition_epoch, tuple(sorted(isr)),
                        tuple(sorted((b, e) for b, e in zip(isr, epochs, strict=True) if e != -1)))
     s = model_state(reg, cfg)
+    # the sender is the live process that sent these epochs, so the model's answer has a connection to go back on
+    sender = dict(m.broker_epochs).get(frm, s.replica(frm).broker_epoch)
+    s = s.with_replica(evolve(s.replica(frm), alive=True, broker_epoch=sender))
     after = handle_alter_partition(s, p, cfg, m, keep=True)
     if after is None:
         return "NO_WRITE", reg
