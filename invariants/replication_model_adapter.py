@@ -878,11 +878,11 @@ class _Normalized:
 _RECIPIENT_ONLY = frozenset({handle_fetch_response, handle_leader_and_isr, handle_stop_replica})
 
 
-_LISTED: dict[frozenset[Message], tuple[list[Message], dict[type, list[Message]], frozenset[int]]] = {}
+_Listed = tuple[list[Message], dict[type, list[Message]], frozenset[tuple[int, int | None]]]
+_LISTED: dict[frozenset[Message], _Listed] = {}
 
 
-def _listed(pool: frozenset[Message]
-            ) -> tuple[list[Message], dict[type, list[Message]], frozenset[tuple[int, int | None]]]:
+def _listed(pool: frozenset[Message]) -> _Listed:
     """`State.messages()` (the pool in its order), the same grouped by type, and the fetches in flight (a request
     from a follower incarnation or a response to a follower), kept per pool value: many states share a pool, and
     sorting messages compares dataclasses field by field. Read only."""
