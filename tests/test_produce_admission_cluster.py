@@ -7,7 +7,9 @@ our reference (`produce_admission.partition_error`, and `validate` for what LogV
 first for each rule alone, then for pairs of rules that only the order tells apart. The seed's point 4 is checked
 the same way: acks=0 gets no response, acks=0 with a failed partition closes the connection
 (`KafkaApis.handleProduceRequest`, `RequestChannel.CloseConnectionResponse`), and a connection answers its
-requests one at a time, in order (pipelined requests come back with their correlation ids in order).
+requests one at a time, in order (pipelined requests come back with their correlation ids in order). A throttled
+connection (KIP-219) holds its next request: a Produce over its client id's `producer_byte_rate` quota is answered
+at once with its throttle time, and the connection's next request is served only after that time.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ import pytest
 
 from kcheck.cluster.admin import partition_states, wait_until
 from kcheck.inputs.formats import InputError
+from kcheck.reference import kafka_tools
 from kcheck.reference import produce_admission as pa
 from kcheck.reference.releases import profile
 from kcheck.reference.request_header import encode_request_header
@@ -306,3 +309,58 @@ def test_acks_zero_and_one_request_at_a_time(kafka_cluster, topics) -> None:
         assert pa.acks0_response([pa.NONE, pa.UNKNOWN_TOPIC_OR_PARTITION]) == "close"
     finally:
         conn.close()
+
+
+def _configs(cluster, *args: str) -> None:
+    """The release's own kafka-configs on the client quotas (`--entity-type clients`)."""
+    done = kafka_tools.run(cluster.state.version, "kafka-configs",
+                           ["--bootstrap-server", cluster.bootstrap, "--alter", *args, "--entity-type", "clients"])
+    assert done.returncode == 0, done.stderr
+
+
+def test_a_throttled_connection_holds_its_next_request(kafka_cluster, topics) -> None:
+    """KIP-219: a Produce over its client id's byte-rate quota is answered at once with throttle_time_ms > 0, and
+    the broker mutes that connection for the throttle time (`ClientQuotaManager.throttle`, `SocketServer`'s
+    MUTED_AND_THROTTLED): an ApiVersions sent right after on the same connection waits that long, while the same
+    request on another connection of the same client id, sent at the same moment, is answered at once."""
+    client = f"kcheck-throttle-{uuid.uuid4().hex[:8]}"
+    # Rate over a fresh sensor's window (quota.window.num 11: 10 full seconds), so 13 KiB at 1 KiB/s is throttled
+    # about 3 s (QuotaUtils.throttleTime: (rate - quota) / quota * window)
+    records = _batch(pa.Rec(0, 0, b"k", b"v" * 13 * 1024)).encode()
+    body = pa.encode_produce_body(1, 10_000, [(topics["plain"], [(0, records)])])
+    _configs(kafka_cluster, "--add-config", "producer_byte_rate=1024", "--entity-name", client)
+    try:
+        deadline = time.monotonic() + 30
+        while True:  # until broker 1 has the quota from the metadata log
+            held, other = Conn(kafka_cluster, 1), Conn(kafka_cluster, 1)
+            started = time.monotonic()
+            corr = held.send(pa.PRODUCE, pa.PRODUCE_WIRE_VERSION, body, client)
+            answer = held.receive()
+            answered = time.monotonic() - started
+            assert answer is not None and answer[0] == corr
+            assert pa.parse_produce_body(answer[1])[(topics["plain"], 0)].error_code == pa.NONE
+            throttle_ms = struct.unpack(">i", answer[1][-4:])[0]  # v8's last field
+            if throttle_ms > 0 or time.monotonic() > deadline:
+                break
+            held.close()
+            other.close()
+            time.sleep(0.5)
+        try:
+            assert throttle_ms > 1000, "the quota never throttled the produce"
+            assert answered < throttle_ms / 1000 / 2  # answered at once, not after the throttle (before KIP-219)
+            sent = time.monotonic()
+            waiting = held.send(pa.API_VERSIONS, 0, b"", client)
+            prompt = other.send(pa.API_VERSIONS, 0, b"", client)
+            assert (other.receive() or (None,))[0] == prompt
+            other_delay = time.monotonic() - sent
+            assert (held.receive(timeout=throttle_ms / 1000 + 15) or (None,))[0] == waiting
+            held_delay = time.monotonic() - sent
+        finally:
+            held.close()
+            other.close()
+        seen = (f"throttle_time_ms {throttle_ms}, produce answered in {answered:.3f} s, next request on the same "
+                f"connection {held_delay:.3f} s, on another {other_delay:.3f} s")
+        assert held_delay >= 0.8 * throttle_ms / 1000, seen
+        assert other_delay < 0.2 * throttle_ms / 1000, seen
+    finally:
+        _configs(kafka_cluster, "--delete-config", "producer_byte_rate", "--entity-name", client)
