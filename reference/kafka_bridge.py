@@ -144,6 +144,20 @@ def step_differences(cases: Sequence[Any], kafka: Sequence[Sequence[str]], ours:
     return differing, f"{encode(case)} ({unit} {step})\nkafka: {k}\nours:  {r}"
 
 
+def ok_fields(line: str) -> list[str]:
+    """The fields of an `OK ...` answer of a step-by-step handler (one per compared step); `ERR` raises."""
+    if not line.startswith("OK"):
+        raise parse_error(line)
+    return line.split()[1:]
+
+
+def step_answers(bridge: KafkaBridge, word: str, what: str, encode: Callable[[Any], str],
+                 cases: Sequence[Any]) -> list[list[str]]:
+    """Kafka's answers to `cases`, one `ok_fields` list per case, from the handler of request `word`."""
+    bridge.require(word, what)
+    return [ok_fields(line) for line in bridge.roundtrip([encode(c) for c in cases])]
+
+
 def parse_error(line: str) -> JavaException:
     """An `ERR <class> <message>` answer."""
     _, class_name, *rest = line.split(" ", 2)

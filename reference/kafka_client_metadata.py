@@ -22,7 +22,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from kcheck.reference import client_metadata as cm
-from kcheck.reference.kafka_bridge import KafkaBridge, parse_error, step_differences
+from kcheck.reference.kafka_bridge import KafkaBridge, ok_fields, step_answers, step_differences
 
 LONG_MAX = 2**63 - 1
 TOPICS = ("a", "b")
@@ -71,15 +71,11 @@ def encode_case(case: ClientMetadataCase) -> str:
                      str(case.metadata_expire_ms), *map(_encode_op, case.ops)])
 
 
-def parse_answers(line: str) -> list[str]:
-    if not line.startswith("OK"):
-        raise parse_error(line)
-    return line.split()[1:]
+parse_answers = ok_fields  # one answer per compared step (the bench runner reads this name)
 
 
 def kafka_answers(bridge: KafkaBridge, cases: Sequence[ClientMetadataCase]) -> list[list[str]]:
-    bridge.require("CMETA", "client metadata")
-    return [parse_answers(line) for line in bridge.roundtrip([encode_case(c) for c in cases])]
+    return step_answers(bridge, "CMETA", "client metadata", encode_case, cases)
 
 
 # ---------------------------------------------------------------- our side

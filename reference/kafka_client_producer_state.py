@@ -29,7 +29,7 @@ from kcheck.reference.client_producer_state import (
     ClientProducer,
     JavaThrow,
 )
-from kcheck.reference.kafka_bridge import KafkaBridge, parse_error
+from kcheck.reference.kafka_bridge import KafkaBridge, ok_fields
 from kcheck.reference.releases import ReleaseProfile, profile
 
 Op = tuple[str | int, ...]  # ('n', p, count), ('d', b), ('r', b, error, offset, log start, late), ('x', b), ('l',),
@@ -53,10 +53,7 @@ def encode_case(case: ClientCase) -> str:
     return " ".join(["TXNCLI", str(case.retries), str(case.pid), str(case.epoch), *map(_encode_op, case.ops)])
 
 
-def parse_answers(line: str) -> list[str]:
-    if not line.startswith("OK"):
-        raise parse_error(line)
-    return line.split()[1:]
+parse_answers = ok_fields  # one answer per compared step (the bench runner reads this name)
 
 
 def apply(producer: ClientProducer, op: Op) -> str:

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 
 from kcheck.reference import delayed_fetch as df
 from kcheck.reference.fetch import HIGH_WATERMARK, LOG_END, TXN_COMMITTED, OffsetMetadata, PartitionFetch
-from kcheck.reference.kafka_bridge import KafkaBridge, parse_error, step_differences
+from kcheck.reference.kafka_bridge import KafkaBridge, ok_fields, step_answers, step_differences
 
 INT_MAX, INT_MIN = 2**31 - 1, -(2**31)
 _ISOLATION = {LOG_END: "L", HIGH_WATERMARK: "H", TXN_COMMITTED: "T"}
@@ -68,15 +68,11 @@ def encode_case(case: DelayedFetchCase) -> str:
                      *map(_waiting, case.partitions), *ops])
 
 
-def parse_answers(line: str) -> list[str]:
-    if not line.startswith("OK"):
-        raise parse_error(line)
-    return line.split()[1:]
+parse_answers = ok_fields  # one answer per compared step (the bench runner reads this name)
 
 
 def kafka_answers(bridge: KafkaBridge, cases: Sequence[DelayedFetchCase]) -> list[list[str]]:
-    bridge.require("DFETCH", "DelayedFetch")
-    return [parse_answers(line) for line in bridge.roundtrip([encode_case(c) for c in cases])]
+    return step_answers(bridge, "DFETCH", "DelayedFetch", encode_case, cases)
 
 
 # ---------------------------------------------------------------- our side

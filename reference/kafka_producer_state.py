@@ -20,7 +20,7 @@ import random
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from kcheck.reference.kafka_bridge import KafkaBridge, parse_error
+from kcheck.reference.kafka_bridge import KafkaBridge, ok_fields
 from kcheck.reference.producer_state import INT_MAX, SHORT_MAX, PartitionLog, Verdict
 from kcheck.reference.releases import ReleaseProfile, profile
 
@@ -43,10 +43,7 @@ def encode_case(case: ProducerStateCase) -> str:
     return " ".join(["PSTATE", str(case.expiration_ms), str(case.clock_ms), *map(_encode_op, case.ops)])
 
 
-def parse_answers(line: str) -> list[str]:
-    if not line.startswith("OK"):
-        raise parse_error(line)
-    return line.split()[1:]
+parse_answers = ok_fields  # one answer per compared step (the bench runner reads this name)
 
 
 # ---------------------------------------------------------------- our side

@@ -23,7 +23,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from kcheck.reference import purgatory as pg
-from kcheck.reference.kafka_bridge import KafkaBridge, parse_error, step_differences
+from kcheck.reference.kafka_bridge import KafkaBridge, ok_fields, step_answers, step_differences
 
 LONG_MAX = 2**63 - 1
 
@@ -58,15 +58,11 @@ def encode_case(case: DelayedProduceCase) -> str:
     return " ".join(["DPROD", str(case.delay_ms), str(len(case.partitions)), *parts, *ops])
 
 
-def parse_answers(line: str) -> list[str]:
-    if not line.startswith("OK"):
-        raise parse_error(line)
-    return line.split()[1:]
+parse_answers = ok_fields  # one answer per compared step (the bench runner reads this name)
 
 
 def kafka_answers(bridge: KafkaBridge, cases: Sequence[DelayedProduceCase]) -> list[list[str]]:
-    bridge.require("DPROD", "DelayedProduce")
-    return [parse_answers(line) for line in bridge.roundtrip([encode_case(c) for c in cases])]
+    return step_answers(bridge, "DPROD", "DelayedProduce", encode_case, cases)
 
 
 # ---------------------------------------------------------------- our side
