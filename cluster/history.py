@@ -570,25 +570,36 @@ def _duplicates_and_reorders(where: dict[str, list[tuple[int, int]]], faults: li
 def _silent_gaps(history: History, where: dict[str, list[tuple[int, int]]], faults: list[Any],
                  add: Callable[[Violation], None]) -> None:
     """idem-no-silent-gap: per idempotent session and partition, every value sent before the last one acknowledged is
-    in the log or failed. Values sent before a `delete-records` fault may be gone with the records it deleted."""
-    deleted = max((f.t for f in faults if f.kind == "delete-records" and f.phase == "start"), default=-1.0)
+    in the log or failed. A value may be missing only where it could lie below the final log start (a
+    `delete-records` moved it): after the offset of the session's last earlier value known (acknowledged or read)
+    and before the first later one acknowledged. Offsets, not send times, decide: a Java producer's sends are timed
+    when its outcomes are read, which can be after a delete that removed them."""
     failed = {f.value for f in history.of(SendFailure)}
     acked: dict[_Key, list[tuple[int, Ack]]] = {}
+    known: dict[_Key, list[tuple[int, int]]] = {}  # (seq, offset) of every value with an offset known
     for a in history.of(Ack):
         parsed = parse_value(a.value)
         if parsed is not None and PRODUCER_KINDS[parsed[0]].idempotent:
             acked.setdefault(parsed[:3], []).append((parsed[3], a))
+            if a.offset >= 0:
+                known.setdefault(parsed[:3], []).append((parsed[3], a.offset))
+    for (producer, session, p), records in _log_order(where).items():
+        known.setdefault((producer, session, p), []).extend((seq, o) for o, seq, _ in records)
     for key in acked:
         acked[key].sort(key=lambda x: x[0])
     for s in history.of(Send):
         parsed = parse_value(s.value)
-        if parsed is None or parsed[:3] not in acked or s.value in where or s.value in failed or s.t <= deleted:
+        if parsed is None or parsed[:3] not in acked or s.value in where or s.value in failed:
             continue
         fr = history.final.get(parsed[2])
         later = [(seq, a) for seq, a in acked[parsed[:3]] if seq > parsed[3]]
         if fr is None or not fr.complete or not later:
             continue
         seq, a = later[0]
+        after = max((o for q, o in known.get(parsed[:3], []) if q < parsed[3]), default=-1)
+        before = min((o for q, o in known.get(parsed[:3], []) if q > parsed[3]), default=a.offset)
+        if after + 1 < before and after + 1 < fr.start:  # room for it, and that room was deleted
+            continue
         add(Violation("history.idem-no-silent-gap", f"{s.value} sent at {s.t:.1f}s is not in the log and did not "
                       f"fail, but {a.value}, sent after it, was acknowledged at partition {a.partition} offset "
                       f"{a.offset}", s.t, parsed[2], None, faults_around(faults, s.t),
