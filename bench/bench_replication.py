@@ -32,11 +32,13 @@ from kcheck.model.replication import VARIANTS, Config, Protocol
 SECTIONS = ("variants", "throughput", "exhaustive", "reassignment")
 
 
-def variants(seeds: int, examples: int) -> None:
+def variants(seeds: int, examples: int, names: list[str] | None = None) -> None:
     print(f"random search: up to {examples:,} programs of up to {EXPLORE_STEPS} steps a seed, atomic fetches")
     print(f"{'variant':24} {'row':>3} {'shortest':>9} {'states':>11} {'CPU s':>6} {'found':>6} {'programs':>9} "
           f"{'CPU s':>6} {'steps':>6} {'row steps':>9}")
     for v in VARIANTS.values():
+        if names and v.name not in names:
+            continue
         cfg = Config(**v.settings)
         atomic = replace(cfg, atomic_fetch=True)  # explore's default fetch model
         cpu, programs, lengths = [], [], []
@@ -135,13 +137,14 @@ def main() -> None:
                     help="programs per variant and seed before giving up (default: explore's)")
     ap.add_argument("--sections", default=",".join(SECTIONS), help=f"which to run, of {', '.join(SECTIONS)}")
     ap.add_argument("--quick", action="store_true")
+    ap.add_argument("--variants", default="", help="the variants section's variants, comma-separated (default: all)")
     args = ap.parse_args()
     chosen = args.sections.split(",")
     unknown = [x for x in chosen if x not in SECTIONS]
     if unknown:
         ap.error(f"--sections: unknown {', '.join(unknown)} (expected some of {', '.join(SECTIONS)})")
     if "variants" in chosen:
-        variants(args.seeds, args.examples)
+        variants(args.seeds, args.examples, [n for n in args.variants.split(",") if n] or None)
     if "throughput" in chosen:
         current_throughput(200 if args.quick else EXPLORE_EXAMPLES, EXPLORE_STEPS)
     if "exhaustive" in chosen:

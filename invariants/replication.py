@@ -391,6 +391,26 @@ def shutdown_leads_nothing(s: ReplicationSubject) -> list[Violation]:
                       {"broker": b, "leader_epoch": reg.leader_epoch})]
 
 
+@register("replication.shutdown-asked", "A live broker the controller has in controlled shutdown is a process that "
+          "asked to shut down", Severity.HARD, "KIP-380 (KAFKA-7235: a ControlledShutdownRequest of a bounced broker "
+          "processed after the bounce); apache/kafka ClusterControlManager.checkBrokerEpoch", "replication")
+def shutdown_asked(s: ReplicationSubject) -> list[Violation]:
+    st = s.state
+    bad = sorted(b for b in st.registry.shutting_down if _shutdown_unasked(st, b))
+    if not bad:
+        return []
+    b = bad[0]
+    return [Violation("replication.shutdown-asked", Severity.HARD, f"broker {b}",
+                      f"the controller has broker {b} in controlled shutdown, but its running process (broker epoch "
+                      f"{st.replica(b).broker_epoch}) never asked: it is out of the ISR and cannot lead until it "
+                      "bounces again", {"broker": b, "broker_epoch": st.replica(b).broker_epoch})]
+
+
+def _shutdown_unasked(st: State, b: int) -> bool:
+    r = st.replicas[b - 1]
+    return r.alive and not r.shutdown_asked
+
+
 # ---- the metadata log (KRaft; issue 15) -------------------------------------------------------------------
 
 SOURCE_LOG = "Vanlightly/kafka-tlaplus kraft/v3.5 (v3_5_properties.tla MetadataLogMatching)"
@@ -643,6 +663,10 @@ def _shutdown_leads_nothing_ok(st: State, cfg: Config) -> bool:
     return b == NO_LEADER or b not in reg.shutting_down or st.replicas[b - 1].alive
 
 
+def _shutdown_asked_ok(st: State, cfg: Config) -> bool:
+    return not st.registry.shutting_down or not any(_shutdown_unasked(st, b) for b in st.registry.shutting_down)
+
+
 def _maximal_isr_covers_quorum_ok(st: State, cfg: Config) -> bool:
     return not _uncovered_quorum(st, cfg)
 
@@ -689,6 +713,7 @@ FAST: dict[Callable[[ReplicationSubject], list[Violation]], Callable[[State, Con
     fetch_high_watermark_monotonic: _fetch_high_watermark_monotonic_ok,
     isr_unfenced: _isr_unfenced_ok,
     shutdown_leads_nothing: _shutdown_leads_nothing_ok,
+    shutdown_asked: _shutdown_asked_ok,
     metadata_prefix: _metadata_prefix_ok,
     belief_matches_registry: lambda st, cfg: not st.metadata or not _stale_beliefs(st),
     maximal_isr_covers_quorum: _maximal_isr_covers_quorum_ok,

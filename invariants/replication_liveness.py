@@ -52,7 +52,7 @@ NOTICE_FAILURE = "notice_failure"  # `fence` of a dead broker: the controller no
 FAIR_KINDS = frozenset({
     "fetch", "handle_fetch", "handle_fetch_response", "fetch_round", "truncate", "advance_hw", "expand_isr",
     "handle_alter_partition", "handle_alter_partition_response", "handle_leader_and_isr", "handle_stop_replica",
-    "flush", "restart", "unfence", "elect", "apply_metadata", "complete_shutdown",
+    "flush", "restart", "unfence", "elect", "apply_metadata", "handle_controlled_shutdown", "complete_shutdown",
 })
 
 

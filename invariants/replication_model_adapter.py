@@ -101,6 +101,7 @@ from kcheck.model.replication.state import (
     AlterPartition,
     AlterPartitionResponse,
     Budget,
+    ControlledShutdown,
     FetchRequest,
     FetchResponse,
     History,
@@ -117,7 +118,7 @@ from kcheck.model.replication.state import (
 )
 
 _MSG_CODE: dict[type, int] = {LeaderAndIsr: 0, StopReplica: 1, FetchRequest: 2, FetchResponse: 3, AlterPartition: 4,
-                              AlterPartitionResponse: 5}
+                              AlterPartitionResponse: 5, ControlledShutdown: 6}
 _BUDGET_FIELDS = tuple(f.name for f in fields(Budget))
 
 
@@ -150,13 +151,14 @@ def _rep(r: Replica) -> tuple[Any, ...]:
     return (r.id, r.alive, r.broker_epoch, r.clean_shutdown, _MEMO.get(r.log, _log), r.flushed, r.hw, r.known,
             r.leader, r.leader_epoch, r.partition_epoch, _s(r.isr), r.controller_epoch, r.needs_truncation, r.replicas,
             r.follower_leo, r.follower_broker_epoch, r.epoch_start,
-            None if r.pending_isr is None else _s(r.pending_isr), r.applied, r.sent, r.in_flight, _s(r.fetched))
+            None if r.pending_isr is None else _s(r.pending_isr), r.applied, r.sent, r.in_flight, _s(r.fetched),
+            r.shutdown_asked)
 
 
 def _unrep(t: tuple[Any, ...]) -> Replica:
     return Replica(t[0], t[1], t[2], t[3], _unlog(t[4]), t[5], t[6], t[7], t[8], t[9], t[10], frozenset(t[11]),
                    t[12], t[13], t[14], t[15], t[16], t[17], None if t[18] is None else frozenset(t[18]), t[19],
-                   t[20], t[21], frozenset(t[22]))
+                   t[20], t[21], frozenset(t[22]), t[23])
 
 
 def _msg(m: Message) -> tuple[Any, ...]:
@@ -169,7 +171,8 @@ def _unmsg(t: tuple[Any, ...]) -> Message:
     code = t[0]
     if code == 3:
         return FetchResponse(t[1], t[2], t[3], t[4], _unlog(t[5]), t[6], t[7])
-    cls = (LeaderAndIsr, StopReplica, FetchRequest, FetchResponse, AlterPartition, AlterPartitionResponse)[code]
+    cls = (LeaderAndIsr, StopReplica, FetchRequest, FetchResponse, AlterPartition, AlterPartitionResponse,
+           ControlledShutdown)[code]
     return cls(*t[1:])
 
 
@@ -613,7 +616,7 @@ def _ren_rep(t: tuple[Any, ...], p: tuple[int, ...]) -> tuple[Any, ...]:
     return (p[t[0]], t[1], t[2], t[3], t[4], t[5], t[6], t[7], leader, t[9], t[10], _s(p[b] for b in t[11]),
             t[12], t[13], tuple(p[b] for b in t[14]), _s((p[b], v) for b, v in t[15]),
             _s((p[b], v) for b, v in t[16]), t[17], None if t[18] is None else _s(p[b] for b in t[18]), t[19],
-            _ren_request(t[20], p), _ren_request(t[21], p), _s(p[b] for b in t[22]))
+            _ren_request(t[20], p), _ren_request(t[21], p), _s(p[b] for b in t[22]), t[23])
 
 
 def _ren_request(key: tuple[Any, ...] | None, p: tuple[int, ...]) -> tuple[Any, ...] | None:
@@ -628,8 +631,8 @@ def _ren_msg(t: tuple[Any, ...], p: tuple[int, ...]) -> tuple[Any, ...]:
     if code == 0:  # LeaderAndIsr: to, controller epoch, leader, leader epoch, partition epoch, isr, replicas, epoch
         leader = t[3] if t[3] == NO_LEADER else p[t[3]]
         return (0, p[t[1]], t[2], leader, t[4], t[5], _s(p[b] for b in t[6]), tuple(p[b] for b in t[7]), *t[8:])
-    if code == 1:  # StopReplica: to, ...
-        return (1, p[t[1]], *t[2:])
+    if code in (1, 6):  # StopReplica (to, ...) / ControlledShutdown (frm, broker epoch)
+        return (code, p[t[1]], *t[2:])
     if code in (2, 3):  # FetchRequest (frm, to, ...) / FetchResponse (to, frm, ...)
         return (code, p[t[1]], p[t[2]], *t[3:])
     if code == 4:  # AlterPartition: frm, leader epoch, partition epoch, isr, broker epochs
@@ -841,7 +844,9 @@ _GATE: dict[str, Callable[..., bool]] = {
 _KIND_GATE: dict[str, Callable[[State, Config], bool]] = {
     "produce": lambda s, cfg: s.used.records < cfg.records,
     "shrink_isr": lambda s, cfg: s.used.isr_shrinks < cfg.isr_shrinks,
-    "controlled_shutdown": lambda s, cfg: s.used.shutdowns < cfg.shutdowns,
+    # a broker that asked may ask again (its request was lost) with the budget spent
+    "controlled_shutdown": lambda s, cfg: (s.used.shutdowns < cfg.shutdowns
+                                           or any(r.shutdown_asked for r in s.replicas)),
     "move_leader": lambda s, cfg: s.used.elections < cfg.elections and s.registry.leader != NO_LEADER,
 }
 

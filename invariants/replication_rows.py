@@ -203,6 +203,15 @@ ROW_15: Script = [
     *fetch_round(2, 1),  # B takes high watermark 1 with x1 below it
 ]
 
+# Row 16 (KAFKA-7235, KIP-380), ZooKeeper mode: leader 1, follower 2 asks to shut down and bounces before the
+# controller reads its request.
+ROW_16: Script = [
+    ("controlled_shutdown", {"broker": 2}),  # ControlledShutdownRequest from broker epoch 1
+    ("crash", {"broker": 2, "lossy": False}),  # gone before the controller read it; the bytes are on the wire
+    ("restart", {"broker": 2}),  # broker epoch 2, back before the controller noticed
+    ("handle_controlled_shutdown", {"frm": 2}),  # the old request: the new process is put in controlled shutdown
+]
+
 # variant -> (the row's sequence, the invariant its last step breaks under the variant)
 ROW_SCRIPTS: dict[str, tuple[Script, str]] = {name: (script, expected) for name, script, expected in [
     ("truncate-to-hw", ROW_1, "replication.electable-has-committed"),
@@ -215,6 +224,7 @@ ROW_SCRIPTS: dict[str, tuple[Script, str]] = {name: (script, expected) for name,
     ("zombie-controller", ROW_13, "replication.epochs-monotonic"),
     ("lagging-hw-list-offsets", ROW_14, "client.list-offsets-monotonic"),
     ("stale-control-request", ROW_15, "replication.log-matching"),
+    ("stale-controlled-shutdown", ROW_16, "replication.shutdown-asked"),
 ]}
 
 

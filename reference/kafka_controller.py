@@ -53,6 +53,7 @@ from kcheck.model.replication.actions import (
     controlled_shutdown,
     fence,
     handle_alter_partition,
+    handle_controlled_shutdown,
     initial_state,
 )
 from kcheck.model.replication.protocol import Protocol
@@ -61,6 +62,7 @@ from kcheck.model.replication.state import (
     NO_LEADER,
     AlterPartition,
     AlterPartitionResponse,
+    ControlledShutdown,
     Registry,
     State,
     evolve,
@@ -565,9 +567,12 @@ def op_register(broker: int, incarnation: int = 0, previous_epoch: int | str = -
     return f"r:{broker}:{incarnation}:{previous_epoch}"
 
 
-def op_heartbeat(broker: int, want_fence: bool = False, want_shutdown: bool = False, offset: int | None = None) -> str:
-    """offset None: the broker has applied the whole log."""
-    return f"h:{broker}:{int(want_fence)}:{int(want_shutdown)}:{'*' if offset is None else offset}"
+def op_heartbeat(broker: int, want_fence: bool = False, want_shutdown: bool = False, offset: int | None = None,
+                 stale: bool = False) -> str:
+    """offset None: the broker has applied the whole log. stale: sent by an older incarnation (a broker epoch below
+    the registration's)."""
+    return f"h:{broker}:{int(want_fence)}:{int(want_shutdown)}:{'*' if offset is None else offset}" + (
+        ":s" if stale else "")
 
 
 def op_expire(broker: int) -> str:
@@ -704,10 +709,10 @@ def model_config(brokers: int, replicas: int, min_isr: int) -> Config:
 
 def model_state(reg: Registry, cfg: Config) -> State:
     """The model's state with the controller holding `reg`; a broker that was let go (fenced and in controlled
-    shutdown) is down, every other broker is up."""
+    shutdown) is down, every other broker is up as the incarnation the controller registered (its broker epoch)."""
     s = initial_state(cfg)
     down = reg.fenced & reg.shutting_down
-    reps = tuple(evolve(r, alive=r.id not in down) for r in s.replicas)
+    reps = tuple(evolve(r, alive=r.id not in down, broker_epoch=reg.broker_epochs[r.id - 1]) for r in s.replicas)
     return evolve(s, registry=reg, replicas=reps)
 
 
@@ -738,9 +743,22 @@ def model_fence(p: Protocol, cfg: Config, reg: Registry, broker: int) -> Registr
 
 
 def model_controlled_shutdown(p: Protocol, cfg: Config, reg: Registry, broker: int) -> Registry | None:
-    """The model controller's answer to a live broker's first heartbeat asking to shut down
-    (`actions.controlled_shutdown`); None: it refuses."""
-    after = controlled_shutdown(model_state(reg, cfg), p, cfg, broker)
+    """The model controller's answer to a live broker's first heartbeat asking to shut down, of its current
+    registration (`actions.controlled_shutdown`, then `handle_controlled_shutdown`); None: it refuses."""
+    asked = controlled_shutdown(model_state(reg, cfg), p, cfg, broker)
+    if asked is None:
+        return None
+    m = next(m for m in asked.pool if isinstance(m, ControlledShutdown) and m.frm == broker)
+    after = handle_controlled_shutdown(asked, p, cfg, m)
+    return None if after is None else after.registry
+
+
+def model_stale_shutdown(p: Protocol, cfg: Config, reg: Registry, broker: int) -> Registry | None:
+    """The model controller's answer to a request to shut down that an older incarnation of `broker` sent
+    (`actions.handle_controlled_shutdown` of a ControlledShutdown one broker epoch below the registration's)."""
+    stale = ControlledShutdown(broker, reg.broker_epochs[broker - 1] - 1)
+    s = model_state(reg, cfg)
+    after = handle_controlled_shutdown(evolve(s, pool=s.pool | {stale}), p, cfg, stale)
     return None if after is None else after.registry
 
 
@@ -781,6 +799,8 @@ def random_lifecycle(rng: random.Random, max_brokers: int = 4, elr: bool | None 
             stopping.discard(b)
             if rng.random() < 0.8:
                 ops.append(op_heartbeat(b))
+        elif kind == "shutdown" and incarnation[b] and rng.random() < 0.5:  # a bounced process's request, late
+            ops.append(op_heartbeat(b, want_shutdown=True, stale=True))
         elif kind == "shutdown" or (kind == "heartbeat" and b in stopping):
             stopping.add(b)
             ops.append(op_heartbeat(b, want_shutdown=True))
@@ -810,7 +830,7 @@ class Difference:
     """One controller call where the model and Kafka disagree."""
 
     # "alter_partition" (a request the model's leader can send), "alter_partition/unmodelled" (one it never sends),
-    # "fence", "controlled_shutdown", "shutdown_granted"
+    # "fence", "controlled_shutdown", "stale_shutdown", "shutdown_granted"
     what: str
     lifecycle: Lifecycle
     index: int  # the op in the script
@@ -878,12 +898,14 @@ class _LifecycleComparison:
             kind = self.alter_partition(i, op, reg, before, after)
         elif f[0] == "x" and b not in reg.fenced and after.result == "NONE":
             kind = self.fence(i, reg, b, after)
+        elif f[0] == "h" and f[5:] == ["s"]:
+            kind = self.stale_shutdown(i, reg, b, after)
         elif f[0] == "h" and f[3] == "1" and b not in reg.fenced:  # a heartbeat asking to shut down
             if b not in reg.shutting_down:
                 kind = self.controlled_shutdown(i, reg, b, after)
             elif b in self.shutdown_began:
                 kind = self.shutdown_granted(i, reg, b, after)
-        if f[0] == "h":
+        if f[0] == "h" and f[5:] != ["s"]:
             self.heartbeat(i, b, f[4] == "*", before, after)
         if f[0] == "r":
             self.shutdown_began.pop(int(f[1]), None)
@@ -912,6 +934,15 @@ class _LifecycleComparison:
             self.differs("fence", i, kafka_partition_fields(after),
                          None if ours_reg is None else partition_fields(ours_reg))
         return "fence"
+
+    def stale_shutdown(self, i: int, reg: Registry, b: int, after: Step) -> str:
+        """A request to shut down from an older incarnation: whether Kafka and the model's
+        `shutdown_request_accepted` rule both refuse it (nothing changes) or both act on it."""
+        ours = model_stale_shutdown(self.p, self.cfg, reg, b)
+        kafka_refused = after.result == "StaleBrokerEpochException"
+        if kafka_refused != (ours == reg):
+            self.differs("stale_shutdown", i, after.result, "refused" if ours == reg else "acted on")
+        return "stale_shutdown"
 
     def controlled_shutdown(self, i: int, reg: Registry, b: int, after: Step) -> str:
         ours_reg = model_controlled_shutdown(self.p, self.cfg, reg, b)

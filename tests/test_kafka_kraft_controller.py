@@ -15,6 +15,7 @@ Million-call runs: bench/bench_kafka_controller.py.
 from __future__ import annotations
 
 import random
+from dataclasses import replace
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -23,7 +24,7 @@ from hypothesis import strategies as st
 from kafka_support import ENV_RELEASES
 from kafka_support import kafka_bridge as _kafka
 from kcheck.model.replication.actions import elect, restart
-from kcheck.model.replication.protocol import VARIANTS, Protocol
+from kcheck.model.replication.protocol import VARIANTS, Protocol, any_incarnation
 from kcheck.model.replication.state import Registry, evolve
 from kcheck.reference.kafka_bridge import JavaException
 from kcheck.reference.kafka_controller import (
@@ -35,6 +36,7 @@ from kcheck.reference.kafka_controller import (
     model_config,
     model_fence,
     model_registry,
+    model_stale_shutdown,
     model_state,
     op_alter,
     op_expire,
@@ -86,6 +88,7 @@ def test_controller_calls_match_the_model(version: str, row: str, seed: int) -> 
     assert not diffs, "\n".join(x.describe() for x in sorted(diffs, key=lambda x: len(x.lifecycle.script.ops))[:5])
     for kind in ("alter_partition", "fence", "controlled_shutdown"):
         assert counts.get(kind, 0) >= 30, counts  # the batch exercised every call
+    assert counts.get("stale_shutdown", 0) >= 1, counts
 
 
 # ---- facts about Kafka's controller the model's rules rest on (ReplicationControlManager, ClusterControlManager) -----
@@ -165,6 +168,24 @@ def test_fast_bounce_is_refused_until_the_session_expires(version: str) -> None:
     old = fence.broker(2)
     assert old is not None and int(reg.result) > old.epoch
     assert lag.result.startswith("1,") and up.result.startswith("0,")
+
+
+@pytest.mark.parametrize("version", RELEASES)
+def test_a_bounced_brokers_late_request_to_shut_down_is_refused(version: str) -> None:
+    """KIP-380's fast bounce in KRaft: the heartbeat asking to shut down that the previous incarnation sent,
+    arriving after the broker registered again, carries the old broker epoch; `checkBrokerEpoch` refuses it and
+    nothing changes. The model's rule refuses it too; the rule before KIP-380 (`any_incarnation`) would put the new
+    process in controlled shutdown."""
+    *_, up, late = _last(version, op_expire(1), op_register(1, 1, "*"), op_heartbeat(1),
+                         op_heartbeat(1, want_shutdown=True, stale=True))
+    assert late.result == "StaleBrokerEpochException"
+    assert late.partition == up.partition and late.broker(1) == up.broker(1)
+    cfg = model_config(3, 3, 2)
+    reg = model_registry(up, 3)
+    assert model_stale_shutdown(Protocol.current(version), cfg, reg, 1) == reg
+    old = replace(Protocol.current(version), shutdown_request_accepted=any_incarnation)
+    acted = model_stale_shutdown(old, cfg, reg, 1)
+    assert acted is not None and 1 in acted.shutting_down and 1 not in acted.isr
 
 
 @pytest.mark.parametrize("version", RELEASES)

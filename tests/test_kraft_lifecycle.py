@@ -30,7 +30,14 @@ from kcheck.model.replication.actions import (
     successors,
 )
 from kcheck.model.replication.protocol import Protocol
-from kcheck.model.replication.state import NO_LEADER, AlterPartition, AlterPartitionResponse, LeaderAndIsr, State
+from kcheck.model.replication.state import (
+    NO_LEADER,
+    AlterPartition,
+    AlterPartitionResponse,
+    ControlledShutdown,
+    LeaderAndIsr,
+    State,
+)
 from kcheck.model.search import exhaust
 
 CURRENT = Protocol.current()
@@ -52,6 +59,13 @@ def _enabled(s: State, cfg: Config, kind: str, *args: object, p: Protocol = CURR
     return apply(s, p, cfg, Action(kind, tuple(args))) is not None
 
 
+def _shutdown(s: State, cfg: Config, broker: int, p: Protocol = CURRENT) -> State:
+    """The broker asks to shut down and the controller handles its request."""
+    s = _do(s, cfg, "controlled_shutdown", broker, p=p)
+    m = next(m for m in s.pool if isinstance(m, ControlledShutdown) and m.frm == broker)
+    return _do(s, cfg, "handle_controlled_shutdown", m, False, p=p)
+
+
 def _catch_up(s: State, cfg: Config, *brokers: int) -> State:
     for b in brokers:
         while _enabled(s, cfg, "apply_metadata", b):
@@ -69,7 +83,7 @@ def test_controlled_shutdown_of_the_leader_moves_leadership_to_the_next_isr_memb
     # PartitionChangeRecord(isr=[1,2], leader=1). ZooKeeper mode: KafkaController.doControlledShutdown, the same
     # move sent as LeaderAndIsr.
     cfg = _cfg(brokers=3, min_isr=2, metadata=mode)
-    s = _do(initial_state(cfg), cfg, "controlled_shutdown", 1)
+    s = _shutdown(initial_state(cfg), cfg, 1)
     reg = s.registry
     assert (reg.leader, reg.isr, reg.shutting_down, reg.fenced) == (2, {2, 3}, {1}, frozenset())
     assert s.replica(1).alive and s.used.shutdowns == 1
@@ -89,7 +103,7 @@ def test_shutdown_completes_once_every_active_broker_applied_it():
     # 99), and is let go once broker 1 is fenced. Then ReplicationControlManager.handleBrokerFenced: fenced, out of
     # every ISR; the registration keeps inControlledShutdown until the broker registers again.
     cfg = _cfg(brokers=3, min_isr=2, fences=1)
-    s = _do(initial_state(cfg), cfg, "controlled_shutdown", 1)
+    s = _shutdown(initial_state(cfg), cfg, 1)
     assert not _enabled(s, cfg, "complete_shutdown", 1)
     s2 = _catch_up(s, cfg, 2)
     assert not _enabled(s2, cfg, "complete_shutdown", 1)  # broker 3 has not seen it
@@ -109,7 +123,7 @@ def test_zookeeper_shutdown_completes_once_the_broker_leads_nothing():
     # KafkaController.doControlledShutdown answers with the partitions the broker still leads; the broker stops
     # when there are none, and the controller learns it when its session ends (a later fence).
     cfg = _cfg(brokers=3, min_isr=2, metadata="zookeeper")
-    s = _do(_do(initial_state(cfg), cfg, "controlled_shutdown", 1), cfg, "complete_shutdown", 1)
+    s = _do(_shutdown(initial_state(cfg), cfg, 1), cfg, "complete_shutdown", 1)
     assert not s.replica(1).alive and 1 not in s.registry.fenced and s.registry.leader == 2
     assert 1 in _do(s, cfg, "fence", 1).registry.fenced  # healing: the session expiry
 
@@ -120,7 +134,7 @@ def test_a_follower_that_leads_nothing_stops_at_once(mode):
     # SHUTDOWN_NOW (BrokerHeartbeatManagerTest.testCalculateNextBrokerState, broker 1 with () -> false), which
     # ReplicationControlManager.processBrokerHeartbeat handles as handleBrokerFenced.
     cfg = _cfg(brokers=3, min_isr=2, metadata=mode)
-    s = _do(initial_state(cfg), cfg, "controlled_shutdown", 3)
+    s = _shutdown(initial_state(cfg), cfg, 3)
     reg = s.registry
     assert not s.replica(3).alive and reg.leader == 1 and reg.isr == {1, 2}
     assert (3 in reg.fenced) == (mode == "kraft")
@@ -133,7 +147,7 @@ def test_last_isr_member_in_controlled_shutdown_joins_the_elr_and_leads_again_on
     # and any broker that is not ClusterControlManager.isActive), so the partition has no leader. Once it is back
     # and unfenced, handleBrokerUnfenced elects it from the ELR for the leaderless partition.
     cfg = _cfg(brokers=2, min_isr=2, initial_isr=1)
-    s = _do(initial_state(cfg), cfg, "controlled_shutdown", 1)
+    s = _shutdown(initial_state(cfg), cfg, 1)
     reg = s.registry
     assert (reg.leader, reg.isr, reg.elr, reg.last_known_leader) == (NO_LEADER, frozenset(), {1}, 1)
     assert not _enabled(s, cfg, "elect")  # neither the ELR member nor the last known leader is active
@@ -149,7 +163,7 @@ def test_last_isr_member_without_elr_keeps_the_isr_and_loses_the_leader():
     p = replace(CURRENT, leader_choice=P.clean_only, isr_removal=P.keep_last_replica,
                 last_known_leader=P.no_last_known_leader)
     cfg = _cfg(brokers=2, min_isr=1, initial_isr=1)
-    reg = _do(initial_state(cfg), cfg, "controlled_shutdown", 1, p=p).registry
+    reg = _shutdown(initial_state(cfg), cfg, 1, p=p).registry
     assert (reg.leader, reg.isr, reg.elr) == (NO_LEADER, {1}, frozenset())
 
 
@@ -157,7 +171,7 @@ def test_fenced_broker_in_controlled_shutdown_stops_at_once_and_is_never_unfence
     # BrokerHeartbeatManager.touch(fenced) drops the controlled-shutdown offset; a FENCED broker that wants to shut
     # down gets SHUTDOWN_NOW, never UNFENCED (testCalculateNextBrokerState, broker 0).
     cfg = _cfg(brokers=3, min_isr=2, fences=1)
-    s = _do(_do(initial_state(cfg), cfg, "controlled_shutdown", 1), cfg, "fence", 1)
+    s = _do(_shutdown(initial_state(cfg), cfg, 1), cfg, "fence", 1)
     assert not _enabled(s, cfg, "unfence", 1)
     assert not _do(s, cfg, "complete_shutdown", 1).replica(1).alive
 
@@ -170,7 +184,7 @@ def test_alter_partition_refuses_a_shutting_down_replica():
     # shutdown, an AlterPartition adding it back -> INELIGIBLE_REPLICA (ineligibleReplicasForIsr: "shutting down",
     # checked before "fenced" and the broker epoch).
     cfg = _cfg(brokers=3, min_isr=1)
-    s = _do(initial_state(cfg), cfg, "controlled_shutdown", 1)  # leader 2, ISR {2,3}
+    s = _shutdown(initial_state(cfg), cfg, 1)  # leader 2, ISR {2,3}
     reg = replace(s.registry, isr=frozenset({2}), shutting_down=frozenset({1, 3}))
     epochs = {b: reg.broker_epochs[b - 1] for b in (2, 3)}
     assert not P.isr_members_eligible(reg, frozenset({2, 3}), epochs)
@@ -192,7 +206,7 @@ def test_leader_does_not_propose_a_shutting_down_follower():
     # shutting-down broker never gets there: it stops fetching what it is not in sync for, ReplicaManager.
     # applyLocalFollowersDelta; so the leader's view of its fetch is set here by hand.)
     cfg = _cfg(brokers=3, min_isr=1)
-    s = _catch_up(_do(initial_state(cfg), cfg, "controlled_shutdown", 1), cfg, 1, 2, 3)  # leader 2, ISR {2,3}
+    s = _catch_up(_shutdown(initial_state(cfg), cfg, 1), cfg, 1, 2, 3)  # leader 2, ISR {2,3}
     s = _do(s, cfg, "truncate", 1)
     assert not _enabled(s, cfg, "fetch", 1)
     leader = s.replica(2)
@@ -291,7 +305,8 @@ def test_shutdown_leads_nothing_breaks_with_wrong_lifecycle_rules():
     cfg = _cfg(brokers=2, min_isr=1, initial_isr=1, metadata="zookeeper")
     res = exhaust(ReplicationModel(wrong, cfg), max_states=200_000)
     assert res.counterexample is not None and res.counterexample.invariant == "kraft.shutdown-leads-nothing"
-    assert [a.split()[0] for a, _ in res.counterexample.steps[1:]] == ["controlled_shutdown", "complete_shutdown"]
+    steps = [a.split()[0] for a, _ in res.counterexample.steps[1:]]
+    assert steps == ["controlled_shutdown", "handle_controlled_shutdown", "complete_shutdown"]
     # KRaft's SHUTDOWN_NOW fences and re-elects in the same batch: the same rules break nothing there
     assert exhaust(ReplicationModel(wrong, replace(cfg, metadata="kraft")), max_states=200_000).complete
 
@@ -326,7 +341,7 @@ def test_twins_and_fast_successors_agree_on_lifecycle_states():
                 if check.__name__ in ("isr_unfenced", "shutdown_leads_nothing"):
                     inv = "kraft.isr-unfenced" if check.__name__ == "isr_unfenced" else "kraft.shutdown-leads-nothing"
                     assert twin(s, cfg) == (inv not in bad)
-        assert {"controlled_shutdown", "complete_shutdown"} <= kinds
+        assert {"controlled_shutdown", "handle_controlled_shutdown", "complete_shutdown"} <= kinds
 
 
 # ---- a user's module --------------------------------------------------------------------------------------

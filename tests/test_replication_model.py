@@ -193,7 +193,7 @@ def test_initial_state_satisfies_every_invariant():
     report = check_replication(initial_state(Config()), Config())
     assert report.ok
     # Default config: KRaft, every broker a replica, no reassignment, no clients' view.
-    assert {i.split(".")[0] for i in report.checked} == {"replication", "kraft"} and len(report.checked) == 15
+    assert {i.split(".")[0] for i in report.checked} == {"replication", "kraft"} and len(report.checked) == 16
     assert sorted(report.skipped) == ["client.fetch-high-watermark-monotonic", "client.list-offsets-monotonic",
                                              "replication.leader-in-replicas", "replication.reassignment-completed",
                                              "replication.reassignment-in-sync", "replication.reassignment-recoverable"]

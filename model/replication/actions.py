@@ -65,6 +65,7 @@ from kcheck.model.replication.state import (
     NO_LEADER,
     AlterPartition,
     AlterPartitionResponse,
+    ControlledShutdown,
     FetchRequest,
     FetchResponse,
     History,
@@ -733,7 +734,8 @@ def crash(s: State, p: Protocol, cfg: Config, broker: int, lossy: bool) -> State
         r = evolve(r.truncated(r.flushed), clean_shutdown=False)
         s2 = evolve(s2, history=evolve(s2.history, lossy_crashes=s2.history.lossy_crashes + 1))
     r = evolve(r, alive=False, known=False, flushed=r.leo, needs_truncation=False, pending_isr=None, sent=None,
-                in_flight=None, follower_leo=(), follower_broker_epoch=(), fetched=frozenset(), applied=0)
+                in_flight=None, follower_leo=(), follower_broker_epoch=(), fetched=frozenset(), applied=0,
+                shutdown_asked=False)
     pool = frozenset(m for m in s2.pool if not p.crash_drops(broker, m))
     return evolve(s2.with_replica(r), pool=pool)
 
@@ -1104,44 +1106,75 @@ def _shut_down(s: State, p: Protocol, cfg: Config, broker: int) -> State | None:
     r = s.replica(broker)
     r = evolve(r, alive=False, known=False, flushed=r.leo, clean_shutdown=True, needs_truncation=False,
                pending_isr=None, sent=None, in_flight=None, follower_leo=(), follower_broker_epoch=(),
-               fetched=frozenset(), applied=0)
+               fetched=frozenset(), applied=0, shutdown_asked=False)
     pool = frozenset(m for m in s.pool if not p.crash_drops(broker, m))
     return evolve(s.with_replica(r), pool=pool)
 
 
 def controlled_shutdown(s: State, p: Protocol, cfg: Config, broker: int) -> State | None:
-    """An operator stops a live, unfenced broker cleanly (budgeted `shutdowns`): its heartbeat asks to shut down.
+    """An operator stops a live, unfenced broker cleanly (budgeted `shutdowns`): it asks the controller, with its
+    broker epoch (KRaft: the heartbeat's wantShutDown; ZooKeeper mode: ControlledShutdownRequest). The controller
+    acts on the request when it arrives (`handle_controlled_shutdown`), which may be after this process is gone. A
+    broker whose request was lost asks again (`KafkaServer.controlledShutdown` retries; a heartbeat repeats it),
+    spending nothing."""
+    r = s.replica(broker)
+    reg = s.registry
+    if not r.alive or broker in reg.shutting_down or broker in reg.fenced:
+        return None
+    if r.shutdown_asked:
+        if any(isinstance(m, ControlledShutdown) and m.frm == broker and m.broker_epoch == r.broker_epoch
+               for m in s.pool):
+            return None
+    else:
+        spent = _spend(s, cfg, "shutdowns")
+        if spent is None:
+            return None
+        s = spent.with_replica(evolve(r, shutdown_asked=True))
+    return _send(s, ControlledShutdown(broker, r.broker_epoch))
+
+
+def handle_controlled_shutdown(s: State, p: Protocol, cfg: Config, m: ControlledShutdown, keep: bool = False
+                               ) -> State | None:
+    """The controller acts on a request to shut down if the protocol's `shutdown_request_accepted` rule takes its
+    broker epoch (else STALE_BROKER_EPOCH, and nothing changes).
 
     `BrokerHeartbeatManager.calculateNextBrokerState` for an UNFENCED broker that wants to shut down: if it leads
     the partition, CONTROLLED_SHUTDOWN (`ReplicationControlManager.handleBrokerInControlledShutdown`): one batch
     marks the registration in controlled shutdown and takes the broker out of the ISR, electing another leader
     among the active replicas (KIP-966: a broker leaving an ISR below min.insync.replicas joins the ELR); it stops
-    later (`complete_shutdown`). If it leads nothing, SHUTDOWN_NOW: it is fenced, taken out of the ISR and stops in
-    this step (the model marks it in `shutting_down` as well, which only the invariants read: a fenced broker is
-    inactive either way). ZooKeeper mode: `KafkaController.doControlledShutdown`, the same moves in LeaderAndIsr
-    requests.
+    later (`complete_shutdown`). If it leads nothing, SHUTDOWN_NOW: it is fenced, taken out of the ISR and stops
+    (the model marks it in `shutting_down` as well, which only the invariants read: a fenced broker is inactive
+    either way). A fenced broker that asked is told to stop at once. ZooKeeper mode: `KafkaController.
+    doControlledShutdown`, the same moves in LeaderAndIsr requests (a broker whose session ended gets
+    BROKER_NOT_AVAILABLE and gives up after its retries, stopping all the same). Only the process that asked stops:
+    a request of an older incarnation that the rule takes leaves the new process running but in controlled
+    shutdown, inactive until it bounces again.
     """
+    s = _consume(s, m, keep)
     reg = s.registry
-    if not s.replica(broker).alive or broker in reg.shutting_down or broker in reg.fenced:
-        return None
-    s2 = _spend(s, cfg, "shutdowns")
-    if s2 is None:
-        return None
-    leads = reg.leader == broker
-    s2 = evolve(s2, registry=evolve(reg, shutting_down=reg.shutting_down | {broker}))
-    if broker in reg.isr or leads:
-        s3 = _remove_from_isr(s2, p, cfg, frozenset({broker}), frozenset())
-        if s3 is None:
+    b = m.frm
+    r = s.replica(b)
+    asked = r.alive and r.shutdown_asked and r.broker_epoch == m.broker_epoch
+    if not p.shutdown_request_accepted(reg.broker_epochs[b - 1], m.broker_epoch) or b in reg.shutting_down:
+        return s
+    if b in reg.fenced:
+        return _shut_down(s, p, cfg, b) if asked else s
+    leads = reg.leader == b
+    s = evolve(s, registry=evolve(reg, shutting_down=reg.shutting_down | {b}))
+    if b in reg.isr or leads:
+        s2 = _remove_from_isr(s, p, cfg, frozenset({b}), frozenset())
+        if s2 is None:
             return None
-        s2 = s3
-    return s2 if leads else _shut_down(s2, p, cfg, broker)
+        s = s2
+    return _shut_down(s, p, cfg, b) if asked and not leads else s
 
 
 def complete_shutdown(s: State, p: Protocol, cfg: Config, broker: int) -> State | None:
-    """A broker in controlled shutdown stops once the protocol's `shutdown_granted` rule lets it (healing): its
-    heartbeat is answered shouldShutDown."""
+    """A broker in controlled shutdown that asked for it stops once the protocol's `shutdown_granted` rule lets it
+    (healing): its heartbeat is answered shouldShutDown."""
     reg = s.registry
-    if not s.replica(broker).alive or broker not in reg.shutting_down:
+    r = s.replica(broker)
+    if not r.alive or not r.shutdown_asked or broker not in reg.shutting_down:
         return None
     if not p.shutdown_granted(reg, broker, shutdown_seen(s, broker)):
         return None
@@ -1211,6 +1244,8 @@ def describe_message(m: Message) -> str:
         return f"FetchResponse {m.frm}->{m.to} offset {m.offset}: {what}"
     if isinstance(m, AlterPartition):
         return f"AlterPartition from {m.frm}: ISR {{{','.join(map(str, m.isr))}}} (epoch {m.leader_epoch})"
+    if isinstance(m, ControlledShutdown):
+        return f"ControlledShutdown from {m.frm} (broker epoch {m.broker_epoch})"
     return f"AlterPartitionResponse to {m.to}: " + (m.error or f"ISR {{{','.join(map(str, m.isr))}}}")
 
 
@@ -1296,6 +1331,8 @@ KINDS: dict[str, Kind] = {k.name: k for k in (
     Kind("fence", fence, ("broker",), _each_broker),
     Kind("unfence", unfence, ("broker",), _each_broker),
     Kind("controlled_shutdown", controlled_shutdown, ("broker",), _each_broker, "shutdowns"),
+    Kind("handle_controlled_shutdown", handle_controlled_shutdown, ("message", "keep"), _messages(ControlledShutdown),
+         "shutdowns"),
     Kind("complete_shutdown", complete_shutdown, ("broker",), _each_broker, "shutdowns"),
     Kind("elect", elect, (), lambda s, cfg: iter([()])),
     Kind("move_leader", move_leader, ("target",), _each_broker),

@@ -719,6 +719,21 @@ def shut_down_when_asked(registry: Registry, broker: int, caught_up: bool) -> bo
     return True
 
 
+def current_registration_only(registered_epoch: int, request_epoch: int) -> bool:
+    """The controller acts on a request to shut down only from the broker's current registration. KRaft:
+    `ClusterControlManager.checkBrokerEpoch` on the heartbeat (an exact match, else STALE_BROKER_EPOCH); ZooKeeper
+    mode from Kafka 2.2 (KIP-380): `KafkaController.doControlledShutdown` refuses an epoch older than the one it
+    registered. (The epochs of requests the model sends are never newer, so the two tests agree here.)"""
+    return request_epoch == registered_epoch
+
+
+def any_incarnation(registered_epoch: int, request_epoch: int) -> bool:
+    """Before KIP-380 (KAFKA-7235; Kafka 2.1 and older): ControlledShutdownRequest carries no broker epoch, so the
+    request of a process that bounced meanwhile puts its successor in controlled shutdown: out of the ISR, never
+    elected, its follower fetches stopped, until it bounces again."""
+    return True
+
+
 # ---- the releases: which rule each decision point has in each Kafka release kcheck models (issue 36) ---------
 
 # The newest release kcheck models: `Protocol.current()` is its rules (kept equal to reference/releases.py's
@@ -915,6 +930,9 @@ class Protocol(RuleSet):
         "Whether the controller lets a broker in controlled shutdown stop (the registry, the broker, whether every "
         "active broker's metadata image holds the batch that began its shutdown).", leaderless, shut_down_when_asked,
         default=leaderless_and_seen)
+    shutdown_request_accepted: Callable[[int, int], bool] = _rule(
+        "Whether the controller acts on a broker's request to shut down (the broker epoch it has registered, the "
+        "epoch the request carries).", any_incarnation, default=current_registration_only)
 
     @property
     def send_leader_epoch(self) -> bool:
@@ -1058,6 +1076,14 @@ VARIANTS: dict[str, Variant] = {v.name: v for v in (
               "isr_shrinks": 1, "failovers": 0, "records": 2, "reads": 0, "duplicates": False,
               "max_leader_epoch": 2},
              control_request_incarnation=accept_any_broker_epoch, restart_reads_metadata=await_leader_and_isr),
+    _variant("stale-controlled-shutdown", 16,
+             "KAFKA-7235 (fixed by KIP-380 in Kafka 2.2.0): ControlledShutdownRequest carries no broker epoch, so the "
+             "request of a broker that bounced while it was in flight puts the new process in controlled shutdown: "
+             "out of the ISR and never elected, though it never asked",
+             ("replication.shutdown-asked",), 4,
+             {**_ZK, "brokers": 2, "min_isr": 1, "crashes": 1, "lossy_crashes": 0, "fences": 0, "elections": 0,
+              "isr_shrinks": 0, "failovers": 0, "records": 0, "reads": 0, "shutdowns": 1},
+             shutdown_request_accepted=any_incarnation, **_ZK_RESTART),
     _variant("lagging-hw-list-offsets", 14,
              "KAFKA-2334 (fixed by KIP-207 in Kafka 2.2.0): a new leader answers ListOffsets LATEST with its high "
              "watermark, which lags behind the start of its epoch until its followers fetch again, so the latest "

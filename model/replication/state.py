@@ -117,6 +117,9 @@ class Replica:
     in_flight: tuple[Any, ...] | None = None
     # Leader only: the followers whose fetch it recorded in its current leader epoch (a kept view may be older).
     fetched: frozenset[int] = frozenset()
+    # This process asked to shut down (its ControlledShutdown request or heartbeat's wantShutDown); a new process
+    # starts without it, whatever the controller still holds for an older one.
+    shutdown_asked: bool = False
 
     @property
     def leo(self) -> int:
@@ -329,9 +332,22 @@ class AlterPartitionResponse:
     kind = "AlterPartitionResponse"
 
 
-Message = LeaderAndIsr | StopReplica | FetchRequest | FetchResponse | AlterPartition | AlterPartitionResponse
+@dataclass(frozen=True, order=True)
+class ControlledShutdown:
+    """Broker -> controller: stop me cleanly. ZooKeeper mode's ControlledShutdownRequest (v2+ carries the sender's
+    broker epoch, KIP-380); KRaft's BrokerHeartbeat with wantShutDown, which always carries it. A request the dead
+    process sent may still reach the controller after the broker is back (a retry, or bytes already on the wire)."""
+
+    frm: int
+    broker_epoch: int
+
+    kind = "ControlledShutdown"
+
+
+Message = (LeaderAndIsr | StopReplica | FetchRequest | FetchResponse | AlterPartition | AlterPartitionResponse
+           | ControlledShutdown)
 MESSAGE_TYPES: dict[str, type[Message]] = {t.kind: t for t in (LeaderAndIsr, StopReplica, FetchRequest, FetchResponse,
-                                                      AlterPartition, AlterPartitionResponse)}
+                                                      AlterPartition, AlterPartitionResponse, ControlledShutdown)}
 
 
 def message_key(m: Message) -> tuple[Any, ...]:

@@ -211,11 +211,13 @@ public final class KcheckController {
             return r == null ? -1 : r.epoch();
         }
 
-        String heartbeat(int b, boolean wantFence, boolean wantShutDown, String off) throws Throwable {
+        /** stale: the heartbeat of an older incarnation (an epoch below the registration's), as a request the
+         * broker sent before it bounced would carry. */
+        String heartbeat(int b, boolean wantFence, boolean wantShutDown, String off, boolean stale) throws Throwable {
             BrokerRegistration r = reg(b);
-            long epoch = r == null ? -1 : r.epoch();
+            long epoch = r == null ? -1 : stale ? r.epoch() - 1 : r.epoch();
             long offset = off.equals("*") ? nextOffset - 1 : Long.parseLong(off);
-            call(cluster, "trackBrokerHeartbeat", b, epoch);
+            if (!stale) call(cluster, "trackBrokerHeartbeat", b, epoch);
             OptionalLong regOffset = (OptionalLong) call(cluster, "registerBrokerRecordOffset", b);
             if (regOffset.isEmpty()) return "StaleBrokerEpochException";
             BrokerHeartbeatRequestData req = new BrokerHeartbeatRequestData().setBrokerId(b).setBrokerEpoch(epoch)
@@ -399,7 +401,8 @@ public final class KcheckController {
                         result = c.register(Integer.parseInt(f[1]), Integer.parseInt(f[2]), c.previousEpoch(f));
                         break;
                     case "h":
-                        result = c.heartbeat(Integer.parseInt(f[1]), f[2].equals("1"), f[3].equals("1"), f[4]);
+                        result = c.heartbeat(Integer.parseInt(f[1]), f[2].equals("1"), f[3].equals("1"), f[4],
+                            f.length > 5 && f[5].equals("s"));
                         break;
                     case "x":
                         result = c.expire(Integer.parseInt(f[1]));
