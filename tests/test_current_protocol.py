@@ -242,3 +242,33 @@ def test_change_coverage_counts_an_answer_only_where_the_successor_differs():
         old.end(Action("advance_hw", (1,)), apply(s, old.protocol, cfg, Action("advance_hw", (1,))), lambda: (),
                 "hw-or-zero", cfg)
     assert old.coverage["high_watermark"].differed > 0
+
+
+NO_EPOCH_ON_SHUTDOWN = '''
+from dataclasses import replace
+from kcheck.model.replication.protocol import Protocol
+
+def any_request(registered_epoch, request_epoch):  # the controller does not look at the broker epoch
+    return True
+
+proposed = replace(Protocol.current(), name="no-epoch-on-shutdown", shutdown_request_accepted=any_request)
+'''
+
+
+def test_the_fast_bounce_during_controlled_shutdown_is_a_user_module_of_a_few_lines(capsys, tmp_path, monkeypatch):
+    """KIP-380's second half as a proposed change: a KRaft controller that skipped `checkBrokerEpoch` on a heartbeat
+    asking to shut down. The exhaustive search finds the bounced broker's new process put in controlled shutdown
+    although it never asked; today's rule, at the same bound, is clean."""
+    (tmp_path / "no_epoch_on_shutdown.py").write_text(NO_EPOCH_ON_SHUTDOWN)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    bound = ["--brokers", "2", "--min-isr", "1", "--records", "0", "--crashes", "1", "--lossy-crashes", "0",
+             "--fences", "0", "--elections", "0", "--isr-shrinks", "0", "--failovers", "0", "--reads", "0",
+             "--shutdowns", "1", "--atomic-fetch", "--no-duplicates", "--json"]
+    code, out, err = run(capsys, "exhaust", "--protocol", "no_epoch_on_shutdown:proposed", *bound)
+    assert code == 1, err
+    trace = json.loads(out)["trace"]
+    assert [v["invariant"] for v in trace["violations"]] == ["replication.shutdown-asked"]
+    kinds = [step["action"] for step in trace["steps"]]
+    assert kinds == ["controlled_shutdown", "crash", "restart", "unfence", "handle_controlled_shutdown"]
+    code, out, err = run(capsys, "exhaust", "--protocol", "current", *bound)
+    assert code == 0 and json.loads(out)["complete"], err
