@@ -9,7 +9,8 @@ go quiet:
 
 - the model runs its internal steps until none changes the state, in a fixed fair order (`INTERNAL`: metadata
   applied by each broker, AlterPartition and its answer, a fetch by each follower (KIP-320 truncation included),
-  the high-watermark advance, the controller fencing a dead broker and electing, a restarted broker unfenced);
+  the high-watermark advance, the controller acting on a request to shut down and letting the broker go, fencing
+  a dead broker and electing, a restarted broker unfenced);
   no step the cluster would not take on its own at a quiet point (no ISR shrink for lag, no dropped message);
 - the cluster is polled until what is compared stops changing (`settle`), and after a kill until the controller
   has fenced the broker (broker.session.timeout.ms).
@@ -32,7 +33,8 @@ from kcheck.model.replication.actions import Action, enabled
 from kcheck.model.replication.state import NO_LEADER, State
 
 INTERNAL = ("apply_metadata", "handle_alter_partition", "handle_alter_partition_response", "fetch_round", "truncate",
-            "expand_isr", "advance_hw", "complete_shutdown", "fence", "elect", "unfence")
+            "expand_isr", "advance_hw", "handle_controlled_shutdown", "complete_shutdown", "fence", "elect",
+            "unfence")
 FIELDS = ("leader", "leader_epoch", "isr", "elr", "hw", "leo")
 
 
