@@ -3,9 +3,10 @@ cluster, played on real KRaft brokers with every observable compared after each 
 
 A run starts from the model's initial state (RF = brokers, broker 1 leading) and a new one-partition topic on
 [1..n] led by broker 1 (`min.insync.replicas` from the config). Each step is one cluster action drawn at random
-among those the model allows (`_choices`): an acks=all produce of one record; kill -9, a clean shutdown or a pause
-past the session timeout of a broker (at most two down at a time); the restart or resume of one. Then both sides
-go quiet:
+among those the model allows (`_choices`): a produce of one record with acks=all or acks=1; kill -9, a clean
+shutdown or a pause past the session timeout of a broker (at most two down at a time); the restart or resume of
+one; a reassignment of the partition to another replica list (AlterPartitionReassignments: brokers added, removed
+or reordered). Then both sides go quiet:
 
 - the model runs its internal steps until none changes the state, in a fixed fair order (`INTERNAL`: metadata
   applied by each broker, AlterPartition and its answer, a fetch by each follower (KIP-320 truncation included),
@@ -15,9 +16,10 @@ go quiet:
 - the cluster is polled until what is compared stops changing (`settle`), and after a kill until the controller
   has fenced the broker (broker.session.timeout.ms).
 
-Compared then: leader, leader epoch (the model starts at 1, Kafka at 0: the increase since the start), ISR, ELR,
-the leader's high watermark (ListOffsets LATEST as a consumer) and each live replica's log end offset (ListOffsets
-with the debugging replica id, `admin.log_end_offset`). A difference is reported with both values.
+Compared then: leader, leader epoch (the model starts at 1, Kafka at 0: the increase since the start), replica
+set with the replicas being added and removed, ISR, ELR, the leader's high watermark (ListOffsets LATEST as a
+consumer) and each live broker's log end offset (ListOffsets with the debugging replica id,
+`admin.log_end_offset`; none where it holds no replica). A difference is reported with both values.
 """
 
 from __future__ import annotations
@@ -35,7 +37,7 @@ from kcheck.model.replication.state import NO_LEADER, State
 INTERNAL = ("apply_metadata", "handle_alter_partition", "handle_alter_partition_response", "fetch_round", "truncate",
             "expand_isr", "advance_hw", "handle_controlled_shutdown", "complete_shutdown", "fence", "elect",
             "unfence")
-FIELDS = ("leader", "leader_epoch", "isr", "elr", "hw", "leo")
+FIELDS = ("leader", "leader_epoch", "replicas", "adding", "removing", "isr", "elr", "hw", "leo")
 
 
 @dataclass
@@ -49,9 +51,9 @@ class Steps:
 
 def config(steps: int) -> Config:
     """Three brokers, RF 3, min ISR 2, KRaft, one fetch a step; budgets that never run out within `steps`."""
-    return Config(brokers=3, min_isr=2, records=steps, crashes=steps, lossy_crashes=0, fences=steps, shutdowns=steps,
-                  elections=0, isr_shrinks=0, failovers=0, reads=0, duplicates=False, atomic_fetch=True,
-                  max_leader_epoch=10 * steps)
+    return Config(brokers=3, min_isr=2, acks=("all", "1"), records=steps, crashes=steps, lossy_crashes=0,
+                  fences=steps, shutdowns=steps, reassignments=steps, elections=0, isr_shrinks=0, failovers=0,
+                  reads=0, duplicates=False, atomic_fetch=True, max_leader_epoch=10 * steps)
 
 
 def quiesce(s: State, p: Protocol, cfg: Config, paused: frozenset[int] = frozenset(), limit: int = 400) -> State:
@@ -76,9 +78,11 @@ def model_view(s: State, epoch0: int, paused: frozenset[int] = frozenset()) -> d
     reg = s.registry
     leader = reg.leader if reg.leader != NO_LEADER else -1
     hw = s.replica(leader).hw if leader != -1 and s.replica(leader).alive and leader not in paused else None
-    return {"leader": leader, "leader_epoch": reg.leader_epoch - epoch0, "isr": tuple(sorted(reg.isr)),
-            "elr": tuple(sorted(reg.elr)), "hw": hw,
-            "leo": tuple((b, s.replica(b).leo) for b in sorted(s.brokers) if s.replica(b).alive and b not in paused)}
+    return {"leader": leader, "leader_epoch": reg.leader_epoch - epoch0, "replicas": reg.replicas,
+            "adding": tuple(sorted(reg.adding)), "removing": tuple(sorted(reg.removing)),
+            "isr": tuple(sorted(reg.isr)), "elr": tuple(sorted(reg.elr)), "hw": hw,
+            "leo": tuple((b, s.replica(b).leo if s.replica(b).hosts else None) for b in sorted(s.brokers)
+                         if s.replica(b).alive and b not in paused)}
 
 
 def cluster_view(cluster: Any, topic: str, down: set[int], epoch0: int) -> dict[str, Any]:
@@ -89,8 +93,9 @@ def cluster_view(cluster: Any, topic: str, down: set[int], epoch0: int) -> dict[
     if st.leader in live:
         hw = ca.high_watermark(f"127.0.0.1:{cluster.node(st.leader).port}", topic, 0)
     leos = tuple((b, ca.log_end_offset(f"127.0.0.1:{cluster.node(b).port}", topic, 0)) for b in live)
-    return {"leader": st.leader, "leader_epoch": (st.leader_epoch or 0) - epoch0, "isr": tuple(sorted(st.isr)),
-            "elr": tuple(sorted(st.elr)), "hw": hw, "leo": leos}
+    return {"leader": st.leader, "leader_epoch": (st.leader_epoch or 0) - epoch0, "replicas": st.replicas,
+            "adding": tuple(sorted(st.adding)), "removing": tuple(sorted(st.removing)),
+            "isr": tuple(sorted(st.isr)), "elr": tuple(sorted(st.elr)), "hw": hw, "leo": leos}
 
 
 def settle(read: Any, done: Any = lambda v: True, quiet_s: float = 1.5, timeout_s: float = 40.0) -> dict[str, Any]:
@@ -107,11 +112,21 @@ def settle(read: Any, done: Any = lambda v: True, quiet_s: float = 1.5, timeout_
     return last
 
 
+def _cluster_quiet(v: dict[str, Any], gone: frozenset[int]) -> bool:
+    """The cluster has taken the steps the model's quiet point takes: no broker that is down in the ISR or leading,
+    and no reassignment left that could complete (one whose added replicas are all running)."""
+    moving = bool(v["adding"] or v["removing"]) and not set(v["adding"]) & gone and v["leader"] != -1
+    return not gone & set(v["isr"]) and v["leader"] not in gone and not moving
+
+
 def _choices(s: State, p: Protocol, cfg: Config, down: dict[int, str]) -> list[Action]:
     """The cluster actions the model allows: produce to the leader; with fewer than two brokers down, kill -9, a
     clean shutdown or a pause (SIGSTOP past the session timeout: the model's fence of a live broker) of a running
-    one; the restart of a dead one or the resume of a paused one."""
+    one; the restart of a dead one or the resume of a paused one; a reassignment the controller accepts, when none
+    is in flight (the model's `reassign` targets, at least two replicas)."""
     out = [a for a, _ in enabled(s, p, cfg, "produce") if a.args[0] == s.registry.leader]
+    if not s.registry.reassigning:
+        out += [a for a, _ in enabled(s, p, cfg, "reassign") if len(a.args[0]) >= 2]
     if len(down) < 2:
         for b in s.brokers:
             if b not in down:
@@ -127,11 +142,15 @@ def _act(cluster: Any, topic: str, a: Action, n: int, down: dict[int, str]) -> N
         from kafka import KafkaProducer
 
         boot = ",".join(f"127.0.0.1:{cluster.node(x).port}" for x in cluster.brokers if x not in down)
-        producer = KafkaProducer(bootstrap_servers=boot, acks="all", retries=0, linger_ms=0)
+        producer = KafkaProducer(bootstrap_servers=boot, acks=-1 if a.args[1] == "all" else 1, retries=0,
+                                 linger_ms=0)
         try:
             producer.send(topic, value=b"x%d" % n, partition=0).get(timeout=15)
         finally:
             producer.close()
+    elif a.kind == "reassign":
+        boot = ",".join(f"127.0.0.1:{cluster.node(x).port}" for x in cluster.brokers if x not in down)
+        ca.reassign(boot, topic, {0: list(a.args[0])})
     elif a.kind == "crash":
         cluster.kill(b)
         down[b] = "dead"
@@ -170,6 +189,8 @@ def run_one(cluster: Any, p: Protocol, cfg: Config, seed: int, steps: int, out: 
     try:
         for n in range(1, steps + 1):
             options = _choices(s, p, cfg, down)
+            moves = [x for x in options if x.kind == "reassign"]  # one of them counts as one option
+            options = [x for x in options if x.kind != "reassign"] + ([rng.choice(moves)] if moves else [])
             writes = [x for x in options if x.kind == "produce"]
             a = rng.choice(writes if writes and rng.random() < 0.5 else options)  # half the steps write, if they can
             nxt = apply(s, p, cfg, a)
@@ -180,7 +201,7 @@ def run_one(cluster: Any, p: Protocol, cfg: Config, seed: int, steps: int, out: 
             s = quiesce(nxt, p, cfg, paused)
             gone = frozenset(down)
             seen = settle(lambda g=gone: cluster_view(cluster, topic, set(g), epoch0),
-                          lambda v, g=gone: not g & set(v["isr"]) and v["leader"] not in g)
+                          lambda v, g=gone: _cluster_quiet(v, g))
             want = model_view(s, 1, paused)
             out.steps += 1
             for f in FIELDS:
