@@ -1,7 +1,7 @@
 """Trace validation at quiescent points on real brokers (kcheck.cluster.trace_check): random model runs of produce
-(acks=all), kill -9, clean shutdown, pause past the session timeout, restart and resume, played on a three-broker
-4.4.0 cluster of its own, with leader, leader epoch, ISR, ELR, the leader's high watermark and every live replica's
-log end offset compared after each step.
+(acks=all or 1), kill -9, clean shutdown, pause past the session timeout, restart, resume and reassignment, played
+on a three-broker 4.4.0 cluster of its own, with leader, leader epoch, replica set (adding, removing), ISR, ELR, the
+leader's high watermark and every live broker's log end offset compared after each step.
 `bench/trace_validation.py` runs more of them and prints each difference."""
 
 from __future__ import annotations
