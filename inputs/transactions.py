@@ -18,7 +18,7 @@ import sys
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from kcheck.inputs.formats import InputError, is_shell_prompt, read_text, shown
+from kcheck.inputs.formats import InputError, is_shell_prompt, read_text, shown, topic_problem
 from kcheck.inputs.tool_outputs import identify
 
 # Each subcommand's columns (TransactionsCommand's HEADERS), the same in every release from 3.0 to 4.4.
@@ -34,13 +34,14 @@ HEADERS: dict[str, tuple[str, ...]] = {
 # clients/src/main/java/org/apache/kafka/clients/admin/TransactionState.java's names
 STATES = ("Ongoing", "PrepareAbort", "PrepareCommit", "CompleteAbort", "CompleteCommit", "Empty", "PrepareEpochFence",
           "Unknown")
-_LOG = re.compile(r"^\[[^\]]*\] (?:TRACE|DEBUG|INFO|WARN|ERROR|FATAL) |^\t|^SLF4J|^(?:\S+ )?(?:WARN|ERROR) ")
+_LOG = re.compile(r"^\[[^\]]*\] (?:TRACE|DEBUG|INFO|WARN|ERROR|FATAL) |^\t|^SLF4J|^log4j:|^(?:\S+ )?(?:WARN|ERROR) ")
 _TOOL_LINE = re.compile(r"^(?:Failed to |The `find-hanging` command requires|The --partition argument requires|"
                         r"usage: kafka-transactions|kafka-transactions(?:\.sh)?: error:|Exception in thread )")
 _PRODUCERS_CMD = re.compile(r"\bdescribe-producers\b")
 _TOPIC_ARG = re.compile(r"--topic[ =](\S+)")
 _PARTITION_ARG = re.compile(r"--partition[ =](\S+)")
-_TP = re.compile(r"(.+)-(\d+)")
+_TP = re.compile(r"(.+)-([0-9]+)")
+_DIGITS = re.compile(r"-?[0-9]{1,20}")
 
 
 @dataclass(frozen=True)
@@ -75,7 +76,7 @@ def _command_partition(line: str, source: str, n: int) -> str | None:
     topic, part = _TOPIC_ARG.search(line), _PARTITION_ARG.search(line)
     if topic is None or part is None:
         return None
-    if not part.group(1).isdigit():
+    if _DIGITS.fullmatch(part.group(1)) is None or part.group(1).startswith("-"):
         raise InputError(source, f"--partition {shown(part.group(1), 40)!r} is not a partition number", n)
     return f"{topic.group(1)}-{int(part.group(1))}"
 
@@ -120,10 +121,7 @@ def _not_ours(line: str, text: str) -> str:
 def _int(value: str, column: str, source: str, n: int, low: int, high: int, none: bool = False) -> str:
     if none and value == "None":
         return value
-    try:
-        number = int(value)
-    except ValueError:
-        number = None
+    number = int(value) if _DIGITS.fullmatch(value) else None  # int() would take '١' and '1_0'
     if number is None or not low <= number <= high:
         raise InputError(source, f"{column} {shown(value, 40)!r} is not {'None or ' if none else ''}an integer "
                                  f"from {low} to {high}", n)
@@ -169,7 +167,8 @@ def _row(kind: str, cells: list[str], source: str, n: int) -> list[str]:
 
 
 def check_partition_option(value: str | None) -> str | None:
-    if value is not None and (_TP.fullmatch(value) is None or not value.isprintable()):
+    m = None if value is None else _TP.fullmatch(value)
+    if value is not None and (m is None or topic_problem(m.group(1)) is not None or len(m.group(2)) > 10):
         raise InputError("--partition", f"{shown(value, 80)!r} is not a topic-partition (TOPIC-N)")
     return value
 

@@ -120,15 +120,18 @@ def test_a_fenced_producers_last_write_is_noted():
     assert not v.findings
 
 
-def test_a_transaction_whose_partition_is_offline_stays_before_its_markers():
+def test_a_transaction_committed_with_its_partition_offline(tmp_path):
+    """What Kafka 4.4.0 printed after stuck-0's only broker was killed and stuck-1 committed: CompleteCommit, no
+    partitions left (no PrepareCommit to catch), so no finding."""
     (row,) = _rows(_file("4.4.0", "after-kill.describe.stuck-1"))
-    v = verify(read_pastes([_file("4.4.0", "after-kill.describe.stuck-1")]))
-    if row["TransactionState"] == "PrepareCommit":
-        (f,) = v.findings
-        assert f.check == "transactions.stuck-prepare" and "stuck-0" in f.message
-    else:  # the commit had not reached the coordinator when the tool ran
-        assert row["TransactionState"] == "Ongoing"
-        assert not [f for f in v.findings if f.check != "transactions.timed-out"]
+    assert row["TransactionState"] == "CompleteCommit" and not row["TopicPartitions"]
+    assert not verify(read_pastes([_file("4.4.0", "after-kill.describe.stuck-1")])).findings
+    # the same row as the coordinator shows it before its markers are written (no real output holds one: the state
+    # and the partitions changed, nothing else): a PrepareCommit older than its timeout is a hard finding
+    text = (DATA / "4.4.0" / "describe.expired-1.txt").read_text().replace("Ongoing      ", "PrepareCommit", 1)
+    (tmp_path / "d.txt").write_text(text)
+    (f,) = verify(read_pastes([str(tmp_path / "d.txt")])).findings
+    assert f.check == "transactions.stuck-prepare" and f.hard and "orders-1" in f.message
 
 
 @pytest.mark.parametrize("entry", [e for e in INDEX if e["exit"] != 0], ids=lambda e: e["file"])
@@ -165,3 +168,40 @@ def test_other_tools_name_this_one(tmp_path, capsys):
     assert err.count("\n") == 1 and "`kcheck verify-group` reads it" in err
     assert main(["verify-group", _file("4.4.0", "list")]) == 2
     assert "`kcheck verify-transactions` reads it" in capsys.readouterr().err
+
+
+@pytest.mark.kafka
+@pytest.mark.cluster
+def test_a_live_open_transaction_read_through_kafkas_tool(kafka_cluster, tmp_path, capsys):
+    """Kafka 4.4.0's tool on the session's cluster while a kafka-python transaction is open: kcheck finds the open
+    transaction on the partition and its coordinator's Ongoing transaction, and no finding."""
+    from kafka import KafkaProducer
+    from kafka.admin import KafkaAdminClient, NewTopic
+
+    from kcheck.reference import kafka_tools
+    boot = kafka_cluster.bootstrap
+    admin = KafkaAdminClient(bootstrap_servers=boot.split(","), request_timeout_ms=30_000)
+    admin.create_topics([NewTopic("txn-live", 1, 3)])
+    admin.close()
+    producer = KafkaProducer(bootstrap_servers=boot.split(","), transactional_id="kcheck-live-txn", acks="all")
+    try:
+        producer.init_transactions()
+        producer.begin_transaction()
+        producer.send("txn-live", partition=0, value=b"open")
+        producer.flush()
+        listed = kafka_tools.run("4.4.0", "kafka-transactions", ["--bootstrap-server", boot, "list"])
+        args = ["describe-producers", "--topic", "txn-live", "--partition", "0"]
+        producers = kafka_tools.run("4.4.0", "kafka-transactions", ["--bootstrap-server", boot, *args])
+    finally:
+        producer.abort_transaction()
+        producer.close()
+    assert listed.returncode == 0 and producers.returncode == 0, listed.stderr[-2000:] + producers.stderr[-2000:]
+    paste = tmp_path / "paste.txt"
+    paste.write_text(f"{listed.stdout}\n$ kafka-transactions.sh --bootstrap-server {boot} {' '.join(args)}\n"
+                     f"{producers.stdout}")
+    assert main(["verify-transactions", str(paste), "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    (mine,) = [t for t in doc["transactions"] if t["TransactionalId"] == "kcheck-live-txn"]
+    assert mine["TransactionState"] == "Ongoing" and not doc["findings"]
+    assert [o["ProducerId"] for o in doc["open_transactions_on_partitions"]] == [mine["ProducerId"]]
+    assert doc["open_transactions_on_partitions"][0]["partition"] == "txn-live-0"

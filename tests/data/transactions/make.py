@@ -20,8 +20,8 @@ was done (`truth.json`), not what a tool printed:
     without AddPartitionsToTxn (kafka-python's transaction manager told the partition was added), then the
     transaction committed: the coordinator commits a transaction without hang-0, whose open transaction no marker
     ever closes (a hanging transaction, KIP-664);
-  * `stuck-1`: a transaction on stuck-0, broker 3 killed, then committed: the coordinator cannot write the marker to
-    the offline partition and the transaction stays in PrepareCommit.
+  * `stuck-1`: a transaction on stuck-0, broker 3 killed, then committed (meant to catch PrepareCommit while the
+    marker cannot reach the offline partition; Kafka 4.4.0's describe showed CompleteCommit seconds later).
 
 Each tool release runs `list`, `describe --transactional-id` per id, `describe-producers` on orders-0, orders-1 and
 hang-0, `find-hanging --broker-id 1` and `find-hanging --topic hang --max-transaction-timeout 0` before broker 3 is
