@@ -166,8 +166,11 @@ def test_other_tools_name_this_one(tmp_path, capsys):
     assert main(["verify-transactions", str(groups)]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "`kcheck verify-group` reads it" in err
-    assert main(["verify-group", _file("4.4.0", "list")]) == 2
-    assert "`kcheck verify-transactions` reads it" in capsys.readouterr().err
+    for command in ("verify-group", "assign"):  # the commands that call identify()
+        assert main([command, _file("4.4.0", "find-hanging.hang")]) == 2
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and "kafka-transactions output (find-hanging)" in err, (command, err)
+        assert "`kcheck verify-transactions` reads it" in err, command
 
 
 @pytest.mark.kafka
