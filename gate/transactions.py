@@ -175,8 +175,9 @@ def verify(paste: Paste) -> Verdict:
     if "describe" in kinds:
         v.checked += ["transactions.timed-out", "transactions.stuck-prepare"]
         _described(paste, v)
-    else:
-        v.cannot.append("how long transactions have been open (only describe prints their durations and timeouts)")
+    elif "list" in kinds:
+        v.cannot.append("how long the listed transactions have been open (only describe prints their durations and "
+                        "timeouts)")
     if "describe-producers" in kinds and kinds & {"list", "describe"}:
         v.checked.append("transactions.unknown-open")
         _cross_check(paste, v)
