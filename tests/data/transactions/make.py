@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import json
 import re
+import shutil
 import sys
 import tempfile
 import threading
@@ -176,6 +177,7 @@ def main(releases: tuple[str, ...] = TOOLS) -> None:
             p.close(timeout=1)
     finally:
         cluster.stop()
+        shutil.rmtree(work, ignore_errors=True)
     (HERE / "index.json").write_text(json.dumps(index, indent=1) + "\n", encoding="utf-8")
     (HERE / "truth.json").write_text(json.dumps(truth, indent=1) + "\n", encoding="utf-8")
     print(f"wrote {len(index)} outputs of kafka-transactions to {HERE}")
