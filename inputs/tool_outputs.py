@@ -5,7 +5,8 @@ Recognised by the lines each tool prints (their sources in apache/kafka): `kafka
 (`tools/src/main/java/org/apache/kafka/tools/consumer/group/ConsumerGroupCommand.java`, before 3.8
 `core/src/main/scala/kafka/admin/ConsumerGroupCommand.scala`), `kafka-topics --describe` (`TopicCommand`),
 `kafka-reassign-partitions` (`ReassignPartitionsCommand`), `kafka-dump-log` (`DumpLogSegments`), `kafka-log-dirs`
-(`LogDirsCommand`), and the reassignment JSON those tools read and write.
+(`LogDirsCommand`), `kafka-transactions` (`tools/src/main/java/org/apache/kafka/tools/TransactionsCommand.java`,
+KIP-664), and the reassignment JSON those tools read and write.
 """
 
 from __future__ import annotations
@@ -43,6 +44,17 @@ _TOPICS = re.compile(r"^\s*Topic:\s*\S+\s+(?:TopicId:|PartitionCount:|Partition:
 _REASSIGN = re.compile(r"^(?:Current partition replica assignment|Proposed partition reassignment configuration|"
                        r"Status of partition reassignment:|Successfully started partition reassignments?)", re.M)
 _DUMP = re.compile(r"^(?:Dumping \S|(?:Log )?[Ss]tarting offset: -?\d|baseOffset: -?\d+ lastOffset:)", re.M)
+# TransactionsCommand's table headers (ToolsUtils.prettyPrintTable: cells padded, then a tab or, copied from a
+# terminal, spaces)
+_TXN = (
+    (re.compile(r"^TransactionalId\s+Coordinator\s+ProducerId\s+TransactionState\b", re.M), "list"),
+    (re.compile(r"^CoordinatorId\s+TransactionalId\s+ProducerId\s+ProducerEpoch\s+TransactionState\b", re.M),
+     "describe"),
+    (re.compile(r"^ProducerId\s+ProducerEpoch\s+LatestCoordinatorEpoch\s+LastSequence\b", re.M),
+     "describe-producers"),
+    (re.compile(r"^Topic\s+Partition\s+ProducerId\s+ProducerEpoch\s+CoordinatorEpoch\s+StartOffset\b", re.M),
+     "find-hanging"),
+)
 _LOG_DIRS = re.compile(r"^(?:Querying brokers for log directories information|Received log directory information)",
                        re.M)
 
@@ -58,6 +70,9 @@ def identify(text: str) -> KafkaOutput | None:
     for pattern, what in _CG_OTHER:
         if pattern.search(text):
             return KafkaOutput(what, "`kcheck verify-group` reads --describe output only")
+    txn = [name for pattern, name in _TXN if pattern.search(text)]
+    if txn:
+        return KafkaOutput(f"kafka-transactions output ({', '.join(txn)})", "`kcheck verify-transactions` reads it")
     if _TOPICS.search(text):
         return KafkaOutput("kafka-topics --describe output", "`kcheck verify` reads it")
     if _REASSIGN.search(text):

@@ -34,6 +34,7 @@ from kcheck.commands import (
     verify,
     verify_group,
     verify_log,
+    verify_transactions,
 )
 from kcheck.errors import main_errors
 from kcheck.isolation import isolating
@@ -118,6 +119,7 @@ app.add_typer(request.request_command, name="request")
 app.command("chaos")(chaos.chaos_command)
 app.command("verify-log")(verify_log.verify_log_command)
 app.command("verify-group")(verify_group.verify_group_command)
+app.command("verify-transactions")(verify_transactions.verify_transactions_command)
 app.command("log")(log.log_command)
 app.command("sweep-log")(log.sweep_log_command)
 app.command("partition")(partition.partition_command)

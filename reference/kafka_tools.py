@@ -50,6 +50,8 @@ TOOLS: dict[str, tuple[str, ...]] = {
     "kafka-features": ("org.apache.kafka.tools.FeatureCommand", "kafka.admin.FeatureCommand"),
     "kafka-configs": ("org.apache.kafka.tools.ConfigCommand", "kafka.admin.ConfigCommand"),
     "kafka-leader-election": ("org.apache.kafka.tools.LeaderElectionCommand", "kafka.admin.LeaderElectionCommand"),
+    # KIP-664, from 3.0 (in the kafka-tools artifact, which this cache holds for 3.5 on)
+    "kafka-transactions": ("org.apache.kafka.tools.TransactionsCommand",),
     "zookeeper-server": ("org.apache.zookeeper.server.ZooKeeperServerMain",),
 }
 

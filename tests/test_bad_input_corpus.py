@@ -46,7 +46,9 @@ TRACE = {"format": 2, "protocol": "current",
 DUMP = (DATA / "dump" / "plain.txt").read_text()
 LOG_DIRS = (DATA / "dump" / "log-dirs.txt").read_text()
 GROUPS = (DATA / "consumer_groups" / "3.7.2@3.9.1" / "offsets.all.txt").read_text()  # kafka-consumer-groups output
-VALID = {"plan.json": PLAN, "current.txt": CURRENT, "brokers.txt": BROKERS, "group.json": GROUP,
+TXN_LIST = (DATA / "transactions" / "4.4.0" / "list.txt").read_text()  # kafka-transactions list output
+TXN_PRODUCERS = (DATA / "transactions" / "4.4.0" / "describe-producers.orders-1.txt").read_text()
+VALID = {"txn.txt": TXN_LIST, "plan.json": PLAN, "current.txt": CURRENT, "brokers.txt": BROKERS, "group.json": GROUP,
          "trace.json": json.dumps(TRACE), "dump.txt": DUMP, "groups.txt": GROUPS, "request.txt": "send\nsend\n",
          "topic.properties": "segment.bytes=1048576\n",
          "kc_corpus_inv.py": "raise RuntimeError('imported: kcheck must refuse before loading this module')\n"}
@@ -285,6 +287,9 @@ OPTIONS.update({
     "verify-group": (["verify-group", "groups.txt"], {
         "--assignor": ["", "nope", "range,uniform", "no_such_module_kcheck:a", *CONTROLS, LONG],
         "--junit-xml": [*OUTPUTS, "groups.txt"]}),
+    # txn.txt is a list (no describe-producers table), so even a good partition is refused
+    "verify-transactions": (["verify-transactions", "txn.txt"], {
+        "--partition": ["", "x", "orders", "orders-x", "-0", "orders-0-", *CONTROLS, LONG, "orders-0"]}),
     "verify-log": (["verify-log", "dump.txt"], {"--junit-xml": [*OUTPUTS, "dump.txt"],
                                                # dump.txt names its folders, so even a good name is refused
                                                "--partition": ["", ".", "..", "a/b", "p\x1b[31m", LONG, "plain-0"]}),
@@ -354,6 +359,7 @@ EXTRA += [
     (["plan", "current.txt", "--decommission", "1", "--add-brokers", "1"], "--add-brokers"),
     (["plan", "current.txt", "--add-brokers", "1"], "--add-brokers"),  # already a broker
     (["plan"], "current"), (["plan", "-", "-"], "-"), (["verify-log"], "DUMP"), (["verify-log", "-", "-"], "DUMP"),
+    (["verify-transactions"], "FILE"), (["verify-transactions", "-", "-"], "FILE"),
     (["log", "--workload", "rate=1000000", "--workload", "duration=1h"], "--workload"),
     (["log", "--workload-file", "topic.properties", "--config-file", "topic.properties", "--workload", "keys=0"],
      "--workload"),
@@ -591,7 +597,23 @@ GROUPS_MUTATIONS: dict[str, Any] = {  # kafka-consumer-groups --describe output
     "reset-offsets": b"GROUP TOPIC PARTITION NEW-OFFSET\ng t 0 5\n",
     "describe-instead": CURRENT.encode(),
 }
+_TXN_ROW = TXN_LIST.splitlines()[1]
+TXN_MUTATIONS: dict[str, Any] = {
+    **GENERIC, "truncated-row": TXN_LIST[: len(TXN_LIST) - 20].encode(),
+    "state": TXN_LIST.replace("Ongoing ", "Running ", 1).encode(),
+    "state-esc": TXN_LIST.replace("Ongoing ", "Ong\x1b[31m ", 1).encode(),
+    "header": TXN_LIST.replace("TransactionState", "TxnState", 1).encode(),
+    "extra-cell": (TXN_LIST + _TXN_ROW + "x\t\n").encode(),
+    **{f"producer-id-{n}": TXN_LIST.replace(_TXN_ROW, _TXN_ROW.replace(_TXN_ROW.split("\t")[2], v.ljust(10), 1), 1)
+       .encode() for n, v in (("x", "x"), ("huge", "9" * 30), ("digit", "\u0661"), ("float", "1.5"))},
+    "only-the-tools-error": b"Failed to list transactions: Unexpected key set: [BrokerKey(brokerId=OptionalInt[3])].\n",
+    "producers-without-partition": TXN_PRODUCERS.encode(),
+    "producers-epoch": TXN_PRODUCERS.replace("\t0            \t", "\t70000        \t", 1).encode(),
+    "groups-instead": GROUPS.encode(),
+    "describe-instead": CURRENT.encode(),
+}
 READERS: list[tuple[str, dict[str, Any], list[str]]] = [
+    ("transactions", TXN_MUTATIONS, ["verify-transactions", "bad.txt"]),
     ("groups", GROUPS_MUTATIONS, ["verify-group", "bad.txt"]),
     ("plan", PLAN_MUTATIONS, ["verify", "bad.json"]),
     ("proposed", PLAN_MUTATIONS, ["verify-reassignment", "current.txt", "bad.json"]),
@@ -642,7 +664,7 @@ OPTIONS["chaos"][1]["--producers"] = ["", ",", "nope", "Plain", "plain,plain", "
 FLAGS: dict[str, list[str]] = {
     "check": ["--json", "--deep"], "place": ["--report"], "verify": ["--json"],
     "prove": ["--labelled", "--exhaustive", "--json"], "assign": ["--json"],
-    "verify-group": ["--json"], "reassign": ["--all-steps", "--json"],
+    "verify-group": ["--json"], "verify-transactions": ["--json"], "reassign": ["--all-steps", "--json"],
     "verify-reassignment": ["--json"], "sweep": ["--resume"],
     "explore": ["--duplicates", "--atomic-fetch", "--json", "--progress", "--quiet"],
     "exhaust": ["--duplicates", "--atomic-fetch", "--abstract", "--symmetry", "--reduce", "--json", "--progress",
@@ -880,7 +902,7 @@ def test_corpus_is_large_and_spans_every_command() -> None:
     commands = {c.values[0][0] for c in cases if c.values[0]}
     assert commands >= {"check", "place", "verify", "prove", "optimize", "assign", "reassign", "verify-reassignment",
                         "sweep", "explore", "exhaust", "replay", "variants", "invariants", "liveness", "rules", "plan",
-                        "log", "sweep-log", "verify-log", "chaos", "cluster", "partition"}
+                        "log", "sweep-log", "verify-log", "verify-transactions", "chaos", "cluster", "partition"}
 
 
 # ---- plug-ins (engineer A's loading and result checks): broken module:object placers, assignors, protocols ------
