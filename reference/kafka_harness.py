@@ -55,7 +55,7 @@ def sources() -> dict[str, str]:
 
 # Handlers whose Kafka classes only the broker's jars hold (kafka_2.13, kafka-server) and that need Mockito: only the
 # broker-side bridge (`KafkaBridge(server=True)`) compiles them, and it compiles only them.
-BROKER_SIDE = ("KcheckDelayedProduce", "KcheckDelayedProduceScala", "KcheckDelayedFetch")
+BROKER_SIDE = ("KcheckDelayedProduce", "KcheckDelayedProduceScala", "KcheckDelayedFetch", "KcheckTxnMetadata")
 
 
 def handlers(server: bool = False) -> list[str]:
