@@ -106,12 +106,12 @@ def _changed(m: tm.TxnMetadata, t: tm.Transit, op: Op) -> tm.Transit:
     """The transit 'k' completes: the last one, or a copy with one field changed (none a release lacks)."""
     if op[1] is None:
         return t
-    field, value = _FIELDS[str(op[1])], op[2]
+    field, value = _FIELDS[str(op[1])], str(op[2])
     if field in ("next_producer_id", "tv") and not m.release.txn_tv2_transitions:
         return tm.changed(t, "update", t.update)  # a new transit, nothing changed
     if field == "partitions":
-        value = {int(p) for p in str(value).split(".")} if value != "~" else set()
-    return tm.changed(t, field, int(value) if field != "partitions" else value)  # type: ignore[arg-type]
+        return tm.changed(t, field, {int(p) for p in value.split(".")} if value != "~" else set())
+    return tm.changed(t, field, int(value))
 
 
 def _prepare(m: tm.TxnMetadata, op: Op) -> tm.Transit | tm.Left:
@@ -224,13 +224,13 @@ class _Walk:
         if rng.random() < 0.8:
             return ("k", None, None)
         field = rng.choice(list(_FIELDS))
-        value: object = {"p": _long(t.producer_id + rng.choice([-1, 1])),
-                         "q": _long(t.prev_producer_id + rng.choice([-1, 1])),
-                         "n": rng.choice([-1, _long(t.producer_id + 1)]), "e": tm.short(t.epoch + rng.choice([-1, 1])),
-                         "l": tm.short(t.last_epoch + rng.choice([-1, 1])), "t": _int(t.timeout_ms + rng.choice([-1, 1])),
-                         "s": rng.randrange(8), "x": _parts(set(t.partitions) ^ {rng.randrange(6)}, "."),
-                         "b": rng.choice([-1, t.start + 1]), "u": t.update + rng.choice([-1, 1]),
-                         "v": rng.randrange(3)}[field]
+        d = rng.choice([-1, 1])
+        values: dict[str, int | str] = {"p": _long(t.producer_id + d), "q": _long(t.prev_producer_id + d),
+                         "n": rng.choice([-1, _long(t.producer_id + 1)]), "e": tm.short(t.epoch + d),
+                         "l": tm.short(t.last_epoch + d), "t": _int(t.timeout_ms + d), "s": rng.randrange(8),
+                         "x": _parts(set(t.partitions) ^ {rng.randrange(6)}, "."), "b": rng.choice([-1, t.start + 1]),
+                         "u": t.update + d, "v": rng.randrange(3)}
+        value = values[field]
         return ("k", field, value)
 
     def _prepare_op(self) -> Op:
