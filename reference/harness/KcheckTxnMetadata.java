@@ -4,11 +4,11 @@ import java.lang.reflect.InvocationTargetException;
 import java.lang.reflect.Method;
 import java.util.ArrayList;
 import java.util.Collection;
+import java.util.HashMap;
 import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
-import java.util.Set;
 import java.util.TreeSet;
 
 import org.apache.kafka.common.TopicPartition;
@@ -63,8 +63,8 @@ public final class KcheckTxnMetadata {
     private static Method dead;
     private static Method completeTo;
     private static Method removePartition;
-    private static final Map<String, Field> FIELDS = new java.util.HashMap<>();
-    private static final Map<String, Method> TRANSIT = new java.util.HashMap<>();
+    private static final Map<String, Field> FIELDS = new HashMap<>();
+    private static final Map<String, Method> TRANSIT = new HashMap<>();
     private static boolean hasVersion;
     private static boolean javaSets;   // the metadata's and the transit's partition sets are java.util.Sets (4.2 on)
     private static boolean javaTransit;  // TxnTransitMetadata is a Java record holding a java.util.Set (4.1 on)
