@@ -29,8 +29,9 @@ Protocol (space-separated tokens; the harness first prints `READY <kafka version
     joined by '.'; an int list is '1,2,3' ('~' when empty, where it must stay one token).
     Any throwable answers ERR <class name> <message, with \\ and newlines escaped>.
 
-The handlers in `BROKER_SIDE` (the purgatories' DelayedProduce and DelayedFetch) are compiled only for the broker-side
-bridge, `KafkaBridge(version, server=True)`, against the broker's jars and Mockito, and the others only for the bridge.
+The handlers in `BROKER_SIDE` (the purgatories' DelayedProduce and DelayedFetch, the transaction coordinator's
+TransactionMetadata) are compiled only for the broker-side bridge, `KafkaBridge(version, server=True)`, against the
+broker's jars and Mockito, and the others only for the bridge.
 
 Each handler file documents its own words.
 """
@@ -53,9 +54,10 @@ def sources() -> dict[str, str]:
     return {p.stem: p.read_text(encoding="utf-8") for p in sorted(DIRECTORY.glob("Kcheck*.java"))}
 
 
-# Handlers whose Kafka classes only the broker's jars hold (kafka_2.13, kafka-server) and that need Mockito: only the
-# broker-side bridge (`KafkaBridge(server=True)`) compiles them, and it compiles only them.
-BROKER_SIDE = ("KcheckDelayedProduce", "KcheckDelayedProduceScala", "KcheckDelayedFetch")
+# Handlers whose Kafka classes only the broker's jars hold (kafka_2.13, kafka-server, kafka-transaction-coordinator),
+# with Mockito where they need it: only the broker-side bridge (`KafkaBridge(server=True)`) compiles them, and it
+# compiles only them.
+BROKER_SIDE = ("KcheckDelayedProduce", "KcheckDelayedProduceScala", "KcheckDelayedFetch", "KcheckTxnMetadata")
 
 
 def handlers(server: bool = False) -> list[str]:

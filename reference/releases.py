@@ -332,6 +332,46 @@ DIFFERENCES: tuple[Difference, ...] = (
                         "ServerLogConfigs.LOG_MESSAGE_TIMESTAMP_AFTER_MAX_MS_DEFAULT in the 3.9.1 and 4.0.2 jars "
                         "(the LOGDEF request)"),),
         "3.9's LogConfig: Long.MAX_VALUE"),
+    # the transaction coordinator's TransactionMetadata (reference/txn_metadata.py)
+    Difference(
+        "txn_tv2_transitions",
+        "TransactionMetadata's transitions carry the client's TransactionVersion: with TV2 ending a transaction bumps "
+        "the epoch, an abort may start from Empty or a completed transaction, a completion may move to the next "
+        "producer id, and the completions copy the epochs and ids they bump",
+        False, (Step("4.0.0", True, "KIP-890 part 2 (transactions server-side defense, TV2)",
+                     "TransactionMetadata in kafka_2.13 of 3.9.1 and 4.0.0 (decompiled); the TXNMETA differential "
+                     "agrees per release"),)),
+    Difference(
+        "txn_transit_whole",
+        "TxnTransitMetadata is a Java record: every transit carries the current next producer id, completeTransitionTo "
+        "copies every field of its transit, and the fence's and end-transaction's transits hold the metadata's own "
+        "partition set, which the completion adopts",
+        False, (Step("4.1.0", True, "apache/kafka#19662 (TxnTransitMetadata to transaction-coordinator, Java)",
+                     "TransactionMetadata in kafka_2.13 of 4.0.2 and 4.1.0 (decompiled); the TXNMETA differential "
+                     "agrees per release"),)),
+    Difference(
+        "txn_enum_names",
+        "TransactionState is a Java enum: messages name states PREPARE_COMMIT (not PrepareCommit) and print a transit "
+        "as a record (TxnTransitMetadata[...])",
+        False, (Step("4.1.0", True, "TransactionState moved to transaction-coordinator (with apache/kafka#19662's "
+                                    "TxnTransitMetadata; JIRA not identified)",
+                     "kafka-transaction-coordinator 4.1.0 holds TransactionState and TxnTransitMetadata (jar listing); "
+                     "the TXNMETA messages agree per release"),)),
+    Difference(
+        "txn_metadata_java",
+        "TransactionMetadata is Java: a fenced InitProducerId throws ProducerFencedException (before: Left), the "
+        "pending-state refusal names the current state (before: the target), pending states print as Optional, the "
+        "fence's transit keeps the last epoch (before: -1), and the epoch-bump check wraps epoch + 1 to a short",
+        False, (Step("4.2.0", True, "KAFKA-18884 (apache/kafka#19699)",
+                     "kafka-transaction-coordinator 4.2.0 holds TransactionMetadata (decompiled, against 4.1.2's "
+                     "kafka_2.13); the TXNMETA differential agrees per release"),)),
+    Difference(
+        "txn_max_epoch_kept",
+        "At producer epoch Short.MAX_VALUE prepareFenceProducerEpoch keeps the epoch (before: IllegalStateException) "
+        "and a TV2 abort keeps it (before: it overflowed to an illegal epoch)",
+        False, (Step("4.3.0", True, "KAFKA-20090 (apache/kafka#21469)",
+                     "TransactionMetadata of kafka-transaction-coordinator 4.2.0 and 4.3.0 (decompiled); the TXNMETA "
+                     "differential agrees per release"),)),
 )
 
 _BY_FIELD: dict[str, Difference] = {d.field: d for d in DIFFERENCES}
@@ -387,6 +427,12 @@ class ReleaseProfile:
     log_validator_zstd_needs_ibp: bool
     log_validator_max_record_body: bool
     timestamp_after_max_default: int
+    # the transaction coordinator's TransactionMetadata (reference/txn_metadata.py)
+    txn_tv2_transitions: bool
+    txn_transit_whole: bool
+    txn_enum_names: bool
+    txn_metadata_java: bool
+    txn_max_epoch_kept: bool
 
     def as_dict(self) -> dict[str, Any]:
         return {f.name: getattr(self, f.name) for f in fields(self)}
