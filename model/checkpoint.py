@@ -25,6 +25,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 import shutil
 import struct
 import sys
@@ -58,7 +59,8 @@ def read_manifest(folder: str) -> dict[str, Any] | None:
         raise CheckpointError(f"{folder} is not a folder")
     path = os.path.join(folder, MANIFEST)
     if not os.path.exists(path):
-        if os.listdir(folder):
+        # a first checkpoint killed before its manifest leaves only kcheck's own partial files: nothing to resume
+        if any(not _own_leftover(entry) for entry in os.listdir(folder)):
             raise CheckpointError(f"{folder} holds files that are not a kcheck checkpoint; kcheck writes only into "
                                   "a new or empty folder, or one holding its own checkpoint")
         return None
@@ -75,6 +77,10 @@ def read_manifest(folder: str) -> dict[str, Any] | None:
     return manifest
 
 
+def _own_leftover(entry: str) -> bool:
+    return re.fullmatch(r"gen-\d{6}(\.partial)?|" + re.escape(MANIFEST) + r"\.partial", entry) is not None
+
+
 def check_resumable(manifest: dict[str, Any], identity: dict[str, Any], folder: str) -> None:
     """Raises CheckpointError unless `manifest` is a checkpoint of the search `identity` names, on this kind of
     machine: the first field that differs is named."""
@@ -82,9 +88,12 @@ def check_resumable(manifest: dict[str, Any], identity: dict[str, Any], folder: 
     if not isinstance(theirs, dict):
         raise CheckpointError(f"{folder}: the checkpoint names no search")
     for key in sorted(set(identity) | set(theirs)):
-        if theirs.get(key) != identity.get(key):
-            raise CheckpointError(f"{folder}: a checkpoint of another search ({key}: {theirs.get(key)!r} there, "
-                                  f"{identity.get(key)!r} here)")
+        was, now = theirs.get(key), identity.get(key)
+        if was != now:
+            if isinstance(was, dict) and isinstance(now, dict):  # the config: the setting that differs
+                key, was, now = next((f"{key}.{k}", was.get(k), now.get(k)) for k in sorted(set(was) | set(now))
+                                     if was.get(k) != now.get(k))
+            raise CheckpointError(f"{folder}: a checkpoint of another search ({key}: {was!r} there, {now!r} here)")
     if manifest.get("machine") != _machine():
         raise CheckpointError(f"{folder}: written on another kind of machine ({manifest.get('machine')!r})")
 
@@ -111,9 +120,12 @@ class Checkpointer:
 
     def __init__(self, folder: str, identity: dict[str, Any], every: float,
                  extra: tuple[Callable[[], Any], Callable[[Any], None]] | None = None) -> None:
-        self.folder, self.identity, self.every, self.extra = folder, identity, every, extra
+        # as the manifest keeps it (JSON: tuples read back as lists), so that a resumed search compares equal
+        self.folder, self.identity = folder, json.loads(json.dumps(identity))
+        self.every, self.extra = every, extra
         self.last = time.monotonic()
         self.written = 0  # checkpoints this process wrote
+        self._verified: dict[str, Any] | None = None
 
     def due(self) -> bool:
         return time.monotonic() - self.last >= self.every
@@ -154,10 +166,9 @@ class Checkpointer:
         self.last = time.monotonic()
         self.written += 1
 
-    def load(self) -> tuple[dict[str, Any], dict[str, array], str, str]:
-        """(counters, arrays, the frontier file, the next level's file) of the folder's checkpoint, its files
-        checked against the manifest's sizes and digests; the caller's `extra` restored. CheckpointError if the
-        folder holds no checkpoint of this search, or a damaged one."""
+    def verify(self) -> dict[str, Any]:
+        """The folder's manifest, once it is known to be a checkpoint of this search whose files have the manifest's
+        sizes and digests: else CheckpointError (no checkpoint, another search's, or a damaged one)."""
         manifest = read_manifest(self.folder)
         if manifest is None:
             raise CheckpointError(f"{self.folder} holds no checkpoint to resume")
@@ -173,6 +184,14 @@ class Checkpointer:
                 raise CheckpointError(f"{path}: {e.strerror or e}") from None
             if got != (want.get("bytes"), want.get("blake2b")):
                 raise CheckpointError(f"{path}: damaged (its size or digest is not the manifest's)")
+        self._verified = manifest
+        return manifest
+
+    def load(self) -> tuple[dict[str, Any], dict[str, array], str, str]:
+        """(counters, arrays, the frontier file, the next level's file) of the folder's checkpoint (`verify`, unless
+        it was just verified); the caller's `extra` restored."""
+        manifest = self._verified or self.verify()
+        gen, files = os.path.join(self.folder, str(manifest["generation"])), manifest["files"]
         arrays = {"visited": _array("Q", os.path.join(gen, "visited.bin")),
                   "parent": _array("I", os.path.join(gen, "parent.bin")),
                   "action": _array(files["action.bin"].get("typecode", "H"), os.path.join(gen, "action.bin"))}

@@ -300,11 +300,13 @@ class _BreadthFirst(_Search):
         result.depth, result.frontier_peak = counters["depth"], counters["frontier_peak"]
         return self.levels(counters["level"])
 
-    def save(self, level: int, position: int) -> None:
-        """A checkpoint between two expansions: the frontier from `position` on is still to expand."""
+    def save(self, level: int, position: int, transitions: int, expanded: int) -> None:
+        """A checkpoint between two expansions: the frontier from `position` on is still to expand, `transitions`
+        and `expanded` counted before it. (A state cut in the middle by max_states is expanded again on resume:
+        the successors it stored are seen then, and counted again from `transitions`.)"""
         assert self.checkpoint is not None and self.nxt is not None
         rest = (rec for i, rec in enumerate(self.frontier) if i >= position)
-        counters = {"level": level, "transitions": self.transitions, "expanded": self.expanded,
+        counters = {"level": level, "transitions": transitions, "expanded": expanded,
                     "spilled": self.spilled, "depth": self.result.depth, "frontier_peak": self.result.frontier_peak,
                     "states": len(self.store)}
         self.checkpoint.save({"visited": self.seen.table, "parent": self.store.parent, "action": self.store.action},
@@ -354,11 +356,12 @@ class _BreadthFirst(_Search):
         expanded, transitions = self.expanded, self.transitions
         for position, (n, packed) in enumerate(self.frontier):
             expanded += 1
+            before = transitions
             if not expanded & 63:
-                self.transitions, self.expanded = transitions, expanded - 1
+                self.transitions = transitions
                 word = self.interrupted()
                 if self.checkpoint is not None and (word or self.checkpoint.due()):
-                    self.save(level, position)
+                    self.save(level, position, transitions, expanded - 1)
                 if word:
                     return word
             for ai, _, t in succ(unpack(packed)):
@@ -370,6 +373,8 @@ class _BreadthFirst(_Search):
                 if max_states is not None and len(parents) >= max_states:
                     if fp not in seen:
                         self.transitions = transitions
+                        if self.checkpoint is not None:
+                            self.save(level, position, before, expanded - 1)
                         return "max-states"
                     continue
                 if not seen_add(fp):
