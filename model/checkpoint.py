@@ -14,7 +14,8 @@ The folder (format `FORMAT`, version `VERSION`):
   array sizes (a checkpoint moves between machines of the same kind), the counters, the generation folder that
   holds the arrays, and each file's size and blake2b digest;
 - `gen-NNNNNN/`: `visited.bin` (the fingerprint table), `parent.bin` and `action.bin` (the store), `frontier.bin`
-  and `next.bin` (records of the frontier still to expand and of the next level: state number, length, bytes).
+  and `next.bin` (records of the frontier still to expand and of the next level: state number, length, bytes;
+  one zlib stream each).
 A write goes to `gen-NNNNNN.partial/`, is synced, renamed, and only then does a new manifest replace the old one
 (`os.replace`), after which older generations are removed: a process killed at any moment leaves the last whole
 checkpoint readable. kcheck writes only into a folder it creates, an empty one, or one holding its own manifest.
@@ -30,6 +31,7 @@ import shutil
 import struct
 import sys
 import time
+import zlib
 from array import array
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
@@ -99,18 +101,34 @@ def check_resumable(manifest: dict[str, Any], identity: dict[str, Any], folder: 
 
 
 def _records(items: Iterable[tuple[int, bytes]]) -> Iterator[bytes]:
+    """The records, zlib-compressed (level 1) as one stream: the states of a level share most of their bytes."""
+    z, buf = zlib.compressobj(1), bytearray()
     for n, data in items:
-        yield _RECORD.pack(n, len(data))
-        yield data
+        buf += _RECORD.pack(n, len(data))
+        buf += data
+        if len(buf) >= 1 << 20:
+            yield z.compress(bytes(buf))
+            buf = bytearray()
+    yield z.compress(bytes(buf)) + z.flush()
 
 
 def read_records(path: str) -> Iterator[tuple[int, bytes]]:
     """(state number, bytes) of each frontier record of `path`, in order."""
-    size = _RECORD.size
+    size, z, buf = _RECORD.size, zlib.decompressobj(), b""
     with open(path, "rb") as f:
-        while head := f.read(size):
-            n, length = _RECORD.unpack(head)
-            yield n, f.read(length)
+        while True:
+            chunk = f.read(1 << 20)
+            buf += z.decompress(chunk) if chunk else z.flush()
+            pos = 0
+            while len(buf) - pos >= size:
+                n, length = _RECORD.unpack_from(buf, pos)
+                if len(buf) - pos - size < length:
+                    break
+                yield n, buf[pos + size:pos + size + length]
+                pos += size + length
+            buf = buf[pos:]
+            if not chunk:
+                return
 
 
 class Checkpointer:
@@ -149,7 +167,9 @@ class Checkpointer:
             files[name] = _write(os.path.join(tmp, name), parts)
         files["action.bin"]["typecode"] = arrays["action"].typecode
         _fsync_dir(tmp)
-        os.rename(tmp, os.path.join(self.folder, gen))
+        final = os.path.join(self.folder, gen)
+        shutil.rmtree(final, ignore_errors=True)  # a run killed before its manifest named it: never read
+        os.rename(tmp, final)
         manifest = {"format": FORMAT, "version": VERSION, "identity": self.identity, "machine": _machine(),
                     "generation": gen, "generation_number": n, "written_at": time.time(), "files": files,
                     "counters": counters, "extra": self.extra[0]() if self.extra else None}
