@@ -8,13 +8,7 @@ reached), the counterexample's length, CPU seconds, states per CPU second and th
 process (each search runs in a fresh spawned process, so getrusage's peak is its own). BFS and dfs stop at the
 CPU budget (they do not reach the violation in it on this machine); the BFS line says which depth it covered.
 
-    python bench/bench_row4_exact.py [--budget 300] [--split] [--orders bfs,dfs,novelty] [--command]
-
---command: instead, the documented command itself, `kcheck exhaust --protocol no-epoch-in-fetch --order novelty`
-(and with --atomic-fetch), run as a user runs it, with its peak resident memory as a user sees it: the largest
-maximum RSS of the command's process tree (`getrusage(RUSAGE_CHILDREN)` once it is waited for). The command's
-figure is the one the docs give: it also keeps change coverage's path per frontier state, which the engine alone
-does not.
+    python bench/bench_row4_exact.py [--budget 300] [--split] [--orders bfs,dfs,novelty]
 
 --budget: CPU seconds each search may take (the search's `max_seconds` is set to 4x it as a wall-clock guard on
 a loaded machine; the CPU figure printed is the search's own). --split adds the split-fetch model (about four
@@ -24,12 +18,9 @@ times the states of the atomic one for novelty).
 from __future__ import annotations
 
 import argparse
-import json
 import multiprocessing as mp
 import os
 import resource
-import subprocess
-import sys
 import time
 from typing import Any
 
@@ -64,35 +55,12 @@ def _put(out: Any, order: str, atomic: bool, budget: float) -> None:
     out.put(_run(order, atomic, budget))
 
 
-def command(split: bool) -> None:
-    """The documented `kcheck exhaust --order novelty` runs, each in a fresh child: states, CPU and peak RSS."""
-    print(f"kcheck exhaust --protocol no-epoch-in-fetch --order novelty, as a user runs it; load average "
-          f"{' '.join(f'{x:.1f}' for x in os.getloadavg())}")
-    for extra in ([["--atomic-fetch"], []] if split else [["--atomic-fetch"]]):
-        argv = [sys.executable, "-m", "kcheck", "exhaust", "--protocol", "no-epoch-in-fetch", "--order", "novelty",
-                *extra, "--json"]
-        before = resource.getrusage(resource.RUSAGE_CHILDREN)
-        done = subprocess.run(argv, capture_output=True, text=True)
-        after = resource.getrusage(resource.RUSAGE_CHILDREN)
-        rep = json.loads(done.stdout)
-        cpu = after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime
-        # ru_maxrss of RUSAGE_CHILDREN is the largest of the children waited for: this one is the largest so far
-        print(f"{' '.join(extra) or '(split fetches)':16} exit {done.returncode}, {rep['states']:,} states, "
-              f"{len(rep['trace']['steps']) if rep['trace'] else 0} steps, {cpu:.1f} CPU s, peak RSS "
-              f"{after.ru_maxrss / 1024:,.0f} MB (the command's own figure: {rep['peak_rss_bytes'] / 2**20:,.0f} MiB)",
-              flush=True)
-
-
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--budget", type=float, default=300.0, help="CPU seconds per search")
     ap.add_argument("--split", action="store_true", help="also the split-fetch model")
     ap.add_argument("--orders", default="bfs,dfs,novelty")
-    ap.add_argument("--command", action="store_true", help="the documented command instead, as a user runs it")
     args = ap.parse_args()
-    if args.command:
-        command(args.split)
-        return
     ctx = mp.get_context("spawn")
     print(f"row 4 (no-epoch-in-fetch) at its own setting; budget {args.budget:g} CPU s per search; load average "
           f"{' '.join(f'{x:.1f}' for x in os.getloadavg())}")
