@@ -149,7 +149,9 @@ def test_a_folder_that_is_not_this_searchs_checkpoint_is_bad_input_and_left_alon
     assert _files(folder) == before
     manifest = json.loads((folder / MANIFEST).read_text())
     for damage, fragment in ((lambda m: {**m, "version": 99}, "checkpoint format version 99"),
-                             (lambda m: {**m, "format": "other"}, "not a kcheck exhaust checkpoint")):
+                             (lambda m: {**m, "format": "other"}, "not a kcheck exhaust checkpoint"),
+                             # written by a kcheck whose model or invariants' code differed
+                             (lambda m: {**m, "identity": {**m["identity"], "code": "0"}}, "(code: '0' there")):
         (folder / MANIFEST).write_text(json.dumps(damage(manifest)))
         _refused(capsys, [*CLEAN, *ck, "--resume"], "--resume: ", fragment)
     (folder / MANIFEST).write_text(json.dumps(manifest))

@@ -25,6 +25,8 @@ and which it did not select; `--invariants MODULE` loads a user's invariants (`i
 from __future__ import annotations
 
 import contextlib
+import glob
+import hashlib
 import json
 import multiprocessing
 import os
@@ -651,16 +653,26 @@ def _checkpointer(folder: str | None, resume: bool, every: float, identity: dict
 
 def _identity(resolved: ResolvedProtocol, cfg: Config, only: set[str] | None, modules: list[str] | None,
               symmetry: bool, reduce: bool, abstract: bool) -> dict[str, Any]:
-    """What a checkpoint is of: a checkpoint resumes only the same search, under the same kcheck."""
+    """What a checkpoint is of: a checkpoint resumes only the same search, under the same kcheck (its version, and
+    a digest of the model's and invariants' code: a change to either can renumber states or change verdicts)."""
     from importlib.metadata import PackageNotFoundError, version
+
+    import kcheck.invariants
+    import kcheck.model
 
     try:
         mine = version("kcheck")
     except PackageNotFoundError:  # a source tree never installed
         mine = "unknown"
-    return {"kcheck": mine, "search": "exhaust", "protocol": resolved.label, "config": cfg.as_dict(),
-            "invariants": None if only is None else sorted(only), "invariant_modules": list(modules or ()),
-            "symmetry": symmetry, "reduce": reduce, "abstract": abstract}
+    code = hashlib.blake2b(digest_size=16)
+    for root in (*kcheck.model.__path__, *kcheck.invariants.__path__):
+        for path in sorted(glob.glob(os.path.join(root, "**", "*.py"), recursive=True)):
+            code.update(os.path.relpath(path, root).encode())
+            with open(path, "rb") as f:
+                code.update(f.read())
+    return {"kcheck": mine, "code": code.hexdigest(), "search": "exhaust", "protocol": resolved.label,
+            "config": cfg.as_dict(), "invariants": None if only is None else sorted(only),
+            "invariant_modules": list(modules or ()), "symmetry": symmetry, "reduce": reduce, "abstract": abstract}
 
 
 # local, local[N], local[*], local[N,F]; spark://host:port[,host:port...]; yarn; k8s://...
