@@ -37,6 +37,9 @@
 - `workers=N` (N > 1) runs the same BFS over N forked processes (`kcheck.model.parallel`): each owns the
   fingerprints with `fp % N == k`, level by level; a complete run stores the same states and counts the same
   transitions as one process, and a counterexample is still a shortest one.
+- `checkpoint` (breadth first, one process): the visited set, store, frontier and counters are saved to a folder
+  between two expansions, periodically and when a cap or `stop` ends the search, and `resume` continues from them
+  to the result of a run never cut (kcheck.model.checkpoint says why that holds and how a write survives kill -9).
 - `order` changes only which stored state is expanded next, for counterexamples deeper than a BFS reaches, as in
   directed model checking (Edelkamp, Lluch Lafuente and Leue, "Directed explicit-state model checking in the
   validation of communication protocols", STTT 2004): "dfs" expands the state stored last (a stack), "novelty" is a
