@@ -37,6 +37,9 @@
 - `workers=N` (N > 1) runs the same BFS over N forked processes (`kcheck.model.parallel`): each owns the
   fingerprints with `fp % N == k`, level by level; a complete run stores the same states and counts the same
   transitions as one process, and a counterexample is still a shortest one.
+- `checkpoint` (breadth first, one process): the visited set, store, frontier and counters are saved to a folder
+  between two expansions, periodically and when a cap or `stop` ends the search, and `resume` continues from them
+  to the result of a run never cut (kcheck.model.checkpoint says why that holds and how a write survives kill -9).
 - `order` changes only which stored state is expanded next, for counterexamples deeper than a BFS reaches, as in
   directed model checking (Edelkamp, Lluch Lafuente and Leue, "Directed explicit-state model checking in the
   validation of communication protocols", STTT 2004): "dfs" expands the state stored last (a stack), "novelty" is a
@@ -81,6 +84,7 @@ from collections.abc import Callable, Hashable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import Any
 
+from kcheck.model.checkpoint import Checkpointer, read_records
 from kcheck.model.interface import Model, StateInvariant
 from kcheck.model.parallel import parallel_exhaust
 from kcheck.model.spill import DEFAULT_THRESHOLD, Spool
@@ -118,7 +122,8 @@ def exhaust(model: Model[Any, Any], max_states: int | None = None, max_depth: in
             progress: Callable[[SearchResult], None] | None = None, compress: bool = True, *,
             workers: int = 1, spill_dir: str | None = None, stop: Callable[[], str | None] | None = None,
             spill_threshold: int = DEFAULT_THRESHOLD, order: str = "bfs",
-            novelty: Callable[[Any], Hashable] | None = None, keep_going: bool = False) -> SearchResult:
+            novelty: Callable[[Any], Hashable] | None = None, keep_going: bool = False,
+            checkpoint: Checkpointer | None = None, resume: bool = False) -> SearchResult:
     """Breadth-first search of every state reachable from `model.initial_states()` (see the module docstring).
 
     Stops at the first state violating an invariant (`counterexample`, a shortest run to it), when storing
@@ -141,8 +146,16 @@ def exhaust(model: Model[Any, Any], max_states: int | None = None, max_depth: in
     the invariant is not checked again, and the search goes on, through the violating states too, until every
     invariant broke or nothing is left. `counterexamples` holds them all; `complete` stays False when any was
     found, and `covered` says whether the search still visited every reachable state.
+
+    `checkpoint` (order bfs, one process, not keep_going): the search is saved to its folder every
+    `checkpoint.every` seconds and whenever a cap or `stop` ends it between two expansions
+    (kcheck.model.checkpoint); with `resume` it starts from the folder's checkpoint instead of the initial states
+    and ends with the counts, depth and counterexample of a run never cut (`seconds` is this run's).
     """
     _check_exhaust_options(workers, order, keep_going, max_depth, spill_dir)
+    if (checkpoint is not None or resume) and (order != "bfs" or workers > 1 or keep_going or checkpoint is None):
+        raise ValueError("checkpoints are taken by the breadth-first search in one process, without keep_going; "
+                         "resume needs a checkpoint")
     if order != "bfs":
         rank = _novelty_key(model, novelty) if order == "novelty" else None
         return _OrderedSearch(model, order, rank, max_states, max_seconds, symmetry, progress, compress, stop).run()
@@ -150,8 +163,9 @@ def exhaust(model: Model[Any, Any], max_states: int | None = None, max_depth: in
         return parallel_exhaust(model, workers=workers, max_states=max_states, max_depth=max_depth,
                                 max_seconds=max_seconds, symmetry=symmetry, progress=progress, compress=compress,
                                 spill_dir=spill_dir, spill_threshold=spill_threshold, stop=stop)
-    return _BreadthFirst(model, max_states, max_depth, max_seconds, symmetry, progress, compress, stop, spill_dir,
-                         spill_threshold, keep_going).run()
+    search = _BreadthFirst(model, max_states, max_depth, max_seconds, symmetry, progress, compress, stop, spill_dir,
+                           spill_threshold, keep_going, checkpoint)
+    return search.resume() if resume else search.run()
 
 
 def _check_exhaust_options(workers: int, order: str, keep_going: bool, max_depth: int | None,
@@ -251,10 +265,12 @@ class _BreadthFirst(_Search):
     def __init__(self, model: Model[Any, Any], max_states: int | None, max_depth: int | None,
                  max_seconds: float | None, symmetry: bool, progress: Callable[[SearchResult], None] | None,
                  compress: bool, stop: Callable[[], str | None] | None, spill_dir: str | None, spill_threshold: int,
-                 keep_going: bool) -> None:
+                 keep_going: bool, checkpoint: Checkpointer | None = None) -> None:
         super().__init__(model, max_states, max_seconds, symmetry, progress, stop)
-        self.max_depth, self.keep_going = max_depth, keep_going
-        self.pack, self.unpack, self.new_frontier = frontier_codec(model, compress, spill_dir, spill_threshold)
+        self.max_depth, self.keep_going, self.checkpoint = max_depth, keep_going, checkpoint
+        # a checkpoint writes the frontier's records as bytes: encodings, or pickles for a model without decode
+        self.pack, self.unpack, self.new_frontier = frontier_codec(model, compress, spill_dir, spill_threshold,
+                                                                   need_bytes=checkpoint is not None)
         # the model's one call per new state; keep_going drops invariants as they break, so it asks each in turn
         self.first_violation = getattr(model, "first_violation", None) if not keep_going else None
         self.frontier = self.new_frontier()
@@ -266,9 +282,43 @@ class _BreadthFirst(_Search):
             if found is not None and self.broke(n, s, found):
                 return self.finish("violation")
             self.frontier.append(self.pack(s, own), n)
+        self.result.frontier_peak = len(self.frontier)
+        return self.levels(0)
+
+    def resume(self) -> SearchResult:
+        """The search from its checkpoint (kcheck.model.checkpoint): the visited set, store, counters, the frontier
+        still to expand and the next level so far as they were saved; then on as `run`."""
+        assert self.checkpoint is not None
+        counters, arrays, frontier, nxt = self.checkpoint.load()
+        self.seen = FingerprintSet.from_table(arrays["visited"])
+        self.store.parent, self.store.action = arrays["parent"], arrays["action"]
+        for n, data in read_records(frontier):
+            self.frontier.append(data, n)
+        self.nxt = self.new_frontier()
+        for n, data in read_records(nxt):
+            self.nxt.append(data, n)
+        self.transitions, self.expanded = counters["transitions"], counters["expanded"]
+        self.spilled = counters["spilled"]
         result = self.result
-        result.frontier_peak = len(self.frontier)
-        level = 0
+        result.depth, result.frontier_peak = counters["depth"], counters["frontier_peak"]
+        return self.levels(counters["level"])
+
+    def save(self, level: int, position: int, transitions: int, expanded: int) -> None:
+        """A checkpoint between two expansions: the frontier from `position` on is still to expand, `transitions`
+        and `expanded` counted before it. (A state cut in the middle by max_states is expanded again on resume:
+        the successors it stored are seen then, and counted again from `transitions`.)"""
+        assert self.checkpoint is not None and self.nxt is not None
+        rest = (rec for i, rec in enumerate(self.frontier) if i >= position)
+        counters = {"level": level, "transitions": transitions, "expanded": expanded,
+                    "spilled": self.spilled, "depth": self.result.depth, "frontier_peak": self.result.frontier_peak,
+                    "states": len(self.store)}
+        self.checkpoint.save({"visited": self.seen.table, "parent": self.store.parent, "action": self.store.action},
+                             rest, self.nxt, counters)
+
+    def levels(self, level: int) -> SearchResult:
+        """Expands level after level from `level` (whose frontier is `self.frontier`) until none is left or the
+        search stops."""
+        result = self.result
         while len(self.frontier):
             if self.max_depth is not None and level >= self.max_depth:
                 return self.finish("max-depth" if self.new_past_bound() else None)
@@ -295,21 +345,26 @@ class _BreadthFirst(_Search):
         return False
 
     def expand_level(self, level: int) -> str | None:
-        """Expands every state of the frontier (level `level`) into the next level's, storing and checking each new
-        state: the word that stops the search, or None when the level is done. The hot loop: every name it uses
-        per successor is a local."""
-        self.nxt = nxt = self.new_frontier()
+        """Expands every state of the frontier (level `level`) into the next level's (begun already when the search
+        resumed), storing and checking each new state: the word that stops the search, or None when the level is
+        done. The hot loop: every name it uses per successor is a local."""
+        if self.nxt is None:
+            self.nxt = self.new_frontier()
+        nxt = self.nxt
         append, pack, unpack, encode = nxt.append, self.pack, self.unpack, self.model.encode
         succ, key, seen = self.succ, self.key, self.seen
         seen_add, store_add, parents = seen.add, self.store.add, self.store.parent
         fp_only = getattr(key, "fp_only", None)  # the model's own fingerprint: encodings built for new states only
         first_violation, invariants, max_states = self.first_violation, self.invariants, self.max_states
         expanded, transitions = self.expanded, self.transitions
-        for n, packed in self.frontier:
+        for position, (n, packed) in enumerate(self.frontier):
             expanded += 1
+            before = transitions
             if not expanded & 63:
                 self.transitions = transitions
                 word = self.interrupted()
+                if self.checkpoint is not None and (word or self.checkpoint.due()):
+                    self.save(level, position, transitions, expanded - 1)
                 if word:
                     return word
             for ai, _, t in succ(unpack(packed)):
@@ -321,6 +376,8 @@ class _BreadthFirst(_Search):
                 if max_states is not None and len(parents) >= max_states:
                     if fp not in seen:
                         self.transitions = transitions
+                        if self.checkpoint is not None:
+                            self.save(level, position, before, expanded - 1)
                         return "max-states"
                     continue
                 if not seen_add(fp):

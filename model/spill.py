@@ -93,10 +93,13 @@ class Spool:
         if self._file is not None:
             f = self._file
             f.flush()
-            f.seek(0)
+            pos = 0  # its own place in the file: a checkpoint reads the frontier while the search iterates it
             for _ in range(self._filed):
+                f.seek(pos)
                 (n,) = _LEN.unpack(f.read(_LEN.size))
-                yield unpack(f.read(n))
+                data = f.read(n)
+                pos += _LEN.size + n
+                yield unpack(data)
         for chunk in list(self._chunks):
             yield unpack(chunk)
         if self._buf:

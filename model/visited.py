@@ -71,6 +71,19 @@ class FingerprintSet:
         self._limit = int(cap * 0.7)
         self.size = 0
 
+    @classmethod
+    def from_table(cls, table: array) -> FingerprintSet:
+        """The set whose table `table` is (`table` of another set, as a checkpoint saved it)."""
+        out = cls(1)
+        out._table, out._mask, out._limit = table, len(table) - 1, int(len(table) * 0.7)
+        out.size = len(table) - table.tolist().count(_EMPTY)
+        return out
+
+    @property
+    def table(self) -> array:
+        """The open-addressing table itself (read only: a checkpoint writes it)."""
+        return self._table
+
     def add(self, fp: int) -> bool:
         """Adds `fp`; True if it was not there."""
         table, mask = self._table, self._mask

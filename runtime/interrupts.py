@@ -34,6 +34,7 @@ SPARK_QUIET = threading.Event()
 INTERRUPTED = int(Exit.INTERRUPTED)  # the shell's 128 + SIGINT, for SIGTERM too: one code a CI script can test
 GRACE = 1.5  # seconds the command has to unwind by itself after the cancel hooks ran
 SHIELD_S = 10.0  # at most this long, a clean-up under shielded() delays the end (it kills and resumes: < 1 s here)
+DEFER_S = 60.0  # at most this long, a command under deferred() takes to stop where it can save (a checkpoint)
 
 
 class _State:
@@ -47,6 +48,8 @@ class _State:
     spared: set[int] = set()  # processes kcheck started that must outlive it (nodes of a cluster given with --dir)
     notes: list[str] = []  # what the command undid, for the line
     shielded = 0  # a clean-up runs (shielded()): the signals are ignored and the watcher waits for it
+    deferring = 0.0  # under deferred(): how long the watcher waits for the command to stop by itself
+    received = 0  # signals recorded under deferred()
 
 
 _state = _State()
@@ -99,6 +102,32 @@ def shielded() -> Iterator[None]:
         _state.shielded -= 1
         for s, handler in before.items():
             signal.signal(s, handler)
+
+
+@contextlib.contextmanager
+def deferred(limit: float = DEFER_S) -> Iterator[None]:
+    """Meanwhile a first SIGINT or SIGTERM is only recorded (`interrupted()` answers it): the command polls it,
+    stops where it can save its work (a search's checkpoint) and raises Interrupted itself; the watcher waits up to
+    `limit` seconds for that. A second signal raises at once (what was saved before stays whole)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    _state.received = 0
+    before = {s: signal.signal(s, _record) for s in (signal.SIGINT, signal.SIGTERM)}
+    _state.deferring = limit
+    try:
+        yield
+    finally:
+        _state.deferring = 0.0
+        for s, handler in before.items():
+            signal.signal(s, handler)
+
+
+def _record(signum: int, frame: Any) -> None:
+    _state.received += 1
+    _state.signum = _state.signum or signum
+    if _state.received > 1:
+        raise Interrupted(signum)
 
 
 def on_interrupt(cancel: Callable[[], None]) -> Callable[[], None]:
@@ -242,7 +271,8 @@ def _watch(read_end: int, done: threading.Event) -> None:
                 with contextlib.suppress(OSError):
                     os.kill(os.getpid(), _state.signum or signal.SIGINT)
             waited = time.monotonic() - began
-            if waited >= GRACE and not (_state.shielded and waited < SHIELD_S):
+            if (waited >= GRACE and not (_state.shielded and waited < SHIELD_S)
+                    and not (_state.deferring and waited < _state.deferring and _state.received < 2)):
                 break
         if done.is_set():
             return
@@ -264,6 +294,7 @@ def handling(quiet: bool = False) -> Iterator[None]:
     _state.signum = None
     _state.cancels, _state.children, _state.partial = [_stop_spark], set(), set()
     _state.spared, _state.notes, _state.shielded = set(), [], 0
+    _state.deferring, _state.received = 0.0, 0
     read_end, write_end = os.pipe()
     os.set_blocking(write_end, False)
     done = threading.Event()
@@ -305,6 +336,6 @@ def progress_stream() -> object | None:
     return sys.stderr if sys.stderr.isatty() else None
 
 
-__all__ = ["GRACE", "INTERRUPTED", "SHIELD_S", "Interrupted", "by_interrupt", "check", "child", "cleanup",
-           "exit_now", "handling", "interrupted", "line", "note", "on_interrupt", "partial_file", "progress_stream",
-           "reclaim", "shielded", "spare", "z3_interruptible"]
+__all__ = ["DEFER_S", "GRACE", "INTERRUPTED", "SHIELD_S", "Interrupted", "by_interrupt", "check", "child", "cleanup",
+           "deferred", "exit_now", "handling", "interrupted", "line", "note", "on_interrupt", "partial_file",
+           "progress_stream", "reclaim", "shielded", "spare", "z3_interruptible"]

@@ -46,6 +46,7 @@ from kcheck.invariants.replication_searches.runs import (
     replication_ids,
     rss_bytes,
 )
+from kcheck.model.checkpoint import Checkpointer
 from kcheck.model.interface import StateInvariant
 from kcheck.model.replication.actions import Action, Config
 from kcheck.model.replication.protocol import Protocol
@@ -104,6 +105,16 @@ class SharedTally:
                 self._counts[1 + i] += 1
                 if not self._reasons[i].value:
                     self._reasons[i].value = why.encode("utf-8", "replace")[:_REASON_BYTES - 1]
+
+    def snapshot(self) -> dict[str, Any]:
+        """The counts and reasons as JSON values (a checkpoint keeps them; `restore` puts them back)."""
+        return {"counts": list(self._counts), "reasons": [r.value.decode("utf-8", "replace") for r in self._reasons]}
+
+    def restore(self, saved: dict[str, Any]) -> None:
+        for i, n in enumerate(saved["counts"]):
+            self._counts[i] = n
+        for r, why in zip(self._reasons, saved["reasons"], strict=True):
+            r.value = why.encode("utf-8", "replace")[:_REASON_BYTES - 1]
 
     def tally(self) -> InvariantTally:
         """The counts as an `InvariantTally` (its `summary` prints them)."""
@@ -468,7 +479,9 @@ def run_exhaust(protocol: Protocol, cfg: Config, *, label: str | None = None, on
                 max_seconds: float | None = None, max_rss: int | None = None, progress: ProgressFn | None = None,
                 workers: int = 1, master: str | None = None, symmetry: bool = True,
                 spill_dir: str | None = None, modules: Sequence[str] = (), order: str = "bfs",
-                reduce: bool = False, spark_search: Callable[..., SearchResult] | None = None) -> EngineRun:
+                reduce: bool = False, spark_search: Callable[..., SearchResult] | None = None,
+                checkpoint: Checkpointer | None = None, resume: bool = False,
+                stop: Callable[[], str | None] | None = None) -> EngineRun:
     """Every state reachable within `cfg`'s bounds, breadth first, on the one engine (see the module docstring).
 
     With a `probe`, pass `probe.protocol` as `protocol`. `max_rss` (bytes) stops the search when this process
@@ -482,7 +495,13 @@ def run_exhaust(protocol: Protocol, cfg: Config, *, label: str | None = None, on
     `reduce`: the search takes model/replication/reduction.py's steps at once where its argument holds (a complete
     run is the same proof; a counterexample is a run of the model with those steps written out, not necessarily
     a shortest one).
+    `checkpoint` (breadth first in this one process): the search is saved to its folder as it goes, the invariant
+    tally with it; `resume` continues the folder's checkpoint. `stop`: the engine's callback beside the memory cap
+    (a word stops the search, between two expansions: a checkpoint is written there).
     """
+    if checkpoint is not None and (workers > 1 or master is not None or order != "bfs" or probe is not None):
+        raise SearchSetupError("checkpoints are taken by the breadth-first search in one process, without change "
+                               "coverage")
     label = label or protocol.name
     inner = ReplicationModel(protocol, cfg, only=only, symmetry=symmetry, reduce=reduce)
     notes: list[str] = []
@@ -501,10 +520,14 @@ def run_exhaust(protocol: Protocol, cfg: Config, *, label: str | None = None, on
     else:
         shared = SharedTally(replication_ids(only))
         model, state_of = _engine_model(inner, cfg, only, shared, abstract, probe, label)
+        if checkpoint is not None:
+            checkpoint.extra = (shared.snapshot, shared.restore)
+        stops = watch if stop is None else (lambda: stop() or watch())
         try:
             result = exhaust(model, max_states=max_states, max_seconds=max_seconds, symmetry=symmetry,
-                             progress=report, workers=workers, spill_dir=spill_dir, stop=watch, order=order,
-                             novelty=_novelty(state_of) if order == "novelty" else None)
+                             progress=report, workers=workers, spill_dir=spill_dir, stop=stops, order=order,
+                             novelty=_novelty(state_of) if order == "novelty" else None, checkpoint=checkpoint,
+                             resume=resume)
         except RuntimeError:
             failed = shared.error()  # a user's invariant failed in a worker: its own error, not the worker's text
             if failed is not None:

@@ -261,7 +261,7 @@ def liveness_command(
              "Hypothesis programs healed to quiescence (never a proof); both.")] = "graph",
     max_states: Annotated[int, typer.Option(
         min=1, max=0xFFFFFFFE, help="Graph: store at most this many states (then incomplete, exit 4); the "
-                                    "default, 2,000,000, takes about 10 minutes and 200 MB on 2 cores, with its "
+                                    "default, 2,000,000, takes about 10 minutes on 2 cores, with its "
                                     "progress printed each second on a terminal.")
                           ] = DEFAULT_MAX_STATES,
     max_seconds: Annotated[float, typer.Option(

@@ -24,6 +24,9 @@ and which it did not select; `--invariants MODULE` loads a user's invariants (`i
 
 from __future__ import annotations
 
+import contextlib
+import glob
+import hashlib
 import json
 import multiprocessing
 import os
@@ -65,6 +68,7 @@ from kcheck.invariants.replication_searches.runs import (
 )
 from kcheck.invariants.trace_schema import check_trace
 from kcheck.model import INT32_MAX
+from kcheck.model.checkpoint import Checkpointer, CheckpointError, read_manifest
 from kcheck.model.replication.actions import Config
 from kcheck.model.replication.protocol import LIVENESS_VARIANTS, VARIANTS
 from kcheck.model.replication.reassignment import complete_when_adding_unless_shrinking
@@ -113,6 +117,7 @@ from kcheck.options import (
     write_trace,
 )
 from kcheck.report import config_line, trace_table
+from kcheck.runtime import interrupts
 from kcheck.runtime.exit_codes import Exit
 
 # explore's defaults: every built-in variant is found with them at seed 0 (tests/test_search_status.py).
@@ -610,6 +615,66 @@ def _order_option(order: str, workers: int, master: str | None, spill_dir: str |
                                      "with its frontier in memory")
 
 
+def _checkpoint_options(checkpoint: str | None, resume: bool, workers: int, master: str | None, order: str,
+                        coverage_dir: str | None) -> None:
+    """--checkpoint and --resume, checked before any work: one line each."""
+    if resume and checkpoint is None:
+        raise InputError("--resume", "needs --checkpoint DIR, the folder of the checkpoint to continue")
+    if checkpoint is None:
+        return
+    for given, option in ((workers > 1, "--workers"), (master is not None, "--master"), (order != "bfs", "--order"),
+                          (coverage_dir is not None, "--coverage-dir")):
+        if given:
+            raise InputError("--checkpoint", f"checkpoints are taken by the breadth-first search in this one process "
+                                             f"without change coverage (not with {option})")
+    from kcheck import junit
+    junit.output_path(checkpoint, "--checkpoint", directory=True)
+
+
+def _checkpointer(folder: str | None, resume: bool, every: float, identity: dict[str, Any]) -> Checkpointer | None:
+    """The search's checkpointer, its folder checked (kcheck's own checkpoint of this very search with --resume;
+    else new, empty, or nothing there yet) before any work: one line, exit 2, nothing written."""
+    if folder is None:
+        return None
+    try:
+        manifest = read_manifest(folder)
+        if manifest is not None and not resume:
+            raise InputError("--checkpoint", f"{folder} holds a checkpoint already: --resume continues it (or remove "
+                                             "the folder to start again)")
+        if manifest is None and resume:
+            raise InputError("--resume", f"{folder} holds no checkpoint to continue")
+        ck = Checkpointer(folder, identity, every)
+        if manifest is not None:
+            ck.verify()
+    except CheckpointError as e:
+        raise InputError("--resume" if resume else "--checkpoint", str(e)) from None
+    return ck
+
+
+def _identity(resolved: ResolvedProtocol, cfg: Config, only: set[str] | None, modules: list[str] | None,
+              symmetry: bool, reduce: bool, abstract: bool) -> dict[str, Any]:
+    """What a checkpoint is of: a checkpoint resumes only the same search, under the same kcheck (its version, and
+    a digest of the model's and invariants' code: a change to either can renumber states or change verdicts)."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    import kcheck.invariants
+    import kcheck.model
+
+    try:
+        mine = version("kcheck")
+    except PackageNotFoundError:  # a source tree never installed
+        mine = "unknown"
+    code = hashlib.blake2b(digest_size=16)
+    for root in (*kcheck.model.__path__, *kcheck.invariants.__path__):
+        for path in sorted(glob.glob(os.path.join(root, "**", "*.py"), recursive=True)):
+            code.update(os.path.relpath(path, root).encode())
+            with open(path, "rb") as f:
+                code.update(f.read())
+    return {"kcheck": mine, "code": code.hexdigest(), "search": "exhaust", "protocol": resolved.label,
+            "config": cfg.as_dict(), "invariants": None if only is None else sorted(only),
+            "invariant_modules": list(modules or ()), "symmetry": symmetry, "reduce": reduce, "abstract": abstract}
+
+
 # local, local[N], local[*], local[N,F]; spark://host:port[,host:port...]; yarn; k8s://...
 
 def _engine_line(run: EngineRun) -> str:
@@ -635,6 +700,35 @@ def _spark_search(model_factory: Any, master: str, **kwargs: Any) -> Any:
         return spark_exhaust(model_factory, master, **kwargs)
     except SparkExhaustError as e:
         raise SearchSetupError(str(e)) from None
+
+
+def _run_exhaust(saver: Checkpointer | None, resume: bool, resolved: ResolvedProtocol, probe: Any, cfg: Config,
+                 **kwargs: Any) -> EngineRun:
+    """The search, its setup failures as --master's; with a checkpoint, a signal is only recorded while it runs,
+    the search stops at the next point it can save and the command then ends as interrupted (exit 130), saying
+    where the search was saved."""
+    stop = None
+    if saver is not None:
+        def stop() -> str | None:
+            return "interrupted" if interrupts.interrupted() is not None else None
+    try:
+        with interrupts.deferred() if saver is not None else contextlib.nullcontext():
+            result: EngineRun = run_engine("exhaustive search", resolved, run_exhaust,
+                                           probe.protocol if probe else resolved.protocol, cfg, label=resolved.label,
+                                           probe=probe, spark_search=_spark_search, checkpoint=saver, resume=resume,
+                                           stop=stop, **kwargs)
+    except SearchSetupError as e:
+        raise InputError("--master", str(e)) from None
+    if saver is not None:
+        signum = interrupts.interrupted()
+        if signum is not None:
+            interrupts.note(f"the search was saved in {saver.folder}: --resume continues it")
+            raise interrupts.Interrupted(signum)
+        if resume:
+            result.notes.append(f"resumed from the checkpoint in {saver.folder}; seconds and memory are this run's")
+        if result.stop_reason is not None and result.trace is None:
+            result.notes.append(f"the search was saved in {saver.folder}: --resume continues it")
+    return result
 
 
 def exhaust_command(
@@ -690,6 +784,16 @@ def exhaust_command(
                               "the controller not seen before first; finds deeper counterexamples). Every order "
                               "stores every state; a complete run is the same proof. dfs and novelty: one process, "
                               "a counterexample that need not be shortest.")] = "bfs",
+    checkpoint: Annotated[str | None, typer.Option(
+        metavar="DIR", help="Save the search to DIR (created; kcheck writes only into a new or empty folder or its "
+                            "own checkpoint) every --checkpoint-every seconds, when a cap stops it and on Ctrl-C or "
+                            "SIGTERM (exit 130); --resume continues it. Breadth first, in one process.")] = None,
+    checkpoint_every: Annotated[float, typer.Option(
+        min=0.01, max=1e9, metavar="SECONDS", help="Seconds between two checkpoints.")] = 300.0,
+    resume: Annotated[bool, typer.Option(
+        "--resume", help="Continue the search saved in --checkpoint DIR (the same protocol, bounds, options and "
+                         "kcheck, else exit 2): it ends with the counts, depth and counterexample of a run never "
+                         "cut.")] = False,
     invariant: InvariantOpt = None,
     invariants: InvariantsOpt = None,
     out: OutOpt = None,
@@ -708,6 +812,7 @@ def exhaust_command(
     mem_cap, mem_text = parse_memory(max_memory)
     _engine_options(workers, master, spill_dir)
     _order_option(order, workers, master, spill_dir)
+    _checkpoint_options(checkpoint, resume, workers, master, order, coverage_dir)
     small = {"brokers": 2, "min_isr": 1, "records": 2, "max_leader_epoch": 3, "crashes": 1, "lossy_crashes": 1,
              "fences": 1, "elections": 1, "isr_shrinks": 1, "failovers": 1, "reads": 1}
     given = config_options(
@@ -720,17 +825,19 @@ def exhaust_command(
     resolved, cfg, only, probe = prep.resolved, prep.config, prep.only, prep.probe
     if max_states is None:
         max_states = default_max_states(mem_cap if mem_cap is not None else parse_memory("auto")[0])
+    saver = _checkpointer(checkpoint, resume, checkpoint_every,
+                          _identity(resolved, cfg, only, invariants, symmetry, reduce, abstract))
+    uncovered = saver is not None and probe is not None
+    if uncovered:  # what the probe records is not in a checkpoint: a checkpointed search does without it
+        probe = None
     _make_spill_dir(spill_dir)
-    try:
-        result: EngineRun = run_engine("exhaustive search", resolved, run_exhaust,
-                                       probe.protocol if probe else resolved.protocol, cfg, label=resolved.label,
-                                       only=only, abstract=abstract, probe=probe, max_states=max_states,
-                                       max_seconds=max_seconds or None, max_rss=mem_cap,
-                                       progress=progress_printer(progress, quiet), workers=workers, master=master,
-                                       symmetry=symmetry, spill_dir=spill_dir, modules=tuple(invariants or ()),
-                                       order=order, reduce=reduce, spark_search=_spark_search)
-    except SearchSetupError as e:
-        raise InputError("--master", str(e)) from None
+    result = _run_exhaust(saver, resume, resolved, probe, cfg, only=only, abstract=abstract,
+                          max_states=max_states, max_seconds=max_seconds or None, max_rss=mem_cap,
+                          progress=progress_printer(progress, quiet), workers=workers, master=master,
+                          symmetry=symmetry, spill_dir=spill_dir, modules=tuple(invariants or ()), order=order,
+                          reduce=reduce)
+    if uncovered:
+        result.notes.append("change coverage is not recorded by a search with --checkpoint (no exit 3)")
     write_trace(out, result.trace)
     written = _write_coverage(coverage_dir, probe)
     if result.tally is not None:

@@ -27,7 +27,9 @@ Both hold for the built-in invariants and for rules kcheck has audited (model/re
 user's invariant or rule may read the beliefs or the flushed prefix these merge, so `why_off` switches them off
 then. tests/test_reduction.py checks the claim on complete state spaces: every state of the full search, normalized
 (and with the beliefs of brokers that know nothing set aside), is a state of the reduced search and the other way
-round, and every state of the full search that breaks an invariant normalizes to one that breaks an invariant.
+round, and the two searches agree, invariant by invariant, on whether a state they reach breaks it and on the least
+depth at which one first does (each judged on its own states, so the epoch invariants read each search's own
+running maxima).
 """
 
 from __future__ import annotations

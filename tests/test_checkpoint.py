@@ -1,0 +1,202 @@
+"""`kcheck exhaust --checkpoint DIR` / `--resume` (model/checkpoint.py): a search killed at random moments (kill -9,
+nothing saved at the end) or stopped by SIGTERM and continued, invocation after invocation, ends with the counts,
+depth, invariant tally and counterexample of the same search run once without a cut; a folder that is not this
+search's checkpoint is bad input and is left as it was."""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from cli_support import one_error_line, run
+from kcheck.model.checkpoint import MANIFEST
+from kcheck.runtime.exit_codes import Exit
+
+RUNNER = "import sys; from kcheck.cli import main; print('ready', flush=True); sys.exit(main(sys.argv[1:]))"
+ZERO = ["--fences", "0", "--elections", "0", "--isr-shrinks", "0", "--failovers", "0", "--reads", "0",
+        "--no-duplicates", "--atomic-fetch"]
+# today's protocol, a complete space of about 5,000 states (a few seconds), and a historical row whose shortest
+# counterexample is 8 steps deep (about 8,000 states)
+CLEAN = ["exhaust", "--brokers", "2", "--replication-factor", "2", "--min-isr", "1", "--records", "1", "--crashes",
+         "0", "--lossy-crashes", "1", *ZERO]
+FAILS = ["exhaust", "--protocol", "truncate-to-hw-lossy", "--atomic-fetch"]
+SAME = ("ok", "exit_status", "complete", "stopped_by", "states", "transitions", "depth", "invariants", "trace")
+
+
+def _uncut(capsys: Any, argv: list[str]) -> dict[str, Any]:
+    code, out, _ = run(capsys, *argv, "--json")
+    rep = json.loads(out)
+    assert rep["exit_status"] == code
+    return rep
+
+
+def _generation(folder: Path) -> int:
+    """The number of the checkpoint the folder holds (0: none)."""
+    try:
+        return int(json.loads((folder / MANIFEST).read_text())["generation_number"])
+    except (OSError, ValueError):  # none yet (a manifest is replaced whole, never seen half-written)
+        return 0
+
+
+def _start(argv: list[str], folder: Path, cwd: Path) -> subprocess.Popen[str]:
+    resume = ["--resume"] if (folder / MANIFEST).exists() else []
+    proc = subprocess.Popen([sys.executable, "-c", RUNNER, *argv, "--json", "--checkpoint", str(folder),
+                             "--checkpoint-every", "0.05", *resume], cwd=cwd, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, text=True, start_new_session=True)
+    assert proc.stdout is not None and proc.stdout.readline() == "ready\n"
+    return proc
+
+
+@pytest.mark.parametrize("argv", [CLEAN, FAILS], ids=["complete", "counterexample"])
+def test_a_search_killed_at_random_moments_resumes_to_the_uncut_result(argv: list[str], tmp_path: Path,
+                                                                       capsys: Any) -> None:
+    want = _uncut(capsys, argv)
+    folder, rng = tmp_path / "ck", random.Random(40)
+    resumed_from: list[int] = []
+    for attempt in range(12):
+        was = _generation(folder)
+        if was:
+            resumed_from.append(json.loads((folder / MANIFEST).read_text())["counters"]["states"])
+        proc = _start(argv, folder, tmp_path)
+        if attempt < 4:  # once this run has saved, killed a random moment later: no chance to save at the end
+            while _generation(folder) == was and proc.poll() is None:
+                time.sleep(0.005)
+            time.sleep(rng.uniform(0, 0.3))
+            if proc.poll() is None:
+                os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait()
+                continue
+        out, err = proc.communicate(timeout=120)
+        break
+    got = json.loads(out)
+    assert len(resumed_from) >= 3, "the search ended before the kills: make it longer"
+    assert {k: got[k] for k in SAME} == {k: want[k] for k in SAME}
+    assert proc.returncode == want["exit_status"], err
+
+
+def test_sigterm_saves_the_search_and_ends_at_once(tmp_path: Path, capsys: Any) -> None:
+    folder = tmp_path / "ck"
+    proc = _start(CLEAN, folder, tmp_path)
+    try:
+        deadline = time.monotonic() + 60
+        while not (folder / MANIFEST).exists():  # the search is under way and has saved once
+            assert proc.poll() is None and time.monotonic() < deadline, "the search ended before any checkpoint"
+            time.sleep(0.01)
+        sent = time.monotonic()
+        proc.send_signal(signal.SIGTERM)
+        out, err = proc.communicate(timeout=30)
+        seconds = time.monotonic() - sent
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+    assert proc.returncode == 130 and out == "", (out, err)
+    assert err.splitlines() == [f"kcheck: interrupted (SIGTERM): stopped, no output written; the search was saved "
+                                f"in {folder}: --resume continues it"], err
+    assert seconds < 4, seconds
+    saved = json.loads((folder / MANIFEST).read_text())["counters"]["states"]
+    code, out, _ = run(capsys, *CLEAN, "--json", "--checkpoint", str(folder), "--resume")
+    got, want = json.loads(out), _uncut(capsys, CLEAN)
+    assert 0 < saved < want["states"]
+    assert code == Exit.OK and {k: got[k] for k in SAME} == {k: want[k] for k in SAME}
+    assert got["notes"] == [f"resumed from the checkpoint in {folder}; seconds and memory are this run's"]
+
+
+def _saved(capsys: Any, folder: Path) -> dict[str, bytes]:
+    """A checkpoint of CLEAN stopped by --max-states 300, and every file of its folder."""
+    code, _, _ = run(capsys, *CLEAN, "--checkpoint", str(folder), "--max-states", "300")
+    assert code == Exit.INCOMPLETE
+    return _files(folder)
+
+
+def _files(folder: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(folder)): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}
+
+
+def test_a_cap_saves_the_search_and_a_later_run_goes_on_past_it(tmp_path: Path, capsys: Any) -> None:
+    folder = tmp_path / "ck"
+    _saved(capsys, folder)
+    code, out, _ = run(capsys, *CLEAN, "--json", "--checkpoint", str(folder), "--resume")
+    got, want = json.loads(out), _uncut(capsys, CLEAN)
+    assert code == Exit.OK and {k: got[k] for k in SAME} == {k: want[k] for k in SAME}
+
+
+def _refused(capsys: Any, args: list[str], *fragments: str) -> None:
+    code, out, err = run(capsys, *args)
+    assert code == Exit.BAD_INPUT and out == "", (code, out, err)
+    one_error_line(err, *fragments)
+
+
+def test_a_folder_that_is_not_this_searchs_checkpoint_is_bad_input_and_left_alone(tmp_path: Path,
+                                                                                   capsys: Any) -> None:
+    folder = tmp_path / "ck"
+    before = _saved(capsys, folder)
+    ck = ["--checkpoint", str(folder)]
+    _refused(capsys, [*CLEAN, *ck], "--checkpoint: ", "holds a checkpoint already: --resume continues it")
+    _refused(capsys, [*CLEAN, "--lossy-crashes", "0", *ck, "--resume"], "--resume: ", "a checkpoint of another "
+             "search (config.lossy_crashes: 1 there, 0 here)")
+    _refused(capsys, [*CLEAN, "--no-symmetry", *ck, "--resume"], "(symmetry: True there, False here)")
+    _refused(capsys, [*CLEAN, "--protocol", "truncate-to-hw", *ck, "--resume"], "a checkpoint of another search")
+    assert _files(folder) == before
+    manifest = json.loads((folder / MANIFEST).read_text())
+    for damage, fragment in ((lambda m: {**m, "version": 99}, "checkpoint format version 99"),
+                             (lambda m: {**m, "format": "other"}, "not a kcheck exhaust checkpoint"),
+                             # written by a kcheck whose model or invariants' code differed
+                             (lambda m: {**m, "identity": {**m["identity"], "code": "0"}}, "(code: '0' there")):
+        (folder / MANIFEST).write_text(json.dumps(damage(manifest)))
+        _refused(capsys, [*CLEAN, *ck, "--resume"], "--resume: ", fragment)
+    (folder / MANIFEST).write_text(json.dumps(manifest))
+    frontier = folder / manifest["generation"] / "next.bin"
+    frontier.write_bytes(frontier.read_bytes()[:-1])
+    _refused(capsys, [*CLEAN, *ck, "--resume"], "next.bin: damaged")
+
+    theirs = tmp_path / "theirs"
+    theirs.mkdir()
+    (theirs / "notes.txt").write_text("mine")
+    _refused(capsys, [*CLEAN, "--checkpoint", str(theirs)], "--checkpoint: ", "not a kcheck checkpoint")
+    _refused(capsys, [*CLEAN, "--checkpoint", str(theirs), "--resume"], "--resume: ", "not a kcheck checkpoint")
+    assert _files(theirs) == {"notes.txt": b"mine"}
+
+    missing = tmp_path / "missing"
+    _refused(capsys, [*CLEAN, "--checkpoint", str(missing), "--resume"], "--resume: ", "holds no checkpoint")
+    _refused(capsys, [*CLEAN, "--resume"], "--resume: needs --checkpoint DIR")
+    for other in (["--workers", "2"], ["--order", "dfs"]):
+        _refused(capsys, [*CLEAN, *other, "--checkpoint", str(missing)], "--checkpoint: ", other[0])
+    assert not missing.exists()
+
+
+def test_the_engine_resumes_a_spilled_frontier_to_the_uncut_counts(tmp_path: Path) -> None:
+    # The frontier spills to files past a tiny threshold, and a checkpoint reads it while the search iterates it.
+    from kcheck.invariants.replication_model_adapter import ReplicationModel
+    from kcheck.model.checkpoint import Checkpointer
+    from kcheck.model.replication import Config, Protocol
+    from kcheck.model.search import exhaust
+
+    cfg = Config(brokers=2, replication_factor=2, min_isr=1, records=1, crashes=0, fences=0, lossy_crashes=1,
+                 elections=0, isr_shrinks=0, failovers=0, reads=0, duplicates=False, atomic_fetch=True)
+    uncut = exhaust(ReplicationModel(Protocol.current(), cfg))
+    calls = [0]
+
+    def pause() -> str | None:  # stops every third poll (every 192 expansions or so): a checkpoint there
+        calls[0] += 1
+        return "paused" if calls[0] % 3 == 0 else None
+
+    runs, resume, spilled = 0, False, 0
+    while True:
+        r = exhaust(ReplicationModel(Protocol.current(), cfg), stop=pause, spill_dir=str(tmp_path),
+                    spill_threshold=4096, checkpoint=Checkpointer(str(tmp_path / "ck"), {"case": 1}, 1e9),
+                    resume=resume)
+        runs, resume, spilled = runs + 1, True, spilled + r.spilled_bytes
+        if r.stopped_because != "paused":
+            break
+    assert runs > 5 and spilled and r.complete
+    assert (r.states, r.transitions, r.depth) == (uncut.states, uncut.transitions, uncut.depth)
