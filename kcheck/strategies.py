@@ -121,8 +121,8 @@ class GroupCase:
 @st.composite
 def groups(draw: st.DrawFn, max_topics: int = 3, max_partitions: int = 6, max_members: int = 4,
            racks: bool = False, ownership: bool = True) -> GroupCase:
-    """A consumer group: topics t0.. with 1..max_partitions partitions, members c0.. in join order, each
-    subscribing to a non-empty list of the topics (with a client rack r1..r3 when `racks`); with `ownership`
+    """A consumer group: topics t0.. with 1..max_partitions partitions (those some member subscribes to), members
+    c0.. in join order, each subscribing to a non-empty list of the topics (with a client rack r1..r3 when `racks`); with `ownership`
     each member owns some of its subscribed partitions (each partition at most one member's: the previous
     round's assignment) and carries a generation (all the same, or, drawn, some older)."""
     n_topics = draw(st.integers(1, max_topics))
@@ -131,6 +131,8 @@ def groups(draw: st.DrawFn, max_topics: int = 3, max_partitions: int = 6, max_me
     names = list(parts)
     members = [f"c{i}" for i in range(draw(st.integers(1, max_members)))]
     subscribed = {m: draw(st.lists(st.sampled_from(names), min_size=1, unique=True)) for m in members}
+    # an assignor is given the partitions of the topics some member subscribes to (AbstractPartitionAssignor)
+    parts = {t: infos for t, infos in parts.items() if any(t in s for s in subscribed.values())}
     owned: dict[str, list[TopicPartition]] = {m: [] for m in members}
     if ownership:
         for topic, infos in parts.items():
