@@ -44,7 +44,7 @@ from kcheck.invariants.replication_model_adapter import ReplicationModel
 from kcheck.invariants.replication_searches.runs import Trace, replay
 from kcheck.invariants.storage_model import StorageModel
 from kcheck.model.interface import Model, StateInvariant
-from kcheck.model.replication.actions import KINDS, Action, Config
+from kcheck.model.replication.actions import KINDS, Config
 from kcheck.model.replication.protocol import VARIANTS, Protocol
 from kcheck.model.storage import Config as StorageConfig
 from kcheck.model.storage import Rules as StorageRules
@@ -272,9 +272,9 @@ def _invariant_check(inv: StateInvariant[Any]) -> Any:
 
 class ReplicationMachine(ModelMachine):
     """The replication model (`kcheck.model.replication`) as a state machine: `protocol` (default today's rules)
-    with `protocol_rules` replaced (Protocol field -> function), `config` its bounds (default: a small cluster with atomic
-    fetches, so runs reach further per step), `invariant_ids` the registered replication invariants checked (None:
-    every one; a user's registered with `applies_to="replication"` included) and `extra_invariants`. A failure
+    with `protocol_rules` replaced (Protocol field -> function), `config` its bounds (default: a small cluster with
+    atomic fetches, so runs reach further per step), `invariant_ids` the registered replication invariants checked
+    (None: every one; a user's registered with `applies_to="replication"` included) and `extra_invariants`. A failure
     shows `kcheck replay`'s trace table; `trace_dir` (or the KCHECK_TRACE_DIR variable) is where the run is written
     as `<class name>.json`, a trace `kcheck replay` reads (the protocol it names: `trace_protocol`)."""
 
@@ -287,7 +287,8 @@ class ReplicationMachine(ModelMachine):
 
     @classmethod
     def effective_protocol(cls) -> Protocol:
-        return replace(cls.protocol, **cls.protocol_rules) if cls.protocol_rules else cls.protocol
+        rules: dict[str, Any] = dict(cls.protocol_rules)
+        return replace(cls.protocol, **rules) if rules else cls.protocol
 
     @classmethod
     def build_model(cls) -> ReplicationModel:
@@ -343,7 +344,7 @@ class ReplicationMachine(ModelMachine):
                                                                  f"{trace.protocol}"))
             if written is not None:
                 out.print(f"trace file: {written} (kcheck replay {written})")
-            return out.file.getvalue()  # type: ignore[attr-defined,no-any-return]
+            return out.file.getvalue()  # type: ignore[attr-defined]
 
         return ModelViolation(inv.id, message, trace.steps, render)
 

@@ -122,9 +122,9 @@ class GroupCase:
 def groups(draw: st.DrawFn, max_topics: int = 3, max_partitions: int = 6, max_members: int = 4,
            racks: bool = False, ownership: bool = True) -> GroupCase:
     """A consumer group: topics t0.. with 1..max_partitions partitions (those some member subscribes to), members
-    c0.. in join order, each subscribing to a non-empty list of the topics (with a client rack r1..r3 when `racks`); with `ownership`
-    each member owns some of its subscribed partitions (each partition at most one member's: the previous
-    round's assignment) and carries a generation (all the same, or, drawn, some older)."""
+    c0.. in join order, each subscribing to a non-empty list of the topics (with a client rack r1..r3 when
+    `racks`); with `ownership` each member owns some of its subscribed partitions (each partition at most one
+    member's: the previous round's assignment) and carries a generation (all the same, or, drawn, some older)."""
     n_topics = draw(st.integers(1, max_topics))
     parts = {f"t{t}": [PartitionInfo(f"t{t}", p) for p in range(draw(st.integers(1, max_partitions)))]
              for t in range(n_topics)}

@@ -16,6 +16,7 @@ from typing import Any
 
 import pytest
 import yaml
+
 from test_docs import blocks
 from test_pytest_plugin import _clean_env, dependencies, write_project
 
@@ -119,7 +120,8 @@ def test_the_install_step_installs_kcheck_from_the_repository(tmp_path, project)
     from this environment through a .pth file, PIP_NO_DEPS: no network), then the workflow's check runs on it."""
     venv = tmp_path / "venv"
     subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, timeout=300)
-    site = subprocess.run([str(venv / "bin" / "python"), "-c", "import sysconfig; print(sysconfig.get_path('purelib'))"],
+    site = subprocess.run([str(venv / "bin" / "python"), "-c",
+                           "import sysconfig; print(sysconfig.get_path('purelib'))"],
                           check=True, capture_output=True, text=True).stdout.strip()
     Path(site, "test-env-deps.pth").write_text(f"{dependencies(tmp_path)}\n")
     code, out, summary, _ = run_steps(project, workflow_inputs(), venv / "bin", PIP_NO_DEPS="1")

@@ -18,6 +18,7 @@ import sysconfig
 from pathlib import Path
 
 import pytest
+
 from test_docs import blocks
 
 ROOT = Path(__file__).resolve().parents[1]
