@@ -38,7 +38,7 @@ def commands(files: list[str], describe: str | None, brokers_file: str | None) -
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = _Parser(prog="kcheck-pre-commit", description=__doc__.split("\n\n")[0])
+    parser = _Parser(prog="kcheck-pre-commit", description=__doc__.split("\n\n")[0], allow_abbrev=False)
     parser.add_argument("--describe", metavar="FILE", help="the cluster's kafka-topics --describe output: plans are "
                                                            "judged against it")
     parser.add_argument("--brokers-file", metavar="FILE", help="broker racks: JSON, or id:rack lines")

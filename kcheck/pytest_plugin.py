@@ -12,7 +12,7 @@ the plugin off.
 - `cluster`: the session's cluster, every broker running again after the test (a test may kill, pause or stop one).
 - `kafka_bridge` (session): a JVM running that release's own classes (`kcheck.reference.kafka_bridge.KafkaBridge`:
   AdminUtils' placement, the assignors, ...); the jars come from Maven Central on first use. Skipped without
-  `java`.
+  `java` and `javac`.
 
 The state machines (`kcheck.machines`) and strategies (`kcheck.strategies`) need no fixture: import them.
 """
@@ -44,9 +44,10 @@ def pytest_configure(config: pytest.Config) -> None:
     os.environ[OWNER_ENV] = str(os.getpid())
 
 
-def _need_java() -> None:
-    if shutil.which("java") is None:
-        pytest.skip("`java` not on PATH: Kafka needs a JDK 17+")
+def _need_jdk(*tools: str) -> None:
+    for tool in tools:
+        if shutil.which(tool) is None:
+            pytest.skip(f"`{tool}` not on PATH: Kafka needs a JDK 17+")
 
 
 @pytest.fixture(scope="session")
@@ -61,7 +62,7 @@ def kafka_release(request: pytest.FixtureRequest) -> str:
 @pytest.fixture(scope="session")
 def kafka_cluster(kafka_release: str) -> Iterator[Any]:
     """A real KRaft cluster for the session (see the module docstring). Stopped at the end, also when tests fail."""
-    _need_java()
+    _need_jdk("java")
     from kcheck.cluster.local import LocalCluster
 
     cluster = LocalCluster(kafka_release, 3, ("a", "b", "c"), sasl_users={"alice": "alice-secret"})
@@ -89,7 +90,7 @@ def cluster(kafka_cluster: Any) -> Iterator[Any]:
 @pytest.fixture(scope="session")
 def kafka_bridge(kafka_release: str) -> Any:
     """The release's own classes in a JVM for the session (closed when the process ends)."""
-    _need_java()
+    _need_jdk("java", "javac")  # the bridge's harness is compiled against the release's jars
     from kcheck.reference.kafka_bridge import shared_bridge
 
     return shared_bridge(kafka_release)

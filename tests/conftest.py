@@ -21,6 +21,14 @@ settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci" if os.environ.ge
 
 
 @pytest.hookimpl(tryfirst=True)
+def pytest_configure(config):
+    """The plugin comes with the install (entry point pytest11); an environment installed before it existed (an
+    editable install not redone since) gets it here, without its --kafka-release option."""
+    if not config.pluginmanager.has_plugin("kcheck"):
+        config.pluginmanager.import_plugin("kcheck.pytest_plugin")
+
+
+@pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(config, items):
     """Under pytest-xdist (`-n N --dist loadgroup`, the README's test command) one worker runs every test that
     drives Kafka's own code or a cluster: one JVM per release and one cluster for the run, as in a serial run,

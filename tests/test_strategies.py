@@ -8,6 +8,7 @@ from hypothesis import HealthCheck, find, given, settings
 from hypothesis import strategies as st
 
 from kcheck.reference.assignors.registry import ASSIGNORS
+from kcheck.reference.placement import assign_replicas_to_brokers
 from kcheck.reference.placers import BUILTIN_PLACERS
 from kcheck.strategies import brokers, clusters, groups, placer_cases, topics
 
@@ -78,5 +79,32 @@ def test_kafkas_assignors_keep_their_guarantees_on_generated_groups(name):
     def check(group):
         assignment = info.factory().assign_partitions(group.partitions_per_topic, dict(group.subscriptions))
         assert group.check(assignment, cooperative=info.cooperative, only=set(info.guarantees)).violations == ()
+
+    check()
+
+
+@pytest.fixture(scope="session")
+def kafka_release():
+    """This module's release for the plugin's Kafka fixtures: AdminUtils (kafka-server-common) ends at 4.0."""
+    return "4.0.2"
+
+
+@pytest.mark.kafka
+def test_generated_cases_through_the_plugins_bridge_get_kafkas_own_placement(kafka_bridge):
+    """The plugin's `kafka_bridge` fixture with the strategies: Kafka's AdminUtils (the release's jars) places each
+    generated case as the reference does, or refuses it (some brokers without a rack) with the same message."""
+    assert kafka_bridge.kafka_version == "4.0.2"
+
+    def outcome(place, *args):
+        try:
+            return place(*args)
+        except Exception as e:  # Kafka's JavaException, the reference's AdminOperationException
+            return str(e).rsplit(": ", 1)[-1] if "AdminOperationException" in str(e) else str(e)
+
+    @settings(BOUNDED, max_examples=30)
+    @given(placer_cases(racks=None), st.integers(0, 5), st.integers(0, 5))
+    def check(case, start, partition):
+        args = (case.cluster.brokers, case.partitions, case.replication_factor, start % len(case.cluster), partition)
+        assert outcome(kafka_bridge.assign_replicas_to_brokers, *args) == outcome(assign_replicas_to_brokers, *args)
 
     check()
