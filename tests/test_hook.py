@@ -9,7 +9,8 @@ import pytest
 from kcheck.hook import commands, main
 
 DESCRIBE = """\
-Topic: orders	TopicId: 0m8f2CqhS4yN3bXd0xVbAw	PartitionCount: 1	ReplicationFactor: 2	Configs: min.insync.replicas=1
+Topic: orders	TopicId: 0m8f2CqhS4yN3bXd0xVbAw	PartitionCount: 1	ReplicationFactor: 2	\
+Configs: min.insync.replicas=1
 	Topic: orders	Partition: 0	Leader: 1	Replicas: 1,3	Isr: 1,3
 """
 

@@ -25,8 +25,8 @@ from kcheck.machines import (
 from kcheck.model.interface import StateInvariant
 from kcheck.model.replication.actions import KINDS, Action, Config
 from kcheck.model.replication.protocol import VARIANTS, Protocol, truncate_to_high_watermark
-from kcheck.model.storage import VARIANTS as STORAGE_VARIANTS
 from kcheck.model.search import _no_local_constants
+from kcheck.model.storage import VARIANTS as STORAGE_VARIANTS
 from kcheck.model.storage import Config as StorageConfig
 
 # Bounded, deterministic, and without Hypothesis's explain phase (it re-runs a failure hundreds of times)
