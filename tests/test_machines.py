@@ -95,10 +95,10 @@ def test_a_historical_row_fails_with_the_replay_table_and_a_trace_file(tmp_path,
 
 # The historical rows a machine finds under the documented profile (ROWS_PROFILE; derandomized, so the same examples
 # every run, and without shrinking to keep it short): row -> (examples, Config overrides). Measured on 2 shared cores:
-# rows 1, 8 and 13 within 300 examples (seconds); 3, 6 and 9 within 1000 (up to 3 minutes each); rows 2, 4 and 15
-# not in 1000, with split or atomic fetches (a lossy crash after two hard failures, a zombie follower two epochs
-# behind, a queued LeaderAndIsr applied after a power loss: long exchanges between few faults, which kcheck
-# explore's guided search finds). Atomic fetches (one step per fetch round, a run of the split model too) where they
+# rows 1, 8 and 13 within 300 examples (seconds); 3, 6 and 9 within 1000 (up to 3 minutes each); rows 2, 4, 14 and
+# 15 not in 1000, with split or atomic fetches (a lossy crash after two hard failures, a zombie follower two epochs
+# behind, a new leader's lagging high watermark read twice, a queued LeaderAndIsr applied after a power loss: long
+# exchanges between few faults, which kcheck explore's guided search finds). Atomic fetches (one step per fetch round, a run of the split model too) where they
 # find the row sooner. docs/tasks/pytest.md says so.
 ATOMIC = {"atomic_fetch": True}
 FAST_ROWS = {"truncate-to-hw": (300, ATOMIC), "unclean-election": (300, {}), "zombie-controller": (300, {})}
