@@ -16,7 +16,8 @@ modelled twice: the states, the actions and the checks are the ones `kcheck expl
     TestMyReplication = MyReplication.TestCase
 
 `ReplicationMachine` (the replication model, its `Protocol` and `Config`), `RebalanceMachine` (one consumer group
-and an assignor), `StorageMachine` (a partition's log storage) are ready to subclass; `ModelMachine` runs any
+and an assignor), `StorageMachine` (a partition's log storage), `RequestMachine` (the request path) are ready to
+subclass; `ModelMachine` runs any
 other `Model` (override `build_model` and `kinds`). A subclass may add rules of its own that take actions through
 `take(action)`. A violation fails the test with the run as a numbered list of steps; a replication machine prints
 `kcheck replay`'s trace table and, with `trace_dir` (or KCHECK_TRACE_DIR) set, writes the run as a trace file
@@ -42,16 +43,20 @@ from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, pr
 from kcheck.invariants.rebalance_model_adapter import EVENTS, RebalanceBounds, RebalanceModel
 from kcheck.invariants.replication_model_adapter import ReplicationModel
 from kcheck.invariants.replication_searches.runs import Trace, replay
+from kcheck.invariants.request_model import RequestModel
 from kcheck.invariants.storage_model import StorageModel
 from kcheck.model.interface import Model, StateInvariant
 from kcheck.model.replication.actions import KINDS, Config
 from kcheck.model.replication.protocol import VARIANTS, Protocol
+from kcheck.model.request import Config as RequestConfig
+from kcheck.model.request import Rules as RequestRules
+from kcheck.model.request.model import REPLICATION_KINDS
 from kcheck.model.storage import Config as StorageConfig
 from kcheck.model.storage import Rules as StorageRules
 from kcheck.model.visited import successor_fn
 
 __all__ = ["ROWS_PROFILE", "ModelMachine", "ModelViolation", "RebalanceMachine", "ReplicationMachine",
-           "StorageMachine", "rows_settings"]
+           "RequestMachine", "StorageMachine", "rows_settings"]
 
 # The documented profile of the historical-rows test (tests/test_machines.py): more and longer runs than
 # Hypothesis's defaults (100 examples of up to 50 steps), no deadline (a step may run an assignor), and no explain
@@ -396,3 +401,22 @@ class StorageMachine(ModelMachine):
     def kinds(cls, model: Model[Any, Any]) -> Sequence[str]:
         return ["produce", "roll", "tick", "clean", "retain", "fetch", "isr-shrink", "consume-start", "consume",
                 "commit", "crash"]
+
+
+class RequestMachine(ModelMachine):
+    """The request path (`kcheck.model.request`: a producer's batches from send() to the broker's answer, over the
+    replication model) under `request_rules` (default today's) within `request_config`; `findings` adds the model's
+    findings as invariants. Its replication steps are rules `do_rep_<kind>`."""
+
+    request_rules: ClassVar[RequestRules] = RequestRules.current()
+    request_config: ClassVar[RequestConfig] = RequestConfig()
+    findings: ClassVar[bool] = False
+
+    @classmethod
+    def build_model(cls) -> RequestModel:
+        return RequestModel(cls.request_config, cls.request_rules, findings=cls.findings)
+
+    @classmethod
+    def kinds(cls, model: Model[Any, Any]) -> Sequence[str]:
+        return [*(f"rep:{k}" for k in REPLICATION_KINDS), "send", "drain", "deliver", "serve", "resolve", "refresh",
+                "bump", "drop", "tick", "expire-batch", "expire-in-flight", "expire-producer", "delete-records"]
