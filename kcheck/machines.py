@@ -17,12 +17,12 @@ modelled twice: the states, the actions and the checks are the ones `kcheck expl
 
 `ReplicationMachine` (the replication model, its `Protocol` and `Config`), `RebalanceMachine` (one consumer group
 and an assignor), `StorageMachine` (a partition's log storage), `RequestMachine` (the request path) are ready to
-subclass; `ModelMachine` runs any
-other `Model` (override `build_model` and `kinds`). A subclass may add rules of its own that take actions through
-`take(action)`. A violation fails the test with the run as a numbered list of steps; a replication machine prints
-`kcheck replay`'s trace table and, with `trace_dir` (or KCHECK_TRACE_DIR) set, writes the run as a trace file
-`kcheck replay` reads. Keep Hypothesis's runs bounded (`settings(max_examples=..., stateful_step_count=...,
-deadline=None)`); `ROWS_PROFILE` is the profile that finds the built-in historical rows (docs/tasks/pytest.md).
+subclass; `ModelMachine` runs any other `Model` (override `build_model`, and `action_kinds` or `kinds`). A subclass
+may add rules of its own that take actions through `take(action)`. A violation fails the test with the run as a
+numbered list of steps; a replication machine prints `kcheck replay`'s trace table and, with `trace_dir` (or
+KCHECK_TRACE_DIR) set, writes the run as a trace file `kcheck replay` reads. Keep Hypothesis's runs bounded
+(`settings(max_examples=..., stateful_step_count=..., deadline=None)`); `ROWS_PROFILE` is the profile under which
+machines find built-in historical rows (docs/tasks/pytest.md).
 """
 
 from __future__ import annotations
@@ -111,10 +111,12 @@ class ModelMachine(RuleBasedStateMachine):
         """The model this class runs (None: an abstract class, no rules)."""
         return None
 
+    action_kinds: ClassVar[Sequence[str]] = ()  # the model's action kinds, when they do not depend on the settings
+
     @classmethod
     def kinds(cls, model: Model[Any, Any]) -> Sequence[str]:
-        """Every action kind the model can take under this class's settings, one rule each."""
-        raise NotImplementedError
+        """Every action kind the model can take under this class's settings, one rule each (`action_kinds`)."""
+        return cls.action_kinds
 
     @classmethod
     def kind_of(cls, model: Model[Any, Any], action: Any) -> str:
@@ -155,7 +157,7 @@ class ModelMachine(RuleBasedStateMachine):
         super().__init__()
         if type(self).model is None:
             raise TypeError(f"{type(self).__name__} runs no model: subclass ReplicationMachine, RebalanceMachine, "
-                            f"StorageMachine, or override build_model()")
+                            f"StorageMachine, RequestMachine, or override build_model()")
         self.state: Any = None
         self.steps: list[Any] = []  # the actions taken, in order
         self._index = 0
@@ -392,15 +394,12 @@ class StorageMachine(ModelMachine):
 
     storage_rules: ClassVar[StorageRules] = StorageRules.current()
     storage_config: ClassVar[StorageConfig] = StorageConfig()
+    action_kinds = ("produce", "roll", "tick", "clean", "retain", "fetch", "isr-shrink", "consume-start", "consume",
+                    "commit", "crash")
 
     @classmethod
     def build_model(cls) -> StorageModel:
         return StorageModel(cls.storage_config, cls.storage_rules)
-
-    @classmethod
-    def kinds(cls, model: Model[Any, Any]) -> Sequence[str]:
-        return ["produce", "roll", "tick", "clean", "retain", "fetch", "isr-shrink", "consume-start", "consume",
-                "commit", "crash"]
 
 
 class RequestMachine(ModelMachine):
@@ -411,12 +410,9 @@ class RequestMachine(ModelMachine):
     request_rules: ClassVar[RequestRules] = RequestRules.current()
     request_config: ClassVar[RequestConfig] = RequestConfig()
     findings: ClassVar[bool] = False
+    action_kinds = (*(f"rep:{k}" for k in REPLICATION_KINDS), "send", "drain", "deliver", "serve", "resolve", "refresh",
+                    "bump", "drop", "tick", "expire-batch", "expire-in-flight", "expire-producer", "delete-records")
 
     @classmethod
     def build_model(cls) -> RequestModel:
         return RequestModel(cls.request_config, cls.request_rules, findings=cls.findings)
-
-    @classmethod
-    def kinds(cls, model: Model[Any, Any]) -> Sequence[str]:
-        return [*(f"rep:{k}" for k in REPLICATION_KINDS), "send", "drain", "deliver", "serve", "resolve", "refresh",
-                "bump", "drop", "tick", "expire-batch", "expire-in-flight", "expire-producer", "delete-records"]
