@@ -1,5 +1,4 @@
 import os
-import shutil
 
 import pytest
 from hypothesis import HealthCheck, settings
@@ -16,9 +15,17 @@ settings.register_profile("dev", max_examples=100, deadline=None)
 settings.register_profile("deep", max_examples=5_000, deadline=None)
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci" if os.environ.get("CI") else "dev"))
 
-# Every Kafka cluster a test starts dies with this process however the run ends (cluster/local.py's Watchdog), also one
-# started by a subprocess the test runs (`kcheck cluster up`, `kcheck chaos`): they read this variable.
-os.environ["KCHECK_CLUSTER_OWNER_PID"] = str(os.getpid())
+# The Kafka fixtures (`kafka_cluster`, `cluster`, `kafka_bridge`, `kafka_release`) and the owner variable that makes
+# every cluster a test starts die with this process are kcheck's pytest plugin's (kcheck/pytest_plugin.py), which
+# users get too.
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_configure(config):
+    """The plugin comes with the install (entry point pytest11); an environment installed before it existed (an
+    editable install not redone since) gets it here, without its --kafka-release option."""
+    if not config.pluginmanager.has_plugin("kcheck"):
+        config.pluginmanager.import_plugin("kcheck.pytest_plugin")
 
 
 @pytest.hookimpl(tryfirst=True)
@@ -48,39 +55,6 @@ def _xdist_group(item: pytest.Item) -> str | None:
     if item.get_closest_marker("jvm"):
         return "jvm"
     return None
-
-
-@pytest.fixture(scope="session")
-def kafka_cluster():
-    """A real KRaft cluster (kcheck.cluster.local.LocalCluster) for the session: one controller and brokers 1, 2, 3 in
-    racks a, b, c, Kafka KCHECK_CLUSTER_RELEASE (default 4.4.0); besides PLAINTEXT, a SASL_PLAINTEXT listener
-    (PLAIN, user alice, password alice-secret) at `sasl_bootstrap`. Stopped at the end, also when tests fail.
-    Skipped only without `java`; a cluster that does not start fails the tests that use it."""
-    if shutil.which("java") is None:
-        pytest.skip("`java` not on PATH: a Kafka cluster needs a JDK 17+")
-    from kcheck.cluster.local import LocalCluster
-
-    cluster = LocalCluster(os.environ.get("KCHECK_CLUSTER_RELEASE", "4.4.0"), 3, ("a", "b", "c"),
-                           sasl_users={"alice": "alice-secret"})
-    cluster.start()
-    try:
-        yield cluster
-    finally:
-        cluster.stop()
-
-
-@pytest.fixture
-def cluster(kafka_cluster):
-    """The session's cluster, every broker running again after the test (also when it failed): the tests that kill,
-    pause or stop brokers leave it as they found it."""
-    yield kafka_cluster
-    for row in kafka_cluster.status():
-        if row["role"] != "broker":
-            continue
-        if row["state"] == "paused":
-            kafka_cluster.resume(row["node"])
-        elif row["state"] == "stopped":
-            kafka_cluster.restart(row["node"])
 
 
 @pytest.fixture(autouse=True, scope="session")

@@ -169,11 +169,12 @@ def test_each_known_exception_is_still_there():
 
 def test_the_front_door():
     """kcheck/commands/ holds one module per command or group: none imports another, and the modules they share
-    (options, errors, report, ...) import none of them. Only the app (kcheck.cli) assembles them."""
+    (options, errors, report, ...) import none of them. Only the app (kcheck.cli) assembles them; the console scripts
+    (kcheck.entry, kcheck.hook: the pre-commit hook) run it."""
     commands = {m for m in GRAPH if m.startswith("kcheck.commands.")}
     assert commands
     shared = {m for m in GRAPH if _part(m) == CLI and not m.startswith("kcheck.commands") and m not in
-              ("kcheck.cli", "kcheck.entry", "kcheck.__main__", "kcheck.sweep")}
+              ("kcheck.cli", "kcheck.entry", "kcheck.__main__", "kcheck.sweep", "kcheck.hook")}
     assert sorted((a, b) for a in commands | shared for b in GRAPH.successors(a) if b in commands) == []
     assert sorted((a, b) for a in commands | shared for b in GRAPH.successors(a) if b == "kcheck.cli") == []
 
