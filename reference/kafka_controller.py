@@ -371,6 +371,7 @@ def model_step_change(before: State, action: Action, after: State, p: Protocol, 
       whose LeaderAcceptor admits only the target (as when every other broker is shutting down).
     - zombie_move_leader: the same, from the zombie's stale view.
     - reassign: `changePartitionReassignment`; cancel_reassignment: `cancelPartitionReassignment`.
+    - handle_controlled_shutdown: none here (`_heartbeat_compared`).
     """
     settings = controller_settings(p)
     if settings is None:
@@ -467,10 +468,18 @@ def _cancel_reassignment(step: _Step) -> ModelStep:
                                                    target_removing=(), target_adding=()), step.wrote)
 
 
+def _heartbeat_compared(step: _Step) -> None:
+    """handle_controlled_shutdown: the controller's answer to a heartbeat asking to shut down is one or two builder
+    runs (CONTROLLED_SHUTDOWN, then SHUTDOWN_NOW's fence), so it is compared whole against Kafka's
+    `processBrokerHeartbeat` on Kafka's own state instead (`compare_lifecycle`,
+    tests/test_kafka_kraft_controller.py)."""
+    return None
+
+
 _STEP_BUILDERS: dict[str, Callable[[_Step], ModelStep | None]] = {
     "handle_alter_partition": _alter_partition, "fence": _broker_gone, "restart": _broker_gone, "elect": _elect,
     "move_leader": _move_leader, "zombie_move_leader": _move_leader, "reassign": _reassign,
-    "cancel_reassignment": _cancel_reassignment}
+    "cancel_reassignment": _cancel_reassignment, "handle_controlled_shutdown": _heartbeat_compared}
 
 
 MODEL_FIELDS = ("leader", "leader_epoch", "partition_epoch", "isr", "elr", "last_known_leader", "replicas", "adding",

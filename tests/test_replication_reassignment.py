@@ -317,11 +317,11 @@ def test_controller_writes_match_the_reference_kraft_controller(rf, min_isr, dat
 
 def test_reassignment_invariants_do_not_apply_without_reassignments():
     report = check_replication(initial_state(Config()), Config())
-    assert len(report.checked) == 15 and "replication.reassignment-in-sync" in report.skipped  # 11 + kraft.*
+    assert len(report.checked) == 16 and "replication.reassignment-in-sync" in report.skipped  # 12 + kraft.*
     assert "replication.leader-in-replicas" in report.skipped
     cfg = Config(brokers=3, replication_factor=2, reassignments=1)
     report = check_replication(initial_state(cfg), cfg)
-    assert report.ok and len(report.checked) == 19
+    assert report.ok and len(report.checked) == 20
 
 
 def _bad(cfg: Config, s: State, invariant: str) -> None:
