@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import os
+import random
 import shutil
+from collections.abc import Callable
 
 import pytest
 
@@ -25,3 +27,12 @@ def kafka_bridge(version: str, server: bool = False) -> KafkaBridge:
     or compile failure raises, never a skip."""
     require_jdk()
     return shared_bridge(version, server=server)
+
+
+def assert_broker_side_ops_agree(compare_random: Callable[[KafkaBridge, random.Random, int], tuple[int, int, str]],
+                                 version: str, seed: int, ops: int) -> None:
+    """A broker-side differential's random operations (`compare_random(bridge, rng, n)`: compared, differing, the
+    smallest difference) all answered as Kafka's classes answer them."""
+    compared, differing, smallest = compare_random(kafka_bridge(version, server=True), random.Random(seed), ops)
+    assert compared >= ops
+    assert differing == 0, f"{differing} of {compared} ops differ; smallest:\n{smallest}"

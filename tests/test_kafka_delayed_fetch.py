@@ -9,13 +9,11 @@ with the test's expectations. KCHECK_KAFKA_RELEASES="4.0.2,4.4.0" overrides the 
 
 from __future__ import annotations
 
-import random
-
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from kafka_support import ENV_RELEASES, kafka_bridge
+from kafka_support import ENV_RELEASES, assert_broker_side_ops_agree, kafka_bridge
 from kcheck.reference import delayed_fetch as df
 from kcheck.reference import fetch as rf
 from kcheck.reference import kafka_delayed_fetch as kdf
@@ -31,9 +29,7 @@ OPS = 600  # per release: operations of up to 6 ops
 @BATCH
 @given(seed=st.integers(0, 2**63))
 def test_delayed_fetch_ops_as_kafka(version: str, seed: int) -> None:
-    compared, differing, smallest = kdf.compare_random(kafka_bridge(version, server=True), random.Random(seed), OPS)
-    assert compared >= OPS
-    assert differing == 0, f"{differing} of {compared} ops differ; smallest:\n{smallest}"
+    assert_broker_side_ops_agree(kdf.compare_random, version, seed, OPS)
 
 
 def _follower_case(waiting: df.Waiting, now: df.PartitionNow) -> kdf.DelayedFetchCase:

@@ -9,13 +9,11 @@ before ours are compared with them. KCHECK_KAFKA_RELEASES="4.0.2,4.4.0" override
 
 from __future__ import annotations
 
-import random
-
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from kafka_support import ENV_RELEASES, kafka_bridge
+from kafka_support import ENV_RELEASES, assert_broker_side_ops_agree, kafka_bridge
 from kcheck.reference import kafka_txn_metadata as ktm
 from kcheck.reference import txn_metadata as tm
 from kcheck.reference.releases import version_key
@@ -31,9 +29,7 @@ OPS = 4000  # per release: scripts of up to 24 ops, about a second per release
 @BATCH
 @given(seed=st.integers(0, 2**63))
 def test_transaction_metadata_ops_as_kafka(version: str, seed: int) -> None:
-    compared, differing, smallest = ktm.compare_random(kafka_bridge(version, server=True), random.Random(seed), OPS)
-    assert compared >= OPS
-    assert differing == 0, f"{differing} of {compared} ops differ; smallest:\n{smallest}"
+    assert_broker_side_ops_agree(ktm.compare_random, version, seed, OPS)
 
 
 def _case(state: int, epoch: int, ops: tuple[ktm.Op, ...], start: int = -1, parts: tuple[int, ...] = ()) -> ktm.TxnCase:
