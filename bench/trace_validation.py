@@ -1,8 +1,8 @@
 """Trace validation at quiescent points (kcheck.cluster.trace_check): random model runs played on a new KRaft cluster
 of three brokers, every observable compared after each step. Prints each step (with -v), then the runs, the steps
-compared and each difference. Run it under the shared lock:
+compared and each difference:
 
-    flock /work/briefs/kafka.lock python bench/trace_validation.py --runs 3 --steps 8 [--seed 1] [--version 4.4.0] [-v]
+    python bench/trace_validation.py --runs 3 --steps 8 [--seed 1] [--version 4.4.0] [-v]
 """
 
 from __future__ import annotations

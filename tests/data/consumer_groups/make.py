@@ -3,7 +3,7 @@
 Run (about eight minutes on 2 cores; it starts two one-broker KRaft clusters with cluster/local.py's LocalCluster, one
 after the other, and stops them):
 
-    flock /work/briefs/kafka.lock python tests/data/consumer_groups/make.py [3.9.1|4.4.0] [--tools 4.4.0,...]
+    python tests/data/consumer_groups/make.py [3.9.1|4.4.0] [--tools 4.4.0,...]
 
 What it sets up, so the outputs are Kafka's and the ground truth is what was done, not what a tool printed:
 

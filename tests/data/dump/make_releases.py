@@ -5,7 +5,7 @@ each mode, so the tests read what each release's tool really prints (no JVM need
     python tests/data/dump/make_releases.py --live   # first remake segments/live-* and __consumer_offsets-N on a
                                                      # running Kafka 4.4.0 broker (a 1-broker cluster, 1 minute)
 
-Run it under the machine's Kafka lock when others share the cores (`flock /work/briefs/kafka.lock ...`).
+It starts Kafka JVMs: on a shared machine, run it when no other cluster is starting.
 
 The segment files (segments/):
   * plain-0 and compacted-0: broker 1's folders of make.py's cluster, stopped cleanly (indexes trimmed to their

@@ -3,7 +3,7 @@
 Run (about three minutes on 2 cores; it starts a 3-broker KRaft cluster of Kafka 4.4.0 with cluster/local.py's
 LocalCluster and stops it):
 
-    flock /work/briefs/kafka.lock python tests/data/transactions/make.py [--tools 4.4.0,4.1.2,...]
+    python tests/data/transactions/make.py [--tools 4.4.0,4.1.2,...]
 
 What it sets up with kafka-python's transactional producer, so the outputs are Kafka's and the ground truth is what
 was done (`truth.json`), not what a tool printed:
