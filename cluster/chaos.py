@@ -116,6 +116,7 @@ MAX_HEAL_SECONDS = 3_600.0
 MAX_PARTITIONS = 1_000
 MAX_SCHEDULE_BYTES = 1 << 20
 MAX_SCHEDULE_STEPS = 10_000
+MAX_CONCURRENT = 16  # faults a random schedule lets overlap
 JAVA_LONG = 2**63
 # Kafka's internal topics (clients' `Topic.isInternal`) and KRaft's metadata log, which the controller refuses to
 # create (`ControllerApis.createTopics`): a campaign never writes to them.
@@ -128,6 +129,7 @@ class Step:
     kind: str
     target: str | None = None  # a broker id, "leader", "follower", or None
     line: int | None = None  # the schedule file's line
+    ends: int | None = None  # a random schedule's end: the index of the step whose brokers it brings back
 
 
 @dataclass
@@ -143,6 +145,7 @@ class Settings:
     faults: tuple[str, ...] = DEFAULT_FAULTS
     heal_timeout: float = 90.0
     producers: tuple[str, ...] = DEFAULT_PRODUCERS
+    max_concurrent: int = 1  # faults a random schedule lets overlap
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -225,23 +228,51 @@ def check_schedule_brokers(steps: Sequence[Step], brokers: Sequence[int], source
                              f"(brokers {', '.join(map(str, brokers))})")
 
 
-def random_schedule(seed: int, duration: float, kinds: Sequence[str], start: float = 3.0) -> list[Step]:
-    """One fault at a time: a fault, its end 3-8 s later where it has one, 1-4 s of quiet; until `duration`."""
+def _holds(kind: str, brokers: int) -> int:
+    """Brokers a fault keeps down or paused while it lasts (a restart: while it runs). pause-followers pauses the
+    in-sync followers of partition 0, up to every broker but its leader: counted as that many."""
+    if kind == "pause-followers":
+        return brokers - 1
+    return 1 if kind in ENDS or kind == "restart" else 0
+
+
+def random_schedule(seed: int, duration: float, kinds: Sequence[str], start: float = 3.0, max_concurrent: int = 1,
+                    brokers: int = 3) -> list[Step]:
+    """Faults until `duration`: a fault, its end 3-8 s later where it has one, and 1-4 s after it began the next one
+    while fewer than `max_concurrent` faults last (else 1-4 s after the first of them ends). A fault that would leave
+    no broker answering while another lasts waits for ends first (at most `brokers - 1` down or paused at once,
+    so a leader can always be elected; the controller is a process of its own). With `max_concurrent` 1: one fault
+    at a time, the next 1-4 s after the end of the last. Each end names the step it ends (`Step.ends`)."""
     rng = random.Random(seed)
     steps: list[Step] = []
+    active: list[tuple[float, int]] = []  # (its end, the index of its step), by end
+
+    def close_first() -> float:
+        end, index = active.pop(0)
+        steps.append(Step(round(end, 1), ENDS[steps[index].kind], ends=index))
+        return end
+
     t = start
     while t < duration - 2:
         kind = rng.choice(list(kinds))
         broker_fault = (kind in ENDS or kind == "restart") and kind not in TOPIC_KINDS
         target = rng.choice(["leader", "follower", None]) if broker_fault else None
-        hold = min(rng.uniform(3, 8), duration - 1 - t)  # its end within the duration
-        if kind in ENDS and hold < 1:
+        hold = rng.uniform(3, 8)
+        held = lambda: sum(_holds(steps[i].kind, brokers) for _, i in active)  # noqa: E731
+        while active and (active[0][0] <= t or len(active) >= max_concurrent
+                          or held() + _holds(kind, brokers) > brokers - 1):
+            t = max(t, close_first())
+        hold = min(hold, duration - 1 - t)  # its end within the duration
+        if t >= duration - 2 or (kind in ENDS and hold < 1):
             break
         steps.append(Step(round(t, 1), kind, target))
         if kind in ENDS:
-            t += hold
-            steps.append(Step(round(t, 1), ENDS[kind]))
-        t += rng.uniform(1, 4)
+            active.append((t + hold, len(steps) - 1))
+            active.sort()
+        gap = rng.uniform(1, 4)
+        t = (active[0][0] if len(active) >= max_concurrent else t) + gap
+    while active:
+        close_first()
     return steps
 
 
@@ -300,6 +331,8 @@ class Campaign:
         self.stop_producing = threading.Event()
         self.stop_consuming = threading.Event()
         self.paused: set[int] = set()
+        self.hit: dict[int, tuple[int, ...]] = {}  # the brokers each started fault of the schedule hit, by step
+        self._step: int | None = None  # the schedule's step running now (None: healing)
         self._states: dict[int, Any] | None = None  # the last partition states read, and when
         self._states_at = 0.0
         self.errors: list[str] = []
@@ -498,8 +531,10 @@ class Campaign:
     # -- faults --------------------------------------------------------------------------------------------
 
     def _fault(self, kind: str, phase: str, brokers: Sequence[int] = (), note: str = "") -> None:
-        f = Fault(self.history.now(), kind, phase, tuple(brokers), note)
+        f = Fault(self.history.now(), kind, phase, tuple(brokers), note, self._step)
         self.history.add(f)
+        if phase == "start" and self._step is not None:
+            self.hit[self._step] = f.brokers
         who = f" {','.join(map(str, brokers))}" if brokers else ""
         shown = {"start": "", "end": " done" if kind == "restart" else ""}.get(phase, " " + phase)
         self.say(f"{f.t:7.1f}s  {kind}{who}{shown}"
@@ -529,7 +564,7 @@ class Campaign:
                 self._topic_fault(kind)
                 return
             if kind in ("start", "resume"):
-                self._end(kind, step.target)
+                self._end(kind, step.target, step.ends)
                 return
             target = self._target(step)
             if isinstance(target, str):
@@ -565,23 +600,32 @@ class Campaign:
             return ""
         return f"; {self._in_flight()} kafka-python send(s) in flight"
 
-    def _end(self, kind: str, target: str | None) -> None:
-        if kind == "resume":
-            which = [int(target)] if target else sorted(self.paused)
-            for b in which:
+    def _end(self, kind: str, target: str | None, ends: int | None = None) -> None:
+        """`start`/`resume`: of the broker named, of the brokers step `ends` hit (a random schedule's end: only
+        those, when faults overlap), or of every broker stopped/paused."""
+        if target:
+            which = [int(target)]
+        elif ends is not None:
+            which = sorted(self.hit.get(ends, ()))
+            if not which:
+                self._fault(kind, "skipped", note=f"the fault of step {ends} hit no broker")
+                return
+        elif kind == "resume":
+            which = sorted(self.paused)
+        else:
+            which = [b for b in self.cluster.brokers if not self.cluster.is_running(b)]
+        for b in which:
+            if kind == "resume":
                 if b not in self.paused:
                     self._fault(kind, "skipped", (b,), "not paused")
                     continue
                 self.cluster.resume(b)
                 self.paused.discard(b)
-                self._fault(kind, "end", (b,))
-            return
-        which = [int(target)] if target else [b for b in self.cluster.brokers if not self.cluster.is_running(b)]
-        for b in which:
-            if self.cluster.is_running(b):
-                self._fault(kind, "skipped", (b,), "already running")
-                continue
-            self.cluster.restart(b)
+            else:
+                if self.cluster.is_running(b):
+                    self._fault(kind, "skipped", (b,), "already running")
+                    continue
+                self.cluster.restart(b)
             self._fault(kind, "end", (b,))
 
     def _topic_fault(self, kind: str) -> None:
@@ -681,6 +725,7 @@ class Campaign:
         """Resume and start every broker, then wait until every replica is in the ISR and nothing is moving."""
         from kcheck.cluster.admin import wait_until
 
+        self._step = None
         for b in sorted(self.paused):
             with contextlib.suppress(ClusterError, OSError):
                 self.cluster.resume(b)
@@ -763,7 +808,8 @@ class Campaign:
 
     def _follow_schedule(self) -> None:
         lag = 0.0  # a step that ran late (a restart waits until the broker is unfenced) delays the rest
-        for step in self.schedule:
+        for index, step in enumerate(self.schedule):
+            self._step = index
             wait = step.t + lag - (time.monotonic() - self.history.began)
             if wait > 0:
                 time.sleep(wait)

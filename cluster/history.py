@@ -111,6 +111,7 @@ class Fault:
     phase: str  # "start", "end", "skipped", "failed"
     brokers: tuple[int, ...] = ()
     note: str = ""
+    step: int | None = None  # the index of the schedule's step that did it (None: healing)
 
 
 @dataclass(frozen=True)
@@ -645,10 +646,25 @@ def _per_producer(history: History, count: Callable[[str, str, int], None]) -> N
         count(stall.producer, "stalls", 1)
 
 
+# The JSON history's format (`history.schema.json`, shipped beside this module): its name and version are written
+# into every document. A new version whenever a field changes meaning or a reader could not ignore a new one.
+SCHEMA_NAME = "kcheck-chaos-history"
+SCHEMA_VERSION = 1
+SCHEMA_FILE = "history.schema.json"
+
+
+def history_schema() -> dict[str, Any]:
+    """The JSON Schema (draft 2020-12) of the document `history_document` writes."""
+    from importlib.resources import files
+
+    return json.loads(files("kcheck.cluster").joinpath(SCHEMA_FILE).read_text(encoding="utf-8"))
+
+
 def history_document(settings: dict[str, Any], history: History, verdict: Verdict,
                      extra: dict[str, Any] | None = None) -> str:
-    """The whole campaign as JSON: settings, verdict, every event, the final read."""
-    doc: dict[str, Any] = {"settings": settings, "verdict": verdict.to_json(), **(extra or {}),
+    """The whole campaign as JSON (`history.schema.json`): settings, verdict, every event, the final read."""
+    doc: dict[str, Any] = {"schema": SCHEMA_NAME, "schema_version": SCHEMA_VERSION, "settings": settings,
+                           "verdict": verdict.to_json(), **(extra or {}),
                            "final": [asdict(f) for f in sorted(history.final.values(), key=lambda f: f.partition)],
                            "events": history.to_json()}
     return json.dumps(doc, indent=1, default=str) + "\n"

@@ -374,6 +374,153 @@ def test_the_cli_refuses_bad_input_in_one_line_before_starting_anything(capsys, 
 
 
 # ---------------------------------------------------------------------------------------------------------
+# the JSON history's schema (cluster/history.schema.json) and overlapping random faults
+
+
+def schema_errors(doc, schema, node=None, where="$") -> list[str]:
+    """The places where `doc` breaks the JSON Schema keywords history.schema.json uses (jsonschema is not among
+    kcheck's dependencies): $ref into $defs, type, const, enum, required, properties, additionalProperties,
+    items, oneOf, minimum, pattern."""
+    import re
+
+    node = schema if node is None else node
+    if "$ref" in node:
+        return schema_errors(doc, schema, schema["$defs"][node["$ref"].removeprefix("#/$defs/")], where)
+    kinds = {"object": dict, "array": list, "string": str, "boolean": bool, "null": type(None), "number": (int, float),
+             "integer": int}
+    errors = []
+    if "type" in node:
+        wanted = node["type"] if isinstance(node["type"], list) else [node["type"]]
+        fits = [k for k in wanted if isinstance(doc, kinds[k]) and not (isinstance(doc, bool) and k != "boolean")]
+        if not fits:
+            return [f"{where}: {doc!r} is not {wanted}"]
+    if "const" in node and doc != node["const"]:
+        errors.append(f"{where}: {doc!r} is not {node['const']!r}")
+    if "enum" in node and doc not in node["enum"]:
+        errors.append(f"{where}: {doc!r} is not one of {node['enum']}")
+    if "minimum" in node and doc < node["minimum"]:
+        errors.append(f"{where}: {doc} is below {node['minimum']}")
+    if "pattern" in node and not re.search(node["pattern"], doc):
+        errors.append(f"{where}: {doc!r} does not match {node['pattern']}")
+    if "oneOf" in node:
+        passing = [b for b in node["oneOf"] if not schema_errors(doc, schema, b, where)]
+        if len(passing) != 1:
+            errors.append(f"{where}: {doc!r} fits {len(passing)} of oneOf's choices, not one")
+    if isinstance(doc, dict):
+        errors += [f"{where}: no {k}" for k in node.get("required", ()) if k not in doc]
+        props, extra = node.get("properties", {}), node.get("additionalProperties", True)
+        for k, v in doc.items():
+            if k in props:
+                errors += schema_errors(v, schema, props[k], f"{where}.{k}")
+            elif extra is False:
+                errors.append(f"{where}: {k} is not a field")
+            elif isinstance(extra, dict):
+                errors += schema_errors(v, schema, extra, f"{where}.{k}")
+    if isinstance(doc, list) and "items" in node:
+        for i, v in enumerate(doc):
+            errors += schema_errors(v, schema, node["items"], f"{where}[{i}]")
+    return errors
+
+
+def _written(h: History, schedule=(), **settings) -> dict:
+    """The document `kcheck chaos --json` writes for history `h` (Outcome.document, the code's own writer)."""
+    from kcheck.cluster.chaos import Outcome
+
+    out = Outcome(Settings("t", **settings), list(schedule), h, check(h), 12.5, 3.25,
+                  {"version": "4.4.0", "attached": True}, ["the consumer did not start: x"])
+    return json.loads(out.document())
+
+
+def test_every_history_the_code_writes_fits_the_shipped_schema_and_names_its_version():
+    from kcheck.cluster.history import SCHEMA_NAME, SCHEMA_VERSION, history_schema
+
+    schema = history_schema()
+    assert schema["properties"]["schema_version"]["const"] == SCHEMA_VERSION
+    assert schema["properties"]["schema"]["const"] == SCHEMA_NAME
+    a, b, c = (value_of("idempotent", 0, 0, n) for n in range(3))
+    p = [value_of("plain", 0, 1, n) for n in range(3)]
+    histories = [
+        # every event kind and every violation with a window: a duplicate, a silent gap, G1a, an offset mismatch
+        history(sent(a, 1.0), sent(b, 1.1), sent(c, 1.2), Ack(1.3, "all", a, 0, 0), Ack(1.4, "all", c, 0, 1),
+                sent(p[0]), sent(p[1]), sent(p[2]), SendFailure(2.0, "all", p[0], "MessageSizeTooLargeError"),
+                Ack(2.0, "all", p[1], 1, 2), Ack(2.1, "1", p[2], 1, 3), Fault(2.5, "kill", "start", (2,), "", 0),
+                Fault(4.0, "start", "end", (2,), "", 1), Fault(5.0, "start", "end", (3,), "heal"),
+                Fault(4.5, "elect-unclean", "skipped", (), "no"), Read(3.0, 0, 0, a, 2), Read(3.5, 0, 0, c, 1),
+                Commit(3.0, 0, 1), Commit(3.1, 0, 0, "CommitFailedError"), Stall(6.0, "idempotent", 0, 3, 10.0),
+                *log_of(a, c, a), *log_of(p[0], p[2], p[1], "other", partition=1),
+                final=ended(3) + ended(4, partition=1)),
+        # the final read incomplete: not healed
+        history(*acked("all-0", 0), *final_reads("all-0"), final=[FinalRead(0, -1, -1, False, "offline")]),
+        history(),
+    ]
+    schedule = random_schedule(3, 40, DEFAULT_FAULTS, max_concurrent=2)
+    for h in histories:
+        doc = _written(h, schedule, max_concurrent=2)
+        assert schema_errors(doc, schema) == []
+        assert (doc["schema"], doc["schema_version"]) == (SCHEMA_NAME, SCHEMA_VERSION)
+    doc = _written(histories[0], schedule)
+    assert {v["anomaly"] for v in doc["verdict"]["violations"]} >= {"duplicate", "lost-write", "G1a"}
+    assert {e["type"] for e in doc["events"]} == {"send", "ack", "send-failure", "read", "commit", "fault", "stall"}
+    # the schema is strict: a field gone, one unknown, a wrong type or an unknown event kind is refused
+    doc["events"][0].pop("value")
+    doc["events"].append({"type": "poll", "t": 1.0})
+    doc["verdict"]["violations"][0]["window"] = "p0@1"
+    doc["settings"]["extra"] = 1
+    doc["schema_version"] = 2
+    assert len(schema_errors(doc, schema)) == 5
+
+
+def _active(steps: list[Step], brokers: int):
+    """Each fault's interval: (start, end, index); and at every fault start, the faults lasting then."""
+    from kcheck.cluster.chaos import ENDS, _holds
+
+    ends = {s.ends: s for s in steps if s.ends is not None}
+    spans = []
+    for i, s in enumerate(steps):
+        if s.kind in ENDS:
+            end = ends[i]  # every fault with an end has one, later, naming it
+            assert end.kind == ENDS[s.kind] and end.t >= s.t and steps.index(end) > i
+            spans.append((s.t, end.t, i))
+    for i, s in enumerate(steps):
+        if s.ends is None:
+            lasting = [j for t0, t1, j in spans if t0 <= s.t < t1 and j != i]
+            yield s, lasting, sum(_holds(steps[j].kind, brokers) for j in lasting) + _holds(s.kind, brokers)
+
+
+def test_a_random_schedule_overlaps_at_most_max_concurrent_faults_and_always_leaves_a_broker():
+    kinds = ("kill", "pause", "shutdown", "restart", "pause-followers", "elect-preferred", "reassign")
+    overlapped = set()
+    for seed in range(40):
+        for n, brokers in ((1, 3), (2, 3), (3, 3), (3, 5), (16, 4)):
+            steps = random_schedule(seed, 90, kinds, max_concurrent=n, brokers=brokers)
+            assert steps == random_schedule(seed, 90, kinds, max_concurrent=n, brokers=brokers)
+            assert all(x.t <= y.t for x, y in zip(steps, steps[1:], strict=False)) and steps[-1].t < 90
+            for s, lasting, down in _active(steps, brokers):
+                assert len(lasting) < n, (seed, n, s)
+                if lasting:
+                    assert down <= brokers - 1, (seed, n, brokers, s, lasting)
+                    overlapped.add((n, s.kind, *sorted(steps[j].kind for j in lasting)))
+    assert not any(o[0] == 1 for o in overlapped)  # one at a time by default
+    assert (2, "pause", "kill") in overlapped and any(len(o) == 4 for o in overlapped)  # two lasting, a third
+    # one fault at a time: each end straight after its fault, as before --max-concurrent
+    one = random_schedule(5, 120, DEFAULT_FAULTS)
+    assert all(one[s.ends + 1] is s for s in one if s.ends is not None)
+
+
+def test_max_concurrent_is_checked_before_anything_starts(capsys, tmp_path):
+    for bad, message in (("0", "--max-concurrent: 0 is outside 1..16"), ("17", "--max-concurrent: 17 is outside")):
+        code, out, err = run(capsys, "chaos", "--max-concurrent", bad)
+        assert code == 2 and out == "" and err.startswith(f"kcheck: error: {message}") and err.count("\n") == 1
+    schedule = tmp_path / "s.txt"
+    schedule.write_text("1 kill 1\n")
+    code, out, err = run(capsys, "chaos", "--max-concurrent", "2", "--schedule", str(schedule))
+    assert code == 2 and err == "kcheck: error: --max-concurrent: applies only to a random schedule, not with " \
+                                "--schedule\n"
+    code, out, err = run(capsys, "chaos", "--max-concurrent", "two")
+    assert code == 2 and out == "" and err.startswith("kcheck: error: ") and err.count("\n") == 1, err
+
+
+# ---------------------------------------------------------------------------------------------------------
 # campaigns on the real cluster
 
 
@@ -397,6 +544,9 @@ def test_ci_campaign_kill_restart_and_pause_of_the_leader_lose_no_acknowledged_r
     assert v.healed and {c: len(x) for c, x in v.by_check().items() if x} == {}, v.violations[:3]
     assert out.exit_code == 0
     assert all(r["state"] == "running" for r in cluster.status())
+    from kcheck.cluster.history import history_schema
+
+    assert schema_errors(json.loads(out.document()), history_schema()) == []
 
 
 @pytest.mark.cluster

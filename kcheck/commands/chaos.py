@@ -18,6 +18,7 @@ from kcheck.cluster.chaos import (
     CAMPAIGN_BROKER_CONFIG,
     DEFAULT_FAULTS,
     JAVA_LONG,
+    MAX_CONCURRENT,
     MAX_HEAL_SECONDS,
     MAX_PARTITIONS,
     MAX_RATE,
@@ -80,6 +81,9 @@ def chaos_command(
     faults: Annotated[str | None, typer.Option(
         help="Fault kinds a random schedule draws from, comma-separated (default: every kind but lossy-kill: "
              + ",".join(DEFAULT_FAULTS) + ").")] = None,
+    max_concurrent: Annotated[int | None, typer.Option(
+        help=f"Faults a random schedule lets overlap, 1..{MAX_CONCURRENT} (default 1: one at a time); never more "
+             "than all brokers but one down or paused at once.")] = None,
     schedule: Annotated[str | None, typer.Option(
         metavar="FILE", help=f"Faults from a file, one a line: SECONDS KIND [BROKER|leader|follower]; # comments. At "
                              f"most {MAX_SCHEDULE_STEPS:,} faults, times 0..{MAX_SECONDS:,.0f} s.")] = None,
@@ -116,7 +120,7 @@ def chaos_command(
     file is written, exit 130. Exit 0 clean, 1 a violation, 2 bad input, 4 the cluster never healed."""
     plan = _prepare(kafka_version, brokers, partitions, replication_factor, min_insync_replicas,
                     unclean_leader_election, duration, seed, faults, schedule, rate, topic, heal_timeout, json_out,
-                    directory, producers)
+                    directory, producers, max_concurrent)
     try:
         return _campaign(plan)
     except BaseException as e:
@@ -203,7 +207,7 @@ class _Plan:
 def _prepare(kafka_version: str | None, brokers: int | None, partitions: int, replication_factor: int,
              min_insync_replicas: int, unclean: bool, duration: float, seed: int, faults: str | None,
              schedule: str | None, rate: float, topic: str | None, heal_timeout: float, json_out: str | None,
-             directory: str | None, producers: str | None = None) -> _Plan:
+             directory: str | None, producers: str | None = None, max_concurrent: int | None = None) -> _Plan:
     """Every option, file and the cluster folder, checked before any process or connection (one line, exit 2)."""
     from kcheck.cluster.local import MAX_BROKERS, release_option
 
@@ -224,10 +228,14 @@ def _prepare(kafka_version: str | None, brokers: int | None, partitions: int, re
         raise InputError("--schedule", "empty; give a schedule file")
     if schedule is not None and faults is not None:
         raise InputError("--faults", "applies only to a random schedule, not with --schedule")
+    if max_concurrent is not None:
+        if schedule is not None:
+            raise InputError("--max-concurrent", "applies only to a random schedule, not with --schedule")
+        _within("--max-concurrent", max_concurrent, 1, MAX_CONCURRENT)
     kinds = parse_faults(faults) if faults is not None else DEFAULT_FAULTS
     producer_kinds = parse_producers(producers) if producers is not None else DEFAULT_PRODUCERS
     json_path = check_output(json_out, "--json", [schedule]) if json_out is not None else None
-    steps = read_schedule(schedule) if schedule is not None else random_schedule(seed, duration, kinds)
+    steps = read_schedule(schedule) if schedule is not None else []
     if directory is not None:
         cluster = LocalCluster.attach(directory)
         if version is not None and version != cluster.version:
@@ -235,10 +243,12 @@ def _prepare(kafka_version: str | None, brokers: int | None, partitions: int, re
     else:
         cluster = LocalCluster(version or DEFAULT_VERSION, brokers or 3, config=CAMPAIGN_BROKER_CONFIG)
     broker_ids = cluster.brokers if directory is not None else tuple(range(1, cluster.broker_count + 1))
+    if schedule is None:
+        steps = random_schedule(seed, duration, kinds, max_concurrent=max_concurrent or 1, brokers=len(broker_ids))
     if replication_factor > len(broker_ids):
         raise InputError("--replication-factor", f"{replication_factor} is above the cluster's {len(broker_ids)} "
                          "broker(s)")
     check_schedule_brokers(steps, broker_ids, schedule or "--seed")
     settings = Settings(name, partitions, replication_factor, min_insync_replicas, unclean, duration, rate, seed,
-                        kinds, heal_timeout, producer_kinds)
+                        kinds, heal_timeout, producer_kinds, max_concurrent or 1)
     return _Plan(settings, steps, cluster, directory is None, json_path)
