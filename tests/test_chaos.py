@@ -603,6 +603,29 @@ def test_the_cli_attaches_to_a_running_cluster_prints_the_tables_and_writes_the_
     assert code == 2 and "exists; kcheck does not overwrite it" in err
 
 
+@pytest.mark.slow  # a campaign with two faults at once (~35 s)
+@pytest.mark.cluster
+@pytest.mark.kafka
+def test_overlapping_faults_end_each_on_its_own_brokers_and_the_history_interleaves_them(cluster):
+    """A follower killed, the leader killed while it is down (two of three brokers out), the leader started first
+    while the follower stays down, then the follower: each end starts its own fault's broker only (`Step.ends`; a
+    plain `start` starts every stopped broker) and the history holds both faults' starts and ends, interleaved,
+    each naming its step."""
+    settings = Settings(f"chaos-overlap-{int(time.time())}", partitions=1, duration=12, rate=20, max_concurrent=2)
+    schedule = [Step(1, "kill", "follower"), Step(2, "kill", "leader"), Step(4, "start", ends=1),
+                Step(7, "start", ends=0)]
+    out = Campaign(cluster, settings, schedule).run()
+    faults = [(f.kind, f.phase, f.brokers, f.step) for f in out.history.of(Fault) if f.note != "heal"]
+    follower, leader = faults[0][2], faults[1][2]
+    assert follower != leader and len(follower) == len(leader) == 1
+    assert faults == [("kill", "start", follower, 0), ("kill", "start", leader, 1), ("start", "end", leader, 2),
+                      ("start", "end", follower, 3)], faults
+    assert out.verdict.healed and not out.verdict.violations, out.verdict.violations[:3]
+    from kcheck.cluster.history import history_schema
+
+    assert schema_errors(json.loads(out.document()), history_schema()) == []
+
+
 @pytest.mark.slow
 @pytest.mark.cluster
 @pytest.mark.kafka
