@@ -39,7 +39,12 @@ broker is unfenced) delays every later step by as much, so the intervals between
 hits brokers or leaders (kill, pause, restart, shutdown, elections, pause-followers) the injector waits up to 0.5 s
 for a kafka-python send in flight, so requests are mid-way when it strikes (the count is the fault's note). A random
 schedule (`--seed`) injects one fault at a time: a fault, 3-8 s later its end where it has one, 1-4 s of quiet, and
-so on until `--duration`.
+so on until `--duration`; with `--max-concurrent N` up to N faults overlap, never leaving no broker running and
+answering, and each end brings back only its own fault's brokers (`random_schedule`). Every fault event of the
+history names the schedule's step that did it, so overlapping faults can be told apart.
+
+The JSON history (`--json`) has the shape of `history.schema.json`, shipped beside kcheck.cluster.history, whose
+name and version every document carries.
 
 After the last fault the campaign stops producing, heals the cluster (resumes, starts every broker, waits until
 every replica is in the ISR and no reassignment is in flight, or `--heal-timeout`), lets the consumer catch up,

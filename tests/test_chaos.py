@@ -394,18 +394,11 @@ def schema_errors(doc, schema, node=None, where="$") -> list[str]:
         fits = [k for k in wanted if isinstance(doc, kinds[k]) and not (isinstance(doc, bool) and k != "boolean")]
         if not fits:
             return [f"{where}: {doc!r} is not {wanted}"]
-    if "const" in node and doc != node["const"]:
-        errors.append(f"{where}: {doc!r} is not {node['const']!r}")
-    if "enum" in node and doc not in node["enum"]:
-        errors.append(f"{where}: {doc!r} is not one of {node['enum']}")
-    if "minimum" in node and doc < node["minimum"]:
-        errors.append(f"{where}: {doc} is below {node['minimum']}")
-    if "pattern" in node and not re.search(node["pattern"], doc):
-        errors.append(f"{where}: {doc!r} does not match {node['pattern']}")
-    if "oneOf" in node:
-        passing = [b for b in node["oneOf"] if not schema_errors(doc, schema, b, where)]
-        if len(passing) != 1:
-            errors.append(f"{where}: {doc!r} fits {len(passing)} of oneOf's choices, not one")
+    tests = {"const": lambda c: doc == c, "enum": lambda e: doc in e, "minimum": lambda m: doc >= m,
+             "pattern": lambda p: re.search(p, doc),
+             "oneOf": lambda choices: sum(not schema_errors(doc, schema, c, where) for c in choices) == 1}
+    errors += [f"{where}: {doc!r} breaks {k} {node[k]!r}" for k, test in tests.items()
+               if k in node and not test(node[k])]
     if isinstance(doc, dict):
         errors += [f"{where}: no {k}" for k in node.get("required", ()) if k not in doc]
         props, extra = node.get("properties", {}), node.get("additionalProperties", True)

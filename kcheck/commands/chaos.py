@@ -105,19 +105,21 @@ def chaos_command(
         "--dir", help="Run on the cluster `kcheck cluster up --dir DIR` started (left running and healed) instead "
                       "of starting one.")] = None,
 ) -> int:
-    """Run a fault campaign on a real Kafka cluster and check the clients' history: producers (--producers) and
-    a consumer group against one topic while brokers are killed (-9), paused (SIGSTOP), restarted, shut down,
-    leaders elected, partitions reassigned, followers paused under min ISR and records deleted, from --schedule or
-    at random with --seed. Checked afterwards: no acknowledged acks=all record lost or at another offset, no offset
-    read with two values, committed offsets and the high watermark seen never go back, every acknowledged record
-    readable once healed, no duplicate, reorder or silent gap of an idempotent producer, no definite failure in the
-    log (acks=1 losses, non-idempotent duplicates and reorders, committed indefinite failures and kafka-python stalls
-    are counted apart). A cluster
+    """Run a fault campaign on a real Kafka cluster and check the clients' history: producers (--producers) and a
+    consumer group against one topic while brokers are killed (-9), paused (SIGSTOP), restarted, shut down, leaders
+    elected, partitions reassigned, followers paused under min ISR and records deleted, from --schedule or at random
+    with --seed (up to --max-concurrent faults at once). Checked afterwards: no acknowledged acks=all record lost or at
+    another offset, no offset read with two values, committed offsets and the high watermark seen never go back,
+    every acknowledged record readable once healed, no duplicate, reorder or silent gap of an idempotent producer,
+    no definite failure in the log (acks=1 losses, non-idempotent duplicates and reorders, committed indefinite
+    failures and kafka-python stalls are counted apart).
+    A cluster
     kcheck starts itself gets these broker settings, Kafka's semantics on a campaign's time scale:
     replica.lag.time.max.ms=3000 (a stalled follower leaves the ISR in 3 s, not 30 s), broker.heartbeat.interval.ms=500
     (restarted brokers unfenced sooner), replica.socket.timeout.ms=5000 (followers give up on a dead leader sooner).
     Ctrl-C or SIGTERM: the faults stop, paused brokers are resumed, a cluster kcheck started is stopped, no --json
-    file is written, exit 130. Exit 0 clean, 1 a violation, 2 bad input, 4 the cluster never healed."""
+    file is written, exit 130. The --json document follows kcheck/cluster/history.schema.json (its name and version
+    are in it). Exit 0 clean, 1 a violation, 2 bad input, 4 the cluster never healed."""
     plan = _prepare(kafka_version, brokers, partitions, replication_factor, min_insync_replicas,
                     unclean_leader_election, duration, seed, faults, schedule, rate, topic, heal_timeout, json_out,
                     directory, producers, max_concurrent)
