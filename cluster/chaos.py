@@ -257,13 +257,15 @@ def random_schedule(seed: int, duration: float, kinds: Sequence[str], start: flo
         steps.append(Step(round(end, 1), ENDS[steps[index].kind], ends=index))
         return end
 
+    def held() -> int:
+        return sum(_holds(steps[i].kind, brokers) for _, i in active)
+
     t = start
     while t < duration - 2:
         kind = rng.choice(list(kinds))
         broker_fault = (kind in ENDS or kind == "restart") and kind not in TOPIC_KINDS
         target = rng.choice(["leader", "follower", None]) if broker_fault else None
         hold = rng.uniform(3, 8)
-        held = lambda: sum(_holds(steps[i].kind, brokers) for _, i in active)  # noqa: E731
         while active and (active[0][0] <= t or len(active) >= max_concurrent
                           or held() + _holds(kind, brokers) > brokers - 1):
             t = max(t, close_first())

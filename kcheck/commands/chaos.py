@@ -112,8 +112,7 @@ def chaos_command(
     another offset, no offset read with two values, committed offsets and the high watermark seen never go back,
     every acknowledged record readable once healed, no duplicate, reorder or silent gap of an idempotent producer,
     no definite failure in the log (acks=1 losses, non-idempotent duplicates and reorders, committed indefinite
-    failures and kafka-python stalls are counted apart).
-    A cluster
+    failures and kafka-python stalls are counted apart). A cluster
     kcheck starts itself gets these broker settings, Kafka's semantics on a campaign's time scale:
     replica.lag.time.max.ms=3000 (a stalled follower leaves the ISR in 3 s, not 30 s), broker.heartbeat.interval.ms=500
     (restarted brokers unfenced sooner), replica.socket.timeout.ms=5000 (followers give up on a dead leader sooner).
