@@ -29,6 +29,9 @@ ZERO = ["--fences", "0", "--elections", "0", "--isr-shrinks", "0", "--failovers"
 CLEAN = ["exhaust", "--brokers", "2", "--replication-factor", "2", "--min-isr", "1", "--records", "1", "--crashes",
          "0", "--lossy-crashes", "1", *ZERO]
 FAILS = ["exhaust", "--protocol", "truncate-to-hw-lossy", "--atomic-fetch"]
+# the other orders: depth first over CLEAN's space (its depth is the longest stored path: order-dependent), depth
+# first into a counterexample after about 3,000 states, and best first into FAILS's after about 8,000
+DFS_FAILS = ["exhaust", "--protocol", "hw-over-committed-isr", "--order", "dfs"]
 SAME = ("ok", "exit_status", "complete", "stopped_by", "states", "transitions", "depth", "invariants", "trace")
 
 
@@ -56,7 +59,9 @@ def _start(argv: list[str], folder: Path, cwd: Path) -> subprocess.Popen[str]:
     return proc
 
 
-@pytest.mark.parametrize("argv", [CLEAN, FAILS], ids=["complete", "counterexample"])
+@pytest.mark.parametrize("argv", [CLEAN, FAILS, [*CLEAN, "--order", "dfs"], DFS_FAILS, [*FAILS, "--order", "novelty"]],
+                         ids=["complete", "counterexample", "dfs-complete", "dfs-counterexample",
+                              "novelty-counterexample"])
 def test_a_search_killed_at_random_moments_resumes_to_the_uncut_result(argv: list[str], tmp_path: Path,
                                                                        capsys: Any) -> None:
     want = _uncut(capsys, argv)
@@ -146,6 +151,7 @@ def test_a_folder_that_is_not_this_searchs_checkpoint_is_bad_input_and_left_alon
              "search (config.lossy_crashes: 1 there, 0 here)")
     _refused(capsys, [*CLEAN, "--no-symmetry", *ck, "--resume"], "(symmetry: True there, False here)")
     _refused(capsys, [*CLEAN, "--protocol", "truncate-to-hw", *ck, "--resume"], "a checkpoint of another search")
+    _refused(capsys, [*CLEAN, "--order", "dfs", *ck, "--resume"], "(order: 'bfs' there, 'dfs' here)")  # its order
     assert _files(folder) == before
     manifest = json.loads((folder / MANIFEST).read_text())
     for damage, fragment in ((lambda m: {**m, "version": 99}, "checkpoint format version 99"),
@@ -169,7 +175,7 @@ def test_a_folder_that_is_not_this_searchs_checkpoint_is_bad_input_and_left_alon
     missing = tmp_path / "missing"
     _refused(capsys, [*CLEAN, "--checkpoint", str(missing), "--resume"], "--resume: ", "holds no checkpoint")
     _refused(capsys, [*CLEAN, "--resume"], "--resume: needs --checkpoint DIR")
-    for other in (["--workers", "2"], ["--order", "dfs"]):
+    for other in (["--workers", "2"], ["--master", "local[2]"]):
         _refused(capsys, [*CLEAN, *other, "--checkpoint", str(missing)], "--checkpoint: ", other[0])
     assert not missing.exists()
 
@@ -200,3 +206,22 @@ def test_the_engine_resumes_a_spilled_frontier_to_the_uncut_counts(tmp_path: Pat
             break
     assert runs > 5 and spilled and r.complete
     assert (r.states, r.transitions, r.depth) == (uncut.states, uncut.transitions, uncut.depth)
+
+
+@pytest.mark.parametrize("argv", [DFS_FAILS, [*FAILS, "--order", "novelty"]], ids=["dfs", "novelty"])
+def test_the_other_orders_resume_a_cut_in_the_middle_of_an_expansion_to_the_uncut_counterexample(
+        argv: list[str], tmp_path: Path, capsys: Any) -> None:
+    # --max-states stops the search inside an expansion (the state is expanded again on resume) and each later
+    # invocation raises it: the search still ends on the uncut run's counterexample, which depends on the order of
+    # expansion (under dfs, on the cut state's successors being turned over together).
+    want, folder = _uncut(capsys, argv), tmp_path / "ck"
+    cuts, cap = 0, 200
+    while True:
+        code, out, err = run(capsys, *argv, "--json", "--checkpoint", str(folder), "--max-states", str(cap),
+                             *(["--resume"] if cuts else []))
+        got = json.loads(out)
+        if got["stopped_by"] != "max-states":
+            break
+        cuts, cap = cuts + 1, cap + 307
+    assert cuts >= 3
+    assert code == want["exit_status"] and {k: got[k] for k in SAME} == {k: want[k] for k in SAME}
