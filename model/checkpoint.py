@@ -35,7 +35,7 @@ import sys
 import time
 import zlib
 from array import array
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any
 
 FORMAT = "kcheck-exhaust-checkpoint"
@@ -153,7 +153,7 @@ class Checkpointer:
 
     def save(self, arrays: dict[str, array], frontier: Iterable[tuple[int, bytes]],
              nxt: Iterable[tuple[int, bytes]], counters: dict[str, Any],
-             more: dict[str, Iterable[tuple[int, bytes]]] | None = None) -> None:
+             more: Mapping[str, Iterable[tuple[int, bytes]]] | None = None) -> None:
         """One checkpoint: `arrays` (visited, parent, action), the frontier still to expand and the next level's
         records, the engine's counters, and `more` record files (names among `_OPTIONAL`; see the module docstring
         for the order of the writes)."""

@@ -37,7 +37,7 @@
 - `workers=N` (N > 1) runs the same BFS over N forked processes (`kcheck.model.parallel`): each owns the
   fingerprints with `fp % N == k`, level by level; a complete run stores the same states and counts the same
   transitions as one process, and a counterexample is still a shortest one.
-- `checkpoint` (breadth first, one process): the visited set, store, frontier and counters are saved to a folder
+- `checkpoint` (one process, any order): the visited set, store, frontier and counters are saved to a folder
   between two expansions, periodically and when a cap or `stop` ends the search, and `resume` continues from them
   to the result of a run never cut (kcheck.model.checkpoint says why that holds and how a write survives kill -9).
 - `order` changes only which stored state is expanded next, for counterexamples deeper than a BFS reaches, as in
@@ -150,7 +150,7 @@ def exhaust(model: Model[Any, Any], max_states: int | None = None, max_depth: in
     invariant broke or nothing is left. `counterexamples` holds them all; `complete` stays False when any was
     found, and `covered` says whether the search still visited every reachable state.
 
-    `checkpoint` (order bfs, one process, not keep_going): the search is saved to its folder every
+    `checkpoint` (one process, any order, not keep_going): the search is saved to its folder every
     `checkpoint.every` seconds and whenever a cap or `stop` ends it between two expansions
     (kcheck.model.checkpoint); with `resume` it starts from the folder's checkpoint instead of the initial states
     and ends with the counts, depth and counterexample of a run never cut (`seconds` is this run's).
