@@ -476,9 +476,13 @@ class _OrderedSearch(_Search):
         assert self.checkpoint is not None
         counters, rest, queue = self.restore()
         thaw = self.decode is None  # states saved as pickles (the model has no decode)
-        for n, data in read_records(queue):
-            tier, depth = _PLACE.unpack_from(data)
-            packed = pickle.loads(data[_PLACE.size:]) if thaw else data[_PLACE.size:]
+
+        def places(path: str) -> Iterator[tuple[int, int, int, Any]]:
+            for n, data in read_records(path):
+                tier, depth = _PLACE.unpack_from(data)
+                yield tier, n, depth, pickle.loads(data[_PLACE.size:]) if thaw else data[_PLACE.size:]
+
+        for tier, n, depth, packed in places(queue):
             if self.novelty is None:
                 self.stack.append((n, depth, packed))
             else:
@@ -486,9 +490,8 @@ class _OrderedSearch(_Search):
         if self.novelty is not None:
             self.counts = {pickle.loads(key): c for c, key in read_records(self.checkpoint.records("keys.bin"))}
         batch = _Listed()
-        for n, data in read_records(rest):
-            batch.append(pickle.loads(data[_PLACE.size:]) if thaw else data[_PLACE.size:], n,
-                         _PLACE.unpack_from(data)[1])
+        for _, n, depth, packed in places(rest):
+            batch.append(packed, n, depth)
         self.below = counters["below"]
         return self.loop(batch)
 
