@@ -1,7 +1,8 @@
 """`kcheck exhaust --checkpoint DIR` / `--resume` (model/checkpoint.py): a search killed at random moments (kill -9,
 nothing saved at the end) or stopped by SIGTERM and continued, invocation after invocation, ends with the counts,
 depth, invariant tally and counterexample of the same search run once without a cut; a folder that is not this
-search's checkpoint is bad input and is left as it was."""
+search's checkpoint is bad input and is left as it was. Orders dfs and novelty too: a search cut inside expansions
+and resumed holds, byte for byte, what the uncut search holds at the same expansion."""
 
 from __future__ import annotations
 
@@ -207,20 +208,37 @@ def test_the_engine_resumes_a_spilled_frontier_to_the_uncut_counts(tmp_path: Pat
     assert (r.states, r.transitions, r.depth) == (uncut.states, uncut.transitions, uncut.depth)
 
 
-@pytest.mark.parametrize("argv", [DFS_FAILS, [*FAILS, "--order", "novelty"]], ids=["dfs", "novelty"])
-def test_the_other_orders_resume_a_cut_in_the_middle_of_an_expansion_to_the_uncut_counterexample(
-        argv: list[str], tmp_path: Path, capsys: Any) -> None:
-    # --max-states stops the search inside an expansion (the state is expanded again on resume) and each later
-    # invocation raises it: the search still ends on the uncut run's counterexample, which depends on the order of
-    # expansion (under dfs, on the cut state's successors being turned over together).
-    want, folder = _uncut(capsys, argv), tmp_path / "ck"
-    cuts, cap = 0, 200
-    while True:
-        code, out, err = run(capsys, *argv, "--json", "--checkpoint", str(folder), "--max-states", str(cap),
-                             *(["--resume"] if cuts else []))
-        got = json.loads(out)
-        if got["stopped_by"] != "max-states":
-            break
-        cuts, cap = cuts + 1, cap + 307
-    assert cuts >= 3
-    assert code == want["exit_status"] and {k: got[k] for k in SAME} == {k: want[k] for k in SAME}
+@pytest.mark.parametrize("order", ["dfs", "novelty"])
+def test_the_other_orders_resumed_after_cuts_hold_what_the_uncut_search_holds_at_the_same_expansion(
+        order: str, tmp_path: Path) -> None:
+    # Several --max-states cuts inside expansions, resumed, then paused at the next poll; the uncut search paused at
+    # that same expansion saves the same store, stack or tiers and novelty counts, byte for byte.
+    from kcheck.invariants.replication_model_adapter import ReplicationModel
+    from kcheck.invariants.replication_searches.runs import novelty_key
+    from kcheck.model.checkpoint import Checkpointer
+    from kcheck.model.replication import Config, Protocol
+    from kcheck.model.search import exhaust
+
+    cfg = Config(brokers=2, replication_factor=2, min_isr=1, records=1, crashes=0, fences=0, lossy_crashes=1,
+                 elections=0, isr_shrinks=0, failovers=0, reads=0, duplicates=False, atomic_fetch=True)
+
+    def search(folder: Path, resume: bool, max_states: int | None = None, pause_at: int = 0) -> str | None:
+        calls = [0]
+
+        def stop() -> str | None:
+            calls[0] += 1
+            return "paused" if calls[0] == pause_at else None
+
+        return exhaust(ReplicationModel(Protocol.current(), cfg), order=order, max_states=max_states, stop=stop,
+                       novelty=novelty_key if order == "novelty" else None, resume=resume,
+                       checkpoint=Checkpointer(str(folder), {"case": order}, 1e9)).stopped_because
+
+    cut, uncut = tmp_path / "cut", tmp_path / "uncut"
+    assert [search(cut, n > 0, 150 + 307 * n) for n in range(8)] == ["max-states"] * 8
+    expanded = json.loads((cut / MANIFEST).read_text())["counters"]["expanded"]
+    assert search(cut, True, pause_at=1) == "paused"
+    assert search(uncut, False, pause_at=expanded // 64 + 1) == "paused"  # a poll every 64 expansions
+    saved = [json.loads((f / MANIFEST).read_text()) for f in (cut, uncut)]
+    assert saved[0]["counters"] == saved[1]["counters"]
+    assert {k: v for k, v in _files(cut).items() if k != MANIFEST} == {
+        k.replace(saved[1]["generation"], saved[0]["generation"]): v for k, v in _files(uncut).items() if k != MANIFEST}
