@@ -1,12 +1,14 @@
-"""Checkpoints of the one-process breadth-first `exhaust` (kcheck.model.search): the visited set, the store, the
-frontier still to expand and the next level found so far, and the counters, written to a folder so that a search
-cut short (a signal, --max-seconds, a killed machine) continues where it was and ends with the same counts, depth
-and counterexample as a run never cut.
+"""Checkpoints of the one-process `exhaust` (kcheck.model.search), in every order: the visited set, the store, the
+states still to expand as the order keeps them, and the counters, written to a folder so that a search cut short (a
+signal, --max-seconds, a killed machine) continues where it was and ends with the same counts, depth and
+counterexample as a run never cut.
 
 What is saved is taken only between two expansions, so it is one consistent moment of the search: every stored
 state was checked once (its verdict is in the counters) and is either expanded (its successors stored) or in the
 frontier still to expand, in order. Continuing expands the rest of that frontier in the same order, which gives
-each new state the same number and parent as the uncut run: the same store, so the same counterexample.
+each new state the same number and parent as the uncut run: the same store, so the same counterexample. (Orders
+dfs and novelty: `frontier.bin` is the rest of the batch being expanded, `next.bin` the stack or the novelty tiers
+in their order, and `keys.bin` the novelty keys' counts; kcheck.model.search says how each is restored.)
 
 The folder (format `FORMAT`, version `VERSION`):
 - `kcheck-checkpoint.json`, the manifest: the format and version, what the search is (`identity`: the model, its
@@ -15,7 +17,7 @@ The folder (format `FORMAT`, version `VERSION`):
   holds the arrays, and each file's size and blake2b digest;
 - `gen-NNNNNN/`: `visited.bin` (the fingerprint table), `parent.bin` and `action.bin` (the store), `frontier.bin`
   and `next.bin` (records of the frontier still to expand and of the next level: state number, length, bytes;
-  one zlib stream each).
+  one zlib stream each), and for order novelty `keys.bin` (records: a key's count, the pickled key).
 A write goes to `gen-NNNNNN.partial/`, is synced, renamed, and only then does a new manifest replace the old one
 (`os.replace`), after which older generations are removed: a process killed at any moment leaves the last whole
 checkpoint readable. kcheck writes only into a folder it creates, an empty one, or one holding its own manifest.
@@ -33,7 +35,7 @@ import sys
 import time
 import zlib
 from array import array
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any
 
 FORMAT = "kcheck-exhaust-checkpoint"
@@ -41,6 +43,7 @@ VERSION = 1
 MANIFEST = "kcheck-checkpoint.json"
 _RECORD = struct.Struct("<QI")  # a frontier record's head: state number, length of the bytes that follow
 _FILES = ("visited.bin", "parent.bin", "action.bin", "frontier.bin", "next.bin")
+_OPTIONAL = ("keys.bin",)  # written by the searches that need them (`save`'s `more`)
 
 
 class CheckpointError(ValueError):
@@ -149,9 +152,11 @@ class Checkpointer:
         return time.monotonic() - self.last >= self.every
 
     def save(self, arrays: dict[str, array], frontier: Iterable[tuple[int, bytes]],
-             nxt: Iterable[tuple[int, bytes]], counters: dict[str, Any]) -> None:
+             nxt: Iterable[tuple[int, bytes]], counters: dict[str, Any],
+             more: Mapping[str, Iterable[tuple[int, bytes]]] | None = None) -> None:
         """One checkpoint: `arrays` (visited, parent, action), the frontier still to expand and the next level's
-        records, and the engine's counters (see the module docstring for the order of the writes)."""
+        records, the engine's counters, and `more` record files (names among `_OPTIONAL`; see the module docstring
+        for the order of the writes)."""
         os.makedirs(self.folder, exist_ok=True)
         old = read_manifest(self.folder)  # refuses a folder that became someone else's meanwhile
         n = (old["generation_number"] + 1) if old else 1
@@ -163,7 +168,8 @@ class Checkpointer:
         for name, parts in (("visited.bin", [arrays["visited"].tobytes()]),
                             ("parent.bin", [arrays["parent"].tobytes()]),
                             ("action.bin", [arrays["action"].tobytes()]),
-                            ("frontier.bin", _records(frontier)), ("next.bin", _records(nxt))):
+                            ("frontier.bin", _records(frontier)), ("next.bin", _records(nxt)),
+                            *((name, _records(recs)) for name, recs in (more or {}).items())):
             files[name] = _write(os.path.join(tmp, name), parts)
         files["action.bin"]["typecode"] = arrays["action"].typecode
         _fsync_dir(tmp)
@@ -195,7 +201,9 @@ class Checkpointer:
         check_resumable(manifest, self.identity, self.folder)
         gen = os.path.join(self.folder, str(manifest.get("generation")))
         files = manifest.get("files") or {}
-        for name in _FILES:
+        if not isinstance(files, dict):
+            raise CheckpointError(f"{os.path.join(self.folder, MANIFEST)}: its list of files is not a mapping")
+        for name in (*_FILES, *(name for name in _OPTIONAL if name in files)):
             want = files.get(name) or {}
             path = os.path.join(gen, name)
             try:
@@ -218,6 +226,14 @@ class Checkpointer:
         if self.extra is not None and manifest.get("extra") is not None:
             self.extra[1](manifest["extra"])
         return (manifest["counters"], arrays, os.path.join(gen, "frontier.bin"), os.path.join(gen, "next.bin"))
+
+    def records(self, name: str) -> str:
+        """The path of the loaded checkpoint's record file `name` (one of `_OPTIONAL`, verified with the rest);
+        CheckpointError when the checkpoint has none."""
+        manifest = self._verified or self.verify()
+        if name not in (manifest.get("files") or {}):
+            raise CheckpointError(f"{self.folder}: the checkpoint has no {name}")
+        return os.path.join(self.folder, str(manifest["generation"]), name)
 
 
 def _array(typecode: str, path: str) -> array:

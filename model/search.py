@@ -37,7 +37,7 @@
 - `workers=N` (N > 1) runs the same BFS over N forked processes (`kcheck.model.parallel`): each owns the
   fingerprints with `fp % N == k`, level by level; a complete run stores the same states and counts the same
   transitions as one process, and a counterexample is still a shortest one.
-- `checkpoint` (breadth first, one process): the visited set, store, frontier and counters are saved to a folder
+- `checkpoint` (one process, any order): the visited set, store, frontier and counters are saved to a folder
   between two expansions, periodically and when a cap or `stop` ends the search, and `resume` continues from them
   to the result of a run never cut (kcheck.model.checkpoint says why that holds and how a write survives kill -9).
 - `order` changes only which stored state is expanded next, for counterexamples deeper than a BFS reaches, as in
@@ -77,14 +77,17 @@ breaks, or None; exhaust's breadth-first loop asks it once per new state instead
 
 from __future__ import annotations
 
+import itertools
 import os
+import pickle
 import random
+import struct
 import time
-from collections.abc import Callable, Hashable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Hashable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import Any
 
-from kcheck.model.checkpoint import Checkpointer, read_records
+from kcheck.model.checkpoint import Checkpointer, CheckpointError, read_records
 from kcheck.model.interface import Model, StateInvariant
 from kcheck.model.parallel import parallel_exhaust
 from kcheck.model.spill import DEFAULT_THRESHOLD, Spool
@@ -147,18 +150,20 @@ def exhaust(model: Model[Any, Any], max_states: int | None = None, max_depth: in
     invariant broke or nothing is left. `counterexamples` holds them all; `complete` stays False when any was
     found, and `covered` says whether the search still visited every reachable state.
 
-    `checkpoint` (order bfs, one process, not keep_going): the search is saved to its folder every
+    `checkpoint` (one process, any order, not keep_going): the search is saved to its folder every
     `checkpoint.every` seconds and whenever a cap or `stop` ends it between two expansions
     (kcheck.model.checkpoint); with `resume` it starts from the folder's checkpoint instead of the initial states
     and ends with the counts, depth and counterexample of a run never cut (`seconds` is this run's).
     """
     _check_exhaust_options(workers, order, keep_going, max_depth, spill_dir)
-    if (checkpoint is not None or resume) and (order != "bfs" or workers > 1 or keep_going or checkpoint is None):
-        raise ValueError("checkpoints are taken by the breadth-first search in one process, without keep_going; "
-                         "resume needs a checkpoint")
+    if (checkpoint is not None or resume) and (workers > 1 or keep_going or checkpoint is None):
+        raise ValueError("checkpoints are taken by a search in one process, without keep_going; resume needs a "
+                         "checkpoint")
     if order != "bfs":
         rank = _novelty_key(model, novelty) if order == "novelty" else None
-        return _OrderedSearch(model, order, rank, max_states, max_seconds, symmetry, progress, compress, stop).run()
+        ordered = _OrderedSearch(model, order, rank, max_states, max_seconds, symmetry, progress, compress, stop,
+                                 checkpoint)
+        return ordered.resume() if resume else ordered.run()
     if workers > 1:
         return parallel_exhaust(model, workers=workers, max_states=max_states, max_depth=max_depth,
                                 max_seconds=max_seconds, symmetry=symmetry, progress=progress, compress=compress,
@@ -213,6 +218,27 @@ class _Search:
         self.result = SearchResult(False, 0, 0, 0, 0.0, None, None, None)
         self.transitions = 0
         self.expanded = 0
+        self.checkpoint: Checkpointer | None = None
+
+    def counters(self, transitions: int, expanded: int) -> dict[str, Any]:
+        """The counters every order's checkpoint keeps (`transitions` and `expanded`: as counted before the state
+        the search goes on from)."""
+        return {"order": self.result.order, "transitions": transitions, "expanded": expanded,
+                "depth": self.result.depth, "frontier_peak": self.result.frontier_peak, "states": len(self.store)}
+
+    def restore(self) -> tuple[dict[str, Any], str, str]:
+        """The checkpoint's visited set, store and shared counters put back: (its counters, the frontier file, the
+        next file). CheckpointError for a checkpoint of another order."""
+        assert self.checkpoint is not None
+        counters, arrays, frontier, nxt = self.checkpoint.load()
+        if counters.get("order", "bfs") != self.result.order:
+            raise CheckpointError(f"{self.checkpoint.folder}: a checkpoint of order {counters.get('order', 'bfs')}, "
+                                  f"not {self.result.order}")
+        self.seen = FingerprintSet.from_table(arrays["visited"])
+        self.store.parent, self.store.action = arrays["parent"], arrays["action"]
+        self.transitions, self.expanded = counters["transitions"], counters["expanded"]
+        self.result.depth, self.result.frontier_peak = counters["depth"], counters["frontier_peak"]
+        return counters, frontier, nxt
 
     def initial(self) -> Iterator[tuple[int, Any, bytes, tuple[str, str] | None]]:
         """Each distinct initial state, stored: (its number, the state, its encoding, the invariant it breaks or
@@ -288,19 +314,13 @@ class _BreadthFirst(_Search):
     def resume(self) -> SearchResult:
         """The search from its checkpoint (kcheck.model.checkpoint): the visited set, store, counters, the frontier
         still to expand and the next level so far as they were saved; then on as `run`."""
-        assert self.checkpoint is not None
-        counters, arrays, frontier, nxt = self.checkpoint.load()
-        self.seen = FingerprintSet.from_table(arrays["visited"])
-        self.store.parent, self.store.action = arrays["parent"], arrays["action"]
+        counters, frontier, nxt = self.restore()
         for n, data in read_records(frontier):
             self.frontier.append(data, n)
         self.nxt = self.new_frontier()
         for n, data in read_records(nxt):
             self.nxt.append(data, n)
-        self.transitions, self.expanded = counters["transitions"], counters["expanded"]
         self.spilled = counters["spilled"]
-        result = self.result
-        result.depth, result.frontier_peak = counters["depth"], counters["frontier_peak"]
         return self.levels(counters["level"])
 
     def save(self, level: int, position: int, transitions: int, expanded: int) -> None:
@@ -309,9 +329,7 @@ class _BreadthFirst(_Search):
         the successors it stored are seen then, and counted again from `transitions`.)"""
         assert self.checkpoint is not None and self.nxt is not None
         rest = (rec for i, rec in enumerate(self.frontier) if i >= position)
-        counters = {"level": level, "transitions": transitions, "expanded": expanded,
-                    "spilled": self.spilled, "depth": self.result.depth, "frontier_peak": self.result.frontier_peak,
-                    "states": len(self.store)}
+        counters = {**self.counters(transitions, expanded), "level": level, "spilled": self.spilled}
         self.checkpoint.save({"visited": self.seen.table, "parent": self.store.parent, "action": self.store.action},
                              rest, self.nxt, counters)
 
@@ -421,19 +439,27 @@ class _BreadthFirst(_Search):
 
 class _OrderedSearch(_Search):
     """`exhaust` in order "dfs" or "novelty" (see the module docstring): the same visited set, store, invariant
-    checks and traces as the BFS; only which stored state is expanded next differs."""
+    checks and traces as the BFS; only which stored state is expanded next differs.
+
+    A checkpoint (kcheck.model.checkpoint) is taken between two expansions: the rest of the batch being expanded,
+    the stack or the tiers in their order, and the novelty keys' counts. Restored, they give the same expansion
+    order: a tier's segments are only ever taken whole from its front, so its remaining states appended again in
+    order fall into the same segments. A state cut in the middle by max_states is expanded again on resume (the
+    successors it stored already are seen then); under dfs the stack's height before it (`below`) is kept, so that
+    its successors of both runs are turned over together, as one expansion does."""
 
     def __init__(self, model: Model[Any, Any], order: str, novelty: Callable[[Any], Hashable] | None,
                  max_states: int | None, max_seconds: float | None, symmetry: bool,
                  progress: Callable[[SearchResult], None] | None, compress: bool,
-                 stop: Callable[[], str | None] | None) -> None:
+                 stop: Callable[[], str | None] | None, checkpoint: Checkpointer | None = None) -> None:
         super().__init__(model, max_states, max_seconds, symmetry, progress, stop)
         self.result.order = order
-        self.novelty = novelty
+        self.novelty, self.checkpoint = novelty, checkpoint
         self.decode = getattr(model, "decode", None)
         self.stack: list[tuple[int, int, Any]] = []  # dfs: (state number, depth, packed state)
         self.tiers = _Tiers((lambda: Spool(2, compress)) if self.decode is not None else _Listed)
         self.counts: dict[Hashable, int] = {}  # novelty key -> states stored with it so far
+        self.below: int | None = None  # resumed dfs: the stack's height before the state cut by max_states
 
     def run(self) -> SearchResult:
         for n, s, own, found in self.initial():
@@ -442,15 +468,65 @@ class _OrderedSearch(_Search):
                 return self.finish("violation")
             self.put(s, own, n, 0)
         self.stack.reverse()  # the first initial state is expanded first
+        return self.loop(None)
+
+    def resume(self) -> SearchResult:
+        """The search from its checkpoint: the store and counters, the stack or tiers and the novelty counts as they
+        were saved, then the rest of the batch that was being expanded; then on as `run`."""
+        assert self.checkpoint is not None
+        counters, rest, queue = self.restore()
+        thaw = self.decode is None  # states saved as pickles (the model has no decode)
+
+        def places(path: str) -> Iterator[tuple[int, int, int, Any]]:
+            for n, data in read_records(path):
+                tier, depth = _PLACE.unpack_from(data)
+                yield tier, n, depth, pickle.loads(data[_PLACE.size:]) if thaw else data[_PLACE.size:]
+
+        for tier, n, depth, packed in places(queue):
+            if self.novelty is None:
+                self.stack.append((n, depth, packed))
+            else:
+                self.tiers.append(tier, packed, n, depth)
+        if self.novelty is not None:
+            self.counts = {pickle.loads(key): c for c, key in read_records(self.checkpoint.records("keys.bin"))}
+        batch = _Listed()
+        for _, n, depth, packed in places(rest):
+            batch.append(packed, n, depth)
+        self.below = counters["below"]
+        return self.loop(batch)
+
+    def save(self, rest: Iterator[tuple[int, int, Any]], transitions: int, expanded: int,
+             below: int | None) -> None:
+        """A checkpoint between two expansions: `rest` of the batch still to expand, the stack or tiers, the counts."""
+        assert self.checkpoint is not None
+        freeze = self.decode is None
+
+        def records(items: Iterable[tuple[int, int, int, Any]]) -> Iterator[tuple[int, bytes]]:
+            for tier, n, depth, packed in items:
+                yield n, _PLACE.pack(tier, depth) + (pickle.dumps(packed, 5) if freeze else packed)
+
+        queue = (((0, n, depth, packed) for n, depth, packed in self.stack) if self.novelty is None
+                 else self.tiers.items())
+        more = (None if self.novelty is None
+                else {"keys.bin": ((c, pickle.dumps(k, 5)) for k, c in self.counts.items())})
+        self.checkpoint.save({"visited": self.seen.table, "parent": self.store.parent, "action": self.store.action},
+                             records((0, n, d, p) for n, d, p in rest), records(queue),
+                             {**self.counters(transitions, expanded), "below": below}, more)
+
+    def loop(self, batch: Any) -> SearchResult:
+        """Expands `batch` (None: none), then batch after batch as `take` hands them out, until none is left or the
+        search stops."""
         while True:
-            batch = self.take()
             if batch is None:
-                return self.finish(None)
+                batch = self.take()
+                if batch is None:
+                    return self.finish(None)
             stopped = self.expand(batch)
             if stopped is not None:
                 return self.finish(stopped)
-            if self.novelty is not None:
+            if self.novelty is not None or isinstance(batch, _Listed):
                 batch.close()
+            batch = None
 
     def put(self, t: Any, data: bytes | None, n: int, depth: int) -> None:
         """Queue stored state `n` for expansion: on the stack (dfs), or in its novelty tier."""
@@ -471,6 +547,15 @@ class _OrderedSearch(_Search):
             return (self.stack.pop(),) if self.stack else None
         return self.tiers.take()
 
+    def paused(self, batch: Any, position: int, transitions: int, expanded: int) -> str | None:
+        """Called every 64 expansions, before the state at `position` of `batch`: the word that stops the search,
+        after a checkpoint when one is due or the search stops here."""
+        self.transitions = transitions
+        word = self.interrupted()
+        if self.checkpoint is not None and (word or self.checkpoint.due()):
+            self.save(itertools.islice(batch, position, None), transitions, expanded - 1, None)
+        return word
+
     def expand(self, batch: Any) -> str | None:
         """Expands the states of `batch`, storing, checking and queueing each new state: the word that stops the
         search, or None."""
@@ -478,20 +563,22 @@ class _OrderedSearch(_Search):
         seen_add, store_add, parents = seen.add, self.store.add, self.store.parent
         invariants, max_states, put = self.invariants, self.max_states, self.put
         expanded, transitions = self.expanded, self.transitions
-        for n, depth, packed in batch:
+        for position, (n, depth, packed) in enumerate(batch):
             expanded += 1
             if not expanded & 63:
-                self.transitions = transitions
-                word = self.interrupted()
+                word = self.paused(batch, position, transitions, expanded)
                 if word:
                     return word
-            below = len(stack)
+            below, before = len(stack) if self.below is None else self.below, transitions
+            self.below = None
             for ai, _, t in succ(decode(packed) if decode is not None else packed):
                 transitions += 1
                 fp, data = key(t)
                 if max_states is not None and len(parents) >= max_states:
                     if fp not in seen:
                         self.transitions = transitions
+                        if self.checkpoint is not None:
+                            self.save(itertools.islice(batch, position, None), before, expanded - 1, below)
                         return "max-states"
                     continue
                 if not seen_add(fp):
@@ -515,6 +602,9 @@ class _OrderedSearch(_Search):
         self.tiers.close()
         self.stack.clear()
         return result
+
+
+_PLACE = struct.Struct("<II")  # a saved dfs or novelty record's head: its tier (0 under dfs), its depth
 
 
 # States per segment of a tier's queue (order "novelty"): the next state to expand is chosen anew after at most this
@@ -566,6 +656,13 @@ class _Tiers:
                 self.count -= len(segment)
                 return segment
         return None
+
+    def items(self) -> Iterator[tuple[int, int, int, Any]]:
+        """(tier, state number, depth, packed state) of every state queued, tier by tier, each in its order."""
+        for tier, segments in enumerate(self._tiers):
+            for segment in segments:
+                for n, depth, data in segment:
+                    yield tier, n, depth, data
 
     def close(self) -> None:
         for segments in self._tiers:

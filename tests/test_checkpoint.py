@@ -1,7 +1,8 @@
 """`kcheck exhaust --checkpoint DIR` / `--resume` (model/checkpoint.py): a search killed at random moments (kill -9,
 nothing saved at the end) or stopped by SIGTERM and continued, invocation after invocation, ends with the counts,
 depth, invariant tally and counterexample of the same search run once without a cut; a folder that is not this
-search's checkpoint is bad input and is left as it was."""
+search's checkpoint is bad input and is left as it was. Orders dfs and novelty too: a search cut inside expansions
+and resumed holds, byte for byte, what the uncut search holds at the same expansion."""
 
 from __future__ import annotations
 
@@ -29,6 +30,9 @@ ZERO = ["--fences", "0", "--elections", "0", "--isr-shrinks", "0", "--failovers"
 CLEAN = ["exhaust", "--brokers", "2", "--replication-factor", "2", "--min-isr", "1", "--records", "1", "--crashes",
          "0", "--lossy-crashes", "1", *ZERO]
 FAILS = ["exhaust", "--protocol", "truncate-to-hw-lossy", "--atomic-fetch"]
+# the other orders: depth first into a counterexample after about 3,000 states; best first (--order novelty) into
+# FAILS's after about 8,000
+DFS_FAILS = ["exhaust", "--protocol", "hw-over-committed-isr", "--order", "dfs"]
 SAME = ("ok", "exit_status", "complete", "stopped_by", "states", "transitions", "depth", "invariants", "trace")
 
 
@@ -56,7 +60,8 @@ def _start(argv: list[str], folder: Path, cwd: Path) -> subprocess.Popen[str]:
     return proc
 
 
-@pytest.mark.parametrize("argv", [CLEAN, FAILS], ids=["complete", "counterexample"])
+@pytest.mark.parametrize("argv", [CLEAN, FAILS, DFS_FAILS, [*FAILS, "--order", "novelty"]],
+                         ids=["complete", "counterexample", "dfs-counterexample", "novelty-counterexample"])
 def test_a_search_killed_at_random_moments_resumes_to_the_uncut_result(argv: list[str], tmp_path: Path,
                                                                        capsys: Any) -> None:
     want = _uncut(capsys, argv)
@@ -146,6 +151,7 @@ def test_a_folder_that_is_not_this_searchs_checkpoint_is_bad_input_and_left_alon
              "search (config.lossy_crashes: 1 there, 0 here)")
     _refused(capsys, [*CLEAN, "--no-symmetry", *ck, "--resume"], "(symmetry: True there, False here)")
     _refused(capsys, [*CLEAN, "--protocol", "truncate-to-hw", *ck, "--resume"], "a checkpoint of another search")
+    _refused(capsys, [*CLEAN, "--order", "dfs", *ck, "--resume"], "(order: 'bfs' there, 'dfs' here)")  # its order
     assert _files(folder) == before
     manifest = json.loads((folder / MANIFEST).read_text())
     for damage, fragment in ((lambda m: {**m, "version": 99}, "checkpoint format version 99"),
@@ -169,7 +175,7 @@ def test_a_folder_that_is_not_this_searchs_checkpoint_is_bad_input_and_left_alon
     missing = tmp_path / "missing"
     _refused(capsys, [*CLEAN, "--checkpoint", str(missing), "--resume"], "--resume: ", "holds no checkpoint")
     _refused(capsys, [*CLEAN, "--resume"], "--resume: needs --checkpoint DIR")
-    for other in (["--workers", "2"], ["--order", "dfs"]):
+    for other in (["--workers", "2"], ["--master", "local[2]"]):
         _refused(capsys, [*CLEAN, *other, "--checkpoint", str(missing)], "--checkpoint: ", other[0])
     assert not missing.exists()
 
@@ -200,3 +206,39 @@ def test_the_engine_resumes_a_spilled_frontier_to_the_uncut_counts(tmp_path: Pat
             break
     assert runs > 5 and spilled and r.complete
     assert (r.states, r.transitions, r.depth) == (uncut.states, uncut.transitions, uncut.depth)
+
+
+@pytest.mark.parametrize("order", ["dfs", "novelty"])
+def test_the_other_orders_resumed_after_cuts_hold_what_the_uncut_search_holds_at_the_same_expansion(
+        order: str, tmp_path: Path) -> None:
+    # Several --max-states cuts inside expansions, resumed, then paused at the next poll; the uncut search paused at
+    # that same expansion saves the same store, stack or tiers and novelty counts, byte for byte.
+    from kcheck.invariants.replication_model_adapter import ReplicationModel
+    from kcheck.invariants.replication_searches.runs import novelty_key
+    from kcheck.model.checkpoint import Checkpointer
+    from kcheck.model.replication import Config, Protocol
+    from kcheck.model.search import exhaust
+
+    cfg = Config(brokers=2, replication_factor=2, min_isr=1, records=1, crashes=0, fences=0, lossy_crashes=1,
+                 elections=0, isr_shrinks=0, failovers=0, reads=0, duplicates=False, atomic_fetch=True)
+
+    def search(folder: Path, resume: bool, max_states: int | None = None, pause_at: int = 0) -> str | None:
+        calls = [0]
+
+        def stop() -> str | None:
+            calls[0] += 1
+            return "paused" if calls[0] == pause_at else None
+
+        return exhaust(ReplicationModel(Protocol.current(), cfg), order=order, max_states=max_states, stop=stop,
+                       novelty=novelty_key if order == "novelty" else None, resume=resume,
+                       checkpoint=Checkpointer(str(folder), {"case": order}, 1e9)).stopped_because
+
+    cut, uncut = tmp_path / "cut", tmp_path / "uncut"
+    assert [search(cut, n > 0, 150 + 307 * n) for n in range(8)] == ["max-states"] * 8
+    expanded = json.loads((cut / MANIFEST).read_text())["counters"]["expanded"]
+    assert search(cut, True, pause_at=1) == "paused"
+    assert search(uncut, False, pause_at=expanded // 64 + 1) == "paused"  # a poll every 64 expansions
+    saved = [json.loads((f / MANIFEST).read_text()) for f in (cut, uncut)]
+    assert saved[0]["counters"] == saved[1]["counters"]
+    assert {k: v for k, v in _files(cut).items() if k != MANIFEST} == {
+        k.replace(saved[1]["generation"], saved[0]["generation"]): v for k, v in _files(uncut).items() if k != MANIFEST}

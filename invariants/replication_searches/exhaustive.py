@@ -495,13 +495,12 @@ def run_exhaust(protocol: Protocol, cfg: Config, *, label: str | None = None, on
     `reduce`: the search takes model/replication/reduction.py's steps at once where its argument holds (a complete
     run is the same proof; a counterexample is a run of the model with those steps written out, not necessarily
     a shortest one).
-    `checkpoint` (breadth first in this one process): the search is saved to its folder as it goes, the invariant
+    `checkpoint` (in this one process, any order): the search is saved to its folder as it goes, the invariant
     tally with it; `resume` continues the folder's checkpoint. `stop`: the engine's callback beside the memory cap
     (a word stops the search, between two expansions: a checkpoint is written there).
     """
-    if checkpoint is not None and (workers > 1 or master is not None or order != "bfs" or probe is not None):
-        raise SearchSetupError("checkpoints are taken by the breadth-first search in one process, without change "
-                               "coverage")
+    if checkpoint is not None and (workers > 1 or master is not None or probe is not None):
+        raise SearchSetupError("checkpoints are taken by a search in one process, without change coverage")
     label = label or protocol.name
     inner = ReplicationModel(protocol, cfg, only=only, symmetry=symmetry, reduce=reduce)
     notes: list[str] = []

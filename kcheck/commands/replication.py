@@ -615,17 +615,17 @@ def _order_option(order: str, workers: int, master: str | None, spill_dir: str |
                                      "with its frontier in memory")
 
 
-def _checkpoint_options(checkpoint: str | None, resume: bool, workers: int, master: str | None, order: str,
+def _checkpoint_options(checkpoint: str | None, resume: bool, workers: int, master: str | None,
                         coverage_dir: str | None) -> None:
     """--checkpoint and --resume, checked before any work: one line each."""
     if resume and checkpoint is None:
         raise InputError("--resume", "needs --checkpoint DIR, the folder of the checkpoint to continue")
     if checkpoint is None:
         return
-    for given, option in ((workers > 1, "--workers"), (master is not None, "--master"), (order != "bfs", "--order"),
+    for given, option in ((workers > 1, "--workers"), (master is not None, "--master"),
                           (coverage_dir is not None, "--coverage-dir")):
         if given:
-            raise InputError("--checkpoint", f"checkpoints are taken by the breadth-first search in this one process "
+            raise InputError("--checkpoint", f"checkpoints are taken by a search in this one process (any --order) "
                                              f"without change coverage (not with {option})")
     from kcheck import junit
     junit.output_path(checkpoint, "--checkpoint", directory=True)
@@ -652,7 +652,7 @@ def _checkpointer(folder: str | None, resume: bool, every: float, identity: dict
 
 
 def _identity(resolved: ResolvedProtocol, cfg: Config, only: set[str] | None, modules: list[str] | None,
-              symmetry: bool, reduce: bool, abstract: bool) -> dict[str, Any]:
+              symmetry: bool, reduce: bool, abstract: bool, order: str) -> dict[str, Any]:
     """What a checkpoint is of: a checkpoint resumes only the same search, under the same kcheck (its version, and
     a digest of the model's and invariants' code: a change to either can renumber states or change verdicts)."""
     from importlib.metadata import PackageNotFoundError, version
@@ -672,7 +672,8 @@ def _identity(resolved: ResolvedProtocol, cfg: Config, only: set[str] | None, mo
                 code.update(f.read())
     return {"kcheck": mine, "code": code.hexdigest(), "search": "exhaust", "protocol": resolved.label,
             "config": cfg.as_dict(), "invariants": None if only is None else sorted(only),
-            "invariant_modules": list(modules or ()), "symmetry": symmetry, "reduce": reduce, "abstract": abstract}
+            "invariant_modules": list(modules or ()), "symmetry": symmetry, "reduce": reduce, "abstract": abstract,
+            "order": order}
 
 
 # local, local[N], local[*], local[N,F]; spark://host:port[,host:port...]; yarn; k8s://...
@@ -787,7 +788,7 @@ def exhaust_command(
     checkpoint: Annotated[str | None, typer.Option(
         metavar="DIR", help="Save the search to DIR (created; kcheck writes only into a new or empty folder or its "
                             "own checkpoint) every --checkpoint-every seconds, when a cap stops it and on Ctrl-C or "
-                            "SIGTERM (exit 130); --resume continues it. Breadth first, in one process.")] = None,
+                            "SIGTERM (exit 130); --resume continues it. In one process, in any --order.")] = None,
     checkpoint_every: Annotated[float, typer.Option(
         min=0.01, max=1e9, metavar="SECONDS", help="Seconds between two checkpoints.")] = 300.0,
     resume: Annotated[bool, typer.Option(
@@ -812,7 +813,7 @@ def exhaust_command(
     mem_cap, mem_text = parse_memory(max_memory)
     _engine_options(workers, master, spill_dir)
     _order_option(order, workers, master, spill_dir)
-    _checkpoint_options(checkpoint, resume, workers, master, order, coverage_dir)
+    _checkpoint_options(checkpoint, resume, workers, master, coverage_dir)
     small = {"brokers": 2, "min_isr": 1, "records": 2, "max_leader_epoch": 3, "crashes": 1, "lossy_crashes": 1,
              "fences": 1, "elections": 1, "isr_shrinks": 1, "failovers": 1, "reads": 1}
     given = config_options(
@@ -826,7 +827,7 @@ def exhaust_command(
     if max_states is None:
         max_states = default_max_states(mem_cap if mem_cap is not None else parse_memory("auto")[0])
     saver = _checkpointer(checkpoint, resume, checkpoint_every,
-                          _identity(resolved, cfg, only, invariants, symmetry, reduce, abstract))
+                          _identity(resolved, cfg, only, invariants, symmetry, reduce, abstract, order))
     uncovered = saver is not None and probe is not None
     if uncovered:  # what the probe records is not in a checkpoint: a checkpointed search does without it
         probe = None
