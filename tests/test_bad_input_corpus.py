@@ -670,7 +670,7 @@ FLAGS: dict[str, list[str]] = {
     "verify-reassignment": ["--json"], "sweep": ["--resume"],
     "explore": ["--duplicates", "--atomic-fetch", "--json", "--progress", "--quiet"],
     "exhaust": ["--duplicates", "--atomic-fetch", "--abstract", "--symmetry", "--reduce", "--json", "--progress",
-                "--quiet"],
+                "--quiet", "--resume"],
     "replay": ["--duplicates", "--atomic-fetch", "--json", "--on-cluster"], "variants": ["--json"],
     "liveness": ["--duplicates", "--atomic-fetch", "--permanent-crashes", "--drops", "--json"], "rules": ["--json"],
     "plan": ["--balance", "--json"], "chaos": ["--unclean-leader-election"], "verify-log": ["--json"],
