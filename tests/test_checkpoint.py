@@ -72,10 +72,11 @@ def test_a_search_killed_at_random_moments_resumes_to_the_uncut_result(argv: lis
         if was:
             resumed_from.append(json.loads((folder / MANIFEST).read_text())["counters"]["states"])
         proc = _start(argv, folder, tmp_path)
-        if attempt < 4:  # once this run has saved, killed a random moment later: no chance to save at the end
+        if attempt < 4:  # once this run has saved, killed at a random moment of its next interval (a save may be
+            # under way then): no chance to save at the end, and each run a fraction of a search of about a second
             while _generation(folder) == was and proc.poll() is None:
                 time.sleep(0.005)
-            time.sleep(rng.uniform(0, 0.3))
+            time.sleep(rng.uniform(0, 0.06))
             if proc.poll() is None:
                 os.killpg(proc.pid, signal.SIGKILL)
                 proc.wait()
