@@ -144,6 +144,20 @@ def step_differences(cases: Sequence[Any], kafka: Sequence[Sequence[str]], ours:
     return differing, f"{encode(case)} ({unit} {step})\nkafka: {k}\nours:  {r}"
 
 
+def compare_drawn(draw: Callable[[], Any], steps: int, kafka: Callable[[list[Any]], Sequence[Sequence[str]]],
+                  ours: Callable[[Any], Sequence[str]], encode: Callable[[Any], str], unit: str = "step",
+                  size: Callable[[Any], int] = lambda case: len(case.ops)) -> tuple[int, int, str]:
+    """Cases drawn until they hold about `steps` steps (`size` each), answered step by step by Kafka (`kafka`, all at
+    once) and by a reference (`ours`, per case): (steps compared, steps that differ, `step_differences`' smallest)."""
+    cases: list[Any] = []
+    n = 0
+    while n < steps:
+        cases.append(draw())
+        n += size(cases[-1])
+    differing, smallest = step_differences(cases, kafka(cases), [ours(c) for c in cases], encode, unit)
+    return n, differing, smallest
+
+
 def ok_fields(line: str) -> list[str]:
     """The fields of an `OK ...` answer of a step-by-step handler (one per compared step); `ERR` raises."""
     if not line.startswith("OK"):

@@ -22,7 +22,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from kcheck.reference import client_metadata as cm
-from kcheck.reference.kafka_bridge import KafkaBridge, ok_fields, step_answers, step_differences
+from kcheck.reference.kafka_bridge import KafkaBridge, compare_drawn, ok_fields, step_answers
 
 LONG_MAX = 2**63 - 1
 TOPICS = ("a", "b")
@@ -230,10 +230,5 @@ def random_case(rng: random.Random, max_ops: int = 14) -> ClientMetadataCase:
 def compare_random(bridge: KafkaBridge, rng: random.Random, calls: int) -> tuple[int, int, str]:
     """Random scripts of about `calls` calls through Kafka's Metadata and ours: (calls compared, calls that differ,
     the smallest differing script with the first differing call's answers; '' when none differ)."""
-    cases, n = [], 0
-    while n < calls:
-        cases.append(random_case(rng))
-        n += len(cases[-1].ops)
-    differing, smallest = step_differences(cases, kafka_answers(bridge, cases), [reference_answers(c) for c in cases],
-                                           encode_case, "call")
-    return n, differing, smallest
+    return compare_drawn(lambda: random_case(rng), calls, lambda cases: kafka_answers(bridge, cases),
+                         reference_answers, encode_case, "call")

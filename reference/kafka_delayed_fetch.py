@@ -26,7 +26,7 @@ from dataclasses import dataclass
 
 from kcheck.reference import delayed_fetch as df
 from kcheck.reference.fetch import HIGH_WATERMARK, LOG_END, TXN_COMMITTED, OffsetMetadata, PartitionFetch
-from kcheck.reference.kafka_bridge import KafkaBridge, ok_fields, step_answers, step_differences
+from kcheck.reference.kafka_bridge import KafkaBridge, compare_drawn, ok_fields, step_answers
 
 INT_MAX, INT_MIN = 2**31 - 1, -(2**31)
 _ISOLATION = {LOG_END: "L", HIGH_WATERMARK: "H", TXN_COMMITTED: "T"}
@@ -192,10 +192,5 @@ def random_case(rng: random.Random, max_ops: int = 6) -> DelayedFetchCase:
 def compare_random(bridge: KafkaBridge, rng: random.Random, steps: int) -> tuple[int, int, str]:
     """Random operations of about `steps` ops through Kafka's DelayedFetch and ours (a broker-side bridge):
     (ops compared, ops that differ, the smallest differing operation with its first differing op's answers)."""
-    cases, n = [], 0
-    while n < steps:
-        cases.append(random_case(rng))
-        n += len(cases[-1].ops)
-    differing, smallest = step_differences(cases, kafka_answers(bridge, cases), [reference_answers(c) for c in cases],
-                                           encode_case, "op")
-    return n, differing, smallest
+    return compare_drawn(lambda: random_case(rng), steps, lambda cases: kafka_answers(bridge, cases),
+                         reference_answers, encode_case, "op")

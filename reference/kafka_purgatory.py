@@ -23,7 +23,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from kcheck.reference import purgatory as pg
-from kcheck.reference.kafka_bridge import KafkaBridge, ok_fields, step_answers, step_differences
+from kcheck.reference.kafka_bridge import KafkaBridge, compare_drawn, ok_fields, step_answers
 
 LONG_MAX = 2**63 - 1
 
@@ -147,10 +147,6 @@ def compare_random(bridge: KafkaBridge, rng: random.Random, steps: int) -> tuple
     """Random operations of about `steps` steps through Kafka's DelayedProduce and ours (a broker-side bridge):
     (steps compared, steps that differ, the smallest differing operation with the first differing step's answers;
     '' when none differ)."""
-    cases, n = [], 0
-    while n < steps:
-        cases.append(random_case(rng))
-        n += len(cases[-1].ops) + 1  # the creation is a step too
-    differing, smallest = step_differences(cases, kafka_answers(bridge, cases), [reference_answers(c) for c in cases],
-                                           encode_case, "step")
-    return n, differing, smallest
+    return compare_drawn(lambda: random_case(rng), steps, lambda cases: kafka_answers(bridge, cases),
+                         reference_answers, encode_case, "step",
+                         size=lambda case: len(case.ops) + 1)  # the creation is a step too

@@ -24,7 +24,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from kcheck.reference import txn_metadata as tm
-from kcheck.reference.kafka_bridge import KafkaBridge, ok_fields, step_answers, step_differences
+from kcheck.reference.kafka_bridge import KafkaBridge, compare_drawn, ok_fields, step_answers
 from kcheck.reference.releases import ReleaseProfile, profile
 
 Op = tuple[str | int | None, ...]
@@ -286,10 +286,5 @@ def compare_random(bridge: KafkaBridge, rng: random.Random, steps: int) -> tuple
     """Random scripts of about `steps` ops through the release's TransactionMetadata and ours (a broker-side bridge):
     (ops compared, ops that differ, the shortest differing script with its first differing op's answers)."""
     prof = profile(bridge.version)
-    cases, n = [], 0
-    while n < steps:
-        cases.append(random_case(rng, prof))
-        n += len(cases[-1].ops)
-    differing, smallest = step_differences(cases, kafka_answers(bridge, cases),
-                                           [reference_answers(c, prof) for c in cases], encode_case, "op")
-    return n, differing, smallest
+    return compare_drawn(lambda: random_case(rng, prof), steps, lambda cases: kafka_answers(bridge, cases),
+                         lambda case: reference_answers(case, prof), encode_case, "op")
