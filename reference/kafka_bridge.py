@@ -25,6 +25,7 @@ handler in `reference/harness/` plus encoders here built on `encode_text`, `enco
 from __future__ import annotations
 
 import atexit
+import fcntl
 import functools
 import json
 import os
@@ -240,8 +241,18 @@ def compile_harness(release: ResolvedRelease, server: bool = False) -> tuple[Pat
     marker = directory / ".complete"
     if marker.is_file():
         return directory, *_read_marker(marker)
-    javac = require_tool("javac")
     directory.mkdir(parents=True, exist_ok=True)
+    # Two processes (pytest's workers, two benches) may ask at once: one compiles, the other waits and reads.
+    with open(directory / ".lock", "a+b") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if marker.is_file():
+            return directory, *_read_marker(marker)
+        return _compile_into(directory, marker, release, server)
+
+
+def _compile_into(directory: Path, marker: Path, release: ResolvedRelease, server: bool,
+                  ) -> tuple[Path, list[str], dict[str, str]]:
+    javac = require_tool("javac")
     sources = kafka_harness.sources()
     handlers = kafka_harness.handlers(server)  # the broker-side bridge's own handlers, or every other one
     # The dispatcher, the codec and the classes handlers share (no request words): they compile on every release.
@@ -259,7 +270,9 @@ def compile_harness(release: ResolvedRelease, server: bool = False) -> tuple[Pat
     compiled = [n for n in handlers if n not in skipped]
     skipped = {n: skipped[n] for n in handlers if n in skipped}
     lines = [f"handler {n}" for n in compiled] + [f"skipped {n} {why}" for n, why in skipped.items()]
-    marker.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    partial = marker.with_name(f".complete-{os.getpid()}")
+    partial.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    partial.replace(marker)  # whole or absent for a reader that does not take the lock
     return directory, compiled, skipped
 
 

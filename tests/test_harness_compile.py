@@ -103,3 +103,32 @@ def test_handlers_missing_classes_in_different_ways_are_each_skipped_with_their_
                        "KcheckNoSymbol": "cannot find symbol"}
     assert {*kafka_harness.BASE, "KcheckGood"} in [set(c) for c in calls]
     assert ["KcheckNoPackage"] in calls and ["KcheckNoSymbol"] in calls
+
+
+def test_two_compiles_of_one_harness_at_once_run_one_javac_and_agree(harness, tmp_path, monkeypatch):
+    """pytest's workers may ask for the same harness at the same moment: one compiles, the other waits on the
+    folder's lock and reads what the first wrote (before the lock, both compiled into one folder and a reader could
+    see half a marker)."""
+    import threading
+
+    real = resolve("4.4.0")
+    release = ResolvedRelease(real.version, tmp_path / "shared-cache", real.jars, 0.0)
+    harness(KcheckGood=GOOD)  # the sources in place (its own cache folder is another one)
+    answers: list[tuple] = []
+    javacs: list[str] = []
+    run = kafka_bridge.subprocess.run  # the fixture's counting wrapper
+
+    def counted(cmd, *args, **kwargs):
+        javacs.append(cmd[0])
+        return run(cmd, *args, **kwargs)
+
+    monkeypatch.setattr(kafka_bridge.subprocess, "run", counted)
+    threads = [threading.Thread(target=lambda: answers.append(kafka_bridge.compile_harness(release)))
+               for _ in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=300)
+    assert len(answers) == 2 and answers[0] == answers[1] and answers[0][1] == ["KcheckGood"]
+    assert len(javacs) == 1
+    assert not list(answers[0][0].glob(".complete-*"))  # the marker was written whole and moved in place
