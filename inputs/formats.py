@@ -496,8 +496,23 @@ def read_describe(text: str, source: str) -> Describe:
 def _read_describe(text: str, source: str) -> Describe:
     reader = _DescribeReader(source)
     for n, line in enumerate(_lines(text), 1):
-        reader.line(n, line)
+        try:
+            reader.line(n, line)
+        except InputError:
+            if not reader.parts and not reader.headers:  # nothing of kafka-topics read yet: another tool's output?
+                other_tool(text, source, "kafka-topics --describe output")
+            raise
     return reader.result()
+
+
+def other_tool(text: str, source: str, expected: str) -> None:
+    """Raise, for a text that is not `expected`, which Kafka tool printed it and which command reads it (nothing
+    when it is no tool's output that kcheck knows, or `expected` itself)."""
+    from kcheck.inputs.tool_outputs import identify
+
+    what = identify(text)
+    if what is not None and not what.what.startswith(expected.removesuffix(" output")):
+        raise InputError(source, what.hint(expected))
 
 
 def _describe_fields(line: str, source: str, n: int, expected: Callable[[], str]) -> dict[str, str]:

@@ -46,7 +46,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from kcheck.inputs.formats import InputError, is_shell_prompt, read_text, shown
+from kcheck.inputs.formats import InputError, is_shell_prompt, other_tool, read_text, shown
 from kcheck.invariants.registry import Report, Severity, Violation, check_all, register
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -616,6 +616,7 @@ class _DumpParser:
             elif self.stderr_line(line):
                 continue
             elif self.current is None:
+                other_tool("\n".join(self.lines), self.dump.source, "kafka-dump-log output")
                 raise self.err(f"expected 'Dumping FILE' (kafka-dump-log.sh output) but read "
                                f"{shown(line.strip(), 80)!r}")
             elif self.kind in ("index", "timeindex"):

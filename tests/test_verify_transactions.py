@@ -208,3 +208,21 @@ def test_a_live_open_transaction_read_through_kafkas_tool(kafka_cluster, tmp_pat
     assert mine["TransactionState"] == "Ongoing" and not doc["findings"]
     assert [o["ProducerId"] for o in doc["open_transactions_on_partitions"]] == [mine["ProducerId"]]
     assert doc["open_transactions_on_partitions"][0]["partition"] == "txn-live-0"
+
+
+@pytest.mark.parametrize("command, given, named", [
+    ("verify", ("transactions", "4.4.0", "list.txt"), "kafka-transactions output (list)"),
+    ("verify", ("consumer_groups", "4.4.0@4.4.0", "describe.all.txt"), "kafka-consumer-groups --describe output"),
+    ("verify", ("dump", "compacted.txt"), "kafka-dump-log output"),
+    ("plan", ("transactions", "4.4.0", "describe.open-1.txt"), "kafka-transactions output (describe)"),
+    ("verify-log", ("transactions", "4.4.0", "find-hanging.hang.txt"), "kafka-transactions output (find-hanging)"),
+    ("verify-log", ("describe", "4.4.0", "describe.txt"), "kafka-topics --describe output"),
+    ("verify-log", ("consumer_groups", "4.4.0@4.4.0", "describe.all.txt"), "kafka-consumer-groups --describe output"),
+])
+def test_verify_plan_and_verify_log_name_another_tools_output(command, given, named, capsys):
+    """Real outputs of Kafka's tools (made by the fixtures' generators on our cluster) handed to the wrong command:
+    one line naming what the text is and which command reads it, exit 2."""
+    assert main([command, str(DATA.parent.joinpath(*given))]) == 2
+    out, err = capsys.readouterr()
+    assert out == "" and err.count("\n") == 1 and named in err, err
+    assert "reads it" in err and "Traceback" not in err
