@@ -4,9 +4,10 @@ cluster, played on real KRaft brokers with every observable compared after each 
 A run starts from the model's initial state (RF = brokers, broker 1 leading) and a new one-partition topic on
 [1..n] led by broker 1 (`min.insync.replicas` from the config). Each step is one cluster action drawn at random
 among those the model allows (`_choices`): a produce of one record with acks=all or acks=1; kill -9, a clean
-shutdown or a pause past the session timeout of a broker (at most two down at a time); the restart or resume of
-one; a reassignment of the partition to another replica list (AlterPartitionReassignments: brokers added, removed
-or reordered). Then both sides go quiet:
+shutdown or a pause past the session timeout of a broker (all of them may be down at once); the restart or resume
+of one; a reassignment of the partition to another replica list (AlterPartitionReassignments: brokers added,
+removed or reordered); an operator's unclean election of the leaderless partition when no replica can be elected
+cleanly (`kafka-leader-election --election-type unclean`, KIP-460). Then both sides go quiet:
 
 - the model runs its internal steps until none changes the state, in a fixed fair order (`INTERNAL`: metadata
   applied by each broker, AlterPartition and its answer, a fetch by each follower (KIP-320 truncation included),
@@ -19,13 +20,15 @@ or reordered). Then both sides go quiet:
 Compared then: leader, leader epoch (the model starts at 1, Kafka at 0: the increase since the start), replica
 set with the replicas being added and removed, ISR, ELR, the leader's high watermark (ListOffsets LATEST as a
 consumer) and each live broker's log end offset (ListOffsets with the debugging replica id,
-`admin.log_end_offset`; none where it holds no replica). A difference is reported with both values.
+`admin.log_end_offset`; none where it holds no replica). A difference is reported with both values. A step that
+leaves every broker down is taken but not compared (nothing answers).
 """
 
 from __future__ import annotations
 
 import random
 import time
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -53,7 +56,8 @@ def config(steps: int) -> Config:
     """Three brokers, RF 3, min ISR 2, KRaft, one fetch a step; budgets that never run out within `steps`."""
     return Config(brokers=3, min_isr=2, acks=("all", "1"), records=steps, crashes=steps, lossy_crashes=0,
                   fences=steps, shutdowns=steps, reassignments=steps, elections=0, isr_shrinks=0, failovers=0,
-                  reads=0, duplicates=False, atomic_fetch=True, max_leader_epoch=10 * steps)
+                  reads=0, duplicates=False, atomic_fetch=True, max_leader_epoch=10 * steps,
+                  unclean_elections=steps)
 
 
 def quiesce(s: State, p: Protocol, cfg: Config, paused: frozenset[int] = frozenset(), limit: int = 400) -> State:
@@ -120,24 +124,27 @@ def _cluster_quiet(v: dict[str, Any], gone: frozenset[int]) -> bool:
 
 
 def _choices(s: State, p: Protocol, cfg: Config, down: dict[int, str]) -> list[Action]:
-    """The cluster actions the model allows: produce to the leader; with fewer than two brokers down, kill -9, a
-    clean shutdown or a pause (SIGSTOP past the session timeout: the model's fence of a live broker) of a running
-    one; the restart of a dead one or the resume of a paused one; a reassignment the controller accepts, when none
-    is in flight (the model's `reassign` targets, at least two replicas)."""
+    """The cluster actions the model allows: produce to the leader; kill -9, a clean shutdown or a pause (SIGSTOP
+    past the session timeout: the model's fence of a live broker) of a running broker; the restart of a dead one or
+    the resume of a paused one; a reassignment the controller accepts, when none is in flight and some broker runs
+    (the model's `reassign` targets, at least two replicas); an unclean election where the model has one (a
+    leaderless partition that no replica can lead cleanly) and some broker runs to take the request."""
     out = [a for a, _ in enabled(s, p, cfg, "produce") if a.args[0] == s.registry.leader]
-    if not s.registry.reassigning:
+    running = len(down) < len(s.brokers)
+    if not s.registry.reassigning and running:
         out += [a for a, _ in enabled(s, p, cfg, "reassign") if len(a.args[0]) >= 2]
-    if len(down) < 2:
-        for b in s.brokers:
-            if b not in down:
-                out += [Action("crash", (b, False)), Action("controlled_shutdown", (b,)), Action("fence", (b,))]
+    if running:
+        out += [a for a, _ in enabled(s, p, cfg, "unclean_election")]
+    for b in s.brokers:
+        if b not in down:
+            out += [Action("crash", (b, False)), Action("controlled_shutdown", (b,)), Action("fence", (b,))]
     out += [Action("restart", (b,)) if how != "paused" else Action("unfence", (b,)) for b, how in down.items()]
     return out
 
 
 def _act(cluster: Any, topic: str, a: Action, n: int, down: dict[int, str]) -> None:
     """Do `a` on the cluster; `down` follows (broker -> "dead" or "paused")."""
-    b = a.args[0]
+    b = a.args[0] if a.args else -1
     if a.kind == "produce":
         from kafka import KafkaProducer
 
@@ -151,6 +158,8 @@ def _act(cluster: Any, topic: str, a: Action, n: int, down: dict[int, str]) -> N
     elif a.kind == "reassign":
         boot = ",".join(f"127.0.0.1:{cluster.node(x).port}" for x in cluster.brokers if x not in down)
         ca.reassign(boot, topic, {0: list(a.args[0])})
+    elif a.kind == "unclean_election":
+        _unclean_election(cluster, topic, down)
     elif a.kind == "crash":
         cluster.kill(b)
         down[b] = "dead"
@@ -168,11 +177,52 @@ def _act(cluster: Any, topic: str, a: Action, n: int, down: dict[int, str]) -> N
         del down[b]
 
 
+def _unclean_election(cluster: Any, topic: str, down: dict[int, str]) -> None:
+    """`kafka-leader-election --election-type unclean` of the release, on partition 0 of `topic`. Where Kafka
+    refuses (the tool says why and exits non-zero), the comparison that follows shows the partition still without
+    a leader against the model's election."""
+    from kcheck.reference import kafka_tools
+
+    boot = ",".join(f"127.0.0.1:{cluster.node(x).port}" for x in cluster.brokers if x not in down)
+    kafka_tools.run(cluster.version, "kafka-leader-election", [
+        "--bootstrap-server", boot, "--election-type", "unclean", "--topic", topic, "--partition", "0"])
+
+
+# The shortest way three brokers reach an unclean election: the partition's last replicas die in turn (2 and 1 hold
+# the second record, 3 does not), 3 returns first and nobody can lead it cleanly (the ELR's 1 and 2 are down), the
+# operator's unclean election makes 3 the leader (the acknowledged second record is gone), and 1 and 2 return,
+# truncate to it and rejoin, then a write goes through the new leader.
+UNCLEAN_SCRIPT = (Action("produce", (1, "all")), Action("crash", (3, False)), Action("produce", (1, "all")),
+                  Action("crash", (2, False)), Action("crash", (1, False)), Action("restart", (3,)),
+                  Action("unclean_election", ()), Action("restart", (1,)), Action("restart", (2,)),
+                  Action("produce", (3, "all")))
+
+
 def run_one(cluster: Any, p: Protocol, cfg: Config, seed: int, steps: int, out: Steps, log: Any = None) -> None:
     """One random run on a new topic of `cluster` (every broker running at the start and at the end)."""
+    rng = random.Random(seed)
+
+    def pick(s: State, down: dict[int, str], n: int) -> Action | None:
+        options = _choices(s, p, cfg, down)
+        moves = [x for x in options if x.kind == "reassign"]  # one of them counts as one option
+        options = [x for x in options if x.kind != "reassign"] + ([rng.choice(moves)] if moves else [])
+        writes = [x for x in options if x.kind == "produce"]
+        return rng.choice(writes if writes and rng.random() < 0.5 else options)  # half the steps write, if they can
+
+    _run(cluster, p, cfg, seed, steps, out, pick, log)
+
+
+def run_script(cluster: Any, p: Protocol, cfg: Config, name: int, script: Sequence[Action], out: Steps,
+               log: Any = None) -> None:
+    """A given run (`script`, actions the model must allow in turn) played and compared as `run_one` plays a random
+    one; `name` numbers its topic and its differences."""
+    _run(cluster, p, cfg, name, len(script), out, lambda s, down, n: script[n - 1], log)
+
+
+def _run(cluster: Any, p: Protocol, cfg: Config, seed: int, steps: int, out: Steps,
+         pick: Callable[[State, dict[int, str], int], Action | None], log: Any) -> None:
     from kafka.admin import KafkaAdminClient, NewTopic
 
-    rng = random.Random(seed)
     topic = f"trace-{seed}"
     admin = KafkaAdminClient(bootstrap_servers=cluster.bootstrap, client_id="kcheck-trace")
     try:
@@ -188,30 +238,32 @@ def run_one(cluster: Any, p: Protocol, cfg: Config, seed: int, steps: int, out: 
     out.runs += 1
     try:
         for n in range(1, steps + 1):
-            options = _choices(s, p, cfg, down)
-            moves = [x for x in options if x.kind == "reassign"]  # one of them counts as one option
-            options = [x for x in options if x.kind != "reassign"] + ([rng.choice(moves)] if moves else [])
-            writes = [x for x in options if x.kind == "produce"]
-            a = rng.choice(writes if writes and rng.random() < 0.5 else options)  # half the steps write, if they can
-            nxt = apply(s, p, cfg, a)
-            if nxt is None:
+            a = pick(s, down, n)
+            nxt = None if a is None else apply(s, p, cfg, a)
+            if a is None or nxt is None:
                 continue
             _act(cluster, topic, a, n, down)
             paused = frozenset(b for b, how in down.items() if how == "paused")
             s = quiesce(nxt, p, cfg, paused)
-            gone = frozenset(down)
-            seen = settle(lambda g=gone: cluster_view(cluster, topic, set(g), epoch0),
-                          lambda v, g=gone: _cluster_quiet(v, g))
-            want = model_view(s, 1, paused)
-            out.steps += 1
-            for f in FIELDS:
-                if want[f] != seen[f]:
-                    out.differences.append((seed, n, a.label(), f, want[f], seen[f]))
-            if log is not None:
-                log(f"run {seed} step {n} {a.label()}: model {want} cluster {seen}")
+            if len(down) == len(cluster.brokers):
+                continue  # nothing answers: taken, not compared
+            _compare(cluster, topic, s, down, paused, epoch0, out, (seed, n, a.label()), log)
     finally:
         for b, how in sorted(down.items()):
             if how == "paused":
                 cluster.resume(b)
             else:
                 cluster.restart(b)
+
+
+def _compare(cluster: Any, topic: str, s: State, down: dict[int, str], paused: frozenset[int], epoch0: int,
+             out: Steps, where: tuple[int, int, str], log: Any) -> None:
+    gone = frozenset(down)
+    seen = settle(lambda: cluster_view(cluster, topic, set(gone), epoch0), lambda v: _cluster_quiet(v, gone))
+    want = model_view(s, 1, paused)
+    out.steps += 1
+    for f in FIELDS:
+        if want[f] != seen[f]:
+            out.differences.append((*where, f, want[f], seen[f]))
+    if log is not None:
+        log(f"run {where[0]} step {where[1]} {where[2]}: model {want} cluster {seen}")

@@ -49,6 +49,8 @@ def _durability_void(s: ReplicationSubject) -> str | None:
     if lossy >= min_isr:
         return (f"{lossy} lossy crash(es) with min.insync.replicas={min_isr}: Kafka does not promise "
                 "durability once that many replicas lost unflushed records")
+    if s.state.used.unclean_elections:
+        return "an operator's unclean election: Kafka does not promise durability past one (KIP-460)"
     return None
 
 
@@ -557,7 +559,7 @@ def recovery_quorum(s: ReplicationSubject) -> list[Violation]:
 
 def durability_void_fast(state: State, config: Config) -> bool:
     """`_durability_void` as a bool."""
-    return state.history.lossy_crashes >= config.min_isr
+    return state.history.lossy_crashes >= config.min_isr or state.used.unclean_elections > 0
 
 
 def _holds_all(r: Replica, records: Iterable[tuple[int, int]]) -> bool:

@@ -122,9 +122,9 @@ class LivenessModel(ReplicationModel):
 
 
 def _durability_void(s: State, cfg: Config) -> bool:
-    """Kafka promises nothing of acknowledged records once min.insync.replicas replicas lost unflushed data
-    (`invariants/replication.py`)."""
-    return s.history.lossy_crashes >= cfg.min_isr
+    """Kafka promises nothing of acknowledged records once min.insync.replicas replicas lost unflushed data, or
+    after an operator's unclean election (`invariants/replication.py`)."""
+    return s.history.lossy_crashes >= cfg.min_isr or s.used.unclean_elections > 0
 
 
 def acked_on_live_isr(cfg: Config) -> LivenessProperty[State]:

@@ -809,6 +809,8 @@ _PRE: dict[str, Callable[..., bool]] = {
     "complete_shutdown": lambda s, cfg, broker: (s.replicas[broker - 1].alive
                                                  and broker in s.registry.shutting_down),
     "elect": lambda s, cfg: s.registry.leader == NO_LEADER,
+    "unclean_election": lambda s, cfg: (s.registry.leader == NO_LEADER
+                                        and s.used.unclean_elections < cfg.unclean_elections),
     "move_leader": _pre_move_leader,
     "failover": lambda s, cfg: s.used.failovers < cfg.failovers,
     "zombie_move_leader": _pre_zombie_move,
@@ -825,7 +827,7 @@ def _always_holds(s: State) -> None:
 # Kinds whose candidates depend on the config only (model/replication/actions.py: brokers, acks, pairs, ()).
 _STATIC = frozenset({"produce", "fetch", "fetch_round", "truncate", "advance_hw", "expand_isr", "shrink_isr", "flush",
                      "crash", "restart", "fence", "unfence", "elect", "move_leader", "failover", "apply_metadata",
-                     "controlled_shutdown", "complete_shutdown"})
+                     "controlled_shutdown", "complete_shutdown", "unclean_election"})
 
 
 def _gate_leader(s: State, cfg: Config, leader: int) -> bool:
@@ -859,6 +861,7 @@ _NEVER: dict[str, Callable[[Config, tuple[Any, ...]], bool]] = {
     "crash": lambda cfg, args: (cfg.lossy_crashes if args[1] else cfg.crashes) == 0,
     "move_leader": lambda cfg, args: cfg.elections == 0,
     "failover": lambda cfg, args: cfg.failovers == 0,
+    "unclean_election": lambda cfg, args: cfg.unclean_elections == 0,
     "zombie_move_leader": lambda cfg, args: cfg.elections == 0,
     "consume": lambda cfg, args: cfg.reads == 0,
 }

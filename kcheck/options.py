@@ -275,6 +275,7 @@ MEANINGS: dict[str, str] = {
     "metadata": "how brokers learn the controller's decisions",
     "list_offsets": "ListOffsets requests clients send",
     "shutdowns": "controlled shutdowns an operator starts",
+    "unclean_elections": "an operator's unclean elections",
 }
 
 
@@ -321,6 +322,9 @@ ListOffsetsOpt = Annotated[int | None, _int_option(
     "ListOffsets requests clients send (above 0 the clients' view is kept: what they were told).")]
 ShutdownsOpt = Annotated[int | None, _int_option(
     "Controlled shutdowns an operator starts (the broker asks, the controller moves its leadership away).")]
+UncleanElectionsOpt = Annotated[int | None, _int_option(
+    "Unclean elections an operator asks for (kafka-leader-election --election-type unclean, KIP-460) of a "
+    "leaderless partition; after one the durability invariants no longer apply (reported).")]
 MetadataOpt = Annotated[str | None, typer.Option(
     "--metadata", metavar="MODE",
     help="How brokers learn the controller's decisions: kraft (the metadata log every broker applies at its own "

@@ -367,6 +367,7 @@ def model_step_change(before: State, action: Action, after: State, p: Protocol, 
       broker as unclean-shutdown replica. Run for every partition with the broker in the ISR (and, unclean,
       in the ELR), as Kafka does, also when the model writes nothing.
     - elect: `handleBrokerUnfenced`'s election for leaderless partitions (targets unchanged).
+    - unclean_election: `electLeader`'s UNCLEAN election (an operator's ElectLeaders), targets unchanged.
     - move_leader: to the preferred replica a PREFERRED election; to another replica an ONLINE election
       whose LeaderAcceptor admits only the target (as when every other broker is shutting down).
     - zombie_move_leader: the same, from the zombie's stale view.
@@ -435,6 +436,12 @@ def _elect(step: _Step) -> ModelStep:
     return ModelStep(step.action.kind, step.change(step.unfenced), step.wrote)
 
 
+def _unclean_election(step: _Step) -> ModelStep:
+    """An operator's ElectLeaders UNCLEAN of a leaderless partition (`electLeader`): an UNCLEAN election, targets
+    unchanged."""
+    return ModelStep(step.action.kind, step.change(step.unfenced, Election.UNCLEAN), step.wrote)
+
+
 def _move_leader(step: _Step) -> ModelStep:
     """move_leader and zombie_move_leader (from the zombie's stale view, always a write): to the preferred replica a
     PREFERRED election, to another an ONLINE election only the target may win."""
@@ -479,7 +486,8 @@ def _heartbeat_compared(step: _Step) -> None:
 _STEP_BUILDERS: dict[str, Callable[[_Step], ModelStep | None]] = {
     "handle_alter_partition": _alter_partition, "fence": _broker_gone, "restart": _broker_gone, "elect": _elect,
     "move_leader": _move_leader, "zombie_move_leader": _move_leader, "reassign": _reassign,
-    "cancel_reassignment": _cancel_reassignment, "handle_controlled_shutdown": _heartbeat_compared}
+    "cancel_reassignment": _cancel_reassignment, "handle_controlled_shutdown": _heartbeat_compared,
+    "unclean_election": _unclean_election}
 
 
 MODEL_FIELDS = ("leader", "leader_epoch", "partition_epoch", "isr", "elr", "last_known_leader", "replicas", "adding",

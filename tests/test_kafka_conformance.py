@@ -310,6 +310,25 @@ def test_the_elr_findings_trace_matches_kafka_step_by_step(version):
 
 
 @pytest.mark.parametrize("version", MODEL_RELEASES)
+def test_an_operators_unclean_elections_match_kafka(version):
+    """ElectLeaders UNCLEAN (KIP-460) of a leaderless partition, in random runs with crashes and fences: Kafka's
+    `electLeader` writes what the model's `unclean_election` wrote, from whatever ELR, last known leader and
+    fenced replicas the run left."""
+    kafka = _kafka(version)
+    p = Protocol.current(version)
+    rng = random.Random(460)
+    steps: list[tuple[Action, ModelStep]] = []
+    for n in range(400):
+        cfg = Config(**RUN_CONFIGS[n % len(RUN_CONFIGS)], unclean_elections=2, duplicates=False, atomic_fetch=True)
+        steps += _steps_of(_random_run(p, cfg, rng, 60), p, cfg, version)
+        if sum(a.kind == "unclean_election" for a, _ in steps) >= 20:
+            break
+    unclean = [a for a, s in steps if a.kind == "unclean_election" and s.model_after is not None]
+    assert len(unclean) >= 20
+    _assert_conform(kafka, version, steps, "random runs with an operator's unclean elections")
+
+
+@pytest.mark.parametrize("version", MODEL_RELEASES)
 def test_random_model_runs_match_kafka(version):
     kafka = _kafka(version)
     p = Protocol.current(version)

@@ -77,6 +77,7 @@ from kcheck.options import (
     RecordsOpt,
     ReplicationFactorOpt,
     ShutdownsOpt,
+    UncleanElectionsOpt,
     check_out,
     config_option,
     hypothesis_home,
@@ -241,6 +242,7 @@ def liveness_command(
     metadata: MetadataOpt = None,
     list_offsets: ListOffsetsOpt = None,
     shutdowns: ShutdownsOpt = None,
+    unclean_elections: UncleanElectionsOpt = None,
     permanent_crashes: Annotated[bool | None, typer.Option(
         "--permanent-crashes/--restarts",
         help="Crashed brokers never return (crash-stop: what a reassignment exists to repair) instead of "
@@ -293,7 +295,8 @@ def liveness_command(
              "crashes": crashes, "lossy_crashes": lossy_crashes, "fences": fences, "elections": elections,
              "isr_shrinks": isr_shrinks, "failovers": failovers, "reads": reads, "reassignments": reassignments,
              "cancels": cancels, "duplicates": duplicates, "atomic_fetch": atomic_fetch, "metadata": metadata,
-             "list_offsets": list_offsets, "shutdowns": shutdowns}
+             "list_offsets": list_offsets, "shutdowns": shutdowns,
+             "unclean_elections": unclean_elections}
     known = {f.name for f in fields(Config)}
     for k, v in given.items():
         if v is not None and k not in known:  # an option of a newer model than this one

@@ -105,6 +105,7 @@ from kcheck.options import (
     RecordsOpt,
     ReplicationFactorOpt,
     ShutdownsOpt,
+    UncleanElectionsOpt,
     check_master,
     check_out,
     config_option,
@@ -483,6 +484,7 @@ def explore_command(
     metadata: MetadataOpt = None,
     list_offsets: ListOffsetsOpt = None,
     shutdowns: ShutdownsOpt = None,
+    unclean_elections: UncleanElectionsOpt = None,
     max_seconds: Annotated[float | None, typer.Option(
         "--max-seconds", metavar="SECONDS", show_default=False,
         help="Stop the search after this many seconds of wall-clock time, as exhaust --max-seconds does (the "
@@ -519,7 +521,8 @@ def explore_command(
         records=records, max_leader_epoch=max_leader_epoch, crashes=crashes, lossy_crashes=lossy_crashes,
         fences=fences, elections=elections, isr_shrinks=isr_shrinks, failovers=failovers, reads=reads,
         reassignments=reassignments, cancels=cancels, duplicates=duplicates, atomic_fetch=atomic_fetch,
-        metadata=metadata, list_offsets=list_offsets, shutdowns=shutdowns)
+        metadata=metadata, list_offsets=list_offsets, shutdowns=shutdowns,
+        unclean_elections=unclean_elections)
     prep = _prepare(out, protocol, invariant, invariants, EXPLORE_DEFAULTS, given, kafka_version, coverage_dir)
     resolved, cfg, only, probe = prep.resolved, prep.config, prep.only, prep.probe
     with hypothesis_home(hypothesis_dir):
@@ -747,6 +750,7 @@ def exhaust_command(
     metadata: MetadataOpt = None,
     list_offsets: ListOffsetsOpt = None,
     shutdowns: ShutdownsOpt = None,
+    unclean_elections: UncleanElectionsOpt = None,
     abstract: Annotated[bool, typer.Option(
         help="Merge states that differ only in control messages in flight: finds much deeper "
              "counterexamples, but a clean result is no proof.")] = False,
@@ -821,7 +825,8 @@ def exhaust_command(
         records=records, max_leader_epoch=max_leader_epoch, crashes=crashes, lossy_crashes=lossy_crashes,
         fences=fences, elections=elections, isr_shrinks=isr_shrinks, failovers=failovers, reads=reads,
         reassignments=reassignments, cancels=cancels, duplicates=duplicates, atomic_fetch=atomic_fetch,
-        metadata=metadata, list_offsets=list_offsets, shutdowns=shutdowns)
+        metadata=metadata, list_offsets=list_offsets, shutdowns=shutdowns,
+        unclean_elections=unclean_elections)
     prep = _prepare(out, protocol, invariant, invariants, small, given, kafka_version, coverage_dir)
     resolved, cfg, only, probe = prep.resolved, prep.config, prep.only, prep.probe
     if max_states is None:
@@ -962,6 +967,7 @@ def replay_command(
     metadata: MetadataOpt = None,
     list_offsets: ListOffsetsOpt = None,
     shutdowns: ShutdownsOpt = None,
+    unclean_elections: UncleanElectionsOpt = None,
     invariants: InvariantsOpt = None,
     json_out: JsonOpt = False,
     kafka_version: Annotated[str | None, typer.Option(
@@ -987,7 +993,8 @@ def replay_command(
         records=records, max_leader_epoch=max_leader_epoch, crashes=crashes, lossy_crashes=lossy_crashes,
         fences=fences, elections=elections, isr_shrinks=isr_shrinks, failovers=failovers, reads=reads,
         reassignments=reassignments, cancels=cancels, duplicates=duplicates, atomic_fetch=atomic_fetch,
-        metadata=metadata, list_offsets=list_offsets, shutdowns=shutdowns)
+        metadata=metadata, list_offsets=list_offsets, shutdowns=shutdowns,
+        unclean_elections=unclean_elections)
     text = read_text(trace_file)
     load_invariants(invariants)  # before the trace's invariant ids are checked
     try:

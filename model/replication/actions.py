@@ -58,7 +58,7 @@ from functools import cache, cached_property
 from itertools import permutations
 from typing import Any, NamedTuple
 
-from kcheck.model.replication.protocol import Protocol, active_unless_fenced_or_shutting_down
+from kcheck.model.replication.protocol import Protocol, active_unless_fenced_or_shutting_down, unclean_allowed
 from kcheck.model.replication.reassignment import request_targets
 from kcheck.model.replication.state import (
     ACKS,
@@ -112,6 +112,7 @@ class Config:
     reassignments: int = 0  # AlterPartitionReassignments requests (an operator's; each is a new target)
     cancels: int = 0  # requests cancelling the reassignment in flight
     shutdowns: int = 0  # controlled shutdowns an operator starts (the broker asks, the controller moves it away)
+    unclean_elections: int = 0  # an operator's unclean elections of a leaderless partition (KIP-460)
     duplicates: bool = True  # messages may be delivered twice
     # One fetch is one step (request, the leader's answer, the follower applying it, nothing in between), as
     # in the TLA+ models: fewer interleavings, so searches reach deeper; every run is still a run of the split
@@ -140,7 +141,7 @@ class Config:
             raise ValueError(f"acks must be a non-empty subset of {', '.join(ACKS)}, not {', '.join(self.acks)}")
         for f in ("records", "max_leader_epoch", "crashes", "lossy_crashes", "fences", "elections",
                   "isr_shrinks", "failovers", "reads", "reassignments", "cancels", "list_offsets",
-                  "shutdowns"):
+                  "shutdowns", "unclean_elections"):
             if getattr(self, f) < 0:
                 raise ValueError(f"{f} must not be negative")
         if self.max_leader_epoch < 1:
@@ -858,6 +859,28 @@ def elect(s: State, p: Protocol, cfg: Config) -> State | None:
     return write_partition(s, p, cfg, reg.controller_epoch, reg, *choice, target_isr=reg.isr)
 
 
+def unclean_election(s: State, p: Protocol, cfg: Config) -> State | None:
+    """An operator's unclean election (`kafka-leader-election --election-type unclean`, KIP-460): KRaft's
+    `ReplicationControlManager.electLeader` with ElectionType.UNCLEAN answers ELECTION_NOT_NEEDED while the partition
+    has a leader, and otherwise runs `PartitionChangeBuilder` with Election.UNCLEAN, whose last resort is the first
+    active replica in replica order, leading an ISR of itself alone with the ELR cleared (ELIGIBLE_LEADERS_NOT_AVAILABLE
+    when none is active). Where a clean choice exists the controller's own election (`elect`) already makes it, so
+    this action is only the unclean one; it spends the budget, and Kafka promises no durability past it (the
+    durability invariants are not applicable once one happened). Kafka's RECOVERING leader state is not modelled:
+    4.x's leader reports recovery at once, before any follower can fetch."""
+    reg = s.registry
+    if reg.leader != NO_LEADER:
+        return None
+    view = active_view(reg, p)
+    if p.leader_choice(view, cfg.brokers) is not None:
+        return None
+    choice = unclean_allowed(view, cfg.brokers)
+    s2 = None if choice is None else _spend(s, cfg, "unclean_elections")
+    if s2 is None or choice is None:
+        return None
+    return write_partition(s2, p, cfg, reg.controller_epoch, reg, *choice, target_isr=reg.isr)
+
+
 def move_leader(s: State, p: Protocol, cfg: Config, target: int) -> State | None:
     """The controller moves leadership to another unfenced ISR member (a preferred-replica election or
     an operator's election; budgeted)."""
@@ -1347,6 +1370,7 @@ KINDS: dict[str, Kind] = {k.name: k for k in (
     Kind("list_offsets", list_offsets, ("broker", "spec"), lambda s, cfg: ((b, "latest") for b in s.brokers),
          "list_offsets"),
     Kind("drop", drop, ("message",), lambda s, cfg: ((m,) for m in s.messages())),
+    Kind("unclean_election", unclean_election, (), lambda s, cfg: iter([()]), "unclean_elections"),
 )}
 
 

@@ -437,6 +437,7 @@ class Budget:
     reads: int = 0
     list_offsets: int = 0  # ListOffsets requests a client sent (not a fault: a bound on the clients' view)
     shutdowns: int = 0  # controlled shutdowns an operator started
+    unclean_elections: int = 0  # an operator's unclean elections (Kafka promises no durability past one)
 
 
 @dataclass(frozen=True)
