@@ -173,6 +173,19 @@ def _states(admin: Any, topic: str) -> dict[int, PartitionState]:
     return dict(sorted(out.items()))
 
 
+def describe_quorum(bootstrap: str, timeout_s: float = 5.0) -> tuple[int, int]:
+    """The KRaft metadata quorum's leader (the active controller; -1 when none is known) and leader epoch, from
+    DescribeQuorum on `__cluster_metadata` partition 0 (KIP-595), which a broker forwards to the active controller
+    (`KafkaApis` forwards it; kafka-python's describe_metadata_quorum sends it to a broker)."""
+    with _admin_session(bootstrap, timeout_s) as run:
+        answer = run(lambda admin: admin.describe_metadata_quorum())
+    parts = [p for t in answer["topics"] if t["topic_name"] == "__cluster_metadata" for p in t["partitions"]]
+    if not parts or parts[0].get("error"):
+        raise InputError(SOURCE, f"DescribeQuorum answered no state of __cluster_metadata-0 "
+                                 f"({parts[0].get('error') if parts else 'no partition'})")
+    return int(parts[0]["leader_id"]), int(parts[0]["leader_epoch"])
+
+
 def elect_leaders(bootstrap: str, topic: str, partitions: Sequence[int], unclean: bool,
                   timeout_s: float = 15.0) -> dict[int, str | None]:
     """An ElectLeaders request (preferred, or unclean) for `partitions` of `topic`: partition -> Kafka's error
