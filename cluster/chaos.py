@@ -396,14 +396,15 @@ class Campaign:
         return (*self.cluster.controllers, *self.cluster.brokers)
 
     def quorum(self) -> Quorum | None:
-        """DescribeQuorum now, recorded in the history; None when no broker answered it in time."""
+        """DescribeQuorum now, of the controllers that run and are not paused, recorded in the history; None when
+        none answered as the leader (an election under way)."""
         from kcheck.cluster.admin import describe_quorum
 
-        try:
-            leader, epoch = describe_quorum(self.live_bootstrap(), timeout_s=3.0)
-        except (InputError, OSError):
+        up = self._answering(self.cluster.controllers)
+        answer = describe_quorum(",".join(f"{HOST}:{self.cluster.node(c).port}" for c in up)) if up else None
+        if answer is None:
             return None
-        q = Quorum(self.history.now(), leader, epoch, self._step)
+        q = Quorum(self.history.now(), *answer, self._step)
         self.history.add(q)
         return q
 

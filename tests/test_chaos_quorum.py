@@ -3,11 +3,11 @@ the active controller (kcheck.cluster.chaos, the history's controller-failover c
 
 The option and schedule checks and the failover check run on their own (hand-written histories: the check fails on
 one where no new leader with a larger epoch is observed in time, passes where one is). The campaign test starts its
-own three-controller cluster on 4.4.0, kills the active controller (kill -9) and pauses the next one (SIGSTOP),
-and expects what KIP-595 promises: another voter elected with a larger epoch each time, and no acknowledged acks=all
-record lost; the quorum's leader and epoch are read back by Kafka's own `kafka-metadata-quorum` tool too. The slow
-test SIGKILLs a `kcheck chaos --controllers 3` mid-campaign and expects every JVM and folder it created gone (the
-cluster's watchdog, README "Lifetime").
+own three-controller cluster on 4.4.0 (and 3.9.1, slow), kills the active controller (kill -9) and pauses the next
+one (SIGSTOP), and expects what KIP-595 promises: another voter elected with a larger epoch each time, and no
+acknowledged acks=all record lost; the quorum's leader and epoch are read back by Kafka's own `kafka-metadata-quorum`
+tool too. The slow test SIGKILLs a `kcheck chaos --controllers 3` mid-campaign and expects every JVM and folder it
+created gone (the cluster's watchdog, README "Lifetime").
 """
 
 from __future__ import annotations
@@ -178,13 +178,16 @@ def _tool_quorum(cluster: LocalCluster) -> tuple[int, int]:
 
 @pytest.mark.cluster
 @pytest.mark.kafka
-def test_a_campaign_kills_and_pauses_the_active_controller_and_the_quorum_fails_over_losing_nothing(tmp_path):
-    """4.4.0, three controllers, three brokers, RF 3, min.insync.replicas 2, acks=all: the active controller killed
-    (-9) and started again, then the next active controller paused and resumed. Each time another voter becomes
-    leader with a larger epoch, and no acknowledged record is lost."""
+@pytest.mark.parametrize("version", ["4.4.0", pytest.param("3.9.1", marks=pytest.mark.slow)])
+def test_a_campaign_kills_and_pauses_the_active_controller_and_the_quorum_fails_over_losing_nothing(tmp_path,
+                                                                                                    version):
+    """4.4.0 (and 3.9.1, slow), three controllers, three brokers, RF 3, min.insync.replicas 2, acks=all: the
+    active controller killed (-9) and started again, then the next active controller paused and resumed. Each time
+    another voter becomes leader with a larger epoch, and no acknowledged record is lost."""
     from kcheck.cluster.admin import describe_quorum
 
-    with LocalCluster(brokers=3, controllers=3, directory=tmp_path / "c", config=CAMPAIGN_BROKER_CONFIG) as cluster:
+    with LocalCluster(version, brokers=3, controllers=3, directory=tmp_path / "c",
+                      config=CAMPAIGN_BROKER_CONFIG) as cluster:
         assert [r["role"] for r in cluster.status()] == ["controller"] * 3 + ["broker"] * 3
         voters = (tmp_path / "c" / "controller-1002" / "server.properties").read_text()
         assert all(f"{1000 + i}@{a}" in voters for i, a in enumerate(cluster.bootstrap_controllers.split(",")))
@@ -202,8 +205,8 @@ def test_a_campaign_kills_and_pauses_the_active_controller_and_the_quorum_fails_
         assert v.counts["acked_acks_all"] > 100 and v.counts["lost_acks_all"] == 0
         assert v.healed and {c: len(x) for c, x in v.by_check().items() if x} == {}, v.violations[:3]
         assert all(r["state"] == "running" for r in cluster.status())
-        # what kcheck reads (DescribeQuorum through a broker) is what Kafka's own tool reads from the controllers
-        assert describe_quorum(cluster.bootstrap) == _tool_quorum(cluster)
+        # what kcheck reads (DescribeQuorum of the controllers) is what Kafka's own tool reads
+        assert describe_quorum(cluster.bootstrap_controllers) == _tool_quorum(cluster)
     assert not _naming(tmp_path) and not (tmp_path / "c").exists()
 
 
