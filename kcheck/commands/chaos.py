@@ -112,12 +112,14 @@ def chaos_command(
                       "of starting one.")] = None,
 ) -> int:
     """Run a fault campaign on a real Kafka cluster and check the clients' history: producers (--producers) and a
-    consumer group against one topic while brokers are killed (-9), paused (SIGSTOP), restarted, shut down, leaders
-    elected, partitions reassigned, followers paused under min ISR and records deleted, from --schedule or at random
-    with --seed (up to --max-concurrent faults at once). Checked afterwards: no acknowledged acks=all record lost or at
+    consumer group against one topic while brokers are killed (-9), paused (SIGSTOP), restarted, shut down (with
+    --controllers 3 or 5: the active controller or any controller too, a minority at a time), leaders elected,
+    partitions reassigned, followers paused under min ISR and records deleted, from --schedule or at random with
+    --seed (up to --max-concurrent faults at once). Checked afterwards: no acknowledged acks=all record lost or at
     another offset, no offset read with two values, committed offsets and the high watermark seen never go back,
     every acknowledged record readable once healed, no duplicate, reorder or silent gap of an idempotent producer,
-    no definite failure in the log (acks=1 losses, non-idempotent duplicates and reorders, committed indefinite
+    no definite failure in the log, a new quorum leader with a larger epoch within 15 s of the active controller's
+    kill, pause or stop (acks=1 losses, non-idempotent duplicates and reorders, committed indefinite
     failures and kafka-python stalls are counted apart). A cluster
     kcheck starts itself gets these broker settings, Kafka's semantics on a campaign's time scale:
     replica.lag.time.max.ms=3000 (a stalled follower leaves the ISR in 3 s, not 30 s), broker.heartbeat.interval.ms=500
