@@ -28,6 +28,8 @@ from __future__ import annotations
 
 import contextlib
 import random
+import socket
+import struct
 import time
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
@@ -171,6 +173,56 @@ def _states(admin: Any, topic: str) -> dict[int, PartitionState]:
             elr=tuple(p.get("eligible_leader_replicas") or ()),
             adding=tuple(ra.get("adding_replicas") or ()), removing=tuple(ra.get("removing_replicas") or ()))
     return dict(sorted(out.items()))
+
+
+def describe_quorum(controllers: str, timeout_s: float = 1.0) -> tuple[int, int] | None:
+    """The KRaft metadata quorum's leader (the active controller) and its leader epoch, as the leader itself says:
+    DescribeQuorum v0 on `__cluster_metadata` partition 0 (KIP-595) sent to each controller of `controllers`
+    (host:port, comma-separated) in turn. Only the leader answers it (`KafkaRaftClient.handleDescribeQuorumRequest`:
+    another voter answers NOT_LEADER_OR_FOLLOWER), so this is what `kafka-metadata-quorum --bootstrap-controller`
+    reads, without a JVM; a paused controller never answers and costs `timeout_s`. None when no controller answers as
+    leader (an election under way, or the leader paused)."""
+    for address in controllers.split(","):
+        host, _, port = address.rpartition(":")
+        try:
+            answer = _ask_controller(host, int(port), timeout_s)
+        except (OSError, ValueError, struct.error):
+            continue
+        if answer is not None:
+            return answer
+    return None
+
+
+def _ask_controller(host: str, port: int, timeout_s: float) -> tuple[int, int] | None:
+    """One DescribeQuorum v0 to one controller over a plain socket (kafka-python's message classes encode it)."""
+    from kafka.protocol.admin import DescribeQuorumRequest, DescribeQuorumResponse
+
+    topic = DescribeQuorumRequest.TopicData
+    request = DescribeQuorumRequest(topics=[topic(topic_name="__cluster_metadata",
+                                                  partitions=[topic.PartitionData(partition_index=0)])])
+    request.API_VERSION = 0
+    request.with_header(correlation_id=1, client_id="kcheck-quorum")
+    with socket.create_connection((host, port), timeout=timeout_s) as conn:
+        conn.settimeout(timeout_s)
+        conn.sendall(request.encode(version=0, header=True, framed=True))
+        size = struct.unpack(">i", _read_exactly(conn, 4))[0]
+        if not 0 < size <= 1 << 20:
+            raise ValueError(f"a response of {size} bytes")
+        response = DescribeQuorumResponse.decode(_read_exactly(conn, size), version=0, header=True)
+    parts = [p for t in response.topics if t.topic_name == "__cluster_metadata" for p in t.partitions]
+    if response.error_code != 0 or not parts or parts[0].error_code != 0 or parts[0].leader_id < 0:
+        return None
+    return int(parts[0].leader_id), int(parts[0].leader_epoch)
+
+
+def _read_exactly(conn: socket.socket, n: int) -> bytes:
+    data = b""
+    while len(data) < n:
+        chunk = conn.recv(n - len(data))
+        if not chunk:
+            raise OSError("the controller closed the connection")
+        data += chunk
+    return data
 
 
 def elect_leaders(bootstrap: str, topic: str, partitions: Sequence[int], unclean: bool,

@@ -73,11 +73,13 @@ from rich.table import Table
 from kcheck.cluster.history import (
     ANOMALIES,
     CHECKS,
+    FAILOVER_BOUND,
     PRODUCER_KINDS,
     Commit,
     Fault,
     FinalRead,
     History,
+    Quorum,
     Read,
     Verdict,
     check,
@@ -96,6 +98,10 @@ SCHEDULE_KINDS = (*FAULT_KINDS, "resume")  # `resume` ends a pause
 DEFAULT_FAULTS = ("kill", "pause", "restart", "shutdown", "elect-preferred", "elect-unclean", "reassign")
 BROKER_KINDS = ("kill", "lossy-kill", "pause", "restart", "shutdown", "start", "resume")
 TOPIC_KINDS = ("elect-preferred", "elect-unclean", "reassign", "pause-followers", "delete-records")
+# Roles a broker fault's target may name beside a node id; the controller roles need a quorum of 3 or more.
+BROKER_ROLES = ("leader", "follower")
+CONTROLLER_ROLES = ("active-controller", "controller")
+CONTROLLER_KINDS = ("kill", "pause", "restart", "shutdown")  # the kinds that may hit a controller
 ENDS = {"kill": "start", "lossy-kill": "start", "shutdown": "start", "pause": "resume", "pause-followers": "resume"}
 # Faults that strike requests in flight: the injector first waits (briefly) for a send in flight.
 IN_FLIGHT_KINDS = ("kill", "lossy-kill", "pause", "restart", "shutdown", "elect-preferred", "elect-unclean",
@@ -132,7 +138,7 @@ INTERNAL_TOPICS = ("__consumer_offsets", "__transaction_state", "__share_group_s
 class Step:
     t: float
     kind: str
-    target: str | None = None  # a broker id, "leader", "follower", or None
+    target: str | None = None  # a node id, a role (BROKER_ROLES, CONTROLLER_ROLES), or None
     line: int | None = None  # the schedule file's line
     ends: int | None = None  # a random schedule's end: the index of the step whose brokers it brings back
 
@@ -151,6 +157,7 @@ class Settings:
     heal_timeout: float = 90.0
     producers: tuple[str, ...] = DEFAULT_PRODUCERS
     max_concurrent: int = 1  # faults a random schedule lets overlap
+    controllers: int = 1  # the cluster's KRaft controllers (voters)
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -189,7 +196,8 @@ def parse_schedule(text: str, source: str) -> list[Step]:
 def _step(line: str, where: str, n: int) -> Step:
     m = _LINE.match(line)
     if m is None:
-        raise InputError(where, f"not `SECONDS KIND [BROKER|leader|follower]`: {line.strip()!r}")
+        raise InputError(where, f"not `SECONDS KIND [NODE|leader|follower|active-controller|controller]`: "
+                                f"{line.strip()!r}")
     seconds, kind, target = m.groups()
     if not _SECONDS.fullmatch(seconds) or float(seconds) > MAX_SECONDS:
         raise InputError(where, f"{seconds[:40]!r} is not a number of seconds from 0 to {MAX_SECONDS:,.0f} (ASCII "
@@ -199,8 +207,12 @@ def _step(line: str, where: str, n: int) -> Step:
     if target is not None:
         if kind in TOPIC_KINDS:
             raise InputError(where, f"{kind} takes no target (it acts on the topic), got {target[:40]!r}")
-        if target not in ("leader", "follower") and not _BROKER.fullmatch(target):
-            raise InputError(where, f"target {target[:40]!r} is not a broker id, leader or follower")
+        if target not in (*BROKER_ROLES, *CONTROLLER_ROLES) and not _BROKER.fullmatch(target):
+            raise InputError(where, f"target {target[:40]!r} is not a node id, leader, follower, active-controller "
+                                    "or controller")
+        if target in CONTROLLER_ROLES and kind not in CONTROLLER_KINDS:
+            raise InputError(where, f"{kind} does not hit a controller (only {', '.join(CONTROLLER_KINDS)} do), "
+                                    f"got {target}")
         if kind in ("start", "resume") and not _BROKER.fullmatch(target):
             raise InputError(where, f"{kind} takes a broker id or nothing (every "
                                     f"{'stopped' if kind == 'start' else 'paused'} broker), got {target!r}")
@@ -226,28 +238,44 @@ def check_topic(name: str) -> str:
     return name
 
 
-def check_schedule_brokers(steps: Sequence[Step], brokers: Sequence[int], source: str) -> None:
+def check_schedule_brokers(steps: Sequence[Step], brokers: Sequence[int], source: str,
+                           controllers: Sequence[int] = (1000,)) -> None:
+    """Every node a schedule names is in the cluster; a controller is hit only by CONTROLLER_KINDS (and their ends),
+    and only in a quorum of 3 or more (taking down the one controller of a one-voter quorum leaves none)."""
     for s in steps:
-        if s.target is not None and _BROKER.fullmatch(s.target) and int(s.target) not in brokers:
-            raise InputError(f"{source}:{s.line}", f"broker {s.target} is not in the cluster "
-                             f"(brokers {', '.join(map(str, brokers))})")
+        where = f"{source}:{s.line}"
+        named = int(s.target) if s.target is not None and _BROKER.fullmatch(s.target) else None
+        if named is not None and named not in (*brokers, *controllers):
+            raise InputError(where, f"node {s.target} is not in the cluster (brokers {', '.join(map(str, brokers))}; "
+                                    f"controller(s) {', '.join(map(str, controllers))})")
+        if s.target in CONTROLLER_ROLES or named in controllers:
+            if len(controllers) < 3:
+                raise InputError(where, f"{s.kind} {s.target} needs a quorum of 3 or more controllers "
+                                        f"(--controllers 3); this cluster has {len(controllers)}")
+            if s.kind not in (*CONTROLLER_KINDS, "start", "resume"):
+                raise InputError(where, f"{s.kind} does not hit a controller (only {', '.join(CONTROLLER_KINDS)} do)")
 
 
-def _holds(kind: str, brokers: int) -> int:
+def _holds(kind: str, brokers: int, target: str | None = None) -> int:
     """Brokers a fault keeps down or paused while it lasts (a restart: while it runs). pause-followers pauses the
-    in-sync followers of partition 0, up to every broker but its leader: counted as that many."""
+    in-sync followers of partition 0, up to every broker but its leader: counted as that many. A fault on a
+    controller holds no broker."""
+    if target in CONTROLLER_ROLES:
+        return 0
     if kind == "pause-followers":
         return brokers - 1
     return 1 if kind in ENDS or kind == "restart" else 0
 
 
 def random_schedule(seed: int, duration: float, kinds: Sequence[str], start: float = 3.0, max_concurrent: int = 1,
-                    brokers: int = 3) -> list[Step]:
+                    brokers: int = 3, controllers: int = 1) -> list[Step]:
     """Faults until `duration`: a fault, its end 3-8 s later where it has one, and 1-4 s after it began the next one
     while fewer than `max_concurrent` faults last (else 1-4 s after the first of them ends). A fault that would leave
     no broker answering while another lasts waits for ends first (at most `brokers - 1` down or paused at once,
-    so a leader can always be elected; the controller is a process of its own). With `max_concurrent` 1: one fault
-    at a time, the next 1-4 s after the end of the last. Each end names the step it ends (`Step.ends`)."""
+    so a leader can always be elected; the controllers are processes of their own). With 3 or more `controllers`,
+    a kill, pause, restart or shutdown may also target the active controller or any controller, never more than a
+    minority of them at once (a majority must remain to elect a leader). With `max_concurrent` 1: one fault at a
+    time, the next 1-4 s after the end of the last. Each end names the step it ends (`Step.ends`)."""
     rng = random.Random(seed)
     steps: list[Step] = []
     active: list[tuple[float, int]] = []  # (its end, the index of its step), by end
@@ -258,16 +286,22 @@ def random_schedule(seed: int, duration: float, kinds: Sequence[str], start: flo
         return end
 
     def held() -> int:
-        return sum(_holds(steps[i].kind, brokers) for _, i in active)
+        return sum(_holds(steps[i].kind, brokers, steps[i].target) for _, i in active)
+
+    def controllers_held() -> int:
+        return sum(steps[i].target in CONTROLLER_ROLES for _, i in active)
 
     t = start
     while t < duration - 2:
         kind = rng.choice(list(kinds))
         broker_fault = (kind in ENDS or kind == "restart") and kind not in TOPIC_KINDS
-        target = rng.choice(["leader", "follower", None]) if broker_fault else None
+        roles = [*BROKER_ROLES, None] + (list(CONTROLLER_ROLES) if controllers >= 3 and kind in CONTROLLER_KINDS
+                                         else [])
+        target = rng.choice(roles) if broker_fault else None
         hold = rng.uniform(3, 8)
         while active and (active[0][0] <= t or len(active) >= max_concurrent
-                          or held() + _holds(kind, brokers) > brokers - 1):
+                          or held() + _holds(kind, brokers, target) > brokers - 1
+                          or controllers_held() + (target in CONTROLLER_ROLES) > (controllers - 1) // 2):
             t = max(t, close_first())
         hold = min(hold, duration - 1 - t)  # its end within the duration
         if t >= duration - 2 or (kind in ENDS and hold < 1):
@@ -344,15 +378,35 @@ class Campaign:
         self._states_at = 0.0
         self.errors: list[str] = []
         self.lag = 0.0  # seconds the schedule ran late in all
-        self.running_before: set[int] = set()  # the brokers that ran when the campaign began
+        self.running_before: set[int] = set()  # the nodes that ran when the campaign began
+        self._before: Quorum | None = None  # the quorum read just before the controller fault being applied
         self.threads: list[threading.Thread] = []
         self.producers: list[Producer] = []
         self.producers_done = threading.Event()
 
     # -- the cluster ---------------------------------------------------------------------------------------
 
-    def _answering(self) -> list[int]:
-        return [b for b in self.cluster.brokers if b not in self.paused and self.cluster.is_running(b)]
+    def _answering(self, nodes: Sequence[int] | None = None) -> list[int]:
+        """The brokers (or `nodes`) that run and are not paused."""
+        return [b for b in (self.cluster.brokers if nodes is None else nodes)
+                if b not in self.paused and self.cluster.is_running(b)]
+
+    def _nodes(self) -> tuple[int, ...]:
+        """Every node, the controllers first (a start brings them back first: brokers register with them)."""
+        return (*self.cluster.controllers, *self.cluster.brokers)
+
+    def quorum(self) -> Quorum | None:
+        """DescribeQuorum now, of the controllers that run and are not paused, recorded in the history; None when
+        none answered as the leader (an election under way)."""
+        from kcheck.cluster.admin import describe_quorum
+
+        up = self._answering(self.cluster.controllers)
+        answer = describe_quorum(",".join(f"{HOST}:{self.cluster.node(c).port}" for c in up)) if up else None
+        if answer is None:
+            return None
+        q = Quorum(self.history.now(), *answer, self._step)
+        self.history.add(q)
+        return q
 
     def live_bootstrap(self) -> str:
         """Brokers that run and are not paused: an admin request to a paused broker would wait out its timeout."""
@@ -434,7 +488,7 @@ class Campaign:
 
         faults = self.history.of(Fault)
         quiet = not faults or self.history.now() - faults[-1].t >= STALL_SECONDS
-        return quiet and not self.paused and all(self.cluster.is_running(b) for b in self.cluster.brokers)
+        return quiet and not self.paused and all(self.cluster.is_running(b) for b in self._nodes())
 
     def _in_flight(self, wait_s: float = 0.5) -> int:
         """Sends in flight now, after waiting up to `wait_s` for one (a fault should strike requests mid-way)."""
@@ -537,8 +591,9 @@ class Campaign:
 
     # -- faults --------------------------------------------------------------------------------------------
 
-    def _fault(self, kind: str, phase: str, brokers: Sequence[int] = (), note: str = "") -> None:
-        f = Fault(self.history.now(), kind, phase, tuple(brokers), note, self._step)
+    def _fault(self, kind: str, phase: str, brokers: Sequence[int] = (), note: str = "", role: str | None = None,
+               t: float | None = None) -> None:
+        f = Fault(self.history.now() if t is None else t, kind, phase, tuple(brokers), note, self._step, role)
         self.history.add(f)
         if phase == "start" and self._step is not None:
             self.hit[self._step] = f.brokers
@@ -550,6 +605,9 @@ class Campaign:
     def _target(self, step: Step) -> int | str:
         """The broker a step hits, resolved now; or a reason it cannot fire."""
         up = self._answering()
+        if step.target in CONTROLLER_ROLES or (step.target is not None and _BROKER.fullmatch(step.target)
+                                               and int(step.target) in self.cluster.controllers):
+            return self._controller_target(step)
         if step.target is not None and _BROKER.fullmatch(step.target):
             b = int(step.target)
             return b if b in up else f"broker {b} is not running (or is paused)"
@@ -563,6 +621,63 @@ class Campaign:
             followers = [b for b in p0.isr if b != p0.leader and b in up]
             return self.rng.choice(followers) if followers else "partition 0 has no answering in-sync follower"
         return self.rng.choice(up) if up else "no broker answers"
+
+    def _controller_target(self, step: Step) -> int | str:
+        """The controller a step hits (the quorum read first: `_before`), or why it cannot fire: never a majority of
+        the controllers down or paused at once."""
+        controllers = self.cluster.controllers
+        up = self._answering(controllers)
+        if len(controllers) - len(up) + 1 > (len(controllers) - 1) // 2:
+            return (f"{len(controllers) - len(up)} of {len(controllers)} controllers are down or paused: one more "
+                    "would leave no majority")
+        self._before = self.quorum()
+        if step.target == "controller":
+            return self.rng.choice(up)
+        if step.target == "active-controller":
+            if self._before is None:
+                return "DescribeQuorum was not answered"
+            leader = self._before.leader
+            return leader if leader in up else f"the quorum has no answering leader ({leader})"
+        named = int(str(step.target))
+        return named if named in up else f"controller {named} is not running (or is paused)"
+
+    def _controller_fault(self, step: Step, target: int, flying: str) -> None:
+        """A kill, pause, shutdown or restart of a controller. When it was the quorum's leader, DescribeQuorum is
+        asked until another leader with a larger epoch is named (or FAILOVER_BOUND passes); the fault's event names
+        the quorum before and after."""
+        kind, before, t = step.kind, self._before, self.history.now()
+        if kind == "kill":
+            self.cluster.kill(target)
+        elif kind == "pause":
+            self.cluster.pause(target)
+            self.paused.add(target)
+        else:  # shutdown, and the first half of a restart: the controller resigns its leadership
+            self.cluster.shutdown(target)
+        after = self._await_failover(before, target, t)
+        shown = lambda q: f"leader {q.leader} epoch {q.epoch}" if q is not None else "not answered"  # noqa: E731
+        active = before is not None and before.leader == target
+        note = (f"{'the active controller' if active else 'a follower controller'}; quorum {shown(before)} before, "
+                f"{shown(after)} after" + (f" ({after.t - t:.1f} s)" if after is not None else "") + flying)
+        self._fault(kind, "start", (target,), note, step.target, t)
+        if kind == "restart":
+            self.cluster.restart(target)
+            self._fault(kind, "end", (target,), role=step.target)
+
+    def _await_failover(self, before: Quorum | None, target: int, t: float) -> Quorum | None:
+        """After `target` went: the first DescribeQuorum answer with a new leader and a larger epoch if `target` led
+        (else the next answer), asked until FAILOVER_BOUND seconds after `t`; the last answer if none."""
+        last = None
+        while True:
+            interrupts.check()
+            q = self.quorum()
+            last = q or last
+            if before is None or before.leader != target:
+                return last
+            if q is not None and q.leader >= 0 and q.leader != target and q.epoch > before.epoch:
+                return last
+            if self.history.now() - t >= FAILOVER_BOUND:
+                return last
+            time.sleep(0.2)
 
     def apply(self, step: Step) -> None:
         kind = step.kind
@@ -578,6 +693,9 @@ class Campaign:
                 self._fault(kind, "skipped", note=target)
                 return
             flying = self._flying_note(kind)
+            if target in self.cluster.controllers:
+                self._controller_fault(step, target, flying)
+                return
             if kind == "kill":
                 self.cluster.kill(target)
             elif kind == "lossy-kill":
@@ -597,7 +715,7 @@ class Campaign:
                 self.cluster.restart(target)
                 self._fault(kind, "end", (target,))
                 return
-            self._fault(kind, "start", (target,), flying.lstrip("; "))
+            self._fault(kind, "start", (target,), flying.lstrip("; "), step.target)
         except (InputError, OSError) as e:
             self._fault(kind, "failed", note=str(e))
 
@@ -620,7 +738,7 @@ class Campaign:
         elif kind == "resume":
             which = sorted(self.paused)
         else:
-            which = [b for b in self.cluster.brokers if not self.cluster.is_running(b)]
+            which = [b for b in self._nodes() if not self.cluster.is_running(b)]
         for b in which:
             if kind == "resume":
                 if b not in self.paused:
@@ -739,9 +857,9 @@ class Campaign:
             self._fault("resume", "end", (b,), "heal")
         self.paused.clear()
         for row in self.cluster.status():
-            if row["role"] == "broker" and row["state"] == "paused":  # paused before this campaign
+            if row["state"] == "paused":  # paused before this campaign
                 self.cluster.resume(row["node"])
-        for b in self.cluster.brokers:
+        for b in self._nodes():
             if not self.cluster.is_running(b):
                 try:
                     self.cluster.restart(b)
@@ -766,7 +884,7 @@ class Campaign:
         neither healing nor reading: the caller runs `abort()`."""
         with quiet_clients():
             began = time.monotonic()
-            self.running_before = {b for b in self.cluster.brokers if self.cluster.is_running(b)}
+            self.running_before = {b for b in self._nodes() if self.cluster.is_running(b)}
             self.create_topic()
             self.history = History()
             self.producers = make_producers(self.s.producers, self.cluster.bootstrap, self.s.topic,
@@ -858,14 +976,14 @@ class Campaign:
         resumed = [b for b in sorted(self.paused) if self._resume_now(b)]
         self.paused.clear()
         if resumed:
-            done.append(f"resumed broker(s) {', '.join(map(str, resumed))}")
+            done.append(f"resumed {_kind_of(resumed, self.cluster.brokers)} {', '.join(map(str, resumed))}")
         if restart:
             stopped = sorted(b for b in self.running_before if not self.cluster.is_running(b))
             for b in stopped:
                 with contextlib.suppress(ClusterError, OSError):
                     self.cluster.launch(b)
             if stopped:
-                done.append(f"started broker(s) {', '.join(map(str, stopped))} again")
+                done.append(f"started {_kind_of(stopped, self.cluster.brokers)} {', '.join(map(str, stopped))} again")
         for producer in self.producers:  # a Java producer is killed; kafka-python's are left to end with kcheck
             producer.abort()
         self.producers_done.set()
@@ -881,6 +999,10 @@ class Campaign:
         with contextlib.suppress(OSError):
             os.kill(pid, signal.SIGCONT)
         return True
+
+
+def _kind_of(nodes: Sequence[int], brokers: Sequence[int]) -> str:
+    return "broker(s)" if all(n in brokers for n in nodes) else "node(s)"
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -921,6 +1043,13 @@ def print_outcome(o: Outcome, out: Any) -> None:
         out.print(f"acks=1 records lost (not promised by Kafka, not a violation): {len(v.acks1_lost)}; the first: "
                   f"{first1['value']} at partition {first1['partition']} offset {first1['offset']}, after "
                   f"{escape('; '.join(first1['faults']))}")
+    quorum = o.history.of(Quorum)
+    if quorum:
+        epochs = sorted({q.epoch for q in quorum})
+        in_turn = [q.leader for q in sorted(quorum, key=lambda q: q.t)]
+        leaders = ", ".join(str(n) for i, n in enumerate(in_turn) if i == 0 or in_turn[i - 1] != n)
+        out.print(f"KRaft quorum (DescribeQuorum around controller faults): {len(quorum)} answer(s), leaders in turn "
+                  f"{leaders}; epochs {epochs[0]}..{epochs[-1]}")
     if c.get("poll_skips"):
         out.print(f"poll skips (Jepsen's poll-skip; counted, not a violation): {c['poll_skips']} read(s) of the group "
                   "consumer jumped over records in the log")

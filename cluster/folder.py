@@ -48,7 +48,9 @@ ID_OPTION = "-Dkcheck.cluster.id="  # on every node's command line: whose node i
 STATE_LIMIT = 1 << 20  # bytes: a state file is under 2 KiB for 64 brokers; a larger one is not kcheck's
 MARKER_LIMIT = 64 << 10
 MAX_BROKERS = 64
-CONTROLLER_ID = 1000
+CONTROLLER_ID = 1000  # the first controller; a quorum of N controllers is nodes 1000..1000+N-1
+MAX_CONTROLLERS = 5
+STATE_VERSION = 2  # 2: `controllers`, a list; version 1 (no `state_version`) had one `controller`
 PID_MAX = 1 << 22  # Linux's largest pid_max
 _ID_RE = re.compile(r"[0-9a-f]{32}")
 _KAFKA_UUID_RE = re.compile(r"[A-Za-z0-9_-]{22}")
@@ -57,7 +59,7 @@ _KAFKA_UUID_RE = re.compile(r"[A-Za-z0-9_-]{22}")
 NODE_FILES = ("server.properties", "server.log", "format.log", "classes.jsa")
 NODE_FOLDERS = ("data",)
 _JVM_FILES = re.compile(r"(?:hs_err|replay)_pid[0-9]+\.log")
-_NODE_FOLDER = re.compile(r"controller|broker-[1-9][0-9]?")
+_NODE_FOLDER = re.compile(r"controller(?:-100[1-4])?|broker-[1-9][0-9]?")
 
 
 class FolderError(InputError):
@@ -322,18 +324,38 @@ def check_state(doc: object, real: Path, ident: str) -> str | None:
     brokers = doc.get("brokers")
     if not isinstance(brokers, list) or not 1 <= len(brokers) <= MAX_BROKERS:
         return f"brokers is not a list of 1..{MAX_BROKERS} nodes"
-    for node, role, ids in ((doc.get("controller"), "controller", range(CONTROLLER_ID, CONTROLLER_ID + 1)),
+    controllers = state_controllers(doc)
+    if controllers is None:
+        return f"controllers is not a list of 1..{MAX_CONTROLLERS} nodes (or, state version 1, one controller)"
+    controller_ids = range(CONTROLLER_ID, CONTROLLER_ID + MAX_CONTROLLERS)
+    for node, role, ids in (*((c, "controller", controller_ids) for c in controllers),
                             *((b, "broker", range(1, MAX_BROKERS + 1)) for b in brokers)):
         if (problem := _node_problem(node, role, ids)) is not None:
             return problem
     if len({b["node_id"] for b in brokers}) != len(brokers):
         return "a broker is listed twice"
+    if [c["node_id"] for c in controllers] != list(range(CONTROLLER_ID, CONTROLLER_ID + len(controllers))):
+        return f"the controllers are not nodes {CONTROLLER_ID}.. in order"
     return None
+
+
+def state_controllers(doc: dict[str, Any]) -> list[Any] | None:
+    """The controller entries of a state file: `controllers` (state version 2), or the one `controller` of a
+    version-1 file (written by kcheck before quorums of several controllers); None if neither is there."""
+    version = doc.get("state_version", 1)
+    if version == 1 and "controllers" not in doc:
+        return [doc.get("controller")]
+    listed = doc.get("controllers")
+    if version != STATE_VERSION or not isinstance(listed, list) or not 1 <= len(listed) <= MAX_CONTROLLERS:
+        return None
+    return listed
 
 
 def node_folder(node_id: int) -> str:
     """The folder of node `node_id` inside its cluster's folder (from a checked integer only)."""
-    return "controller" if node_id == CONTROLLER_ID else f"broker-{int(node_id)}"
+    if node_id == CONTROLLER_ID:  # the first controller's folder keeps its name from before quorums
+        return "controller"
+    return f"controller-{int(node_id)}" if node_id > CONTROLLER_ID else f"broker-{int(node_id)}"
 
 
 def argv(pid: int) -> list[str] | None:

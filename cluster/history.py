@@ -21,6 +21,10 @@ way Jepsen checks a history (nothing here looks inside a broker):
 - history.hw-monotonic: the high watermark a consumer's fetches report for a partition never goes back
   (`Partition.maybeIncrementLeaderHW`: the HW only moves forward on a leader; KIP-101/KIP-207 discuss the
   leader change where a new leader's HW lags).
+- history.controller-failover: after a fault that killed, paused or stopped the active controller of a KRaft quorum
+  of three or more, DescribeQuorum names another leader with a larger epoch within FAILOVER_BOUND seconds (KIP-595:
+  a voter that hears nothing from the leader for `controller.quorum.fetch.timeout.ms` becomes a candidate and wins
+  a majority's votes for a bumped epoch, within `controller.quorum.election.timeout.ms` and its backoff).
 
 Records produced with acks=1 are checked the same way but their losses are counted apart (`acks1_lost`), not
 violations: Kafka promises an acks=1 record only the leader's copy.
@@ -112,6 +116,18 @@ class Fault:
     brokers: tuple[int, ...] = ()
     note: str = ""
     step: int | None = None  # the index of the schedule's step that did it (None: healing)
+    role: str | None = None  # what the target was named by: leader, follower, active-controller, controller, ...
+
+
+@dataclass(frozen=True)
+class Quorum:
+    """What DescribeQuorum said of the KRaft metadata quorum (`__cluster_metadata` partition 0) around a controller
+    fault: its leader (the active controller; -1: none known) and leader epoch."""
+
+    t: float
+    leader: int
+    epoch: int
+    step: int | None = None  # the schedule's step of the fault it was asked around
 
 
 @dataclass(frozen=True)
@@ -138,9 +154,9 @@ class FinalRead:
     note: str = ""
 
 
-Event = Send | Ack | SendFailure | Read | Commit | Fault | Stall
+Event = Send | Ack | SendFailure | Read | Commit | Fault | Stall | Quorum
 _TYPES: dict[str, type] = {"send": Send, "ack": Ack, "send-failure": SendFailure, "read": Read, "commit": Commit,
-                           "fault": Fault, "stall": Stall}
+                           "fault": Fault, "stall": Stall, "quorum": Quorum}
 _NAMES = {v: k for k, v in _TYPES.items()}
 
 
@@ -283,7 +299,16 @@ CHECKS: dict[str, tuple[str, str]] = {
     "history.failed-definite-absent": (
         "a send failed with a definite error is never in the log",
         "Errors (validation and authorisation refuse the batch before UnifiedLog.appendAsLeader)"),
+    "history.controller-failover": (
+        "the active controller killed, paused or stopped: the quorum elects another leader, a larger epoch, in time",
+        "KIP-595 (KRaft leader election); KafkaRaftClient, QuorumState"),
 }
+# Seconds within which a KRaft quorum of three elects a new leader once its leader is gone: Kafka's defaults make it
+# controller.quorum.fetch.timeout.ms (2 s) for a voter to notice, plus up to controller.quorum.election.timeout.ms
+# (1 s, randomised up to twice that) per election round; 15 s leaves room for a few split votes and a loaded machine.
+FAILOVER_BOUND = 15.0
+# The faults after which the controller they hit is gone (a restart: gone while it restarts).
+CONTROLLER_GONE = ("kill", "pause", "shutdown", "restart")
 # Jepsen's Kafka checker's name for the anomaly each check reports (jepsen.tests.kafka), where one fits.
 ANOMALIES = {"history.acked-not-lost": "lost-write", "history.offset-single-value": "inconsistent-offsets",
              "history.idem-no-duplicate": "duplicate", "history.idem-order": "nonmonotonic-send",
@@ -377,8 +402,31 @@ def check(history: History, healed: bool = True, max_per_check: int = 1000) -> V
     _check_hw(reads, faults, add)
     _count(history, verdict, acks, reads, final_values, faults, lost_all)
     _check_request_path(history, where, faults, verdict, add)
+    _check_failovers(history, faults, add)
     verdict.counts["poll_skips"] = _poll_skips(reads, log, history.final)
     return verdict
+
+
+def _check_failovers(history: History, faults: list[Fault], add: Callable[[Violation], None]) -> None:
+    """controller-failover: each fault that took down the quorum's leader (the last DescribeQuorum answer before it,
+    of its step, named the node it hit) is followed within FAILOVER_BOUND by an answer naming another leader with a
+    larger epoch."""
+    quorum: list[Quorum] = sorted(history.of(Quorum), key=lambda q: q.t)
+    for f in faults:
+        if f.phase != "start" or f.kind not in CONTROLLER_GONE or len(f.brokers) != 1:
+            continue
+        before = [q for q in quorum if q.step == f.step and q.t <= f.t]
+        if not before or before[-1].leader != f.brokers[0]:
+            continue  # not the active controller when it struck
+        was = before[-1]
+        seen = [q for q in quorum if f.t < q.t <= f.t + FAILOVER_BOUND]
+        if any(q.leader >= 0 and q.leader != was.leader and q.epoch > was.epoch for q in seen):
+            continue
+        window = (f"quorum {was.t:.1f}s leader {was.leader} epoch {was.epoch}", _fault_text(f),
+                  *(f"quorum {q.t:.1f}s leader {q.leader} epoch {q.epoch}" for q in seen))
+        add(Violation("history.controller-failover", f"{f.kind} of the active controller {was.leader} (epoch "
+                      f"{was.epoch}) at {f.t:.1f}s: no new quorum leader with a larger epoch observed within "
+                      f"{FAILOVER_BOUND:g} s", f.t, faults_before=faults_around(faults, f.t), window=window))
 
 
 def _poll_skips(reads: list[Read], log: dict[tuple[int, int], str], final: dict[int, FinalRead]) -> int:
@@ -649,7 +697,7 @@ def _per_producer(history: History, count: Callable[[str, str, int], None]) -> N
 # The JSON history's format (`history.schema.json`, shipped beside this module): its name and version are written
 # into every document. A new version whenever a field changes meaning or a reader could not ignore a new one.
 SCHEMA_NAME = "kcheck-chaos-history"
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2  # 2: quorum events, a fault's role, settings.controllers (version 1 documents are version 2's too)
 SCHEMA_FILE = "history.schema.json"
 
 

@@ -1,4 +1,5 @@
-"""A real KRaft cluster on loopback: one controller and N brokers, each its own OS process, from Kafka's Maven jars.
+"""A real KRaft cluster on loopback: one controller (or a quorum of 3 or 5) and N brokers, each its own OS process,
+from Kafka's Maven jars.
 
 `kcheck cluster up|down|status` and `LocalCluster` (the pytest fixture `kafka_cluster` in tests/conftest.py)
 run Kafka's own server, `kafka.Kafka` from `core/src/main/scala/kafka/Kafka.scala`, with the jars
@@ -7,7 +8,9 @@ formatted first with Kafka's `kafka.tools.StorageTool` (`core/src/main/scala/kaf
 what `kafka-storage.sh format` runs) under a random cluster id. Nothing is installed by hand but a JDK 17+.
 
 Layout: the controller is node 1000 (`process.roles=controller`, a static one-voter quorum,
-`controller.quorum.voters`, which every KRaft release from 3.3 to 4.x reads); the brokers are nodes 1..N
+`controller.quorum.voters`, which every KRaft release from 3.3 to 4.x reads), or with `controllers=3` (or 5) the
+controllers are nodes 1000, 1001, ... and the static quorum lists every one of them as a voter (KIP-595's Raft: any
+majority elects a leader, the active controller); the brokers are nodes 1..N
 (`process.roles=broker`), `broker.rack` from `--racks` round-robin. Every listener is on 127.0.0.1 at a port
 picked free. Kafka's own defaults hold except what a 2-core machine needs: small heaps, fewer threads, the
 internal topics' replication capped at the broker count and 3 partitions each instead of 50 (a first
@@ -56,7 +59,9 @@ from kcheck.cluster.folder import (
     CONTROLLER_ID,
     ID_OPTION,
     MAX_BROKERS,
+    MAX_CONTROLLERS,
     STATE_FILE,
+    STATE_VERSION,
     FolderError,
     check_new,
     claim,
@@ -67,6 +72,7 @@ from kcheck.cluster.folder import (
     open_existing,
     remove_ours,
     started_for,
+    state_controllers,
 )
 from kcheck.inputs.formats import InputError, control_problem
 from kcheck.runtime import interrupts
@@ -105,9 +111,13 @@ class _State:
     version: str
     cluster_id: str
     directory: str  # the folder's real path, for people; kcheck acts on the folder its marker names (cluster_folder)
-    controller: Node
+    controllers: list[Node]
     brokers: list[Node] = field(default_factory=list)
     id: str = ""  # the folder marker's id, on every node's command line
+
+    @property
+    def nodes(self) -> tuple[Node, ...]:
+        return (*self.controllers, *self.brokers)
 
 
 def free_port() -> int:
@@ -325,7 +335,7 @@ def _known(nodes: dict[int, str], directory: str | None, ident: str) -> dict[int
         return out
     if listed["id"] != ident:
         return out
-    for n in (listed["controller"], *listed["brokers"]):
+    for n in (*(state_controllers(listed) or ()), *listed["brokers"]):
         if n.get("pid") is not None:
             out.setdefault(n["pid"], str(Path(directory) / node_folder(n["node_id"]) / "server.properties"))
     return out
@@ -356,11 +366,12 @@ class LocalCluster:
 
     def __init__(self, version: str = DEFAULT_VERSION, brokers: int = 3, racks: Sequence[str] = (),
                  directory: str | os.PathLike[str] | None = None, config: Mapping[str, str] | None = None,
-                 sasl_users: Mapping[str, str] | None = None, outlive: bool = False) -> None:
+                 sasl_users: Mapping[str, str] | None = None, outlive: bool = False, controllers: int = 1) -> None:
         self.version = release_option(version)
         if not 1 <= brokers <= MAX_BROKERS:
             raise InputError("--brokers", f"{brokers} is outside 1..{MAX_BROKERS}")
         self.broker_count = brokers
+        self.controller_count = controllers_option(controllers)
         self.racks = tuple(racks)
         self.config = dict(config or {})
         self.sasl_users = dict(sasl_users or {})
@@ -386,9 +397,11 @@ class LocalCluster:
         state file is kcheck's (kcheck.cluster.folder); FolderError (one line, --dir) otherwise."""
         opened = open_existing(directory)
         raw = opened.state
-        state = _State(raw["version"], raw["cluster_id"], str(opened.path), Node(**raw["controller"]),
-                       [Node(**b) for b in raw["brokers"]], opened.id)
-        cluster = cls(state.version, len(state.brokers), tuple(b.rack for b in state.brokers if b.rack))
+        state = _State(raw["version"], raw["cluster_id"], str(opened.path),
+                       [Node(**c) for c in state_controllers(raw) or ()], [Node(**b) for b in raw["brokers"]],
+                       opened.id)
+        cluster = cls(state.version, len(state.brokers), tuple(b.rack for b in state.brokers if b.rack),
+                      controllers=len(state.controllers))
         cluster._dir, cluster._id = opened.path, opened.id
         cluster._state, cluster._attached = state, True
         return cluster
@@ -423,18 +436,27 @@ class LocalCluster:
 
     @property
     def controller(self) -> Node:
-        return self.state.controller
+        """The first controller (node 1000): with one controller, the active one."""
+        return self.state.controllers[0]
+
+    @property
+    def controllers(self) -> tuple[int, ...]:
+        return tuple(c.node_id for c in self.state.controllers)
+
+    @property
+    def bootstrap_controllers(self) -> str:
+        return ",".join(f"{HOST}:{c.port}" for c in self.state.controllers)
 
     @property
     def cluster_id(self) -> str:
         return self.state.cluster_id
 
     def node(self, node_id: int) -> Node:
-        for n in (self.state.controller, *self.state.brokers):
+        for n in self.state.nodes:
             if n.node_id == node_id:
                 return n
         raise ClusterError(f"no node {node_id} (brokers {', '.join(map(str, self.brokers))}, "
-                           f"controller {CONTROLLER_ID})")
+                           f"controller(s) {', '.join(map(str, self.controllers))})")
 
     def _node_dir(self, node: Node) -> Path:
         return self.directory / node_folder(node.node_id)
@@ -447,8 +469,9 @@ class LocalCluster:
 
     def _save(self) -> None:
         state = self.state
-        doc = {"version": state.version, "cluster_id": state.cluster_id, "directory": str(self.directory),
-               "id": self._id, "controller": asdict(state.controller), "brokers": [asdict(b) for b in state.brokers]}
+        doc = {"state_version": STATE_VERSION, "version": state.version, "cluster_id": state.cluster_id,
+               "directory": str(self.directory), "id": self._id,
+               "controllers": [asdict(c) for c in state.controllers], "brokers": [asdict(b) for b in state.brokers]}
         tmp = self.directory / (STATE_FILE + ".tmp")
         tmp.write_text(json.dumps(doc, indent=2) + "\n", encoding="utf-8")
         tmp.replace(self.directory / STATE_FILE)
@@ -507,14 +530,33 @@ class LocalCluster:
             self._reap(broker_id, 10.0)
 
     def restart(self, broker_id: int, timeout_s: float = 60.0) -> None:
-        """Stop the broker cleanly if it runs (else it was killed), start it again and wait until it is unfenced."""
+        """Stop the node cleanly if it runs (else it was killed), start it again and wait until a broker is unfenced
+        (a controller: until it listens again)."""
         self.shutdown(broker_id)
         self.launch(broker_id)
-        self.wait_ready(timeout_s, brokers=(broker_id,))
+        if broker_id in self.controllers:
+            self.wait_listening(broker_id, timeout_s)
+        else:
+            self.wait_ready(timeout_s, brokers=(broker_id,))
+
+    def wait_listening(self, node_id: int, timeout_s: float = 60.0) -> None:
+        """Wait until the node runs and accepts a connection on its port (a controller has no readiness a client can
+        ask for beyond that; the quorum's view is DescribeQuorum's, kcheck.cluster.admin.describe_quorum)."""
+        node = self.node(node_id)
+        deadline = time.monotonic() + timeout_s
+        while True:
+            interrupts.check()
+            self._check_alive([node])
+            with contextlib.suppress(OSError), socket.create_connection((HOST, node.port), timeout=1.0):
+                return
+            if time.monotonic() >= deadline:
+                raise ClusterError(f"controller {node_id} does not listen on {HOST}:{node.port} after "
+                                   f"{timeout_s:.0f} s")
+            time.sleep(0.2)
 
     def launch(self, broker_id: int) -> None:
-        """Start a stopped broker's process and return at once (after an interrupt: the cluster as it was, without
-        waiting for the broker to be unfenced)."""
+        """Start a stopped node's process and return at once (after an interrupt: the cluster as it was, without
+        waiting for a broker to be unfenced)."""
         if self.is_running(broker_id):
             return
         self._launch(self.node(broker_id))
@@ -591,9 +633,10 @@ class LocalCluster:
 
     # -- configuration -------------------------------------------------------------------------------------
 
-    def _common(self, controller_port: int) -> dict[str, str]:
+    def _common(self) -> dict[str, str]:
+        voters = ",".join(f"{c.node_id}@{HOST}:{c.port}" for c in self.state.controllers)
         return {
-            "controller.quorum.voters": f"{CONTROLLER_ID}@{HOST}:{controller_port}",
+            "controller.quorum.voters": voters,
             "controller.listener.names": "CONTROLLER",
             "num.network.threads": "2",
             "num.io.threads": "2",
@@ -605,18 +648,18 @@ class LocalCluster:
         return {
             "process.roles": "controller",
             "node.id": str(node.node_id),
-            **self._common(node.port),
+            **self._common(),
             "listeners": f"CONTROLLER://{HOST}:{node.port}",
             "listener.security.protocol.map": "CONTROLLER:PLAINTEXT",
             "log.dirs": str(data),
         }
 
-    def _broker_properties(self, node: Node, controller_port: int, data: Path) -> dict[str, str]:
+    def _broker_properties(self, node: Node, data: Path) -> dict[str, str]:
         n = self.broker_count
         props = {
             "process.roles": "broker",
             "node.id": str(node.node_id),
-            **self._common(controller_port),
+            **self._common(),
             "listeners": f"PLAINTEXT://{HOST}:{node.port}",
             "advertised.listeners": f"PLAINTEXT://{HOST}:{node.port}",
             "listener.security.protocol.map": "CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT",
@@ -676,23 +719,21 @@ class LocalCluster:
         if not self.outlive:
             self._owner_pid = os.getpid()
             _LIVE.add(self)
-        ports = [free_port() for _ in range(self.broker_count + 1)]
-        controller = Node(CONTROLLER_ID, "controller", ports[0])
-        brokers = [Node(i + 1, "broker", ports[i + 1], self.racks[i % len(self.racks)] if self.racks else None,
+        controllers = [Node(CONTROLLER_ID + i, "controller", free_port()) for i in range(self.controller_count)]
+        brokers = [Node(i + 1, "broker", free_port(), self.racks[i % len(self.racks)] if self.racks else None,
                         sasl_port=free_port() if self.sasl_users else None)
                    for i in range(self.broker_count)]
-        self._state = _State(self.version, random_cluster_id(), str(directory), controller, brokers, self._id)
-        controller_props = self._controller_properties(controller, directory / "controller" / "data")
-        for node in (controller, *brokers):
+        self._state = _State(self.version, random_cluster_id(), str(directory), controllers, brokers, self._id)
+        for node in self._state.nodes:
             where = self._node_dir(node)
             where.mkdir()
-            props = (controller_props if node is controller
-                     else self._broker_properties(node, controller.port, where / "data"))
+            props = (self._controller_properties(node, where / "data") if node.role == "controller"
+                     else self._broker_properties(node, where / "data"))
             (where / "server.properties").write_text(
                 "".join(f"{k}={_property_value(v)}\n" for k, v in props.items()), encoding="utf-8")
         self._save()
-        self._format(java, (controller, *brokers), began + timeout_s)
-        for node in (controller, *brokers):
+        self._format(java, self._state.nodes, began + timeout_s)
+        for node in self._state.nodes:
             self._launch(node)
         self._save()
         self.wait_ready(max(1.0, began + timeout_s - time.monotonic()))
@@ -729,7 +770,7 @@ class LocalCluster:
     def _check_alive(self, nodes: Sequence[Node]) -> None:
         for node in nodes:
             if not self.is_running(node.node_id):
-                what = "the controller" if node.role == "controller" else f"broker {node.node_id}"
+                what = f"{node.role} {node.node_id}"
                 why = why_it_stopped(self._node_dir(node) / "server.log")
                 raise ClusterError(f"{what} exited while starting: {why}")
 
@@ -738,7 +779,9 @@ class LocalCluster:
         unfenced. Asking the broker itself matters after a kill -9: the controller keeps listing the dead
         incarnation until its session times out, while a broker answers requests only once it is unfenced."""
         want = [b for b in self.state.brokers if brokers is None or b.node_id in brokers]
-        nodes = [self.state.controller, *want]
+        # The controllers must live while the cluster starts; a broker restarted later is waited for on its own (a
+        # campaign may have a minority of a quorum's controllers down meanwhile).
+        nodes = [*self.state.controllers, *want] if brokers is None else want
         deadline = time.monotonic() + timeout_s
         pending = list(want)
         while pending:
@@ -784,7 +827,7 @@ class LocalCluster:
         if self._state is not None:
             clean = self._stop_nodes(timeout_s, kill)
             self._keep_class_archive(clean)
-            running = [n.node_id for n in (self.state.controller, *self.state.brokers) if self.is_running(n.node_id)]
+            running = [n.node_id for n in self.state.nodes if self.is_running(n.node_id)]
             if running:
                 raise ClusterError(f"node(s) {', '.join(map(str, running))} did not stop")
         if remove and self._dir is not None:
@@ -795,10 +838,10 @@ class LocalCluster:
         return time.monotonic() - began
 
     def _stop_nodes(self, timeout_s: float, kill: bool) -> set[int]:
-        """Signal each group (brokers, then the controller); the node ids that exited on SIGTERM (a killed JVM
+        """Signal each group (brokers, then the controllers); the node ids that exited on SIGTERM (a killed JVM
         writes no class archive)."""
         clean: set[int] = set()
-        for group in (self.state.brokers, [self.state.controller]):
+        for group in (self.state.brokers, self.state.controllers):
             pids = {n.node_id: pid for n in group if (pid := self.pid_of(n.node_id)) is not None}
             for pid in pids.values():
                 with contextlib.suppress(ProcessLookupError):
@@ -837,7 +880,7 @@ class LocalCluster:
     def status(self) -> list[dict[str, Any]]:
         """One row per node: id, role, port, rack, pid, and whether it runs (or is paused)."""
         rows = []
-        for n in (self.state.controller, *self.state.brokers):
+        for n in self.state.nodes:
             pid = self.pid_of(n.node_id)
             state = "stopped"
             if pid is not None:
@@ -908,6 +951,15 @@ def release_option(text: str, option: str = "--kafka-version") -> str:
         raise InputError(option, str(e)) from None
 
 
+def controllers_option(count: int, option: str = "--controllers") -> int:
+    """How many controllers: 1 (a one-voter quorum) or an odd number up to MAX_CONTROLLERS. An even quorum tolerates
+    no more failures than the odd one below it (a majority of 4 is 3), so kcheck refuses it."""
+    if not (1 <= count <= MAX_CONTROLLERS and count % 2 == 1):
+        raise InputError(option, f"{count} is not an odd number of controllers from 1 to {MAX_CONTROLLERS} (a "
+                                 f"majority of an even quorum is no more fault-tolerant than of the odd one below it)")
+    return count
+
+
 def seconds_option(option: str, value: float, low: float, high: float) -> float:
     """A number of seconds within low..high (NaN and infinity are outside)."""
     if not low <= value <= high:
@@ -922,5 +974,5 @@ def seconds_option(option: str, value: float, low: float, high: float) -> float:
 
 
 __all__ = ["CONTROLLER_ID", "STATE_FILE", "ClusterError", "FolderError", "LocalCluster", "Node", "Watchdog",
-           "default_directory", "free_port", "parse_racks", "release_option", "seconds_option",
+           "controllers_option", "default_directory", "free_port", "parse_racks", "release_option", "seconds_option",
            "why_it_stopped"]

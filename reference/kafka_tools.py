@@ -52,6 +52,8 @@ TOOLS: dict[str, tuple[str, ...]] = {
     "kafka-leader-election": ("org.apache.kafka.tools.LeaderElectionCommand", "kafka.admin.LeaderElectionCommand"),
     # KIP-664, from 3.0 (in the kafka-tools artifact, which this cache holds for 3.5 on)
     "kafka-transactions": ("org.apache.kafka.tools.TransactionsCommand",),
+    # KIP-595's tool, from 3.3 (moved to kafka-tools in 3.5); --bootstrap-controller from 3.7 (KIP-919)
+    "kafka-metadata-quorum": ("org.apache.kafka.tools.MetadataQuorumCommand", "kafka.admin.MetadataQuorumCommand"),
     "zookeeper-server": ("org.apache.zookeeper.server.ZooKeeperServerMain",),
 }
 

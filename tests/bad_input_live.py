@@ -49,10 +49,12 @@ JVM_CLASSES = ["jvm:", "jvm:1abc", "jvm:a..b", "jvm:a b", "jvm:a.", "jvm:.a", "j
 CLASSPATHS = ["nope.jar", "subdir/nope", "plan.json", "/dev/null", "nope-folder/", "subdir:nope.jar", "\x1b[31m.jar",
               LONG]
 
+CONTROLLERS = ["0", "-1", "2", "4", "6", "7", *BIG_INTS]  # 1, 3 or 5 only
 LIVE_OPTIONS: dict[str, tuple[list[str], dict[str, list[str]]]] = {
     "cluster up": (["cluster", "up", "--dir", "newcluster"], {
         "--kafka-version": RELEASES,
         "--brokers": ["0", "-1", "65", "1000", *BIG_INTS],
+        "--controllers": CONTROLLERS,
         "--racks": ["", ",", "a,,b", "a b", "a,\x1b[31m", "r\x00", "\u202e", "x" * 300, LONG],
         "--timeout": [*SECONDS, "3601", "1e10"],
         "--dir": NOT_NEW,
@@ -63,6 +65,7 @@ LIVE_OPTIONS: dict[str, tuple[list[str], dict[str, list[str]]]] = {
     "chaos": (["chaos"], {
         "--kafka-version": RELEASES,
         "--brokers": ["0", "-1", "65", *BIG_INTS],
+        "--controllers": CONTROLLERS,
         "--partitions": ["0", "-1", "1001", *BIG_INTS],
         "--replication-factor": ["0", "-1", "4", "65", "x", "9" * 5000],
         "--min-insync-replicas": ["0", "-1", "4", "x"],
@@ -143,7 +146,8 @@ LIVE_EXTRA: list[tuple[list[str], str]] = [
                                    "huge-target.txt", "target-digits.txt", "past-a-day.txt", "negative.txt",
                                    "exponent.txt", "nan.txt", "infinity.txt", "kind-control.txt",
                                    "unknown-broker.txt", "start-leader.txt", "reassign-target.txt",
-                                   "too-many-words.txt", "seven-decimals.txt")],
+                                   "too-many-words.txt", "seven-decimals.txt", "active-controller-alone.txt",
+                                   "lossy-kill-controller.txt")],
     _schedule("backwards.txt", 2), _schedule("comments-only.txt", None),
     (["chaos", "--schedule", "nope.txt"], "nope.txt"), (["chaos", "--schedule", "subdir"], "subdir"),
     (["chaos", "--schedule", "plan.json"], "plan.json:1"), (["chaos", "--schedule", "/dev/zero"], "/dev/zero"),
@@ -153,6 +157,7 @@ LIVE_EXTRA: list[tuple[list[str], str]] = [
     (["chaos", "--schedule", str(SCHEDULES / "unknown-broker.txt"), "--json", str(SCHEDULES / "unknown-broker.txt")],
      "--json"),
     (["chaos", "--dir", "subdir", "--brokers", "3"], "--brokers"),
+    (["chaos", "--dir", "subdir", "--controllers", "3"], "--controllers"),
     (["chaos", "--dir", str(LIVE_DATA / "copy"), "--kafka-version", "4.4.0"], "--dir"),
     (["chaos", "--replication-factor", "3", "--brokers", "2"], "--replication-factor"),
     (["chaos", "--unclean-leader-election=1"], "--unclean-leader-election"),

@@ -322,9 +322,10 @@ def test_a_schedule_file_reads_one_fault_a_line():
     ("\u0661 kill\n", "s.txt:1: '\u0661' is not a number of seconds"),  # int() and float() take any script's digits
     ("1" + "0" * 400 + " kill\n", "s.txt:1: '1000"),  # float() of it is inf: sleep() would overflow
     ("1 kill " + "9" * 5000 + "\n", "s.txt:1: target '9999"),  # int() refuses past 4,300 digits
-    ("1 kill \u0661\n", "s.txt:1: target '\u0661' is not a broker id"),
+    ("1 kill \u0661\n", "s.txt:1: target '\u0661' is not a node id"),
     ("1 explode 2\n", "s.txt:1: 'explode' is not a fault kind"),
-    ("1 kill the-leader\n", "s.txt:1: target 'the-leader' is not a broker id, leader or follower"),
+    ("1 kill the-leader\n", "s.txt:1: target 'the-leader' is not a node id, leader, follower, active-controller or "
+                            "controller"),
     ("1 reassign 2\n", "s.txt:1: reassign takes no target"),
     ("1 start leader\n", "s.txt:1: start takes a broker id or nothing"),
     ("5 kill 1\n3 start\n", "s.txt:2: 3 s comes before the previous line's 5 s"),
@@ -366,7 +367,8 @@ def test_the_cli_refuses_bad_input_in_one_line_before_starting_anything(capsys, 
     bad = tmp_path / "s.txt"
     bad.write_text("1 kill 1\n2 kill 9\n")
     code, _, err = run(capsys, "chaos", "--schedule", str(bad))
-    assert code == 2 and err == f"kcheck: error: {bad}:2: broker 9 is not in the cluster (brokers 1, 2, 3)\n"
+    assert code == 2 and err == f"kcheck: error: {bad}:2: node 9 is not in the cluster (brokers 1, 2, 3; " \
+                                "controller(s) 1000)\n"
     code, _, err = run(capsys, "chaos", "--faults", "kill", "--schedule", str(bad))
     assert code == 2 and "--faults: applies only to a random schedule" in err
     code, _, err = run(capsys, "chaos", "--min-insync-replicas", "4")
@@ -428,7 +430,7 @@ def test_every_history_the_code_writes_fits_the_shipped_schema_and_names_its_ver
     from kcheck.cluster.history import SCHEMA_NAME, SCHEMA_VERSION, history_schema
 
     schema = history_schema()
-    assert schema["properties"]["schema_version"]["const"] == SCHEMA_VERSION
+    assert schema["properties"]["schema_version"]["enum"] == [1, SCHEMA_VERSION]
     assert schema["properties"]["schema"]["const"] == SCHEMA_NAME
     a, b, c = (value_of("idempotent", 0, 0, n) for n in range(3))
     p = [value_of("plain", 0, 1, n) for n in range(3)]
@@ -459,7 +461,7 @@ def test_every_history_the_code_writes_fits_the_shipped_schema_and_names_its_ver
     doc["events"].append({"type": "poll", "t": 1.0})
     doc["verdict"]["violations"][0]["window"] = "p0@1"
     doc["settings"]["extra"] = 1
-    doc["schema_version"] = 2
+    doc["schema_version"] = 3
     assert len(schema_errors(doc, schema)) == 5
 
 

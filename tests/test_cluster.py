@@ -453,24 +453,39 @@ def _kcheck(*args: str, env: dict[str, str] | None = None, timeout: float = 180)
 
 
 def _kafka_processes_under(folder: Path) -> list[str]:
-    out = subprocess.run(["ps", "-eo", "args"], capture_output=True, text=True).stdout
-    return [line for line in out.splitlines() if str(folder) in line and "kafka.Kafka" in line]
+    """The command lines of Kafka nodes whose properties file is under `folder` (whole, from /proc: `ps` cuts a
+    JVM's long class path, and the properties file comes last)."""
+    out = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                args = (entry / "cmdline").read_bytes().decode(errors="replace").split("\0")
+            except OSError:
+                continue
+            if "kafka.Kafka" in args and any(a.startswith(str(folder)) for a in args):
+                out.append(" ".join(args))
+    return out
 
 
 @pytest.mark.cluster
 @pytest.mark.kafka
 def test_cluster_up_status_down_from_the_command_line(tmp_path):
+    """One broker and a quorum of three controllers: up, status, down, every process ended by its PID."""
     folder = tmp_path / "c"
     began = time.monotonic()
-    up = _kcheck("cluster", "up", "--brokers", "1", "--racks", "r1", "--dir", str(folder))
+    up = _kcheck("cluster", "up", "--brokers", "1", "--controllers", "3", "--racks", "r1", "--dir", str(folder))
     try:
         assert up.returncode == 0, up.stderr
+        assert "1 broker(s) and 3 controllers up" in up.stderr
         bootstrap = up.stdout.strip()
         assert bootstrap.startswith("127.0.0.1:") and "," not in bootstrap
         assert time.monotonic() - began < 90
         status = _kcheck("cluster", "status", "--dir", str(folder))
         assert status.returncode == 0, status.stderr
-        assert "controller" in status.stdout and "rack r1" in status.stdout and "running" in status.stdout
+        assert "rack r1" in status.stdout and "running" in status.stdout
+        assert [line.split()[:2] for line in status.stdout.splitlines()[1:]] == [
+            ["controller", "1000"], ["controller", "1001"], ["controller", "1002"], ["broker", "1"]]
+        assert len(_kafka_processes_under(folder)) == 4
         assert read_cluster(bootstrap).brokers_text == "1:r1\n"
         again = _kcheck("cluster", "up", "--dir", str(folder))
         assert again.returncode == 2 and again.stderr.count("\n") == 1 and "already set up" in again.stderr

@@ -34,6 +34,7 @@ from kcheck.cluster.chaos import (
     random_schedule,
     read_schedule,
 )
+from kcheck.cluster.folder import CONTROLLER_ID
 from kcheck.cluster.history import PRODUCER_KINDS
 from kcheck.cluster.local import DEFAULT_VERSION, LocalCluster
 from kcheck.cluster.producers import DEFAULT_PRODUCERS, parse_producers
@@ -65,6 +66,10 @@ def chaos_command(
         help=f"The Kafka release of a cluster kcheck starts (default {DEFAULT_VERSION}; with --dir: the cluster's).")]
         = None,
     brokers: Annotated[int | None, typer.Option(help="Brokers of a cluster kcheck starts, 1..64 (default 3).")] = None,
+    controllers: Annotated[int | None, typer.Option(
+        help="KRaft controllers of a cluster kcheck starts: 1 (default) or an odd number up to 5. With 3 or more, a "
+             "random schedule also kills, pauses, restarts and shuts down the active controller or any controller "
+             "(a minority at a time), and the history records the quorum's leader and epoch around each.")] = None,
     partitions: Annotated[int, typer.Option(
         help=f"Partitions of the campaign's topic, 1..{MAX_PARTITIONS:,}.")] = 3,
     replication_factor: Annotated[int, typer.Option(help="The topic's replication factor (at most the brokers).")]
@@ -85,7 +90,8 @@ def chaos_command(
         help=f"Faults a random schedule lets overlap, 1..{MAX_CONCURRENT} (default 1: one at a time); never more "
              "than all brokers but one down or paused at once.")] = None,
     schedule: Annotated[str | None, typer.Option(
-        metavar="FILE", help=f"Faults from a file, one a line: SECONDS KIND [BROKER|leader|follower]; # comments. At "
+        metavar="FILE", help=f"Faults from a file, one a line: SECONDS KIND [NODE|leader|follower|active-controller|"
+                             f"controller]; # comments. At "
                              f"most {MAX_SCHEDULE_STEPS:,} faults, times 0..{MAX_SECONDS:,.0f} s.")] = None,
     rate: Annotated[float, typer.Option(
         help=f"Records a second sent by each producer, 0.1..{MAX_RATE:,.0f}.")] = 50.0,
@@ -106,12 +112,14 @@ def chaos_command(
                       "of starting one.")] = None,
 ) -> int:
     """Run a fault campaign on a real Kafka cluster and check the clients' history: producers (--producers) and a
-    consumer group against one topic while brokers are killed (-9), paused (SIGSTOP), restarted, shut down, leaders
-    elected, partitions reassigned, followers paused under min ISR and records deleted, from --schedule or at random
-    with --seed (up to --max-concurrent faults at once). Checked afterwards: no acknowledged acks=all record lost or at
+    consumer group against one topic while brokers are killed (-9), paused (SIGSTOP), restarted, shut down (with
+    --controllers 3 or 5: the active controller or any controller too, a minority at a time), leaders elected,
+    partitions reassigned, followers paused under min ISR and records deleted, from --schedule or at random with
+    --seed (up to --max-concurrent faults at once). Checked afterwards: no acknowledged acks=all record lost or at
     another offset, no offset read with two values, committed offsets and the high watermark seen never go back,
     every acknowledged record readable once healed, no duplicate, reorder or silent gap of an idempotent producer,
-    no definite failure in the log (acks=1 losses, non-idempotent duplicates and reorders, committed indefinite
+    no definite failure in the log, a new quorum leader with a larger epoch within 15 s of the active controller's
+    kill, pause or stop (acks=1 losses, non-idempotent duplicates and reorders, committed indefinite
     failures and kafka-python stalls are counted apart). A cluster
     kcheck starts itself gets these broker settings, Kafka's semantics on a campaign's time scale:
     replica.lag.time.max.ms=3000 (a stalled follower leaves the ISR in 3 s, not 30 s), broker.heartbeat.interval.ms=500
@@ -121,7 +129,7 @@ def chaos_command(
     are in it). Exit 0 clean, 1 a violation, 2 bad input, 4 the cluster never healed."""
     plan = _prepare(kafka_version, brokers, partitions, replication_factor, min_insync_replicas,
                     unclean_leader_election, duration, seed, faults, schedule, rate, topic, heal_timeout, json_out,
-                    directory, producers, max_concurrent)
+                    directory, producers, max_concurrent, controllers)
     try:
         return _campaign(plan)
     except BaseException as e:
@@ -142,7 +150,8 @@ def _campaign(plan: _Plan) -> int:
     info: dict[str, Any] = {"version": cluster.version, "attached": not plan.own}
     try:
         if plan.own:
-            err(f"kcheck chaos: starting Kafka {cluster.version} ({cluster.broker_count} brokers) with "
+            err(f"kcheck chaos: starting Kafka {cluster.version} ({cluster.broker_count} brokers, "
+                f"{cluster.controller_count} controller(s)) with "
                 + ", ".join(f"{k}={v}" for k, v in CAMPAIGN_BROKER_CONFIG.items()))
             cluster.start()
             info["start_seconds"] = round(cluster.started_in_s, 1)
@@ -208,15 +217,20 @@ class _Plan:
 def _prepare(kafka_version: str | None, brokers: int | None, partitions: int, replication_factor: int,
              min_insync_replicas: int, unclean: bool, duration: float, seed: int, faults: str | None,
              schedule: str | None, rate: float, topic: str | None, heal_timeout: float, json_out: str | None,
-             directory: str | None, producers: str | None = None, max_concurrent: int | None = None) -> _Plan:
+             directory: str | None, producers: str | None = None, max_concurrent: int | None = None,
+             controllers: int | None = None) -> _Plan:
     """Every option, file and the cluster folder, checked before any process or connection (one line, exit 2)."""
-    from kcheck.cluster.local import MAX_BROKERS, release_option
+    from kcheck.cluster.local import MAX_BROKERS, controllers_option, release_option
 
     version = release_option(kafka_version) if kafka_version is not None else None
     if directory is not None and brokers is not None:
         raise InputError("--brokers", "applies to a cluster kcheck starts, not with --dir")
     if brokers is not None:
         _within("--brokers", brokers, 1, MAX_BROKERS)
+    if directory is not None and controllers is not None:
+        raise InputError("--controllers", "applies to a cluster kcheck starts, not with --dir")
+    if controllers is not None:
+        controllers_option(controllers)
     _within("--duration", duration, 1, MAX_SECONDS)
     _within("--rate", rate, 0.1, MAX_RATE)
     _within("--heal-timeout", heal_timeout, 1, MAX_HEAL_SECONDS)
@@ -242,14 +256,17 @@ def _prepare(kafka_version: str | None, brokers: int | None, partitions: int, re
         if version is not None and version != cluster.version:
             raise InputError("--kafka-version", f"{version}, but the cluster in --dir runs Kafka {cluster.version}")
     else:
-        cluster = LocalCluster(version or DEFAULT_VERSION, brokers or 3, config=CAMPAIGN_BROKER_CONFIG)
+        cluster = LocalCluster(version or DEFAULT_VERSION, brokers or 3, config=CAMPAIGN_BROKER_CONFIG,
+                               controllers=controllers or 1)
     broker_ids = cluster.brokers if directory is not None else tuple(range(1, cluster.broker_count + 1))
+    controller_ids = tuple(range(CONTROLLER_ID, CONTROLLER_ID + cluster.controller_count))
     if schedule is None:
-        steps = random_schedule(seed, duration, kinds, max_concurrent=max_concurrent or 1, brokers=len(broker_ids))
+        steps = random_schedule(seed, duration, kinds, max_concurrent=max_concurrent or 1, brokers=len(broker_ids),
+                                controllers=len(controller_ids))
     if replication_factor > len(broker_ids):
         raise InputError("--replication-factor", f"{replication_factor} is above the cluster's {len(broker_ids)} "
                          "broker(s)")
-    check_schedule_brokers(steps, broker_ids, schedule or "--seed")
+    check_schedule_brokers(steps, broker_ids, schedule or "--seed", controller_ids)
     settings = Settings(name, partitions, replication_factor, min_insync_replicas, unclean, duration, rate, seed,
-                        kinds, heal_timeout, producer_kinds, max_concurrent or 1)
+                        kinds, heal_timeout, producer_kinds, max_concurrent or 1, len(controller_ids))
     return _Plan(settings, steps, cluster, directory is None, json_path)

@@ -10,6 +10,7 @@ import typer
 
 from kcheck.cluster.folder import (
     MAX_BROKERS,
+    MAX_CONTROLLERS,
     check_new,
     default_directory,
     describe_left,
@@ -18,6 +19,7 @@ from kcheck.cluster.local import (
     DEFAULT_VERSION,
     MAX_START_TIMEOUT,
     LocalCluster,
+    controllers_option,
     parse_racks,
     release_option,
     seconds_option,
@@ -40,21 +42,26 @@ DirOpt = Annotated[str | None, typer.Option(
 @cluster_command.command("up", short_help="Start a KRaft cluster and print its bootstrap address.")
 def up(
     kafka_version: Annotated[str, typer.Option(help="The Kafka release whose broker runs.")] = DEFAULT_VERSION,
-    brokers: Annotated[int, typer.Option(help=f"How many brokers, 1..{MAX_BROKERS} (one controller besides them).")]
+    brokers: Annotated[int, typer.Option(help=f"How many brokers, 1..{MAX_BROKERS} (the controllers besides them).")]
         = 3,
+    controllers: Annotated[int, typer.Option(
+        help=f"How many controllers: 1, or an odd number up to {MAX_CONTROLLERS} (a quorum whose voters are nodes "
+             "1000, 1001, ...).")] = 1,
     racks: Annotated[str | None, typer.Option(
         help="Rack names, comma-separated, given to brokers 1..N round-robin (broker.rack).")] = None,
     directory: DirOpt = None,
     timeout: Annotated[float, typer.Option(
         help=f"Seconds to wait for every broker to be unfenced, 1..{MAX_START_TIMEOUT:,.0f}.")] = 60.0,
 ) -> int:
-    """Start a KRaft cluster (one controller, N brokers, separate processes) and print its bootstrap address. It
-    runs until `kcheck cluster down`, or until the process KCHECK_CLUSTER_OWNER_PID names (if set) ends. Ctrl-C or
-    SIGTERM while it starts: the nodes are killed, the folder's kcheck files removed, exit 130."""
+    """Start a KRaft cluster (one controller or a quorum of --controllers, N brokers, separate processes) and print
+    its bootstrap address. It runs until `kcheck cluster down`, or until the process KCHECK_CLUSTER_OWNER_PID names
+    (if set) ends. Ctrl-C or SIGTERM while it starts: the nodes are killed, the folder's kcheck files removed,
+    exit 130."""
     version = release_option(kafka_version)
     seconds_option("--timeout", timeout, 1, MAX_START_TIMEOUT)
+    controllers_option(controllers)
     folder = check_new(directory if directory is not None else default_directory())
-    cluster = LocalCluster(version, brokers, parse_racks(racks), folder, outlive=True)
+    cluster = LocalCluster(version, brokers, parse_racks(racks), folder, outlive=True, controllers=controllers)
     try:
         cluster.start(timeout)
     except BaseException as e:
@@ -62,7 +69,8 @@ def up(
             interrupts.note(f"killed the nodes it had started and removed what it created in {folder}"
                             f"{describe_left(folder, cluster.left)}")
         raise
-    print(f"kcheck cluster: Kafka {version}, {brokers} broker(s) and a controller up in "
+    quorum = "a controller" if controllers == 1 else f"{controllers} controllers"
+    print(f"kcheck cluster: Kafka {version}, {brokers} broker(s) and {quorum} up in "
           f"{cluster.started_in_s:.1f} s; folder {cluster.directory}", file=sys.stderr)
     print(cluster.bootstrap)
     return Exit.OK
