@@ -206,6 +206,9 @@ def run_one(cluster: Any, p: Protocol, cfg: Config, seed: int, steps: int, out: 
         options = _choices(s, p, cfg, down)
         moves = [x for x in options if x.kind == "reassign"]  # one of them counts as one option
         options = [x for x in options if x.kind != "reassign"] + ([rng.choice(moves)] if moves else [])
+        unclean = [x for x in options if x.kind == "unclean_election"]
+        if unclean and rng.random() < 0.5:  # rare to reach (every ISR and ELR member down): taken half the time
+            return unclean[0]
         writes = [x for x in options if x.kind == "produce"]
         return rng.choice(writes if writes and rng.random() < 0.5 else options)  # half the steps write, if they can
 
