@@ -154,7 +154,7 @@ def test_a_state_the_epoch_bound_stops_is_counted_not_reported():
     lasso = check_liveness(Unbounded(Protocol.current("4.4.0"), cfg), properties(cfg)).violations[
         "liveness.leader-elected"]
     assert lasso is not None and lasso.kind == "terminal"
-    assert [t for t, _ in lasso.prefix] == ["", "crash broker=1 clean"]
+    assert [t for t, _ in lasso.prefix] == ["", "crash broker=1 page cache kept"]
 
 
 def test_one_lost_message_is_a_lasso_because_the_model_has_no_retransmission():

@@ -87,7 +87,7 @@ class Replica:
     id: int  # the broker id, 1..n
     alive: bool = True  # False between a crash and the restart
     broker_epoch: int = 1  # bumped at every registration (restart)
-    clean_shutdown: bool = True  # False after a lossy crash, until the broker registers again
+    clean_shutdown: bool = True  # False after a crash (kill or power loss), until the broker registers again
     log: tuple[Record, ...] = ()  # the records, offset 0 first; each knows the leader epoch it was appended in
     flushed: int = 0  # records [0, flushed) are on disk and survive a lossy crash
     hw: int = 0  # local high watermark (exclusive)
