@@ -141,7 +141,7 @@ class _Model:
             self.advance()
 
     def image(self, fields: list[str]) -> None:
-        epochs = dict(self.s.registry.broker_epochs and enumerate(self.s.registry.broker_epochs, 1))
+        epochs = dict(enumerate(self.s.registry.broker_epochs, 1))
         for kv in ("" if fields[0] == "~" else fields[0]).split(","):
             if kv:
                 b, e = kv.split("=")

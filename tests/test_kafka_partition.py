@@ -49,7 +49,8 @@ KAFKA_TEST_CASES = {
     # one is refused and leaves the follower's state as it was
     "stale broker epoch refused": (
         kp.PartitionCase(1, ("I1=10,2=11,3=10,4=10:~:~", "L5:1:1,2:1,2", "A3:1", "F2:11:0:5", "F2:10:3:5")),
-        {3: {"followers": "2=0/11", "error": "-"}, 4: {"followers": "2=0/11", "error": "NotLeaderOrFollowerException"}}),
+        {3: {"followers": "2=0/11", "error": "-"},
+         4: {"followers": "2=0/11", "error": "NotLeaderOrFollowerException"}}),
     # testUpdateAssignmentAndIsr: a replica that left the assignment loses its state on the leader
     "removed replica dropped": (
         _case(1, "L1:1:1,2,3:1,2,3", "F2:10:0:1", "F3:10:0:1", "L1:2:1,2:1,2"),
