@@ -1,5 +1,9 @@
 import java.io.File;
 import java.io.IOException;
+import java.lang.reflect.Constructor;
+import java.lang.reflect.InvocationTargetException;
+import java.lang.reflect.Method;
+import java.lang.reflect.Modifier;
 import java.nio.file.Files;
 import java.util.ArrayList;
 import java.util.Arrays;
@@ -12,59 +16,50 @@ import java.util.Properties;
 import java.util.Set;
 import java.util.TreeMap;
 import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.ConcurrentMap;
 
 import kafka.cluster.DelayedOperations;
 import kafka.cluster.Partition;
 import org.apache.kafka.common.DirectoryId;
 import org.apache.kafka.common.TopicPartition;
 import org.apache.kafka.common.Uuid;
-import org.apache.kafka.common.compress.Compression;
 import org.apache.kafka.common.message.AlterPartitionRequestData.BrokerState;
 import org.apache.kafka.common.protocol.Errors;
-import org.apache.kafka.common.record.internal.MemoryRecords;
-import org.apache.kafka.common.record.internal.SimpleRecord;
 import org.apache.kafka.common.requests.FetchRequest.PartitionData;
 import org.apache.kafka.common.utils.Utils;
 import org.apache.kafka.metadata.LeaderAndIsr;
 import org.apache.kafka.metadata.LeaderRecoveryState;
-import org.apache.kafka.metadata.MetadataCache;
 import org.apache.kafka.metadata.PartitionRegistration;
-import org.apache.kafka.server.common.RequestLocal;
-import org.apache.kafka.server.partition.AlterPartitionListener;
-import org.apache.kafka.server.partition.AlterPartitionManager;
-import org.apache.kafka.server.partition.PartitionState;
-import org.apache.kafka.server.replica.Replica;
-import org.apache.kafka.server.replica.ReplicaState;
-import org.apache.kafka.server.storage.log.FetchIsolation;
-import org.apache.kafka.server.storage.log.FetchParams;
 import org.apache.kafka.server.util.KafkaScheduler;
 import org.apache.kafka.storage.internals.checkpoint.OffsetCheckpoints;
-import org.apache.kafka.storage.internals.log.AppendOrigin;
 import org.apache.kafka.storage.internals.log.LogConfig;
 import org.apache.kafka.storage.internals.log.LogDirFailureChannel;
-import org.apache.kafka.storage.internals.log.LogManager;
 import org.apache.kafka.storage.internals.log.ProducerStateManagerConfig;
-import org.apache.kafka.storage.internals.log.UnifiedLog;
-import org.apache.kafka.storage.internals.log.VerificationGuard;
-import org.apache.kafka.storage.log.metrics.BrokerTopicStats;
 import org.mockito.Answers;
 import org.mockito.MockMakers;
 import org.mockito.Mockito;
 import org.mockito.invocation.InvocationOnMock;
 
 /**
- * One partition's broker side: Kafka's own kafka.cluster.Partition (kafka_2.13, 4.4's constructor) stepped by a
- * script, set up as Kafka's AbstractPartitionTest does: a real UnifiedLog in a temporary folder (deleted after each
- * script), a mocked LogManager that is never asked (the log is set before the first makeLeader), mocked
- * DelayedOperations (no purgatory), a MetadataCache answering from the script's KRaft image (getAliveBrokerEpoch
- * is empty for a fenced broker, as KRaftMetadataCache's is), and an AlterPartitionManager stand-in that holds one
- * request per partition as DefaultAlterPartitionManager does (a second submit while one is held fails at once with
- * OPERATION_NOT_ATTEMPTED) and is answered by the script. The local broker is 1, its broker epoch 10. The clock
- * moves 31 s (replica.lag.time.max.ms + 1 s) before every op. Broker jars only (KafkaBridge(server=True)).
+ * One partition's broker side: Kafka's own kafka.cluster.Partition (kafka_2.13) stepped by a script, set up as
+ * Kafka's AbstractPartitionTest does: a real UnifiedLog in a temporary folder (deleted after each script), a mocked
+ * LogManager that is never asked (the log is set before the first makeLeader), mocked DelayedOperations (no
+ * purgatory), a MetadataCache answering from the script's KRaft image (getAliveBrokerEpoch is empty for a fenced
+ * broker, as KRaftMetadataCache's is), and an AlterPartitionManager stand-in that holds one request per partition as
+ * DefaultAlterPartitionManager does (a second submit while one is held fails at once with OPERATION_NOT_ATTEMPTED)
+ * and is answered by the script. The local broker is 1, its broker epoch 10. The clock moves 31 s
+ * (replica.lag.time.max.ms + 1 s) before every op. Broker jars only (KafkaBridge(server=True)).
+ * What moved between releases is found by reflection: the constructor's collaborators (4.4: LogManager in
+ * kafka-storage, AlterPartitionManager and the listener in kafka-server; 4.0: the KRaft metadata cache is
+ * kafka.server's), the log class (4.0: kafka.log.UnifiedLog), the partition state makeLeader takes (4.4: a
+ * PartitionRegistration; 4.0 and 4.1: a LeaderAndIsrRequest.PartitionState), the partition state and replica
+ * classes (Scala up to 4.0 or 4.1), the records' package (record.internal from 4.4), FetchParams. 3.9's Partition
+ * (kafka.api.LeaderAndIsr, a metadata version) does not compile: the handler is skipped there.
  *
  * PART minIsr op...   (fields ':'-separated, lists ','-separated, '~' empty)
- *   L<le>:<pe>:<isr>:<replicas>    makeLeader(PartitionRegistration(leader 1, ...))
- *   W<le>:<pe>:<leader>:<replicas> makeFollower(PartitionRegistration(leader, ISR = replicas))
+ *   L<le>:<pe>:<isr>:<replicas>    makeLeader(leader 1, ...)
+ *   W<le>:<pe>:<leader>:<replicas> makeFollower(leader, ISR = replicas)
  *   A<n>:<acks>                    appendRecordsToLeader(a batch of one record, requiredAcks), n times
  *   F<id>:<brokerEpoch>:<offset>:<leaderEpoch|->   a follower's fetch: fetchRecords(updateFetchState = true)
  *   S                              maybeShrinkIsr()
@@ -85,6 +80,13 @@ public final class KcheckPartition {
     private static KafkaScheduler scheduler;
     private static File root;
 
+    // Kafka's classes and methods of this release
+    private static Constructor<?> partitionNew;
+    private static Method makeLeader, makeFollower, setLog, append, fetchRecords, partitionState, remoteReplicas;
+    private static Method createLog, withRecords, noCaching, highWatermark, logEndOffset, closeLog;
+    private static Constructor<?> simpleRecordNew, fetchParamsNew;
+    private static Object compressionNone, originClient, sentinel, isolationLogEnd;
+
     // The script's KRaft image and the AlterPartition the stand-in manager holds
     private static final Map<Integer, Long> EPOCHS = new HashMap<>();
     private static final Set<Integer> FENCED = new HashSet<>();
@@ -96,8 +98,64 @@ public final class KcheckPartition {
     private KcheckPartition() {
     }
 
-    public static void register(Map<String, KcheckHandler> table) {
+    private static Method widest(String name) {
+        Method best = null;
+        for (Method m : Partition.class.getMethods()) {
+            if (m.getName().equals(name) && (best == null || m.getParameterCount() > best.getParameterCount())) best = m;
+        }
+        return best;
+    }
+
+    public static void register(Map<String, KcheckHandler> table) throws ReflectiveOperationException {
+        for (Constructor<?> c : Partition.class.getConstructors()) {
+            if (partitionNew == null || c.getParameterCount() > partitionNew.getParameterCount()) partitionNew = c;
+        }
+        for (Class<?> c : partitionNew.getParameterTypes()) {
+            if (c.getSimpleName().equals("MetadataVersion")) throw new ClassNotFoundException("3.9's Partition");
+        }
+        makeLeader = widest("makeLeader");
+        makeFollower = widest("makeFollower");
+        setLog = widest("setLog");
+        append = widest("appendRecordsToLeader");
+        fetchRecords = widest("fetchRecords");
+        partitionState = Partition.class.getMethod("partitionState");
+        remoteReplicas = Partition.class.getMethod("remoteReplicas");
+        Class<?> logClass = setLog.getParameterTypes()[0];
+        for (Method m : logClass.getMethods()) {  // UnifiedLog.create (4.1 on) or apply (4.0), the fewest parameters
+            boolean factory = m.getName().equals("create") || m.getName().equals("apply");
+            if (factory && Modifier.isStatic(m.getModifiers()) && m.getParameterTypes()[0] == File.class
+                && (createLog == null || m.getParameterCount() < createLog.getParameterCount())) createLog = m;
+        }
+        highWatermark = logClass.getMethod("highWatermark");
+        logEndOffset = logClass.getMethod("logEndOffset");
+        closeLog = logClass.getMethod("close");
+        Class<?>[] a = append.getParameterTypes();
+        Class<?> records = a[0];
+        Class<?> simple = Class.forName(records.getPackageName() + ".SimpleRecord");
+        simpleRecordNew = simple.getConstructor(long.class, byte[].class, byte[].class);
+        Class<?> compression = Class.forName("org.apache.kafka.common.compress.Compression");
+        compressionNone = compression.getField("NONE").get(null);
+        withRecords = records.getMethod("withRecords", compression, simple.arrayType());
+        originClient = a[1].getField("CLIENT").get(null);
+        noCaching = a[3].getMethod("noCaching");
+        sentinel = a[4].getField("SENTINEL").get(null);
+        Class<?> fp = fetchRecords.getParameterTypes()[0];
+        for (Constructor<?> c : fp.getConstructors()) {
+            if (fetchParamsNew == null || c.getParameterCount() < fetchParamsNew.getParameterCount()) fetchParamsNew = c;
+        }
+        isolationLogEnd = Class.forName(fp.getPackageName() + ".FetchIsolation").getField("LOG_END").get(null);
         table.put("PART", KcheckPartition::handle);
+    }
+
+    private static Object call(Method m, Object target, Object... args) {
+        try {
+            return m.invoke(target, args);
+        } catch (InvocationTargetException e) {
+            if (e.getCause() instanceof RuntimeException r) throw r;
+            throw new IllegalStateException(e.getCause());
+        } catch (IllegalAccessException e) {
+            throw new IllegalStateException(e);
+        }
     }
 
     private static synchronized File newDir() throws IOException {
@@ -116,11 +174,17 @@ public final class KcheckPartition {
         return Files.createTempDirectory(root.toPath(), "p-").toFile();
     }
 
+    /** An optional in the type the mocked method returns: java.util.Optional, or scala.Option up to 4.0. */
+    private static Object optional(InvocationOnMock inv, Object value) {
+        if (inv.getMethod().getReturnType() == Optional.class) return Optional.ofNullable(value);
+        return scala.Option.apply(value);
+    }
+
     private static Object metadataAnswer(InvocationOnMock inv) throws Throwable {
         switch (inv.getMethod().getName()) {
             case "getAliveBrokerEpoch": {
                 int b = inv.getArgument(0);
-                return FENCED.contains(b) || !EPOCHS.containsKey(b) ? Optional.empty() : Optional.of(EPOCHS.get(b));
+                return optional(inv, FENCED.contains(b) ? null : EPOCHS.get(b));
             }
             case "isBrokerFenced":
                 return FENCED.contains((Integer) inv.getArgument(0));
@@ -146,7 +210,7 @@ public final class KcheckPartition {
         StringBuilder sb = new StringBuilder().append(request.leaderEpoch()).append('/').append(request.partitionEpoch())
             .append('/');
         List<BrokerState> states = new ArrayList<>(request.isrWithBrokerEpoch());
-        states.sort((a, b) -> Integer.compare(a.brokerId(), b.brokerId()));
+        states.sort((x, y) -> Integer.compare(x.brokerId(), y.brokerId()));
         for (int i = 0; i < states.size(); i++) {
             if (i > 0) sb.append(';');
             sb.append(states.get(i).brokerId()).append('=').append(states.get(i).brokerEpoch());
@@ -155,15 +219,119 @@ public final class KcheckPartition {
         return future;
     }
 
+    private static <T> T mock(Class<T> type, org.mockito.stubbing.Answer<?> answer) {
+        return Mockito.mock(type, Mockito.withSettings().mockMaker(MockMakers.SUBCLASS).stubOnly().defaultAnswer(answer));
+    }
+
+    /** The Partition, its collaborators chosen by the constructor's parameter types. */
+    private static Partition newPartition(KcheckClock clock) throws Throwable {
+        Class<?>[] types = partitionNew.getParameterTypes();
+        Object[] args = new Object[types.length];
+        for (int i = 0; i < types.length; i++) {
+            Class<?> c = types[i];
+            String name = c.getSimpleName();
+            if (c == TopicPartition.class) args[i] = TP;
+            else if (c == long.class) args[i] = 30_000L;  // replica.lag.time.max.ms
+            else if (c == int.class) args[i] = LOCAL;
+            else if (c == scala.Function0.class) args[i] = (scala.Function0<Object>) () -> LOCAL_EPOCH;
+            else if (c == org.apache.kafka.common.utils.Time.class) args[i] = clock;
+            else if (c == scala.Option.class) args[i] = scala.Option.apply(TOPIC_ID);
+            else if (name.equals("MetadataCache")) {
+                // 4.0's Partition asks kafka.server.MetadataCache, whose KRaft implementation answers the epochs
+                Class<?> kraft = c.isInterface() && c.getName().startsWith("kafka.server")
+                    ? Class.forName("kafka.server.metadata.KRaftMetadataCache") : c;
+                args[i] = mock(kraft, KcheckPartition::metadataAnswer);
+            } else if (name.equals("AlterPartitionManager")) args[i] = mock(c, KcheckPartition::managerAnswer);
+            else args[i] = mock(c, Answers.RETURNS_DEFAULTS);  // the listener, DelayedOperations, the LogManager
+        }
+        try {
+            return (Partition) partitionNew.newInstance(args);
+        } catch (InvocationTargetException e) {
+            throw e.getCause();
+        }
+    }
+
+    private static Object newStats(Class<?> c) throws ReflectiveOperationException {
+        for (Constructor<?> k : c.getConstructors()) {
+            if (k.getParameterCount() == 0) return k.newInstance();
+            if (k.getParameterCount() == 1 && k.getParameterTypes()[0] == boolean.class) return k.newInstance(false);
+        }
+        throw new IllegalStateException("BrokerTopicStats constructor");
+    }
+
+    /** UnifiedLog.create (apply up to 4.0) by parameter type: a clean shutdown, no remote storage. */
+    private static Object newLog(File dir, LogConfig config, KcheckClock clock) throws Throwable {
+        Class<?>[] types = createLog.getParameterTypes();
+        Object[] args = new Object[types.length];
+        int ints = 0;
+        int booleans = 0;
+        for (int i = 0; i < types.length; i++) {
+            Class<?> c = types[i];
+            if (c == File.class) args[i] = dir;
+            else if (c == LogConfig.class) args[i] = config;
+            else if (c == long.class) args[i] = 0L;  // log start offset, recovery point
+            else if (c == int.class) args[i] = ints++ == 0 ? 300000 : 600000;
+            else if (c == boolean.class) args[i] = booleans++ < 2;  // clean shutdown, keep metadata file; no remote
+            else if (c == Optional.class) args[i] = Optional.of(TOPIC_ID);
+            else if (c == scala.Option.class) args[i] = scala.Option.apply(TOPIC_ID);
+            else if (c == ConcurrentMap.class) args[i] = new ConcurrentHashMap<String, Integer>();
+            else if (c.isInstance(scheduler)) args[i] = scheduler;
+            else if (c.isInstance(clock)) args[i] = clock;
+            else if (c == ProducerStateManagerConfig.class) args[i] = new ProducerStateManagerConfig(86400000, false);
+            else if (c == LogDirFailureChannel.class) args[i] = new LogDirFailureChannel(1);
+            else if (c.getSimpleName().equals("BrokerTopicStats")) args[i] = newStats(c);
+            else if (c.getSimpleName().equals("LogOffsetsListener")) args[i] = c.getField("NO_OP_OFFSETS_LISTENER").get(null);
+            else throw new IllegalStateException("UnifiedLog parameter " + c);
+        }
+        try {
+            return createLog.invoke(null, args);
+        } catch (InvocationTargetException e) {
+            throw e.getCause();
+        }
+    }
+
     private static int[] ints(String s) {
         if (s.equals("~")) return new int[0];
         return Arrays.stream(s.split(",")).mapToInt(Integer::parseInt).toArray();
     }
 
-    private static PartitionRegistration registration(int leader, int le, int pe, int[] isr, int[] replicas) {
-        return new PartitionRegistration.Builder().setLeader(leader).setLeaderEpoch(le).setPartitionEpoch(pe)
-            .setIsr(isr).setReplicas(replicas).setDirectories(DirectoryId.unassignedArray(replicas.length))
-            .setLeaderRecoveryState(LeaderRecoveryState.RECOVERED).build();
+    private static List<Integer> list(int[] xs) {
+        return Arrays.stream(xs).boxed().toList();
+    }
+
+    /** The partition state makeLeader / makeFollower take: a PartitionRegistration (4.4) or a LeaderAndIsr
+     * request's PartitionState (4.0, 4.1), from a KRaft controller (controller epoch 1). */
+    private static Object registration(Class<?> type, int leader, int le, int pe, int[] isr, int[] replicas)
+            throws ReflectiveOperationException {
+        if (type == PartitionRegistration.class) {
+            return new PartitionRegistration.Builder().setLeader(leader).setLeaderEpoch(le).setPartitionEpoch(pe)
+                .setIsr(isr).setReplicas(replicas).setDirectories(DirectoryId.unassignedArray(replicas.length))
+                .setLeaderRecoveryState(LeaderRecoveryState.RECOVERED).build();
+        }
+        Object s = type.getConstructor().newInstance();
+        type.getMethod("setTopicName", String.class).invoke(s, TP.topic());
+        type.getMethod("setPartitionIndex", int.class).invoke(s, TP.partition());
+        type.getMethod("setControllerEpoch", int.class).invoke(s, 1);
+        type.getMethod("setLeader", int.class).invoke(s, leader);
+        type.getMethod("setLeaderEpoch", int.class).invoke(s, le);
+        type.getMethod("setPartitionEpoch", int.class).invoke(s, pe);
+        type.getMethod("setIsr", List.class).invoke(s, list(isr));
+        type.getMethod("setReplicas", List.class).invoke(s, list(replicas));
+        type.getMethod("setIsNew", boolean.class).invoke(s, false);
+        return s;
+    }
+
+    private static void become(Partition partition, Method how, int leader, int le, int pe, int[] isr, int[] replicas,
+                               OffsetCheckpoints checkpoints) throws ReflectiveOperationException {
+        Class<?>[] types = how.getParameterTypes();
+        Object[] args = new Object[types.length];
+        args[0] = registration(types[0], leader, le, pe, isr, replicas);
+        int i = 1;
+        if (types[i] == boolean.class) args[i++] = false;  // 4.4's isNew
+        args[i++] = checkpoints;
+        args[i++] = scala.Option.apply(TOPIC_ID);
+        args[i] = scala.Option.empty();
+        call(how, partition, args);
     }
 
     private static void image(String[] f) {
@@ -202,36 +370,52 @@ public final class KcheckPartition {
                                          request.partitionEpoch() + Integer.parseInt(f[1])));
     }
 
-    private static void fetch(Partition partition, String[] f, long now) {
+    private static void fetch(Partition partition, String[] f, long now) throws ReflectiveOperationException {
         int id = Integer.parseInt(f[0]);
         long brokerEpoch = Long.parseLong(f[1]);
         Optional<Integer> epoch = f[3].equals("-") ? Optional.empty() : Optional.of(Integer.parseInt(f[3]));
-        FetchParams params = new FetchParams(id, brokerEpoch, 0L, 1, 1 << 20, FetchIsolation.LOG_END,
-                                             Optional.empty());
+        Class<?>[] types = fetchParamsNew.getParameterTypes();
+        Object[] args = new Object[types.length];
+        int i = 0;
+        if (types[0] == short.class) args[i++] = (short) 17;  // 4.0's request version: no effect here
+        args[i++] = id;
+        args[i++] = brokerEpoch;
+        args[i++] = 0L;  // max wait
+        args[i++] = 1;  // min bytes
+        args[i++] = 1 << 20;
+        args[i++] = isolationLogEnd;
+        args[i] = Optional.empty();
+        Object params = fetchParamsNew.newInstance(args);
         PartitionData data = new PartitionData(TOPIC_ID, Long.parseLong(f[2]), 0L, 1 << 20, epoch, Optional.empty());
-        partition.fetchRecords(params, data, now, 1 << 20, true, true);
+        call(fetchRecords, partition, params, data, now, 1 << 20, true, true);
     }
 
     /** n appends of one record each (the model's record is a batch of one), stopping at the first refusal. */
-    private static void append(Partition partition, String[] f) {
+    private static void append(Partition partition, String[] f) throws ReflectiveOperationException {
         for (int i = 0; i < Integer.parseInt(f[0]); i++) {
-            MemoryRecords records = MemoryRecords.withRecords(Compression.NONE,
-                                                              new SimpleRecord(0L, null, new byte[] {(byte) i}));
-            partition.appendRecordsToLeader(records, AppendOrigin.CLIENT, Integer.parseInt(f[1]),
-                                            RequestLocal.noCaching(), VerificationGuard.SENTINEL,
-                                            partition.appendRecordsToLeader$default$6());
+            Object record = simpleRecordNew.newInstance(0L, null, new byte[] {(byte) i});
+            Object one = java.lang.reflect.Array.newInstance(simpleRecordNew.getDeclaringClass(), 1);
+            java.lang.reflect.Array.set(one, 0, record);
+            Object records = withRecords.invoke(null, compressionNone, one);
+            Object[] args = new Object[append.getParameterCount()];
+            args[0] = records;
+            args[1] = originClient;
+            args[2] = Integer.parseInt(f[1]);
+            args[3] = noCaching.invoke(null);
+            args[4] = sentinel;
+            if (args.length > 5) args[5] = call(widest("appendRecordsToLeader$default$6"), partition);  // 4.4's TV
+            call(append, partition, args);
         }
     }
 
-    private static void step(Partition partition, OffsetCheckpoints checkpoints, String op, long now) {
+    private static void step(Partition partition, OffsetCheckpoints checkpoints, String op, long now)
+            throws ReflectiveOperationException {
         String[] f = op.substring(1).split(":");
         switch (op.charAt(0)) {
-            case 'L' -> partition.makeLeader(registration(LOCAL, Integer.parseInt(f[0]), Integer.parseInt(f[1]),
-                                                          ints(f[2]), ints(f[3])), false, checkpoints,
-                                             scala.Option.apply(TOPIC_ID), scala.Option.empty());
-            case 'W' -> partition.makeFollower(registration(Integer.parseInt(f[2]), Integer.parseInt(f[0]),
-                                                            Integer.parseInt(f[1]), ints(f[3]), ints(f[3])),
-                                               false, checkpoints, scala.Option.apply(TOPIC_ID), scala.Option.empty());
+            case 'L' -> become(partition, makeLeader, LOCAL, Integer.parseInt(f[0]), Integer.parseInt(f[1]),
+                               ints(f[2]), ints(f[3]), checkpoints);
+            case 'W' -> become(partition, makeFollower, Integer.parseInt(f[2]), Integer.parseInt(f[0]),
+                               Integer.parseInt(f[1]), ints(f[3]), ints(f[3]), checkpoints);
             case 'A' -> append(partition, f);
             case 'F' -> fetch(partition, f, now);
             case 'S' -> partition.maybeShrinkIsr();
@@ -241,32 +425,48 @@ public final class KcheckPartition {
         }
     }
 
-    private static String ids(Set<Integer> s) {
-        if (s.isEmpty()) return "~";
+    /** Broker ids in order from a java.util or a Scala collection (the partition state is Scala up to 4.1). */
+    private static String ids(Object collection) {
+        Iterable<?> xs = collection instanceof Iterable<?> j ? j
+            : scala.jdk.javaapi.CollectionConverters.asJava((scala.collection.Iterable<?>) collection);
+        List<Integer> sorted = new ArrayList<>();
+        for (Object x : xs) sorted.add((Integer) x);
+        sorted.sort(null);
+        if (sorted.isEmpty()) return "~";
         StringBuilder sb = new StringBuilder();
-        s.stream().sorted().forEach(b -> sb.append(sb.length() == 0 ? "" : ",").append(b));
+        for (int b : sorted) sb.append(sb.length() == 0 ? "" : ",").append(b);
         return sb.toString();
     }
 
-    private static String observe(Partition partition, UnifiedLog log, String error) {
-        PartitionState state = partition.partitionState();
-        StringBuilder followers = new StringBuilder();
-        if (partition.isLeader()) {
-            TreeMap<Integer, Replica> remote = new TreeMap<>();
-            scala.jdk.javaapi.CollectionConverters.asJava(partition.remoteReplicas())
-                .forEach(r -> remote.put(r.brokerId(), r));
-            for (Replica r : remote.values()) {
-                ReplicaState s = r.stateSnapshot();
-                if (followers.length() > 0) followers.append(',');
-                followers.append(r.brokerId()).append('=')
-                    .append(s.logEndOffset() < 0 ? "-" : Long.toString(s.logEndOffset())).append('/')
-                    .append(s.brokerEpoch().map(Object::toString).orElse("-"));
-            }
+    private static String brokerEpoch(Object optional) {
+        if (optional instanceof Optional<?> o) return o.map(Object::toString).orElse("-");
+        scala.Option<?> o = (scala.Option<?>) optional;
+        return o.isEmpty() ? "-" : o.get().toString();
+    }
+
+    private static String followers(Partition partition) throws ReflectiveOperationException {
+        TreeMap<Integer, String> remote = new TreeMap<>();
+        for (Object r : scala.jdk.javaapi.CollectionConverters.asJava(
+                (scala.collection.Iterable<?>) call(remoteReplicas, partition))) {
+            Object s = r.getClass().getMethod("stateSnapshot").invoke(r);
+            long leo = (Long) s.getClass().getMethod("logEndOffset").invoke(s);
+            remote.put((Integer) r.getClass().getMethod("brokerId").invoke(r),
+                       (leo < 0 ? "-" : Long.toString(leo)) + "/"
+                       + brokerEpoch(s.getClass().getMethod("brokerEpoch").invoke(s)));
         }
-        return partition.getLeaderEpoch() + ":" + partition.getPartitionEpoch() + ":" + ids(state.isr()) + ":"
-            + ids(state.maximalIsr()) + ":" + (state.isInflight() ? 1 : 0) + ":" + log.highWatermark() + ":"
-            + log.logEndOffset() + ":" + (followers.length() == 0 ? "~" : followers) + ":" + (sent == null ? "~" : sent)
-            + ":" + (held == null ? 0 : 1) + ":" + error;
+        StringBuilder sb = new StringBuilder();
+        remote.forEach((b, v) -> sb.append(sb.length() == 0 ? "" : ",").append(b).append('=').append(v));
+        return sb.length() == 0 ? "~" : sb.toString();
+    }
+
+    private static String observe(Partition partition, Object log, String error) throws ReflectiveOperationException {
+        Object state = call(partitionState, partition);
+        Class<?> api = partitionState.getReturnType();
+        return partition.getLeaderEpoch() + ":" + partition.getPartitionEpoch() + ":" + ids(api.getMethod("isr")
+            .invoke(state)) + ":" + ids(api.getMethod("maximalIsr").invoke(state)) + ":"
+            + ((Boolean) api.getMethod("isInflight").invoke(state) ? 1 : 0) + ":" + call(highWatermark, log) + ":"
+            + call(logEndOffset, log) + ":" + (partition.isLeader() ? followers(partition) : "~") + ":"
+            + (sent == null ? "~" : sent) + ":" + (held == null ? 0 : 1) + ":" + error;
     }
 
     private static String handle(String[] t) throws Throwable {
@@ -280,25 +480,11 @@ public final class KcheckPartition {
         File dir = newDir();
         Properties props = new Properties();
         props.put("min.insync.replicas", t[1]);
-        UnifiedLog log = UnifiedLog.create(new File(dir, TP.topic() + "-" + TP.partition()), new LogConfig(props), 0L,
-            0L, scheduler, new BrokerTopicStats(), clock, 300000, new ProducerStateManagerConfig(86400000, false),
-            600000, new LogDirFailureChannel(1), true, Optional.of(TOPIC_ID));
+        Object log = newLog(new File(dir, TP.topic() + "-" + TP.partition()), new LogConfig(props), clock);
         try {
-            MetadataCache cache = Mockito.mock(MetadataCache.class, Mockito.withSettings().mockMaker(MockMakers.SUBCLASS).stubOnly()
-                .defaultAnswer(KcheckPartition::metadataAnswer));
-            AlterPartitionManager manager = Mockito.mock(AlterPartitionManager.class, Mockito.withSettings()
-                .mockMaker(MockMakers.SUBCLASS).stubOnly().defaultAnswer(KcheckPartition::managerAnswer));
-            DelayedOperations delayed = Mockito.mock(DelayedOperations.class, Mockito.withSettings()
-                .mockMaker(MockMakers.SUBCLASS).stubOnly());
-            LogManager logManager = Mockito.mock(LogManager.class, Mockito.withSettings()
-                .mockMaker(MockMakers.SUBCLASS).stubOnly());
+            Partition partition = newPartition(clock);
+            call(setLog, partition, log, false);
             OffsetCheckpoints checkpoints = (d, tp) -> Optional.empty();
-            AlterPartitionListener listener = Mockito.mock(AlterPartitionListener.class,
-                                                           Mockito.withSettings().mockMaker(MockMakers.SUBCLASS).stubOnly());
-            scala.Function0<Object> localEpoch = () -> LOCAL_EPOCH;
-            Partition partition = new Partition(TP, 30_000L, LOCAL, localEpoch, clock, listener, delayed, cache,
-                                                logManager, manager, scala.Option.apply(TOPIC_ID));
-            partition.setLog(log, false);
             StringBuilder out = new StringBuilder("OK");
             for (int i = 2; i < t.length; i++) {
                 clock.now += STEP_MS;
@@ -313,7 +499,7 @@ public final class KcheckPartition {
             }
             return out.toString();
         } finally {
-            log.close();
+            call(closeLog, log);
             Utils.delete(dir);
         }
     }
