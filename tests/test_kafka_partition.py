@@ -4,7 +4,7 @@ Random op scripts (`kafka_partition.random_case`) go in one round trip to the br
 Partition with a real UnifiedLog, set up as Kafka's AbstractPartitionTest does) and through the model's own steps
 (`model/replication/actions.py` under the release's `Protocol.current`); every op's observation is compared. Then
 scripts after Kafka's PartitionTest, whose expectations are asserted on Kafka's answers as well as on the model's
-agreeing with them. KCHECK_KAFKA_RELEASES="4.0.2,4.4.0" overrides the releases (3.9's Partition is not bridged).
+agreeing with them. KCHECK_KAFKA_RELEASES="4.0.2,4.4.0" overrides the releases.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from kcheck.reference import kafka_partition as kp
 
 pytestmark = pytest.mark.kafka
 
-RELEASES = list(ENV_RELEASES) or ["4.4.0", "4.1.2", "4.0.2"]
+RELEASES = list(ENV_RELEASES) or ["4.4.0", "4.1.2", "4.0.2", "3.9.1"]
 BATCH = settings(max_examples=1, deadline=None, suppress_health_check=list(HealthCheck))
 OPS = 300  # per release: scripts of up to 18 ops
 IMAGE = "I1=10,2=10,3=10,4=10:~:~"  # every broker registered with epoch 10, none fenced or shutting down

@@ -28,11 +28,9 @@ import org.apache.kafka.common.message.AlterPartitionRequestData.BrokerState;
 import org.apache.kafka.common.protocol.Errors;
 import org.apache.kafka.common.requests.FetchRequest.PartitionData;
 import org.apache.kafka.common.utils.Utils;
-import org.apache.kafka.metadata.LeaderAndIsr;
 import org.apache.kafka.metadata.LeaderRecoveryState;
 import org.apache.kafka.metadata.PartitionRegistration;
 import org.apache.kafka.server.util.KafkaScheduler;
-import org.apache.kafka.storage.internals.checkpoint.OffsetCheckpoints;
 import org.apache.kafka.storage.internals.log.LogConfig;
 import org.apache.kafka.storage.internals.log.LogDirFailureChannel;
 import org.apache.kafka.storage.internals.log.ProducerStateManagerConfig;
@@ -54,8 +52,9 @@ import org.mockito.invocation.InvocationOnMock;
  * kafka-storage, AlterPartitionManager and the listener in kafka-server; 4.0: the KRaft metadata cache is
  * kafka.server's), the log class (4.0: kafka.log.UnifiedLog), the partition state makeLeader takes (4.4: a
  * PartitionRegistration; 4.0 and 4.1: a LeaderAndIsrRequest.PartitionState), the partition state and replica
- * classes (Scala up to 4.0 or 4.1), the records' package (record.internal from 4.4), FetchParams. 3.9's Partition
- * (kafka.api.LeaderAndIsr, a metadata version) does not compile: the handler is skipped there.
+ * classes (Scala up to 4.0 or 4.1), the records' package (record.internal from 4.4), FetchParams, the LeaderAndIsr
+ * the manager gets (3.9: kafka.api's, with Scala lists) and 3.9's metadata version (the newest production one) and
+ * OffsetCheckpoints trait.
  *
  * PART minIsr op...   (fields ':'-separated, lists ','-separated, '~' empty)
  *   L<le>:<pe>:<isr>:<replicas>    makeLeader(leader 1, ...)
@@ -91,8 +90,8 @@ public final class KcheckPartition {
     private static final Map<Integer, Long> EPOCHS = new HashMap<>();
     private static final Set<Integer> FENCED = new HashSet<>();
     private static final Set<Integer> SHUTTING = new HashSet<>();
-    private static CompletableFuture<LeaderAndIsr> held;
-    private static LeaderAndIsr heldRequest;
+    private static CompletableFuture<Object> held;
+    private static Object heldRequest;  // the LeaderAndIsr sent (org.apache.kafka.metadata's, 3.9: kafka.api's)
     private static String sent;
 
     private KcheckPartition() {
@@ -109,9 +108,6 @@ public final class KcheckPartition {
     public static void register(Map<String, KcheckHandler> table) throws ReflectiveOperationException {
         for (Constructor<?> c : Partition.class.getConstructors()) {
             if (partitionNew == null || c.getParameterCount() > partitionNew.getParameterCount()) partitionNew = c;
-        }
-        for (Class<?> c : partitionNew.getParameterTypes()) {
-            if (c.getSimpleName().equals("MetadataVersion")) throw new ClassNotFoundException("3.9's Partition");
         }
         makeLeader = widest("makeLeader");
         makeFollower = widest("makeFollower");
@@ -137,7 +133,7 @@ public final class KcheckPartition {
         compressionNone = compression.getField("NONE").get(null);
         withRecords = records.getMethod("withRecords", compression, simple.arrayType());
         originClient = a[1].getField("CLIENT").get(null);
-        noCaching = a[3].getMethod("noCaching");
+        noCaching = a[3].getMethod(a[3].getName().startsWith("kafka.") ? "NoCaching" : "noCaching");  // 3.9: Scala's
         sentinel = a[4].getField("SENTINEL").get(null);
         Class<?> fp = fetchRecords.getParameterTypes()[0];
         for (Constructor<?> c : fp.getConstructors()) {
@@ -197,19 +193,36 @@ public final class KcheckPartition {
         }
     }
 
+    /** A java.util.List, or a Scala collection as one (3.9's LeaderAndIsr holds Scala lists). */
+    private static List<?> javaList(Object xs) {
+        if (xs instanceof List<?> l) return l;
+        List<Object> out = new ArrayList<>();
+        scala.jdk.javaapi.CollectionConverters.asJava((scala.collection.Iterable<?>) xs).forEach(out::add);
+        return out;
+    }
+
+    private static Object get(Object target, String method) {
+        try {
+            return target.getClass().getMethod(method).invoke(target);
+        } catch (ReflectiveOperationException e) {
+            throw new IllegalStateException(e);
+        }
+    }
+
     private static Object managerAnswer(InvocationOnMock inv) throws Throwable {
         if (!inv.getMethod().getName().equals("submit")) return Answers.RETURNS_DEFAULTS.answer(inv);
-        CompletableFuture<LeaderAndIsr> future = new CompletableFuture<>();
+        CompletableFuture<Object> future = new CompletableFuture<>();
         if (held != null) {
             future.completeExceptionally(Errors.OPERATION_NOT_ATTEMPTED.exception());
             return future;
         }
-        LeaderAndIsr request = inv.getArgument(1);
+        Object request = inv.getArgument(1);
         held = future;
         heldRequest = request;
-        StringBuilder sb = new StringBuilder().append(request.leaderEpoch()).append('/').append(request.partitionEpoch())
-            .append('/');
-        List<BrokerState> states = new ArrayList<>(request.isrWithBrokerEpoch());
+        StringBuilder sb = new StringBuilder().append(get(request, "leaderEpoch")).append('/')
+            .append(get(request, "partitionEpoch")).append('/');
+        List<BrokerState> states = new ArrayList<>();
+        for (Object o : javaList(get(request, "isrWithBrokerEpoch"))) states.add((BrokerState) o);
         states.sort((x, y) -> Integer.compare(x.brokerId(), y.brokerId()));
         for (int i = 0; i < states.size(); i++) {
             if (i > 0) sb.append(';');
@@ -236,6 +249,7 @@ public final class KcheckPartition {
             else if (c == scala.Function0.class) args[i] = (scala.Function0<Object>) () -> LOCAL_EPOCH;
             else if (c == org.apache.kafka.common.utils.Time.class) args[i] = clock;
             else if (c == scala.Option.class) args[i] = scala.Option.apply(TOPIC_ID);
+            else if (name.equals("MetadataVersion")) args[i] = c.getMethod("latestProduction").invoke(null);  // 3.9
             else if (name.equals("MetadataCache")) {
                 // 4.0's Partition asks kafka.server.MetadataCache, whose KRaft implementation answers the epochs
                 Class<?> kraft = c.isInterface() && c.getName().startsWith("kafka.server")
@@ -321,14 +335,15 @@ public final class KcheckPartition {
         return s;
     }
 
-    private static void become(Partition partition, Method how, int leader, int le, int pe, int[] isr, int[] replicas,
-                               OffsetCheckpoints checkpoints) throws ReflectiveOperationException {
+    private static void become(Partition partition, Method how, int leader, int le, int pe, int[] isr, int[] replicas)
+            throws ReflectiveOperationException {
         Class<?>[] types = how.getParameterTypes();
         Object[] args = new Object[types.length];
         args[0] = registration(types[0], leader, le, pe, isr, replicas);
         int i = 1;
         if (types[i] == boolean.class) args[i++] = false;  // 4.4's isNew
-        args[i++] = checkpoints;
+        args[i] = mock(types[i], inv -> optional(inv, null));  // no checkpointed high watermark
+        i++;
         args[i++] = scala.Option.apply(TOPIC_ID);
         args[i] = scala.Option.empty();
         call(how, partition, args);
@@ -348,9 +363,9 @@ public final class KcheckPartition {
         for (int b : ints(f[2])) SHUTTING.add(b);
     }
 
-    private static void answer(String op) {
-        CompletableFuture<LeaderAndIsr> future = held;
-        LeaderAndIsr request = heldRequest;
+    private static void answer(String op) throws ReflectiveOperationException {
+        CompletableFuture<Object> future = held;
+        Object request = heldRequest;
         if (future == null) return;  // nothing held: an answer to nothing is not delivered
         held = null;  // the manager releases the partition before it completes the future, as Kafka's does
         heldRequest = null;
@@ -359,15 +374,25 @@ public final class KcheckPartition {
             return;
         }
         String[] f = op.substring(1).split(":");
-        List<Integer> isr = new ArrayList<>();
+        List<BrokerState> isr = new ArrayList<>();
         if (f[2].equals("=")) {
-            for (BrokerState s : request.isrWithBrokerEpoch()) isr.add(s.brokerId());
+            for (Object s : javaList(get(request, "isrWithBrokerEpoch"))) {
+                isr.add(new BrokerState().setBrokerId(((BrokerState) s).brokerId()));
+            }
         } else {
-            for (int b : ints(f[2])) isr.add(b);
+            for (int b : ints(f[2])) isr.add(new BrokerState().setBrokerId(b));
         }
-        future.complete(new LeaderAndIsr(LOCAL, request.leaderEpoch() + Integer.parseInt(f[0]), isr,
-                                         LeaderRecoveryState.RECOVERED,
-                                         request.partitionEpoch() + Integer.parseInt(f[1])));
+        // LeaderAndIsr(leader, leaderEpoch, leaderRecoveryState, isrWithBrokerEpoch, partitionEpoch)
+        for (Constructor<?> c : request.getClass().getConstructors()) {
+            Class<?>[] types = c.getParameterTypes();
+            if (types.length != 5 || types[2] != LeaderRecoveryState.class) continue;
+            Object states = types[3] == List.class ? isr : scala.jdk.javaapi.CollectionConverters.asScala(isr).toList();
+            future.complete(c.newInstance(LOCAL, (Integer) get(request, "leaderEpoch") + Integer.parseInt(f[0]),
+                                          LeaderRecoveryState.RECOVERED, states,
+                                          (Integer) get(request, "partitionEpoch") + Integer.parseInt(f[1])));
+            return;
+        }
+        throw new IllegalStateException("LeaderAndIsr constructor");
     }
 
     private static void fetch(Partition partition, String[] f, long now) throws ReflectiveOperationException {
@@ -408,14 +433,14 @@ public final class KcheckPartition {
         }
     }
 
-    private static void step(Partition partition, OffsetCheckpoints checkpoints, String op, long now)
+    private static void step(Partition partition, String op, long now)
             throws ReflectiveOperationException {
         String[] f = op.substring(1).split(":");
         switch (op.charAt(0)) {
             case 'L' -> become(partition, makeLeader, LOCAL, Integer.parseInt(f[0]), Integer.parseInt(f[1]),
-                               ints(f[2]), ints(f[3]), checkpoints);
+                               ints(f[2]), ints(f[3]));
             case 'W' -> become(partition, makeFollower, Integer.parseInt(f[2]), Integer.parseInt(f[0]),
-                               Integer.parseInt(f[1]), ints(f[3]), ints(f[3]), checkpoints);
+                               Integer.parseInt(f[1]), ints(f[3]), ints(f[3]));
             case 'A' -> append(partition, f);
             case 'F' -> fetch(partition, f, now);
             case 'S' -> partition.maybeShrinkIsr();
@@ -484,14 +509,13 @@ public final class KcheckPartition {
         try {
             Partition partition = newPartition(clock);
             call(setLog, partition, log, false);
-            OffsetCheckpoints checkpoints = (d, tp) -> Optional.empty();
             StringBuilder out = new StringBuilder("OK");
             for (int i = 2; i < t.length; i++) {
                 clock.now += STEP_MS;
                 sent = null;
                 String error = "-";
                 try {
-                    step(partition, checkpoints, t[i], clock.now);
+                    step(partition, t[i], clock.now);
                 } catch (RuntimeException e) {
                     error = e.getClass().getSimpleName();
                 }
