@@ -82,7 +82,7 @@ public final class KcheckPartition {
     // Kafka's classes and methods of this release
     private static Constructor<?> partitionNew;
     private static Method makeLeader, makeFollower, setLog, append, fetchRecords, partitionState, remoteReplicas;
-    private static Method createLog, withRecords, noCaching, highWatermark, logEndOffset, closeLog;
+    private static Method createLog, withRecords, noCaching, highWatermark, logEndOffset, closeLog, appendDefault;
     private static Constructor<?> simpleRecordNew, fetchParamsNew;
     private static Object compressionNone, originClient, sentinel, isolationLogEnd;
 
@@ -135,6 +135,7 @@ public final class KcheckPartition {
         originClient = a[1].getField("CLIENT").get(null);
         noCaching = a[3].getMethod(a[3].getName().startsWith("kafka.") ? "NoCaching" : "noCaching");  // 3.9: Scala's
         sentinel = a[4].getField("SENTINEL").get(null);
+        if (a.length > 5) appendDefault = Partition.class.getMethod("appendRecordsToLeader$default$6");  // 4.4's TV
         Class<?> fp = fetchRecords.getParameterTypes()[0];
         for (Constructor<?> c : fp.getConstructors()) {
             if (fetchParamsNew == null || c.getParameterCount() < fetchParamsNew.getParameterCount()) fetchParamsNew = c;
@@ -428,7 +429,7 @@ public final class KcheckPartition {
             args[2] = Integer.parseInt(f[1]);
             args[3] = noCaching.invoke(null);
             args[4] = sentinel;
-            if (args.length > 5) args[5] = call(widest("appendRecordsToLeader$default$6"), partition);  // 4.4's TV
+            if (args.length > 5) args[5] = call(appendDefault, partition);
             call(append, partition, args);
         }
     }
