@@ -67,6 +67,17 @@ KAFKA_TEST_CASES = {
         {2: {"sent": "1/1/1=10;2=10", "held": "1"}, 3: {"sent": "~", "maximal": "1,2"},
          4: {"pending": "0", "held": "1"}, 5: {"sent": "~", "held": "1"}, 6: {"isr": "1", "held": "0"},
          7: {"sent": "2/2/1=10;3=10"}}),
+    # testIsrNotExpandedIfReplicaIsFencedOrShutdown: a caught-up follower the image has fenced or in controlled
+    # shutdown is not proposed; once the image clears it, its next fetch proposes it
+    "fenced or shutting-down follower not proposed": (
+        kp.PartitionCase(1, ("I1=10,2=10,3=10,4=10:2:3", "L1:1:1:1,2,3", "F2:10:0:1", "F3:10:0:1", IMAGE,
+                             "F2:10:0:1")),
+        {2: {"sent": "~"}, 3: {"sent": "~"}, 5: {"sent": "1/1/1=10;2=10", "maximal": "1,2"}}),
+    # testIsrCanExpandedIfBrokerEpochsMatchWithKraftMetadataCache (KIP-903): a fetch with a broker epoch newer than
+    # the image's is recorded but proposes nothing (isBrokerEpochIsrEligible); one with the image's epoch does
+    "broker epoch must match the image": (
+        kp.PartitionCase(1, ("I1=10,2=11,3=10,4=10:~:~", "L1:1:1:1,2", "F2:12:0:1", "F2:11:0:1")),
+        {2: {"followers": "2=0/12", "sent": "~"}, 3: {"sent": "1/1/1=10;2=11"}}),
     # testHighWatermarkAdvanceShouldNotAdvanceWhenUnderMinISR (KIP-966): the HW waits while the committed ISR is
     # below min.insync.replicas, even with the follower caught up and proposed; the committed expansion moves it
     "no HW advance under min ISR": (
