@@ -100,7 +100,8 @@ public final class KcheckPartition {
     private static Method widest(String name) {
         Method best = null;
         for (Method m : Partition.class.getMethods()) {
-            if (m.getName().equals(name) && (best == null || m.getParameterCount() > best.getParameterCount())) best = m;
+            boolean wider = best == null || m.getParameterCount() > best.getParameterCount();
+            if (m.getName().equals(name) && wider) best = m;
         }
         return best;
     }
@@ -138,7 +139,8 @@ public final class KcheckPartition {
         if (a.length > 5) appendDefault = Partition.class.getMethod("appendRecordsToLeader$default$6");  // 4.4's TV
         Class<?> fp = fetchRecords.getParameterTypes()[0];
         for (Constructor<?> c : fp.getConstructors()) {
-            if (fetchParamsNew == null || c.getParameterCount() < fetchParamsNew.getParameterCount()) fetchParamsNew = c;
+            boolean fewer = fetchParamsNew == null || c.getParameterCount() < fetchParamsNew.getParameterCount();
+            if (fewer) fetchParamsNew = c;
         }
         isolationLogEnd = Class.forName(fp.getPackageName() + ".FetchIsolation").getField("LOG_END").get(null);
         table.put("PART", KcheckPartition::handle);
@@ -234,7 +236,8 @@ public final class KcheckPartition {
     }
 
     private static <T> T mock(Class<T> type, org.mockito.stubbing.Answer<?> answer) {
-        return Mockito.mock(type, Mockito.withSettings().mockMaker(MockMakers.SUBCLASS).stubOnly().defaultAnswer(answer));
+        return Mockito.mock(type, Mockito.withSettings().mockMaker(MockMakers.SUBCLASS).stubOnly()
+            .defaultAnswer(answer));
     }
 
     /** The Partition, its collaborators chosen by the constructor's parameter types. */
@@ -266,14 +269,6 @@ public final class KcheckPartition {
         }
     }
 
-    private static Object newStats(Class<?> c) throws ReflectiveOperationException {
-        for (Constructor<?> k : c.getConstructors()) {
-            if (k.getParameterCount() == 0) return k.newInstance();
-            if (k.getParameterCount() == 1 && k.getParameterTypes()[0] == boolean.class) return k.newInstance(false);
-        }
-        throw new IllegalStateException("BrokerTopicStats constructor");
-    }
-
     /** UnifiedLog.create (apply up to 4.0) by parameter type: a clean shutdown, no remote storage. */
     private static Object newLog(File dir, LogConfig config, KcheckClock clock) throws Throwable {
         Class<?>[] types = createLog.getParameterTypes();
@@ -294,8 +289,10 @@ public final class KcheckPartition {
             else if (c.isInstance(clock)) args[i] = clock;
             else if (c == ProducerStateManagerConfig.class) args[i] = new ProducerStateManagerConfig(86400000, false);
             else if (c == LogDirFailureChannel.class) args[i] = new LogDirFailureChannel(1);
-            else if (c.getSimpleName().equals("BrokerTopicStats")) args[i] = newStats(c);
-            else if (c.getSimpleName().equals("LogOffsetsListener")) args[i] = c.getField("NO_OP_OFFSETS_LISTENER").get(null);
+            else if (c.getSimpleName().equals("BrokerTopicStats")) args[i] = KcheckStats.newBrokerTopicStats(c);
+            else if (c.getSimpleName().equals("LogOffsetsListener")) {
+                args[i] = c.getField("NO_OP_OFFSETS_LISTENER").get(null);
+            }
             else throw new IllegalStateException("UnifiedLog parameter " + c);
         }
         try {
