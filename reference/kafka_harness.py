@@ -30,8 +30,8 @@ Protocol (space-separated tokens; the harness first prints `READY <kafka version
     Any throwable answers ERR <class name> <message, with \\ and newlines escaped>.
 
 The handlers in `BROKER_SIDE` (the purgatories' DelayedProduce and DelayedFetch, the transaction coordinator's
-TransactionMetadata) are compiled only for the broker-side bridge, `KafkaBridge(version, server=True)`, against the
-broker's jars and Mockito, and the others only for the bridge.
+TransactionMetadata, the replica side's Partition) are compiled only for the broker-side bridge,
+`KafkaBridge(version, server=True)`, against the broker's jars and Mockito, and the others only for the bridge.
 
 Each handler file documents its own words.
 """
@@ -57,7 +57,8 @@ def sources() -> dict[str, str]:
 # Handlers whose Kafka classes only the broker's jars hold (kafka_2.13, kafka-server, kafka-transaction-coordinator),
 # with Mockito where they need it: only the broker-side bridge (`KafkaBridge(server=True)`) compiles them, and it
 # compiles only them.
-BROKER_SIDE = ("KcheckDelayedProduce", "KcheckDelayedProduceScala", "KcheckDelayedFetch", "KcheckTxnMetadata")
+BROKER_SIDE = ("KcheckDelayedProduce", "KcheckDelayedProduceScala", "KcheckDelayedFetch", "KcheckTxnMetadata",
+               "KcheckPartition")
 
 
 def handlers(server: bool = False) -> list[str]:

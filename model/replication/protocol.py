@@ -158,16 +158,14 @@ def record_every_fetch(image: Registry | None, follower: int, broker_epoch: int)
 
 def validate_leader_epoch(leader: Replica, current_epoch: int) -> str:
     """KIP-320: the fetcher's current leader epoch must equal the leader's (`Partition.checkCurrentLeaderEpoch`;
-    a request without one, -1, is not checked)."""
-    if not leader.is_leader:
-        return "NOT_LEADER_OR_FOLLOWER"
-    if current_epoch < 0:
-        return ""
-    if current_epoch < leader.leader_epoch:
+    a request without one, -1, is not checked), and is checked before leadership (`Partition.getLocalLog`: a
+    follower of another epoch answers FENCED_LEADER_EPOCH or UNKNOWN_LEADER_EPOCH, of the same epoch
+    NOT_LEADER_OR_FOLLOWER; compared with Kafka's Partition in tests/test_kafka_partition.py)."""
+    if current_epoch >= 0 and current_epoch < leader.leader_epoch:
         return "FENCED_LEADER_EPOCH"
     if current_epoch > leader.leader_epoch:
         return "UNKNOWN_LEADER_EPOCH"
-    return ""
+    return "" if leader.is_leader else "NOT_LEADER_OR_FOLLOWER"
 
 
 def no_leader_epoch(leader: Replica, current_epoch: int) -> str:

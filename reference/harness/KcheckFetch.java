@@ -371,7 +371,7 @@ public final class KcheckFetch {
             else if (c == Optional.class) args[i] = Optional.empty();
             else if (c.getName().equals("scala.Option")) args[i] = Class.forName("scala.Some").getConstructor(Object.class)
                 .newInstance(cache);
-            else if (c.getSimpleName().equals("BrokerTopicStats")) args[i] = newStats(c);
+            else if (c.getSimpleName().equals("BrokerTopicStats")) args[i] = KcheckStats.newBrokerTopicStats(c);
             else if (c.getSimpleName().equals("LogOffsetsListener")) args[i] = c.getField("NO_OP_OFFSETS_LISTENER").get(null);
             else throw new IllegalStateException("UnifiedLog parameter " + c);
         }
@@ -384,14 +384,6 @@ public final class KcheckFetch {
         } catch (InvocationTargetException e) {
             throw e.getCause();
         }
-    }
-
-    private static Object newStats(Class<?> c) throws ReflectiveOperationException {
-        for (Constructor<?> k : c.getConstructors()) {
-            if (k.getParameterCount() == 0) return k.newInstance();
-            if (k.getParameterCount() == 1 && k.getParameterTypes()[0] == boolean.class) return k.newInstance(false);
-        }
-        throw new IllegalStateException("BrokerTopicStats constructor");
     }
 
     /** UnifiedLog.maybeConvertToOffsetMetadata: the offset's position, or the offset alone when out of range. */
