@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from itertools import combinations
 
 from kcheck.invariants.registry import Report, Severity, Violation, check_all, register
-from kcheck.model.replication.actions import Config
+from kcheck.model.replication.actions import Config, leader_min_isr
 from kcheck.model.replication.state import NO_LEADER, Record, Registry, Replica, State
 
 SOURCE_A = "hachikuji/kafka-specification (KafkaReplication.tla)"
@@ -507,7 +507,7 @@ def _uncovered_quorum(st: State, cfg: Config) -> list[tuple[int, list[int]]]:
     quorum = reg.isr | reg.elr
     out = []
     for r in st.replicas:
-        if r.is_leader and r.leader_epoch == reg.leader_epoch and len(r.isr) >= cfg.min_isr:
+        if r.is_leader and r.leader_epoch == reg.leader_epoch and len(r.isr) >= leader_min_isr(cfg, r):
             missing = quorum - r.isr - (r.pending_isr or frozenset())
             if missing:
                 out.append((r.id, sorted(missing)))

@@ -258,8 +258,8 @@ def reference_answers(case: PartitionCase, version: str = "4.4.0") -> list[str]:
 class _Drawer:
     """Op scripts a real controller and followers could produce: partition epochs that grow with every record, leader
     epochs with every new leader, followers fetching at offsets the leader has written (or one past). Kept out: the
-    two model differences docs/models/replication.md names (a record with the partition epoch the leader already
-    has, fewer replicas than min.insync.replicas)."""
+    model difference docs/models/replication.md names (a record with the partition epoch the leader already
+    has)."""
 
     def __init__(self, rng: random.Random, min_isr: int) -> None:
         self.rng = rng
@@ -286,8 +286,8 @@ class _Drawer:
         if rng.random() < 0.25 or not (leading and self.leading):  # KRaft bumps the leader epoch on a new leader
             self.le += 1
         self.pe += 1
-        if rng.random() < 0.2:  # no fewer than min.insync.replicas: a model difference
-            n = rng.randint(max(0, self.min_isr - 1), BROKERS - 1)
+        if rng.random() < 0.2:  # fewer replicas than min.insync.replicas included (the leader caps it)
+            n = rng.randint(0, BROKERS - 1)
             self.replicas = tuple(sorted({1, *rng.sample(range(2, BROKERS + 1), n)}))
         self.leading = leading
         if not leading:

@@ -83,6 +83,12 @@ KAFKA_TEST_CASES = {
     "no HW advance under min ISR": (
         _case(2, "L1:1:1:1,2", "A2:1", "F2:10:2:1", "R0:1:="),
         {3: {"hw": "0", "maximal": "1,2"}, 4: {"isr": "1,2", "hw": "2"}}),
+    # Partition.effectiveMinIsr (KIP-966): min.insync.replicas 2 over a replica set of one is capped at one, so an
+    # acks=all append is taken and the HW moves; back to two replicas with one in the ISR it is refused again
+    # (what 3.9.1 to 4.4.0's Partition answered through the bridge)
+    "min ISR capped at the replica count": (
+        _case(2, "L1:1:1:1", "A1:-1", "A1:-1", "L1:2:1:1,2", "A1:-1"),
+        {2: {"hw": "1", "error": "-"}, 3: {"hw": "2"}, 5: {"error": "NotEnoughReplicasException"}}),
 }
 
 

@@ -298,6 +298,13 @@ def effective_min_isr(cfg: Config, reg: Registry) -> int:
     return min(cfg.min_isr, len(reg.replicas))
 
 
+def leader_min_isr(cfg: Config, leader: Replica) -> int:
+    """The min.insync.replicas a leader enforces for acks=all writes and its high watermark: `Partition
+    .effectiveMinIsr` (KIP-966's, 3.7 on), capped at the replica count the leader was last told. Below that count
+    only after a reassignment shrinks the replica set (seen on Kafka's Partition: tests/test_kafka_partition.py)."""
+    return min(cfg.min_isr, len(leader.replicas)) if leader.replicas else cfg.min_isr
+
+
 def write_partition(s: State, p: Protocol, cfg: Config, writer_epoch: int, base: Registry,
                     leader: int, isr: frozenset[int], elr: frozenset[int], *,
                     replicas: tuple[int, ...] | None = None, adding: tuple[int, ...] | None = None,
@@ -394,7 +401,7 @@ def produce(s: State, p: Protocol, cfg: Config, broker: int, acks: str) -> State
     r = s.replica(broker)
     if not r.is_leader or acks not in cfg.acks:
         return None
-    if not p.produce_accepted(r, acks, cfg.min_isr):
+    if not p.produce_accepted(r, acks, leader_min_isr(cfg, r)):
         return None  # e.g. NotEnoughReplicas: the write is refused, nothing is appended
     if s.used.records >= cfg.records:  # `_spend(s, cfg, "records")`, its budget spent in the one new state below
         return None
@@ -511,7 +518,8 @@ def advance_hw(s: State, p: Protocol, cfg: Config, broker: int) -> State | None:
     r = s.replica(broker)
     if not r.is_leader:
         return None
-    hw = min(p.high_watermark(r, cfg.min_isr), r.leo)
+    min_isr = leader_min_isr(cfg, r)
+    hw = min(p.high_watermark(r, min_isr), r.leo)
     if hw <= r.hw:
         return None
     r = evolve(r, hw=hw)
@@ -521,7 +529,7 @@ def advance_hw(s: State, p: Protocol, cfg: Config, broker: int) -> State | None:
     committed = {(o, r.log[o].id) for o in range(hw)}
     # acks=all writes get their answer once the high watermark passes them; the rule says whether it is a success.
     done = {(b, o, i) for (b, o, i) in h.pending_acks if b == broker and o < hw}
-    acked = {(o, i) for (_, o, i) in done if r.log[o].id == i} if p.ack_complete(r, cfg.min_isr) else set()
+    acked = {(o, i) for (_, o, i) in done if r.log[o].id == i} if p.ack_complete(r, min_isr) else set()
     h = evolve(h, committed=h.committed | committed, true_hw=max(h.true_hw, hw),
                 pending_acks=h.pending_acks - done, acked=h.acked | acked)
     return evolve(s, replicas=tuple(reps), history=h)  # `with_replica` and the history in one new state
