@@ -77,11 +77,14 @@ def quiesce(s: State, p: Protocol, cfg: Config, paused: frozenset[int] = frozens
     raise RuntimeError("the model did not go quiet")
 
 
-def model_view(s: State, epoch0: int, paused: frozenset[int] = frozenset()) -> dict[str, Any]:
-    """The compared observables of the model (a paused broker's log end is not read: it cannot answer)."""
+def model_view(s: State, p: Protocol, epoch0: int, paused: frozenset[int] = frozenset()) -> dict[str, Any]:
+    """The compared observables of the model (a paused broker's log end is not read: it cannot answer). The high
+    watermark is what the leader answers a consumer's ListOffsets LATEST (rule `list_offsets_latest`: under KIP-207
+    none while it lags behind the start of the leader's epoch, as after an unclean election below min ISR)."""
     reg = s.registry
     leader = reg.leader if reg.leader != NO_LEADER else -1
-    hw = s.replica(leader).hw if leader != -1 and s.replica(leader).alive and leader not in paused else None
+    live = leader != -1 and s.replica(leader).alive and leader not in paused
+    hw = p.list_offsets_latest(s.replica(leader)) if live else None
     return {"leader": leader, "leader_epoch": reg.leader_epoch - epoch0, "replicas": reg.replicas,
             "adding": tuple(sorted(reg.adding)), "removing": tuple(sorted(reg.removing)),
             "isr": tuple(sorted(reg.isr)), "elr": tuple(sorted(reg.elr)), "hw": hw,
@@ -250,7 +253,7 @@ def _run(cluster: Any, p: Protocol, cfg: Config, seed: int, steps: int, out: Ste
             s = quiesce(nxt, p, cfg, paused)
             if len(down) == len(cluster.brokers):
                 continue  # nothing answers: taken, not compared
-            _compare(cluster, topic, s, down, paused, epoch0, out, (seed, n, a.label()), log)
+            _compare(cluster, topic, s, p, down, paused, epoch0, out, (seed, n, a.label()), log)
     finally:
         for b, how in sorted(down.items()):
             if how == "paused":
@@ -259,11 +262,11 @@ def _run(cluster: Any, p: Protocol, cfg: Config, seed: int, steps: int, out: Ste
                 cluster.restart(b)
 
 
-def _compare(cluster: Any, topic: str, s: State, down: dict[int, str], paused: frozenset[int], epoch0: int,
-             out: Steps, where: tuple[int, int, str], log: Any) -> None:
+def _compare(cluster: Any, topic: str, s: State, p: Protocol, down: dict[int, str], paused: frozenset[int],
+             epoch0: int, out: Steps, where: tuple[int, int, str], log: Any) -> None:
     gone = frozenset(down)
     seen = settle(lambda: cluster_view(cluster, topic, set(gone), epoch0), lambda v: _cluster_quiet(v, gone))
-    want = model_view(s, 1, paused)
+    want = model_view(s, p, 1, paused)
     out.steps += 1
     for f in FIELDS:
         if want[f] != seen[f]:
