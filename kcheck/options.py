@@ -295,7 +295,9 @@ AcksOpt = Annotated[str | None, typer.Option(help="Producer acks to try: all, 1,
 RecordsOpt = Annotated[int | None, _int_option("Records the producers write in all.")]
 MaxLeaderEpochOpt = Annotated[int | None, _int_option(
     "Highest leader epoch a controller write may reach (at least 1); bounds elections.")]
-CrashesOpt = Annotated[int | None, _int_option("Broker crashes that keep the page cache (a process crash).")]
+CrashesOpt = Annotated[int | None, _int_option(
+    "Broker crashes that keep the page cache (a process crash, kill -9: an unclean shutdown to Kafka, which takes "
+    "the broker out of the ELR when it registers again).")]
 LossyCrashesOpt = Annotated[int | None, _int_option(
     "Unclean shutdowns that lose the unflushed suffix (power loss); once min.insync.replicas of them happened, "
     "the durability invariants no longer apply (reported).")]
