@@ -313,10 +313,9 @@ def _node_problem(node: object, role: str, ids: range) -> str | None:
 
 def _ipv4(text: object) -> bool:
     try:
-        ipaddress.IPv4Address(text)
+        return isinstance(text, str) and bool(ipaddress.IPv4Address(text))
     except ValueError:
         return False
-    return isinstance(text, str)
 
 
 def _network_problem(network: object) -> str | None:
