@@ -881,7 +881,8 @@ class LocalCluster:
         if self.outlive:
             holder = subprocess.Popen(
                 [sys.executable, "-c", "import signal; signal.pause()", f"{ID_OPTION}{self._id}",
-                 str(directory / HOLDER)], stdin=subprocess.DEVNULL, start_new_session=True)
+                 str(directory / HOLDER)], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL, start_new_session=True)  # holding no pipe of `up`'s caller open
             if self._watchdog is not None:
                 self._watchdog.node(holder.pid, directory / HOLDER)
         self._holder = holder
