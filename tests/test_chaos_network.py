@@ -243,3 +243,32 @@ def test_a_sigkilled_network_campaign_leaves_no_namespace_interface_process_or_f
             proc.wait()
         for pid in _naming(tmp_path):  # what the watchdog missed, if anything: ended here, by PID
             os.kill(pid, signal.SIGKILL)
+
+
+@pytest.mark.skipif(NO_NETNS is not None, reason=str(NO_NETNS))
+@pytest.mark.slow  # a cluster of its own (~20 s)
+@pytest.mark.cluster
+@pytest.mark.kafka
+def test_cluster_up_network_status_down_from_the_command_line(tmp_path):
+    """`cluster up --network` (its output captured: nothing it leaves running holds the pipe), `status` with the
+    namespace addresses, `down`: every namespace, the caller's interface, the network's holder and the folder gone."""
+    from test_cluster import _kafka_processes_under, _kcheck
+
+    before, folder = _ours(), tmp_path / "c"
+    up = _kcheck("cluster", "up", "--network", "--brokers", "1", "--dir", str(folder), timeout=120)
+    try:
+        assert up.returncode == 0, up.stderr
+        saved = json.loads((folder / "kcheck-cluster.json").read_text())
+        hosts = {n["node_id"]: n["host"] for n in (*saved["controllers"], *saved["brokers"])}
+        assert up.stdout == f"{hosts[1]}:9092\n" and hosts[1000] != hosts[1] and hosts[1].startswith("10.213.")
+        assert len(_ours()[0]) == len(before[0]) + 3 and len(_ours()[1]) == len(before[1]) + 1  # hub + 2 nodes
+        assert saved["network"]["holder"] is not None and saved["network"]["owner"] == saved["network"]["holder"]
+        status = _kcheck("cluster", "status", "--json", "--dir", str(folder))
+        assert status.returncode == 0, status.stderr
+        assert [r["address"] for r in json.loads(status.stdout)["nodes"]] == [f"{hosts[1000]}:9093",
+                                                                               f"{hosts[1]}:9092"]
+    finally:
+        down = _kcheck("cluster", "down", "--dir", str(folder))
+    assert down.returncode == 0, down.stderr
+    assert not folder.exists() and not _kafka_processes_under(folder) and _ours() == before
+    assert not _naming(folder)  # the holder too
