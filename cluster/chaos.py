@@ -30,6 +30,12 @@ kcheck's schedules, tables and JSON):
                  paused with SIGSTOP), DeleteRecords up to the high watermark of every partition (the log start
                  moves past every record an idle idempotent producer wrote: `UnifiedLog.maybeIncrementLogStartOffset`),
                  2 s, then they resume: their next batches continue sequences whose records are gone
+    partition    (a cluster with --network: every node in its own namespace, kcheck.cluster.netns) the target cut from
+                 every other node both ways, clients still reaching it; its end: `heal`
+    partition-one-way      what the target sends to the other nodes dropped; it still hears them (end: `heal`)
+    partition-from-quorum  a broker cut both ways from every controller only: it still serves clients and the
+                 other brokers, a leader isolated from the quorum (end: `heal`)
+    heal         restore the links a partition cut (without a random schedule's `ends`: every cut link)
 
 A schedule file has one fault a line: `SECONDS KIND [TARGET]`, `#` comments. TARGET is a broker id, `leader` (the
 leader of partition 0 when the fault fires) or `follower` (an in-sync follower of partition 0); without one, a

@@ -12,7 +12,10 @@ Layout: the controller is node 1000 (`process.roles=controller`, a static one-vo
 controllers are nodes 1000, 1001, ... and the static quorum lists every one of them as a voter (KIP-595's Raft: any
 majority elects a leader, the active controller); the brokers are nodes 1..N
 (`process.roles=broker`), `broker.rack` from `--racks` round-robin. Every listener is on 127.0.0.1 at a port
-picked free. Kafka's own defaults hold except what a 2-core machine needs: small heaps, fewer threads, the
+picked free; with `network=True` (`--network`) every node runs inside its own network namespace
+(kcheck.cluster.netns, made before the nodes and removed after them) and listens on that namespace's address at
+Kafka's usual ports, so `kcheck chaos` can cut links between nodes while clients still reach each one.
+Kafka's own defaults hold except what a 2-core machine needs: small heaps, fewer threads, the
 internal topics' replication capped at the broker count and 3 partitions each instead of 50 (a first
 consumer group is ready in a second). The cluster's folder (default `~/.cache/kcheck/cluster`, or `--dir`)
 holds one subfolder per node (properties, data, `server.log`) and `kcheck-cluster.json`, the state file with

@@ -122,7 +122,8 @@ def chaos_command(
     """Run a fault campaign on a real Kafka cluster and check the clients' history: producers (--producers) and a
     consumer group against one topic while brokers are killed (-9), paused (SIGSTOP), restarted, shut down (with
     --controllers 3 or 5: the active controller or any controller too, a minority at a time), leaders elected,
-    partitions reassigned, followers paused under min ISR and records deleted, from --schedule or at random with
+    partitions reassigned, followers paused under min ISR and records deleted (with --network: links between nodes
+    cut, partition/partition-one-way/partition-from-quorum), from --schedule or at random with
     --seed (up to --max-concurrent faults at once). Checked afterwards: no acknowledged acks=all record lost or at
     another offset, no offset read with two values, committed offsets and the high watermark seen never go back,
     every acknowledged record readable once healed, no duplicate, reorder or silent gap of an idempotent producer,

@@ -29,7 +29,8 @@ from kcheck.runtime import interrupts
 from kcheck.runtime.exit_codes import Exit
 
 cluster_command = typer.Typer(
-    help="A real Kafka (KRaft) cluster on 127.0.0.1 from Kafka's Maven jars: up, status, down.",
+    help="A real Kafka (KRaft) cluster on 127.0.0.1 (or in network namespaces) from Kafka's Maven jars: up, status, "
+         "down.",
     no_args_is_help=True, add_completion=False, rich_markup_mode=None,
 )
 
