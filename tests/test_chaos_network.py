@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import signal
 import subprocess
 import sys
@@ -43,6 +42,7 @@ from kcheck.cluster.history import SCHEMA_VERSION, Ack, Fault, History, Send, hi
 from kcheck.cluster.local import LocalCluster
 from kcheck.inputs.formats import InputError
 from test_chaos import _written, schema_errors
+from test_chaos_quorum import _naming, end_by_pid, read_until
 
 EXAMPLE = Path(__file__).resolve().parent.parent / "examples" / "chaos" / "partitions.txt"
 NO_NETNS = netns.unavailable()
@@ -192,19 +192,6 @@ def test_a_campaign_cuts_the_leader_then_cuts_it_from_the_quorum_then_kills_the_
     assert _ours() == before and not (tmp_path / "c").exists()
 
 
-def _naming(folder: Path) -> list[int]:
-    """PIDs whose command line names something inside `folder`."""
-    out = []
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                if str(folder).encode() in (entry / "cmdline").read_bytes():
-                    out.append(int(entry.name))
-            except OSError:
-                continue
-    return out
-
-
 @pytest.mark.skipif(NO_NETNS is not None, reason=str(NO_NETNS))
 @pytest.mark.slow  # a cluster of its own, killed mid-campaign (~40 s)
 @pytest.mark.cluster
@@ -219,14 +206,8 @@ def test_a_sigkilled_network_campaign_leaves_no_namespace_interface_process_or_f
                              "--schedule", "s.txt", "--duration", "60"], cwd=tmp_path, stdin=subprocess.DEVNULL,
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
                             env={**os.environ, "TMPDIR": str(tmp_path)})
-    seen = []
     try:
-        assert proc.stderr is not None
-        for line in proc.stderr:
-            seen.append(line)
-            if re.search(r"partition \d: cut from 5 node", line):
-                break
-        assert any("partition" in line for line in seen), "".join(seen)[-2000:]
+        read_until(proc, r"partition \d: cut from 5 node")
         nodes = [p for p in _naming(tmp_path) if b"kafka.Kafka" in Path(f"/proc/{p}/cmdline").read_bytes()]
         assert len(nodes) == 6 and len(_ours()[0]) == len(before[0]) + 7, (nodes, _ours())
         proc.send_signal(signal.SIGKILL)
@@ -238,11 +219,7 @@ def test_a_sigkilled_network_campaign_leaves_no_namespace_interface_process_or_f
         assert not _naming(tmp_path) and _ours() == before
         assert sorted(p.name for p in tmp_path.iterdir()) == ["s.txt"], sorted(map(str, tmp_path.rglob("*")))[:20]
     finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
-        for pid in _naming(tmp_path):  # what the watchdog missed, if anything: ended here, by PID
-            os.kill(pid, signal.SIGKILL)
+        end_by_pid(proc, tmp_path)
 
 
 @pytest.mark.skipif(NO_NETNS is not None, reason=str(NO_NETNS))

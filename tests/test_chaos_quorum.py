@@ -224,6 +224,26 @@ def _naming(folder: Path) -> list[int]:
     return out
 
 
+def end_by_pid(proc: subprocess.Popen[str], folder: Path) -> None:
+    """The campaign if it still runs, and what its watchdogs missed, if anything: ended here, by PID."""
+    if proc.poll() is None:
+        proc.kill()
+        proc.wait()
+    for pid in _naming(folder):
+        os.kill(pid, signal.SIGKILL)
+
+
+def read_until(proc: subprocess.Popen[str], pattern: str) -> None:
+    """Read a campaign's stderr until a line matches `pattern` (it fails if the campaign ends first)."""
+    assert proc.stderr is not None
+    seen = []
+    for line in proc.stderr:
+        seen.append(line)
+        if re.search(pattern, line):
+            return
+    raise AssertionError("".join(seen)[-2000:])
+
+
 @pytest.mark.slow  # a cluster of its own, killed mid-campaign (~40 s)
 @pytest.mark.cluster
 @pytest.mark.kafka
@@ -234,14 +254,8 @@ def test_a_sigkilled_campaign_on_three_controllers_leaves_no_process_and_no_fold
     proc = subprocess.Popen([sys.executable, "-m", "kcheck", "chaos", "--controllers", "3", "--schedule", "s.txt",
                              "--duration", "60"], cwd=tmp_path, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                             stderr=subprocess.PIPE, text=True, env={**os.environ, "TMPDIR": str(tmp_path)})
-    seen = []
     try:
-        assert proc.stderr is not None
-        for line in proc.stderr:
-            seen.append(line)
-            if re.search(r"pause 100[0-2]: the active controller", line):
-                break
-        assert any("pause 100" in line for line in seen), "".join(seen)[-2000:]
+        read_until(proc, r"pause 100[0-2]: the active controller")
         nodes = [p for p in _naming(tmp_path) if b"kafka.Kafka" in Path(f"/proc/{p}/cmdline").read_bytes()]
         assert len(nodes) == 6, nodes
         proc.send_signal(signal.SIGKILL)
@@ -252,8 +266,4 @@ def test_a_sigkilled_campaign_on_three_controllers_leaves_no_process_and_no_fold
         assert not _naming(tmp_path)
         assert sorted(p.name for p in tmp_path.iterdir()) == ["s.txt"], sorted(map(str, tmp_path.rglob("*")))[:20]
     finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
-        for pid in _naming(tmp_path):  # what the watchdog missed, if anything: ended here, by PID
-            os.kill(pid, signal.SIGKILL)
+        end_by_pid(proc, tmp_path)
