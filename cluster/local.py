@@ -122,7 +122,7 @@ class _State:
     controllers: list[Node]
     brokers: list[Node] = field(default_factory=list)
     id: str = ""  # the folder marker's id, on every node's command line
-    network: dict[str, Any] | None = None  # with network=True: tag, owner, subnet and holder (NetworkState)
+    network: dict[str, Any] | None = None  # with network=True: tag, owner, subnet and holder PID
 
     @property
     def nodes(self) -> tuple[Node, ...]:
