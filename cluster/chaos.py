@@ -30,6 +30,12 @@ kcheck's schedules, tables and JSON):
                  paused with SIGSTOP), DeleteRecords up to the high watermark of every partition (the log start
                  moves past every record an idle idempotent producer wrote: `UnifiedLog.maybeIncrementLogStartOffset`),
                  2 s, then they resume: their next batches continue sequences whose records are gone
+    partition    (a cluster with --network: every node in its own namespace, kcheck.cluster.netns) the target cut from
+                 every other node both ways, clients still reaching it; its end: `heal`
+    partition-one-way      what the target sends to the other nodes dropped; it still hears them (end: `heal`)
+    partition-from-quorum  a broker cut both ways from every controller only: it still serves clients and the
+                 other brokers, a leader isolated from the quorum (end: `heal`)
+    heal         restore the links a partition cut (without a random schedule's `ends`: every cut link)
 
 A schedule file has one fault a line: `SECONDS KIND [TARGET]`, `#` comments. TARGET is a broker id, `leader` (the
 leader of partition 0 when the fault fires) or `follower` (an in-sync follower of partition 0); without one, a
@@ -85,27 +91,33 @@ from kcheck.cluster.history import (
     check,
     history_document,
 )
-from kcheck.cluster.local import HOST, ClusterError, LocalCluster
+from kcheck.cluster.local import ClusterError, LocalCluster
 from kcheck.cluster.producers import DEFAULT_PRODUCERS, Producer, make_producers, stall_watch
 from kcheck.inputs.formats import InputError, read_text, topic_problem
 from kcheck.runtime import interrupts
 from kcheck.runtime.exit_codes import Exit
 
+# Network partitions: links cut in the nodes' namespaces (kcheck.cluster.netns), only on a cluster with --network.
+NETWORK_KINDS = ("partition", "partition-one-way", "partition-from-quorum")
 FAULT_KINDS = ("kill", "lossy-kill", "pause", "restart", "shutdown", "start", "elect-preferred", "elect-unclean",
-               "reassign", "pause-followers", "delete-records")
-SCHEDULE_KINDS = (*FAULT_KINDS, "resume")  # `resume` ends a pause
-# Drawn by a random schedule unless --faults says otherwise: every kind but lossy-kill (opt-in) and the ends.
+               "reassign", "pause-followers", "delete-records", *NETWORK_KINDS)
+SCHEDULE_KINDS = (*FAULT_KINDS, "resume", "heal")  # `resume` ends a pause, `heal` a partition
+# Drawn by a random schedule unless --faults says otherwise: every kind but lossy-kill (opt-in) and the ends; with
+# --network the partitions too.
 DEFAULT_FAULTS = ("kill", "pause", "restart", "shutdown", "elect-preferred", "elect-unclean", "reassign")
+NETWORK_FAULTS = (*DEFAULT_FAULTS, *NETWORK_KINDS)
 BROKER_KINDS = ("kill", "lossy-kill", "pause", "restart", "shutdown", "start", "resume")
 TOPIC_KINDS = ("elect-preferred", "elect-unclean", "reassign", "pause-followers", "delete-records")
 # Roles a broker fault's target may name beside a node id; the controller roles need a quorum of 3 or more.
 BROKER_ROLES = ("leader", "follower")
 CONTROLLER_ROLES = ("active-controller", "controller")
-CONTROLLER_KINDS = ("kill", "pause", "restart", "shutdown")  # the kinds that may hit a controller
-ENDS = {"kill": "start", "lossy-kill": "start", "shutdown": "start", "pause": "resume", "pause-followers": "resume"}
+# The kinds that may hit a controller (partition-from-quorum cuts a broker from the controllers)
+CONTROLLER_KINDS = ("kill", "pause", "restart", "shutdown", "partition", "partition-one-way")
+ENDS = {"kill": "start", "lossy-kill": "start", "shutdown": "start", "pause": "resume", "pause-followers": "resume",
+        **{k: "heal" for k in NETWORK_KINDS}}
 # Faults that strike requests in flight: the injector first waits (briefly) for a send in flight.
 IN_FLIGHT_KINDS = ("kill", "lossy-kill", "pause", "restart", "shutdown", "elect-preferred", "elect-unclean",
-                   "pause-followers")
+                   "pause-followers", *NETWORK_KINDS)
 
 # Broker settings for a cluster `kcheck chaos` starts itself: Kafka's semantics, on a campaign's time scale.
 CAMPAIGN_BROKER_CONFIG: dict[str, str] = {
@@ -158,6 +170,7 @@ class Settings:
     producers: tuple[str, ...] = DEFAULT_PRODUCERS
     max_concurrent: int = 1  # faults a random schedule lets overlap
     controllers: int = 1  # the cluster's KRaft controllers (voters)
+    network: bool = False  # every node in its own namespace: partitions possible
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -213,6 +226,8 @@ def _step(line: str, where: str, n: int) -> Step:
         if target in CONTROLLER_ROLES and kind not in CONTROLLER_KINDS:
             raise InputError(where, f"{kind} does not hit a controller (only {', '.join(CONTROLLER_KINDS)} do), "
                                     f"got {target}")
+        if kind == "heal":
+            raise InputError(where, f"heal takes no target (it restores every cut link), got {target[:40]!r}")
         if kind in ("start", "resume") and not _BROKER.fullmatch(target):
             raise InputError(where, f"{kind} takes a broker id or nothing (every "
                                     f"{'stopped' if kind == 'start' else 'paused'} broker), got {target!r}")
@@ -252,7 +267,7 @@ def check_schedule_brokers(steps: Sequence[Step], brokers: Sequence[int], source
             if len(controllers) < 3:
                 raise InputError(where, f"{s.kind} {s.target} needs a quorum of 3 or more controllers "
                                         f"(--controllers 3); this cluster has {len(controllers)}")
-            if s.kind not in (*CONTROLLER_KINDS, "start", "resume"):
+            if s.kind not in (*CONTROLLER_KINDS, "start", "resume", "heal"):
                 raise InputError(where, f"{s.kind} does not hit a controller (only {', '.join(CONTROLLER_KINDS)} do)")
 
 
@@ -373,6 +388,7 @@ class Campaign:
         self.stop_consuming = threading.Event()
         self.paused: set[int] = set()
         self.hit: dict[int, tuple[int, ...]] = {}  # the brokers each started fault of the schedule hit, by step
+        self.cut_by: dict[int | None, tuple[tuple[int, int], ...]] = {}  # the links each partition cut, by step
         self._step: int | None = None  # the schedule's step running now (None: healing)
         self._states: dict[int, Any] | None = None  # the last partition states read, and when
         self._states_at = 0.0
@@ -401,7 +417,7 @@ class Campaign:
         from kcheck.cluster.admin import describe_quorum
 
         up = self._answering(self.cluster.controllers)
-        answer = describe_quorum(",".join(f"{HOST}:{self.cluster.node(c).port}" for c in up)) if up else None
+        answer = describe_quorum(",".join(self.cluster.address(c) for c in up)) if up else None
         if answer is None:
             return None
         q = Quorum(self.history.now(), *answer, self._step)
@@ -411,7 +427,7 @@ class Campaign:
     def live_bootstrap(self) -> str:
         """Brokers that run and are not paused: an admin request to a paused broker would wait out its timeout."""
         up = self._answering() or list(self.cluster.brokers)
-        return ",".join(f"{HOST}:{self.cluster.node(b).port}" for b in up)
+        return ",".join(self.cluster.address(b) for b in up)
 
     def states(self, attempts: int = 3, timeout_s: float = 3.0) -> dict[int, Any]:
         """The topic's partition states now. The admin client may send its request to a paused broker it knows
@@ -488,7 +504,8 @@ class Campaign:
 
         faults = self.history.of(Fault)
         quiet = not faults or self.history.now() - faults[-1].t >= STALL_SECONDS
-        return quiet and not self.paused and all(self.cluster.is_running(b) for b in self._nodes())
+        return (quiet and not self.paused and not self.cut_by
+                and all(self.cluster.is_running(b) for b in self._nodes()))
 
     def _in_flight(self, wait_s: float = 0.5) -> int:
         """Sends in flight now, after waiting up to `wait_s` for one (a fault should strike requests mid-way)."""
@@ -592,8 +609,9 @@ class Campaign:
     # -- faults --------------------------------------------------------------------------------------------
 
     def _fault(self, kind: str, phase: str, brokers: Sequence[int] = (), note: str = "", role: str | None = None,
-               t: float | None = None) -> None:
-        f = Fault(self.history.now() if t is None else t, kind, phase, tuple(brokers), note, self._step, role)
+               t: float | None = None, cuts: Sequence[tuple[int, int]] = ()) -> None:
+        f = Fault(self.history.now() if t is None else t, kind, phase, tuple(brokers), note, self._step, role,
+                  tuple(cuts))
         self.history.add(f)
         if phase == "start" and self._step is not None:
             self.hit[self._step] = f.brokers
@@ -645,7 +663,7 @@ class Campaign:
         """A kill, pause, shutdown or restart of a controller. When it was the quorum's leader, DescribeQuorum is
         asked until another leader with a larger epoch is named (or FAILOVER_BOUND passes); the fault's event names
         the quorum before and after."""
-        kind, before, t = step.kind, self._before, self.history.now()
+        kind, t = step.kind, self.history.now()
         if kind == "kill":
             self.cluster.kill(target)
         elif kind == "pause":
@@ -653,15 +671,68 @@ class Campaign:
             self.paused.add(target)
         else:  # shutdown, and the first half of a restart: the controller resigns its leadership
             self.cluster.shutdown(target)
-        after = self._await_failover(before, target, t)
-        shown = lambda q: f"leader {q.leader} epoch {q.epoch}" if q is not None else "not answered"  # noqa: E731
-        active = before is not None and before.leader == target
-        note = (f"{'the active controller' if active else 'a follower controller'}; quorum {shown(before)} before, "
-                f"{shown(after)} after" + (f" ({after.t - t:.1f} s)" if after is not None else "") + flying)
+        note = self._quorum_note(target, t) + flying
         self._fault(kind, "start", (target,), note, step.target, t)
         if kind == "restart":
             self.cluster.restart(target)
             self._fault(kind, "end", (target,), role=step.target)
+
+    def _quorum_note(self, target: int, t: float) -> str:
+        """After a fault on controller `target` at `t`: the failover awaited, and the quorum before and after."""
+        before = self._before
+        after = self._await_failover(before, target, t)
+        shown = lambda q: f"leader {q.leader} epoch {q.epoch}" if q is not None else "not answered"  # noqa: E731
+        active = before is not None and before.leader == target
+        return (f"{'the active controller' if active else 'a follower controller'}; quorum {shown(before)} before, "
+                f"{shown(after)} after" + (f" ({after.t - t:.1f} s)" if after is not None else ""))
+
+    def _partition(self, step: Step, target: int, flying: str) -> None:
+        """Cut `target`'s links (kcheck.cluster.netns): `partition` from every other node both ways,
+        `partition-one-way` what it sends to them, `partition-from-quorum` a broker from every controller both ways
+        (clients and the other brokers still reach it). A controller cut: the failover is awaited as for a kill."""
+        kind, net = step.kind, self.cluster.network
+        if net is None:
+            self._fault(kind, "failed", note="the cluster has no network (start it with --network)")
+            return
+        controllers = self.cluster.controllers
+        if kind == "partition-from-quorum" and target in controllers:
+            self._fault(kind, "skipped", (target,), "partition-from-quorum cuts a broker from the controllers")
+            return
+        others = list(controllers) if kind == "partition-from-quorum" else [n for n in self._nodes() if n != target]
+        links = [(target, o) for o in others]
+        if kind != "partition-one-way":
+            links += [(o, target) for o in others]
+        t = self.history.now()
+        for a, b in links:
+            net.cut(a, b)
+        self.cut_by[self._step] = tuple(links)
+        note = (f"cut from {len(others)} node(s)" + (" (one way: it still hears them)" if kind == "partition-one-way"
+                                                      else ""))
+        if target in controllers:
+            note += "; " + self._quorum_note(target, t)
+        self._fault(kind, "start", (target,), note + flying, step.target, t, links)
+
+    def _heal_links(self, ends: int | None, note: str = "") -> None:
+        """Restore the links of step `ends`'s partition (None: every cut link); a link another partition that still
+        lasts also cut stays cut."""
+        net = self.cluster.network
+        if net is None:
+            self._fault("heal", "failed", note="the cluster has no network (start it with --network)")
+            return
+        if ends is None:
+            links = tuple(sorted(net.cuts))
+            self.cut_by.clear()
+        else:
+            links = self.cut_by.pop(ends, ())
+        if not links:
+            self._fault("heal", "skipped", note=note or "no link is cut")
+            return
+        still = {link for cut in self.cut_by.values() for link in cut}
+        for a, b in links:
+            if (a, b) not in still:
+                net.uncut(a, b)
+        who = self.hit.get(ends, ()) if ends is not None else ()
+        self._fault("heal", "end", who, note or f"{len(links)} link(s) restored", cuts=links)
 
     def _await_failover(self, before: Quorum | None, target: int, t: float) -> Quorum | None:
         """After `target` went: the first DescribeQuorum answer with a new leader and a larger epoch if `target` led
@@ -688,11 +759,17 @@ class Campaign:
             if kind in ("start", "resume"):
                 self._end(kind, step.target, step.ends)
                 return
+            if kind == "heal":
+                self._heal_links(step.ends)
+                return
             target = self._target(step)
             if isinstance(target, str):
                 self._fault(kind, "skipped", note=target)
                 return
             flying = self._flying_note(kind)
+            if kind in NETWORK_KINDS:
+                self._partition(step, target, flying)
+                return
             if target in self.cluster.controllers:
                 self._controller_fault(step, target, flying)
                 return
@@ -851,6 +928,8 @@ class Campaign:
         from kcheck.cluster.admin import wait_until
 
         self._step = None
+        if self.cluster.network is not None and self.cluster.network.cuts:
+            self._heal_links(None, "heal")
         for b in sorted(self.paused):
             with contextlib.suppress(ClusterError, OSError):
                 self.cluster.resume(b)
@@ -973,6 +1052,10 @@ class Campaign:
         logging.getLogger("kafka").setLevel(logging.CRITICAL)  # the clients' last words are not for the terminal
         logging.getLogger("kafka").propagate = False
         done = []
+        if self.cluster.network is not None and self.cluster.network.cuts:
+            with contextlib.suppress(Exception):
+                self.cluster.network.heal()
+                done.append("restored every network link it had cut")
         resumed = [b for b in sorted(self.paused) if self._resume_now(b)]
         self.paused.clear()
         if resumed:

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import ipaddress
 import json
 import os
 import re
@@ -50,7 +51,10 @@ MARKER_LIMIT = 64 << 10
 MAX_BROKERS = 64
 CONTROLLER_ID = 1000  # the first controller; a quorum of N controllers is nodes 1000..1000+N-1
 MAX_CONTROLLERS = 5
-STATE_VERSION = 2  # 2: `controllers`, a list; version 1 (no `state_version`) had one `controller`
+# 3: a `network` (nodes in namespaces, kcheck.cluster.netns) and each node's `host`; 2: `controllers`, a list;
+# version 1 (no `state_version`) had one `controller`
+STATE_VERSION = 3
+HOLDER = "network-holder"  # the last argument of the process that holds an outliving cluster's network (no file)
 PID_MAX = 1 << 22  # Linux's largest pid_max
 _ID_RE = re.compile(r"[0-9a-f]{32}")
 _KAFKA_UUID_RE = re.compile(r"[A-Za-z0-9_-]{22}")
@@ -290,7 +294,7 @@ def _int(value: object, low: int, high: int) -> bool:
 
 
 def _node_problem(node: object, role: str, ids: range) -> str | None:
-    if not isinstance(node, dict) or set(node) - {"node_id", "role", "port", "rack", "pid", "sasl_port"}:
+    if not isinstance(node, dict) or set(node) - {"node_id", "role", "port", "rack", "pid", "sasl_port", "host"}:
         return f"a {role} entry is not a node"
     if node.get("role") != role or not _int(node.get("node_id"), ids.start, ids.stop - 1):
         return f"a {role} entry has a wrong role or node id"
@@ -299,9 +303,38 @@ def _node_problem(node: object, role: str, ids: range) -> str | None:
         return f"{role} {node.get('node_id')}: a port is not 1..65535"
     if not (node.get("pid") is None or _int(node.get("pid"), 1, PID_MAX)):
         return f"{role} {node['node_id']}: pid is not a process id"
+    if "host" in node and not _ipv4(node["host"]):
+        return f"{role} {node['node_id']}: host is not an IPv4 address"
     rack = node.get("rack")
     if rack is not None and (not isinstance(rack, str) or not rack or len(rack) > 255 or control_problem(rack)):
         return f"{role} {node['node_id']}: rack is not a rack name"
+    return None
+
+
+def _ipv4(text: object) -> bool:
+    try:
+        return isinstance(text, str) and bool(ipaddress.IPv4Address(text))
+    except ValueError:
+        return False
+
+
+def _network_problem(network: object) -> str | None:
+    """Why a state file's `network` is not one kcheck.cluster.local wrote (None: it is, or there is none)."""
+    if network is None:
+        return None
+    if not isinstance(network, dict) or set(network) != {"tag", "owner", "subnet", "holder"}:
+        return "network is not a network"
+    if not isinstance(network["tag"], str) or not re.fullmatch(r"[0-9a-f]{4}", network["tag"]):
+        return "network: tag is not 4 hexadecimal digits"
+    if not _int(network["owner"], 1, PID_MAX) or not (network["holder"] is None
+                                                       or _int(network["holder"], 1, PID_MAX)):
+        return "network: owner or holder is not a process id"
+    try:
+        subnet = ipaddress.IPv4Network(network["subnet"])
+    except (ValueError, TypeError):
+        return "network: subnet is not an IPv4 network"
+    if not subnet.subnet_of(ipaddress.IPv4Network("10.213.0.0/16")) or subnet.prefixlen != 24:
+        return "network: subnet is not a /24 of 10.213.0.0/16"
     return None
 
 
@@ -336,7 +369,7 @@ def check_state(doc: object, real: Path, ident: str) -> str | None:
         return "a broker is listed twice"
     if [c["node_id"] for c in controllers] != list(range(CONTROLLER_ID, CONTROLLER_ID + len(controllers))):
         return f"the controllers are not nodes {CONTROLLER_ID}.. in order"
-    return None
+    return _network_problem(doc.get("network"))
 
 
 def state_controllers(doc: dict[str, Any]) -> list[Any] | None:
@@ -346,7 +379,7 @@ def state_controllers(doc: dict[str, Any]) -> list[Any] | None:
     if version == 1 and "controllers" not in doc:
         return [doc.get("controller")]
     listed = doc.get("controllers")
-    if version != STATE_VERSION or not isinstance(listed, list) or not 1 <= len(listed) <= MAX_CONTROLLERS:
+    if version not in (2, STATE_VERSION) or not isinstance(listed, list) or not 1 <= len(listed) <= MAX_CONTROLLERS:
         return None
     return listed
 

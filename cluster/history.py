@@ -117,6 +117,7 @@ class Fault:
     note: str = ""
     step: int | None = None  # the index of the schedule's step that did it (None: healing)
     role: str | None = None  # what the target was named by: leader, follower, active-controller, controller, ...
+    cuts: tuple[tuple[int, int], ...] = ()  # a partition's links cut (start) or restored (end): (from, to)
 
 
 @dataclass(frozen=True)
@@ -192,6 +193,7 @@ class History:
             kind = _TYPES[raw.pop("type")]
             if kind is Fault:
                 raw["brokers"] = tuple(raw.get("brokers", ()))
+                raw["cuts"] = tuple(tuple(c) for c in raw.get("cuts", ()))
             h.events.append(kind(**raw))
         for f in final:
             h.final[int(f["partition"])] = FinalRead(**f)
@@ -307,8 +309,9 @@ CHECKS: dict[str, tuple[str, str]] = {
 # controller.quorum.fetch.timeout.ms (2 s) for a voter to notice, plus up to controller.quorum.election.timeout.ms
 # (1 s, randomised up to twice that) per election round; 15 s leaves room for a few split votes and a loaded machine.
 FAILOVER_BOUND = 15.0
-# The faults after which the controller they hit is gone (a restart: gone while it restarts).
-CONTROLLER_GONE = ("kill", "pause", "shutdown", "restart")
+# The faults after which the controller they hit is gone (a restart: gone while it restarts; a partition: cut from
+# the other voters both ways, so they elect a leader among themselves).
+CONTROLLER_GONE = ("kill", "pause", "shutdown", "restart", "partition")
 # Jepsen's Kafka checker's name for the anomaly each check reports (jepsen.tests.kafka), where one fits.
 ANOMALIES = {"history.acked-not-lost": "lost-write", "history.offset-single-value": "inconsistent-offsets",
              "history.idem-no-duplicate": "duplicate", "history.idem-order": "nonmonotonic-send",
@@ -697,7 +700,9 @@ def _per_producer(history: History, count: Callable[[str, str, int], None]) -> N
 # The JSON history's format (`history.schema.json`, shipped beside this module): its name and version are written
 # into every document. A new version whenever a field changes meaning or a reader could not ignore a new one.
 SCHEMA_NAME = "kcheck-chaos-history"
-SCHEMA_VERSION = 2  # 2: quorum events, a fault's role, settings.controllers (version 1 documents are version 2's too)
+# 3: settings.network, a fault's cuts; 2: quorum events, a fault's role, settings.controllers (older documents are
+# valid in the newer versions)
+SCHEMA_VERSION = 3
 SCHEMA_FILE = "history.schema.json"
 
 

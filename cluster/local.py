@@ -12,7 +12,10 @@ Layout: the controller is node 1000 (`process.roles=controller`, a static one-vo
 controllers are nodes 1000, 1001, ... and the static quorum lists every one of them as a voter (KIP-595's Raft: any
 majority elects a leader, the active controller); the brokers are nodes 1..N
 (`process.roles=broker`), `broker.rack` from `--racks` round-robin. Every listener is on 127.0.0.1 at a port
-picked free. Kafka's own defaults hold except what a 2-core machine needs: small heaps, fewer threads, the
+picked free; with `network=True` (`--network`) every node runs inside its own network namespace
+(kcheck.cluster.netns, made before the nodes and removed after them) and listens on that namespace's address at
+Kafka's usual ports, so `kcheck chaos` can cut links between nodes while clients still reach each one.
+Kafka's own defaults hold except what a 2-core machine needs: small heaps, fewer threads, the
 internal topics' replication capped at the broker count and 3 partitions each instead of 50 (a first
 consumer group is ready in a second). The cluster's folder (default `~/.cache/kcheck/cluster`, or `--dir`)
 holds one subfolder per node (properties, data, `server.log`) and `kcheck-cluster.json`, the state file with
@@ -39,6 +42,7 @@ import atexit
 import base64
 import contextlib
 import hashlib
+import ipaddress
 import json
 import os
 import re
@@ -57,6 +61,7 @@ from typing import Any
 
 from kcheck.cluster.folder import (
     CONTROLLER_ID,
+    HOLDER,
     ID_OPTION,
     MAX_BROKERS,
     MAX_CONTROLLERS,
@@ -74,6 +79,8 @@ from kcheck.cluster.folder import (
     started_for,
     state_controllers,
 )
+from kcheck.cluster.netns import NetnsError, Network
+from kcheck.cluster.netns import unavailable as netns_unavailable
 from kcheck.inputs.formats import InputError, control_problem
 from kcheck.runtime import interrupts
 
@@ -104,6 +111,7 @@ class Node:
     rack: str | None = None
     pid: int | None = None
     sasl_port: int | None = None  # a second listener, SASL_PLAINTEXT with PLAIN, when the cluster has users
+    host: str = HOST  # its address: 127.0.0.1, or its own namespace's with a network (kcheck.cluster.netns)
 
 
 @dataclass
@@ -114,6 +122,7 @@ class _State:
     controllers: list[Node]
     brokers: list[Node] = field(default_factory=list)
     id: str = ""  # the folder marker's id, on every node's command line
+    network: dict[str, Any] | None = None  # with network=True: tag, owner, subnet and holder PID
 
     @property
     def nodes(self) -> tuple[Node, ...]:
@@ -366,8 +375,11 @@ class LocalCluster:
 
     def __init__(self, version: str = DEFAULT_VERSION, brokers: int = 3, racks: Sequence[str] = (),
                  directory: str | os.PathLike[str] | None = None, config: Mapping[str, str] | None = None,
-                 sasl_users: Mapping[str, str] | None = None, outlive: bool = False, controllers: int = 1) -> None:
+                 sasl_users: Mapping[str, str] | None = None, outlive: bool = False, controllers: int = 1,
+                 network: bool = False) -> None:
         self.version = release_option(version)
+        if network:
+            network_option()
         if not 1 <= brokers <= MAX_BROKERS:
             raise InputError("--brokers", f"{brokers} is outside 1..{MAX_BROKERS}")
         self.broker_count = brokers
@@ -387,6 +399,9 @@ class LocalCluster:
         self.outlive = outlive
         self._owner_pid = 0  # the process that started it
         self._watchdog: Watchdog | None = None
+        self.with_network = network
+        self._holder: subprocess.Popen[bytes] | None = None
+        self.network: Network | None = None  # with network=True, once made (or attached)
 
     # -- the attached state ---------------------------------------------------------------------------------
 
@@ -404,6 +419,10 @@ class LocalCluster:
                       controllers=len(state.controllers))
         cluster._dir, cluster._id = opened.path, opened.id
         cluster._state, cluster._attached = state, True
+        if raw.get("network") is not None:
+            state.network = raw["network"]
+            cluster.with_network = True
+            cluster.network = _network_of(state)
         return cluster
 
     @property
@@ -421,14 +440,19 @@ class LocalCluster:
 
     @property
     def bootstrap(self) -> str:
-        return ",".join(f"{HOST}:{b.port}" for b in self.state.brokers)
+        return ",".join(self.address(b.node_id) for b in self.state.brokers)
+
+    def address(self, node_id: int) -> str:
+        """`host:port` of a node's (first) listener."""
+        node = self.node(node_id)
+        return f"{node.host}:{node.port}"
 
     @property
     def sasl_bootstrap(self) -> str:
         """The brokers' SASL_PLAINTEXT listeners (PLAIN mechanism, the users given as `sasl_users`)."""
         if not all(b.sasl_port for b in self.state.brokers):
             raise ClusterError("the cluster has no SASL listener (start it with sasl_users)")
-        return ",".join(f"{HOST}:{b.sasl_port}" for b in self.state.brokers)
+        return ",".join(f"{b.host}:{b.sasl_port}" for b in self.state.brokers)
 
     @property
     def brokers(self) -> tuple[int, ...]:
@@ -445,7 +469,7 @@ class LocalCluster:
 
     @property
     def bootstrap_controllers(self) -> str:
-        return ",".join(f"{HOST}:{c.port}" for c in self.state.controllers)
+        return ",".join(self.address(c.node_id) for c in self.state.controllers)
 
     @property
     def cluster_id(self) -> str:
@@ -471,7 +495,8 @@ class LocalCluster:
         state = self.state
         doc = {"state_version": STATE_VERSION, "version": state.version, "cluster_id": state.cluster_id,
                "directory": str(self.directory), "id": self._id,
-               "controllers": [asdict(c) for c in state.controllers], "brokers": [asdict(b) for b in state.brokers]}
+               "controllers": [asdict(c) for c in state.controllers], "brokers": [asdict(b) for b in state.brokers],
+               **({"network": state.network} if state.network is not None else {})}
         tmp = self.directory / (STATE_FILE + ".tmp")
         tmp.write_text(json.dumps(doc, indent=2) + "\n", encoding="utf-8")
         tmp.replace(self.directory / STATE_FILE)
@@ -547,10 +572,10 @@ class LocalCluster:
         while True:
             interrupts.check()
             self._check_alive([node])
-            with contextlib.suppress(OSError), socket.create_connection((HOST, node.port), timeout=1.0):
+            with contextlib.suppress(OSError), socket.create_connection((node.host, node.port), timeout=1.0):
                 return
             if time.monotonic() >= deadline:
-                raise ClusterError(f"controller {node_id} does not listen on {HOST}:{node.port} after "
+                raise ClusterError(f"controller {node_id} does not listen on {node.host}:{node.port} after "
                                    f"{timeout_s:.0f} s")
             time.sleep(0.2)
 
@@ -616,9 +641,12 @@ class LocalCluster:
         where = self._node_dir(node)
         log = open(where / "server.log", "ab")  # noqa: SIM115 - handed to the child, closed below
         try:
+            argv = [self._java(), *self._jvm_options(node), "-cp", self._classpath(), "kafka.Kafka",
+                    str(where / "server.properties")]
+            if self.network is not None:  # `ip netns exec` execs java: the PID and command line are java's
+                argv = self.network.command(node.node_id, argv)
             proc = subprocess.Popen(
-                [self._java(), *self._jvm_options(node), "-cp", self._classpath(), "kafka.Kafka",
-                 str(where / "server.properties")],
+                argv,
                 stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT, cwd=where,
                 start_new_session=True,  # its own process group: a Ctrl-C meant for kcheck does not reach it
             )
@@ -634,7 +662,7 @@ class LocalCluster:
     # -- configuration -------------------------------------------------------------------------------------
 
     def _common(self) -> dict[str, str]:
-        voters = ",".join(f"{c.node_id}@{HOST}:{c.port}" for c in self.state.controllers)
+        voters = ",".join(f"{c.node_id}@{c.host}:{c.port}" for c in self.state.controllers)
         return {
             "controller.quorum.voters": voters,
             "controller.listener.names": "CONTROLLER",
@@ -649,7 +677,7 @@ class LocalCluster:
             "process.roles": "controller",
             "node.id": str(node.node_id),
             **self._common(),
-            "listeners": f"CONTROLLER://{HOST}:{node.port}",
+            "listeners": f"CONTROLLER://{node.host}:{node.port}",
             "listener.security.protocol.map": "CONTROLLER:PLAINTEXT",
             "log.dirs": str(data),
         }
@@ -660,8 +688,8 @@ class LocalCluster:
             "process.roles": "broker",
             "node.id": str(node.node_id),
             **self._common(),
-            "listeners": f"PLAINTEXT://{HOST}:{node.port}",
-            "advertised.listeners": f"PLAINTEXT://{HOST}:{node.port}",
+            "listeners": f"PLAINTEXT://{node.host}:{node.port}",
+            "advertised.listeners": f"PLAINTEXT://{node.host}:{node.port}",
             "listener.security.protocol.map": "CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT",
             "inter.broker.listener.name": "PLAINTEXT",
             "log.dirs": str(data),
@@ -680,8 +708,8 @@ class LocalCluster:
         if node.rack is not None:
             props["broker.rack"] = node.rack
         if node.sasl_port is not None:  # clients may also log in with SASL/PLAIN as one of the users
-            props["listeners"] += f",SASL_PLAINTEXT://{HOST}:{node.sasl_port}"
-            props["advertised.listeners"] += f",SASL_PLAINTEXT://{HOST}:{node.sasl_port}"
+            props["listeners"] += f",SASL_PLAINTEXT://{node.host}:{node.sasl_port}"
+            props["advertised.listeners"] += f",SASL_PLAINTEXT://{node.host}:{node.sasl_port}"
             props["listener.security.protocol.map"] += ",SASL_PLAINTEXT:SASL_PLAINTEXT"
             props["sasl.enabled.mechanisms"] = "PLAIN"
             users = " ".join(f'user_{u}="{_jaas_quote(pw)}"' for u, pw in self.sasl_users.items())
@@ -719,11 +747,20 @@ class LocalCluster:
         if not self.outlive:
             self._owner_pid = os.getpid()
             _LIVE.add(self)
-        controllers = [Node(CONTROLLER_ID + i, "controller", free_port()) for i in range(self.controller_count)]
-        brokers = [Node(i + 1, "broker", free_port(), self.racks[i % len(self.racks)] if self.racks else None,
-                        sasl_port=free_port() if self.sasl_users else None)
+        network = self._make_network(directory) if self.with_network else None
+        # In its own namespace every node has a network stack of its own: Kafka's usual ports serve.
+        def port(usual: int) -> int:
+            return usual if network else free_port()
+
+        controllers = [Node(CONTROLLER_ID + i, "controller", port(9093)) for i in range(self.controller_count)]
+        brokers = [Node(i + 1, "broker", port(9092), self.racks[i % len(self.racks)] if self.racks else None,
+                        sasl_port=port(9094) if self.sasl_users else None)
                    for i in range(self.broker_count)]
-        self._state = _State(self.version, random_cluster_id(), str(directory), controllers, brokers, self._id)
+        if self.network is not None:
+            for node in (*controllers, *brokers):
+                node.host = self.network.address(node.node_id)
+        self._state = _State(self.version, random_cluster_id(), str(directory), controllers, brokers, self._id,
+                             network)
         for node in self._state.nodes:
             where = self._node_dir(node)
             where.mkdir()
@@ -807,7 +844,7 @@ class LocalCluster:
 
         with _quiet_kafka_logs():
             try:
-                admin = KafkaAdminClient(bootstrap_servers=[f"{HOST}:{node.port}"], client_id="kcheck-cluster",
+                admin = KafkaAdminClient(bootstrap_servers=[f"{node.host}:{node.port}"], client_id="kcheck-cluster",
                                          request_timeout_ms=3000, bootstrap_timeout_ms=2000)
             except (KafkaError, OSError):
                 return False
@@ -830,12 +867,51 @@ class LocalCluster:
             running = [n.node_id for n in self.state.nodes if self.is_running(n.node_id)]
             if running:
                 raise ClusterError(f"node(s) {', '.join(map(str, running))} did not stop")
+        self._remove_network()
         if remove and self._dir is not None:
             self.left = remove_ours(self._dir, self._id)
         self._dismiss_watchdog()
         self._state = None
         self._children.clear()
         return time.monotonic() - began
+
+    def _make_network(self, directory: Path) -> dict[str, Any]:
+        """Every node's namespace (kcheck.cluster.netns), made before any node starts. Its owner, whose end removes
+        it (the network's watchdog), is this process; for a cluster that outlives it (`cluster up`), a holder process
+        instead, which `stop()` (`cluster down`) ends and the cluster's watchdog kills with the nodes."""
+        ids = [CONTROLLER_ID + i for i in range(self.controller_count)] + list(range(1, self.broker_count + 1))
+        holder = None
+        if self.outlive:
+            holder = subprocess.Popen(
+                [sys.executable, "-c", "import signal; signal.pause()", f"{ID_OPTION}{self._id}",
+                 str(directory / HOLDER)], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL, start_new_session=True)  # holding no pipe of `up`'s caller open
+            if self._watchdog is not None:
+                self._watchdog.node(holder.pid, directory / HOLDER)
+        self._holder = holder
+        self.network = Network(ids, owner=holder.pid if holder else os.getpid())
+        try:
+            self.network.create()
+        except NetnsError as e:
+            raise ClusterError(f"cannot make the network: {e}") from None
+        assert self.network.subnet is not None
+        return {"tag": self.network.tag, "owner": self.network.owner, "subnet": str(self.network.subnet),
+                "holder": holder.pid if holder else None}
+
+    def _remove_network(self) -> None:
+        """After the nodes: every namespace and the caller's link gone, then the holder ended (if it is still the
+        holder of this cluster)."""
+        if self.network is not None:
+            self.network.remove()
+            self.network = None
+        state = self._state.network if self._state is not None else None
+        holder = state.get("holder") if state else None
+        if holder is not None and self._dir is not None and started_for(holder, self._dir / HOLDER, self._id):
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(holder, signal.SIGKILL)
+        if self._holder is not None:
+            self._holder.wait()
+            self._holder = None
 
     def _stop_nodes(self, timeout_s: float, kill: bool) -> set[int]:
         """Signal each group (brokers, then the controllers); the node ids that exited on SIGTERM (a killed JVM
@@ -885,7 +961,7 @@ class LocalCluster:
             state = "stopped"
             if pid is not None:
                 state = "paused" if _is_stopped(pid) else "running"
-            rows.append({"node": n.node_id, "role": n.role, "address": f"{HOST}:{n.port}", "rack": n.rack,
+            rows.append({"node": n.node_id, "role": n.role, "address": f"{n.host}:{n.port}", "rack": n.rack,
                          "pid": pid, "state": state})
         return rows
 
@@ -958,6 +1034,20 @@ def controllers_option(count: int, option: str = "--controllers") -> int:
         raise InputError(option, f"{count} is not an odd number of controllers from 1 to {MAX_CONTROLLERS} (a "
                                  f"majority of an even quorum is no more fault-tolerant than of the odd one below it)")
     return count
+
+
+def network_option(option: str = "--network") -> None:
+    """Nodes in namespaces need Linux and the rights to make them (kcheck.cluster.netns.unavailable)."""
+    why = netns_unavailable()
+    if why is not None:
+        raise InputError(option, why)
+
+
+def _network_of(state: _State) -> Network:
+    """The network a state file records, to cut links in and to remove (by another process than its maker)."""
+    assert state.network is not None
+    return Network([n.node_id for n in state.nodes], tag=state.network["tag"], owner=state.network["owner"],
+                   subnet=ipaddress.IPv4Network(state.network["subnet"]))
 
 
 def seconds_option(option: str, value: float, low: float, high: float) -> float:

@@ -15,7 +15,7 @@ the PID is the program's own). Faults live in a node's own neighbour table, so t
 vanish, a TCP peer sees no answer, as behind a partition, not a refused connection; established connections too);
 both directions is `cut(a, b)` and `cut(b, a)`;
 `isolate(a)` cuts `a` from every other node but not from the caller (clients still reach it, as when a leader is cut
-from the controller quorum only); `heal()` removes every cut.
+from the controller quorum only); `uncut(a, b)` undoes one cut, `heal()` every cut.
 
 Clean-up: every name carries the owner's PID and a random tag (`kc<pid>x<tag>...`). `remove()` deletes what this
 network made; a watchdog process in its own session (as `LocalCluster`'s) deletes it when the owner ends however it
@@ -221,11 +221,15 @@ class Network:
                 self.cut(node, other)
                 self.cut(other, node)
 
+    def uncut(self, frm: int, to: int) -> None:
+        """Undo `cut(frm, to)` (the neighbour entry goes: `frm` asks for `to`'s hardware address again)."""
+        _ip("neigh", "del", self.address(to), "dev", "eth0", namespace=self.namespace(frm), check=False)
+        self.cuts.discard((frm, to))
+
     def heal(self) -> None:
         """Remove every cut."""
         for frm, to in sorted(self.cuts):
-            _ip("neigh", "del", self.address(to), "dev", "eth0", namespace=self.namespace(frm), check=False)
-        self.cuts.clear()
+            self.uncut(frm, to)
 
 
 def _remove(stem: str, host_link: str | None) -> None:

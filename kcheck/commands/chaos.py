@@ -24,6 +24,8 @@ from kcheck.cluster.chaos import (
     MAX_RATE,
     MAX_SCHEDULE_STEPS,
     MAX_SECONDS,
+    NETWORK_FAULTS,
+    NETWORK_KINDS,
     Campaign,
     Settings,
     Step,
@@ -110,11 +112,18 @@ def chaos_command(
     directory: Annotated[str | None, typer.Option(
         "--dir", help="Run on the cluster `kcheck cluster up --dir DIR` started (left running and healed) instead "
                       "of starting one.")] = None,
+    network: Annotated[bool, typer.Option(
+        "--network", help="Start the cluster with every node in its own network namespace (Linux, root), so the "
+                          "partition kinds can run: partition (cut from every other node both ways), "
+                          "partition-one-way (its sends dropped), partition-from-quorum (a broker cut from the "
+                          "controllers only); a random schedule then draws them too. Removed with the cluster. With "
+                          "--dir: the cluster's own (`kcheck cluster up --network`).")] = False,
 ) -> int:
     """Run a fault campaign on a real Kafka cluster and check the clients' history: producers (--producers) and a
     consumer group against one topic while brokers are killed (-9), paused (SIGSTOP), restarted, shut down (with
     --controllers 3 or 5: the active controller or any controller too, a minority at a time), leaders elected,
-    partitions reassigned, followers paused under min ISR and records deleted, from --schedule or at random with
+    partitions reassigned, followers paused under min ISR and records deleted (with --network: links between nodes
+    cut, partition/partition-one-way/partition-from-quorum), from --schedule or at random with
     --seed (up to --max-concurrent faults at once). Checked afterwards: no acknowledged acks=all record lost or at
     another offset, no offset read with two values, committed offsets and the high watermark seen never go back,
     every acknowledged record readable once healed, no duplicate, reorder or silent gap of an idempotent producer,
@@ -129,7 +138,7 @@ def chaos_command(
     are in it). Exit 0 clean, 1 a violation, 2 bad input, 4 the cluster never healed."""
     plan = _prepare(kafka_version, brokers, partitions, replication_factor, min_insync_replicas,
                     unclean_leader_election, duration, seed, faults, schedule, rate, topic, heal_timeout, json_out,
-                    directory, producers, max_concurrent, controllers)
+                    directory, producers, max_concurrent, controllers, network)
     try:
         return _campaign(plan)
     except BaseException as e:
@@ -218,9 +227,9 @@ def _prepare(kafka_version: str | None, brokers: int | None, partitions: int, re
              min_insync_replicas: int, unclean: bool, duration: float, seed: int, faults: str | None,
              schedule: str | None, rate: float, topic: str | None, heal_timeout: float, json_out: str | None,
              directory: str | None, producers: str | None = None, max_concurrent: int | None = None,
-             controllers: int | None = None) -> _Plan:
+             controllers: int | None = None, network: bool = False) -> _Plan:
     """Every option, file and the cluster folder, checked before any process or connection (one line, exit 2)."""
-    from kcheck.cluster.local import MAX_BROKERS, controllers_option, release_option
+    from kcheck.cluster.local import MAX_BROKERS, controllers_option, network_option, release_option
 
     version = release_option(kafka_version) if kafka_version is not None else None
     if directory is not None and brokers is not None:
@@ -231,6 +240,10 @@ def _prepare(kafka_version: str | None, brokers: int | None, partitions: int, re
         raise InputError("--controllers", "applies to a cluster kcheck starts, not with --dir")
     if controllers is not None:
         controllers_option(controllers)
+    if directory is not None and network:
+        raise InputError("--network", "applies to a cluster kcheck starts (with --dir: `kcheck cluster up --network`)")
+    if network:
+        network_option()
     _within("--duration", duration, 1, MAX_SECONDS)
     _within("--rate", rate, 0.1, MAX_RATE)
     _within("--heal-timeout", heal_timeout, 1, MAX_HEAL_SECONDS)
@@ -247,7 +260,7 @@ def _prepare(kafka_version: str | None, brokers: int | None, partitions: int, re
         if schedule is not None:
             raise InputError("--max-concurrent", "applies only to a random schedule, not with --schedule")
         _within("--max-concurrent", max_concurrent, 1, MAX_CONCURRENT)
-    kinds = parse_faults(faults) if faults is not None else DEFAULT_FAULTS
+    kinds = parse_faults(faults) if faults is not None else None
     producer_kinds = parse_producers(producers) if producers is not None else DEFAULT_PRODUCERS
     json_path = check_output(json_out, "--json", [schedule]) if json_out is not None else None
     steps = read_schedule(schedule) if schedule is not None else []
@@ -255,9 +268,12 @@ def _prepare(kafka_version: str | None, brokers: int | None, partitions: int, re
         cluster = LocalCluster.attach(directory)
         if version is not None and version != cluster.version:
             raise InputError("--kafka-version", f"{version}, but the cluster in --dir runs Kafka {cluster.version}")
+        network = cluster.network is not None
     else:
         cluster = LocalCluster(version or DEFAULT_VERSION, brokers or 3, config=CAMPAIGN_BROKER_CONFIG,
-                               controllers=controllers or 1)
+                               controllers=controllers or 1, network=network)
+    kinds = kinds or (NETWORK_FAULTS if network else DEFAULT_FAULTS)
+    _need_network(kinds, steps, schedule, network)
     broker_ids = cluster.brokers if directory is not None else tuple(range(1, cluster.broker_count + 1))
     controller_ids = tuple(range(CONTROLLER_ID, CONTROLLER_ID + cluster.controller_count))
     if schedule is None:
@@ -268,5 +284,17 @@ def _prepare(kafka_version: str | None, brokers: int | None, partitions: int, re
                          "broker(s)")
     check_schedule_brokers(steps, broker_ids, schedule or "--seed", controller_ids)
     settings = Settings(name, partitions, replication_factor, min_insync_replicas, unclean, duration, rate, seed,
-                        kinds, heal_timeout, producer_kinds, max_concurrent or 1, len(controller_ids))
+                        kinds, heal_timeout, producer_kinds, max_concurrent or 1, len(controller_ids), network)
     return _Plan(settings, steps, cluster, directory is None, json_path)
+
+
+def _need_network(kinds: Sequence[str], steps: Sequence[Step], schedule: str | None, network: bool) -> None:
+    """A partition (or its heal) needs the nodes in namespaces: refused before anything starts without them."""
+    if network:
+        return
+    if schedule is None and (wanted := [k for k in kinds if k in NETWORK_KINDS]):
+        raise InputError("--faults", f"{wanted[0]} needs --network (every node in its own network namespace)")
+    for s in steps:
+        if s.kind in (*NETWORK_KINDS, "heal"):
+            raise InputError(f"{schedule}:{s.line}", f"{s.kind} needs --network (every node in its own network "
+                                                     "namespace; with --dir: `kcheck cluster up --network`)")

@@ -20,6 +20,7 @@ from kcheck.cluster.local import (
     MAX_START_TIMEOUT,
     LocalCluster,
     controllers_option,
+    network_option,
     parse_racks,
     release_option,
     seconds_option,
@@ -28,7 +29,8 @@ from kcheck.runtime import interrupts
 from kcheck.runtime.exit_codes import Exit
 
 cluster_command = typer.Typer(
-    help="A real Kafka (KRaft) cluster on 127.0.0.1 from Kafka's Maven jars: up, status, down.",
+    help="A real Kafka (KRaft) cluster on 127.0.0.1 (or in network namespaces) from Kafka's Maven jars: up, status, "
+         "down.",
     no_args_is_help=True, add_completion=False, rich_markup_mode=None,
 )
 
@@ -52,6 +54,9 @@ def up(
     directory: DirOpt = None,
     timeout: Annotated[float, typer.Option(
         help=f"Seconds to wait for every broker to be unfenced, 1..{MAX_START_TIMEOUT:,.0f}.")] = 60.0,
+    network: Annotated[bool, typer.Option(
+        "--network", help="Every node in its own network namespace with its own address (Linux, root: for "
+                          "`kcheck chaos` partitions); removed with the cluster.")] = False,
 ) -> int:
     """Start a KRaft cluster (one controller or a quorum of --controllers, N brokers, separate processes) and print
     its bootstrap address. It runs until `kcheck cluster down`, or until the process KCHECK_CLUSTER_OWNER_PID names
@@ -60,8 +65,11 @@ def up(
     version = release_option(kafka_version)
     seconds_option("--timeout", timeout, 1, MAX_START_TIMEOUT)
     controllers_option(controllers)
+    if network:
+        network_option()
     folder = check_new(directory if directory is not None else default_directory())
-    cluster = LocalCluster(version, brokers, parse_racks(racks), folder, outlive=True, controllers=controllers)
+    cluster = LocalCluster(version, brokers, parse_racks(racks), folder, outlive=True, controllers=controllers,
+                           network=network)
     try:
         cluster.start(timeout)
     except BaseException as e:
