@@ -1,12 +1,12 @@
-"""Examples and CPU seconds until kcheck.machines' state machines first fail on each built-in row (issue 39).
+"""Runs and CPU seconds until kcheck.machines' state machines first fail on each built-in row (issue 39).
 
 For each row (the replication model's historical rows of `kcheck variants`, and the storage and request models'
 variants) and each seed: a machine running the row's rules in its settings, from the model's initial states,
 under the `kcheck-rows` profile (`kcheck.machines.ROWS_PROFILE`) with only Hypothesis's generate and target phases
 (no shrinking: the time to the first failure is what is measured), seeded with `hypothesis.seed`. Printed per row
-and seed: found or not, the examples (runs) Hypothesis began until the failure, the CPU seconds, the invariant and
-the run's length; then per row the seeds that found it and the medians (a seed that did not find it counts as
-longer than any that did).
+and seed: found or not, the runs the machine began until the failure (more than Hypothesis's examples: it also
+runs test cases that max_examples does not count), the CPU seconds, the invariant and the run's length; then per
+row the seeds that found it and the medians (a seed that did not find it counts as longer than any that did).
 
     python bench/bench_machines.py [--seeds 3] [--models replication,storage,request] [--rows a,b]
                                    [--examples N] [--steps N] [--unguided] [--choices hypothesis]
@@ -26,7 +26,7 @@ from typing import Any
 from hypothesis import Phase, seed
 from hypothesis.stateful import run_state_machine_as_test
 
-from kcheck.machines import ModelMachine, ModelViolation, row_machines, rows_settings
+from kcheck.machines import ROWS_PROFILE, ModelMachine, ModelViolation, row_machines, rows_settings
 from kcheck.model.search import _no_local_constants
 
 
@@ -48,7 +48,7 @@ def one(machine: type[ModelMachine], seed_value: int, overrides: dict[str, Any])
             run_state_machine_as_test(seed(seed_value)(Counted), settings=settings)
         except ModelViolation as e:
             found = e
-    out: dict[str, Any] = {"found": found is not None, "examples": runs[0],
+    out: dict[str, Any] = {"found": found is not None, "runs": runs[0],
                            "seconds": time.process_time() - start}
     if found is not None:
         out.update(invariant=found.invariant, length=len(found.steps))
@@ -68,7 +68,9 @@ def main() -> None:
     overrides = {k: v for k, v in (("max_examples", a.examples), ("stateful_step_count", a.steps)) if v}
     wanted = set(filter(None, a.rows.split(",")))
     attrs = {"guided": not a.unguided, "choices": a.choices}
-    print(f"profile {rows_settings(**overrides)!r}; {attrs}")
+    s = rows_settings(**overrides)
+    print(f"profile {ROWS_PROFILE}: max_examples={s.max_examples}, stateful_step_count={s.stateful_step_count}, "
+          f"{attrs}")
     for model in a.models.split(","):
         for name, machine in row_machines(model).items():
             if wanted and name not in wanted:
@@ -79,13 +81,13 @@ def main() -> None:
                 r = one(cls, s, overrides)
                 results.append(r)
                 what = f"{r['invariant']} in {r['length']} steps" if r["found"] else "not found"
-                print(f"  {model} {name} seed {s}: {what}, {r['examples']} examples, {r['seconds']:.1f} s",
+                print(f"  {model} {name} seed {s}: {what}, {r['runs']} runs, {r['seconds']:.1f} s",
                       flush=True)
             ok = [r for r in results if r["found"]]
             inf = float("inf")
-            med_ex = statistics.median(r["examples"] if r["found"] else inf for r in results)
+            med_runs = statistics.median(r["runs"] if r["found"] else inf for r in results)
             med_s = statistics.median(r["seconds"] if r["found"] else inf for r in results)
-            print(f"{model} {name}: found in {len(ok)}/{len(results)} seeds, median {med_ex} examples, "
+            print(f"{model} {name}: found in {len(ok)}/{len(results)} seeds, median {med_runs} runs, "
                   f"{med_s:.1f} CPU s", flush=True)
 
 

@@ -21,8 +21,13 @@ subclass; `ModelMachine` runs any other `Model` (override `build_model`, and `ac
 may add rules of its own that take actions through `take(action)`. A violation fails the test with the run as a
 numbered list of steps; a replication machine prints `kcheck replay`'s trace table and, with `trace_dir` (or
 KCHECK_TRACE_DIR) set, writes the run as a trace file `kcheck replay` reads. Keep Hypothesis's runs bounded
-(`settings(max_examples=..., stateful_step_count=..., deadline=None)`); `ROWS_PROFILE` is the profile under which
-machines find built-in historical rows (docs/tasks/pytest.md).
+(`settings(max_examples=..., stateful_step_count=..., deadline=None)`).
+
+A guided machine (`guided = True`) has one rule `step` in place of the per-kind rules: it draws as `kcheck explore`
+does (kind weights, follow-ups; see `ModelMachine.guided`), since Hypothesis's uniform choice among rules and its
+favoured values rarely line up the long exchanges between a few faults that historical rows need. `row_machines()`
+gives a guided machine per built-in row; `ROWS_PROFILE` is the profile under which they find the rows
+(docs/tasks/pytest.md has the figures, bench/bench_machines.py measures them).
 """
 
 from __future__ import annotations
@@ -60,13 +65,14 @@ from kcheck.model.storage import Rules as StorageRules
 from kcheck.model.visited import successor_fn
 
 __all__ = ["ROWS_PROFILE", "ModelMachine", "ModelViolation", "RebalanceMachine", "ReplicationMachine",
-           "RequestMachine", "StorageMachine", "rows_settings"]
+           "RequestMachine", "StorageMachine", "row_machines", "rows_settings"]
 
-# The documented profile of the historical-rows test (tests/test_machines.py): more and longer runs than
-# Hypothesis's defaults (100 examples of up to 50 steps), no deadline (a step may run an assignor), and no explain
-# phase (it re-runs a failing run hundreds of times to say which steps matter; the trace table says it).
+# The documented profile of the historical-rows test (tests/test_machines.py): 20 times Hypothesis's default
+# examples (100 runs of up to 50 steps; the rows whose runs are long exchanges between few faults need up to 1,000),
+# no deadline (a step may run an assignor), and no explain phase (it re-runs a failing run hundreds of times to say
+# which steps matter; the trace table says it).
 ROWS_PROFILE = "kcheck-rows"
-settings.register_profile(ROWS_PROFILE, max_examples=300, stateful_step_count=50, deadline=None,
+settings.register_profile(ROWS_PROFILE, max_examples=2000, stateful_step_count=50, deadline=None,
                           suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much],
                           phases=[p for p in Phase if p != Phase.explain])
 

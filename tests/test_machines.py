@@ -98,18 +98,22 @@ def test_a_historical_row_fails_with_the_replay_table_and_a_trace_file(tmp_path,
 
 
 # The built-in rows a guided machine (`row_machines`) finds from the model's initial states under the documented
-# profile (ROWS_PROFILE), seeded and without shrinking to keep it short. Measured (bench/bench_machines.py, 3 seeds,
-# docs/tasks/pytest.md): these within a few seconds each; SLOW_ROWS with more examples.
+# profile (ROWS_PROFILE), seed 0, without shrinking to keep it short. Measured with bench/bench_machines.py
+# (docs/tasks/pytest.md has the figures): FAST_ROWS within 2 CPU seconds each, SLOW_ROWS within 30. The rows not
+# listed were not found within the profile's examples (kcheck explore finds the replication ones).
 FAST_ROWS = {"replication": ["truncate-to-hw", "one-shot-epoch-lookup", "no-epoch-in-fetch", "hw-over-committed-isr",
-                             "last-replica-standing", "zombie-controller", "stale-controlled-shutdown"]}
-SLOW_ROWS = {"replication": {"truncate-to-hw-lossy": 3000, "unclean-election": 3000}}
+                             "last-replica-standing", "zombie-controller", "stale-controlled-shutdown"],
+             "storage": ["follower-hw-below-log-start", "retention-above-hw", "index-kept-after-crash"],
+             "request": ["state-before-append", "metadata-without-epoch", "purgatory-missed-trigger",
+                         "unknown-producer-after-retention", "hw-under-min-isr", "inflight-by-sequence"]}
+SLOW_ROWS = {"replication": ["truncate-to-hw-lossy", "unclean-election"],
+             "request": ["broker-cache-one-batch", "bump-rewrites-every-partition"]}
 
 
-def find_row(model: str, name: str, **overrides: object) -> None:
+def find_row(model: str, name: str) -> None:
     machine = row_machines(model)[name]
     with _no_local_constants():  # the same draws whatever modules are imported (see kcheck.model.search)
-        found = run(seed(0)(machine), rows_settings(database=None, phases=[Phase.generate, Phase.target],
-                                                    **overrides))
+        found = run(seed(0)(machine), rows_settings(database=None, phases=[Phase.generate, Phase.target]))
     assert found is not None, f"{model} row {name} not found"
     violates = {"replication": VARIANTS, "storage": STORAGE_VARIANTS, "request": REQUEST_VARIANTS}[model][name].violates
     assert found.invariant in violates
@@ -124,9 +128,9 @@ def test_the_profile_finds_historical_rows(model, name):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize(("model", "name"), [(m, n) for m, rows in SLOW_ROWS.items() for n in rows])
-def test_the_profile_finds_more_rows_with_more_examples(model, name):
-    find_row(model, name, max_examples=SLOW_ROWS[model][name])
+@pytest.mark.parametrize(("model", "name"), [(m, n) for m, names in SLOW_ROWS.items() for n in names])
+def test_the_profile_finds_the_longer_rows(model, name):
+    find_row(model, name)
 
 
 def test_guided_machines_step_by_kcheck_explores_guidance():
