@@ -40,7 +40,7 @@ from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from dataclasses import replace
 from io import StringIO
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any, ClassVar, TypeVar
 
 from hypothesis import HealthCheck, Phase, settings, target
 from hypothesis import strategies as st
@@ -75,6 +75,9 @@ ROWS_PROFILE = "kcheck-rows"
 settings.register_profile(ROWS_PROFILE, max_examples=2000, stateful_step_count=50, deadline=None,
                           suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much],
                           phases=[p for p in Phase if p != Phase.explain])
+
+
+_M = TypeVar("_M", bound="ModelMachine")
 
 
 def rows_settings(**overrides: Any) -> settings:
@@ -531,9 +534,8 @@ class StorageMachine(ModelMachine):
         """A machine running the storage model's variant `name` (kcheck.model.storage.VARIANTS): its rules within
         its settings (with `config` overrides)."""
         v = STORAGE_VARIANTS[name]
-        attrs = {"storage_rules": v.rules, "storage_config": StorageConfig(**{**dict(v.settings), **config}),
-                 "__module__": cls.__module__}
-        return type(f"{_name(name).title().replace('_', '')}StorageMachine", (cls,), attrs)
+        return _variant_machine(cls, name, "Storage", storage_rules=v.rules,
+                                storage_config=StorageConfig(**{**dict(v.settings), **config}))
 
 
 class RequestMachine(ModelMachine):
@@ -556,9 +558,14 @@ class RequestMachine(ModelMachine):
         """A machine running the request model's variant `name` (kcheck.model.request.VARIANTS): its rules within
         its settings (with `config` overrides)."""
         v = REQUEST_VARIANTS[name]
-        attrs = {"request_rules": v.rules, "request_config": RequestConfig(**{**dict(v.settings), **config}),
-                 "__module__": cls.__module__}
-        return type(f"{_name(name).title().replace('_', '')}RequestMachine", (cls,), attrs)
+        return _variant_machine(cls, name, "Request", request_rules=v.rules,
+                                request_config=RequestConfig(**{**dict(v.settings), **config}))
+
+
+def _variant_machine(cls: type[_M], variant: str, model: str, **attrs: Any) -> type[_M]:
+    """A subclass of `cls` with `attrs`, named after the variant and the model ("CleanAboveHwStorageMachine")."""
+    return type(f"{_name(variant).title().replace('_', '')}{model}Machine", (cls,),
+                {**attrs, "__module__": cls.__module__})
 
 
 def row_machines(model: str = "replication") -> dict[str, type[ModelMachine]]:
