@@ -152,6 +152,8 @@ class ModelMachine(RuleBasedStateMachine):
         super().__init_subclass__(**kwargs)
         model = cls.build_model()
         cls.model = model
+        if cls.choices not in ("random", "hypothesis"):
+            raise ValueError(f"{cls.__name__}.choices must be random or hypothesis, not {cls.choices!r}")
         made: dict[str, Any] = {}
         if model is not None:
             made["initial"] = _initial_rule(len(list(model.initial_states())), cls.guided)
@@ -276,8 +278,10 @@ class ModelMachine(RuleBasedStateMachine):
                 g = self.guide_kind(model, a)
                 if self.weight(g):
                     groups.setdefault(g, []).append(a)
+        if not self.follow:
+            return groups
         before, self._before = self._before, {a for k in self._kinds for a in self.listed(k)}
-        if before is not None and self.follow and self.word(data, "follow") % 1000 < 1000 * self.follow:
+        if before is not None and self.word(data, "follow") % 1000 < 1000 * self.follow:
             new = {g: fresh for g, acts in groups.items() if (fresh := [a for a in acts if a not in before])}
             if new:
                 return new

@@ -161,6 +161,9 @@ def test_guided_machines_step_by_kcheck_explores_guidance():
 
     assert "do_crash" in names(Unguided, "do_") and Unguided.step is None
 
+    with pytest.raises(ValueError, match="choices must be random or hypothesis"):
+        type("Bad", (ReplicationMachine,), {"choices": "uniform", "__module__": __name__})
+
     class Follow(ReplicationMachine):
         guided, follow = True, 1.0
 
