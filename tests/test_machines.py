@@ -106,8 +106,8 @@ FAST_ROWS = {"replication": ["truncate-to-hw", "one-shot-epoch-lookup", "no-epoc
              "storage": ["follower-hw-below-log-start", "retention-above-hw", "index-kept-after-crash"],
              "request": ["state-before-append", "metadata-without-epoch", "purgatory-missed-trigger",
                          "unknown-producer-after-retention", "hw-under-min-isr", "inflight-by-sequence"]}
-SLOW_ROWS = {"replication": ["truncate-to-hw-lossy", "unclean-election"],
-             "request": ["broker-cache-one-batch", "bump-rewrites-every-partition"]}
+SLOW_ROWS = {"replication": ["truncate-to-hw-lossy", "unclean-election", "lagging-hw-list-offsets"],
+             "storage": ["clean-above-hw"], "request": ["broker-cache-one-batch", "bump-rewrites-every-partition"]}
 
 
 def find_row(model: str, name: str) -> None:
