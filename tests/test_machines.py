@@ -107,7 +107,8 @@ FAST_ROWS = {"replication": ["truncate-to-hw", "one-shot-epoch-lookup", "no-epoc
              "request": ["state-before-append", "metadata-without-epoch", "purgatory-missed-trigger",
                          "unknown-producer-after-retention", "hw-under-min-isr", "inflight-by-sequence"]}
 SLOW_ROWS = {"replication": ["truncate-to-hw-lossy", "unclean-election", "lagging-hw-list-offsets"],
-             "storage": ["clean-above-hw"], "request": ["broker-cache-one-batch", "bump-rewrites-every-partition"]}
+             "storage": ["clean-above-hw"],
+             "request": ["broker-cache-one-batch", "bump-rewrites-every-partition", "bump-resets-only-triggering"]}
 
 
 def find_row(model: str, name: str) -> None:
