@@ -21,50 +21,63 @@ subclass; `ModelMachine` runs any other `Model` (override `build_model`, and `ac
 may add rules of its own that take actions through `take(action)`. A violation fails the test with the run as a
 numbered list of steps; a replication machine prints `kcheck replay`'s trace table and, with `trace_dir` (or
 KCHECK_TRACE_DIR) set, writes the run as a trace file `kcheck replay` reads. Keep Hypothesis's runs bounded
-(`settings(max_examples=..., stateful_step_count=..., deadline=None)`); `ROWS_PROFILE` is the profile under which
-machines find built-in historical rows (docs/tasks/pytest.md).
+(`settings(max_examples=..., stateful_step_count=..., deadline=None)`).
+
+A guided machine (`guided = True`) has one rule `step` in place of the per-kind rules: it draws as `kcheck explore`
+does (kind weights, follow-ups; see `ModelMachine.guided`), since Hypothesis's uniform choice among rules and its
+favoured values rarely line up the long exchanges between a few faults that historical rows need. `row_machines()`
+gives a guided machine per built-in row; `ROWS_PROFILE` is the profile under which they find the rows
+(docs/tasks/pytest.md has the figures, bench/bench_machines.py measures them).
 """
 
 from __future__ import annotations
 
 import json
 import os
+import random
 import re
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from dataclasses import replace
 from io import StringIO
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any, ClassVar, TypeVar
 
-from hypothesis import HealthCheck, Phase, settings
+from hypothesis import HealthCheck, Phase, settings, target
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
 
 from kcheck.invariants.rebalance_model_adapter import EVENTS, RebalanceBounds, RebalanceModel
 from kcheck.invariants.replication_model_adapter import ReplicationModel
-from kcheck.invariants.replication_searches.runs import Trace, replay
+from kcheck.invariants.replication_searches import random_runs
+from kcheck.invariants.replication_searches.runs import Trace, novelty_key, replay
 from kcheck.invariants.request_model import RequestModel
 from kcheck.invariants.storage_model import StorageModel
 from kcheck.model.interface import Model, StateInvariant
 from kcheck.model.replication.actions import KINDS, Config
 from kcheck.model.replication.protocol import VARIANTS, Protocol
+from kcheck.model.request import VARIANTS as REQUEST_VARIANTS
 from kcheck.model.request import Config as RequestConfig
 from kcheck.model.request import Rules as RequestRules
 from kcheck.model.request.model import REPLICATION_KINDS
+from kcheck.model.storage import VARIANTS as STORAGE_VARIANTS
 from kcheck.model.storage import Config as StorageConfig
 from kcheck.model.storage import Rules as StorageRules
 from kcheck.model.visited import successor_fn
 
 __all__ = ["ROWS_PROFILE", "ModelMachine", "ModelViolation", "RebalanceMachine", "ReplicationMachine",
-           "RequestMachine", "StorageMachine", "rows_settings"]
+           "RequestMachine", "StorageMachine", "row_machines", "rows_settings"]
 
-# The documented profile of the historical-rows test (tests/test_machines.py): more and longer runs than
-# Hypothesis's defaults (100 examples of up to 50 steps), no deadline (a step may run an assignor), and no explain
-# phase (it re-runs a failing run hundreds of times to say which steps matter; the trace table says it).
+# The documented profile of the historical-rows test (tests/test_machines.py): 20 times Hypothesis's default
+# examples (100 runs of up to 50 steps; the rows whose runs are long exchanges between few faults need up to 1,000),
+# no deadline (a step may run an assignor), and no explain phase (it re-runs a failing run hundreds of times to say
+# which steps matter; the trace table says it).
 ROWS_PROFILE = "kcheck-rows"
-settings.register_profile(ROWS_PROFILE, max_examples=300, stateful_step_count=50, deadline=None,
+settings.register_profile(ROWS_PROFILE, max_examples=2000, stateful_step_count=50, deadline=None,
                           suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much],
                           phases=[p for p in Phase if p != Phase.explain])
+
+
+_M = TypeVar("_M", bound="ModelMachine")
 
 
 def rows_settings(**overrides: Any) -> settings:
@@ -112,6 +125,17 @@ class ModelMachine(RuleBasedStateMachine):
         return None
 
     action_kinds: ClassVar[Sequence[str]] = ()  # the model's action kinds, when they do not depend on the settings
+    # Guided steps (the guidance of `kcheck explore`, kcheck.model.search.random_search): one rule `step` instead of
+    # one per kind, drawing a kind among the enabled ones by `weights` (kind -> relative weight, default 1, 0 off),
+    # with probability `follow` among the actions the previous step enabled only, then one of the kind's actions.
+    # `choices` "random" (random_search's option of that name): those choices come from a `random.Random` the run
+    # seeds with one Hypothesis draw (uniform; Hypothesis favours zeros and repeated values, which found far fewer
+    # rows, bench/bench_machines.py); "hypothesis": each is a Hypothesis draw. A guided run also reports its
+    # `novelty` to Hypothesis's `target()` (call super().teardown() if you override teardown).
+    guided: ClassVar[bool] = False
+    weights: ClassVar[Mapping[str, float]] = {}
+    follow: ClassVar[float] = 0.0
+    choices: ClassVar[str] = "random"
 
     @classmethod
     def kinds(cls, model: Model[Any, Any]) -> Sequence[str]:
@@ -128,12 +152,17 @@ class ModelMachine(RuleBasedStateMachine):
         super().__init_subclass__(**kwargs)
         model = cls.build_model()
         cls.model = model
+        if cls.choices not in ("random", "hypothesis"):
+            raise ValueError(f"{cls.__name__}.choices must be random or hypothesis, not {cls.choices!r}")
         made: dict[str, Any] = {}
         if model is not None:
-            made["initial"] = _initial_rule(len(list(model.initial_states())))
+            made["initial"] = _initial_rule(len(list(model.initial_states())), cls.guided)
             made["quiescent"] = _quiescent_rule()
-            for kind in cls.kinds(model):
-                made[f"do_{_name(kind)}"] = _kind_rule(kind)
+            if cls.guided:
+                made["step"] = _guided_rule()
+            else:
+                for kind in cls.kinds(model):
+                    made[f"do_{_name(kind)}"] = _kind_rule(kind)
             for inv in cls.machine_invariants(model):
                 made[f"check_{_name(inv.id)}"] = _invariant_check(inv)
         for name in cls._generated - made.keys():
@@ -165,6 +194,10 @@ class ModelMachine(RuleBasedStateMachine):
         self._listed: tuple[Any, dict[str, list[Any]], dict[int, Any]] | None = None
         self._successors = successor_fn(self.the_model)
         self._all_at_once = getattr(self.the_model, "successors", None) is not None
+        self._kinds = list(self.kinds(self.the_model))
+        self._keys: set[Hashable] = set()
+        self._rng: random.Random | None = None  # the run's source of choices (`choices` "random")
+        self._before: set[Any] | None = None  # the actions the state before the last guided step listed (`follow`)
 
     @property
     def the_model(self) -> Model[Any, Any]:
@@ -199,6 +232,13 @@ class ModelMachine(RuleBasedStateMachine):
             self._listed = (self.state, by_kind, after)
         return self._listed[1].get(kind, [])
 
+    def any_listed(self) -> bool:
+        """Whether the model lists an action of one of `kinds` in the current state (asked at every step)."""
+        self.listed("")
+        assert self._listed is not None
+        by_kind = self._listed[1]
+        return any(by_kind.get(k) for k in self._kinds)
+
     def next_state(self, action: Any) -> Any:
         """The state after `action` (one of `listed`) from the current state; None if it does not apply."""
         assert self._listed is not None
@@ -218,6 +258,55 @@ class ModelMachine(RuleBasedStateMachine):
         self.state = nxt
         self.steps.append(action)
         return True
+
+    def weight(self, kind: str) -> int:
+        """A kind's weight for guided steps, in hundredths (`weights`; 0: never drawn)."""
+        return max(0, round(100 * self.weights.get(kind, 1.0)))
+
+    @classmethod
+    def guide_kind(cls, model: Model[Any, Any], action: Any) -> str:
+        """The kind `weights` name an action by (`kind_of`; replication tells a duplicated delivery apart)."""
+        return cls.kind_of(model, action)
+
+    def guided_groups(self, data: st.DataObject) -> dict[str, list[Any]]:
+        """The actions a guided step draws from, by `guide_kind`: every listed action of a kind with a weight, or,
+        with probability `follow`, only those the previous step's state did not list (when there are any)."""
+        model = self.the_model
+        groups: dict[str, list[Any]] = {}
+        for k in self._kinds:
+            for a in self.listed(k):
+                g = self.guide_kind(model, a)
+                if self.weight(g):
+                    groups.setdefault(g, []).append(a)
+        if not self.follow:
+            return groups
+        before, self._before = self._before, {a for k in self._kinds for a in self.listed(k)}
+        if before is not None and self.word(data, "follow") % 1000 < 1000 * self.follow:
+            new = {g: fresh for g, acts in groups.items() if (fresh := [a for a in acts if a not in before])}
+            if new:
+                return new
+        return groups
+
+    def word(self, data: st.DataObject, label: str) -> int:
+        """A guided step's next choice: from the run's `random.Random` (`choices` "random"), else drawn."""
+        return self._rng.getrandbits(48) if self._rng is not None else data.draw(_WORD, label=label)
+
+    def moved(self, action: Any, nxt: Any) -> None:
+        """The run takes `action` into `nxt`."""
+        self.state = nxt
+        self.steps.append(action)
+        key = self.novelty(nxt) if self.guided else None
+        if key is not None:
+            self._keys.add(key)
+
+    def novelty(self, state: Any) -> Hashable | None:
+        """An abstraction of a state (random_search's `novelty`): a guided run reports how many keys its states
+        had to Hypothesis's `target()`, so its target phase mutates the runs that reached most. None: no key."""
+        return None
+
+    def teardown(self) -> None:
+        if self.guided and self._keys:
+            target(len(self._keys), label="novel states")
 
     def start(self, index: int) -> None:
         self.state, self._index = list(self.the_model.initial_states())[index], index
@@ -240,10 +329,16 @@ def _named(fn: Callable[..., None], name: str) -> Callable[..., None]:
     return fn
 
 
-def _initial_rule(count: int) -> Any:
-    def initial(self: ModelMachine, index: int) -> None:
+def _initial_rule(count: int, guided: bool) -> Any:
+    if not guided:
+        def initial(self: ModelMachine, index: int) -> None:
+            self.start(index)
+        return initialize(index=st.integers(0, count - 1))(initial)
+
+    def initial_seeded(self: ModelMachine, index: int, seed: int) -> None:
         self.start(index)
-    return initialize(index=st.integers(0, count - 1))(initial)
+        self._rng = random.Random(seed) if self.choices == "random" else None
+    return initialize(index=st.integers(0, count - 1), seed=_WORD)(_named(initial_seeded, "initial"))
 
 
 def _quiescent_rule() -> Any:
@@ -251,7 +346,7 @@ def _quiescent_rule() -> Any:
     stays there (Hypothesis needs a rule to take)."""
     def quiescent(self: ModelMachine) -> None:
         pass
-    return precondition(lambda self: not any(self.listed(k) for k in self.kinds(self.the_model)))(rule()(quiescent))
+    return precondition(lambda self: not self.any_listed())(rule()(quiescent))
 
 
 def _kind_rule(kind: str) -> Any:
@@ -267,6 +362,32 @@ def _kind_rule(kind: str) -> Any:
                 return
             del options[i]
     return precondition(lambda self: bool(self.listed(kind)))(rule(data=st.data())(_named(do, f"do_{_name(kind)}")))
+
+
+_WORD = st.integers(0, (1 << 48) - 1)  # a guided step's choices, split off one drawn word (as random_search does)
+
+
+def _guided_rule() -> Any:
+    def step(self: ModelMachine, data: st.DataObject) -> None:
+        groups = self.guided_groups(data)
+        while groups:  # as in _kind_rule, an action that turns out not to apply is set aside and another drawn
+            u = self.word(data, "choice")
+            kinds = list(groups)
+            total = sum(self.weight(k) for k in kinds)
+            pick, u = u % total, u // total
+            kind = next(k for k in kinds if (pick := pick - self.weight(k)) < 0)
+            i = u % len(groups[kind])
+            action = groups[kind][i]
+            nxt = self.next_state(action)
+            if nxt is not None:
+                self.moved(action, nxt)
+                data.draw(st.just(self.the_model.describe(action)), label="step")  # in Hypothesis's report
+                return
+            del groups[kind][i]
+            if not groups[kind]:
+                del groups[kind]
+    return precondition(lambda self: self.any_listed())(
+        rule(data=st.data())(_named(step, "step")))
 
 
 def _invariant_check(inv: StateInvariant[Any]) -> Any:
@@ -291,6 +412,17 @@ class ReplicationMachine(ModelMachine):
     invariant_ids: ClassVar[Iterable[str] | None] = None
     protocol_label: ClassVar[str | None] = None
     trace_dir: ClassVar[str | None] = None
+    # kcheck explore's guidance (invariants/replication_searches/random_runs.py): faults rarer than the traffic
+    # between them, and exchanges chained; a duplicated delivery is a kind of its own
+    weights = random_runs.weights()
+    follow = random_runs.FOLLOW
+
+    def novelty(self, state: Any) -> Hashable | None:
+        return novelty_key(state)
+
+    @classmethod
+    def guide_kind(cls, model: Model[Any, Any], action: Any) -> str:
+        return random_runs.kind(action)
 
     @classmethod
     def effective_protocol(cls) -> Protocol:
@@ -401,6 +533,14 @@ class StorageMachine(ModelMachine):
     def build_model(cls) -> StorageModel:
         return StorageModel(cls.storage_config, cls.storage_rules)
 
+    @classmethod
+    def for_variant(cls, name: str, **config: Any) -> type[StorageMachine]:
+        """A machine running the storage model's variant `name` (kcheck.model.storage.VARIANTS): its rules within
+        its settings (with `config` overrides)."""
+        v = STORAGE_VARIANTS[name]
+        return _variant_machine(cls, name, "Storage", storage_rules=v.rules,
+                                storage_config=StorageConfig(**{**dict(v.settings), **config}))
+
 
 class RequestMachine(ModelMachine):
     """The request path (`kcheck.model.request`: a producer's batches from send() to the broker's answer, over the
@@ -416,3 +556,31 @@ class RequestMachine(ModelMachine):
     @classmethod
     def build_model(cls) -> RequestModel:
         return RequestModel(cls.request_config, cls.request_rules, findings=cls.findings)
+
+    @classmethod
+    def for_variant(cls, name: str, **config: Any) -> type[RequestMachine]:
+        """A machine running the request model's variant `name` (kcheck.model.request.VARIANTS): its rules within
+        its settings (with `config` overrides)."""
+        v = REQUEST_VARIANTS[name]
+        return _variant_machine(cls, name, "Request", request_rules=v.rules,
+                                request_config=RequestConfig(**{**dict(v.settings), **config}))
+
+
+def _variant_machine(cls: type[_M], variant: str, model: str, **attrs: Any) -> type[_M]:
+    """A subclass of `cls` with `attrs`, named after the variant and the model ("CleanAboveHwStorageMachine")."""
+    return type(f"{_name(variant).title().replace('_', '')}{model}Machine", (cls,),
+                {**attrs, "__module__": cls.__module__})
+
+
+def row_machines(model: str = "replication") -> dict[str, type[ModelMachine]]:
+    """A guided machine per built-in row of `model` ("replication": the rows of `kcheck variants`, with atomic
+    fetches as `kcheck explore` runs them; "storage", "request": those models' variants that break an invariant),
+    by row name: what the `kcheck-rows` profile is measured on (tests/test_machines.py, bench/bench_machines.py)."""
+    made: dict[str, type[ModelMachine]]
+    if model == "replication":
+        made = {name: ReplicationMachine.for_variant(name, atomic_fetch=True) for name in VARIANTS}
+    elif model == "storage":
+        made = {name: StorageMachine.for_variant(name) for name, v in STORAGE_VARIANTS.items() if v.violates}
+    else:
+        made = {name: RequestMachine.for_variant(name) for name, v in REQUEST_VARIANTS.items() if v.violates}
+    return {name: type(m.__name__, (m,), {"guided": True, "__module__": m.__module__}) for name, m in made.items()}

@@ -27,6 +27,8 @@ from typing import Any
 import pytest
 
 RELEASE_ENV = "KCHECK_CLUSTER_RELEASE"
+# kcheck.cluster.local.OWNER_ENV, named here so that every pytest run does not import the cluster code to read it
+OWNER_ENV = "KCHECK_CLUSTER_OWNER_PID"
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -39,8 +41,6 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 def pytest_configure(config: pytest.Config) -> None:
     # Clusters started by a test's subprocess (`kcheck cluster up`, `kcheck chaos`) die with this process too (each
     # xdist worker: itself).
-    from kcheck.cluster.local import OWNER_ENV
-
     os.environ[OWNER_ENV] = str(os.getpid())
 
 

@@ -149,3 +149,13 @@ def test_the_repositorys_hook_definition_runs_under_pre_commit(tmp_path):
     assert run.returncode == 0, run.stdout + run.stderr
     assert "$ kcheck verify plans/one-rack.json" in run.stdout and "$ kcheck verify cluster/describe.txt" in run.stdout
     assert "brokers.txt" not in run.stdout and "my_placer" not in run.stdout and "Passed" in run.stdout
+
+
+def test_the_plugin_does_not_import_the_cluster_code():
+    """Every pytest run where kcheck is installed loads the plugin: configuring it sets the clusters' owner variable
+    without importing kcheck.cluster.local (about 0.1 s), and names that module's variable."""
+    code = ("import os, sys, kcheck.pytest_plugin as p; p.pytest_configure(None); "
+            "assert 'kcheck.cluster.local' not in sys.modules, 'imported'; "
+            "from kcheck.cluster.local import OWNER_ENV; assert os.environ[OWNER_ENV] == str(os.getpid()), OWNER_ENV")
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=_clean_env(), timeout=60)
+    assert run.returncode == 0, run.stderr

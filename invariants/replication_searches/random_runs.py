@@ -68,6 +68,7 @@ FAULT_KINDS = frozenset({"crash", "fence", "shrink_isr", "move_leader", "failove
                          "reassign", "cancel_reassignment", "controlled_shutdown"})
 FAULT_WEIGHT = 0.3
 NETWORK_FAULT_WEIGHT = 0.1
+FOLLOW = 0.5
 
 
 def kind(action: Action) -> str:
@@ -87,7 +88,7 @@ def weights() -> dict[str, float]:
 
 def options() -> dict[str, Any]:
     """`random_search` keyword arguments for the replication model (the same for every protocol and row)."""
-    return {"kind": kind, "weights": weights(), "follow": 0.5, "novelty": novelty_key, "restart": 0.5,
+    return {"kind": kind, "weights": weights(), "follow": FOLLOW, "novelty": novelty_key, "restart": 0.5,
             "min_steps": 5, "max_steps": 40, "swarm": False, "choices": "random"}
 
 
