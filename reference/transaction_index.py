@@ -1,0 +1,180 @@
+"""The last stable offset and the aborted-transaction index a `read_committed` fetch uses, bit-exact.
+
+Mirrors, in kafka-storage's `org.apache.kafka.storage.internals.log` (storage/src/main/java/org/apache/kafka/storage/
+internals/log/ in apache/kafka, read at 3.9.1 and 4.4.0, compared through the bridge on 3.9.1, 4.0.2, 4.1.2 and
+4.4.0):
+
+- `ProducerStateManager.java`: the ongoing transactions by first offset (`firstUndecidedOffset`), the completed ones
+  not yet below the high watermark (`unreplicatedTxns`, dropped by `onHighWatermarkUpdated` and
+  `onLogStartOffsetIncremented`), `firstUnstableOffset` (the lower of both first offsets) and
+  `lastStableOffset(CompletedTxn)` (the first offset of the first ongoing transaction of another producer, else the
+  completed transaction's last offset + 1);
+- `TransactionIndex.java`, `AbortedTxn.java` (`org.apache.kafka.common.message.AbortedTxn`, generated, from 4.4) and
+  `LogSegment.updateTxnIndex`: an ABORT marker appends (producer id, first offset, marker offset, last stable offset
+  at completion) to the active segment's index; a COMMIT appends nothing; `truncateTo` cuts the index at the first
+  entry whose last offset is at or above the target; `collectAbortedTxns(fetchOffset, upperBound)` keeps entries
+  with last offset >= fetchOffset and first offset < upperBound, complete at the first entry whose last stable
+  offset is >= upperBound;
+- `UnifiedLog` (`core/src/main/scala/kafka/log/UnifiedLog.scala` up to 4.0, `UnifiedLog.java` from 4.1): the entry
+  written with `lastStableOffset(completedTxn)` before `completeTxn`; `maybeIncrementFirstUnstableOffset` (the
+  producer state's first unstable offset, never below the log start) after an append, a high-watermark update and a
+  log-start move, and not after a truncation that leaves the high watermark below the new log end (the first
+  unstable offset then keeps its old value); `lastStableOffset` = the first unstable offset when below the high
+  watermark, else the high watermark; `updateHighWatermark` bounded by the log start and the log end, and a log start
+  above the high watermark raising it;
+- `LocalLog` (`core/src/main/scala/kafka/log/LocalLog.scala` in 3.9, `LocalLog.java` from 4.0):
+  `addAbortedTransactions`' walk, segment by segment from the one the fetch read, until a search is complete.
+
+`TxnLog` is `producer_state.PartitionLog` whose high watermark is its own (moved by `update_high_watermark`, as a
+leader's is by its followers' fetches). What is not here: the fetch's upper bound from the offset index and the
+fetch size (`LogSegment.fetchUpperBoundOffset`: the fetch step takes the bound as given), restarts, the log cleaner.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from kcheck.reference.producer_state import LogBatch, PartitionLog, ProducerStateManager
+from kcheck.reference.releases import ReleaseProfile
+
+__all__ = ["AbortedTxn", "TxnLog", "collect_abortable", "first_unstable_offset", "last_stable_offset_at_completion",
+           "truncate_index"]
+
+
+@dataclass(frozen=True)
+class AbortedTxn:
+    """One TransactionIndex entry (AbortedTxn.java)."""
+
+    producer_id: int
+    first_offset: int
+    last_offset: int
+    last_stable_offset: int
+
+
+def first_unstable_offset(psm: ProducerStateManager) -> int | None:
+    """ProducerStateManager.firstUnstableOffset: the lowest first offset, ongoing or completed above the HW."""
+    return min([*psm.ongoing, *psm.unreplicated], default=None)
+
+
+def last_stable_offset_at_completion(psm: ProducerStateManager, producer_id: int, last_offset: int) -> int:
+    """ProducerStateManager.lastStableOffset(completedTxn): findNextIncompleteTxn walks ongoing by first offset."""
+    return next((first for first in sorted(psm.ongoing) if psm.ongoing[first] != producer_id), last_offset + 1)
+
+
+def collect_abortable(index: list[AbortedTxn], fetch_offset: int, upper: int) -> tuple[list[AbortedTxn], bool]:
+    """TransactionIndex.collectAbortedTxns: the entries the range overlaps, and whether the search is complete."""
+    found = []
+    for txn in index:
+        if txn.last_offset >= fetch_offset and txn.first_offset < upper:
+            found.append(txn)
+        if txn.last_stable_offset >= upper:
+            return found, True
+    return found, False
+
+
+def truncate_index(index: list[AbortedTxn], offset: int) -> list[AbortedTxn]:
+    """TransactionIndex.truncateTo: cut at the first entry whose last offset is at or above `offset`."""
+    cut = next((i for i, t in enumerate(index) if t.last_offset >= offset), len(index))
+    return index[:cut]
+
+
+class TxnLog(PartitionLog):
+    """A leader's partition log with its high watermark, first unstable offset and transaction indexes."""
+
+    def __init__(self, expiration_ms: int, now: int, release: ReleaseProfile | None = None) -> None:
+        super().__init__(expiration_ms, now, release)
+        self.hw = 0
+        self.first_unstable: int | None = None  # UnifiedLog.firstUnstableOffsetMetadata's offset
+        self.indexes: dict[int, list[AbortedTxn]] = {0: []}  # segment base -> its TransactionIndex
+        self._aborting = False
+
+    @property
+    def last_stable_offset(self) -> int:
+        fuo = self.first_unstable
+        return fuo if fuo is not None and fuo < self.hw else self.hw
+
+    # -- UnifiedLog's high watermark and first unstable offset
+    def update_high_watermark(self, offset: int) -> None:
+        """UnifiedLog.updateHighWatermark(offset)."""
+        self._set_high_watermark(self.log_start if offset < self.log_start else min(offset, self.log_end))
+
+    def _set_high_watermark(self, offset: int) -> None:
+        """UnifiedLog.updateHighWatermarkMetadata."""
+        self.hw = offset
+        self.psm.remove_unreplicated(offset)
+        self._maybe_increment_first_unstable()
+
+    def _maybe_increment_first_unstable(self) -> None:
+        first = first_unstable_offset(self.psm)
+        self.first_unstable = None if first is None else max(first, self.log_start)
+
+    def _follow_log_end(self) -> None:
+        """UnifiedLog.updateHighWatermarkWithLogEndOffset."""
+        if self.hw >= self.log_end:
+            self._set_high_watermark(self.log_end)
+
+    # -- the steps PartitionLog has, with the index and the high watermark
+    def append_marker(self, producer_id: int, epoch: int, coordinator_epoch: int, transaction_version: int,
+                      timestamp: int, commit: bool = True) -> tuple[str | int, ...]:
+        self._aborting = not commit
+        return super().append_marker(producer_id, epoch, coordinator_epoch, transaction_version, timestamp)
+
+    def _write(self, batch: LogBatch, info: object, completed: tuple[int, int] | None) -> None:
+        psm = self.psm
+        self.segments[-1][1].append(batch)
+        self.log_end = batch.last_offset + 1
+        self._follow_log_end()
+        if info is not None:
+            psm.update(info)  # type: ignore[arg-type]
+        if completed is not None:
+            first, last = completed
+            if self._aborting:
+                lso = last_stable_offset_at_completion(psm, batch.producer_id, last)
+                self.indexes[self.segments[-1][0]].append(AbortedTxn(batch.producer_id, first, last, lso))
+            psm.complete_txn(first, last)
+        psm.last_map_offset = self.log_end
+        self._maybe_increment_first_unstable()
+
+    def roll(self) -> None:
+        super().roll()
+        self.indexes[self.log_end] = []
+        self._follow_log_end()
+
+    def delete_segments(self, count: int) -> None:
+        for base, _ in self.segments[:count]:
+            del self.indexes[base]
+        super().delete_segments(count)
+
+    def increment_log_start(self, offset: int) -> None:
+        """UnifiedLog.maybeIncrementLogStartOffset (the caller keeps the offset at or below the high watermark)."""
+        if offset > self.log_start:
+            self.log_start = offset
+            if self.hw < offset:
+                self.update_high_watermark(offset)
+            self.psm.on_log_start_offset_incremented(offset)
+            self._maybe_increment_first_unstable()
+
+    def truncate(self, target: int) -> None:
+        for base in [b for b in self.indexes if b > target]:
+            del self.indexes[base]
+        active = max(self.indexes)
+        self.indexes[active] = truncate_index(self.indexes[active], target)
+        super().truncate(target)
+        if self.hw >= self.log_end:
+            self.update_high_watermark(self.log_end)
+
+    # -- a read_committed fetch
+    def collect_aborted(self, start: int, upper: int) -> list[AbortedTxn]:
+        """LocalLog's walk for a fetch at `start`: from floorSegment(start) on, until a search is complete."""
+        floor = max((b for b, _ in self.segments if b <= start), default=None)
+        if floor is None:
+            return []
+        found: list[AbortedTxn] = []
+        for base, _ in self.segments:
+            if base < floor:
+                continue
+            txns, complete = collect_abortable(self.indexes[base], start, upper)
+            found += txns
+            if complete:
+                break
+        return found
