@@ -1,11 +1,13 @@
 """The differential for the last stable offset and the aborted-transaction index: `transaction_index.TxnLog` against
 Kafka's ProducerStateManager and TransactionIndex.
 
-Request word TXNIDX (handler `reference/harness/KcheckProducerState.java`, beside PSTATE): one script of steps on a
-fresh partition whose high watermark moves on its own, each answered with its verdict and, after it, the high
-watermark, UnifiedLog's first unstable offset and last stable offset, the producer state's first unstable and first
-undecided offsets, and every segment's aborted-transaction index; a fetch step answers the aborted transactions a
-`read_committed` fetch collects.
+Request word TXNIDX (handler `reference/harness/KcheckProducerState.java`, beside PSTATE), on every release: one
+script of steps on a fresh partition whose high watermark moves on its own, each answered with its verdict and, after
+it, the high watermark, the producer state's first unstable and first undecided offsets, and every segment's
+aborted-transaction index (each entry's last stable offset from `ProducerStateManager.lastStableOffset`); a fetch step
+answers the aborted transactions LocalLog's walk collects up to a given upper bound. UnifiedLog's own first unstable
+and last stable offsets and a whole read_committed read are compared by `kafka_txn_log` (TXNLOG) on a real
+UnifiedLog, from 4.1.
 
     TXNIDX expirationMs clockMs op...     (the handler's comment has the ops and the answer's grammar)
 
@@ -18,13 +20,14 @@ the next segment's base and the log end.
 
 from __future__ import annotations
 
+import contextlib
 import random
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 from kcheck.reference.kafka_bridge import KafkaBridge, ok_fields
 from kcheck.reference.kafka_producer_state import Op
-from kcheck.reference.producer_state import INT_MAX, SHORT_MAX, Verdict
+from kcheck.reference.producer_state import INT_MAX, SHORT_MAX, ProducerStateError, Verdict
 from kcheck.reference.releases import ReleaseProfile, profile
 from kcheck.reference.transaction_index import AbortedTxn, TxnLog
 
@@ -47,11 +50,12 @@ parse_answers = ok_fields  # one answer per compared step (the bench runner read
 # ---------------------------------------------------------------- our side
 
 
-def _aborted(txns: Sequence[AbortedTxn]) -> str:
+def format_aborted(txns: Sequence[AbortedTxn]) -> str:
     return ";".join(f"{t.producer_id},{t.first_offset},{t.last_offset},{t.last_stable_offset}" for t in txns) or "~"
 
 
-def _verdict(log: TxnLog, op: Op) -> Verdict | str | None:
+def _verdict(log: TxnLog, op: Op, read: bool = False) -> Verdict | str | None:
+    """One step on our log; with `read`, a fetch step is UnifiedLog.read's (TXNLOG) rather than the walk's."""
     kind, args = op[0], [int(a) for a in op[1:]]
     if kind == "a":
         pid, epoch, seq, count, txn, ts = args
@@ -59,8 +63,12 @@ def _verdict(log: TxnLog, op: Op) -> Verdict | str | None:
     if kind == "m":
         pid, epoch, coord, commit, tv, ts = args
         return log.append_marker(pid, epoch, coord, tv, ts, bool(commit))
+    if kind == "f" and read:  # only its effect on the log matters while drawing
+        with contextlib.suppress(ProducerStateError):
+            log.read_committed(args[0])
+        return None
     if kind == "f":
-        return "F" + _aborted(log.collect_aborted(args[0], args[1]))
+        return "F" + format_aborted(log.collectformat_aborted(args[0], args[1]))
     if kind == "v":
         return log.verify(args[0], args[1], args[2], bool(args[3]))
     steps = {"c": lambda: log.set_clock(args[0]), "x": log.expire, "r": log.roll,
@@ -81,12 +89,11 @@ def _format_verdict(v: Verdict | str | None) -> str:
 
 def format_state(log: TxnLog) -> str:
     psm = log.psm
-    fuo = "~" if log.first_unstable is None else str(log.first_unstable)
-    head = f"{psm.last_map_offset}:{log.log_start}:{log.log_end}:{log.hw}:{fuo}:{log.last_stable_offset}"
+    head = f"{psm.last_map_offset}:{log.log_start}:{log.log_end}:{log.hw}"
     first = min([*psm.ongoing, *psm.unreplicated], default=None)
     undecided = min(psm.ongoing, default=None)
     producer = ":".join("~" if x is None else str(x) for x in (first, undecided))
-    index = "|".join(f"{base}={_aborted(log.indexes[base])}" for base, _ in log.segments)
+    index = "|".join(f"{base}={format_aborted(log.indexes[base])}" for base, _ in log.segments)
     return f"{head}/{producer}/{index}"
 
 
@@ -168,8 +175,10 @@ def _log_op(rng: random.Random, log: TxnLog) -> Op | None:
     return _fetch(rng, log)
 
 
-def random_case(rng: random.Random, release: ReleaseProfile | str | None = None, max_ops: int = 40) -> TxnIndexCase:
-    """A script the log admits at every step (run on our reference as it is drawn, to know the log's shape)."""
+def random_case(rng: random.Random, release: ReleaseProfile | str | None = None, max_ops: int = 40,
+                read: bool = False) -> TxnIndexCase:
+    """A script the log admits at every step (run on our reference as it is drawn, to know the log's shape); with
+    `read`, for TXNLOG, whose fetches are reads that may move the high watermark."""
     prof = release if isinstance(release, ReleaseProfile) else profile(release)
     expiration = rng.choice([1000, 86_400_000])
     start = now = rng.choice([0, 1_700_000_000_000])
@@ -191,6 +200,6 @@ def random_case(rng: random.Random, release: ReleaseProfile | str | None = None,
         else:
             op = _log_op(rng, log)
         if op is not None:
-            _verdict(log, op)
+            _verdict(log, op, read)
             ops.append(op)
     return TxnIndexCase(expiration, start, tuple(ops))

@@ -22,19 +22,22 @@ internals/log/ in apache/kafka, read at 3.9.1 and 4.4.0, compared through the br
   unstable offset then keeps its old value); `lastStableOffset` = the first unstable offset when below the high
   watermark, else the high watermark; `updateHighWatermark` bounded by the log start and the log end, and a log start
   above the high watermark raising it;
-- `LocalLog` (`core/src/main/scala/kafka/log/LocalLog.scala` in 3.9, `LocalLog.java` from 4.0):
-  `addAbortedTransactions`' walk, segment by segment from the one the fetch read, until a search is complete.
+- `LocalLog` (`core/src/main/scala/kafka/log/LocalLog.scala` in 3.9, `LocalLog.java` from 4.0): `read` for a
+  `read_committed` fetch (bounded by the last stable offset: a fetch at or past it is empty, with an empty list of
+  aborted transactions) and `addAbortedTransactions`' walk, segment by segment from the one the fetch read, until a
+  search is complete, up to the end of the segment read when no offset-index entry bounds the fetch.
 
 `TxnLog` is `producer_state.PartitionLog` whose high watermark is its own (moved by `update_high_watermark`, as a
-leader's is by its followers' fetches). What is not here: the fetch's upper bound from the offset index and the
-fetch size (`LogSegment.fetchUpperBoundOffset`: the fetch step takes the bound as given), restarts, the log cleaner.
+leader's is by its followers' fetches). What is not here: a fetch's upper bound from an offset-index entry past the
+bytes it read (`LogSegment.fetchUpperBoundOffset`, every `index.interval.bytes`: `read_committed` takes the segment's
+end, as with no entry), restarts, the log cleaner.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from kcheck.reference.producer_state import LogBatch, PartitionLog, ProducerStateManager
+from kcheck.reference.producer_state import LogBatch, PartitionLog, ProducerStateError, ProducerStateManager
 from kcheck.reference.releases import ReleaseProfile
 
 __all__ = ["AbortedTxn", "TxnLog", "collect_abortable", "first_unstable_offset", "last_stable_offset_at_completion",
@@ -84,6 +87,7 @@ class TxnLog(PartitionLog):
     def __init__(self, expiration_ms: int, now: int, release: ReleaseProfile | None = None) -> None:
         super().__init__(expiration_ms, now, release)
         self.hw = 0
+        self.hw_offset_only = True  # highWatermarkMetadata without its position (at first, and set below the end)
         self.first_unstable: int | None = None  # UnifiedLog.firstUnstableOffsetMetadata's offset
         self.indexes: dict[int, list[AbortedTxn]] = {0: []}  # segment base -> its TransactionIndex
         self._aborting = False
@@ -95,23 +99,42 @@ class TxnLog(PartitionLog):
 
     # -- UnifiedLog's high watermark and first unstable offset
     def update_high_watermark(self, offset: int) -> None:
-        """UnifiedLog.updateHighWatermark(offset)."""
-        self._set_high_watermark(self.log_start if offset < self.log_start else min(offset, self.log_end))
+        """UnifiedLog.updateHighWatermark(offset): at the log end it takes the end's full metadata, below it the offset
+        alone."""
+        if offset >= self.log_end:
+            self._set_high_watermark(self.log_end, False)
+        else:
+            self._set_high_watermark(max(offset, self.log_start), True)
 
-    def _set_high_watermark(self, offset: int) -> None:
+    def _set_high_watermark(self, offset: int, offset_only: bool) -> None:
         """UnifiedLog.updateHighWatermarkMetadata."""
-        self.hw = offset
+        self.hw, self.hw_offset_only = offset, offset_only
         self.psm.remove_unreplicated(offset)
         self._maybe_increment_first_unstable()
 
+    def offset_metadata(self, offset: int) -> int:
+        """UnifiedLog.maybeConvertToOffsetMetadata's offset: LocalLog.read finds the first batch whose last offset is
+        at or past `offset` and names it by its base offset (the log end past every batch; the offset alone past the
+        log end)."""
+        if offset > self.log_end:
+            return offset
+        floor = max(b for b, _ in self.segments if b <= offset)
+        return next((b.base_offset for base, batches in self.segments if base >= floor
+                     for b in batches if b.last_offset >= offset), self.log_end)
+
     def _maybe_increment_first_unstable(self) -> None:
+        """UnifiedLog.maybeIncrementFirstUnstableOffset: below the log start, the position of the log start (the base
+        of its batch). The producer state's first offsets are batch bases, which the conversion of an offset-only one
+        (after a reload) keeps."""
         first = first_unstable_offset(self.psm)
-        self.first_unstable = None if first is None else max(first, self.log_start)
+        if first is not None and first < self.log_start:
+            first = self.offset_metadata(self.log_start)
+        self.first_unstable = first
 
     def _follow_log_end(self) -> None:
         """UnifiedLog.updateHighWatermarkWithLogEndOffset."""
         if self.hw >= self.log_end:
-            self._set_high_watermark(self.log_end)
+            self._set_high_watermark(self.log_end, False)
 
     # -- the steps PartitionLog has, with the index and the high watermark
     def append_marker(self, producer_id: int, epoch: int, coordinator_epoch: int, transaction_version: int,
@@ -141,12 +164,17 @@ class TxnLog(PartitionLog):
         self._follow_log_end()
 
     def delete_segments(self, count: int) -> None:
+        """The log start to the (count+1)th segment's base, then UnifiedLog.deleteOldSegments of those below it."""
+        if self.segments[count][0] > self.hw:
+            raise ProducerStateError("OffsetOutOfRangeException", "the log start past the high watermark")
         for base, _ in self.segments[:count]:
             del self.indexes[base]
         super().delete_segments(count)
 
     def increment_log_start(self, offset: int) -> None:
-        """UnifiedLog.maybeIncrementLogStartOffset (the caller keeps the offset at or below the high watermark)."""
+        """UnifiedLog.maybeIncrementLogStartOffset."""
+        if offset > self.hw:
+            raise ProducerStateError("OffsetOutOfRangeException", "the log start past the high watermark")
         if offset > self.log_start:
             self.log_start = offset
             if self.hw < offset:
@@ -178,3 +206,25 @@ class TxnLog(PartitionLog):
             if complete:
                 break
         return found
+
+    def read_committed(self, start: int) -> list[tuple[int, int]] | None:
+        """UnifiedLog.read(start, Integer.MAX_VALUE, TXN_COMMITTED, true)'s aborted transactions (producer id, first
+        offset): None when the read finds no batch at or after `start` (no list at all)."""
+        if start < self.log_start or start > self.log_end:
+            raise ProducerStateError("OffsetOutOfRangeException")
+        if self.hw_offset_only:  # fetchHighWatermarkMetadata: the position found, the high watermark moved to it
+            self._set_high_watermark(self.offset_metadata(self.hw), False)
+        if start >= self.last_stable_offset:
+            return []
+        floor = max(i for i, (b, _) in enumerate(self.segments) if b <= start)
+        for i in range(floor, len(self.segments)):
+            if any(b.last_offset >= start for b in self.segments[i][1]):
+                upper = self.segments[i + 1][0] if i + 1 < len(self.segments) else self.log_end
+                found: list[tuple[int, int]] = []
+                for base, _ in self.segments[i:]:
+                    txns, complete = collect_abortable(self.indexes[base], start, upper)
+                    found += [(t.producer_id, t.first_offset) for t in txns]
+                    if complete:
+                        break
+                return found
+        return None

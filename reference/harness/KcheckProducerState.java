@@ -62,12 +62,12 @@ import org.apache.kafka.storage.internals.log.VerificationStateEntry;
  *                                 upper bound UPPER (LocalLog.addAbortedTransactions' walk: LogSegment
  *                                 .collectAbortedTxns from floorSegment(START) on, until a search is complete)
  * UnifiedLog's own steps around the real ProducerStateManager and TransactionIndex are done here as UnifiedLog does
- * them (append: the index entry with lastStableOffset(completedTxn) before completeTxn; maybeIncrementFirstUnstable
- * Offset after an append, a high-watermark move and a log-start move, not after a truncation that leaves the high
- * watermark below the log end; the log start raising the high watermark). Answer: OK and per op VERDICT/STATE, VERDICT
- * as above or F followed by the collected pid,first,last,lso joined by ';' ('F~' for none); STATE is
- * mapEnd:logStart:logEnd:hw:firstUnstable:lso/psmFirstUnstable:psmFirstUndecided/index, the index every segment's
- * base=entries (pid,first,last,lso joined by ';', '~' when none) joined by '|'.
+ * them (append: the index entry with lastStableOffset(completedTxn) before completeTxn; the high watermark bounded by
+ * the log start and end, following the log end only from at or past it, raised by the log start). UnifiedLog's first
+ * unstable and last stable offsets are not here: TXNLOG (KcheckTxnLog.java) has a real UnifiedLog give them.
+ * Answer: OK and per op VERDICT/STATE, VERDICT as above or F followed by the collected pid,first,last,lso joined by
+ * ';' ('F~' for none); STATE is mapEnd:logStart:logEnd:hw/firstUnstable:firstUndecided (the producer state's)/index,
+ * the index every segment's base=entries (pid,first,last,lso joined by ';', '~' when none) joined by '|'.
  */
 public final class KcheckProducerState {
     private static final TopicPartition TP = new TopicPartition("t", 0);
@@ -171,7 +171,6 @@ public final class KcheckProducerState {
         long logEnd;
         final boolean txnIndex;  // TXNIDX: the high watermark is its own; PSTATE: it follows the log end
         long hw;
-        Long firstUnstable;  // UnifiedLog.firstUnstableOffsetMetadata's offset
 
         Log(int expirationMs, long now, boolean txnIndex) throws Exception {
             this.txnIndex = txnIndex;
@@ -322,8 +321,7 @@ public final class KcheckProducerState {
             log.psm.completeTxn(txn);
         }
         log.psm.updateMapEndOffset(log.logEnd);
-        if (log.txnIndex) maybeIncrementFirstUnstableOffset(log);
-        else updateHighWatermarkMetadata(log, log.logEnd);
+        if (!log.txnIndex) updateHighWatermarkMetadata(log, log.logEnd);
     }
 
     /** UnifiedLog.updateHighWatermarkWithLogEndOffset: only a high watermark at or past the log end follows it. */
@@ -339,18 +337,6 @@ public final class KcheckProducerState {
     private static void updateHighWatermarkMetadata(Log log, long offset) {
         log.hw = offset;
         log.psm.onHighWatermarkUpdated(offset);
-        maybeIncrementFirstUnstableOffset(log);
-    }
-
-    /** UnifiedLog.maybeIncrementFirstUnstableOffset: the producer state's, never below the log start. */
-    private static void maybeIncrementFirstUnstableOffset(Log log) {
-        Optional<LogOffsetMetadata> first = log.psm.firstUnstableOffset();
-        log.firstUnstable = first.isPresent() ? Math.max(first.get().messageOffset, log.logStart) : null;
-    }
-
-    /** UnifiedLog.lastStableOffset. */
-    private static long lastStableOffset(Log log) {
-        return log.firstUnstable != null && log.firstUnstable < log.hw ? log.firstUnstable : log.hw;
     }
 
     /** LocalLog.collectAbortedTransactions(startOffset, upperBoundOffset, startingSegment, ...) from
@@ -377,8 +363,7 @@ public final class KcheckProducerState {
 
     private static void txnState(Log log, StringBuilder out) throws ReflectiveOperationException {
         out.append(log.psm.mapEndOffset()).append(':').append(log.logStart).append(':').append(log.logEnd).append(':')
-           .append(log.hw).append(':').append(log.firstUnstable == null ? "~" : log.firstUnstable.toString())
-           .append(':').append(lastStableOffset(log)).append('/');
+           .append(log.hw).append('/');
         Optional<LogOffsetMetadata> first = log.psm.firstUnstableOffset();
         out.append(first.isPresent() ? Long.toString(first.get().messageOffset) : "~").append(':');
         opt(out, log.psm.firstUndecidedOffset());
@@ -430,7 +415,6 @@ public final class KcheckProducerState {
             log.logStart = offset;
             if (log.txnIndex && log.hw < offset) updateHighWatermark(log, offset);
             log.psm.onLogStartOffsetIncremented(offset);
-            if (log.txnIndex) maybeIncrementFirstUnstableOffset(log);
         }
     }
 
