@@ -68,7 +68,7 @@ def _verdict(log: TxnLog, op: Op, read: bool = False) -> Verdict | str | None:
             log.read_committed(args[0])
         return None
     if kind == "f":
-        return "F" + format_aborted(log.collectformat_aborted(args[0], args[1]))
+        return "F" + format_aborted(log.collect_aborted(args[0], args[1]))
     if kind == "v":
         return log.verify(args[0], args[1], args[2], bool(args[3]))
     steps = {"c": lambda: log.set_clock(args[0]), "x": log.expire, "r": log.roll,
