@@ -50,12 +50,13 @@ def _answers(module: ModuleType, cases: dict[str, list[Any]], profiles: dict[str
 
 
 def main(doc: str, title: str, unit: str, module: ModuleType, word: str, what: str, server: bool = False,
-         batch: int = 1000, per_release: bool = False) -> None:
+         batch: int = 1000, per_release: bool = False, releases: tuple[str, ...] = ("4.4.0", "4.1.2", "4.0.2", "3.9.1")
+         ) -> None:
     ap = argparse.ArgumentParser(description=doc.split("\n")[0])
     ap.add_argument("-n", type=int, default=1_000_000, help=f"{unit} per release")
     ap.add_argument("--batch", type=int, default=batch, help="scripts per round trip")
     ap.add_argument("--seed", type=int, default=1)
-    ap.add_argument("releases", nargs="*", default=["4.4.0", "4.1.2", "4.0.2", "3.9.1"])
+    ap.add_argument("releases", nargs="*", default=list(releases))
     args = ap.parse_args()
     rng = random.Random(args.seed)
     clock = Clock()
