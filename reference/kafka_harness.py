@@ -57,7 +57,8 @@ def sources() -> dict[str, str]:
 # Handlers whose Kafka classes only the broker's jars hold (kafka_2.13, kafka-server, kafka-transaction-coordinator),
 # with Mockito where they need it: only the broker-side bridge (`KafkaBridge(server=True)`) compiles them, and it
 # compiles only them.
-BROKER_SIDE = ("KcheckDelayedProduce", "KcheckDelayedProduceScala", "KcheckDelayedFetch", "KcheckTxnMetadata")
+BROKER_SIDE = ("KcheckDelayedProduce", "KcheckDelayedProduceScala", "KcheckDelayedFetch", "KcheckTxnMetadata",
+               "KcheckTxnLogScala")
 
 
 def handlers(server: bool = False) -> list[str]:

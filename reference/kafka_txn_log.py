@@ -75,6 +75,11 @@ def reference_answers(case: TxnIndexCase, release: ReleaseProfile | str | None =
     return [f"{_step(log, op)}/{_state(log)}" for op in case.ops]
 
 
+def broker_side(version: str) -> bool:
+    """Whether the release's UnifiedLog is only on the broker-side bridge (4.0: Scala, in the broker's kafka_2.13)."""
+    return version.startswith("4.0.")
+
+
 def kafka_answers(bridge: KafkaBridge, cases: Sequence[TxnIndexCase]) -> list[list[str]]:
     bridge.require("TXNLOG", "the transaction index on a UnifiedLog")
     return [parse_answers(line) for line in bridge.roundtrip([encode_case(c) for c in cases])]

@@ -28,9 +28,11 @@ internals/log/ in apache/kafka, read at 3.9.1 and 4.4.0, compared through the br
   search is complete, up to the end of the segment read when no offset-index entry bounds the fetch.
 
 `TxnLog` is `producer_state.PartitionLog` whose high watermark is its own (moved by `update_high_watermark`, as a
-leader's is by its followers' fetches). What is not here: a fetch's upper bound from an offset-index entry past the
-bytes it read (`LogSegment.fetchUpperBoundOffset`, every `index.interval.bytes`: `read_committed` takes the segment's
-end, as with no entry), restarts, the log cleaner.
+leader's is by its followers' fetches). One `ReleaseProfile` field: `fetch_offset_metadata_batch_base` (4.0,
+KAFKA-17803), the offset a high watermark or first unstable offset set inside a batch becomes when UnifiedLog looks
+up its position (from 4.0 the batch's base offset, which can put them below the log start). What is not here: a
+fetch's upper bound from an offset-index entry past the bytes it read (`LogSegment.fetchUpperBoundOffset`, every
+`index.interval.bytes`: `read_committed` takes the segment's end, as with no entry), restarts, the log cleaner.
 """
 
 from __future__ import annotations
@@ -114,13 +116,16 @@ class TxnLog(PartitionLog):
 
     def offset_metadata(self, offset: int) -> int:
         """UnifiedLog.maybeConvertToOffsetMetadata's offset: LocalLog.read finds the first batch whose last offset is
-        at or past `offset` and names it by its base offset (the log end past every batch; the offset alone past the
-        log end)."""
+        at or past `offset` and names it by its base offset (from 4.0, `fetch_offset_metadata_batch_base`, KAFKA-17803;
+        before, by `offset`), the log end past every batch, the offset alone past the log end."""
         if offset > self.log_end:
             return offset
         floor = max(b for b, _ in self.segments if b <= offset)
-        return next((b.base_offset for base, batches in self.segments if base >= floor
-                     for b in batches if b.last_offset >= offset), self.log_end)
+        found = next((b.base_offset for base, batches in self.segments if base >= floor
+                      for b in batches if b.last_offset >= offset), None)
+        if found is None:
+            return self.log_end
+        return found if self.release.fetch_offset_metadata_batch_base else offset
 
     def _maybe_increment_first_unstable(self) -> None:
         """UnifiedLog.maybeIncrementFirstUnstableOffset: below the log start, the position of the log start (the base
