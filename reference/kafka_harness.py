@@ -30,8 +30,8 @@ Protocol (space-separated tokens; the harness first prints `READY <kafka version
     Any throwable answers ERR <class name> <message, with \\ and newlines escaped>.
 
 The handlers in `BROKER_SIDE` (the purgatories' DelayedProduce and DelayedFetch, the transaction coordinator's
-TransactionMetadata, 4.0's Scala UnifiedLog) are compiled only for the broker-side bridge, `KafkaBridge(version, server=True)`, against the
-broker's jars and Mockito, and the others only for the bridge.
+TransactionMetadata, 4.0's Scala UnifiedLog) are compiled only for the broker-side bridge, `KafkaBridge(version,
+server=True)`, against the broker's jars and Mockito, and the others only for the bridge.
 
 Each handler file documents its own words.
 """

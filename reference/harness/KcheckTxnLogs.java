@@ -13,9 +13,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.Optional;
 import java.util.concurrent.ConcurrentHashMap;
-import java.util.concurrent.Delayed;
 import java.util.concurrent.ScheduledFuture;
-import java.util.concurrent.TimeUnit;
 import java.util.stream.Stream;
 
 /**
@@ -159,43 +157,22 @@ public final class KcheckTxnLogs {
         throw new NoSuchMethodException(name);
     }
 
-    /** A Scheduler (server-common's interface) that drops every task. */
+    /** A Scheduler (server-common's interface) that drops every task: each method answers the zero of its type, and
+     * a task's future is as inert (UnifiedLog cancels its producer-expiry check on close). */
     private static Object dropScheduler(Class<?> type) {
-        return Proxy.newProxyInstance(type.getClassLoader(), new Class<?>[] {type}, (proxy, m, args) -> {
-            if (m.getName().equals("schedule") || m.getName().equals("scheduleOnce")) return new Dropped();
-            if (m.getReturnType() == boolean.class) return false;
-            return null;
-        });
+        return inert(type);
     }
 
-    private static final class Dropped implements ScheduledFuture<Object> {
-        public long getDelay(TimeUnit unit) {
-            return 0;
-        }
-
-        public int compareTo(Delayed o) {
-            return 0;
-        }
-
-        public boolean cancel(boolean mayInterrupt) {
-            return true;
-        }
-
-        public boolean isCancelled() {
-            return true;
-        }
-
-        public boolean isDone() {
-            return true;
-        }
-
-        public Object get() {
+    private static Object inert(Class<?> type) {
+        return Proxy.newProxyInstance(type.getClassLoader(), new Class<?>[] {type}, (proxy, m, args) -> {
+            Class<?> r = m.getReturnType();
+            if (r == ScheduledFuture.class) return inert(ScheduledFuture.class);
+            if (r == boolean.class) return m.getName().equals("cancel") || m.getName().startsWith("is");
+            if (r == long.class) return 0L;
+            if (r == int.class) return 0;
+            if (r == String.class) return "inert";
             return null;
-        }
-
-        public Object get(long timeout, TimeUnit unit) {
-            return null;
-        }
+        });
     }
 
     /** Each argument of UnifiedLog.create (or apply) by its type, in either release's order. */
