@@ -1,8 +1,8 @@
 """The last stable offset and the aborted-transaction index a `read_committed` fetch uses, bit-exact.
 
 Mirrors, in kafka-storage's `org.apache.kafka.storage.internals.log` (storage/src/main/java/org/apache/kafka/storage/
-internals/log/ in apache/kafka, read at 3.9.1 and 4.4.0, compared through the bridge on 3.9.1, 4.0.2, 4.1.2 and
-4.4.0):
+internals/log/ in apache/kafka, read at `1eb7644349` between 3.9 and 4.0 and in 4.4.0's bytecode, compared through the
+bridge on 3.9.1, 4.0.2, 4.1.2 and 4.4.0):
 
 - `ProducerStateManager.java`: the ongoing transactions by first offset (`firstUndecidedOffset`), the completed ones
   not yet below the high watermark (`unreplicatedTxns`, dropped by `onHighWatermarkUpdated` and
@@ -17,11 +17,11 @@ internals/log/ in apache/kafka, read at 3.9.1 and 4.4.0, compared through the br
   offset is >= upperBound;
 - `UnifiedLog` (`core/src/main/scala/kafka/log/UnifiedLog.scala` up to 4.0, `UnifiedLog.java` from 4.1): the entry
   written with `lastStableOffset(completedTxn)` before `completeTxn`; `maybeIncrementFirstUnstableOffset` (the
-  producer state's first unstable offset, never below the log start) after an append, a high-watermark update and a
-  log-start move, and not after a truncation that leaves the high watermark below the new log end (the first
-  unstable offset then keeps its old value); `lastStableOffset` = the first unstable offset when below the high
-  watermark, else the high watermark; `updateHighWatermark` bounded by the log start and the log end, and a log start
-  above the high watermark raising it;
+  producer state's first unstable offset, raised to the log start's position when below it) after an append, a
+  high-watermark update and a log-start move, and not after a truncation that leaves the high watermark below the
+  new log end (the first unstable offset then keeps its old value); `lastStableOffset` = the first unstable offset
+  when below the high watermark, else the high watermark; `updateHighWatermark` bounded by the log start and the
+  log end; a log start past the high watermark refused (`OffsetOutOfRangeException`);
 - `LocalLog` (`core/src/main/scala/kafka/log/LocalLog.scala` in 3.9, `LocalLog.java` from 4.0): `read` for a
   `read_committed` fetch (bounded by the last stable offset: a fetch at or past it is empty, with an empty list of
   aborted transactions) and `addAbortedTransactions`' walk, segment by segment from the one the fetch read, until a
@@ -39,7 +39,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from kcheck.reference.producer_state import LogBatch, PartitionLog, ProducerStateError, ProducerStateManager
+from kcheck.reference.producer_state import (
+    LogBatch,
+    PartitionLog,
+    ProducerAppendInfo,
+    ProducerStateError,
+    ProducerStateManager,
+)
 from kcheck.reference.releases import ReleaseProfile
 
 __all__ = ["AbortedTxn", "TxnLog", "collect_abortable", "first_unstable_offset", "last_stable_offset_at_completion",
@@ -147,13 +153,13 @@ class TxnLog(PartitionLog):
         self._aborting = not commit
         return super().append_marker(producer_id, epoch, coordinator_epoch, transaction_version, timestamp)
 
-    def _write(self, batch: LogBatch, info: object, completed: tuple[int, int] | None) -> None:
+    def _write(self, batch: LogBatch, info: ProducerAppendInfo | None, completed: tuple[int, int] | None) -> None:
         psm = self.psm
         self.segments[-1][1].append(batch)
         self.log_end = batch.last_offset + 1
         self._follow_log_end()
         if info is not None:
-            psm.update(info)  # type: ignore[arg-type]
+            psm.update(info)
         if completed is not None:
             first, last = completed
             if self._aborting:
@@ -182,8 +188,6 @@ class TxnLog(PartitionLog):
             raise ProducerStateError("OffsetOutOfRangeException", "the log start past the high watermark")
         if offset > self.log_start:
             self.log_start = offset
-            if self.hw < offset:
-                self.update_high_watermark(offset)
             self.psm.on_log_start_offset_incremented(offset)
             self._maybe_increment_first_unstable()
 

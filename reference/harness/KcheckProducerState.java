@@ -63,7 +63,7 @@ import org.apache.kafka.storage.internals.log.VerificationStateEntry;
  *                                 .collectAbortedTxns from floorSegment(START) on, until a search is complete)
  * UnifiedLog's own steps around the real ProducerStateManager and TransactionIndex are done here as UnifiedLog does
  * them (append: the index entry with lastStableOffset(completedTxn) before completeTxn; the high watermark bounded by
- * the log start and end, following the log end only from at or past it, raised by the log start). UnifiedLog's first
+ * the log start and end, following the log end only from at or past it). UnifiedLog's first
  * unstable and last stable offsets are not here: TXNLOG (KcheckTxnLog.java) has a real UnifiedLog give them.
  * Answer: OK and per op VERDICT/STATE, VERDICT as above or F followed by the collected pid,first,last,lso joined by
  * ';' ('F~' for none); STATE is mapEnd:logStart:logEnd:hw/firstUnstable:firstUndecided (the producer state's)/index,
@@ -408,12 +408,11 @@ public final class KcheckProducerState {
         for (LogSegment s : deletable) log.psm.removeAndMarkSnapshotForDeletion(s.baseOffset());
     }
 
-    /** UnifiedLog.maybeIncrementLogStartOffset's producer-state part (TXNIDX: updateLogStartOffset raising the high
-     * watermark, then the first unstable offset). */
+    /** UnifiedLog.maybeIncrementLogStartOffset's producer-state part (never past the high watermark: the scripts do
+     * not ask it, and UnifiedLog refuses it). */
     private static void incrementLogStart(Log log, long offset) {
         if (offset > log.logStart) {
             log.logStart = offset;
-            if (log.txnIndex && log.hw < offset) updateHighWatermark(log, offset);
             log.psm.onLogStartOffsetIncremented(offset);
         }
     }
