@@ -7,7 +7,7 @@ it, the high watermark, the producer state's first unstable and first undecided 
 aborted-transaction index (each entry's last stable offset from `ProducerStateManager.lastStableOffset`); a fetch step
 answers the aborted transactions LocalLog's walk collects up to a given upper bound. UnifiedLog's own first unstable
 and last stable offsets and a whole read_committed read are compared by `kafka_txn_log` (TXNLOG) on a real
-UnifiedLog, from 4.1.
+UnifiedLog, on every release too.
 
     TXNIDX expirationMs clockMs op...     (the handler's comment has the ops and the answer's grammar)
 
@@ -126,7 +126,7 @@ class _Producer:
 
     def op(self, rng: random.Random, now: int) -> Op:
         r = rng.random()
-        if self.open and r < 0.3 or r < 0.05:  # a marker; now and then a stale, fenced or retried one
+        if (self.open and r < 0.3) or r < 0.05:  # a marker; now and then a stale, fenced or retried one
             epoch = self.epoch
             if self.tv == 2 and rng.random() < 0.8:
                 self.epoch = epoch = min(SHORT_MAX, epoch + 1)  # TV2: every marker bumps the epoch

@@ -1,14 +1,15 @@
-"""The differential of `transaction_index.TxnLog` against a real UnifiedLog (4.1 on, where UnifiedLog is Java in
-kafka-storage): the last stable offset, the transaction indexes and what a read_committed fetch returns.
+"""The differential of `transaction_index.TxnLog` against a real UnifiedLog (Java in kafka-storage from 4.1, Scala in
+kafka_2.13 before): the last stable offset, the transaction indexes and what a read_committed fetch returns.
 
-Request word TXNLOG (handler `reference/harness/KcheckTxnLog.java`): the scripts of `kafka_transaction_index`
-(`random_case`), each fetch step sent as `fSTART`, read through `UnifiedLog.read(START, Integer.MAX_VALUE,
-TXN_COMMITTED, true)`, so the bound is Kafka's own: the last stable offset, and the end of the segment read for the
-aborted transactions. After every step both sides give the verdict (an append's first offset, a duplicate's, or the
-exception's class), the high watermark, UnifiedLog's first unstable and last stable offsets, the log start and end and
-every segment's transaction index. TXNIDX (`kafka_transaction_index`) compares the same steps on every release
-against Kafka's ProducerStateManager and TransactionIndex with UnifiedLog's steps done in the harness; this one has
-UnifiedLog do them.
+Request word TXNLOG (`reference/harness/KcheckTxnLogs.java`, registered by `KcheckTxnLog.java` on the bridge and by
+`KcheckTxnLogScala.java` on the broker-side bridge, which 4.0 needs: `broker_side`): the scripts of
+`kafka_transaction_index` (`random_case`), each fetch step sent as `fSTART`, read through `UnifiedLog.read(START,
+Integer.MAX_VALUE, TXN_COMMITTED, true)`, so the bound is Kafka's own: the last stable offset, and the end of the
+segment read for the aborted transactions. After every step both sides give the verdict (an append's first offset, a
+duplicate's, or the exception's class), the high watermark, UnifiedLog's first unstable and last stable offsets, the log
+start and end and every segment's transaction index. TXNIDX (`kafka_transaction_index`) compares the same steps on every
+release against Kafka's ProducerStateManager and TransactionIndex with UnifiedLog's steps done in the harness; this one
+has UnifiedLog do them.
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ parse_answers = ok_fields
 
 
 def random_case(rng: random.Random, release: ReleaseProfile | str | None = None) -> TxnIndexCase:
+    """`kafka_transaction_index.random_case`, its fetches drawn as reads (a read may move the high watermark)."""
     return _random_case(rng, release, read=True)
 
 
