@@ -66,7 +66,7 @@ def test_transaction_index_steps_as_kafka(version: str, seed: int) -> None:
 @given(seed=st.integers(0, 2**63))
 def test_unified_log_steps_as_kafka(version: str, seed: int) -> None:
     # a UnifiedLog per script: slower; 4.0's (Scala, kafka_2.13) is on the broker-side bridge only
-    _differential(ktl, version, seed, PER_EXAMPLE // 2, server=ktl.broker_side(version))
+    _differential(ktl, version, seed, PER_EXAMPLE // 2, server=ktl.broker_side(version))  # about 1,500 steps
 
 
 @pytest.mark.kafka
