@@ -175,9 +175,12 @@ class TxnLog(PartitionLog):
         self._follow_log_end()
 
     def delete_segments(self, count: int) -> None:
-        """The log start to the (count+1)th segment's base, then UnifiedLog.deleteOldSegments of those below it."""
-        if self.segments[count][0] > self.hw:
-            raise ProducerStateError("OffsetOutOfRangeException", "the log start past the high watermark")
+        """The log start to the (count+1)th segment's base, then UnifiedLog.deleteOldSegments: every leading segment
+        whose next one starts at or below the log start (more than `count` when the log start is already past)."""
+        self.increment_log_start(self.segments[count][0])
+        count = 0
+        while count + 1 < len(self.segments) and self.segments[count + 1][0] <= self.log_start:
+            count += 1
         for base, _ in self.segments[:count]:
             del self.indexes[base]
         super().delete_segments(count)

@@ -398,9 +398,14 @@ public final class KcheckProducerState {
 
     /** UnifiedLog.deleteSegments: the log start moves to the next segment, the segments go, then their snapshots. */
     private static void deleteSegments(Log log, int count) throws Throwable {
-        List<LogSegment> deletable = new ArrayList<>(log.segments.values()).subList(0, count);
-        long next = log.segments.higherSegment(deletable.get(count - 1).baseOffset()).get().baseOffset();
-        incrementLogStart(log, next);
+        List<LogSegment> all = new ArrayList<>(log.segments.values());
+        if (log.txnIndex) {  // as UnifiedLog.deleteOldSegments does after the log start moves: every leading segment
+            incrementLogStart(log, all.get(count).baseOffset());  // whose next one starts at or below the log start
+            count = 0;
+            while (count + 1 < all.size() && all.get(count + 1).baseOffset() <= log.logStart) count++;
+        }
+        List<LogSegment> deletable = all.subList(0, count);
+        incrementLogStart(log, all.get(count).baseOffset());
         for (LogSegment s : deletable) {
             log.segments.remove(s.baseOffset());
             s.deleteIfExists();
