@@ -25,7 +25,8 @@ if __name__ == "__main__":
     given = [a for a in sys.argv[1:] if a[:1].isdigit() and "." in a]
     server = any(kafka_txn_log.broker_side(v) for v in given)
     if server and not all(kafka_txn_log.broker_side(v) for v in given):
-        sys.exit("kcheck: error: releases: 4.0.x runs on the broker-side bridge: give it alone")
+        print("kcheck: error: releases: 4.0.x runs on the broker-side bridge: give it alone", file=sys.stderr)
+        sys.exit(2)
     kafka_steps.main(__doc__, "UnifiedLog transactions", "steps", kafka_txn_log, "TXNLOG",
                      "the transaction index on a UnifiedLog", server=server, batch=200, per_release=True,
                      releases=("4.4.0", "4.1.2", "3.9.1"))
