@@ -30,8 +30,9 @@ Protocol (space-separated tokens; the harness first prints `READY <kafka version
     Any throwable answers ERR <class name> <message, with \\ and newlines escaped>.
 
 The handlers in `BROKER_SIDE` (the purgatories' DelayedProduce and DelayedFetch, the transaction coordinator's
-TransactionMetadata, the replica side's Partition) are compiled only for the broker-side bridge,
-`KafkaBridge(version, server=True)`, against the broker's jars and Mockito, and the others only for the bridge.
+TransactionMetadata, the replica side's Partition, 4.0's Scala UnifiedLog) are compiled only for the broker-side
+bridge, `KafkaBridge(version, server=True)`, against the broker's jars and Mockito, and the others only for the
+bridge.
 
 Each handler file documents its own words.
 """
@@ -58,7 +59,7 @@ def sources() -> dict[str, str]:
 # with Mockito where they need it: only the broker-side bridge (`KafkaBridge(server=True)`) compiles them, and it
 # compiles only them.
 BROKER_SIDE = ("KcheckDelayedProduce", "KcheckDelayedProduceScala", "KcheckDelayedFetch", "KcheckTxnMetadata",
-               "KcheckPartition")
+               "KcheckPartition", "KcheckTxnLogScala")
 
 
 def handlers(server: bool = False) -> list[str]:

@@ -288,7 +288,7 @@ DIFFERENCES: tuple[Difference, ...] = (
         "the fetch offset itself)",
         False, (Step("4.0.0", True, "KAFKA-17803 (apache/kafka#17528)",
                      "LogSegment.java of 4.0.2's kafka-storage sources builds it from startOffsetAndSize.offset, "
-                     "3.9.1's from startOffset; the FREAD differential agrees per release"),)),
+                     "3.9.1's from startOffset; the FREAD and TXNLOG differentials agree per release"),)),
     Difference(
         "fetch_params_hard_max_bytes",
         "FetchParams keeps the request version: hardMaxBytesLimit() (Fetch v<=2) turns minOneMessage off and keeps "

@@ -53,6 +53,21 @@ import org.apache.kafka.storage.internals.log.VerificationStateEntry;
  * mapEnd:oldestSnapshot:latestSnapshot:logStart:logEnd/producers/verification ('~' for none), producers sorted by
  * id as pid,epoch,coordinatorEpoch,lastTimestamp,txnFirstOffset,batches (batches lastSeq:lastOffset:delta:ts joined
  * by '_'), verification entries as pid,lowestSequence,epoch; lists joined by ';'.
+ *
+ * TXNIDX expirationMs clockMs op...   the same log with its own high watermark (it does not follow the log end), for
+ * the last stable offset and the aborted-transaction index. The ops above, the marker's COMMIT now mattering (an
+ * ABORT appends an AbortedTxn to the active segment's TransactionIndex), and
+ *   hOFFSET                       UnifiedLog.updateHighWatermark(OFFSET): bounded by log start and log end
+ *   fSTART:UPPER                  the aborted transactions a read_committed fetch at START collects up to the
+ *                                 upper bound UPPER (LocalLog.addAbortedTransactions' walk: LogSegment
+ *                                 .collectAbortedTxns from floorSegment(START) on, until a search is complete)
+ * UnifiedLog's own steps around the real ProducerStateManager and TransactionIndex are done here as UnifiedLog does
+ * them (append: the index entry with lastStableOffset(completedTxn) before completeTxn; the high watermark bounded by
+ * the log start and end, following the log end only from at or past it). UnifiedLog's first
+ * unstable and last stable offsets are not here: TXNLOG (KcheckTxnLog.java) has a real UnifiedLog give them.
+ * Answer: OK and per op VERDICT/STATE, VERDICT as above or F followed by the collected pid,first,last,lso joined by
+ * ';' ('F~' for none); STATE is mapEnd:logStart:logEnd:hw/firstUnstable:firstUndecided (the producer state's)/index,
+ * the index every segment's base=entries (pid,first,last,lso joined by ';', '~' when none) joined by '|'.
  */
 public final class KcheckProducerState {
     private static final TopicPartition TP = new TopicPartition("t", 0);
@@ -116,7 +131,8 @@ public final class KcheckProducerState {
                 long.class, int.class, short.class);  // 3.9: no epoch bump
         }
         findRebuild();
-        table.put("PSTATE", KcheckProducerState::run);
+        table.put("PSTATE", t -> run(t, false));
+        table.put("TXNIDX", t -> run(t, true));
     }
 
     private static void findRebuild() throws ReflectiveOperationException {
@@ -153,8 +169,11 @@ public final class KcheckProducerState {
         final TreeSet<Long> verified = new TreeSet<>();
         long logStart;
         long logEnd;
+        final boolean txnIndex;  // TXNIDX: the high watermark is its own; PSTATE: it follows the log end
+        long hw;
 
-        Log(int expirationMs, long now) throws Exception {
+        Log(int expirationMs, long now, boolean txnIndex) throws Exception {
+            this.txnIndex = txnIndex;
             clock.now = now;
             File shm = new File("/dev/shm");
             dir = (shm.isDirectory() && shm.canWrite() ? Files.createTempDirectory(shm.toPath(), "kcheck-pst")
@@ -164,14 +183,15 @@ public final class KcheckProducerState {
         }
     }
 
-    private static String run(String[] t) throws Throwable {
-        Log log = new Log(Integer.parseInt(t[1]), Long.parseLong(t[2]));
+    private static String run(String[] t, boolean txnIndex) throws Throwable {
+        Log log = new Log(Integer.parseInt(t[1]), Long.parseLong(t[2]), txnIndex);
         StringBuilder out = new StringBuilder("OK");
         try {
             for (int i = 3; i < t.length; i++) {
                 String op = t[i];
                 out.append(' ').append(step(log, op.charAt(0), op.substring(1))).append('/');
-                state(log, out);
+                if (txnIndex) txnState(log, out);
+                else state(log, out);
             }
         } finally {
             log.segments.close();
@@ -203,6 +223,8 @@ public final class KcheckProducerState {
             case 'd': deleteSegments(log, Integer.parseInt(a[0])); return "-";
             case 's': incrementLogStart(log, Long.parseLong(a[0])); return "-";
             case 't': truncate(log, Long.parseLong(a[0])); return "-";
+            case 'h': updateHighWatermark(log, Long.parseLong(a[0])); return "-";
+            case 'f': return collect(log, Long.parseLong(a[0]), Long.parseLong(a[1]));
             default: throw new IllegalArgumentException("unknown op " + op);
         }
     }
@@ -284,15 +306,77 @@ public final class KcheckProducerState {
         }
     }
 
-    /** The rest of UnifiedLog.append once producer state is validated; the high watermark follows the log end. */
+    /** The rest of UnifiedLog.append once producer state is validated (PSTATE: the high watermark follows the log
+     * end). An aborted transaction's index entry carries lastStableOffset(completedTxn), taken before completeTxn. */
     private static void write(Log log, Object records, long lastOffset, ProducerAppendInfo info, Optional<?> completed)
             throws Throwable {
-        invoke(segmentAppend, log.segments.lastSegment().get(), lastOffset, records);
+        LogSegment active = log.segments.lastSegment().get();
+        invoke(segmentAppend, active, lastOffset, records);
         log.logEnd = lastOffset + 1;
+        updateHighWatermarkWithLogEndOffset(log);
         if (info != null) log.psm.update(info);
-        if (completed.isPresent()) log.psm.completeTxn((CompletedTxn) completed.get());
+        if (completed.isPresent()) {
+            CompletedTxn txn = (CompletedTxn) completed.get();
+            active.updateTxnIndex(txn, log.psm.lastStableOffset(txn));
+            log.psm.completeTxn(txn);
+        }
         log.psm.updateMapEndOffset(log.logEnd);
-        log.psm.onHighWatermarkUpdated(log.logEnd);
+        if (!log.txnIndex) updateHighWatermarkMetadata(log, log.logEnd);
+    }
+
+    /** UnifiedLog.updateHighWatermarkWithLogEndOffset: only a high watermark at or past the log end follows it. */
+    private static void updateHighWatermarkWithLogEndOffset(Log log) {
+        if (log.txnIndex && log.hw >= log.logEnd) updateHighWatermarkMetadata(log, log.logEnd);
+    }
+
+    /** UnifiedLog.updateHighWatermark: bounded below by the log start and above by the log end. */
+    private static void updateHighWatermark(Log log, long offset) {
+        updateHighWatermarkMetadata(log, offset < log.logStart ? log.logStart : Math.min(offset, log.logEnd));
+    }
+
+    private static void updateHighWatermarkMetadata(Log log, long offset) {
+        log.hw = offset;
+        log.psm.onHighWatermarkUpdated(offset);
+    }
+
+    /** LocalLog.collectAbortedTransactions(startOffset, upperBoundOffset, startingSegment, ...) from
+     * floorSegment(START), as LocalLog.addAbortedTransactions calls it for a read_committed fetch. */
+    private static String collect(Log log, long start, long upper) throws ReflectiveOperationException {
+        StringBuilder out = new StringBuilder("F");
+        Optional<LogSegment> floor = log.segments.floorSegment(start);
+        if (!floor.isPresent()) return "F~";
+        for (LogSegment s : log.segments.values()) {
+            if (s.baseOffset() < floor.get().baseOffset()) continue;
+            Object r = s.collectAbortedTxns(start, upper);  // fields up to 4.0, a record's accessors after
+            for (Object txn : (List<?>) num(r, "abortedTransactions")) {
+                aborted(out.length() > 1 ? out.append(';') : out, txn);
+            }
+            if ((Boolean) num(r, "isComplete")) break;
+        }
+        return out.length() > 1 ? out.toString() : "F~";
+    }
+
+    private static void aborted(StringBuilder out, Object txn) throws ReflectiveOperationException {
+        out.append(num(txn, "producerId")).append(',').append(num(txn, "firstOffset")).append(',')
+           .append(num(txn, "lastOffset")).append(',').append(num(txn, "lastStableOffset"));
+    }
+
+    private static void txnState(Log log, StringBuilder out) throws ReflectiveOperationException {
+        out.append(log.psm.mapEndOffset()).append(':').append(log.logStart).append(':').append(log.logEnd).append(':')
+           .append(log.hw).append('/');
+        Optional<LogOffsetMetadata> first = log.psm.firstUnstableOffset();
+        out.append(first.isPresent() ? Long.toString(first.get().messageOffset) : "~").append(':');
+        opt(out, log.psm.firstUndecidedOffset());
+        out.append('/');
+        boolean firstSegment = true;
+        for (LogSegment s : log.segments.values()) {
+            if (!firstSegment) out.append('|');
+            firstSegment = false;
+            out.append(s.baseOffset()).append('=');
+            List<?> txns = s.txnIndex().allAbortedTxns();
+            if (txns.isEmpty()) out.append('~');
+            for (int i = 0; i < txns.size(); i++) aborted(i > 0 ? out.append(';') : out, txns.get(i));
+        }
     }
 
     private static Object dataRecords(long offset, long pid, short epoch, int seq, int count, boolean txn, long ts)
@@ -309,13 +393,19 @@ public final class KcheckProducerState {
         log.segments.add(LogSegment.open(log.dir, log.logEnd, log.config, log.clock, 0, false));
         log.psm.updateMapEndOffset(log.logEnd);
         log.psm.takeSnapshot(false);
+        updateHighWatermarkWithLogEndOffset(log);
     }
 
     /** UnifiedLog.deleteSegments: the log start moves to the next segment, the segments go, then their snapshots. */
     private static void deleteSegments(Log log, int count) throws Throwable {
-        List<LogSegment> deletable = new ArrayList<>(log.segments.values()).subList(0, count);
-        long next = log.segments.higherSegment(deletable.get(count - 1).baseOffset()).get().baseOffset();
-        incrementLogStart(log, next);
+        List<LogSegment> all = new ArrayList<>(log.segments.values());
+        if (log.txnIndex) {  // as UnifiedLog.deleteOldSegments does after the log start moves: every leading segment
+            incrementLogStart(log, all.get(count).baseOffset());  // whose next one starts at or below the log start
+            count = 0;
+            while (count + 1 < all.size() && all.get(count + 1).baseOffset() <= log.logStart) count++;
+        }
+        List<LogSegment> deletable = all.subList(0, count);
+        incrementLogStart(log, all.get(count).baseOffset());
         for (LogSegment s : deletable) {
             log.segments.remove(s.baseOffset());
             s.deleteIfExists();
@@ -323,7 +413,8 @@ public final class KcheckProducerState {
         for (LogSegment s : deletable) log.psm.removeAndMarkSnapshotForDeletion(s.baseOffset());
     }
 
-    /** UnifiedLog.maybeIncrementLogStartOffset's producer-state part. */
+    /** UnifiedLog.maybeIncrementLogStartOffset's producer-state part (never past the high watermark: the scripts do
+     * not ask it, and UnifiedLog refuses it). */
     private static void incrementLogStart(Log log, long offset) {
         if (offset > log.logStart) {
             log.logStart = offset;
@@ -349,6 +440,7 @@ public final class KcheckProducerState {
             invoke(rebuild, rebuildTarget, log.psm, log.segments, log.logStart, target, recordVersionV2, log.clock,
                    false, "");
         }
+        if (log.txnIndex && log.hw >= log.logEnd) updateHighWatermark(log, log.logEnd);
     }
 
     private static Object num(Object o, String name) throws ReflectiveOperationException {
