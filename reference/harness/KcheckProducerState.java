@@ -72,13 +72,6 @@ import org.apache.kafka.storage.internals.log.VerificationStateEntry;
 public final class KcheckProducerState {
     private static final TopicPartition TP = new TopicPartition("t", 0);
     private static String record;
-    private static Method withRecords;
-    private static Method withMarker;
-    private static java.lang.reflect.Constructor<?> simpleRecord;
-    private static Class<?> simpleRecordClass;
-    private static java.lang.reflect.Constructor<?> endMarker;
-    private static Object commit;
-    private static Object abort;
     private static Method batches;
     private static Method segmentAppend;
     private static Method findDuplicate;
@@ -93,26 +86,10 @@ public final class KcheckProducerState {
     }
 
     public static void register(Map<String, KcheckHandler> table) throws ReflectiveOperationException {
-        record = "org.apache.kafka.common.record.internal.";
-        try {
-            Class.forName(record + "MemoryRecords");
-        } catch (ClassNotFoundException e) {
-            record = "org.apache.kafka.common.record.";
-        }
+        KcheckTxnLogs.findRecords();  // the record classes and their builders (KcheckTxnLogs keeps them)
+        record = KcheckTxnLogs.record;
         Class<?> mr = Class.forName(record + "MemoryRecords");
         Class<?> batch = Class.forName(record + "RecordBatch");
-        simpleRecordClass = Class.forName(record + "SimpleRecord");
-        simpleRecord = simpleRecordClass.getConstructor(long.class, byte[].class, byte[].class);
-        Class<?> marker = Class.forName(record + "EndTransactionMarker");
-        Class<?> controlType = Class.forName(record + "ControlRecordType");
-        endMarker = marker.getConstructor(controlType, int.class);
-        commit = controlType.getField("COMMIT").get(null);
-        abort = controlType.getField("ABORT").get(null);
-        withRecords = mr.getMethod("withRecords", byte.class, long.class, Compression.class, TimestampType.class,
-                                   long.class, short.class, int.class, int.class, boolean.class,
-                                   Array.newInstance(simpleRecordClass, 0).getClass());
-        withMarker = mr.getMethod("withEndTransactionMarker", long.class, long.class, int.class, long.class,
-                                  short.class, marker);
         batches = mr.getMethod("batches");
         segmentAppend = LogSegment.class.getMethod("append", long.class, mr);
         findDuplicate = ProducerStateEntry.class.getDeclaredMethod("findDuplicateBatch", batch);
@@ -269,11 +246,12 @@ public final class KcheckProducerState {
         long pid = Long.parseLong(a[0]);
         short epoch = Short.parseShort(a[1]);
         int coordinatorEpoch = Integer.parseInt(a[2]);
-        Object marker = endMarker.newInstance(a[3].equals("1") ? commit : abort, coordinatorEpoch);
+        Object marker = KcheckTxnLogs.endMarker.newInstance(a[3].equals("1") ? KcheckTxnLogs.commit : KcheckTxnLogs.abort,
+                                                            coordinatorEpoch);
         short tv = Short.parseShort(a[4]);
         long ts = Long.parseLong(a[5]);
         long offset = log.logEnd;
-        Object records = invoke(withMarker, null, offset, ts, 0, pid, epoch, marker);
+        Object records = invoke(KcheckTxnLogs.withMarker, null, offset, ts, 0, pid, epoch, marker);
         Object batch = ((Iterable<?>) invoke(batches, records)).iterator().next();
         ProducerAppendInfo info = log.psm.prepareUpdate(pid, AppendOrigin.COORDINATOR);
         Optional<?> completed;
@@ -381,10 +359,12 @@ public final class KcheckProducerState {
 
     private static Object dataRecords(long offset, long pid, short epoch, int seq, int count, boolean txn, long ts)
             throws Throwable {
-        Object array = Array.newInstance(simpleRecordClass, count);
-        for (int i = 0; i < count; i++) Array.set(array, i, simpleRecord.newInstance(ts, null, new byte[] {1}));
-        return invoke(withRecords, null, (byte) 2, offset, Compression.NONE, TimestampType.CREATE_TIME, pid, epoch,
-                      seq, 0, txn, array);
+        Object array = Array.newInstance(KcheckTxnLogs.simpleRecordClass, count);
+        for (int i = 0; i < count; i++) {
+            Array.set(array, i, KcheckTxnLogs.simpleRecord.newInstance(ts, null, new byte[] {1}));
+        }
+        return invoke(KcheckTxnLogs.withRecords, null, (byte) 2, offset, Compression.NONE, TimestampType.CREATE_TIME,
+                      pid, epoch, seq, 0, txn, array);
     }
 
     /** UnifiedLog.roll: LocalLog.roll, then updateMapEndOffset(new base) and takeSnapshot(false). */

@@ -46,13 +46,16 @@ public final class KcheckTxnLogs {
     private static Class<?> unifiedLog;
     private static Method create;  // static UnifiedLog.create, or the Scala companion's apply
     private static Object companion;
-    private static Method withRecords;
-    private static Method withMarker;
-    private static Constructor<?> simpleRecord;
-    private static Class<?> simpleRecordClass;
-    private static Constructor<?> endMarker;
-    private static Object commit;
-    private static Object abort;
+    // The record classes and MemoryRecords' builders, wherever this release keeps them (`findRecords`); the producer
+    // state's handler (KcheckProducerState) builds its batches with them too.
+    static String record;
+    static Method withRecords;
+    static Method withMarker;
+    static Constructor<?> simpleRecord;
+    static Class<?> simpleRecordClass;
+    static Constructor<?> endMarker;
+    static Object commit;
+    static Object abort;
     private static Object compressionNone;
     private static Object createTime;
     private static Method appendLeader;  // the longest appendAsLeader: records, epoch, origin, ...
@@ -108,8 +111,8 @@ public final class KcheckTxnLogs {
         return best;
     }
 
-    private static void findRecords() throws ReflectiveOperationException {
-        String record = "org.apache.kafka.common.record.internal.";  // 4.4 moved the record classes here
+    static void findRecords() throws ReflectiveOperationException {
+        record = "org.apache.kafka.common.record.internal.";  // 4.4 moved the record classes here
         try {
             Class.forName(record + "MemoryRecords");
         } catch (ClassNotFoundException e) {
