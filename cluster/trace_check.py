@@ -98,7 +98,7 @@ def model_view(s: State, p: Protocol, epoch0: int, paused: frozenset[int] = froz
 
 def cluster_view(cluster: Any, topic: str, down: set[int], epoch0: int) -> dict[str, Any]:
     live = [b for b in cluster.brokers if b not in down]
-    boot = ",".join(f"127.0.0.1:{cluster.node(b).port}" for b in live)
+    boot = _bootstrap(cluster, down)
     st = ca.partition_states(boot, topic)[0]
     hw = None
     if st.leader in live:
@@ -149,13 +149,18 @@ def _choices(s: State, p: Protocol, cfg: Config, down: dict[int, str]) -> list[A
     return out
 
 
+def _bootstrap(cluster: Any, down: Any) -> str:
+    """The running brokers' addresses, as a client's bootstrap list."""
+    return ",".join(f"127.0.0.1:{cluster.node(x).port}" for x in cluster.brokers if x not in down)
+
+
 def _act(cluster: Any, topic: str, a: Action, n: int, down: dict[int, str]) -> None:
     """Do `a` on the cluster; `down` follows (broker -> "dead" or "paused")."""
     b = a.args[0] if a.args else -1
     if a.kind == "produce":
         from kafka import KafkaProducer
 
-        boot = ",".join(f"127.0.0.1:{cluster.node(x).port}" for x in cluster.brokers if x not in down)
+        boot = _bootstrap(cluster, down)
         producer = KafkaProducer(bootstrap_servers=boot, acks=-1 if a.args[1] == "all" else 1, retries=0,
                                  linger_ms=0)
         try:
@@ -163,7 +168,7 @@ def _act(cluster: Any, topic: str, a: Action, n: int, down: dict[int, str]) -> N
         finally:
             producer.close()
     elif a.kind == "reassign":
-        boot = ",".join(f"127.0.0.1:{cluster.node(x).port}" for x in cluster.brokers if x not in down)
+        boot = _bootstrap(cluster, down)
         ca.reassign(boot, topic, {0: list(a.args[0])})
     elif a.kind == "unclean_election":
         _unclean_election(cluster, topic, down)
@@ -191,7 +196,7 @@ def _unclean_election(cluster: Any, topic: str, down: dict[int, str]) -> None:
     a leader against the model's election."""
     from kcheck.reference import kafka_tools
 
-    boot = ",".join(f"127.0.0.1:{cluster.node(x).port}" for x in cluster.brokers if x not in down)
+    boot = _bootstrap(cluster, down)
     kafka_tools.run(cluster.version, "kafka-leader-election", [
         "--bootstrap-server", boot, "--election-type", "unclean", "--topic", topic, "--partition", "0"])
 

@@ -40,6 +40,7 @@ from __future__ import annotations
 from collections.abc import Collection
 from dataclasses import dataclass, replace
 
+from kcheck.invariants.replication import durability_void_fast
 from kcheck.invariants.replication_model_adapter import ReplicationModel
 from kcheck.model.liveness import LivenessProperty
 from kcheck.model.replication.actions import KINDS, Action, Config, apply
@@ -121,10 +122,9 @@ class LivenessModel(ReplicationModel):
 # ---- the properties -----------------------------------------------------------------------------
 
 
-def _durability_void(s: State, cfg: Config) -> bool:
-    """Kafka promises nothing of acknowledged records once min.insync.replicas replicas lost unflushed data, or
-    after an operator's unclean election (`invariants/replication.py`)."""
-    return s.history.lossy_crashes >= cfg.min_isr or s.used.unclean_elections > 0
+# Kafka promises nothing of acknowledged records once min.insync.replicas replicas lost unflushed data, or after an
+# operator's unclean election: the safety checks' own condition.
+_durability_void = durability_void_fast
 
 
 def acked_on_live_isr(cfg: Config) -> LivenessProperty[State]:

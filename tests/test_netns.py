@@ -15,7 +15,8 @@ import pytest
 
 from kcheck.cluster import netns
 
-pytestmark = pytest.mark.skipif(netns.unavailable() is not None, reason=str(netns.unavailable()))
+_WHY_NOT = netns.unavailable()  # makes and removes a namespace: asked once
+pytestmark = pytest.mark.skipif(_WHY_NOT is not None, reason=str(_WHY_NOT))
 
 SERVER = """import socket
 s = socket.socket()
@@ -29,9 +30,9 @@ while True:
 """
 
 
-def _ours() -> tuple[list[str], list[str]]:
-    return ([n for n in netns._namespaces() if n.startswith(netns.PREFIX)],
-            [link for link in netns._links() if link.startswith(netns.PREFIX)])
+def _left(stem: str, host_link: str) -> tuple[list[str], list[str]]:
+    """What is left of one network (other tests may make networks of their own meanwhile)."""
+    return ([n for n in netns._namespaces() if n.startswith(stem)], [x for x in netns._links() if x == host_link])
 
 
 def _reach(net: netns.Network, frm: int | None, to: int) -> bool:
@@ -49,7 +50,6 @@ def _reach(net: netns.Network, frm: int | None, to: int) -> bool:
 
 
 def test_nodes_reach_each_other_and_cuts_drop_one_way_until_healed():
-    before = _ours()
     with netns.Network([1, 2, 3]) as net:
         servers = [subprocess.Popen(net.command(n, [sys.executable, "-c", SERVER])) for n in (1, 2)]
         try:
@@ -66,24 +66,24 @@ def test_nodes_reach_each_other_and_cuts_drop_one_way_until_healed():
             for s in servers:
                 s.kill()
                 s.wait()
-    assert _ours() == before  # its namespaces and the caller's link are gone
+    assert _left(net.stem, net.host_link) == ([], [])  # its namespaces and the caller's link are gone
 
 
 def test_a_killed_owner_leaves_nothing_behind():
     """The owner SIGKILLed with the network up: its watchdog deletes every namespace and the caller's link."""
-    before = _ours()
     owner = subprocess.Popen([sys.executable, "-c", "from kcheck.cluster.netns import Network\nimport sys, time\n"
-                              "n = Network([1, 2]).create()\nprint(n.stem, flush=True)\ntime.sleep(600)"],
+                              "n = Network([1, 2]).create()\nprint(n.stem, n.host_link, flush=True)\n"
+                              "time.sleep(600)"],
                              stdout=subprocess.PIPE, text=True, start_new_session=True)
     assert owner.stdout is not None
-    stem = owner.stdout.readline().strip()
-    assert any(n.startswith(stem) for n in netns._namespaces())
+    stem, host_link = owner.stdout.readline().split()
+    assert _left(stem, host_link) != ([], [])
     os.kill(owner.pid, signal.SIGKILL)
     owner.wait()
     deadline = time.monotonic() + 15
-    while _ours() != before and time.monotonic() < deadline:
+    while _left(stem, host_link) != ([], []) and time.monotonic() < deadline:
         time.sleep(0.1)
-    assert _ours() == before
+    assert _left(stem, host_link) == ([], [])
 
 
 def test_sweep_deletes_only_networks_whose_owner_is_gone(tmp_path):
