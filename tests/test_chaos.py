@@ -565,10 +565,12 @@ def test_producers_of_every_kind_keep_kafkas_promises_through_a_pause_a_kill_and
     assert v.healed and {c: len(x) for c, x in v.by_check().items() if x} == {}, v.violations[:3]
     assert set(v.producers) == {"idempotent", "plain-1", "java-idempotent"} and not out.errors
     assert all(n["acknowledged"] > 150 and n["sessions"] >= 1 for n in v.producers.values()), v.producers
-    # the Java client's values, read back from the log and translated, are where it was told they went
+    # the Java client's values, read back from the log and translated, are where it was told they went: read by
+    # the consumer during the campaign or in the final read (on a loaded machine the restart can push the deletion
+    # to the campaign's last second, so few Java records outlive it)
     java = [a for a in out.history.of(Ack) if a.value.startswith("java-idempotent-")]
-    finals = {(r.partition, r.offset): r.value for r in out.history.of(Read) if r.final}
-    assert sum(1 for a in java if finals.get((a.partition, a.offset)) == a.value) > 20
+    seen = {(r.partition, r.offset, r.value) for r in out.history.of(Read)}
+    assert sum(1 for a in java if (a.partition, a.offset, a.value) in seen) > 20
     assert all(p.proc.returncode is not None for p in campaign.producers if hasattr(p, "proc"))
 
 
