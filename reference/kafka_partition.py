@@ -11,8 +11,10 @@ follower's state as the leader holds it (fetch offset, broker epoch), the AlterP
 AlterPartitionManager holds one, and the op's error.
 
 Our side is the model's own steps (`model/replication/actions.py`) on a `State` whose broker 1 is the partition's
-broker, under `Protocol.current(version)`: `apply_metadata` for a partition or image record (a new metadata batch
-each), `produce`, `handle_fetch` (which records the fetch and proposes the follower for the ISR), `shrink_isr`,
+broker, under `Protocol.current(version)` with Kafka's own `partition_epoch_not_older` for a metadata record (today's
+default skips a record with the partition epoch the leader holds; Kafka applies it): `apply_metadata` for a
+partition or image record (a new metadata batch each), `produce`, `handle_fetch` (which records the fetch and
+proposes the follower for the ISR), `shrink_isr`,
 `handle_alter_partition_response`, and `advance_hw` at the moments Kafka calls maybeIncrementLeaderHW. Where the
 model abstracts, the translation says so next to it (docs/models/replication.md, "The broker side against Kafka's
 Partition"):
@@ -33,7 +35,7 @@ from __future__ import annotations
 
 import random
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from kcheck.model.replication.actions import (
     Config,
@@ -45,7 +47,7 @@ from kcheck.model.replication.actions import (
     produce,
     shrink_isr,
 )
-from kcheck.model.replication.protocol import Protocol
+from kcheck.model.replication.protocol import Protocol, partition_epoch_not_older
 from kcheck.model.replication.state import (
     AlterPartition,
     AlterPartitionResponse,
@@ -105,7 +107,7 @@ class _Model:
     """One case on the model: broker 1's replica and the metadata log it applies."""
 
     def __init__(self, version: str, min_isr: int) -> None:
-        self.p = Protocol.current(version)
+        self.p = replace(Protocol.current(version), partition_state_applies=partition_epoch_not_older)
         big = 10**6
         self.cfg = Config(brokers=BROKERS, min_isr=min_isr, acks=("all", "1"), records=big, isr_shrinks=big,
                           max_leader_epoch=big)
@@ -257,9 +259,9 @@ def reference_answers(case: PartitionCase, version: str = "4.4.0") -> list[str]:
 
 class _Drawer:
     """Op scripts a real controller and followers could produce: partition epochs that grow with every record, leader
-    epochs with every new leader, followers fetching at offsets the leader has written (or one past). Kept out: the
-    model difference docs/models/replication.md names (a record with the partition epoch the leader already
-    has)."""
+    epochs with every new leader, followers fetching at offsets the leader has written (or one past). After a
+    committed AlterPartition answer the next record may be the one that committed it, arriving late with the partition
+    epoch the answer already taught the leader."""
 
     def __init__(self, rng: random.Random, min_isr: int) -> None:
         self.rng = rng
@@ -269,6 +271,7 @@ class _Drawer:
         self.leo = 0
         self.replicas: tuple[int, ...] = (1, 2, 3, 4)[:max(3, min_isr)]
         self.epochs = {b: LOCAL_EPOCH for b in range(1, BROKERS + 1)}
+        self.answered = False  # the last answer committed a partition epoch no record has carried yet
 
     def image(self) -> str:
         rng = self.rng
@@ -282,6 +285,10 @@ class _Drawer:
 
     def partition(self) -> str:
         rng = self.rng
+        late, self.answered = self.answered and rng.random() < 0.4, False
+        if late and self.leading:  # the record of the answered change: same epochs, the leader still leads
+            isr = sorted({1, *(b for b in self.replicas if rng.random() < 0.6)})
+            return f"L{self.le}:{self.pe}:{_ids(isr)}:{_ids(self.replicas)}"
         leading = rng.random() >= 0.12
         if rng.random() < 0.25 or not (leading and self.leading):  # KRaft bumps the leader epoch on a new leader
             self.le += 1
@@ -313,6 +320,7 @@ class _Drawer:
         r = rng.random()
         if r < 0.75:
             self.pe += 1
+            self.answered = True
             return "R0:1:="
         return rng.choice(("R0:0:=", "R1:1:=", "R0:-1:=", "R-1:1:="))
 

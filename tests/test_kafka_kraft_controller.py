@@ -257,3 +257,21 @@ def test_an_unclean_last_known_leader_waits_while_a_clean_replica_is_eligible(ve
     if fixed_19522:
         assert choice(evolve(model_registry(unclean1, 2), fenced=frozenset({2})), 2) == (1, frozenset({1}),
                                                                                           frozenset())
+
+
+@pytest.mark.parametrize("version", RELEASES)
+def test_the_late_record_loss_controller_half(version: str) -> None:
+    """The controller's half of the late-record loss (docs/models/replication.md, "A late record"): with two
+    replicas and min.insync.replicas 1, the leader's shrink commits, then its expansion, sent at the partition epoch
+    the shrink's answer taught it, commits too; its session then expires and broker 2, in the ISR only through that
+    expansion, leads. (The broker half, tests/test_kafka_partition.py, shows Kafka's Partition committing a record
+    over itself alone between the two: the late record of the shrink ended the expansion it had proposed.)"""
+    setup = (op_register(1), op_register(2), op_heartbeat(1), op_heartbeat(2), op_topic((1, 2)))
+    ops = (op_alter("L", "c", "c", (1,)), op_alter("L", "c", "c", (1, 2)), op_expire(1))
+    (steps,) = _run(version, [Script(setup + ops, True, 1)])
+    shrink, expand, expire = steps[len(setup):]
+    assert shrink.result == expand.result == "NONE"
+    assert shrink.partition is not None and expand.partition is not None and expire.partition is not None
+    assert (shrink.partition.isr, expand.partition.isr) == ((1,), (1, 2))
+    assert expand.partition.partition_epoch == shrink.partition.partition_epoch + 1
+    assert (expire.partition.leader, expire.partition.isr) == (2, (2,))

@@ -60,6 +60,20 @@ KAFKA_TEST_CASES = {
     "follower state kept when re-elected": (
         _case(1, "L1:1:1,2:1,2", "A2:1", "F2:10:1:1", "L2:2:1,2:1,2", "W3:3:2:1,2", "L4:4:1,2:1,2"),
         {4: {"le": "2", "followers": "2=1/10"}, 6: {"le": "4", "followers": "2=-/-"}}),
+    # makeLeader skips only an older partition epoch: the record that committed an expansion, arriving after the
+    # answer taught the leader its epoch, still applies and replaces the shrink proposed meanwhile
+    "record with the answered partition epoch": (
+        _case(1, "L1:1:1:1,2", "F2:10:0:1", "R0:1:=", "A1:1", "S", "L1:2:1,2:1,2"),
+        {3: {"pe": "2", "isr": "1,2"}, 5: {"pending": "1"}, 6: {"pe": "2", "isr": "1,2", "pending": "0"}}),
+    # the same, with the late record the shrink's: it ends a proposed expansion while the expansion's request is
+    # still held (and can commit), and an acks=all append then commits over the leader alone (min ISR 1) with the
+    # follower the request adds one record behind (docs/models/replication.md, "A late record")
+    "late record ends a proposed expansion": (
+        _case(1, "L1:1:1,2:1,2", "A1:1", "S", "R0:1:=", "F2:10:1:1", "L1:2:1:1,2", "A1:-1"),
+        {3: {"sent": "1/1/1=10", "pending": "1"}, 4: {"pe": "2", "isr": "1", "pending": "0"},
+         5: {"maximal": "1,2", "pending": "1", "held": "1"},
+         6: {"pe": "2", "isr": "1", "maximal": "1", "pending": "0", "held": "1"},
+         7: {"hw": "2", "leo": "2", "followers": "2=1/10"}}),
     # testSingleInFlightAlterIsr: one AlterPartition at a time; new partition state ends the pending one, but the
     # manager holds its request until the answer, so a new proposal is not sent; the stale answer is ignored
     "one AlterPartition in flight": (
