@@ -134,14 +134,24 @@ def read_committed(kafka: ReferenceKafka, part: Part) -> tuple[int, list[int]]:
 
 
 def _reads(kafka: ReferenceKafka) -> Callable[[State], list[tuple[int, list[int]]]]:
+    memo: dict[int, tuple[Part, tuple[int, list[int]]]] = {}  # per Part object: successors share their parts
+
+    def read(p: Part) -> tuple[int, list[int]]:
+        got = memo.get(id(p))
+        if got is None or got[0] is not p:
+            if len(memo) >= 100_000:
+                memo.clear()
+            got = memo[id(p)] = (p, read_committed(kafka, p))
+        return got[1]
+
     def reads(s: State) -> list[tuple[int, list[int]]]:
-        return [read_committed(kafka, p) for p in s.parts]
+        return [read(p) for p in s.parts]
     return reads
 
 
-def no_aborted_read(kafka: ReferenceKafka) -> Callable[[State], str | None]:
+def no_aborted_read(reads: Callable[[State], list[tuple[int, list[int]]]]) -> Callable[[State], str | None]:
     def holds(s: State) -> str | None:
-        for n, (_, offsets) in enumerate(_reads(kafka)(s)):
+        for n, (_, offsets) in enumerate(reads(s)):
             for off in offsets:
                 tag = s.history.tags[n][off]
                 if tag not in s.history.committed:
@@ -151,9 +161,9 @@ def no_aborted_read(kafka: ReferenceKafka) -> Callable[[State], str | None]:
     return holds
 
 
-def committed_whole(kafka: ReferenceKafka) -> Callable[[State], str | None]:
+def committed_whole(reads: Callable[[State], list[tuple[int, list[int]]]]) -> Callable[[State], str | None]:
     def holds(s: State) -> str | None:
-        for n, (lso, offsets) in enumerate(_reads(kafka)(s)):
+        for n, (lso, offsets) in enumerate(reads(s)):
             tags = s.history.tags[n]
             for off in range(lso):
                 if tags[off] in s.history.committed and off not in offsets:
@@ -205,12 +215,12 @@ class TransactionsModel(TransactionsSystem):
         return cls(Config(**{**dict(v.settings), **overrides}), v.rules)
 
     def invariants(self) -> Sequence[StateInvariant[State]]:
-        k = self.reference
+        reads = _reads(self.reference)
         return [
             StateInvariant("txn.no-aborted-read", "read_committed returns no record of a transaction not committed",
-                           no_aborted_read(k)),
+                           no_aborted_read(reads)),
             StateInvariant("txn.committed-whole", "read_committed returns every record of a committed transaction "
-                           "below the last stable offset", committed_whole(k)),
+                           "below the last stable offset", committed_whole(reads)),
             StateInvariant("txn.marker-own", "a marker ends only the transaction it was written for",
                            flagged("txn.marker-own")),
             StateInvariant("txn.no-hanging", "every transaction open on a partition is open there at the "
@@ -222,11 +232,11 @@ class TransactionsModel(TransactionsSystem):
         ]
 
     def liveness(self) -> list[LivenessProperty[State]]:
-        k = self.reference
+        reads = _reads(self.reference)
 
         def lso_at_end(s: State) -> bool:
             return s.coordinator.meta.state == ONGOING or all(
-                k.partition(p).last_stable_offset == p.log_end for p in s.parts)
+                lso == p.log_end for p, (lso, _) in zip(s.parts, reads(s), strict=True))
 
         return [LivenessProperty("txn.ends", "a prepared transaction eventually completes",
                                  lambda s: s.coordinator.meta.state not in PREPARED),

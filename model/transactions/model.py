@@ -115,6 +115,7 @@ class TransactionsSystem:
         self.tv = self.rules.transaction_version()
         self.verify = self.rules.verification(self.tv)
         self.name = f"transactions[{self.rules.name}]"
+        self._last: tuple[State, dict[Action, State | None]] | None = None
 
     @classmethod
     def for_variant(cls, kafka: KafkaCode, v: Variant[Rules], **overrides: Any) -> TransactionsSystem:
@@ -418,9 +419,17 @@ class TransactionsSystem:
             out += [("commit", i), ("abort", i)]
         out += [("deliver", k) for k in range(len(s.bag))] + [("deliver-lost", k) for k in range(len(s.bag))]
         out += [("duplicate", k) for k in range(len(s.bag))] + [("txn-timeout",), ("failover",)]
-        return [a for a in out if self.step(s, a) is not None]
+        done = {a: self._apply(s, a) for a in out}
+        self._last = (s, done)  # the engines step each action next: computed once
+        return [a for a, t in done.items() if t is not None]
 
-    def step(self, s: State, a: Action) -> State | None:  # noqa: C901 - one dispatch per action kind
+    def step(self, s: State, a: Action) -> State | None:
+        last = self._last
+        if last is not None and last[0] is s and a in last[1]:
+            return last[1][a]
+        return self._apply(s, a)
+
+    def _apply(self, s: State, a: Action) -> State | None:  # noqa: C901 - one dispatch per action kind
         kind = a[0]
         if kind == "init":
             return self.init(s, a[1])
@@ -441,7 +450,9 @@ class TransactionsSystem:
         raise ValueError(f"unknown action {a!r}")
 
     def encode(self, s: State) -> bytes:
-        return repr(_canon(s)).encode()
+        parts = "|".join(_text(p) for p in s.parts)
+        return "|".join((_text(s.producers), _text(s.coordinator), parts, _text(s.bag), _text(s.used),
+                         _text(s.history))).encode()
 
     def symmetries(self) -> list[Callable[[State], State]]:
         return []  # the instances are ordered (the second fences the first), the partitions named by the writes
@@ -490,6 +501,22 @@ def _canon(x: Any) -> Any:
         assert is_dataclass(x), x
         names = _FIELDS[type(x)] = tuple(f.name for f in fields(x))
     return tuple(_canon(getattr(x, n)) for n in names)
+
+
+_MEMO: dict[int, tuple[Any, str]] = {}
+
+
+def _text(obj: Any) -> str:
+    """repr(_canon(obj)), kept per object while it lives in the memo: a successor shares most parts with its parent
+    (the entry holds the object, so its id names it)."""
+    got = _MEMO.get(id(obj))
+    if got is not None and got[0] is obj:
+        return got[1]
+    text = repr(_canon(obj))
+    if len(_MEMO) >= 200_000:
+        _MEMO.clear()
+    _MEMO[id(obj)] = (obj, text)
+    return text
 
 
 __all__ = ["NO_EPOCH", "KafkaCode", "TransactionsSystem", "describe_msg", "state_line", "tag_text"]
