@@ -51,11 +51,9 @@ from kcheck.model.transactions.state import (
     STATE_NAMES,
     TIMEOUT_MS,
     Config,
-    Coordinator,
     Meta,
     Msg,
     Part,
-    Producer,
     State,
     Tag,
     initial_state,
@@ -429,7 +427,7 @@ class TransactionsSystem:
             return last[1][a]
         return self._apply(s, a)
 
-    def _apply(self, s: State, a: Action) -> State | None:  # noqa: C901 - one dispatch per action kind
+    def _apply(self, s: State, a: Action) -> State | None:
         kind = a[0]
         if kind == "init":
             return self.init(s, a[1])
