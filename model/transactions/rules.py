@@ -130,7 +130,7 @@ VARIANTS: dict[str, Variant[Rules]] = {v.name: v for v in (
              "TV2 markers checked as TV1's (refused only below the producer's epoch): a duplicated marker of a "
              "completed transaction, at the epoch the next transaction runs at, ends that transaction on the "
              "partition",
-             ("txn.marker-own",),
+             ("txn.marker-own", "txn.no-aborted-read", "txn.committed-whole"),
              {**_ONE, "txns": 2, "duplicates": 1, "client_timeouts": 0},
              marker_epoch=marker_epoch_not_below),
     _variant("retried-marker-refused", "KAFKA-19999",
@@ -144,7 +144,7 @@ VARIANTS: dict[str, Variant[Rules]] = {v.name: v for v in (
              "TV1 without verification, two instances: the first instance's late produce of an ended transaction "
              "is appended after the second instance's InitProducerId fenced it (the partition never saw the new "
              "epoch)",
-             ("txn.fenced-writes-nothing",),
+             ("txn.fenced-writes-nothing", "txn.no-hanging"),
              {**_ONE, "instances": 2, "txns": 1, "duplicates": 0, "client_timeouts": 1},
              transaction_version=tv1_epoch_per_producer, verification=append_unverified),
 )}
