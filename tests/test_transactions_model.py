@@ -168,3 +168,17 @@ def test_a_users_rules_and_bad_bounds() -> None:
                                        "retried_marker": "retried_marker_written"}
     with pytest.raises(ValueError, match="instances must be between 1 and 2"):
         Config(instances=3)
+
+
+def test_the_hypothesis_machine_finds_a_variant_and_today_breaks_nothing() -> None:
+    from hypothesis import HealthCheck, Phase, settings
+    from hypothesis.stateful import run_state_machine_as_test
+
+    from kcheck.machines import ModelViolation, TransactionsMachine
+
+    quick = settings(max_examples=200, stateful_step_count=20, deadline=None, database=None, derandomize=True,
+                     suppress_health_check=list(HealthCheck), phases=[Phase.generate])  # found, not shrunk
+    with pytest.raises(ModelViolation) as found:
+        run_state_machine_as_test(TransactionsMachine.for_variant("unverified-fenced-write"), settings=quick)
+    assert found.value.invariant in INVARIANT_IDS
+    run_state_machine_as_test(TransactionsMachine, settings=settings(quick, max_examples=30))
