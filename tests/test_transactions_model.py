@@ -182,3 +182,24 @@ def test_the_hypothesis_machine_finds_a_variant_and_today_breaks_nothing() -> No
         run_state_machine_as_test(TransactionsMachine.for_variant("unverified-fenced-write"), settings=quick)
     assert found.value.invariant in INVARIANT_IDS
     run_state_machine_as_test(TransactionsMachine, settings=settings(quick, max_examples=30))
+
+
+def test_the_cli_exit_statuses(capsys: pytest.CaptureFixture[str]) -> None:
+    import json
+
+    from kcheck.cli import main
+
+    assert main(["transactions", "exhaust", "--rules", "unverified-hanging"]) == 1
+    assert "VIOLATED txn.no-hanging in 6 steps" in capsys.readouterr().out
+    assert main(["transactions", "exhaust", "--partitions", "1", "--txns", "1"]) == 0
+    assert "in every reachable state" in capsys.readouterr().out
+    assert main(["transactions", "exhaust", "--max-states", "5"]) == 4
+    capsys.readouterr()
+    assert main(["transactions", "liveness", "--rules", "retried-marker-refused", "--json"]) == 1
+    data = json.loads(capsys.readouterr().out)
+    assert data["properties"]["txn.ends"]["verdict"] == "violated"
+    assert main(["transactions", "variants", "--json"]) == 0
+    assert [v["name"] for v in json.loads(capsys.readouterr().out)] == list(VARIANTS)
+    assert main(["transactions", "exhaust", "--rules", "nope"]) == 2
+    captured = capsys.readouterr()
+    assert captured.out == "" and captured.err.startswith("kcheck: error: --rules: unknown rules 'nope'")
