@@ -29,6 +29,9 @@ SCENARIO_STEPS = {
     # the same abort, then the next transaction adds the partition again (same epoch), the late produce and the new
     # write land, commit, and its marker lands: the aborted write is committed with the next transaction
     "tv1-late-write": 10,
+    # init, write (AddPartitionsToTxn + produce), it lands, commit, the marker duplicated, one copy lands
+    # (complete), the next write (same epoch), it lands, the stale copy lands on it
+    "tv1-delayed-marker": 9,
     # init, write, the write lands (the leader adds the partition), commit (epoch bumped), the next write, the
     # commit marker duplicated, one copy lands (complete), the next write lands, the stale copy lands on it
     "marker-epoch-not-below": 9,

@@ -126,6 +126,13 @@ VARIANTS: dict[str, Variant[Rules]] = {v.name: v for v in (
              ("txn.no-aborted-read", "txn.marker-own"),
              {**_ONE, "txns": 2, "duplicates": 0, "client_timeouts": 1},
              transaction_version=tv1_epoch_per_producer),
+    _variant("tv1-delayed-marker", "KAFKA-14402 (KIP-890 part 2)",
+             "TV1: a duplicated marker of a finished transaction arrives after the next transaction, at the same "
+             "epoch, wrote to the partition, and ends it there (KIP-890's third case: a transaction completed by "
+             "another's marker)",
+             ("txn.marker-own", "txn.no-aborted-read", "txn.committed-whole"),
+             {**_ONE, "txns": 2, "duplicates": 1, "client_timeouts": 0},
+             transaction_version=tv1_epoch_per_producer),
     _variant("marker-epoch-not-below", "KAFKA-19446 (KIP-1228)",
              "TV2 markers checked as TV1's (refused only below the producer's epoch): a duplicated marker of a "
              "completed transaction, at the epoch the next transaction runs at, ends that transaction on the "
