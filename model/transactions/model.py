@@ -448,9 +448,7 @@ class TransactionsSystem:
         raise ValueError(f"unknown action {a!r}")
 
     def encode(self, s: State) -> bytes:
-        parts = "|".join(_text(p) for p in s.parts)
-        return "|".join((_text(s.producers), _text(s.coordinator), parts, _text(s.bag), _text(s.used),
-                         _text(s.history))).encode()
+        return _text(s).encode()
 
     def symmetries(self) -> list[Callable[[State], State]]:
         return []  # the instances are ordered (the second fences the first), the partitions named by the writes
@@ -484,34 +482,34 @@ def state_line(s: State) -> str:
 
 
 _FIELDS: dict[type, tuple[str, ...]] = {}
-
-
-def _canon(x: Any) -> Any:
-    """Plain, ordered values for the encoding: dataclasses as tuples of their fields, sets sorted."""
-    if isinstance(x, (int, str, bool, type(None))):
-        return x
-    if isinstance(x, tuple):
-        return tuple(_canon(v) for v in x)
-    if isinstance(x, frozenset):
-        return tuple(sorted((_canon(v) for v in x), key=repr))
-    names = _FIELDS.get(type(x))
-    if names is None:
-        assert is_dataclass(x), x
-        names = _FIELDS[type(x)] = tuple(f.name for f in fields(x))
-    return tuple(_canon(getattr(x, n)) for n in names)
-
-
+_PLAIN = (int, str, bool, type(None))
 _MEMO: dict[int, tuple[Any, str]] = {}
 
 
+def _canon(x: Any) -> Any:
+    """Plain, ordered values for the encoding: dataclasses as the text of their fields (`_text`), sets sorted."""
+    t = type(x)
+    if t in _PLAIN:
+        return x
+    if t is tuple:
+        return tuple([_canon(v) for v in x])
+    if t is frozenset:
+        return tuple(sorted([_canon(v) for v in x], key=repr))
+    return _text(x)
+
+
 def _text(obj: Any) -> str:
-    """repr(_canon(obj)), kept per object while it lives in the memo: a successor shares most parts with its parent
-    (the entry holds the object, so its id names it)."""
+    """A dataclass's fields as text, kept per object while it lives in the memo: a successor shares most of its
+    parts with its parent (the entry holds the object, so its id names it)."""
     got = _MEMO.get(id(obj))
     if got is not None and got[0] is obj:
         return got[1]
-    text = repr(_canon(obj))
-    if len(_MEMO) >= 200_000:
+    names = _FIELDS.get(type(obj))
+    if names is None:
+        assert is_dataclass(obj), obj
+        names = _FIELDS[type(obj)] = tuple(f.name for f in fields(obj))
+    text = repr(tuple([_canon(getattr(obj, n)) for n in names]))
+    if len(_MEMO) >= 400_000:
         _MEMO.clear()
     _MEMO[id(obj)] = (obj, text)
     return text
