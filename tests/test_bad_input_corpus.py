@@ -333,6 +333,7 @@ OPTIONS.update({
         "--max-seconds": ["-1", "nan", "inf", "1e10", "x", BIG]}),
     "transactions liveness": (["transactions", "liveness", "--partitions", "1", "--txns", "1", "--max-states", "5"], {
         **TRANSACTIONS, "--max-states": ["0", "-1", "x", "4294967295", BIG]}),
+    "transactions rules": (["transactions", "rules"], {"--rules": TRANSACTIONS["--rules"]}),
     "transactions variants": (["transactions", "variants"], {}),
 })
 
@@ -695,7 +696,8 @@ FLAGS: dict[str, list[str]] = {
     "request exhaust": ["--idempotent", "--findings", "--json"], "request explore": ["--idempotent", "--json"],
     "request liveness": ["--idempotent", "--json"], "request replay": ["--idempotent", "--findings", "--json"],
     "request rules": ["--json"], "request variants": ["--json"],
-    "transactions exhaust": ["--json"], "transactions liveness": ["--json"], "transactions variants": ["--json"],
+    "transactions exhaust": ["--json"], "transactions liveness": ["--json"], "transactions rules": ["--json"],
+    "transactions variants": ["--json"],
 }
 ISOLATING = ("check", "place", "optimize", "prove", "assign", "sweep", "explore", "exhaust", "replay", "liveness")
 for _command in ISOLATING:  # kcheck/isolation.py's options (the flag's other half: --no-isolate-plugins)

@@ -200,6 +200,8 @@ def test_the_cli_exit_statuses(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["transactions", "liveness", "--rules", "retried-marker-refused", "--json"]) == 1
     data = json.loads(capsys.readouterr().out)
     assert data["properties"]["txn.ends"]["verdict"] == "violated"
+    assert main(["transactions", "rules", "--rules", "tv1-late-write", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["decisions"]["transaction_version"] == "tv1_epoch_per_producer"
     assert main(["transactions", "variants", "--json"]) == 0
     assert [v["name"] for v in json.loads(capsys.readouterr().out)] == list(VARIANTS)
     assert main(["transactions", "exhaust", "--rules", "nope"]) == 2

@@ -1,4 +1,4 @@
-"""`kcheck transactions exhaust|liveness|variants`: the transactions model (`kcheck.model.transactions`).
+"""`kcheck transactions exhaust|liveness|rules|variants`: the transactions model (`kcheck.model.transactions`).
 
 Exit status (`kcheck.runtime.exit_codes.Exit`): 0 when the search visited every reachable state within its bounds
 and no invariant (liveness: no property) broke; 1 with a counterexample; 2 on bad input; 4 when nothing broke but the
@@ -147,6 +147,22 @@ def liveness_command(
     if any(v is not None for v in r.violations.values()):
         return Exit.FAILED
     return Exit.OK if r.complete else Exit.INCOMPLETE
+
+
+@transactions_command.command("rules")
+def rules_command(rules: RulesOpt = "current", json_out: JsonOpt = False) -> int:
+    """Each decision of the transactions model and the function that makes it (today's, or the rules named)."""
+    chosen = _model(rules, {}).rules
+    today, mine = Rules.current().rules(), chosen.rules()
+    if json_out:
+        print(json.dumps({"rules": chosen.name, "decisions": mine}, indent=2))
+        return Exit.OK
+    out = report.console()
+    for name, fn in mine.items():
+        changed = "" if fn == today[name] else f"   (today: {today[name]})"
+        doc = (getattr(getattr(chosen, name), "__doc__", None) or "").split("\n")[0]
+        out.print(f"{name}: {fn}{changed}\n    {doc}", markup=False, soft_wrap=True)
+    return Exit.OK
 
 
 @transactions_command.command("variants")
