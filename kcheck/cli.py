@@ -31,6 +31,7 @@ from kcheck.commands import (
     request,
     rules,
     sweep,
+    transactions,
     verify,
     verify_group,
     verify_log,
@@ -116,6 +117,7 @@ app.command("rules")(rules.rules_command)
 app.command("plan")(plan.plan_command)
 app.add_typer(cluster.cluster_command, name="cluster")
 app.add_typer(request.request_command, name="request")
+app.add_typer(transactions.transactions_command, name="transactions")
 app.command("chaos")(chaos.chaos_command)
 app.command("verify-log")(verify_log.verify_log_command)
 app.command("verify-group")(verify_group.verify_group_command)

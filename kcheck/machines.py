@@ -16,8 +16,9 @@ modelled twice: the states, the actions and the checks are the ones `kcheck expl
     TestMyReplication = MyReplication.TestCase
 
 `ReplicationMachine` (the replication model, its `Protocol` and `Config`), `RebalanceMachine` (one consumer group
-and an assignor), `StorageMachine` (a partition's log storage), `RequestMachine` (the request path) are ready to
-subclass; `ModelMachine` runs any other `Model` (override `build_model`, and `action_kinds` or `kinds`). A subclass
+and an assignor), `StorageMachine` (a partition's log storage), `RequestMachine` (the request path) and
+`TransactionsMachine` (transactions) are ready to subclass; `ModelMachine` runs any other `Model` (override
+`build_model`, and `action_kinds` or `kinds`). A subclass
 may add rules of its own that take actions through `take(action)`. A violation fails the test with the run as a
 numbered list of steps; a replication machine prints `kcheck replay`'s trace table and, with `trace_dir` (or
 KCHECK_TRACE_DIR) set, writes the run as a trace file `kcheck replay` reads. Keep Hypothesis's runs bounded
@@ -52,6 +53,7 @@ from kcheck.invariants.replication_searches import random_runs
 from kcheck.invariants.replication_searches.runs import Trace, novelty_key, replay
 from kcheck.invariants.request_model import RequestModel
 from kcheck.invariants.storage_model import StorageModel
+from kcheck.invariants.transactions_model import TransactionsModel
 from kcheck.model.interface import Model, StateInvariant
 from kcheck.model.replication.actions import KINDS, Config
 from kcheck.model.replication.protocol import VARIANTS, Protocol
@@ -62,10 +64,13 @@ from kcheck.model.request.model import REPLICATION_KINDS
 from kcheck.model.storage import VARIANTS as STORAGE_VARIANTS
 from kcheck.model.storage import Config as StorageConfig
 from kcheck.model.storage import Rules as StorageRules
+from kcheck.model.transactions import VARIANTS as TRANSACTIONS_VARIANTS
+from kcheck.model.transactions import Config as TransactionsConfig
+from kcheck.model.transactions import Rules as TransactionsRules
 from kcheck.model.visited import successor_fn
 
 __all__ = ["ROWS_PROFILE", "ModelMachine", "ModelViolation", "RebalanceMachine", "ReplicationMachine",
-           "RequestMachine", "StorageMachine", "row_machines", "rows_settings"]
+           "RequestMachine", "StorageMachine", "TransactionsMachine", "row_machines", "rows_settings"]
 
 # The documented profile of the historical-rows test (tests/test_machines.py): 20 times Hypothesis's default
 # examples (100 runs of up to 50 steps; the rows whose runs are long exchanges between few faults need up to 1,000),
@@ -564,6 +569,29 @@ class RequestMachine(ModelMachine):
         v = REQUEST_VARIANTS[name]
         return _variant_machine(cls, name, "Request", request_rules=v.rules,
                                 request_config=RequestConfig(**{**dict(v.settings), **config}))
+
+
+class TransactionsMachine(ModelMachine):
+    """Transactions (`kcheck.model.transactions`: producer instances of one transactional id, the coordinator, two
+    partitions, produce requests and markers in flight) under `transactions_rules` (default today's) within
+    `transactions_config`."""
+
+    transactions_rules: ClassVar[TransactionsRules] = TransactionsRules.current()
+    transactions_config: ClassVar[TransactionsConfig] = TransactionsConfig()
+    action_kinds = ("init", "write", "timeout", "commit", "abort", "deliver", "deliver-lost", "duplicate",
+                    "txn-timeout", "failover")
+
+    @classmethod
+    def build_model(cls) -> TransactionsModel:
+        return TransactionsModel(cls.transactions_config, cls.transactions_rules)
+
+    @classmethod
+    def for_variant(cls, name: str, **config: Any) -> type[TransactionsMachine]:
+        """A machine running the transactions model's variant `name` (kcheck.model.transactions.VARIANTS): its
+        rules within its settings (with `config` overrides)."""
+        v = TRANSACTIONS_VARIANTS[name]
+        return _variant_machine(cls, name, "Transactions", transactions_rules=v.rules,
+                                transactions_config=TransactionsConfig(**{**dict(v.settings), **config}))
 
 
 def _variant_machine(cls: type[_M], variant: str, model: str, **attrs: Any) -> type[_M]:

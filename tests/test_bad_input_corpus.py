@@ -321,6 +321,22 @@ OPTIONS.update({
     "request variants": (["request", "variants"], {}),
 })
 
+TRANSACTIONS = {  # kcheck transactions exhaust and liveness: the transactions model's bounds (Config's ranges)
+    "--rules": ["", "nope", "kcheck.model.transactions:Config", *CONTROLS, LONG],
+    "--instances": ["0", "3", "-1", "x", BIG], "--txns": ["0", "4", "-1", "x"], "--partitions": ["0", "3", "x"],
+    "--duplicates": ["-1", "4", "x"], "--client-timeouts": ["-1", "4", "1.5"], "--txn-timeouts": ["-1", "3", "x"],
+    "--failovers": ["-1", "3", "x"],
+}
+OPTIONS.update({
+    "transactions exhaust": (["transactions", "exhaust", "--partitions", "1", "--txns", "1", "--max-states", "5"], {
+        **TRANSACTIONS, "--max-states": ["0", "-1", "x", "4294967295", BIG],
+        "--max-seconds": ["-1", "nan", "inf", "1e10", "x", BIG]}),
+    "transactions liveness": (["transactions", "liveness", "--partitions", "1", "--txns", "1", "--max-states", "5"], {
+        **TRANSACTIONS, "--max-states": ["0", "-1", "x", "4294967295", BIG]}),
+    "transactions rules": (["transactions", "rules"], {"--rules": TRANSACTIONS["--rules"]}),
+    "transactions variants": (["transactions", "variants"], {}),
+})
+
 # Options that take no value, extra arguments and unknown options, for every command (and none).
 EXTRA: list[tuple[list[str], str]] = [
     *[([*base, "--nope"], "--nope") for base, _ in OPTIONS.values()],
@@ -680,6 +696,8 @@ FLAGS: dict[str, list[str]] = {
     "request exhaust": ["--idempotent", "--findings", "--json"], "request explore": ["--idempotent", "--json"],
     "request liveness": ["--idempotent", "--json"], "request replay": ["--idempotent", "--findings", "--json"],
     "request rules": ["--json"], "request variants": ["--json"],
+    "transactions exhaust": ["--json"], "transactions liveness": ["--json"], "transactions rules": ["--json"],
+    "transactions variants": ["--json"],
 }
 ISOLATING = ("check", "place", "optimize", "prove", "assign", "sweep", "explore", "exhaust", "replay", "liveness")
 for _command in ISOLATING:  # kcheck/isolation.py's options (the flag's other half: --no-isolate-plugins)
@@ -851,7 +869,7 @@ def _run_forked(argv: list[str], capsys: Any) -> tuple[int | None, str, str]:
 
 
 def _command_of(argv: list[str]) -> str:
-    return " ".join(argv[:2]) if argv[:1] in (["cluster"], ["request"]) else (argv[0] if argv else "")
+    return " ".join(argv[:2]) if argv[:1] in (["cluster"], ["request"], ["transactions"]) else (argv[0] if argv else "")
 
 
 def _click_commands() -> dict[str, Any]:

@@ -1,0 +1,209 @@
+"""The transactions model (`kcheck.model.transactions`, `kcheck.invariants.transactions_model`).
+
+Each historical rule breaks the property its JIRA names in an exhaustive search, with the shortest trace the JIRA's
+scenario needs, and today's rules (Kafka 4.4) are complete and clean at the same bounds and at the default ones;
+the scenarios of KAFKA-14402 and KAFKA-17754 replayed step by step; liveness (a prepared transaction completes, the
+last stable offset reaches the log end) fails for the rules that leave a transaction stuck or hanging and holds
+today; the port to Kafka's code (the references) loses nothing when a partition or the coordinator's metadata is
+frozen and thawed.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import pytest
+
+from kcheck.invariants.transactions_model import INVARIANT_IDS, ReferenceKafka, TransactionsModel, read_committed
+from kcheck.model.liveness import check_liveness
+from kcheck.model.search import exhaust
+from kcheck.model.transactions import VARIANTS, Config, Rules
+from kcheck.model.transactions.rules import tv1_epoch_per_producer
+from kcheck.model.transactions.state import COMPLETE_ABORT, State
+from kcheck.model.visited import SearchResult
+
+# The shortest run of each JIRA's scenario, counted by hand from it (one step per request or delivery):
+SCENARIO_STEPS = {
+    # init, write (AddPartitionsToTxn + produce in flight), the client times out, abort (PrepareAbort + marker),
+    # the marker lands, the late produce lands after it
+    "unverified-hanging": 6,
+    # the same abort, then the next transaction adds the partition again (same epoch), the late produce and the new
+    # write land, commit, and its marker lands: the aborted write is committed with the next transaction
+    "tv1-late-write": 10,
+    # init, write (AddPartitionsToTxn + produce), it lands, commit, the marker duplicated, one copy lands
+    # (complete), the next write (same epoch), it lands, the stale copy lands on it
+    "tv1-delayed-marker": 9,
+    # init, write, the write lands (the leader adds the partition), commit (epoch bumped), the next write, the
+    # commit marker duplicated, one copy lands (complete), the next write lands, the stale copy lands on it
+    "marker-epoch-not-below": 9,
+    # init, write, the write lands, commit, the marker lands with its answer lost, its retry is refused
+    "retried-marker-refused": 6,
+    # init 0, write (AddPartitionsToTxn + produce in flight), init 1 fences and aborts, the produce lands first
+    "unverified-fenced-write": 4,
+}
+
+
+def _run(model: TransactionsModel) -> SearchResult:
+    return exhaust(model, keep_going=True)
+
+
+@pytest.mark.parametrize("name", list(VARIANTS))
+def test_each_historical_rule_breaks_its_property_and_today_is_clean(name: str) -> None:
+    v = VARIANTS[name]
+    old = _run(TransactionsModel.of_variant(v))
+    assert old.counterexamples and set(old.counterexamples) <= set(INVARIANT_IDS)
+    shortest = min(len(cx.steps) - 1 for cx in old.counterexamples.values())
+    assert shortest == SCENARIO_STEPS[name]
+    assert set(v.violates) <= set(old.counterexamples), old.counterexamples.keys()
+    now = _run(TransactionsModel(Config(**dict(v.settings))))
+    assert now.complete and not now.counterexamples
+
+
+def test_today_is_complete_and_clean_at_the_default_bounds() -> None:
+    """Two transactions over two partitions, a duplicate or lost answer, a client time-out."""
+    r = _run(TransactionsModel())
+    assert r.complete and not r.counterexamples
+
+
+def test_today_is_clean_with_failover_and_transaction_timeout() -> None:
+    r = _run(TransactionsModel(Config(txns=1, failovers=1, txn_timeouts=1)))
+    assert r.complete and not r.counterexamples
+
+
+def _replay(model: TransactionsModel, actions: list[tuple[object, ...]]) -> State:
+    s = model.initial_states()[0]
+    for a in actions:
+        assert a in model.actions(s), (a, model.actions(s))
+        t = model.step(s, a)
+        assert t is not None
+        s = t
+    return s
+
+
+def _replay_from(model: TransactionsModel, s: State, actions: list[tuple[object, ...]]) -> State:
+    for a in actions:
+        t = model.step(s, a)
+        assert t is not None, a
+        s = t
+    return s
+
+
+def _violated(model: TransactionsModel, s: State) -> dict[str, str]:
+    return {inv.id: msg for inv in model.invariants() if (msg := inv.holds(s)) is not None}
+
+
+def test_kafka_14402_a_late_produce_after_the_abort_marker_hangs_the_partition() -> None:
+    """KAFKA-14402: without verification the delayed produce is appended after the abort's marker and opens a
+    transaction the coordinator has ended (CompleteAbort); with verification it is refused and nothing opens."""
+    steps: list[tuple[object, ...]] = [("init", 0), ("write", 0, 0), ("timeout", 0, 0), ("abort", 0)]
+    old = TransactionsModel.of_variant(VARIANTS["unverified-hanging"])
+    s = _replay(old, steps)
+    marker = next(k for k, m in enumerate(s.bag) if m.kind == "marker")
+    s = _replay_from(old, s, [("deliver", marker), ("deliver", 0)])
+    assert s.coordinator.meta.state == COMPLETE_ABORT and s.parts[0].ongoing
+    assert "txn.no-hanging" in _violated(old, s)
+    lso, returned = read_committed(old.reference, s.parts[0])
+    assert lso == 1 and returned == []  # the last stable offset stays at the hanging transaction's first offset
+    tv1_verified = TransactionsModel(Config(**dict(VARIANTS["unverified-hanging"].settings)),
+                                     replace(Rules.current(), name="tv1", transaction_version=tv1_epoch_per_producer))
+    s = _replay(tv1_verified, steps)
+    marker = next(k for k, m in enumerate(s.bag) if m.kind == "marker")
+    s = _replay_from(tv1_verified, s, [("deliver", marker), ("deliver", 0)])
+    assert not s.parts[0].ongoing and not _violated(tv1_verified, s)
+
+
+def test_kafka_17754_tv1_late_write_joins_the_next_transaction_and_tv2_refuses_it() -> None:
+    """KAFKA-17754: under TV1 the next transaction has the same epoch, so the late write of the aborted one passes
+    verification and the sequence check and is committed with it; under TV2 (today) the abort bumped the epoch (the
+    coordinator never had the partition: no marker), and the leader's AddPartitionsToTxn refuses the late write."""
+    settings = dict(VARIANTS["tv1-late-write"].settings)
+    for model, bad in ((TransactionsModel.of_variant(VARIANTS["tv1-late-write"]), True),
+                       (TransactionsModel(Config(**settings)), False)):
+        s = _replay(model, [("init", 0), ("write", 0, 0), ("timeout", 0, 0), ("abort", 0)])
+        markers = [k for k, m in enumerate(s.bag) if m.kind == "marker"]
+        assert len(markers) == (1 if bad else 0)
+        s = _replay_from(model, s, [("deliver", k) for k in markers] + [("write", 0, 0)])
+        late = next(k for k, m in enumerate(s.bag) if m.tag == (0, 1))
+        s = _replay_from(model, s, [("deliver", late)])
+        assert len(s.parts[0].batches) == (2 if bad else 0)  # the abort marker and the late write, or nothing
+        s = _replay_from(model, s, [("deliver", 0), ("commit", 0), ("deliver", 0)])
+        violated = _violated(model, s)
+        assert ("txn.no-aborted-read" in violated) == bad, violated
+        assert bad or not violated
+        assert len(read_committed(model.reference, s.parts[0])[1]) == (2 if bad else 1)
+
+
+def test_liveness_fails_for_a_stuck_or_hanging_transaction_and_holds_today() -> None:
+    for name, prop in (("retried-marker-refused", "txn.ends"), ("unverified-hanging", "txn.lso-reaches-end")):
+        m = TransactionsModel.of_variant(VARIANTS[name])
+        r = check_liveness(m, m.liveness())
+        assert r.violations[prop] is not None, name
+    m = TransactionsModel(Config(txns=1))
+    r = check_liveness(m, m.liveness())
+    assert r.complete and all(v is None for v in r.violations.values())
+
+
+def test_the_reference_port_loses_nothing_frozen_and_thawed() -> None:
+    """Every reachable partition and coordinator metadata at a small bound, thawed into Kafka's code and frozen
+    again, is the same value (the model's state is all the references hold)."""
+    model = TransactionsModel(Config(txns=2, partitions=1))
+    k: ReferenceKafka = model.reference
+    seen: list[State] = []
+    todo = model.initial_states()
+    while todo and len(seen) < 400:
+        s = todo.pop()
+        seen.append(s)
+        todo += [t for a in model.actions(s) if (t := model.step(s, a)) is not None]
+    for s in seen:
+        for part in s.parts:
+            assert k.frozen_partition(k.partition(part), part, False) == part
+        assert k.frozen_metadata(k.metadata(s.coordinator.meta)) == s.coordinator.meta
+
+
+def test_a_users_rules_and_bad_bounds() -> None:
+    mine = replace(Rules.current(), name="tv1-verified", transaction_version=tv1_epoch_per_producer)
+    r = _run(TransactionsModel(Config(txns=1), mine))
+    assert r.complete and not r.counterexamples  # KIP-890 part 1 alone closes the hanging transaction
+    assert Rules.current().rules() == {"transaction_version": "tv2_epoch_per_transaction",
+                                       "verification": "verify_transactional_writes",
+                                       "marker_epoch": "marker_epoch_by_transaction_version",
+                                       "retried_marker": "retried_marker_written"}
+    with pytest.raises(ValueError, match="instances must be between 1 and 2"):
+        Config(instances=3)
+
+
+def test_the_hypothesis_machine_finds_a_variant_and_today_breaks_nothing() -> None:
+    from hypothesis import HealthCheck, Phase, settings
+    from hypothesis.stateful import run_state_machine_as_test
+
+    from kcheck.machines import ModelViolation, TransactionsMachine
+
+    quick = settings(max_examples=200, stateful_step_count=20, deadline=None, database=None, derandomize=True,
+                     suppress_health_check=list(HealthCheck), phases=[Phase.generate])  # found, not shrunk
+    with pytest.raises(ModelViolation) as found:
+        run_state_machine_as_test(TransactionsMachine.for_variant("unverified-fenced-write"), settings=quick)
+    assert found.value.invariant in INVARIANT_IDS
+    run_state_machine_as_test(TransactionsMachine, settings=settings(quick, max_examples=30))
+
+
+def test_the_cli_exit_statuses(capsys: pytest.CaptureFixture[str]) -> None:
+    import json
+
+    from kcheck.cli import main
+
+    assert main(["transactions", "exhaust", "--rules", "unverified-hanging"]) == 1
+    assert "VIOLATED txn.no-hanging in 6 steps" in capsys.readouterr().out
+    assert main(["transactions", "exhaust", "--partitions", "1", "--txns", "1"]) == 0
+    assert "in every reachable state" in capsys.readouterr().out
+    assert main(["transactions", "exhaust", "--max-states", "5"]) == 4
+    capsys.readouterr()
+    assert main(["transactions", "liveness", "--rules", "retried-marker-refused", "--json"]) == 1
+    data = json.loads(capsys.readouterr().out)
+    assert data["properties"]["txn.ends"]["verdict"] == "violated"
+    assert main(["transactions", "rules", "--rules", "tv1-late-write", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["decisions"]["transaction_version"] == "tv1_epoch_per_producer"
+    assert main(["transactions", "variants", "--json"]) == 0
+    assert [v["name"] for v in json.loads(capsys.readouterr().out)] == list(VARIANTS)
+    assert main(["transactions", "exhaust", "--rules", "nope"]) == 2
+    captured = capsys.readouterr()
+    assert captured.out == "" and captured.err.startswith("kcheck: error: --rules: unknown rules 'nope'")
