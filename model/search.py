@@ -12,6 +12,9 @@
   (`SearchResult.frontier_peak` says how many states it held at most). With `spill_dir`, a frontier whose
   compressed chunks pass `spill_threshold` bytes goes to a file there and is streamed back at the next level
   (`SearchResult.spilled_bytes`), so memory holds the visited set and at most the threshold of frontier.
+- `visited_memory` bounds the visited set's memory (kcheck.model.diskset): a table of at most that many bytes,
+  the rest of the fingerprints sorted in a file, merged in when the table fills, looked up at once (no delayed
+  detection), so the search stores the same states in the same order; the store stays in memory.
 - A counterexample is rebuilt by re-executing the recorded action indexes from the initial state, so it is a
   run of the model, and BFS makes it a shortest one (in steps, among the states the search stored).
 - Symmetry reduction: a state's fingerprint is the minimum of the fingerprints of the state and of its images
