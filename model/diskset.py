@@ -77,34 +77,30 @@ class DiskFingerprintSet:
         """The in-memory table (read only: a checkpoint writes it beside the file's copy)."""
         return self._table
 
-    def add(self, fp: int) -> bool:
-        """Adds `fp`; True if it was not there."""
+    def _slot(self, fp: int) -> int:
+        """The table slot holding `fp`, else the empty slot where it would go (linear probing, as FingerprintSet's:
+        its loop inlined there for speed)."""
         table, mask = self._table, self._mask
         i = fp & mask
         v = table[i]
-        while v:
-            if v == fp:
-                return False
+        while v and v != fp:
             i = (i + 1) & mask
             v = table[i]
-        if self.on_disk and self._on_disk(fp):
+        return i
+
+    def add(self, fp: int) -> bool:
+        """Adds `fp`; True if it was not there."""
+        i = self._slot(fp)
+        if self._table[i] or (self.on_disk and self._on_disk(fp)):
             return False
-        table[i] = fp
+        self._table[i] = fp
         self.held += 1
         if self.held > self._limit:
             self.flush()
         return True
 
     def __contains__(self, fp: int) -> bool:
-        table, mask = self._table, self._mask
-        i = fp & mask
-        v = table[i]
-        while v:
-            if v == fp:
-                return True
-            i = (i + 1) & mask
-            v = table[i]
-        return bool(self.on_disk) and self._on_disk(fp)
+        return bool(self._table[self._slot(fp)]) or (bool(self.on_disk) and self._on_disk(fp))
 
     def _on_disk(self, fp: int) -> bool:
         page = bisect_right(self._index, fp) - 1
