@@ -165,7 +165,7 @@ def exhaust(model: Model[Any, Any], max_states: int | None = None, max_depth: in
     the system's temporary folder (unlinked from the start); with workers, each gets its share of the budget.
     The search is the same (counts, depth, counterexample); None keeps it all in memory.
     """
-    _check_exhaust_options(workers, order, keep_going, max_depth, spill_dir)
+    _check_exhaust_options(workers, order, keep_going, max_depth, spill_dir, visited_memory)
     if (checkpoint is not None or resume) and (workers > 1 or keep_going or checkpoint is None):
         raise ValueError("checkpoints are taken by a search in one process, without keep_going; resume needs a "
                          "checkpoint")
@@ -185,7 +185,7 @@ def exhaust(model: Model[Any, Any], max_states: int | None = None, max_depth: in
 
 
 def _check_exhaust_options(workers: int, order: str, keep_going: bool, max_depth: int | None,
-                           spill_dir: str | None) -> None:
+                           spill_dir: str | None, visited_memory: int | None) -> None:
     """Raises ValueError on options `exhaust` cannot run together, in one line."""
     if workers < 1:
         raise ValueError(f"workers must be at least 1, not {workers}")
@@ -199,6 +199,8 @@ def _check_exhaust_options(workers: int, order: str, keep_going: bool, max_depth
                              (spill_dir is not None, "keeps its frontier in memory: spill_dir needs")):
             if refused:
                 raise ValueError(f"order {order} {why} order bfs")
+    if visited_memory is not None and visited_memory < 1:
+        raise ValueError(f"visited_memory must be a positive number of bytes, not {visited_memory}")
     if spill_dir is not None and not os.path.isdir(spill_dir):
         raise ValueError(f"spill_dir {spill_dir} is not a directory")
 
@@ -227,9 +229,11 @@ class _Search:
         self.key = keyer(model, list(model.symmetries()) if symmetry else [], lazy=True)
         self.succ = successor_fn(model)
         self.checkpoint = checkpoint
-        if checkpoint is not None and visited_memory is not None:  # its files go beside the checkpoint
-            os.makedirs(checkpoint.folder, exist_ok=True)
-        self.seen = visited_set(visited_memory, checkpoint.folder if checkpoint is not None else spill_dir)
+        folder = spill_dir
+        if checkpoint is not None:  # beside the checkpoint (its copy is then made on the same file system)
+            folder = checkpoint.folder if os.path.isdir(checkpoint.folder) else os.path.dirname(
+                os.path.abspath(checkpoint.folder))
+        self.seen = visited_set(visited_memory, folder)
         self.store = Store()
         self.result = SearchResult(False, 0, 0, 0, 0.0, None, None, None)
         self.transitions = 0
