@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from cli_support import run
+from cli_support import one_error_line, run
 from kcheck.model.diskset import DiskFingerprintSet, restore_visited
 from kcheck.model.visited import FingerprintSet
 
@@ -29,6 +29,7 @@ CLEAN = ["exhaust", "--brokers", "2", "--replication-factor", "2", "--min-isr", 
          "0", "--lossy-crashes", "1", *ZERO]
 FAILS = ["exhaust", "--protocol", "truncate-to-hw-lossy", "--atomic-fetch"]
 FAILS_DEEPER = ["exhaust", "--protocol", "truncate-to-hw"]
+DFS_FAILS = ["exhaust", "--protocol", "hw-over-committed-isr", "--order", "dfs"]  # about 3,000 states deep first
 SAME = ("ok", "exit_status", "complete", "stopped_by", "states", "transitions", "depth", "invariants", "trace")
 TINY = "1K"  # a table of 128 fingerprints: flushed every 90 new states
 
@@ -63,13 +64,20 @@ def test_the_set_answers_as_a_set_across_many_flushes(tmp_path: Path) -> None:
     disk.close()
 
 
-@pytest.mark.parametrize("argv", [CLEAN, FAILS, FAILS_DEEPER], ids=["complete", "counterexample", "deeper"])
+@pytest.mark.parametrize("argv", [CLEAN, FAILS, FAILS_DEEPER, DFS_FAILS],
+                         ids=["complete", "counterexample", "deeper", "dfs-counterexample"])
 def test_a_search_with_its_fingerprints_on_disk_is_the_search_in_memory(argv: list[str], capsys: Any) -> None:
     want = _report(capsys, argv)
     got = _report(capsys, [*argv, "--visited-memory", TINY])
     assert {k: got[k] for k in SAME} == {k: want[k] for k in SAME}
     assert got["visited_disk_bytes"] > 8 * got["states"] // 2  # most of them on disk
     assert want["visited_disk_bytes"] == 0
+
+
+def test_on_spark_the_option_is_refused_in_one_line(capsys: Any) -> None:
+    code, out, err = run(capsys, *CLEAN, "--master", "local[1]", "--visited-memory", "1M")
+    assert (code, out) == (2, "")
+    one_error_line(err, "--visited-memory", "Spark")
 
 
 def test_workers_share_the_budget_and_find_the_same_states(capsys: Any) -> None:
