@@ -15,7 +15,8 @@ The folder (format `FORMAT`, version `VERSION`):
   bounds and options, kcheck's version; a checkpoint of another search is refused), the machine's byte order and
   array sizes (a checkpoint moves between machines of the same kind), the counters, the generation folder that
   holds the arrays, and each file's size and blake2b digest;
-- `gen-NNNNNN/`: `visited.bin` (the fingerprint table), `parent.bin` and `action.bin` (the store), `frontier.bin`
+- `gen-NNNNNN/`: `visited.bin` (the fingerprint table; with a disk-backed visited set, its table in memory, and
+  `visited-disk.bin` its sorted file, kcheck.model.diskset), `parent.bin` and `action.bin` (the store), `frontier.bin`
   and `next.bin` (records of the frontier still to expand and of the next level: state number, length, bytes;
   one zlib stream each), and for order novelty `keys.bin` (records: a key's count, the pickled key).
 A write goes to `gen-NNNNNN.partial/`, is synced, renamed, and only then does a new manifest replace the old one
@@ -43,7 +44,7 @@ VERSION = 1
 MANIFEST = "kcheck-checkpoint.json"
 _RECORD = struct.Struct("<QI")  # a frontier record's head: state number, length of the bytes that follow
 _FILES = ("visited.bin", "parent.bin", "action.bin", "frontier.bin", "next.bin")
-_OPTIONAL = ("keys.bin",)  # written by the searches that need them (`save`'s `more`)
+_OPTIONAL = ("keys.bin", "visited-disk.bin")  # written by the searches that need them (`save`'s `more`, `disk`)
 
 
 class CheckpointError(ValueError):
@@ -153,10 +154,11 @@ class Checkpointer:
 
     def save(self, arrays: dict[str, array], frontier: Iterable[tuple[int, bytes]],
              nxt: Iterable[tuple[int, bytes]], counters: dict[str, Any],
-             more: Mapping[str, Iterable[tuple[int, bytes]]] | None = None) -> None:
+             more: Mapping[str, Iterable[tuple[int, bytes]]] | None = None,
+             disk: Iterable[bytes] | None = None) -> None:
         """One checkpoint: `arrays` (visited, parent, action), the frontier still to expand and the next level's
-        records, the engine's counters, and `more` record files (names among `_OPTIONAL`; see the module docstring
-        for the order of the writes)."""
+        records, the engine's counters, `more` record files (names among `_OPTIONAL`) and `disk`, the bytes of a
+        disk-backed visited set's sorted file (see the module docstring for the order of the writes)."""
         os.makedirs(self.folder, exist_ok=True)
         old = read_manifest(self.folder)  # refuses a folder that became someone else's meanwhile
         n = (old["generation_number"] + 1) if old else 1
@@ -169,7 +171,8 @@ class Checkpointer:
                             ("parent.bin", [arrays["parent"].tobytes()]),
                             ("action.bin", [arrays["action"].tobytes()]),
                             ("frontier.bin", _records(frontier)), ("next.bin", _records(nxt)),
-                            *((name, _records(recs)) for name, recs in (more or {}).items())):
+                            *((name, _records(recs)) for name, recs in (more or {}).items()),
+                            *((("visited-disk.bin", disk),) if disk is not None else ())):
             files[name] = _write(os.path.join(tmp, name), parts)
         files["action.bin"]["typecode"] = arrays["action"].typecode
         _fsync_dir(tmp)
@@ -226,6 +229,13 @@ class Checkpointer:
         if self.extra is not None and manifest.get("extra") is not None:
             self.extra[1](manifest["extra"])
         return (manifest["counters"], arrays, os.path.join(gen, "frontier.bin"), os.path.join(gen, "next.bin"))
+
+    def disk_file(self) -> str | None:
+        """The path of the loaded checkpoint's disk-backed visited fingerprints (sorted), None when it has none."""
+        manifest = self._verified or self.verify()
+        if "visited-disk.bin" not in (manifest.get("files") or {}):
+            return None
+        return os.path.join(self.folder, str(manifest["generation"]), "visited-disk.bin")
 
     def records(self, name: str) -> str:
         """The path of the loaded checkpoint's record file `name` (one of `_OPTIONAL`, verified with the rest);

@@ -45,6 +45,7 @@ from multiprocessing.connection import Connection, wait
 from queue import Empty
 from typing import Any
 
+from kcheck.model.diskset import visited_set
 from kcheck.model.interface import Model
 from kcheck.model.spill import Spool
 from kcheck.model.visited import (
@@ -83,7 +84,8 @@ class _Worker:
         pack, self.unpack, _ = frontier_codec(model, opts["compress"], opts["spill_dir"], threshold, True, 0)
         self.pack: Callable[[Any, bytes], bytes] = pack
         self.spool = lambda ints: Spool(ints, opts["compress"], opts["spill_dir"], threshold)
-        self.seen = FingerprintSet()
+        budget = opts.get("visited_memory")  # a share of it each: kcheck.model.diskset
+        self.seen = visited_set(None if budget is None else budget // n, opts["spill_dir"])
         self.store = Store()
         self.frontier = self.spool(0)
         self.base = 0  # local index of the frontier's first state
@@ -133,6 +135,7 @@ class _Worker:
         shared[1 + k] = len(self.store)
         reply["stored"] = len(self.store)
         reply["nbytes"] = self.seen.nbytes + self.store.nbytes
+        reply["disk"] = getattr(self.seen, "disk_bytes", 0)
         reply["spilled"] = self.spilled + self.frontier.spilled
         return reply
 
@@ -298,13 +301,13 @@ PROGRESS_SECONDS = 3.0  # between two progress reports
 def parallel_exhaust(model: Model[Any, Any], *, workers: int, max_states: int | None, max_depth: int | None,
                      max_seconds: float | None, symmetry: bool, progress: Callable[[SearchResult], None] | None,
                      compress: bool, spill_dir: str | None, spill_threshold: int,
-                     stop: Callable[[], str | None] | None) -> SearchResult:
+                     stop: Callable[[], str | None] | None, visited_memory: int | None = None) -> SearchResult:
     """`exhaust` with `workers` processes (see the module docstring); called by `kcheck.model.search.exhaust`."""
     if mp.current_process().daemon:
         raise RuntimeError("exhaust(workers > 1) cannot start its processes from a daemonic process (a "
                            "multiprocessing Pool worker, for one): run it with workers=1 there")
     opts = dict(max_seconds=max_seconds, symmetry=symmetry, compress=compress, spill_dir=spill_dir,
-                spill_threshold=spill_threshold)
+                spill_threshold=spill_threshold, visited_memory=visited_memory)
     run = _Coordinator(model, workers, opts, max_states, max_depth, progress, stop)
     try:
         return run.levels()
@@ -416,6 +419,7 @@ class _Coordinator:
         result.states = stored if states is None else states
         result.bytes_per_state = sum(r["nbytes"] for r in replies) / stored if stored else None
         result.spilled_bytes = sum(r["spilled"] for r in replies)
+        result.visited_disk_bytes = sum(r.get("disk", 0) for r in replies)
         result.collision_probability = min(1.0, result.states * result.states / 2.0 ** 65)
         result.seconds = time.perf_counter() - self.start
         return result

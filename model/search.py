@@ -12,6 +12,9 @@
   (`SearchResult.frontier_peak` says how many states it held at most). With `spill_dir`, a frontier whose
   compressed chunks pass `spill_threshold` bytes goes to a file there and is streamed back at the next level
   (`SearchResult.spilled_bytes`), so memory holds the visited set and at most the threshold of frontier.
+- `visited_memory` bounds the visited set's memory (kcheck.model.diskset): a table of at most that many bytes,
+  the rest of the fingerprints sorted in a file, merged in when the table fills, looked up at once (no delayed
+  detection), so the search stores the same states in the same order; the store stays in memory.
 - A counterexample is rebuilt by re-executing the recorded action indexes from the initial state, so it is a
   run of the model, and BFS makes it a shortest one (in steps, among the states the search stored).
 - Symmetry reduction: a state's fingerprint is the minimum of the fingerprints of the state and of its images
@@ -88,6 +91,7 @@ from contextlib import contextmanager
 from typing import Any
 
 from kcheck.model.checkpoint import Checkpointer, CheckpointError, read_records
+from kcheck.model.diskset import DiskFingerprintSet, restore_visited, visited_set
 from kcheck.model.interface import Model, StateInvariant
 from kcheck.model.parallel import parallel_exhaust
 from kcheck.model.spill import DEFAULT_THRESHOLD, Spool
@@ -126,7 +130,8 @@ def exhaust(model: Model[Any, Any], max_states: int | None = None, max_depth: in
             workers: int = 1, spill_dir: str | None = None, stop: Callable[[], str | None] | None = None,
             spill_threshold: int = DEFAULT_THRESHOLD, order: str = "bfs",
             novelty: Callable[[Any], Hashable] | None = None, keep_going: bool = False,
-            checkpoint: Checkpointer | None = None, resume: bool = False) -> SearchResult:
+            checkpoint: Checkpointer | None = None, resume: bool = False,
+            visited_memory: int | None = None) -> SearchResult:
     """Breadth-first search of every state reachable from `model.initial_states()` (see the module docstring).
 
     Stops at the first state violating an invariant (`counterexample`, a shortest run to it), when storing
@@ -154,27 +159,33 @@ def exhaust(model: Model[Any, Any], max_states: int | None = None, max_depth: in
     `checkpoint.every` seconds and whenever a cap or `stop` ends it between two expansions
     (kcheck.model.checkpoint); with `resume` it starts from the folder's checkpoint instead of the initial states
     and ends with the counts, depth and counterexample of a run never cut (`seconds` is this run's).
+
+    `visited_memory` (bytes; any order, workers too): the visited set keeps at most that much fingerprint table in
+    memory and the rest in a sorted file (kcheck.model.diskset), in the checkpoint's folder, else `spill_dir`, else
+    the system's temporary folder (unlinked from the start); with workers, each gets its share of the budget.
+    The search is the same (counts, depth, counterexample); None keeps it all in memory.
     """
-    _check_exhaust_options(workers, order, keep_going, max_depth, spill_dir)
+    _check_exhaust_options(workers, order, keep_going, max_depth, spill_dir, visited_memory)
     if (checkpoint is not None or resume) and (workers > 1 or keep_going or checkpoint is None):
         raise ValueError("checkpoints are taken by a search in one process, without keep_going; resume needs a "
                          "checkpoint")
     if order != "bfs":
         rank = _novelty_key(model, novelty) if order == "novelty" else None
         ordered = _OrderedSearch(model, order, rank, max_states, max_seconds, symmetry, progress, compress, stop,
-                                 checkpoint)
+                                 checkpoint, visited_memory)
         return ordered.resume() if resume else ordered.run()
     if workers > 1:
         return parallel_exhaust(model, workers=workers, max_states=max_states, max_depth=max_depth,
                                 max_seconds=max_seconds, symmetry=symmetry, progress=progress, compress=compress,
-                                spill_dir=spill_dir, spill_threshold=spill_threshold, stop=stop)
+                                spill_dir=spill_dir, spill_threshold=spill_threshold, stop=stop,
+                                visited_memory=visited_memory)
     search = _BreadthFirst(model, max_states, max_depth, max_seconds, symmetry, progress, compress, stop, spill_dir,
-                           spill_threshold, keep_going, checkpoint)
+                           spill_threshold, keep_going, checkpoint, visited_memory)
     return search.resume() if resume else search.run()
 
 
 def _check_exhaust_options(workers: int, order: str, keep_going: bool, max_depth: int | None,
-                           spill_dir: str | None) -> None:
+                           spill_dir: str | None, visited_memory: int | None) -> None:
     """Raises ValueError on options `exhaust` cannot run together, in one line."""
     if workers < 1:
         raise ValueError(f"workers must be at least 1, not {workers}")
@@ -188,6 +199,8 @@ def _check_exhaust_options(workers: int, order: str, keep_going: bool, max_depth
                              (spill_dir is not None, "keeps its frontier in memory: spill_dir needs")):
             if refused:
                 raise ValueError(f"order {order} {why} order bfs")
+    if visited_memory is not None and visited_memory < 1:
+        raise ValueError(f"visited_memory must be a positive number of bytes, not {visited_memory}")
     if spill_dir is not None and not os.path.isdir(spill_dir):
         raise ValueError(f"spill_dir {spill_dir} is not a directory")
 
@@ -206,19 +219,36 @@ class _Search:
     store, the caps checked every 64 expansions, and the result's closing figures."""
 
     def __init__(self, model: Model[Any, Any], max_states: int | None, max_seconds: float | None, symmetry: bool,
-                 progress: Callable[[SearchResult], None] | None, stop: Callable[[], str | None] | None) -> None:
+                 progress: Callable[[SearchResult], None] | None, stop: Callable[[], str | None] | None,
+                 checkpoint: Checkpointer | None = None, visited_memory: int | None = None,
+                 spill_dir: str | None = None) -> None:
         self.model = model
         self.max_states, self.max_seconds, self.progress, self.stop = max_states, max_seconds, progress, stop
         self.start = self.last_report = time.perf_counter()
         self.invariants = list(model.invariants())
         self.key = keyer(model, list(model.symmetries()) if symmetry else [], lazy=True)
         self.succ = successor_fn(model)
-        self.seen = FingerprintSet()
+        self.checkpoint = checkpoint
+        folder = spill_dir
+        if checkpoint is not None:  # beside the checkpoint (its copy is then made on the same file system)
+            folder = checkpoint.folder if os.path.isdir(checkpoint.folder) else os.path.dirname(
+                os.path.abspath(checkpoint.folder))
+        self.seen = visited_set(visited_memory, folder)
         self.store = Store()
         self.result = SearchResult(False, 0, 0, 0, 0.0, None, None, None)
         self.transitions = 0
         self.expanded = 0
-        self.checkpoint: Checkpointer | None = None
+
+    def save_checkpoint(self, frontier: Iterable[tuple[int, bytes]], nxt: Iterable[tuple[int, bytes]],
+                        counters: dict[str, Any], more: Mapping[str, Iterable[tuple[int, bytes]]] | None = None
+                        ) -> None:
+        """One checkpoint of the visited set (its table, and its disk file's copy), the store and what the order
+        keeps."""
+        assert self.checkpoint is not None
+        seen = self.seen
+        self.checkpoint.save({"visited": seen.table, "parent": self.store.parent, "action": self.store.action},
+                             frontier, nxt, counters, more,
+                             disk=seen.disk_chunks() if isinstance(seen, DiskFingerprintSet) else None)
 
     def counters(self, transitions: int, expanded: int) -> dict[str, Any]:
         """The counters every order's checkpoint keeps (`transitions` and `expanded`: as counted before the state
@@ -234,7 +264,7 @@ class _Search:
         if counters.get("order", "bfs") != self.result.order:
             raise CheckpointError(f"{self.checkpoint.folder}: a checkpoint of order {counters.get('order', 'bfs')}, "
                                   f"not {self.result.order}")
-        self.seen = FingerprintSet.from_table(arrays["visited"])
+        self.seen = restore_visited(self.seen, arrays["visited"], self.checkpoint.disk_file())
         self.store.parent, self.store.action = arrays["parent"], arrays["action"]
         self.transitions, self.expanded = counters["transitions"], counters["expanded"]
         self.result.depth, self.result.frontier_peak = counters["depth"], counters["frontier_peak"]
@@ -280,6 +310,9 @@ class _Search:
         result.stopped_because = stopped
         result.seconds = time.perf_counter() - self.start
         result.bytes_per_state = (self.seen.nbytes + self.store.nbytes) / n if n else None
+        if isinstance(self.seen, DiskFingerprintSet):
+            result.visited_disk_bytes = self.seen.disk_bytes
+            self.seen.close()
         result.collision_probability = min(1.0, n * n / 2.0 ** 65)
         return result
 
@@ -291,9 +324,10 @@ class _BreadthFirst(_Search):
     def __init__(self, model: Model[Any, Any], max_states: int | None, max_depth: int | None,
                  max_seconds: float | None, symmetry: bool, progress: Callable[[SearchResult], None] | None,
                  compress: bool, stop: Callable[[], str | None] | None, spill_dir: str | None, spill_threshold: int,
-                 keep_going: bool, checkpoint: Checkpointer | None = None) -> None:
-        super().__init__(model, max_states, max_seconds, symmetry, progress, stop)
-        self.max_depth, self.keep_going, self.checkpoint = max_depth, keep_going, checkpoint
+                 keep_going: bool, checkpoint: Checkpointer | None = None, visited_memory: int | None = None) -> None:
+        super().__init__(model, max_states, max_seconds, symmetry, progress, stop, checkpoint, visited_memory,
+                         spill_dir)
+        self.max_depth, self.keep_going = max_depth, keep_going
         # a checkpoint writes the frontier's records as bytes: encodings, or pickles for a model without decode
         self.pack, self.unpack, self.new_frontier = frontier_codec(model, compress, spill_dir, spill_threshold,
                                                                    need_bytes=checkpoint is not None)
@@ -330,8 +364,7 @@ class _BreadthFirst(_Search):
         assert self.checkpoint is not None and self.nxt is not None
         rest = (rec for i, rec in enumerate(self.frontier) if i >= position)
         counters = {**self.counters(transitions, expanded), "level": level, "spilled": self.spilled}
-        self.checkpoint.save({"visited": self.seen.table, "parent": self.store.parent, "action": self.store.action},
-                             rest, self.nxt, counters)
+        self.save_checkpoint(rest, self.nxt, counters)
 
     def levels(self, level: int) -> SearchResult:
         """Expands level after level from `level` (whose frontier is `self.frontier`) until none is left or the
@@ -451,10 +484,11 @@ class _OrderedSearch(_Search):
     def __init__(self, model: Model[Any, Any], order: str, novelty: Callable[[Any], Hashable] | None,
                  max_states: int | None, max_seconds: float | None, symmetry: bool,
                  progress: Callable[[SearchResult], None] | None, compress: bool,
-                 stop: Callable[[], str | None] | None, checkpoint: Checkpointer | None = None) -> None:
-        super().__init__(model, max_states, max_seconds, symmetry, progress, stop)
+                 stop: Callable[[], str | None] | None, checkpoint: Checkpointer | None = None,
+                 visited_memory: int | None = None) -> None:
+        super().__init__(model, max_states, max_seconds, symmetry, progress, stop, checkpoint, visited_memory)
         self.result.order = order
-        self.novelty, self.checkpoint = novelty, checkpoint
+        self.novelty = novelty
         self.decode = getattr(model, "decode", None)
         self.stack: list[tuple[int, int, Any]] = []  # dfs: (state number, depth, packed state)
         self.tiers = _Tiers((lambda: Spool(2, compress)) if self.decode is not None else _Listed)
@@ -509,8 +543,7 @@ class _OrderedSearch(_Search):
                  else self.tiers.items())
         more = (None if self.novelty is None
                 else {"keys.bin": ((c, pickle.dumps(k, 5)) for k, c in self.counts.items())})
-        self.checkpoint.save({"visited": self.seen.table, "parent": self.store.parent, "action": self.store.action},
-                             records((0, n, d, p) for n, d, p in rest), records(queue),
+        self.save_checkpoint(records((0, n, d, p) for n, d, p in rest), records(queue),
                              {**self.counters(transitions, expanded), "below": below}, more)
 
     def loop(self, batch: Any) -> SearchResult:

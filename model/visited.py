@@ -52,6 +52,7 @@ class SearchResult:
     # `counterexample`); `covered` is True when the search still went everywhere it would have gone without them
     counterexamples: dict[str, Counterexample] = field(default_factory=dict)
     covered: bool = False
+    visited_disk_bytes: int = 0  # exhaust with visited_memory: the visited fingerprints on disk at the end
 
 
 def fingerprint(data: bytes) -> int:

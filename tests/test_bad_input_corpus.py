@@ -239,6 +239,7 @@ _more: dict[str, dict[str, list[str]]] = {
                 "--max-memory": ["", "x", "-1", "nan", "1e400", BIG, "5 parsecs", "\u0661G", "1_0G", "\x1b[31m"],
                 "--workers": ["0", "-1", "x", "100000", BIG], "--master": SPARK_MASTERS,
                 "--spill-dir": ["nope/none", "plan.json", "/dev/null", "/proc/kcheck-spill", "\x1b[31m"],
+                "--visited-memory": ["", "x", "0", "-1", "nan", "12", "1e400", BIG, "\u0661G", "1_0G", "\x1b[31m"],
                 "--order": ["", "x", "BFS", "\x1b[31m"],
                 "--checkpoint": ["nope/none", "plan.json", "/dev/null", "/proc/kcheck-ck", "\x1b[31m"],
                 "--checkpoint-every": ["0", "-1", "nan", "inf", "x", "", BIG]},

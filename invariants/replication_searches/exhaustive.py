@@ -481,7 +481,7 @@ def run_exhaust(protocol: Protocol, cfg: Config, *, label: str | None = None, on
                 spill_dir: str | None = None, modules: Sequence[str] = (), order: str = "bfs",
                 reduce: bool = False, spark_search: Callable[..., SearchResult] | None = None,
                 checkpoint: Checkpointer | None = None, resume: bool = False,
-                stop: Callable[[], str | None] | None = None) -> EngineRun:
+                stop: Callable[[], str | None] | None = None, visited_memory: int | None = None) -> EngineRun:
     """Every state reachable within `cfg`'s bounds, breadth first, on the one engine (see the module docstring).
 
     With a `probe`, pass `probe.protocol` as `protocol`. `max_rss` (bytes) stops the search when this process
@@ -497,10 +497,13 @@ def run_exhaust(protocol: Protocol, cfg: Config, *, label: str | None = None, on
     a shortest one).
     `checkpoint` (in this one process, any order): the search is saved to its folder as it goes, the invariant
     tally with it; `resume` continues the folder's checkpoint. `stop`: the engine's callback beside the memory cap
-    (a word stops the search, between two expansions: a checkpoint is written there).
+    (a word stops the search, between two expansions: a checkpoint is written there). `visited_memory`: the
+    engine's (bytes of visited fingerprints kept in memory, the rest on disk; not on Spark).
     """
     if checkpoint is not None and (workers > 1 or master is not None or probe is not None):
         raise SearchSetupError("checkpoints are taken by a search in one process, without change coverage")
+    if visited_memory is not None and master is not None:
+        raise SearchSetupError("the visited set's memory budget is for a search on this machine, not on Spark")
     label = label or protocol.name
     inner = ReplicationModel(protocol, cfg, only=only, symmetry=symmetry, reduce=reduce)
     notes: list[str] = []
@@ -526,7 +529,7 @@ def run_exhaust(protocol: Protocol, cfg: Config, *, label: str | None = None, on
             result = exhaust(model, max_states=max_states, max_seconds=max_seconds, symmetry=symmetry,
                              progress=report, workers=workers, spill_dir=spill_dir, stop=stops, order=order,
                              novelty=_novelty(state_of) if order == "novelty" else None, checkpoint=checkpoint,
-                             resume=resume)
+                             resume=resume, visited_memory=visited_memory)
         except RuntimeError:
             failed = shared.error()  # a user's invariant failed in a worker: its own error, not the worker's text
             if failed is not None:

@@ -314,6 +314,13 @@ def parse_memory(text: str) -> tuple[int | None, str]:
         return cap, f"{_size(cap)} (auto: a quarter of this machine's {_size(total)})"
     if t in ("0", "none"):
         return None, "none"
+    cap = parse_size(text, "--max-memory", "expected auto, 0 (no cap) or a size such as 4G or 512M")
+    return cap, _size(cap)
+
+
+def parse_size(text: str, option: str, expected: str, least: int = 1) -> int:
+    """A size like 4G, 512M, 2.5GiB in bytes (at least `least`); else `option`'s one line: `expected`, not it."""
+    t = text.strip().lower()
     units = {"": 1, "b": 1, "k": 1 << 10, "kb": 1 << 10, "kib": 1 << 10, "m": 1 << 20, "mb": 1 << 20,
              "mib": 1 << 20, "g": 1 << 30, "gb": 1 << 30, "gib": 1 << 30, "t": 1 << 40, "tb": 1 << 40,
              "tib": 1 << 40}
@@ -323,10 +330,9 @@ def parse_memory(text: str) -> tuple[int | None, str]:
         value = float(number) if number.isascii() and "_" not in number else -1.0  # float() takes '١' and '1_0'
     except ValueError:
         value = -1.0
-    if unit not in units or not value > 0 or value != value or value * units[unit] > 1 << 50:
-        raise InputError("--max-memory", f"expected auto, 0 (no cap) or a size such as 4G or 512M, not '{text}'")
-    cap = int(value * units[unit])
-    return cap, _size(cap)
+    if unit not in units or not value > 0 or value != value or not least <= value * units[unit] <= 1 << 50:
+        raise InputError(option, f"{expected}, not '{text}'")
+    return int(value * units[unit])
 
 
 def exit_for(found: bool, probe: ChangeProbe | None, complete: bool) -> Exit:
@@ -579,9 +585,16 @@ def explore_command(
     return Exit.FAILED
 
 
-def _engine_options(workers: int, master: str | None, spill_dir: str | None) -> None:
-    """--workers, --master and --spill-dir, checked before any work: one line each."""
+def _engine_options(workers: int, master: str | None, spill_dir: str | None, visited_memory: str | None
+                    ) -> int | None:
+    """--workers, --master, --spill-dir and --visited-memory, checked before any work: one line each; the visited
+    set's memory budget in bytes (None: all in memory)."""
+    budget = None if visited_memory is None else parse_size(
+        visited_memory, "--visited-memory", "expected a size such as 512M or 2G (at least 1K)", 1 << 10)
     if master is not None:
+        if budget is not None:
+            raise InputError("--visited-memory", "is for a search on this machine; on Spark the visited set is the "
+                                                 "executors'")
 
         check_master(master)
         if workers > 1:
@@ -595,6 +608,7 @@ def _engine_options(workers: int, master: str | None, spill_dir: str | None) -> 
     if spill_dir is not None:  # made only once every option is checked (_make_spill_dir)
         from kcheck import junit
         junit.output_path(spill_dir, "--spill-dir", directory=True)
+    return budget
 
 
 def _make_spill_dir(spill_dir: str | None) -> None:
@@ -688,6 +702,8 @@ def _engine_line(run: EngineRun) -> str:
     bps = run.result.bytes_per_state
     store = f", {bps:.0f} bytes a stored state" if bps else ""
     spilled = f", {_size(run.result.spilled_bytes)} of frontier spilled" if run.result.spilled_bytes else ""
+    disk = run.result.visited_disk_bytes
+    spilled += f", {_size(disk)} of visited fingerprints on disk" if disk else ""
     order = f", order {run.result.order}" if getattr(run.result, "order", "bfs") != "bfs" else ""
     red = ("" if run.reduction_off == "not asked for" else ", reduction off (" + run.reduction_off + ")"
            if run.reduction_off else ", reduction on")
@@ -783,6 +799,11 @@ def exhaust_command(
              "necessarily a shortest one.")] = False,
     spill_dir: Annotated[str | None, typer.Option(
         metavar="DIR", help="Write the frontier to files in DIR (created) when it outgrows memory.")] = None,
+    visited_memory: Annotated[str | None, typer.Option(
+        metavar="SIZE", help="Keep at most SIZE (512M, 2G) of visited fingerprints in memory, the rest sorted on disk "
+                             "(in the --checkpoint folder, else --spill-dir, else the temporary folder; unlinked, "
+                             "never left behind): the same search, slower. With --workers each gets a share. "
+                             "Default: all in memory.")] = None,
     order: Annotated[str, typer.Option(
         metavar="ORDER", help="Which stored state to expand next: bfs (breadth first: shortest counterexamples), "
                               "dfs (depth first) or novelty (best first: states with a belief of the replicas and "
@@ -815,7 +836,7 @@ def exhaust_command(
     visited, 4 no invariant violated but the search did not cover its bounds (--max-states, --max-seconds, --max-memory,
     or --abstract)."""
     mem_cap, mem_text = parse_memory(max_memory)
-    _engine_options(workers, master, spill_dir)
+    budget = _engine_options(workers, master, spill_dir, visited_memory)
     _order_option(order, workers, master, spill_dir)
     _checkpoint_options(checkpoint, resume, workers, master, coverage_dir)
     small = {"brokers": 2, "min_isr": 1, "records": 2, "max_leader_epoch": 3, "crashes": 1, "lossy_crashes": 1,
@@ -841,7 +862,7 @@ def exhaust_command(
                           max_states=max_states, max_seconds=max_seconds or None, max_rss=mem_cap,
                           progress=progress_printer(progress, quiet), workers=workers, master=master,
                           symmetry=symmetry, spill_dir=spill_dir, modules=tuple(invariants or ()), order=order,
-                          reduce=reduce)
+                          reduce=reduce, visited_memory=budget)
     if uncovered:
         result.notes.append("change coverage is not recorded by a search with --checkpoint (no exit 3)")
     write_trace(out, result.trace)
@@ -868,6 +889,7 @@ def exhaust_command(
                           "bytes_per_state": None if r.bytes_per_state is None else round(r.bytes_per_state, 1),
                           "collision_probability": r.collision_probability,
                           "frontier_peak": r.frontier_peak, "spilled_bytes": r.spilled_bytes,
+                          "visited_memory_bytes": budget, "visited_disk_bytes": r.visited_disk_bytes,
                           "symmetry": "on" if result.symmetry else "off", "symmetry_note": result.symmetry_note,
                           "reduction": "off" if result.reduction_off else "on",
                           "reduction_note": result.reduction_off,
