@@ -25,9 +25,11 @@ KCHECK_TRACE_DIR) set, writes the run as a trace file `kcheck replay` reads. Kee
 
 A guided machine (`guided = True`) has one rule `step` in place of the per-kind rules: it draws as `kcheck explore`
 does (kind weights, follow-ups; see `ModelMachine.guided`), since Hypothesis's uniform choice among rules and its
-favoured values rarely line up the long exchanges between a few faults that historical rows need. `row_machines()`
-gives a guided machine per built-in row; `ROWS_PROFILE` is the profile under which they find the rows
-(docs/tasks/pytest.md has the figures, bench/bench_machines.py measures them).
+favoured values rarely line up the long exchanges between a few faults that historical rows need. A machine with
+`restarts = True` starts half its examples from a corpus of the states earlier examples reached with a new `novelty`
+key, replaying the path to it, as `kcheck explore` restarts its programs. `row_machines()` gives a guided machine
+with restarts per built-in row; `ROWS_PROFILE` is the profile under which they find the rows (docs/tasks/pytest.md
+has the figures, bench/bench_machines.py measures them).
 """
 
 from __future__ import annotations
