@@ -28,8 +28,8 @@ does (kind weights, follow-ups; see `ModelMachine.guided`), since Hypothesis's u
 favoured values rarely line up the long exchanges between a few faults that historical rows need. A machine with
 `restarts = True` starts half its examples from a corpus of the states earlier examples reached with a new `novelty`
 key, replaying the path to it, as `kcheck explore` restarts its programs. `row_machines()` gives a guided machine
-with restarts per built-in row; `ROWS_PROFILE` is the profile under which they find the rows (docs/tasks/pytest.md
-has the figures, bench/bench_machines.py measures them).
+per built-in row (with restarts if asked); `ROWS_PROFILE` is the profile under which they find the rows
+(docs/tasks/pytest.md has the figures, bench/bench_machines.py measures them).
 """
 
 from __future__ import annotations
@@ -308,7 +308,7 @@ class ModelMachine(RuleBasedStateMachine):
         return self._rng.getrandbits(48) if self._rng is not None else data.draw(_WORD, label=label)
 
     def moved(self, action: Any, nxt: Any) -> None:
-        """The run takes `action` into `nxt`; a state with a key new to the class joins the corpus (`restart`)."""
+        """The run takes `action` into `nxt`; a state with a key new to the class joins the corpus (`restarts`)."""
         self.state = nxt
         self.steps.append(action)
         key = self.novelty(nxt) if self.guided or self.restarts else None
@@ -323,10 +323,12 @@ class ModelMachine(RuleBasedStateMachine):
     def novelty(self, state: Any) -> Hashable | None:
         """An abstraction of a state (random_search's `novelty`): a guided run reports how many keys its states
         had to Hypothesis's `target()`, so its target phase mutates the runs that reached most, and the corpus
-        (`restart`) keeps a state per key. The model's own `novelty` if it has one, else the state itself (its
-        fingerprint); None: no key."""
+        (`restarts`) keeps a state per key. The model's own `novelty` if it has one, else, with `restarts`, the state
+        itself (its fingerprint); None: no key."""
         own = getattr(self.the_model, "novelty", None)
-        return own(state) if own is not None else fingerprint(self.the_model.encode(state))
+        if own is not None:
+            return own(state)
+        return fingerprint(self.the_model.encode(state)) if self.restarts else None
 
     def teardown(self) -> None:
         if self.guided and self._keys:
@@ -622,10 +624,11 @@ def _variant_machine(cls: type[_M], variant: str, model: str, **attrs: Any) -> t
                 {**attrs, "__module__": cls.__module__})
 
 
-def row_machines(model: str = "replication") -> dict[str, type[ModelMachine]]:
+def row_machines(model: str = "replication", restarts: bool = False) -> dict[str, type[ModelMachine]]:
     """A guided machine per built-in row of `model` ("replication": the rows of `kcheck variants`, with atomic
     fetches as `kcheck explore` runs them; "storage", "request": those models' variants that break an invariant),
-    by row name: what the `kcheck-rows` profile is measured on (tests/test_machines.py, bench/bench_machines.py)."""
+    by row name, with `restarts` as given: what the `kcheck-rows` profile is measured on (tests/test_machines.py,
+    bench/bench_machines.py)."""
     made: dict[str, type[ModelMachine]]
     if model == "replication":
         made = {name: ReplicationMachine.for_variant(name, atomic_fetch=True) for name in VARIANTS}
@@ -633,5 +636,5 @@ def row_machines(model: str = "replication") -> dict[str, type[ModelMachine]]:
         made = {name: StorageMachine.for_variant(name) for name, v in STORAGE_VARIANTS.items() if v.violates}
     else:
         made = {name: RequestMachine.for_variant(name) for name, v in REQUEST_VARIANTS.items() if v.violates}
-    return {name: type(m.__name__, (m,), {"guided": True, "restarts": True, "__module__": m.__module__})
+    return {name: type(m.__name__, (m,), {"guided": True, "restarts": restarts, "__module__": m.__module__})
             for name, m in made.items()}
