@@ -26,8 +26,10 @@ KCHECK_TRACE_DIR) set, writes the run as a trace file `kcheck replay` reads. Kee
 
 A guided machine (`guided = True`) has one rule `step` in place of the per-kind rules: it draws as `kcheck explore`
 does (kind weights, follow-ups; see `ModelMachine.guided`), since Hypothesis's uniform choice among rules and its
-favoured values rarely line up the long exchanges between a few faults that historical rows need. `row_machines()`
-gives a guided machine per built-in row; `ROWS_PROFILE` is the profile under which they find the rows
+favoured values rarely line up the long exchanges between a few faults that historical rows need. A machine with
+`restarts = True` starts half its examples from a corpus of the states earlier examples reached with a new `novelty`
+key, replaying the path to it, as `kcheck explore` restarts its programs. `row_machines()` gives a guided machine
+per built-in row (with restarts if asked); `ROWS_PROFILE` is the profile under which they find the rows
 (docs/tasks/pytest.md has the figures, bench/bench_machines.py measures them).
 """
 
@@ -67,7 +69,7 @@ from kcheck.model.storage import Rules as StorageRules
 from kcheck.model.transactions import VARIANTS as TRANSACTIONS_VARIANTS
 from kcheck.model.transactions import Config as TransactionsConfig
 from kcheck.model.transactions import Rules as TransactionsRules
-from kcheck.model.visited import successor_fn
+from kcheck.model.visited import fingerprint, successor_fn
 
 __all__ = ["ROWS_PROFILE", "ModelMachine", "ModelViolation", "RebalanceMachine", "ReplicationMachine",
            "RequestMachine", "StorageMachine", "TransactionsMachine", "row_machines", "rows_settings"]
@@ -83,6 +85,9 @@ settings.register_profile(ROWS_PROFILE, max_examples=2000, stateful_step_count=5
 
 
 _M = TypeVar("_M", bound="ModelMachine")
+
+
+CORPUS_LIMIT = 20_000  # a restarting machine's corpus at most (entries; each a path of actions)
 
 
 def rows_settings(**overrides: Any) -> settings:
@@ -141,6 +146,17 @@ class ModelMachine(RuleBasedStateMachine):
     weights: ClassVar[Mapping[str, float]] = {}
     follow: ClassVar[float] = 0.0
     choices: ClassVar[str] = "random"
+    # Restarts (random_search's `restart` 0.5, as `kcheck explore` runs): half the examples (a Hypothesis boolean)
+    # start from a state an earlier example of this class reached with a `novelty` key none had before (the corpus,
+    # kept on the class for the process), its path replayed through the model's `step`, so the run and its trace
+    # still start at an initial state. The entry is picked uniformly the first time an example's draws are seen and
+    # memoised by them, so the same draws give the same run (Hypothesis's shrinking and replay rely on that)
+    # however the corpus grows meanwhile.
+    restarts: ClassVar[bool] = False
+    _corpus: ClassVar[list[tuple[int, tuple[Any, ...]]]] = []  # (initial state's index, the path) per new key
+    _corpus_keys: ClassVar[set[Hashable]] = set()
+    _starts: ClassVar[dict[tuple[int | None, int], tuple[int, tuple[Any, ...]] | None]] = {}  # draws -> entry
+    _picker: ClassVar[random.Random] = random.Random(0)
 
     @classmethod
     def kinds(cls, model: Model[Any, Any]) -> Sequence[str]:
@@ -159,9 +175,10 @@ class ModelMachine(RuleBasedStateMachine):
         cls.model = model
         if cls.choices not in ("random", "hypothesis"):
             raise ValueError(f"{cls.__name__}.choices must be random or hypothesis, not {cls.choices!r}")
+        cls._corpus, cls._corpus_keys, cls._starts, cls._picker = [], set(), {}, random.Random(0)  # the class's own
         made: dict[str, Any] = {}
         if model is not None:
-            made["initial"] = _initial_rule(len(list(model.initial_states())), cls.guided)
+            made["initial"] = _initial_rule(len(list(model.initial_states())), cls.guided, cls.restarts)
             made["quiescent"] = _quiescent_rule()
             if cls.guided:
                 made["step"] = _guided_rule()
@@ -260,8 +277,7 @@ class ModelMachine(RuleBasedStateMachine):
         nxt = self.the_model.step(self.state, action)
         if nxt is None:
             return False
-        self.state = nxt
-        self.steps.append(action)
+        self.moved(action, nxt)
         return True
 
     def weight(self, kind: str) -> int:
@@ -297,17 +313,27 @@ class ModelMachine(RuleBasedStateMachine):
         return self._rng.getrandbits(48) if self._rng is not None else data.draw(_WORD, label=label)
 
     def moved(self, action: Any, nxt: Any) -> None:
-        """The run takes `action` into `nxt`."""
+        """The run takes `action` into `nxt`; a state with a key new to the class joins the corpus (`restarts`)."""
         self.state = nxt
         self.steps.append(action)
-        key = self.novelty(nxt) if self.guided else None
-        if key is not None:
-            self._keys.add(key)
+        key = self.novelty(nxt) if self.guided or self.restarts else None
+        if key is None:
+            return
+        self._keys.add(key)
+        cls = type(self)
+        if self.restarts and key not in cls._corpus_keys and len(cls._corpus) < CORPUS_LIMIT:
+            cls._corpus_keys.add(key)
+            cls._corpus.append((self._index, tuple(self.steps)))
 
     def novelty(self, state: Any) -> Hashable | None:
         """An abstraction of a state (random_search's `novelty`): a guided run reports how many keys its states
-        had to Hypothesis's `target()`, so its target phase mutates the runs that reached most. None: no key."""
-        return None
+        had to Hypothesis's `target()`, so its target phase mutates the runs that reached most, and the corpus
+        (`restarts`) keeps a state per key. The model's own `novelty` if it has one, else, with `restarts`, the state
+        itself (its fingerprint); None: no key."""
+        own = getattr(self.the_model, "novelty", None)
+        if own is not None:
+            return own(state)
+        return fingerprint(self.the_model.encode(state)) if self.restarts else None
 
     def teardown(self) -> None:
         if self.guided and self._keys:
@@ -315,6 +341,28 @@ class ModelMachine(RuleBasedStateMachine):
 
     def start(self, index: int) -> None:
         self.state, self._index = list(self.the_model.initial_states())[index], index
+
+    def restart_from(self, seed: int | None, draw: int) -> bool:
+        """Start from the corpus entry the example's draws (`seed`, `draw`) pick: its path replayed from its initial
+        state by the model's `step`. Picked uniformly the first time the draws are seen (none while the corpus is
+        empty), then memoised. False when they pick none."""
+        cls = type(self)
+        if (seed, draw) not in cls._starts:
+            pick = cls._corpus[cls._picker.randrange(len(cls._corpus))] if cls._corpus else None
+            cls._starts[seed, draw] = pick
+        entry = cls._starts[seed, draw]
+        if entry is None:
+            return False
+        index, path = entry
+        self.start(index)
+        for action in path:
+            nxt = self.the_model.step(self.state, action)
+            if nxt is None:
+                raise AssertionError(f"{self.the_model.describe(action)} does not apply on replaying a corpus entry: "
+                                     f"the model's step is not deterministic")
+            self.state = nxt
+            self.steps.append(action)
+        return True
 
     def violated(self, inv: StateInvariant[Any], message: str) -> ModelViolation:
         """The failure for `inv` breaking in the current state (replication overrides it with its trace)."""
@@ -334,16 +382,21 @@ def _named(fn: Callable[..., None], name: str) -> Callable[..., None]:
     return fn
 
 
-def _initial_rule(count: int, guided: bool) -> Any:
-    if not guided:
-        def initial(self: ModelMachine, index: int) -> None:
-            self.start(index)
-        return initialize(index=st.integers(0, count - 1))(initial)
+def _initial_rule(count: int, guided: bool, restarts: bool) -> Any:
+    """The run's start: initial state `index`; `seed` (guided) its random.Random; with `restarts`, `restart` (whether
+    from the corpus: Hypothesis shrinks it to False, the run from the initial state) and `entry` (which)."""
+    draws: dict[str, Any] = {"index": st.integers(0, count - 1)}
+    if guided:
+        draws["seed"] = _WORD
+    if restarts:
+        draws.update(restart=st.booleans(), entry=_WORD)
 
-    def initial_seeded(self: ModelMachine, index: int, seed: int) -> None:
-        self.start(index)
-        self._rng = random.Random(seed) if self.choices == "random" else None
-    return initialize(index=st.integers(0, count - 1), seed=_WORD)(_named(initial_seeded, "initial"))
+    def initial(self: ModelMachine, index: int, seed: int | None = None, restart: bool = False,
+                entry: int = 0) -> None:
+        if not (restart and self.restart_from(seed, entry)):
+            self.start(index)
+        self._rng = random.Random(seed) if seed is not None and self.choices == "random" else None
+    return initialize(**draws)(_named(initial, "initial"))
 
 
 def _quiescent_rule() -> Any:
@@ -361,8 +414,7 @@ def _kind_rule(kind: str) -> Any:
             i = data.draw(st.integers(0, len(options) - 1), label=kind) if len(options) > 1 else 0
             nxt = self.next_state(options[i])
             if nxt is not None:
-                self.state = nxt
-                self.steps.append(options[i])
+                self.moved(options[i], nxt)
                 data.draw(st.just(self.the_model.describe(options[i])), label="step")  # in Hypothesis's report
                 return
             del options[i]
@@ -600,10 +652,11 @@ def _variant_machine(cls: type[_M], variant: str, model: str, **attrs: Any) -> t
                 {**attrs, "__module__": cls.__module__})
 
 
-def row_machines(model: str = "replication") -> dict[str, type[ModelMachine]]:
+def row_machines(model: str = "replication", restarts: bool = False) -> dict[str, type[ModelMachine]]:
     """A guided machine per built-in row of `model` ("replication": the rows of `kcheck variants`, with atomic
     fetches as `kcheck explore` runs them; "storage", "request": those models' variants that break an invariant),
-    by row name: what the `kcheck-rows` profile is measured on (tests/test_machines.py, bench/bench_machines.py)."""
+    by row name, with `restarts` as given: what the `kcheck-rows` profile is measured on (tests/test_machines.py,
+    bench/bench_machines.py)."""
     made: dict[str, type[ModelMachine]]
     if model == "replication":
         made = {name: ReplicationMachine.for_variant(name, atomic_fetch=True) for name in VARIANTS}
@@ -611,4 +664,5 @@ def row_machines(model: str = "replication") -> dict[str, type[ModelMachine]]:
         made = {name: StorageMachine.for_variant(name) for name, v in STORAGE_VARIANTS.items() if v.violates}
     else:
         made = {name: RequestMachine.for_variant(name) for name, v in REQUEST_VARIANTS.items() if v.violates}
-    return {name: type(m.__name__, (m,), {"guided": True, "__module__": m.__module__}) for name, m in made.items()}
+    return {name: type(m.__name__, (m,), {"guided": True, "restarts": restarts, "__module__": m.__module__})
+            for name, m in made.items()}
