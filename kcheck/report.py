@@ -40,6 +40,16 @@ def console(stderr: bool = False) -> Console:
     return _SafeConsole(file=stream, width=width, soft_wrap=False, highlight=False)
 
 
+def print_decisions(rules: Any, mine: dict[str, str], today: dict[str, str]) -> None:
+    """A model's decisions, one per line with the function that makes it (today's noted where it differs) and the
+    first line of that function's docstring: `kcheck request rules`, `kcheck transactions rules`."""
+    out = console()
+    for name, fn in mine.items():
+        changed = "" if fn == today[name] else f"   (today: {today[name]})"
+        doc = (getattr(getattr(rules, name), "__doc__", None) or "").split("\n")[0]
+        out.print(f"{name}: {fn}{changed}\n    {doc}", markup=False, soft_wrap=True)
+
+
 def violations_table(report: Report, title: str) -> Table:
     table = Table(title=title, title_justify="left")
     for col in ("severity", "invariant", "where", "violation"):

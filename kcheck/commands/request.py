@@ -418,11 +418,7 @@ def rules_command(protocol: RequestProtocolOpt = "current", json_out: JsonOpt = 
     if json_out:
         print(json.dumps({"rules": rules.name, "decisions": mine}, indent=2))
         return Exit.OK
-    out = report.console()
-    for name, fn in mine.items():
-        changed = "" if fn == today[name] else f"   (today: {today[name]})"
-        doc = (getattr(getattr(rules, name), "__doc__", None) or "").split("\n")[0]
-        out.print(f"{name}: {fn}{changed}\n    {doc}", markup=False, soft_wrap=True)
+    report.print_decisions(rules, mine, today)
     return Exit.OK
 
 

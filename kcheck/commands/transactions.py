@@ -157,11 +157,7 @@ def rules_command(rules: RulesOpt = "current", json_out: JsonOpt = False) -> int
     if json_out:
         print(json.dumps({"rules": chosen.name, "decisions": mine}, indent=2))
         return Exit.OK
-    out = report.console()
-    for name, fn in mine.items():
-        changed = "" if fn == today[name] else f"   (today: {today[name]})"
-        doc = (getattr(getattr(chosen, name), "__doc__", None) or "").split("\n")[0]
-        out.print(f"{name}: {fn}{changed}\n    {doc}", markup=False, soft_wrap=True)
+    report.print_decisions(chosen, mine, today)
     return Exit.OK
 
 
