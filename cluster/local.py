@@ -79,7 +79,7 @@ from kcheck.cluster.folder import (
     started_for,
     state_controllers,
 )
-from kcheck.cluster.netns import NetnsError, Network
+from kcheck.cluster.netns import NetnsError, Network, ignore_sigterm
 from kcheck.cluster.netns import unavailable as netns_unavailable
 from kcheck.inputs.formats import InputError, control_problem
 from kcheck.runtime import interrupts
@@ -266,7 +266,8 @@ class Watchdog:
     def __init__(self, owners: Sequence[str], directory: Path, ident: str) -> None:
         self.proc = subprocess.Popen(
             [sys.executable, "-c", "from kcheck.cluster.local import Watchdog; Watchdog.watch()", *owners],
-            stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+            stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
+            preexec_fn=ignore_sigterm)
         self._send({"dir": str(directory), "id": ident})
 
     def _send(self, message: dict[str, Any]) -> None:

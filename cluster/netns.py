@@ -31,6 +31,7 @@ import os
 import random
 import re
 import shutil
+import signal
 import subprocess
 import sys
 import time
@@ -252,10 +253,17 @@ def sweep() -> list[str]:
     return gone
 
 
+def ignore_sigterm() -> None:
+    """A watchdog's signal disposition (the network's and `LocalCluster`'s), set before it execs so no moment of its
+    start is exposed: a SIGTERM (`pkill -f` of a path both command lines name) ends the owner, and the watchdog must
+    outlive it to clean up after it. SIGKILL leaves the clean-up to `sweep()`."""
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+
+
 def _start_watchdog(owner: int, stem: str, host_link: str) -> subprocess.Popen[bytes]:
     return subprocess.Popen([sys.executable, "-c", "from kcheck.cluster.netns import watch; watch()",
                              str(owner), stem, host_link], stdin=subprocess.PIPE, stdout=subprocess.DEVNULL,
-                            stderr=subprocess.DEVNULL, start_new_session=True)
+                            stderr=subprocess.DEVNULL, start_new_session=True, preexec_fn=ignore_sigterm)
 
 
 def watch() -> None:

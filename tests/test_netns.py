@@ -86,6 +86,26 @@ def test_a_killed_owner_leaves_nothing_behind():
     assert _left(stem, host_link) == ([], [])
 
 
+def test_a_sigterm_to_owner_and_watchdog_leaves_nothing_behind():
+    """`pkill -f` of a path both command lines name SIGTERMs the owner and its watchdog at once: the watchdog
+    outlives the signal, then deletes the network once the owner is gone."""
+    owner = subprocess.Popen([sys.executable, "-c", "from kcheck.cluster.netns import Network\nimport sys, time\n"
+                              "n = Network([1, 2]).create()\nprint(n.stem, n.host_link, n._watchdog.pid, flush=True)\n"
+                              "time.sleep(600)"],
+                             stdout=subprocess.PIPE, text=True, start_new_session=True)
+    assert owner.stdout is not None
+    stem, host_link, watchdog = owner.stdout.readline().split()
+    os.kill(int(watchdog), signal.SIGTERM)
+    time.sleep(0.5)
+    assert _left(stem, host_link) != ([], [])  # the watchdog still watches
+    os.kill(owner.pid, signal.SIGTERM)
+    owner.wait()
+    deadline = time.monotonic() + 15
+    while _left(stem, host_link) != ([], []) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert _left(stem, host_link) == ([], [])
+
+
 def test_sweep_deletes_only_networks_whose_owner_is_gone(tmp_path):
     dead = subprocess.Popen(["true"])
     dead.wait()
