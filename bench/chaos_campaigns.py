@@ -221,6 +221,17 @@ def volume_table(rows: list[dict[str, Any]]) -> str:
     return "\n".join(lines) + "\n"
 
 
+def volume_main(args: argparse.Namespace) -> int:
+    where = Path(args.json_dir or Path(__file__).resolve().parent.parent / "out" / "chaos-volume")
+    if not args.table_only:
+        volume(args, where)
+    table = volume_table(volume_rows(where))
+    print("\n" + table)
+    if args.markdown:
+        Path(args.markdown).write_text(table, encoding="utf-8")
+    return 0
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--kafka-version", default=DEFAULT_VERSION)
@@ -246,14 +257,7 @@ def main() -> int:
     ap.add_argument("--table-only", action="store_true", help="volume: the table of --json-dir's histories only")
     args = ap.parse_args()
     if args.releases or args.table_only:
-        where = Path(args.json_dir or Path(__file__).resolve().parent.parent / "out" / "chaos-volume")
-        if not args.table_only:
-            volume(args, where)
-        table = volume_table(volume_rows(where))
-        print("\n" + table)
-        if args.markdown:
-            Path(args.markdown).write_text(table, encoding="utf-8")
-        return 0
+        return volume_main(args)
     kinds = (*DEFAULT_FAULTS, "lossy-kill") if args.lossy else DEFAULT_FAULTS
     out = Path(args.json_dir) if args.json_dir else None
     if out is not None:
