@@ -59,7 +59,8 @@ from kcheck.cluster.chaos import (
     parse_schedule,
     random_schedule,
 )
-from kcheck.cluster.history import PRODUCER_COUNTS, PRODUCER_KINDS
+from kcheck.cluster.folder import CONTROLLER_ID
+from kcheck.cluster.history import CONTROLLER_GONE, PRODUCER_COUNTS, PRODUCER_KINDS
 from kcheck.cluster.local import DEFAULT_VERSION, LocalCluster
 from kcheck.cluster.producers import DEFAULT_PRODUCERS, parse_producers
 from kcheck.reference.kafka_jars import BRIDGE_RELEASES, check_release
@@ -187,12 +188,12 @@ def volume_rows(out: Path) -> list[dict[str, Any]]:
         key = (setting_of(doc["settings"]), doc["cluster"]["version"])
         r = rows.setdefault(key, {"setting": key[0], "release": key[1], "campaigns": 0, "seconds": 0.0,
                                   "faults": Counter(), "acked_all": 0, "acked_1": 0, "lost_1": 0,
-                                  "anomalies": Counter(), "lossy_campaigns": 0, "duration": set()})
+                                  "anomalies": Counter(), "lossy_campaigns": 0, "duration": set(), "failovers": 0})
         v = doc["verdict"]
         r["campaigns"] += 1
         r["seconds"] += doc["seconds"]
         r["duration"].add(doc["settings"]["duration"])
-        r["faults"].update(v["faults"])
+        r["failovers"] += _count_faults(doc["events"], r["faults"])
         r["acked_all"] += v["counts"]["acked_acks_all"]
         r["acked_1"] += v["counts"]["acked_acks_1"]
         r["lost_1"] += v["counts"]["lost_acks_1"]
@@ -203,20 +204,37 @@ def volume_rows(out: Path) -> list[dict[str, Any]]:
                                                 tuple(int(x) for x in r["release"].split("."))))
 
 
+def _count_faults(events: list[dict[str, Any]], into: Counter[str]) -> int:
+    """Count the faults started, per kind (a controller's apart); return how many hit the active controller: the
+    quorum's leader in DescribeQuorum's last answer before the fault, of its step (as history.controller-failover
+    reads it)."""
+    quorum = sorted((e for e in events if e["type"] == "quorum"), key=lambda e: e["t"])
+    failovers = 0
+    for e in events:
+        if e["type"] != "fault" or e["phase"] != "start":
+            continue
+        on_controller = any(n >= CONTROLLER_ID for n in e["brokers"])
+        into[f"{e['kind']} (controller)" if on_controller else e["kind"]] += 1
+        before = [q["leader"] for q in quorum if q["step"] == e["step"] and q["t"] <= e["t"]]
+        failovers += int(on_controller and e["kind"] in CONTROLLER_GONE and before[-1:] == e["brokers"])
+    return failovers
+
+
 def _counts(c: Counter[str]) -> str:
     return ", ".join(f"{k} {n:,}" for k, n in sorted(c.items(), key=lambda kv: (-kv[1], kv[0]))) or "none"
 
 
 def volume_table(rows: list[dict[str, Any]]) -> str:
     """The item-6 table as Markdown; anomalies by Jepsen's name (a check's own name where none fits)."""
-    lines = ["| setting | release | campaigns | duration | faults by kind | acknowledged acks=all "
-             "| acknowledged acks=1 | anomalies by kind | acks=1 lost (not promised) |",
-             "|---|---|---:|---:|---|---:|---:|---|---:|"]
+    lines = ["| setting | release | campaigns | duration | faults by kind | of them on the active controller "
+             "| acknowledged acks=all | acknowledged acks=1 | anomalies by kind | acks=1 lost (not promised) |",
+             "|---|---|---:|---:|---|---:|---:|---:|---|---:|"]
     for r in rows:
         each = "/".join(f"{d:g}" for d in sorted(r["duration"]))
         hit = f" (acks=all loss in {r['lossy_campaigns']} campaign(s))" if r["lossy_campaigns"] else ""
         lines.append(f"| {r['setting']} | {r['release']} | {r['campaigns']} x {each} s | {r['seconds']:,.0f} s | "
-                     f"{_counts(r['faults'])} | {r['acked_all']:,} | {r['acked_1']:,} | {_counts(r['anomalies'])}{hit}"
+                     f"{_counts(r['faults'])} | {r['failovers']} | {r['acked_all']:,} | {r['acked_1']:,} | "
+                     f"{_counts(r['anomalies'])}{hit}"
                      f" | {r['lost_1']:,} |")
     return "\n".join(lines) + "\n"
 

@@ -1096,7 +1096,8 @@ def _kind_of(nodes: Sequence[int], brokers: Sequence[int]) -> str:
 def print_outcome(o: Outcome, out: Any) -> None:
     s, v = o.settings, o.verdict
     c = v.counts
-    out.print(f"Campaign on topic {escape(s.topic)}: {s.partitions} partition(s), RF {s.replication_factor}, "
+    release = f"Kafka {o.cluster['version']}, " if o.cluster.get("version") else ""
+    out.print(f"Campaign on {release}topic {escape(s.topic)}: {s.partitions} partition(s), RF {s.replication_factor}, "
               f"min.insync.replicas {s.min_insync_replicas}, unclean.leader.election.enable "
               f"{'true' if s.unclean else 'false'}; {o.seconds:.1f} s (heal {o.heal_seconds:.1f} s)")
     table = Table(title="Records", title_justify="left")

@@ -11,8 +11,8 @@ way Jepsen checks a history (nothing here looks inside a broker):
   the producer and topic configs; KIP-101 and KIP-279 for the truncation that used to break it): an acks=all
   write acknowledged while the ISR held at least min.insync.replicas replicas survives as long as one of them
   does, unless an unclean leader election (`unclean.leader.election.enable`) picks a replica outside the ISR.
-- history.acked-readable: once faults heal, the final read reaches the end of every partition that holds an
-  acknowledged record (the partition is online and readable up to its high watermark).
+- history.acked-readable (Jepsen `unseen`): once faults heal, the final read reaches the end of every partition that
+  holds an acknowledged record (the partition is online and readable up to its high watermark).
 - history.offset-single-value: no offset read with two different values, across the consumer's reads and the
   final read (a log is append-only; a replica truncates only what was never committed, KIP-101).
 - history.commits-monotonic: the offsets a consumer commits for a partition never go back
@@ -26,6 +26,10 @@ way Jepsen checks a history (nothing here looks inside a broker):
   a voter that hears nothing from the leader for `controller.quorum.fetch.timeout.ms` becomes a candidate and wins
   a majority's votes for a bumped epoch, within `controller.quorum.election.timeout.ms` and its backoff).
 
+Every violation carries its `window`: the smallest slice of the history that shows it (the write affected, its
+acknowledgement or failure, the reads that show the violation, and every fault that started or ended in between),
+as events of the JSON history, so another checker can replay just that slice.
+
 Records produced with acks=1 are checked the same way but their losses are counted apart (`acks1_lost`), not
 violations: Kafka promises an acks=1 record only the leader's copy.
 
@@ -34,7 +38,8 @@ The request path (issue 35): every value names its producer kind, session, parti
 Kafka's idempotence (KIP-98: a producer id and epoch per instance). Each violation names the anomaly the way
 Jepsen's Kafka checker (jepsen.tests.kafka) does where one fits:
 
-- history.ack-offset-match (hard, acks=all): an acknowledged value in the final log but at another offset than its
+- history.ack-offset-match (hard, acks=all; Jepsen `inconsistent-offsets`, as its checker puts sends' and polls'
+  values of an offset side by side): an acknowledged value in the final log but at another offset than its
   acknowledgement named (`ProduceResponse.PartitionResponse.baseOffset`).
 - history.idem-no-duplicate (hard, idempotent sessions; Jepsen `duplicate`): no value at two offsets.
   `ProducerStateManager`/`ProducerAppendInfo` answer a retried batch with its first offset (KIP-98).

@@ -695,8 +695,9 @@ def test_the_text_report_prints_each_failed_checks_first_window():
     kill = Fault(3.0, "kill", "start", (1,))
     h = history(*acked("all-0", 0), s1, a1, kill, *final_reads("all-0", "one-7", "x"))
     out = Console(record=True, width=300)
-    print_outcome(Outcome(Settings("t"), [], h, check(h), 10.0, 1.0), out)
+    print_outcome(Outcome(Settings("t"), [], h, check(h), 10.0, 1.0, {"version": "3.9.1", "attached": False}), out)
     text = out.export_text()
+    assert text.startswith("Campaign on Kafka 3.9.1, topic t: ")  # the release is in the results
     lines = text[text.index("The smallest window that shows the first lost-write (history.acked-not-lost):"):]
     assert lines.splitlines()[1:5] == ["  1.90s send all-1 acks=all", "  2.00s ack p0@1 all-1", "  3.00s kill 1",
                                        "  50.00s final read p0@1 one-7"]
