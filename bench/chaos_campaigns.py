@@ -63,7 +63,7 @@ from kcheck.cluster.folder import CONTROLLER_ID
 from kcheck.cluster.history import CONTROLLER_GONE, PRODUCER_COUNTS, PRODUCER_KINDS
 from kcheck.cluster.local import DEFAULT_VERSION, LocalCluster
 from kcheck.cluster.producers import DEFAULT_PRODUCERS, parse_producers
-from kcheck.reference.kafka_jars import BRIDGE_RELEASES, check_release
+from kcheck.reference.kafka_jars import BRIDGE_RELEASES, UnknownRelease, check_release
 
 REQUEST_FAULTS = (*DEFAULT_FAULTS, "pause-followers", "delete-records")
 SHOWN = ("acknowledged", "duplicates", "reorders", "indefinite_failures", "indefinite_committed", "stalls",
@@ -137,7 +137,10 @@ def release_of(text: str) -> str:
         if newest is None:
             raise SystemExit(f"--releases: no release of the {text} line kcheck knows")
         return newest
-    return check_release(text)
+    try:
+        return check_release(text)
+    except UnknownRelease as e:
+        raise SystemExit(f"--releases: {e}") from None
 
 
 def setting_of(settings: dict[str, Any]) -> str:
@@ -199,6 +202,7 @@ def volume_rows(out: Path) -> list[dict[str, Any]]:
         r["lost_1"] += v["counts"]["lost_acks_1"]
         r["anomalies"].update(x["anomaly"] or x["check"].removeprefix("history.") for x in v["violations"])
         r["lossy_campaigns"] += int(v["counts"]["lost_acks_all"] > 0)
+        r["lost_all"] = r.get("lost_all", 0) + v["counts"]["lost_acks_all"]
     order = list(VOLUME_SETTINGS)
     return sorted(rows.values(), key=lambda r: (order.index(r["setting"]) if r["setting"] in order else len(order),
                                                 tuple(int(x) for x in r["release"].split("."))))
@@ -239,11 +243,34 @@ def volume_table(rows: list[dict[str, Any]]) -> str:
     return "\n".join(lines) + "\n"
 
 
+def comparison_table(rows: list[dict[str, Any]]) -> str:
+    """The README's short table: per release, what each setting lost of what it had acknowledged (acks=all, or acks=1
+    for the acks=1 setting), and the anomalies."""
+    names = [n for n in VOLUME_SETTINGS if any(r["setting"] == n for r in rows)]
+    lines = ["| release | campaigns | " + " | ".join(VOLUME_SETTINGS[n].label for n in names) + " | anomalies |",
+             "|---|---:|" + "---:|" * len(names) + "---|"]
+    for release in dict.fromkeys(r["release"] for r in sorted(rows, key=lambda r: tuple(map(int, r["release"]
+                                                                                          .split("."))))):
+        mine = {r["setting"]: r for r in rows if r["release"] == release}
+        cells = []
+        for n in names:
+            r = mine.get(n)
+            level = "1" if n == "acks1" else "all"
+            cells.append("-" if r is None else f"{r['lost_' + level]:,} of {r['acked_' + level]:,} lost")
+        anomalies = Counter[str]()
+        for r in mine.values():
+            anomalies.update(r["anomalies"])
+        lines.append(f"| {release} | {sum(r['campaigns'] for r in mine.values())} | " + " | ".join(cells)
+                     + f" | {_counts(anomalies)} |")
+    return "\n".join(lines) + "\n"
+
+
 def volume_main(args: argparse.Namespace) -> int:
     where = Path(args.json_dir or Path(__file__).resolve().parent.parent / "out" / "chaos-volume")
     if not args.table_only:
         volume(args, where)
-    table = volume_table(volume_rows(where))
+    rows = volume_rows(where)
+    table = volume_table(rows) + "\n" + comparison_table(rows)
     print("\n" + table)
     if args.markdown:
         Path(args.markdown).write_text(table, encoding="utf-8")
