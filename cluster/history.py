@@ -410,15 +410,14 @@ def faults_around(faults: list[Fault], t: float, before: int = 2, after: int = 4
 
 
 class _Slices:
-    """What each violation's window is cut from: every value's first send, acknowledgement and failure, every read of
-    each offset (the consumer's in time order, then the final read), and the faults' starts and ends."""
+    """What each violation's window is cut from: every value's first send and acknowledgement, every read of each
+    offset (the consumer's in time order, then the final read), and the faults' starts and ends."""
 
     def __init__(self, history: History, faults: list[Fault]) -> None:
         self.faults = [f for f in faults if f.phase in ("start", "end")]
         self.sends: dict[str, Send] = {}
         self.acks: dict[str, Ack] = {}
-        self.failures: dict[str, SendFailure] = {}
-        for kind, into in ((Send, self.sends), (Ack, self.acks), (SendFailure, self.failures)):
+        for kind, into in ((Send, self.sends), (Ack, self.acks)):
             for e in history.of(kind):
                 into.setdefault(e.value, e)
         self.last_ack: dict[int, Ack] = {}  # per partition, the last acknowledgement
