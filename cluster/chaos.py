@@ -89,6 +89,7 @@ from kcheck.cluster.history import (
     Read,
     Verdict,
     check,
+    event_text,
     history_document,
 )
 from kcheck.cluster.local import ClusterError, LocalCluster
@@ -1095,7 +1096,8 @@ def _kind_of(nodes: Sequence[int], brokers: Sequence[int]) -> str:
 def print_outcome(o: Outcome, out: Any) -> None:
     s, v = o.settings, o.verdict
     c = v.counts
-    out.print(f"Campaign on topic {escape(s.topic)}: {s.partitions} partition(s), RF {s.replication_factor}, "
+    release = f"Kafka {o.cluster['version']}, " if o.cluster.get("version") else ""
+    out.print(f"Campaign on {release}topic {escape(s.topic)}: {s.partitions} partition(s), RF {s.replication_factor}, "
               f"min.insync.replicas {s.min_insync_replicas}, unclean.leader.election.enable "
               f"{'true' if s.unclean else 'false'}; {o.seconds:.1f} s (heal {o.heal_seconds:.1f} s)")
     table = Table(title="Records", title_justify="left")
@@ -1117,10 +1119,10 @@ def print_outcome(o: Outcome, out: Any) -> None:
     for cid, vs in v.by_check().items():
         verdict = "[bold red]FAIL[/]" if vs else "ok"
         first = vs[0] if vs else None
-        shown = (first.message + (" [" + " | ".join(first.window) + "]" if first.window else "")) if first else ""
-        checks.add_row(cid, ANOMALIES.get(cid, ""), verdict, str(len(vs)), escape(shown),
+        checks.add_row(cid, ANOMALIES.get(cid, ""), verdict, str(len(vs)), escape(first.message) if first else "",
                        escape("; ".join(first.faults_before)) if first else "")
     out.print(checks)
+    _print_windows(v, out)
     if v.acks1_lost:
         first1 = v.acks1_lost[0]
         out.print(f"acks=1 records lost (not promised by Kafka, not a violation): {len(v.acks1_lost)}; the first: "
@@ -1141,6 +1143,16 @@ def print_outcome(o: Outcome, out: Any) -> None:
                               f" check(s)",
                 "incomplete": "INCOMPLETE: the cluster did not heal within the timeout (the final read may be short)"}
     out.print(verdicts[v.status])
+
+
+def _print_windows(v: Verdict, out: Any) -> None:
+    """Per failed check, the smallest slice of the history that shows its first violation (its `window`)."""
+    for cid, vs in v.by_check().items():
+        if vs and vs[0].window:
+            name = f"{ANOMALIES[cid]} ({cid})" if ANOMALIES.get(cid) else cid
+            out.print(f"The smallest window that shows the first {escape(name)}:")
+            for e in vs[0].window:
+                out.print(f"  {escape(event_text(e))}")
 
 
 def _print_producers(v: Verdict, out: Any) -> None:

@@ -11,8 +11,8 @@ way Jepsen checks a history (nothing here looks inside a broker):
   the producer and topic configs; KIP-101 and KIP-279 for the truncation that used to break it): an acks=all
   write acknowledged while the ISR held at least min.insync.replicas replicas survives as long as one of them
   does, unless an unclean leader election (`unclean.leader.election.enable`) picks a replica outside the ISR.
-- history.acked-readable: once faults heal, the final read reaches the end of every partition that holds an
-  acknowledged record (the partition is online and readable up to its high watermark).
+- history.acked-readable (Jepsen `unseen`): once faults heal, the final read reaches the end of every partition that
+  holds an acknowledged record (the partition is online and readable up to its high watermark).
 - history.offset-single-value: no offset read with two different values, across the consumer's reads and the
   final read (a log is append-only; a replica truncates only what was never committed, KIP-101).
 - history.commits-monotonic: the offsets a consumer commits for a partition never go back
@@ -26,6 +26,10 @@ way Jepsen checks a history (nothing here looks inside a broker):
   a voter that hears nothing from the leader for `controller.quorum.fetch.timeout.ms` becomes a candidate and wins
   a majority's votes for a bumped epoch, within `controller.quorum.election.timeout.ms` and its backoff).
 
+Every violation carries its `window`: the smallest slice of the history that shows it (the write affected, its
+acknowledgement or failure, the reads that show the violation, and every fault that started or ended in between),
+as events of the JSON history, so another checker can replay just that slice.
+
 Records produced with acks=1 are checked the same way but their losses are counted apart (`acks1_lost`), not
 violations: Kafka promises an acks=1 record only the leader's copy.
 
@@ -34,7 +38,8 @@ The request path (issue 35): every value names its producer kind, session, parti
 Kafka's idempotence (KIP-98: a producer id and epoch per instance). Each violation names the anomaly the way
 Jepsen's Kafka checker (jepsen.tests.kafka) does where one fits:
 
-- history.ack-offset-match (hard, acks=all): an acknowledged value in the final log but at another offset than its
+- history.ack-offset-match (hard, acks=all; Jepsen `inconsistent-offsets`, as its checker puts sends' and polls'
+  values of an offset side by side): an acknowledged value in the final log but at another offset than its
   acknowledgement named (`ProduceResponse.PartitionResponse.baseOffset`).
 - history.idem-no-duplicate (hard, idempotent sessions; Jepsen `duplicate`): no value at two offsets.
   `ProducerStateManager`/`ProducerAppendInfo` answer a retried batch with its first offset (KIP-98).
@@ -55,6 +60,7 @@ Jepsen's Kafka checker (jepsen.tests.kafka) does where one fits:
 from __future__ import annotations
 
 import json
+import math
 import threading
 import time
 from collections import Counter
@@ -161,6 +167,31 @@ _TYPES: dict[str, type] = {"send": Send, "ack": Ack, "send-failure": SendFailure
 _NAMES = {v: k for k, v in _TYPES.items()}
 
 
+def event_json(e: Event) -> dict[str, Any]:
+    """An event as the JSON history writes it (`history.schema.json`'s `event`)."""
+    return {"type": _NAMES[type(e)], **asdict(e)}
+
+
+def event_text(e: dict[str, Any]) -> str:
+    """One line for an event of a window (the text report)."""
+    kind, at = e["type"], f"{e['t']:.2f}s"
+    if kind == "fault":
+        who = ",".join(map(str, e["brokers"]))
+        return f"{at} {e['kind']}{' ' + who if who else ''}{' (end)' if e['phase'] == 'end' else ''}"
+    if kind in ("ack", "read"):
+        what = "final read" if e.get("final") else kind
+        return f"{at} {what} p{e['partition']}@{e['offset']} {e['value']}"
+    if kind == "send":
+        return f"{at} send {e['value']} acks={e['acks']}"
+    if kind == "send-failure":
+        return f"{at} fail {e['value']} {e['error']}"
+    if kind == "commit":
+        return f"{at} commit p{e['partition']} offset {e['offset']}"
+    if kind == "quorum":
+        return f"{at} quorum leader {e['leader']} epoch {e['epoch']}"
+    return f"{at} {kind}"
+
+
 class History:
     """Thread-safe: producers' callbacks, the consumer and the fault injector all append to one history."""
 
@@ -183,7 +214,7 @@ class History:
 
     def to_json(self) -> list[dict[str, Any]]:
         with self._lock:
-            return [{"type": _NAMES[type(e)], **asdict(e)} for e in self.events]
+            return [event_json(e) for e in self.events]
 
     @classmethod
     def from_json(cls, events: list[dict[str, Any]], final: list[dict[str, Any]] = ()) -> History:  # type: ignore[assignment]
@@ -314,6 +345,7 @@ FAILOVER_BOUND = 15.0
 CONTROLLER_GONE = ("kill", "pause", "shutdown", "restart", "partition")
 # Jepsen's Kafka checker's name for the anomaly each check reports (jepsen.tests.kafka), where one fits.
 ANOMALIES = {"history.acked-not-lost": "lost-write", "history.offset-single-value": "inconsistent-offsets",
+             "history.ack-offset-match": "inconsistent-offsets", "history.acked-readable": "unseen",
              "history.idem-no-duplicate": "duplicate", "history.idem-order": "nonmonotonic-send",
              "history.idem-no-silent-gap": "lost-write", "history.failed-definite-absent": "G1a"}
 
@@ -326,7 +358,8 @@ class Violation:
     partition: int | None = None
     offset: int | None = None
     faults_before: tuple[str, ...] = ()  # the faults that preceded it, oldest first, as "12.3s kill 2"
-    window: tuple[str, ...] = ()  # the smallest part of the history that shows it, as "p0@17 plain-0-0-000012"
+    # The smallest slice of the history that shows it (`window`): its events, as the JSON history writes them.
+    window: tuple[dict[str, Any], ...] = ()
 
     @property
     def anomaly(self) -> str:
@@ -376,6 +409,47 @@ def faults_around(faults: list[Fault], t: float, before: int = 2, after: int = 4
     return tuple(_fault_text(f) for f in earlier + later)
 
 
+class _Slices:
+    """What each violation's window is cut from: every value's first send and acknowledgement, every read of each
+    offset (the consumer's in time order, then the final read), and the faults' starts and ends."""
+
+    def __init__(self, history: History, faults: list[Fault]) -> None:
+        self.faults = [f for f in faults if f.phase in ("start", "end")]
+        self.sends: dict[str, Send] = {}
+        self.acks: dict[str, Ack] = {}
+        for kind, into in ((Send, self.sends), (Ack, self.acks)):
+            for e in history.of(kind):
+                into.setdefault(e.value, e)
+        self.last_ack: dict[int, Ack] = {}  # per partition, the last acknowledgement
+        for a in sorted(self.acks.values(), key=lambda a: a.t):
+            self.last_ack[a.partition] = a
+        self.reads: dict[tuple[int, int], list[Read]] = {}
+        self.last_final: dict[int, Read] = {}  # per partition, the final read's record at its highest offset
+        for r in sorted(history.of(Read), key=lambda r: (r.final, r.t)):
+            self.reads.setdefault((r.partition, r.offset), []).append(r)
+            if r.final and r.offset >= getattr(self.last_final.get(r.partition), "offset", -1):
+                self.last_final[r.partition] = r
+
+    def read(self, partition: int, offset: int, value: str | None = None, not_value: str | None = None,
+             last: bool = False) -> Read | None:
+        """The first (or `last`) read of an offset, of `value` only or of any value but `not_value`."""
+        found = [r for r in self.reads.get((partition, offset), ())
+                 if (value is None or r.value == value) and (not_value is None or r.value != not_value)]
+        return (found[-1] if last else found[0]) if found else None
+
+    def window(self, *anchors: Event | None, until: float = 0.0) -> tuple[dict[str, Any], ...]:
+        """The anchors (the write affected, its outcome, the reads that show the violation) and every fault that
+        started or ended between the first and the last of them (or `until`, if later), in time order."""
+        chosen = [a for a in anchors if a is not None]
+        if not chosen:
+            return ()
+        lo, hi = min(a.t for a in chosen), max(until, *(a.t for a in chosen))
+        out: dict[int, Event] = {}  # by identity: a fault anchored and in between is shown once
+        for e in sorted([*chosen, *(f for f in self.faults if lo <= f.t <= hi)], key=lambda e: e.t):
+            out.setdefault(id(e), e)
+        return tuple(event_json(e) for e in out.values())
+
+
 def check(history: History, healed: bool = True, max_per_check: int = 1000) -> Verdict:
     """Run every check on a finished history (its final read included)."""
     faults = history.of(Fault)
@@ -399,18 +473,20 @@ def check(history: History, healed: bool = True, max_per_check: int = 1000) -> V
     where: dict[str, list[tuple[int, int]]] = {}
     for (p, o), value in sorted(log.items()):
         where.setdefault(value, []).append((p, o))
-    lost_all = _check_acks(history, acks, final_values, where, faults, verdict, add)
-    _check_single_values(reads, faults, add)
-    _check_commits(history, faults, add)
-    _check_hw(reads, faults, add)
+    look = _Slices(history, faults)
+    lost_all = _check_acks(history, acks, final_values, where, faults, verdict, add, look)
+    _check_single_values(reads, faults, add, look)
+    _check_commits(history, faults, add, look)
+    _check_hw(reads, faults, add, look)
     _count(history, verdict, acks, reads, final_values, faults, lost_all)
-    _check_request_path(history, where, faults, verdict, add)
-    _check_failovers(history, faults, add)
+    _check_request_path(history, where, faults, verdict, add, look)
+    _check_failovers(history, faults, add, look)
     verdict.counts["poll_skips"] = _poll_skips(reads, log, history.final)
     return verdict
 
 
-def _check_failovers(history: History, faults: list[Fault], add: Callable[[Violation], None]) -> None:
+def _check_failovers(history: History, faults: list[Fault], add: Callable[[Violation], None],
+                     look: _Slices) -> None:
     """controller-failover: each fault that took down the quorum's leader (the last DescribeQuorum answer before it,
     of its step, named the node it hit) is followed within FAILOVER_BOUND by an answer naming another leader with a
     larger epoch."""
@@ -425,8 +501,7 @@ def _check_failovers(history: History, faults: list[Fault], add: Callable[[Viola
         seen = [q for q in quorum if f.t < q.t <= f.t + FAILOVER_BOUND]
         if any(q.leader >= 0 and q.leader != was.leader and q.epoch > was.epoch for q in seen):
             continue
-        window = (f"quorum {was.t:.1f}s leader {was.leader} epoch {was.epoch}", _fault_text(f),
-                  *(f"quorum {q.t:.1f}s leader {q.leader} epoch {q.epoch}" for q in seen))
+        window = look.window(was, f, *seen)
         add(Violation("history.controller-failover", f"{f.kind} of the active controller {was.leader} (epoch "
                       f"{was.epoch}) at {f.t:.1f}s: no new quorum leader with a larger epoch observed within "
                       f"{FAILOVER_BOUND:g} s", f.t, faults_before=faults_around(faults, f.t), window=window))
@@ -451,7 +526,7 @@ def _poll_skips(reads: list[Read], log: dict[tuple[int, int], str], final: dict[
 
 def _check_acks(history: History, acks: list[Ack], final_values: dict[tuple[int, int], Any],
                 where: dict[str, list[tuple[int, int]]], faults: list[Any], verdict: Verdict,
-                add: Callable[[Violation], None]) -> int:
+                add: Callable[[Violation], None], look: _Slices) -> int:
     """acked-not-lost and acked-readable (acks=1 losses are counted, not violations); the acks=all records lost."""
     unreadable: set[int] = set()
     lost_all = 0
@@ -462,7 +537,9 @@ def _check_acks(history: History, acks: list[Ack], final_values: dict[tuple[int,
                 unreadable.add(a.partition)
                 why = fr.note if fr is not None and fr.note else "the final read did not reach its end"
                 add(Violation("history.acked-readable", f"partition {a.partition} holds acknowledged records but "
-                              f"{why}", a.t, a.partition, None, faults_around(faults, a.t)))
+                              f"{why}", a.t, a.partition, None, faults_around(faults, a.t),
+                              look.window(look.last_ack.get(a.partition), look.last_final.get(a.partition),
+                                          until=math.inf)))
             continue
         there = final_values.get((a.partition, a.offset))
         if there == a.value:
@@ -475,24 +552,30 @@ def _check_acks(history: History, acks: list[Ack], final_values: dict[tuple[int,
         else:
             what = f"offset {a.offset} now holds {there}"
         elsewhere = where.get(a.value)
+        # from the write to the read that shows it: the first read of another value there (else the final read's
+        # last record, where the log now ends), with the last read that still saw it
+        shows = look.read(a.partition, a.offset, not_value=a.value) or look.last_final.get(a.partition)
+        seen = look.read(a.partition, a.offset, value=a.value, last=True)
         if a.acks == "all" and elsewhere:
             at = ", ".join(f"partition {p} offset {o}" for p, o in elsewhere)
             add(Violation("history.ack-offset-match", f"{a.value} acknowledged at partition {a.partition} offset "
                           f"{a.offset} at {a.t:.1f}s is at {at}; {what}", a.t, a.partition, a.offset,
-                          faults_around(faults, a.t), (f"ack p{a.partition}@{a.offset} {a.value}",
-                                                       *(f"log p{p}@{o} {a.value}" for p, o in elsewhere))))
+                          faults_around(faults, a.t),
+                          look.window(look.sends.get(a.value), a, seen, shows,
+                                      *(look.read(p, o, value=a.value) for p, o in elsewhere))))
         elif a.acks == "all":
             lost_all += 1
             add(Violation("history.acked-not-lost", f"{a.value} acknowledged (acks=all) at partition {a.partition} "
                           f"offset {a.offset} at {a.t:.1f}s is gone: {what}", a.t, a.partition, a.offset,
-                          faults_around(faults, a.t)))
+                          faults_around(faults, a.t), look.window(look.sends.get(a.value), a, seen, shows)))
         else:
             verdict.acks1_lost.append({"value": a.value, "partition": a.partition, "offset": a.offset, "t": a.t,
                                        "now": there, "faults": list(faults_around(faults, a.t))})
     return lost_all
 
 
-def _check_single_values(reads: list[Read], faults: list[Any], add: Callable[[Violation], None]) -> None:
+def _check_single_values(reads: list[Read], faults: list[Any], add: Callable[[Violation], None],
+                         look: _Slices) -> None:
     # offset-single-value: the first value read at each offset, against every later read
     first: dict[tuple[int, int], Read] = {}
     for r in sorted(reads, key=lambda r: (r.final, r.t)):
@@ -501,11 +584,12 @@ def _check_single_values(reads: list[Read], faults: list[Any], add: Callable[[Vi
             where = "the final read" if r.final else f"a read at {r.t:.1f}s"
             add(Violation("history.offset-single-value", f"partition {r.partition} offset {r.offset} read as "
                           f"{seen.value} at {seen.t:.1f}s and as {r.value} in {where}", r.t, r.partition, r.offset,
-                          faults_around(faults, seen.t)))
+                          faults_around(faults, seen.t),
+                          look.window(look.acks.get(seen.value), seen, look.acks.get(r.value), r)))
             first[(r.partition, r.offset)] = r  # report each change once
 
 
-def _check_commits(history: History, faults: list[Any], add: Callable[[Violation], None]) -> None:
+def _check_commits(history: History, faults: list[Any], add: Callable[[Violation], None], look: _Slices) -> None:
     # commits-monotonic
     last_commit: dict[int, Commit] = {}
     for c in sorted(history.of(Commit), key=lambda c: c.t):
@@ -515,11 +599,11 @@ def _check_commits(history: History, faults: list[Any], add: Callable[[Violation
         if prev is not None and c.offset < prev.offset:
             add(Violation("history.commits-monotonic", f"partition {c.partition}: committed offset {c.offset} at "
                           f"{c.t:.1f}s after {prev.offset} at {prev.t:.1f}s", c.t, c.partition, c.offset,
-                          faults_around(faults, c.t, after=0, before=3)))
+                          faults_around(faults, c.t, after=0, before=3), look.window(prev, c)))
         last_commit[c.partition] = c
 
 
-def _check_hw(reads: list[Read], faults: list[Any], add: Callable[[Violation], None]) -> None:
+def _check_hw(reads: list[Read], faults: list[Any], add: Callable[[Violation], None], look: _Slices) -> None:
     # hw-monotonic: the consumer's fetches only (the final read is a new client)
     last_hw: dict[int, Read] = {}
     for r in sorted((r for r in reads if not r.final and r.hw is not None), key=lambda r: r.t):
@@ -527,7 +611,7 @@ def _check_hw(reads: list[Read], faults: list[Any], add: Callable[[Violation], N
         if before is not None and before.hw is not None and r.hw is not None and r.hw < before.hw:
             add(Violation("history.hw-monotonic", f"partition {r.partition}: high watermark {r.hw} at {r.t:.1f}s "
                           f"after {before.hw} at {before.t:.1f}s", r.t, r.partition, None,
-                          faults_around(faults, r.t, after=0, before=3)))
+                          faults_around(faults, r.t, after=0, before=3), look.window(before, r)))
         last_hw[r.partition] = r
 
 
@@ -562,7 +646,7 @@ _Key = tuple[str, int, int]  # (producer, session, partition)
 
 
 def _check_request_path(history: History, where: dict[str, list[tuple[int, int]]], faults: list[Any],
-                        verdict: Verdict, add: Callable[[Violation], None]) -> None:
+                        verdict: Verdict, add: Callable[[Violation], None], look: _Slices) -> None:
     """The request-path checks on campaign values (`<producer>-<session>-<partition>-<seq>`), and the counts per
     producer kind; a history of older values (no producer named) has none."""
     counts: dict[str, Counter[str]] = {}
@@ -570,9 +654,9 @@ def _check_request_path(history: History, where: dict[str, list[tuple[int, int]]
     def count(producer: str, what: str, n: int = 1) -> None:
         counts.setdefault(producer, Counter())[what] += n
 
-    _duplicates_and_reorders(where, faults, count, add)
-    _silent_gaps(history, where, faults, add)
-    _failures(history, where, faults, count, add)
+    _duplicates_and_reorders(where, faults, count, add, look)
+    _silent_gaps(history, where, faults, add, look)
+    _failures(history, where, faults, count, add, look)
     _per_producer(history, count)
     verdict.producers = {p: {k: c[k] for k in PRODUCER_COUNTS} for p, c in sorted(counts.items())}
 
@@ -593,7 +677,8 @@ def _log_order(where: dict[str, list[tuple[int, int]]]) -> dict[_Key, list[tuple
 
 
 def _duplicates_and_reorders(where: dict[str, list[tuple[int, int]]], faults: list[Any],
-                             count: Callable[[str, str, int], None], add: Callable[[Violation], None]) -> None:
+                             count: Callable[[str, str, int], None], add: Callable[[Violation], None],
+                             look: _Slices) -> None:
     """idem-no-duplicate and idem-order (violations for idempotent sessions, findings for the others). A reorder is
     a value whose first copy lies after the first copy of a later value of its session and partition."""
     for (producer, session, p), records in sorted(_log_order(where).items()):
@@ -604,23 +689,30 @@ def _duplicates_and_reorders(where: dict[str, list[tuple[int, int]]], faults: li
             if value in seen:
                 count(producer, "duplicates", 1)
                 if idempotent:
+                    shown = look.read(p, offset, value=value)
                     add(Violation("history.idem-no-duplicate", f"{value} (session {session}) is at partition {p} "
-                                  f"offsets {seen[value]} and {offset}", 0.0, p, offset, (),
-                                  (f"log p{p}@{seen[value]} {value}", f"log p{p}@{offset} {value}")))
+                                  f"offsets {seen[value]} and {offset}", shown.t if shown else 0.0, p, offset,
+                                  faults_around(faults, look.sends[value].t) if value in look.sends else (),
+                                  look.window(look.sends.get(value), look.acks.get(value),
+                                              look.read(p, seen[value], value=value), shown)))
                 continue
             seen[value] = offset
             if top is not None and seq < top[1]:
                 count(producer, "reorders", 1)
                 if idempotent:
+                    shown = look.read(p, offset, value=value)
                     add(Violation("history.idem-order", f"{value} lies at partition {p} offset {offset}, after "
-                                  f"{top[2]} sent later at offset {top[0]} (session {session})", 0.0, p, offset, (),
-                                  (f"log p{p}@{top[0]} {top[2]}", f"log p{p}@{offset} {value}")))
+                                  f"{top[2]} sent later at offset {top[0]} (session {session})",
+                                  shown.t if shown else 0.0, p, offset,
+                                  faults_around(faults, look.sends[value].t) if value in look.sends else (),
+                                  look.window(look.sends.get(value), look.sends.get(top[2]),
+                                              look.read(p, top[0], value=top[2]), shown)))
             if top is None or seq > top[1]:
                 top = (offset, seq, value)
 
 
 def _silent_gaps(history: History, where: dict[str, list[tuple[int, int]]], faults: list[Any],
-                 add: Callable[[Violation], None]) -> None:
+                 add: Callable[[Violation], None], look: _Slices) -> None:
     """idem-no-silent-gap: per idempotent session and partition, every value sent before the last one acknowledged is
     in the log or failed. A value may be missing only where it could lie below the final log start (a
     `delete-records` moved it): after the offset of the session's last earlier value known (acknowledged or read)
@@ -655,11 +747,11 @@ def _silent_gaps(history: History, where: dict[str, list[tuple[int, int]]], faul
         add(Violation("history.idem-no-silent-gap", f"{s.value} sent at {s.t:.1f}s is not in the log and did not "
                       f"fail, but {a.value}, sent after it, was acknowledged at partition {a.partition} offset "
                       f"{a.offset}", s.t, parsed[2], None, faults_around(faults, s.t),
-                      (f"send {s.value} at {s.t:.2f}s", f"ack p{a.partition}@{a.offset} {a.value} at {a.t:.2f}s")))
+                      look.window(s, a, look.read(a.partition, a.offset, value=a.value))))
 
 
 def _failures(history: History, where: dict[str, list[tuple[int, int]]], faults: list[Any],
-              count: Callable[[str, str, int], None], add: Callable[[Violation], None]) -> None:
+              count: Callable[[str, str, int], None], add: Callable[[Violation], None], look: _Slices) -> None:
     """failed-definite-absent, and the indefinite failures that were in fact committed (counted)."""
     for f in history.of(SendFailure):
         parsed = parse_value(f.value)
@@ -670,8 +762,8 @@ def _failures(history: History, where: dict[str, list[tuple[int, int]]], faults:
             for p, o in places:
                 add(Violation("history.failed-definite-absent", f"{f.value} failed with {f.error} at {f.t:.1f}s "
                               f"(definite: never appended) but is at partition {p} offset {o}", f.t, p, o,
-                              faults_around(faults, f.t), (f"fail {f.value} {f.error} at {f.t:.2f}s",
-                                                           f"log p{p}@{o} {f.value}")))
+                              faults_around(faults, f.t),
+                              look.window(look.sends.get(f.value), f, look.read(p, o, value=f.value))))
         elif parsed is not None:
             count(parsed[0], "indefinite_failures", 1)
             if places:
@@ -700,9 +792,9 @@ def _per_producer(history: History, count: Callable[[str, str, int], None]) -> N
 # The JSON history's format (`history.schema.json`, shipped beside this module): its name and version are written
 # into every document. A new version whenever a field changes meaning or a reader could not ignore a new one.
 SCHEMA_NAME = "kcheck-chaos-history"
-# 3: settings.network, a fault's cuts; 2: quorum events, a fault's role, settings.controllers (older documents are
-# valid in the newer versions)
-SCHEMA_VERSION = 3
+# 4: a violation's window is events, not text; 3: settings.network, a fault's cuts; 2: quorum events, a fault's
+# role, settings.controllers (older documents are valid in the newer versions)
+SCHEMA_VERSION = 4
 SCHEMA_FILE = "history.schema.json"
 
 

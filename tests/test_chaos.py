@@ -32,6 +32,8 @@ from kcheck.cluster.history import (
     Stall,
     check,
     definite,
+    event_json,
+    event_text,
     faults_around,
     parse_value,
     value_of,
@@ -62,6 +64,11 @@ def final_reads(*values: str, partition: int = 0) -> list[Read]:
 
 def found(h: History, healed: bool = True) -> dict[str, int]:
     return {c: len(vs) for c, vs in check(h, healed).by_check().items() if vs}
+
+
+def events(*observed) -> tuple:
+    """A window as the verdict gives it: each event as the JSON history writes it."""
+    return tuple(event_json(e) for e in observed)
 
 
 def test_a_clean_history_passes_every_check():
@@ -169,11 +176,12 @@ def test_values_name_producer_session_partition_and_sequence():
 
 def test_an_idempotent_value_at_two_offsets_is_a_duplicate_a_plain_one_a_finding():
     a, b = value_of("idempotent", 0, 0, 0), value_of("idempotent", 0, 0, 1)
-    h = history(sent(a), sent(b), Ack(1.1, "all", a, 0, 0), Ack(1.2, "all", b, 0, 1), *log_of(a, b, a), final=ended(3))
+    log = log_of(a, b, a)
+    h = history(sent(a), sent(b), Ack(1.1, "all", a, 0, 0), Ack(1.2, "all", b, 0, 1), *log, final=ended(3))
     v = check(h)
     assert found(h) == {"history.idem-no-duplicate": 1}
     dup = v.by_check()["history.idem-no-duplicate"][0]
-    assert dup.anomaly == "duplicate" and dup.window == (f"log p0@0 {a}", f"log p0@2 {a}")
+    assert dup.anomaly == "duplicate" and dup.window == events(sent(a), Ack(1.1, "all", a, 0, 0), log[0], log[2])
     assert v.producers["idempotent"]["duplicates"] == 1
     c, d = value_of("plain", 0, 0, 0), value_of("plain", 0, 0, 1)
     plain = history(sent(c), sent(d), Ack(1.1, "all", c, 0, 0), Ack(1.2, "all", d, 0, 1), *log_of(c, d, c),
@@ -183,12 +191,13 @@ def test_an_idempotent_value_at_two_offsets_is_a_duplicate_a_plain_one_a_finding
 
 def test_an_idempotent_sessions_values_out_of_send_order_are_a_reorder():
     a, b, c = (value_of("java-idempotent", 1, 0, n) for n in (0, 1, 2))
-    h = history(sent(a), sent(b), sent(c), Ack(2.0, "all", b, 0, 0), Ack(2.0, "all", a, 0, 1),
-                Ack(2.0, "all", c, 0, 2), *log_of(b, a, c), final=ended(3))
+    log = log_of(b, a, c)
+    h = history(sent(a, 0.9), sent(b), sent(c), Ack(2.0, "all", b, 0, 0), Ack(2.0, "all", a, 0, 1),
+                Ack(2.0, "all", c, 0, 2), *log, final=ended(3))
     v = check(h)
     assert found(h) == {"history.idem-order": 1}
     reorder = v.violations[0]
-    assert reorder.anomaly == "nonmonotonic-send" and reorder.window == (f"log p0@0 {b}", f"log p0@1 {a}")
+    assert reorder.anomaly == "nonmonotonic-send" and reorder.window == events(sent(a, 0.9), sent(b), log[0], log[1])
     # another session, or another partition, of the same producer orders nothing
     x, y = value_of("idempotent", 1, 0, 5), value_of("idempotent", 2, 0, 0)
     z = value_of("idempotent", 1, 1, 1)
@@ -206,14 +215,16 @@ def test_an_idempotent_sessions_values_out_of_send_order_are_a_reorder():
 
 def test_an_idempotent_session_with_an_earlier_value_missing_and_no_failure_has_a_silent_gap():
     a, b, c = (value_of("idempotent", 0, 0, n) for n in (0, 1, 2))
-    events = (sent(a, 1.0), sent(b, 1.1), sent(c, 1.2), Ack(1.3, "all", a, 0, 0), Ack(1.4, "all", c, 0, 1))
-    h = history(*events, *log_of(a, c), final=ended(2))
+    steps = (sent(a, 1.0), sent(b, 1.1), sent(c, 1.2), Ack(1.3, "all", a, 0, 0), Ack(1.4, "all", c, 0, 1))
+    log = log_of(a, c)
+    h = history(*steps, *log, final=ended(2))
     v = check(h)
     assert found(h) == {"history.idem-no-silent-gap": 1}
     gap = v.violations[0]
-    assert gap.anomaly == "lost-write" and b in gap.message and gap.window[1] == f"ack p0@1 {c} at 1.40s"
+    assert gap.anomaly == "lost-write" and b in gap.message
+    assert gap.window == events(sent(b, 1.1), Ack(1.4, "all", c, 0, 1), log[1])
     # a recorded failure explains the hole; a later value not acknowledged proves nothing
-    assert found(history(*events, SendFailure(1.5, "all", b, "KafkaTimeoutError"), *log_of(a, c),
+    assert found(history(*steps, SendFailure(1.5, "all", b, "KafkaTimeoutError"), *log_of(a, c),
                          final=ended(2))) == {}
     # a log start moved past the offset it could have had explains it, whenever its send was timed (a Java
     # producer's sends are timed when its outcomes are read, after the delete); with no offset free between its
@@ -224,9 +235,9 @@ def test_an_idempotent_session_with_an_earlier_value_missing_and_no_failure_has_
     assert found(history(sent(a), *moved, Ack(5.3, "all", x, 0, 3), final=ended(2, start=2))) == {}
     assert found(history(sent(a), *moved[:-2], Read(50.0, 0, 1, "other", None, final=True), *log_of(c, start=2),
                          final=ended(2, start=1))) == {"history.idem-no-silent-gap": 1}
-    assert found(history(*events, Fault(3.0, "delete-records", "start"), *log_of(c, start=1),
+    assert found(history(*steps, Fault(3.0, "delete-records", "start"), *log_of(c, start=1),
                          final=ended(1, start=1))) == {"history.idem-no-silent-gap": 1}
-    assert found(history(*events[:4], *log_of(a), final=ended(1))) == {}
+    assert found(history(*steps[:4], *log_of(a), final=ended(1))) == {}
     # and a non-idempotent producer's hole is not this check's
     q = [value_of("plain", 0, 0, n) for n in (0, 1)]
     assert found(history(sent(q[0]), sent(q[1]), Ack(1.4, "all", q[1], 0, 0), *log_of(q[1]), final=ended(1))) == {}
@@ -430,7 +441,7 @@ def test_every_history_the_code_writes_fits_the_shipped_schema_and_names_its_ver
     from kcheck.cluster.history import SCHEMA_NAME, SCHEMA_VERSION, history_schema
 
     schema = history_schema()
-    assert schema["properties"]["schema_version"]["enum"] == [1, 2, SCHEMA_VERSION]
+    assert schema["properties"]["schema_version"]["enum"] == [1, 2, 3, SCHEMA_VERSION]
     assert schema["properties"]["schema"]["const"] == SCHEMA_NAME
     a, b, c = (value_of("idempotent", 0, 0, n) for n in range(3))
     p = [value_of("plain", 0, 1, n) for n in range(3)]
@@ -455,6 +466,10 @@ def test_every_history_the_code_writes_fits_the_shipped_schema_and_names_its_ver
         assert (doc["schema"], doc["schema_version"]) == (SCHEMA_NAME, SCHEMA_VERSION)
     doc = _written(histories[0], schedule)
     assert {v["anomaly"] for v in doc["verdict"]["violations"]} >= {"duplicate", "lost-write", "G1a"}
+    # each window is a slice of the history: events of it, in time order
+    windows = [v["window"] for v in doc["verdict"]["violations"]]
+    assert all(w and all(e in doc["events"] for e in w) and [e["t"] for e in w] == sorted(e["t"] for e in w)
+               for w in windows)
     assert {e["type"] for e in doc["events"]} == {"send", "ack", "send-failure", "read", "commit", "fault", "stall"}
     # the schema is strict: a field gone, one unknown, a wrong type or an unknown event kind is refused
     doc["events"][0].pop("value")
@@ -623,6 +638,73 @@ def test_overlapping_faults_end_each_on_its_own_brokers_and_the_history_interlea
     assert schema_errors(json.loads(out.document()), history_schema()) == []
 
 
+# ---------------------------------------------------------------------------------------------------------
+# the smallest window that shows a violation (issue 38, item 5)
+
+
+def test_a_lost_writes_window_runs_from_its_send_to_the_read_that_shows_it_with_the_faults_between():
+    early = Fault(0.2, "pause", "start", (3,))  # before the write: outside
+    s0, a0 = acked("all-0", 0, t=1.0)
+    s1, a1 = acked("all-1", 1, t=2.0)
+    seen = Read(2.5, 0, 1, "all-1", 2)  # the consumer read it after its acknowledgement
+    kill, start = Fault(3.0, "kill", "start", (1,)), Fault(5.0, "start", "end", (1,))
+    other = Read(6.0, 0, 1, "one-7", 2)  # the first read of another value at its offset: shows the loss
+    late = Fault(7.0, "elect-preferred", "start")  # after that read: outside
+    final = final_reads("all-0", "one-7", "x")
+    v = check(history(early, s0, a0, s1, a1, seen, kill, start, other, late, *final))
+    lost, changed = v.by_check()["history.acked-not-lost"], v.by_check()["history.offset-single-value"]
+    assert [x.anomaly for x in lost + changed] == ["lost-write", "inconsistent-offsets"]
+    assert lost[0].window == events(s1, a1, seen, kill, start, other)
+    assert changed[0].window == events(a1, seen, kill, start, other)
+    # past the end of the final log: the final read's last record shows where the log now ends
+    s5, a5 = acked("all-5", 5, t=2.0)
+    final = final_reads("all-0", "a", "b")
+    v = check(history(early, s5, a5, kill, *final))
+    assert v.violations[0].window == events(s5, a5, kill, final[2])
+
+
+def test_commit_high_watermark_offset_and_readability_windows_hold_both_observations_and_the_faults_between():
+    before, unclean, after = Fault(0.5, "kill", "start", (1,)), Fault(1.5, "elect-unclean", "start"), \
+        Fault(2.5, "kill", "start", (2,))
+    c5, c3 = Commit(1.0, 0, 5), Commit(2.0, 0, 3)
+    assert check(history(before, c5, unclean, c3, after)).violations[0].window == events(c5, unclean, c3)
+    r10, r8 = Read(1.0, 0, 0, "a", 10), Read(2.0, 0, 1, "b", 8)
+    hw = check(history(before, r10, unclean, r8, after, *final_reads("a", "b", "c"))).violations[0]
+    assert hw.check == "history.hw-monotonic" and hw.window == events(r10, unclean, r8)
+    # the final read never reached the end: from the last acknowledgement, every fault after it
+    s0, a0 = acked("all-0", 0)
+    s1, a1 = acked("all-1", 1, t=1.2)
+    unreadable = check(history(s0, a0, s1, a1, unclean, after, final=[FinalRead(0, 0, 2, False, "offline")]),
+                       healed=False).violations[0]
+    assert unreadable.anomaly == "unseen" and unreadable.window == events(a1, unclean, after)
+    # an acknowledged value at another offset: its send and ack, the read of another value there, the read of it
+    a, b = value_of("plain", 0, 0, 0), value_of("plain", 0, 0, 1)
+    log = log_of(b, "x", a)
+    moved = check(history(sent(a, 0.4), sent(b, 0.6), Ack(1.0, "all", a, 0, 1), Ack(1.0, "all", b, 0, 0), after,
+                          *log, final=ended(3))).violations[0]
+    assert moved.anomaly == "inconsistent-offsets"
+    assert moved.window == events(sent(a, 0.4), Ack(1.0, "all", a, 0, 1), after, log[1], log[2])
+
+
+def test_the_text_report_prints_each_failed_checks_first_window():
+    from rich.console import Console
+
+    from kcheck.cluster.chaos import Outcome, print_outcome
+
+    s1, a1 = acked("all-1", 1, t=2.0)
+    kill = Fault(3.0, "kill", "start", (1,))
+    h = history(*acked("all-0", 0), s1, a1, kill, *final_reads("all-0", "one-7", "x"))
+    out = Console(record=True, width=300)
+    print_outcome(Outcome(Settings("t"), [], h, check(h), 10.0, 1.0, {"version": "3.9.1", "attached": False}), out)
+    text = out.export_text()
+    assert text.startswith("Campaign on Kafka 3.9.1, topic t: ")  # the release is in the results
+    lines = text[text.index("The smallest window that shows the first lost-write (history.acked-not-lost):"):]
+    assert lines.splitlines()[1:5] == ["  1.90s send all-1 acks=all", "  2.00s ack p0@1 all-1", "  3.00s kill 1",
+                                       "  50.00s final read p0@1 one-7"]
+    assert [event_text(e) for e in events(kill, Fault(5.0, "start", "end", (1,)))] == ["3.00s kill 1",
+                                                                                       "5.00s start 1 (end)"]
+
+
 @pytest.mark.slow
 @pytest.mark.cluster
 @pytest.mark.kafka
@@ -638,7 +720,20 @@ def test_the_2013_settings_lose_acknowledged_records_after_the_isr_shrinks_to_th
     v = out.verdict
     lost = v.by_check()["history.acked-not-lost"]
     assert lost and v.counts["lost_acks_all"] == len(lost) and out.exit_code == 1
-    assert all(any(" kill " in f for f in x.faults_before) for x in lost)
     doc = json.loads(out.document())
+    recorded = {json.dumps(e, sort_keys=True) for e in doc["events"]}
+    assert all(any(" kill " in f for f in x.faults_before) for x in lost)
+    # each loss's window: from the write (the followers' pause may come before its acknowledgement) to a read of
+    # another value at its offset (or the final read's last record, where the log now ends), the kill of the leader
+    # that acknowledged it in between
+    for x in (x for x in doc["verdict"]["violations"] if x["check"] == "history.acked-not-lost"):
+        value = x["message"].split(" ", 1)[0]
+        w = x["window"]
+        ack = next(e for e in w if e["type"] == "ack")
+        assert (w[0]["type"], w[0]["value"], ack["value"]) == ("send", value, value), w
+        assert any(e["type"] == "fault" and e["kind"] == "kill" and e["phase"] == "start" and e["t"] > ack["t"]
+                   for e in w), w
+        assert w[-1]["type"] == "read" and w[-1]["value"] != value and w[-1]["t"] > ack["t"], w
+        assert all(json.dumps(e, sort_keys=True) in recorded for e in w)  # a slice of the history
     assert doc["verdict"]["status"] == "violations" and doc["settings"]["unclean"] is True
     assert sum(1 for e in doc["events"] if e["type"] == "ack" and e["acks"] == "all") == v.counts["acked_acks_all"]
