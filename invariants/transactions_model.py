@@ -54,13 +54,20 @@ class ReferenceKafka:
     def __init__(self, release: ReleaseProfile) -> None:
         self.release = release
 
-    def metadata(self, meta: Meta) -> tm.TxnMetadata:
-        return tm.TxnMetadata(self.release, meta.producer_id, meta.prev_producer_id, meta.next_producer_id,
+    def metadata(self, meta: Meta, pending: int | None = None) -> tm.TxnMetadata:
+        live = tm.TxnMetadata(self.release, meta.producer_id, meta.prev_producer_id, meta.next_producer_id,
                               meta.epoch, meta.last_epoch, meta.timeout_ms, meta.state, meta.partitions, meta.start,
                               meta.update, meta.tv, meta.has_failed_epoch_fence)
+        live.pending = pending
+        return live
+
+    def transit(self, record: Meta) -> tm.Transit:
+        return tm.Transit(record.producer_id, record.prev_producer_id, record.next_producer_id, record.epoch,
+                          record.last_epoch, record.timeout_ms, record.state, set(record.partitions), record.start,
+                          record.update, record.tv)
 
     def frozen_metadata(self, live: tm.TxnMetadata) -> Meta:
-        assert live.pending is None
+        """The metadata's fields (its pending state is the coordinator's transit, kept beside it)."""
         return Meta(live.producer_id, live.prev_producer_id, live.next_producer_id, live.epoch, live.last_epoch,
                     live.timeout_ms, live.state, frozenset(live.partitions), live.start, live.update, live.tv,
                     live.has_failed_epoch_fence)

@@ -19,27 +19,33 @@ from kcheck.model.liveness import check_liveness
 from kcheck.model.search import exhaust
 from kcheck.model.transactions import VARIANTS, Config, Rules
 from kcheck.model.transactions.rules import tv1_epoch_per_producer
-from kcheck.model.transactions.state import COMPLETE_ABORT, State
+from kcheck.model.transactions.state import COMPLETE_ABORT, ONGOING, PREPARE_ABORT, PREPARE_COMMIT, State
 from kcheck.model.visited import SearchResult
 
-# The shortest run of each JIRA's scenario, counted by hand from it (one step per request or delivery):
+# The shortest run of each JIRA's scenario, counted by hand from it (one step per request, delivery or append to
+# __transaction_state; the coordinator answers a request once its record is written):
 SCENARIO_STEPS = {
-    # init, write (AddPartitionsToTxn + produce in flight), the client times out, abort (PrepareAbort + marker),
-    # the marker lands, the late produce lands after it
-    "unverified-hanging": 6,
-    # the same abort, then the next transaction adds the partition again (same epoch), the late produce and the new
-    # write land, commit, and its marker lands: the aborted write is committed with the next transaction
-    "tv1-late-write": 10,
-    # init, write (AddPartitionsToTxn + produce), it lands, commit, the marker duplicated, one copy lands
-    # (complete), the next write (same epoch), it lands, the stale copy lands on it
-    "tv1-delayed-marker": 9,
-    # init, write, the write lands (the leader adds the partition), commit (epoch bumped), the next write, the
-    # commit marker duplicated, one copy lands (complete), the next write lands, the stale copy lands on it
-    "marker-epoch-not-below": 9,
-    # init, write, the write lands, commit, the marker lands with its answer lost, its retry is refused
-    "retried-marker-refused": 6,
-    # init 0, write (AddPartitionsToTxn + produce in flight), init 1 fences and aborts, the produce lands first
-    "unverified-fenced-write": 4,
+    # init and its record, write (AddPartitionsToTxn, its record; the produce in flight), the client times out,
+    # abort and its PrepareAbort record (a marker in flight), the marker lands, the late produce lands after it
+    "unverified-hanging": 9,
+    # the same abort (7 steps), its marker lands, CompleteAbort written, the next transaction adds the partition
+    # again (same epoch; 2 steps), the late produce and the new write land, commit and its record, its marker lands:
+    # the aborted write is committed with the next transaction
+    "tv1-late-write": 16,
+    # init and its record, write (AddPartitionsToTxn, its record), it lands, commit and its record, the marker
+    # duplicated, one copy lands, CompleteCommit written, the next write (same epoch; 2 steps), it lands, the stale
+    # copy lands on it
+    "tv1-delayed-marker": 14,
+    # init and its record, write, the write lands (the leader adds the partition), its record, commit and its record
+    # (epoch bumped), the next write, the commit marker duplicated, one copy lands, CompleteCommit written, the next
+    # write lands and the leader's record, the stale copy lands on it
+    "marker-epoch-not-below": 14,
+    # init and its record, write, the write lands and the leader's record, commit and its record, the marker lands
+    # with its answer lost, its retry is refused
+    "retried-marker-refused": 9,
+    # init 0 and its record, write (AddPartitionsToTxn and its record; the produce in flight), init 1 fences and its
+    # PrepareAbort record is written, the produce lands first
+    "unverified-fenced-write": 7,
 }
 
 
@@ -70,13 +76,21 @@ def test_today_is_clean_with_failover_and_transaction_timeout() -> None:
     assert r.complete and not r.counterexamples
 
 
+def _settled(model: TransactionsModel, s: State) -> State:
+    """The coordinator's appends to __transaction_state written, as long as one is in flight."""
+    while (t := model.step(s, ("append",))) is not None:
+        s = t
+    return s
+
+
 def _replay(model: TransactionsModel, actions: list[tuple[object, ...]]) -> State:
+    """The actions from the initial state, each followed by the appends it started."""
     s = model.initial_states()[0]
     for a in actions:
         assert a in model.actions(s), (a, model.actions(s))
         t = model.step(s, a)
         assert t is not None
-        s = t
+        s = _settled(model, t)
     return s
 
 
@@ -84,7 +98,7 @@ def _replay_from(model: TransactionsModel, s: State, actions: list[tuple[object,
     for a in actions:
         t = model.step(s, a)
         assert t is not None, a
-        s = t
+        s = _settled(model, t)
     return s
 
 
@@ -131,6 +145,39 @@ def test_kafka_17754_tv1_late_write_joins_the_next_transaction_and_tv2_refuses_i
         assert ("txn.no-aborted-read" in violated) == bad, violated
         assert bad or not violated
         assert len(read_committed(model.reference, s.parts[0])[1]) == (2 if bad else 1)
+
+
+def test_a_request_meanwhile_waits_and_a_failed_append_clears_the_pending_state() -> None:
+    """TransactionCoordinator: while a transit is being appended (`pendingTransitionInProgress`) InitProducerId gets
+    CONCURRENT_TRANSACTIONS and abortTimedOutTransactions skips the id; a failed append clears the pending state
+    (TransactionStateManager.appendTransactionToLog) and the client retries its EndTxn; a failed epoch fence sets
+    `hasFailedEpochFence`, so the next fence keeps the epoch it bumped."""
+    model = TransactionsModel(Config(instances=2, txns=1, partitions=1, txn_timeouts=1, append_failures=2))
+    start = _replay(model, [("init", 0), ("write", 0, 0), ("deliver", 0)])  # TV2: the leader added the partition
+    assert start.coordinator.meta.state == ONGOING and start.coordinator.transit is None
+    s = model.step(start, ("commit", 0))
+    assert s is not None and s.coordinator.transit is not None
+    assert s.coordinator.transit.state == PREPARE_COMMIT and s.coordinator.meta.state == ONGOING
+    assert ("init", 1) not in model.actions(s) and ("txn-timeout",) not in model.actions(s)
+    failed = model.step(s, ("append-fail",))
+    assert failed is not None and failed.coordinator.transit is None and failed.coordinator.meta.state == ONGOING
+    assert failed.producers[0].phase == "txn" and failed.coordinator.record == start.coordinator.record
+    s = _replay_from(model, failed, [("commit", 0)])
+    assert s.coordinator.meta.state == PREPARE_COMMIT and s.history.committed == {(0, 1)}
+    epoch = start.coordinator.meta.epoch
+    fenced = model.step(start, ("txn-timeout",))
+    assert fenced is not None and fenced.coordinator.transit is not None
+    fenced = model.step(fenced, ("append-fail",))
+    assert fenced is not None and fenced.coordinator.meta.state == ONGOING
+    assert fenced.coordinator.meta.has_failed_epoch_fence and fenced.coordinator.meta.epoch == epoch + 1
+    again = model.step(fenced, ("init", 1))  # fences again from Ongoing: the epoch is not bumped twice
+    assert again is not None and again.coordinator.transit is not None
+    assert again.coordinator.transit.state == PREPARE_ABORT and again.coordinator.transit.last_epoch == epoch + 1
+
+
+def test_today_is_clean_with_failed_appends() -> None:
+    r = _run(TransactionsModel(Config(txns=1, append_failures=1)))
+    assert r.complete and not r.counterexamples
 
 
 def test_liveness_fails_for_a_stuck_or_hanging_transaction_and_holds_today() -> None:
@@ -192,7 +239,7 @@ def test_the_cli_exit_statuses(capsys: pytest.CaptureFixture[str]) -> None:
     from kcheck.cli import main
 
     assert main(["transactions", "exhaust", "--rules", "unverified-hanging"]) == 1
-    assert "VIOLATED txn.no-hanging in 6 steps" in capsys.readouterr().out
+    assert f"VIOLATED txn.no-hanging in {SCENARIO_STEPS['unverified-hanging']} steps" in capsys.readouterr().out
     assert main(["transactions", "exhaust", "--partitions", "1", "--txns", "1"]) == 0
     assert "in every reachable state" in capsys.readouterr().out
     assert main(["transactions", "exhaust", "--max-states", "5"]) == 4
