@@ -16,7 +16,8 @@ The state invariants (hard: Kafka promises them, KIP-98 and KIP-890):
 - `txn.marker-own`: a marker ends only the transaction it was written for (flagged as the marker is appended);
 - `txn.no-hanging`: every transaction open on a partition is one the coordinator has open with that partition
   (KIP-664's hanging transaction: open on a partition, ended or unknown at the coordinator);
-- `txn.fenced-writes-nothing`: no write of a producer instance is appended after a newer epoch fenced it;
+- `txn.fenced-writes-nothing`: no write of a producer instance is appended after a newer epoch fenced it, but in
+  the window Kafka leaves: before the fencing abort's marker reaches the partition (which then aborts the write);
 - `txn.markers-outstanding`: while the coordinator is in PrepareCommit or PrepareAbort, each partition still
   waiting for its marker has one in flight under the current coordinator epoch (else only a coordinator failover
   ends the transaction).
@@ -77,7 +78,8 @@ class ReferenceKafka:
                     t.state, frozenset(t.partitions), t.start, t.update, t.tv)
 
     def partition(self, part: Part) -> TxnLog:
-        log = TxnLog(_NEVER, 0, self.release)
+        log = TxnLog(_NEVER, part.log_end, self.release)  # the clock is the log end: a verification entry's
+        # timestamp names it (its VerificationGuard): a later entry is made after the append that cleared this one
         log.segments = [(0, [LogBatch(b.offset, b.offset, b.producer_id, b.epoch, b.seq, True, 0, b.marker)
                              for b in part.batches])]
         log.log_end = log.hw = part.log_end
@@ -232,7 +234,8 @@ class TransactionsModel(TransactionsSystem):
                            flagged("txn.marker-own")),
             StateInvariant("txn.no-hanging", "every transaction open on a partition is open there at the "
                            "coordinator", no_hanging),
-            StateInvariant("txn.fenced-writes-nothing", "no write of a fenced producer is appended",
+            StateInvariant("txn.fenced-writes-nothing", "no write of a fenced producer is appended (but before the "
+                           "fencing abort's marker)",
                            flagged("txn.fenced-writes-nothing")),
             StateInvariant("txn.markers-outstanding", "a prepared transaction has a marker in flight for each "
                            "partition it waits on", markers_outstanding),

@@ -29,23 +29,25 @@ SCENARIO_STEPS = {
     # abort and its PrepareAbort record (a marker in flight), the marker lands, the late produce lands after it
     "unverified-hanging": 9,
     # the same abort (7 steps), its marker lands, CompleteAbort written, the next transaction adds the partition
-    # again (same epoch; 2 steps), the late produce and the new write land, commit and its record, its marker lands:
-    # the aborted write is committed with the next transaction
-    "tv1-late-write": 16,
-    # init and its record, write (AddPartitionsToTxn, its record), it lands, commit and its record, the marker
-    # duplicated, one copy lands, CompleteCommit written, the next write (same epoch; 2 steps), it lands, the stale
-    # copy lands on it
-    "tv1-delayed-marker": 14,
-    # init and its record, write, the write lands (the leader adds the partition), its record, commit and its record
-    # (epoch bumped), the next write, the commit marker duplicated, one copy lands, CompleteCommit written, the next
-    # write lands and the leader's record, the stale copy lands on it
-    "marker-epoch-not-below": 14,
-    # init and its record, write, the write lands and the leader's record, commit and its record, the marker lands
-    # with its answer lost, its retry is refused
-    "retried-marker-refused": 9,
-    # init 0 and its record, write (AddPartitionsToTxn and its record; the produce in flight), init 1 fences and its
-    # PrepareAbort record is written, the produce lands first
-    "unverified-fenced-write": 7,
+    # again (same epoch; 2 steps), the late produce reaches the leader (a verification entry, the coordinator asked),
+    # the coordinator answers yes, the leader appends it, the new write lands (a transaction is open: no
+    # verification), commit and its record, its marker lands: the aborted write is committed with the next one
+    "tv1-late-write": 18,
+    # init and its record, write (AddPartitionsToTxn, its record), it lands (reaches the leader, verified, appended:
+    # 3 steps), commit and its record, the marker duplicated, one copy lands, CompleteCommit written, the next write
+    # (same epoch; 2 steps), it lands (3 steps), the stale copy lands on it
+    "tv1-delayed-marker": 18,
+    # init and its record, write, the write lands (reaches the leader, the leader's AddPartitionsToTxn, its record,
+    # the answer and the append: 4 steps), commit and its record (epoch bumped), the next write, the commit marker
+    # duplicated, one copy lands, CompleteCommit written, the next write lands (4 steps), the stale copy lands on it
+    "marker-epoch-not-below": 18,
+    # init and its record, write, the write lands (4 steps), commit and its record, the marker lands with its answer
+    # lost, its retry is refused
+    "retried-marker-refused": 11,
+    # unverified-hanging's trace (the second instance idle); the fenced write itself: 12 steps, the first instance's
+    # transaction aborted and completed, the second's InitProducerId (2 steps, no marker: the partition never sees
+    # the new epoch), the late produce lands
+    "unverified-fenced-write": 9,
 }
 
 
@@ -77,10 +79,15 @@ def test_today_is_clean_with_failover_and_transaction_timeout() -> None:
 
 
 def _settled(model: TransactionsModel, s: State) -> State:
-    """The coordinator's appends to __transaction_state written, as long as one is in flight."""
-    while (t := model.step(s, ("append",))) is not None:
+    """The coordinator's appends to __transaction_state and the leaders' verifications (the request to the
+    coordinator, its answer) carried out, as long as one is in flight."""
+    while True:
+        ks = [k for k, m in enumerate(s.bag) if m.kind in ("verify", "verified")]
+        t = model.step(s, ("append",)) or next((u for k in ks if (u := model.step(s, ("deliver", k))) is not None),
+                                               None)
+        if t is None:
+            return s
         s = t
-    return s
 
 
 def _replay(model: TransactionsModel, actions: list[tuple[object, ...]]) -> State:
@@ -145,6 +152,40 @@ def test_kafka_17754_tv1_late_write_joins_the_next_transaction_and_tv2_refuses_i
         assert ("txn.no-aborted-read" in violated) == bad, violated
         assert bad or not violated
         assert len(read_committed(model.reference, s.parts[0])[1]) == (2 if bad else 1)
+
+
+def _steps(model: TransactionsModel, s: State, actions: list[tuple[object, ...]]) -> State:
+    for a in actions:
+        t = model.step(s, a)
+        assert t is not None, a
+        s = t
+    return s
+
+
+def _deliver_first(model: TransactionsModel, s: State, kind: str) -> State:
+    t = model.step(s, ("deliver", next(k for k, m in enumerate(s.bag) if m.kind == kind)))
+    assert t is not None, kind
+    return t
+
+
+@pytest.mark.parametrize("tv", [1, 2])
+def test_a_marker_between_the_verification_and_the_append_voids_it(tv: int) -> None:
+    """KIP-890 part 1's guard: the leader's verification entry, made when the produce arrives, is cleared by the
+    abort's marker; the coordinator's answer (that the partition was in the transaction) then finds it gone and the
+    append is refused with INVALID_TXN_STATE (`batchMissingRequiredVerification`): nothing is left hanging."""
+    rules = Rules.current() if tv == 2 else replace(Rules.current(), name="tv1",
+                                                    transaction_version=tv1_epoch_per_producer)
+    model = TransactionsModel(Config(txns=1, partitions=1, duplicates=0), rules)
+    s = _deliver_first(model, _replay(model, [("init", 0), ("write", 0, 0)]), "produce")
+    assert [v[0] for v in s.parts[0].verification] == [1000] and [m.kind for m in s.bag] == ["verify"]
+    s = _deliver_first(model, s, "verify")  # with TV2 the leader's AddPartitionsToTxn: Ongoing's record written
+    s = _steps(model, s, [("append",)] if tv == 2 else [])
+    assert [(m.kind, m.error) for m in s.bag] == [("verified", "NONE")]
+    s = _deliver_first(model, _steps(model, s, [("timeout", 0, 0), ("abort", 0), ("append",)]), "marker")
+    assert not s.parts[0].verification and [b.marker for b in s.parts[0].batches] == [0]
+    s = _deliver_first(model, s, "verified")
+    assert len(s.parts[0].batches) == 1 and not s.parts[0].ongoing and s.producers[0].phase == "ready"
+    assert not _violated(model, s)
 
 
 def test_a_request_meanwhile_waits_and_a_failed_append_clears_the_pending_state() -> None:

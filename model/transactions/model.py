@@ -62,6 +62,7 @@ from kcheck.model.transactions.state import (
 Action = tuple[Any, ...]
 PREPARED = (PREPARE_COMMIT, PREPARE_ABORT)
 ENDED = (EMPTY, COMPLETE_COMMIT, COMPLETE_ABORT)
+RESENT = ("produce", "marker")  # what a client or the coordinator sends again (a copy, a retry after a lost answer)
 FENCING = frozenset({"InvalidProducerEpochException", "PRODUCER_FENCED", "INVALID_PRODUCER_ID_MAPPING"})
 
 
@@ -177,7 +178,7 @@ class TransactionsSystem:
             tag = then[1].tag if kind == "leader-add" else then[3]
             if then[-1]:  # the partition began the transaction: the model's label of it
                 s = replace(s, coordinator=replace(s.coordinator, owner=tag))
-            return self._sent(s, then[1], then[2]) if kind == "add" else self._leader_added(s, then[1], then[2])
+            return self._sent(s, then[1], then[2]) if kind == "add" else self._answer_verify(s, then[1], "NONE")
         if kind in ("end", "fence"):
             commit = kind == "end" and then[2]
             h, owner = s.history, s.coordinator.owner
@@ -194,8 +195,8 @@ class TransactionsSystem:
         if then[0] == "end":
             i = then[1]
             return replace(s, producers=_with(s.producers, i, replace(s.producers[i], phase=then[3])))
-        if then[0] == "leader-add" and not then[2]:
-            return replace(s, bag=_bag(s.bag + (then[1],)))
+        if then[0] == "leader-add" and not then[1].lost:  # the client retries its produce
+            return replace(s, bag=_bag(s.bag + (replace(then[1], kind="produce", guard=-1),)))
         return s
 
     def _fence(self, s: State) -> State:
@@ -333,27 +334,56 @@ class TransactionsSystem:
 
     # ---- the partitions -------------------------------------------------------------------------------------
 
-    def _admit(self, s: State, m: Msg, lost: bool) -> State | str | None:
-        """What the leader asks the coordinator before appending: TV2 adds the partition (its Ongoing transit
-        pending: the produce waits for the append, `_leader_added`), TV1 with verification verifies it
-        (`handleVerifyPartitionsInTransaction`), TV1 without appends unasked."""
+    def _ongoing(self, part: Part, m: Msg) -> bool:
+        """`UnifiedLog.hasOngoingTransaction(producerId, epoch)`: the producer has a transaction open here at this
+        epoch, so its write needs no verification."""
+        return any(e.producer_id == m.producer_id and e.epoch == m.epoch and e.txn_first_offset is not None
+                   for e in part.entries)
+
+    def _start_verification(self, s: State, m: Msg, lost: bool) -> State:
+        """`maybeStartTransactionVerification`: the partition's verification entry made (or its lowest sequence and
+        epoch updated), and AddPartitionsToTxnManager's request to the coordinator in flight with the produce."""
+        before = s.parts[m.partition]
+        live = self.kafka.partition(before)
+        live.verify(m.producer_id, m.seq, m.epoch, self.tv >= 2)
+        after = self.kafka.frozen_partition(live, before, False)
+        guard = next(v[1] for v in after.verification if v[0] == m.producer_id)
+        ask = replace(m, kind="verify", guard=guard, lost=lost)
+        return replace(s, parts=_with(s.parts, m.partition, after), bag=_bag(s.bag + (ask,)))
+
+    def _verify(self, s: State, v: Msg) -> State | None:
+        """The coordinator answers the leader's AddPartitionsToTxn: TV2 adds the partition (`verifyOnly` false: its
+        Ongoing transit written first, `_appended`), TV1 only verifies (`handleVerifyPartitionsInTransaction`);
+        None: CONCURRENT_TRANSACTIONS, the request waits."""
         if self.tv >= 2:
-            return self._add_partition(s, m.partition, m.producer_id, m.epoch, ("leader-add", m, lost))
-        if not self.verify:
-            return s
+            added = self._add_partition(s, v.partition, v.producer_id, v.epoch, ("leader-add", v))
+            if added is None or added is s or isinstance(added, str):
+                return None if added is None else self._answer_verify(s, v, "NONE" if added is s else str(added))
+            return added
         meta = s.coordinator.meta
-        if meta.producer_id != m.producer_id:
-            return "INVALID_PRODUCER_ID_MAPPING"
-        if meta.epoch != m.epoch:
-            return "PRODUCER_FENCED"
+        if meta.producer_id != v.producer_id:
+            return self._answer_verify(s, v, "INVALID_PRODUCER_ID_MAPPING")
+        if meta.epoch != v.epoch:
+            return self._answer_verify(s, v, "PRODUCER_FENCED")
         if self._busy(s):
             return None
-        return s if m.partition in meta.partitions else "TRANSACTION_ABORTABLE"
+        return self._answer_verify(s, v, "NONE" if v.partition in meta.partitions else "TRANSACTION_ABORTABLE")
 
-    def _leader_added(self, s: State, m: Msg, lost: bool) -> State:
-        """The leader's AddPartitionsToTxn answered: the produce is appended and answered (unless lost)."""
-        s, error = self._append(s, m)
-        return s if lost else self._answer_produce(s, m, error)
+    def _answer_verify(self, s: State, v: Msg, error: str) -> State:
+        return replace(s, bag=_bag(s.bag + (replace(v, kind="verified", error=error),)))
+
+    def _verified(self, s: State, r: Msg) -> State:
+        """The coordinator's answer at the leader: on NONE the append, which `batchMissingRequiredVerification`
+        refuses (INVALID_TXN_STATE) unless the verification entry the request made is still there (a transactional
+        batch, a marker, cleared it: the guard against the hanging transaction) or a transaction is open."""
+        error = r.error
+        if error == "NONE":
+            part = s.parts[r.partition]
+            if self._ongoing(part, r) or any(v[0] == r.producer_id and v[1] == r.guard for v in part.verification):
+                s, error = self._append(s, r)
+            else:
+                error = "INVALID_TXN_STATE"
+        return s if r.lost else self._answer_produce(s, r, error)
 
     def _append(self, s: State, m: Msg) -> tuple[State, str]:
         """`UnifiedLog.append`'s producer-state checks and the append."""
@@ -368,10 +398,18 @@ class TransactionsSystem:
             tags = _with(h.tags, m.partition, h.tags[m.partition] + (m.tag,))
             s = replace(s, parts=_with(s.parts, m.partition, self.kafka.frozen_partition(live, before, False)),
                         history=replace(h, tags=tags))
-            if m.tag[0] in h.fenced:
+            if m.tag[0] in h.fenced and not self._abort_pending(s, m):
                 s = _flag(s, "txn.fenced-writes-nothing", f"partition {m.partition} appended {tag_text(m.tag)}'s "
                           f"write (epoch {m.epoch}) after instance {m.tag[0]} was fenced")
         return s, "NONE"
+
+    @staticmethod
+    def _abort_pending(s: State, m: Msg) -> bool:
+        """The abort that fenced the writer still has its marker to write on the partition: the partition is fenced
+        only by that marker (KIP-890's guard ends the window there), so a write verified before the fence may land
+        in between, and the marker aborts it."""
+        meta = s.coordinator.meta
+        return meta.state == PREPARE_ABORT and meta.producer_id == m.producer_id and m.partition in meta.partitions
 
     def _answer_produce(self, s: State, m: Msg, error: str) -> State:
         i, txn = m.tag
@@ -442,6 +480,8 @@ class TransactionsSystem:
         if lost and s.used.duplicates >= self.cfg.duplicates:
             return None
         m = s.bag[k]
+        if lost and m.kind not in RESENT:
+            return None
         rest = s.bag if lost else s.bag[:k] + s.bag[k + 1:]
         if lost:
             s = replace(s, used=replace(s.used, duplicates=s.used.duplicates + 1))
@@ -449,22 +489,20 @@ class TransactionsSystem:
             s, error = self._marker(s, m)
             s = replace(s, bag=rest)
             return s if lost else self._answer_marker(s, m, error)
-        admitted = self._admit(s, m, lost)
-        if admitted is None:
-            return None  # CONCURRENT_TRANSACTIONS: the request waits (retried by the leader/client)
-        if isinstance(admitted, str):
-            s, error = s, admitted
-        elif admitted is not s:
-            return replace(admitted, bag=rest)  # the leader's AddPartitionsToTxn is being written
-        else:
-            s, error = self._append(admitted, m)
+        if m.kind == "verify":
+            return self._verify(replace(s, bag=rest), m)
+        if m.kind == "verified":
+            return self._verified(replace(s, bag=rest), m)
         s = replace(s, bag=rest)
-        return s if lost else self._answer_produce(s, m, error)
+        if not self.verify or self._ongoing(s.parts[m.partition], m):  # TV1 before KIP-890, or no verification due
+            s, error = self._append(s, m)
+            return s if lost else self._answer_produce(s, m, error)
+        return self._start_verification(s, m, lost)
 
     # ---- faults -------------------------------------------------------------------------------------------------
 
     def duplicate(self, s: State, k: int) -> State | None:
-        if k >= len(s.bag) or s.used.duplicates >= self.cfg.duplicates:
+        if k >= len(s.bag) or s.used.duplicates >= self.cfg.duplicates or s.bag[k].kind not in RESENT:
             return None
         return replace(s, bag=_bag(s.bag + (s.bag[k],)), used=replace(s.used, duplicates=s.used.duplicates + 1))
 

@@ -101,9 +101,11 @@ class Producer:
 
 @dataclass(frozen=True)
 class Msg:
-    """A produce request (kind "produce": one transactional batch of one record) or one partition's entry of a
+    """A produce request (kind "produce": one transactional batch of one record), one partition's entry of a
     WriteTxnMarkers request (kind "marker": `commit`, the coordinator epoch it was sent under, the transaction
-    version)."""
+    version), or a produce held by its leader while AddPartitionsToTxnManager asks the coordinator (kind "verify":
+    the request, `guard` naming the verification entry it made) and the coordinator's answer (kind "verified", with
+    `error`). `lost`: the produce's answer is lost (the client retries a copy)."""
 
     kind: str
     partition: int
@@ -114,6 +116,9 @@ class Msg:
     commit: bool = False
     coordinator_epoch: int = -1
     tv: int = 0
+    guard: int = -1
+    error: str = ""
+    lost: bool = False
 
 
 @dataclass(frozen=True)
