@@ -67,14 +67,24 @@ def test_each_historical_rule_breaks_its_property_and_today_is_clean(name: str) 
     assert now.complete and not now.counterexamples
 
 
+@pytest.mark.slow
 def test_today_is_complete_and_clean_at_the_default_bounds() -> None:
-    """Two transactions over two partitions, a duplicate or lost answer, a client time-out."""
+    """Two transactions over two partitions, a duplicate or lost answer, a client time-out (about a minute)."""
     r = _run(TransactionsModel())
     assert r.complete and not r.counterexamples
 
 
+@pytest.mark.slow
 def test_today_is_clean_with_failover_and_transaction_timeout() -> None:
     r = _run(TransactionsModel(Config(txns=1, failovers=1, txn_timeouts=1)))
+    assert r.complete and not r.counterexamples
+
+
+@pytest.mark.parametrize("cfg", [Config(txns=1), Config(txns=1, partitions=1, failovers=1, txn_timeouts=1)],
+                         ids=["one-transaction", "failover-and-timeout"])
+def test_today_is_clean_at_the_quick_bounds(cfg: Config) -> None:
+    """The default bounds and the failover run above, one transaction (and one partition) fewer: seconds."""
+    r = _run(TransactionsModel(cfg))
     assert r.complete and not r.counterexamples
 
 
