@@ -43,6 +43,7 @@ def main(argv: list[str]) -> None:
         _run("  current at the same setting", TransactionsModel(Config(**dict(v.settings))))
     _run("current, default bounds", TransactionsModel())
     _run("current, failover + txn timeout", TransactionsModel(Config(txns=1, failovers=1, txn_timeouts=1)))
+    _run("current, a failed append", TransactionsModel(Config(txns=1, append_failures=1)))
     _run("current, two instances", TransactionsModel(Config(instances=2, txns=1)))
     print("liveness (deliveries fair)")
     for name, v in VARIANTS.items():

@@ -302,6 +302,9 @@ def test_the_cli_exit_statuses(capsys: pytest.CaptureFixture[str]) -> None:
     assert json.loads(capsys.readouterr().out)["decisions"]["transaction_version"] == "tv1_epoch_per_producer"
     assert main(["transactions", "variants", "--json"]) == 0
     assert [v["name"] for v in json.loads(capsys.readouterr().out)] == list(VARIANTS)
+    assert main(["transactions", "exhaust", "--append-failures", "3"]) == 2
+    captured = capsys.readouterr()
+    assert captured.out == "" and captured.err.startswith("kcheck: error: --append-failures: append_failures must be")
     assert main(["transactions", "exhaust", "--rules", "nope"]) == 2
     captured = capsys.readouterr()
     assert captured.out == "" and captured.err.startswith("kcheck: error: --rules: unknown rules 'nope'")
