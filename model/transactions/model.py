@@ -6,7 +6,10 @@ Kafka's code is reached through `KafkaCode`, a port the invariants layer fills w
 TxnLog` for each partition's producer state, markers and last stable offset): the model part imports no reference
 (ARCHITECTURE.md's layering), and no transition or producer-state check is re-read here. What is here is what
 `TransactionCoordinator.scala`, `TransactionMarkerRequestCompletionHandler.scala`, `AddPartitionsToTxnManager` and
-the client's `TransactionManager` do around that code, each step atomic:
+the client's `TransactionManager` do around that code. A coordinator transition is Kafka's two steps: the request
+prepares the transit (its pending state set), `append` writes it to `__transaction_state` (or fails: the pending
+state cleared, the request refused), and only then `completeTransitionTo` and the request's callback run; a request
+meanwhile gets CONCURRENT_TRANSACTIONS and waits. The steps:
 
 - `init i`: instance i's InitProducerId (`handleInitProducerId`): from Empty or a completed transaction the epoch is
   bumped (`prepareIncrementProducerEpoch`) and the instance gets it, fencing every older instance; from Ongoing the
@@ -19,15 +22,19 @@ the client's `TransactionManager` do around that code, each step atomic:
 - `commit i` / `abort i`: EndTxn (`endTransaction`): PrepareCommit/PrepareAbort written, a marker per partition of
   the transaction into the bag (`TransactionMarkerChannelManager.addTxnMarkersToSend`); with TV2 the client takes
   the bumped epoch from the answer;
-- `deliver k` / `deliver-lost k`: the bag's k-th message reaches its partition (a produce: the leader's
-  verification or AddPartitionsToTxn, then `UnifiedLog.append`'s producer-state checks; a marker:
-  `appendEndTxnMarker`) and, unless lost, its answer reaches the sender (for a marker the coordinator's completion
+- `deliver k` / `deliver-lost k`: the bag's k-th message arrives (a produce at its leader: unless a transaction of
+  its producer is open there at its epoch, the verification entry is made and the coordinator asked, in flight; that
+  request at the coordinator: TV2 adds the partition, TV1 verifies it, the answer in flight; the answer at the
+  leader: `UnifiedLog.append`'s verification guard and producer-state checks; a marker: `appendEndTxnMarker`) and,
+  unless lost, its answer reaches the sender (for a marker the coordinator's completion
   handler: remove the partition, write CompleteCommit/CompleteAbort after the last one, or stop sending on
   INVALID_PRODUCER_EPOCH / TRANSACTION_COORDINATOR_FENCED); a lost answer leaves the message to be retried;
 - `duplicate k`: the k-th message is copied (both copies are delivered, in any order);
 - `txn-timeout`: `abortTimedOutTransactions` fences the epoch and aborts an Ongoing transaction;
 - `failover`: a new coordinator epoch loads the transactional id's last `__transaction_state` record and, in
-  PrepareCommit/PrepareAbort, sends its markers again; markers of the old epoch stay in flight.
+  PrepareCommit/PrepareAbort, sends its markers again; markers of the old epoch stay in flight, an append in flight
+  is lost (its requester refused);
+- `append` / `append-fail`: the coordinator's append to `__transaction_state` answered, written or failed.
 """
 
 from __future__ import annotations
