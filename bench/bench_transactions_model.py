@@ -43,11 +43,12 @@ def main(argv: list[str]) -> None:
         _run("  current at the same setting", TransactionsModel(Config(**dict(v.settings))))
     _run("current, default bounds", TransactionsModel())
     _run("current, failover + txn timeout", TransactionsModel(Config(txns=1, failovers=1, txn_timeouts=1)))
-    _run("current, two instances", TransactionsModel(Config(instances=2, txns=1)))
+    _run("current, a failed append", TransactionsModel(Config(txns=1, append_failures=1)))
     print("liveness (deliveries fair)")
     for name, v in VARIANTS.items():
         _live(name, TransactionsModel.of_variant(v))
     _live("current, default bounds", TransactionsModel())
+    _run("current, two instances (long: last)", TransactionsModel(Config(instances=2, txns=1)))
     if argv:
         overrides = {k: int(v) for k, v in (a.split("=", 1) for a in argv)}
         _run(f"current, {overrides}", TransactionsModel(Config(**overrides)))

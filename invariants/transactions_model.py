@@ -16,7 +16,8 @@ The state invariants (hard: Kafka promises them, KIP-98 and KIP-890):
 - `txn.marker-own`: a marker ends only the transaction it was written for (flagged as the marker is appended);
 - `txn.no-hanging`: every transaction open on a partition is one the coordinator has open with that partition
   (KIP-664's hanging transaction: open on a partition, ended or unknown at the coordinator);
-- `txn.fenced-writes-nothing`: no write of a producer instance is appended after a newer epoch fenced it;
+- `txn.fenced-writes-nothing`: no write of a producer instance is appended after a newer epoch fenced it, but in
+  the window Kafka leaves: before the fencing abort's marker reaches the partition (which then aborts the write);
 - `txn.markers-outstanding`: while the coordinator is in PrepareCommit or PrepareAbort, each partition still
   waiting for its marker has one in flight under the current coordinator epoch (else only a coordinator failover
   ends the transaction).
@@ -54,13 +55,20 @@ class ReferenceKafka:
     def __init__(self, release: ReleaseProfile) -> None:
         self.release = release
 
-    def metadata(self, meta: Meta) -> tm.TxnMetadata:
-        return tm.TxnMetadata(self.release, meta.producer_id, meta.prev_producer_id, meta.next_producer_id,
+    def metadata(self, meta: Meta, pending: int | None = None) -> tm.TxnMetadata:
+        live = tm.TxnMetadata(self.release, meta.producer_id, meta.prev_producer_id, meta.next_producer_id,
                               meta.epoch, meta.last_epoch, meta.timeout_ms, meta.state, meta.partitions, meta.start,
                               meta.update, meta.tv, meta.has_failed_epoch_fence)
+        live.pending = pending
+        return live
+
+    def transit(self, record: Meta) -> tm.Transit:
+        return tm.Transit(record.producer_id, record.prev_producer_id, record.next_producer_id, record.epoch,
+                          record.last_epoch, record.timeout_ms, record.state, set(record.partitions), record.start,
+                          record.update, record.tv)
 
     def frozen_metadata(self, live: tm.TxnMetadata) -> Meta:
-        assert live.pending is None
+        """The metadata's fields (its pending state is the coordinator's transit, kept beside it)."""
         return Meta(live.producer_id, live.prev_producer_id, live.next_producer_id, live.epoch, live.last_epoch,
                     live.timeout_ms, live.state, frozenset(live.partitions), live.start, live.update, live.tv,
                     live.has_failed_epoch_fence)
@@ -70,7 +78,8 @@ class ReferenceKafka:
                     t.state, frozenset(t.partitions), t.start, t.update, t.tv)
 
     def partition(self, part: Part) -> TxnLog:
-        log = TxnLog(_NEVER, 0, self.release)
+        log = TxnLog(_NEVER, part.log_end, self.release)  # the clock is the log end: a verification entry's
+        # timestamp names it (its VerificationGuard): a later entry is made after the append that cleared this one
         log.segments = [(0, [LogBatch(b.offset, b.offset, b.producer_id, b.epoch, b.seq, True, 0, b.marker)
                              for b in part.batches])]
         log.log_end = log.hw = part.log_end
@@ -225,7 +234,8 @@ class TransactionsModel(TransactionsSystem):
                            flagged("txn.marker-own")),
             StateInvariant("txn.no-hanging", "every transaction open on a partition is open there at the "
                            "coordinator", no_hanging),
-            StateInvariant("txn.fenced-writes-nothing", "no write of a fenced producer is appended",
+            StateInvariant("txn.fenced-writes-nothing", "no write of a fenced producer is appended (but before the "
+                           "fencing abort's marker)",
                            flagged("txn.fenced-writes-nothing")),
             StateInvariant("txn.markers-outstanding", "a prepared transaction has a marker in flight for each "
                            "partition it waits on", markers_outstanding),

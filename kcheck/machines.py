@@ -631,7 +631,7 @@ class TransactionsMachine(ModelMachine):
     transactions_rules: ClassVar[TransactionsRules] = TransactionsRules.current()
     transactions_config: ClassVar[TransactionsConfig] = TransactionsConfig()
     action_kinds = ("init", "write", "timeout", "commit", "abort", "deliver", "deliver-lost", "duplicate",
-                    "txn-timeout", "failover")
+                    "txn-timeout", "failover", "append", "append-fail")
 
     @classmethod
     def build_model(cls) -> TransactionsModel:

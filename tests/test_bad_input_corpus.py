@@ -326,7 +326,7 @@ TRANSACTIONS = {  # kcheck transactions exhaust and liveness: the transactions m
     "--rules": ["", "nope", "kcheck.model.transactions:Config", *CONTROLS, LONG],
     "--instances": ["0", "3", "-1", "x", BIG], "--txns": ["0", "4", "-1", "x"], "--partitions": ["0", "3", "x"],
     "--duplicates": ["-1", "4", "x"], "--client-timeouts": ["-1", "4", "1.5"], "--txn-timeouts": ["-1", "3", "x"],
-    "--failovers": ["-1", "3", "x"],
+    "--failovers": ["-1", "3", "x"], "--append-failures": ["-1", "3", "x"],
 }
 OPTIONS.update({
     "transactions exhaust": (["transactions", "exhaust", "--partitions", "1", "--txns", "1", "--max-states", "5"], {

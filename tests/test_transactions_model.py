@@ -19,27 +19,35 @@ from kcheck.model.liveness import check_liveness
 from kcheck.model.search import exhaust
 from kcheck.model.transactions import VARIANTS, Config, Rules
 from kcheck.model.transactions.rules import tv1_epoch_per_producer
-from kcheck.model.transactions.state import COMPLETE_ABORT, State
+from kcheck.model.transactions.state import COMPLETE_ABORT, ONGOING, PREPARE_ABORT, PREPARE_COMMIT, State
 from kcheck.model.visited import SearchResult
 
-# The shortest run of each JIRA's scenario, counted by hand from it (one step per request or delivery):
+# The shortest run of each JIRA's scenario, counted by hand from it (one step per request, delivery or append to
+# __transaction_state; the coordinator answers a request once its record is written):
 SCENARIO_STEPS = {
-    # init, write (AddPartitionsToTxn + produce in flight), the client times out, abort (PrepareAbort + marker),
-    # the marker lands, the late produce lands after it
-    "unverified-hanging": 6,
-    # the same abort, then the next transaction adds the partition again (same epoch), the late produce and the new
-    # write land, commit, and its marker lands: the aborted write is committed with the next transaction
-    "tv1-late-write": 10,
-    # init, write (AddPartitionsToTxn + produce), it lands, commit, the marker duplicated, one copy lands
-    # (complete), the next write (same epoch), it lands, the stale copy lands on it
-    "tv1-delayed-marker": 9,
-    # init, write, the write lands (the leader adds the partition), commit (epoch bumped), the next write, the
-    # commit marker duplicated, one copy lands (complete), the next write lands, the stale copy lands on it
-    "marker-epoch-not-below": 9,
-    # init, write, the write lands, commit, the marker lands with its answer lost, its retry is refused
-    "retried-marker-refused": 6,
-    # init 0, write (AddPartitionsToTxn + produce in flight), init 1 fences and aborts, the produce lands first
-    "unverified-fenced-write": 4,
+    # init and its record, write (AddPartitionsToTxn, its record; the produce in flight), the client times out,
+    # abort and its PrepareAbort record (a marker in flight), the marker lands, the late produce lands after it
+    "unverified-hanging": 9,
+    # the same abort (7 steps), its marker lands, CompleteAbort written, the next transaction adds the partition
+    # again (same epoch; 2 steps), the late produce reaches the leader (a verification entry, the coordinator asked),
+    # the coordinator answers yes, the leader appends it, the new write lands (a transaction is open: no
+    # verification), commit and its record, its marker lands: the aborted write is committed with the next one
+    "tv1-late-write": 18,
+    # init and its record, write (AddPartitionsToTxn, its record), it lands (reaches the leader, verified, appended:
+    # 3 steps), commit and its record, the marker duplicated, one copy lands, CompleteCommit written, the next write
+    # (same epoch; 2 steps), it lands (3 steps), the stale copy lands on it
+    "tv1-delayed-marker": 18,
+    # init and its record, write, the write lands (reaches the leader, the leader's AddPartitionsToTxn, its record,
+    # the answer and the append: 4 steps), commit and its record (epoch bumped), the next write, the commit marker
+    # duplicated, one copy lands, CompleteCommit written, the next write lands (4 steps), the stale copy lands on it
+    "marker-epoch-not-below": 18,
+    # init and its record, write, the write lands (4 steps), commit and its record, the marker lands with its answer
+    # lost, its retry is refused
+    "retried-marker-refused": 11,
+    # unverified-hanging's trace (the second instance idle); the fenced write itself: 12 steps, the first instance's
+    # transaction aborted and completed, the second's InitProducerId (2 steps, no marker: the partition never sees
+    # the new epoch), the late produce lands
+    "unverified-fenced-write": 9,
 }
 
 
@@ -59,24 +67,47 @@ def test_each_historical_rule_breaks_its_property_and_today_is_clean(name: str) 
     assert now.complete and not now.counterexamples
 
 
+@pytest.mark.slow
 def test_today_is_complete_and_clean_at_the_default_bounds() -> None:
-    """Two transactions over two partitions, a duplicate or lost answer, a client time-out."""
+    """Two transactions over two partitions, a duplicate or lost answer, a client time-out (about a minute)."""
     r = _run(TransactionsModel())
     assert r.complete and not r.counterexamples
 
 
+@pytest.mark.slow
 def test_today_is_clean_with_failover_and_transaction_timeout() -> None:
     r = _run(TransactionsModel(Config(txns=1, failovers=1, txn_timeouts=1)))
     assert r.complete and not r.counterexamples
 
 
+@pytest.mark.parametrize("cfg", [Config(txns=1), Config(txns=1, partitions=1, failovers=1, txn_timeouts=1)],
+                         ids=["one-transaction", "failover-and-timeout"])
+def test_today_is_clean_at_the_quick_bounds(cfg: Config) -> None:
+    """The default bounds and the failover run above, one transaction (and one partition) fewer: seconds."""
+    r = _run(TransactionsModel(cfg))
+    assert r.complete and not r.counterexamples
+
+
+def _settled(model: TransactionsModel, s: State) -> State:
+    """The coordinator's appends to __transaction_state and the leaders' verifications (the request to the
+    coordinator, its answer) carried out, as long as one is in flight."""
+    while True:
+        ks = [k for k, m in enumerate(s.bag) if m.kind in ("verify", "verified")]
+        t = model.step(s, ("append",)) or next((u for k in ks if (u := model.step(s, ("deliver", k))) is not None),
+                                               None)
+        if t is None:
+            return s
+        s = t
+
+
 def _replay(model: TransactionsModel, actions: list[tuple[object, ...]]) -> State:
+    """The actions from the initial state, each followed by the appends it started."""
     s = model.initial_states()[0]
     for a in actions:
         assert a in model.actions(s), (a, model.actions(s))
         t = model.step(s, a)
         assert t is not None
-        s = t
+        s = _settled(model, t)
     return s
 
 
@@ -84,7 +115,7 @@ def _replay_from(model: TransactionsModel, s: State, actions: list[tuple[object,
     for a in actions:
         t = model.step(s, a)
         assert t is not None, a
-        s = t
+        s = _settled(model, t)
     return s
 
 
@@ -131,6 +162,73 @@ def test_kafka_17754_tv1_late_write_joins_the_next_transaction_and_tv2_refuses_i
         assert ("txn.no-aborted-read" in violated) == bad, violated
         assert bad or not violated
         assert len(read_committed(model.reference, s.parts[0])[1]) == (2 if bad else 1)
+
+
+def _steps(model: TransactionsModel, s: State, actions: list[tuple[object, ...]]) -> State:
+    for a in actions:
+        t = model.step(s, a)
+        assert t is not None, a
+        s = t
+    return s
+
+
+def _deliver_first(model: TransactionsModel, s: State, kind: str) -> State:
+    t = model.step(s, ("deliver", next(k for k, m in enumerate(s.bag) if m.kind == kind)))
+    assert t is not None, kind
+    return t
+
+
+@pytest.mark.parametrize("tv", [1, 2])
+def test_a_marker_between_the_verification_and_the_append_voids_it(tv: int) -> None:
+    """KIP-890 part 1's guard: the leader's verification entry, made when the produce arrives, is cleared by the
+    abort's marker; the coordinator's answer (that the partition was in the transaction) then finds it gone and the
+    append is refused with INVALID_TXN_STATE (`batchMissingRequiredVerification`): nothing is left hanging."""
+    rules = Rules.current() if tv == 2 else replace(Rules.current(), name="tv1",
+                                                    transaction_version=tv1_epoch_per_producer)
+    model = TransactionsModel(Config(txns=1, partitions=1, duplicates=0), rules)
+    s = _deliver_first(model, _replay(model, [("init", 0), ("write", 0, 0)]), "produce")
+    assert [v[0] for v in s.parts[0].verification] == [1000] and [m.kind for m in s.bag] == ["verify"]
+    s = _deliver_first(model, s, "verify")  # with TV2 the leader's AddPartitionsToTxn: Ongoing's record written
+    s = _steps(model, s, [("append",)] if tv == 2 else [])
+    assert [(m.kind, m.error) for m in s.bag] == [("verified", "NONE")]
+    s = _deliver_first(model, _steps(model, s, [("timeout", 0, 0), ("abort", 0), ("append",)]), "marker")
+    assert not s.parts[0].verification and [b.marker for b in s.parts[0].batches] == [0]
+    s = _deliver_first(model, s, "verified")
+    assert len(s.parts[0].batches) == 1 and not s.parts[0].ongoing and s.producers[0].phase == "ready"
+    assert not _violated(model, s)
+
+
+def test_a_request_meanwhile_waits_and_a_failed_append_clears_the_pending_state() -> None:
+    """TransactionCoordinator: while a transit is being appended (`pendingTransitionInProgress`) InitProducerId gets
+    CONCURRENT_TRANSACTIONS and abortTimedOutTransactions skips the id; a failed append clears the pending state
+    (TransactionStateManager.appendTransactionToLog) and the client retries its EndTxn; a failed epoch fence sets
+    `hasFailedEpochFence`, so the next fence keeps the epoch it bumped."""
+    model = TransactionsModel(Config(instances=2, txns=1, partitions=1, txn_timeouts=1, append_failures=2))
+    start = _replay(model, [("init", 0), ("write", 0, 0), ("deliver", 0)])  # TV2: the leader added the partition
+    assert start.coordinator.meta.state == ONGOING and start.coordinator.transit is None
+    s = model.step(start, ("commit", 0))
+    assert s is not None and s.coordinator.transit is not None
+    assert s.coordinator.transit.state == PREPARE_COMMIT and s.coordinator.meta.state == ONGOING
+    assert ("init", 1) not in model.actions(s) and ("txn-timeout",) not in model.actions(s)
+    failed = model.step(s, ("append-fail",))
+    assert failed is not None and failed.coordinator.transit is None and failed.coordinator.meta.state == ONGOING
+    assert failed.producers[0].phase == "txn" and failed.coordinator.record == start.coordinator.record
+    s = _replay_from(model, failed, [("commit", 0)])
+    assert s.coordinator.meta.state == PREPARE_COMMIT and s.history.committed == {(0, 1)}
+    epoch = start.coordinator.meta.epoch
+    fenced = model.step(start, ("txn-timeout",))
+    assert fenced is not None and fenced.coordinator.transit is not None
+    fenced = model.step(fenced, ("append-fail",))
+    assert fenced is not None and fenced.coordinator.meta.state == ONGOING
+    assert fenced.coordinator.meta.has_failed_epoch_fence and fenced.coordinator.meta.epoch == epoch + 1
+    again = model.step(fenced, ("init", 1))  # fences again from Ongoing: the epoch is not bumped twice
+    assert again is not None and again.coordinator.transit is not None
+    assert again.coordinator.transit.state == PREPARE_ABORT and again.coordinator.transit.last_epoch == epoch + 1
+
+
+def test_today_is_clean_with_failed_appends() -> None:
+    r = _run(TransactionsModel(Config(txns=1, append_failures=1)))
+    assert r.complete and not r.counterexamples
 
 
 def test_liveness_fails_for_a_stuck_or_hanging_transaction_and_holds_today() -> None:
@@ -192,7 +290,7 @@ def test_the_cli_exit_statuses(capsys: pytest.CaptureFixture[str]) -> None:
     from kcheck.cli import main
 
     assert main(["transactions", "exhaust", "--rules", "unverified-hanging"]) == 1
-    assert "VIOLATED txn.no-hanging in 6 steps" in capsys.readouterr().out
+    assert f"VIOLATED txn.no-hanging in {SCENARIO_STEPS['unverified-hanging']} steps" in capsys.readouterr().out
     assert main(["transactions", "exhaust", "--partitions", "1", "--txns", "1"]) == 0
     assert "in every reachable state" in capsys.readouterr().out
     assert main(["transactions", "exhaust", "--max-states", "5"]) == 4
@@ -204,6 +302,9 @@ def test_the_cli_exit_statuses(capsys: pytest.CaptureFixture[str]) -> None:
     assert json.loads(capsys.readouterr().out)["decisions"]["transaction_version"] == "tv1_epoch_per_producer"
     assert main(["transactions", "variants", "--json"]) == 0
     assert [v["name"] for v in json.loads(capsys.readouterr().out)] == list(VARIANTS)
+    assert main(["transactions", "exhaust", "--append-failures", "3"]) == 2
+    captured = capsys.readouterr()
+    assert captured.out == "" and captured.err.startswith("kcheck: error: --append-failures: append_failures must be")
     assert main(["transactions", "exhaust", "--rules", "nope"]) == 2
     captured = capsys.readouterr()
     assert captured.out == "" and captured.err.startswith("kcheck: error: --rules: unknown rules 'nope'")

@@ -40,6 +40,7 @@ DuplicatesOpt = Annotated[int | None, _count("Messages copied or delivered with 
 ClientTimeoutsOpt = Annotated[int | None, _count("Produce requests the client stops waiting for (0..3).")]
 TxnTimeoutsOpt = Annotated[int | None, _count("Transactions the coordinator aborts as timed out (0..2).")]
 FailoversOpt = Annotated[int | None, _count("Coordinator failovers (0..2).")]
+AppendFailuresOpt = Annotated[int | None, _count("Appends to __transaction_state that fail (0..2).")]
 MaxStatesOpt = Annotated[int, typer.Option(min=1, max=0xFFFFFFFE, help="Store at most this many states "
                                            "(then incomplete, exit 4).")]
 MaxSecondsOpt = Annotated[float, typer.Option(min=0, max=1e9, help="Stop after this many seconds (0: no limit).")]
@@ -71,7 +72,7 @@ def exhaust_command(
     rules: RulesOpt = "current",
     instances: InstancesOpt = None, txns: TxnsOpt = None, partitions: PartitionsOpt = None,
     duplicates: DuplicatesOpt = None, client_timeouts: ClientTimeoutsOpt = None, txn_timeouts: TxnTimeoutsOpt = None,
-    failovers: FailoversOpt = None,
+    failovers: FailoversOpt = None, append_failures: AppendFailuresOpt = None,
     max_states: MaxStatesOpt = 2_000_000,
     max_seconds: MaxSecondsOpt = 0,
     json_out: JsonOpt = False,
@@ -81,7 +82,8 @@ def exhaust_command(
     from kcheck.model.search import exhaust
 
     model = _model(rules, dict(instances=instances, txns=txns, partitions=partitions, duplicates=duplicates,
-                               client_timeouts=client_timeouts, txn_timeouts=txn_timeouts, failovers=failovers))
+                               client_timeouts=client_timeouts, txn_timeouts=txn_timeouts, failovers=failovers,
+                               append_failures=append_failures))
     r = exhaust(model, max_states=max_states, max_seconds=max_seconds or None, keep_going=True)
     found = r.counterexamples
     everywhere = r.complete or r.covered  # covered: every state visited though a violation was found on the way
@@ -114,7 +116,7 @@ def liveness_command(
     rules: RulesOpt = "current",
     instances: InstancesOpt = None, txns: TxnsOpt = None, partitions: PartitionsOpt = None,
     duplicates: DuplicatesOpt = None, client_timeouts: ClientTimeoutsOpt = None, txn_timeouts: TxnTimeoutsOpt = None,
-    failovers: FailoversOpt = None,
+    failovers: FailoversOpt = None, append_failures: AppendFailuresOpt = None,
     max_states: MaxStatesOpt = 2_000_000,
     json_out: JsonOpt = False,
 ) -> int:
@@ -123,7 +125,8 @@ def liveness_command(
     from kcheck.model.liveness import check_liveness
 
     model = _model(rules, dict(instances=instances, txns=txns, partitions=partitions, duplicates=duplicates,
-                               client_timeouts=client_timeouts, txn_timeouts=txn_timeouts, failovers=failovers))
+                               client_timeouts=client_timeouts, txn_timeouts=txn_timeouts, failovers=failovers,
+                               append_failures=append_failures))
     props = model.liveness()
     r = check_liveness(model, props, max_states=max_states)
     if json_out:

@@ -6,7 +6,10 @@ Kafka's code is reached through `KafkaCode`, a port the invariants layer fills w
 TxnLog` for each partition's producer state, markers and last stable offset): the model part imports no reference
 (ARCHITECTURE.md's layering), and no transition or producer-state check is re-read here. What is here is what
 `TransactionCoordinator.scala`, `TransactionMarkerRequestCompletionHandler.scala`, `AddPartitionsToTxnManager` and
-the client's `TransactionManager` do around that code, each step atomic:
+the client's `TransactionManager` do around that code. A coordinator transition is Kafka's two steps: the request
+prepares the transit (its pending state set), `append` writes it to `__transaction_state` (or fails: the pending
+state cleared, the request refused), and only then `completeTransitionTo` and the request's callback run; a request
+meanwhile gets CONCURRENT_TRANSACTIONS and waits. The steps:
 
 - `init i`: instance i's InitProducerId (`handleInitProducerId`): from Empty or a completed transaction the epoch is
   bumped (`prepareIncrementProducerEpoch`) and the instance gets it, fencing every older instance; from Ongoing the
@@ -19,15 +22,19 @@ the client's `TransactionManager` do around that code, each step atomic:
 - `commit i` / `abort i`: EndTxn (`endTransaction`): PrepareCommit/PrepareAbort written, a marker per partition of
   the transaction into the bag (`TransactionMarkerChannelManager.addTxnMarkersToSend`); with TV2 the client takes
   the bumped epoch from the answer;
-- `deliver k` / `deliver-lost k`: the bag's k-th message reaches its partition (a produce: the leader's
-  verification or AddPartitionsToTxn, then `UnifiedLog.append`'s producer-state checks; a marker:
-  `appendEndTxnMarker`) and, unless lost, its answer reaches the sender (for a marker the coordinator's completion
+- `deliver k` / `deliver-lost k`: the bag's k-th message arrives (a produce at its leader: unless a transaction of
+  its producer is open there at its epoch, the verification entry is made and the coordinator asked, in flight; that
+  request at the coordinator: TV2 adds the partition, TV1 verifies it, the answer in flight; the answer at the
+  leader: `UnifiedLog.append`'s verification guard and producer-state checks; a marker: `appendEndTxnMarker`) and,
+  unless lost, its answer reaches the sender (for a marker the coordinator's completion
   handler: remove the partition, write CompleteCommit/CompleteAbort after the last one, or stop sending on
   INVALID_PRODUCER_EPOCH / TRANSACTION_COORDINATOR_FENCED); a lost answer leaves the message to be retried;
 - `duplicate k`: the k-th message is copied (both copies are delivered, in any order);
 - `txn-timeout`: `abortTimedOutTransactions` fences the epoch and aborts an Ongoing transaction;
 - `failover`: a new coordinator epoch loads the transactional id's last `__transaction_state` record and, in
-  PrepareCommit/PrepareAbort, sends its markers again; markers of the old epoch stay in flight.
+  PrepareCommit/PrepareAbort, sends its markers again; markers of the old epoch stay in flight, an append in flight
+  is lost (its requester refused);
+- `append` / `append-fail`: the coordinator's append to `__transaction_state` answered, written or failed.
 """
 
 from __future__ import annotations
@@ -62,14 +69,19 @@ from kcheck.model.transactions.state import (
 Action = tuple[Any, ...]
 PREPARED = (PREPARE_COMMIT, PREPARE_ABORT)
 ENDED = (EMPTY, COMPLETE_COMMIT, COMPLETE_ABORT)
+RESENT = ("produce", "marker")  # what a client or the coordinator sends again (a copy, a retry after a lost answer)
 FENCING = frozenset({"InvalidProducerEpochException", "PRODUCER_FENCED", "INVALID_PRODUCER_ID_MAPPING"})
 
 
 class KafkaCode(Protocol):
     """Kafka's code behind the model's steps (filled by `kcheck.invariants.transactions_model`)."""
 
-    def metadata(self, meta: Meta) -> Any:
-        """A live TransactionMetadata (TxnMetadata) holding `meta`."""
+    def metadata(self, meta: Meta, pending: int | None = None) -> Any:
+        """A live TransactionMetadata (TxnMetadata) holding `meta`, with `pending` as its pending state."""
+        ...
+
+    def transit(self, record: Meta) -> Any:
+        """The transit (TxnTransitMetadata) a record is."""
         ...
 
     def frozen_metadata(self, live: Any) -> Meta: ...
@@ -121,14 +133,78 @@ class TransactionsSystem:
 
     # ---- the coordinator --------------------------------------------------------------------------------------
 
-    def _write(self, s: State, live: Any, transit: Any, owner: Tag | None = None) -> State:
-        """The transit appended to __transaction_state, then `completeTransitionTo` (the model's append never
-        fails)."""
-        record = self.kafka.record(transit)
-        live.complete_transition_to(transit)
+    def _live(self, s: State) -> Any:
+        """The coordinator's live TransactionMetadata, its pending state that of the transit being appended."""
         c = s.coordinator
-        c = replace(c, meta=self.kafka.frozen_metadata(live), record=record, owner=owner or c.owner)
+        return self.kafka.metadata(c.meta, None if c.transit is None else c.transit.state)
+
+    def _prepare(self, s: State, live: Any, transit: Any, then: tuple[Any, ...]) -> State:
+        """A prepared transit (`live` has it pending) goes to `appendTransactionToLog`: the append is its own step
+        (`append`), and `then` is what the coordinator does once it is answered (`_appended`, `_refused`)."""
+        c = replace(s.coordinator, meta=self.kafka.frozen_metadata(live), transit=self.kafka.record(transit),
+                    then=then)
         return replace(s, coordinator=c)
+
+    def _busy(self, s: State) -> bool:
+        """`pendingTransitionInProgress` or a prepared transaction: a request gets CONCURRENT_TRANSACTIONS (the
+        client, or the leader, retries later)."""
+        return s.coordinator.transit is not None or s.coordinator.meta.state in PREPARED
+
+    def append(self, s: State, ok: bool) -> State | None:
+        """The transit's append to __transaction_state answered: written, then `completeTransitionTo` and the
+        request's callback; or failed (`append_failures`), then the pending state is cleared and the request
+        refused (TransactionStateManager.appendTransactionToLog). A completion's failed append is retried with its
+        pending state kept (TransactionMarkerChannelManager's retry queue): a delay, which `append` already is."""
+        c = s.coordinator
+        if c.transit is None or c.then is None:
+            return None
+        live, then = self._live(s), c.then
+        if ok:
+            live.complete_transition_to(self.kafka.transit(c.transit))
+            c = replace(c, meta=self.kafka.frozen_metadata(live), record=c.transit, transit=None, then=None)
+            return self._appended(replace(s, coordinator=c), then)
+        if s.used.append_failures >= self.cfg.append_failures or then[0] == "complete":
+            return None
+        live.append_failed()
+        if then[0] == "fence":  # endTransaction's callback: an epoch fence whose write failed
+            live.has_failed_epoch_fence = True
+        s = replace(s, coordinator=replace(c, meta=self.kafka.frozen_metadata(live), transit=None, then=None),
+                    used=replace(s.used, append_failures=s.used.append_failures + 1))
+        return self._refused(s, then)
+
+    def _appended(self, s: State, then: tuple[Any, ...]) -> State:
+        """The callback of a written transit."""
+        kind = then[0]
+        if kind == "init":
+            s = self._fence(s)
+            m = s.coordinator.meta
+            p = s.producers[then[1]]
+            mine = replace(p, pid=m.producer_id, epoch=m.epoch, phase="ready", seqs=(0,) * self.cfg.partitions)
+            return replace(s, producers=_with(s.producers, then[1], mine))
+        if kind in ("add", "leader-add"):
+            tag = then[1].tag if kind == "leader-add" else then[3]
+            if then[-1]:  # the partition began the transaction: the model's label of it
+                s = replace(s, coordinator=replace(s.coordinator, owner=tag))
+            return self._sent(s, then[1], then[2]) if kind == "add" else self._answer_verify(s, then[1], "NONE")
+        if kind in ("end", "fence"):
+            commit = kind == "end" and then[2]
+            h, owner = s.history, s.coordinator.owner
+            if owner is not None:
+                h = replace(h, committed=h.committed | {owner}) if commit else replace(h, aborted=h.aborted | {owner})
+            s = self._markers(replace(s, history=h), commit)
+            return self._ended(s, then[1], True) if kind == "end" else self._fence(s)
+        return s  # complete
+
+    def _refused(self, s: State, then: tuple[Any, ...]) -> State:
+        """What the requester sees when the append failed or the coordinator moved (NOT_COORDINATOR,
+        COORDINATOR_NOT_AVAILABLE: retriable): InitProducerId and AddPartitionsToTxn are retried by a later step,
+        EndTxn by the client again, a leader's produce by its client (back in flight)."""
+        if then[0] == "end":
+            i = then[1]
+            return replace(s, producers=_with(s.producers, i, replace(s.producers[i], phase=then[3])))
+        if then[0] == "leader-add" and not then[1].lost:  # the client retries its produce
+            return replace(s, bag=_bag(s.bag + (replace(then[1], kind="produce", guard=-1),)))
+        return s
 
     def _fence(self, s: State) -> State:
         """Every initialised instance older than the coordinator's epoch is fenced (history only)."""
@@ -149,64 +225,59 @@ class TransactionsSystem:
         return replace(s, bag=_bag(s.bag + tuple(new)))
 
     def _complete(self, s: State) -> State:
-        live = self.kafka.metadata(s.coordinator.meta)
-        return self._write(s, live, live.prepare_complete(0))
+        live = self._live(s)
+        return self._prepare(s, live, live.prepare_complete(0), ("complete",))
 
-    def _end(self, s: State, commit: bool) -> State:
+    def _end(self, s: State, commit: bool, then: tuple[Any, ...]) -> State:
         """`endTransaction` from Ongoing (or a TV2 abort from a completed state): PrepareCommit/PrepareAbort."""
-        live = self.kafka.metadata(s.coordinator.meta)
+        live = self._live(s)
         empty = s.coordinator.meta.state in ENDED  # TV2's abort with no partition added starts the transaction now
-        s = self._write(s, live, live.prepare_abort_or_commit(PREPARE_COMMIT if commit else PREPARE_ABORT, self.tv,
-                                                              NO_PRODUCER_ID, 0, empty))
-        h, owner = s.history, s.coordinator.owner
-        if owner is not None:
-            h = replace(h, committed=h.committed | {owner}) if commit else replace(h, aborted=h.aborted | {owner})
-        return self._markers(replace(s, history=h), commit)
+        return self._prepare(s, live, live.prepare_abort_or_commit(PREPARE_COMMIT if commit else PREPARE_ABORT,
+                                                                   self.tv, NO_PRODUCER_ID, 0, empty), then)
 
     def _fence_and_abort(self, s: State) -> State:
         """`prepareFenceProducerEpoch`, then `endTransaction(ABORT, isFromClient = false)`, which clears the fence's
         pending state and takes its epoch before `prepareAbortOrCommit` (TransactionCoordinator.scala)."""
-        live = self.kafka.metadata(s.coordinator.meta)
+        live = self._live(s)
         fence = live.prepare_fence_producer_epoch()
         live.pending = None
         live.epoch, live.last_epoch = fence.epoch, fence.last_epoch
         s = replace(s, coordinator=replace(s.coordinator, meta=self.kafka.frozen_metadata(live)))
-        return self._fence(self._end(s, False))
+        return self._end(s, False, ("fence",))
 
     # ---- the client's requests --------------------------------------------------------------------------------
 
     def init(self, s: State, i: int) -> State | None:
         p = s.producers[i]
-        if p.phase != "new" or (i > 0 and s.producers[i - 1].phase == "new"):
-            return None
-        m = s.coordinator.meta
-        if m.state in PREPARED:
-            return None  # CONCURRENT_TRANSACTIONS: the client retries later
-        if m.state == ONGOING:
+        if p.phase != "new" or (i > 0 and s.producers[i - 1].phase == "new") or self._busy(s):
+            return None  # a prepared transaction or an append in flight: CONCURRENT_TRANSACTIONS, retried later
+        if s.coordinator.meta.state == ONGOING:
             return self._fence_and_abort(s)  # the client gets CONCURRENT_TRANSACTIONS and retries later
-        live = self.kafka.metadata(m)
-        s = self._fence(self._write(s, live, live.prepare_increment_producer_epoch(TIMEOUT_MS, None, 0)))
-        m = s.coordinator.meta
-        mine = replace(p, pid=m.producer_id, epoch=m.epoch, phase="ready", seqs=(0,) * self.cfg.partitions)
-        return replace(s, producers=_with(s.producers, i, mine))
+        live = self._live(s)
+        return self._prepare(s, live, live.prepare_increment_producer_epoch(TIMEOUT_MS, None, 0), ("init", i))
 
     def _fenced(self, s: State, i: int) -> State:
         return replace(s, producers=_with(s.producers, i, replace(s.producers[i], phase="fenced")))
 
-    def _add_partition(self, s: State, p: int, pid: int, epoch: int, tag: Tag) -> State | str | None:
-        """`handleAddPartitionsToTransaction`: the state after, an error name, or None (CONCURRENT_TRANSACTIONS)."""
+    def _asking(self, s: State, i: int) -> bool:
+        """Instance i waits on the coordinator's append for its own request (the client sends nothing else)."""
+        then = s.coordinator.then
+        return then is not None and then[0] in ("init", "add", "end") and then[1] == i
+
+    def _add_partition(self, s: State, p: int, pid: int, epoch: int, then: tuple[Any, ...]) -> State | str | None:
+        """`handleAddPartitionsToTransaction`: an error name, None (CONCURRENT_TRANSACTIONS), `s` itself (the
+        partition is in the ongoing transaction: answered at once) or the state with Ongoing's transit pending."""
         m = s.coordinator.meta
         if m.producer_id != pid:
             return "INVALID_PRODUCER_ID_MAPPING"
         if m.epoch != epoch:
             return "PRODUCER_FENCED"
-        if m.state in PREPARED:
+        if self._busy(s):
             return None
         if m.state == ONGOING and p in m.partitions:
             return s
-        live = self.kafka.metadata(m)
-        return self._write(s, live, live.prepare_add_partitions({p}, 0, self.tv),
-                           owner=tag if m.state in ENDED else None)
+        live = self._live(s)
+        return self._prepare(s, live, live.prepare_add_partitions({p}, 0, self.tv), then + (m.state in ENDED,))
 
     def write(self, s: State, i: int, p: int) -> State | None:
         prod = s.producers[i]
@@ -214,17 +285,24 @@ class TransactionsSystem:
             prod = replace(prod, phase="txn", txn=prod.txn + 1)
         if prod.phase != "txn" or p in prod.written:
             return None
-        tag = (i, prod.txn)
-        if self.tv < 2 and p not in prod.added:
-            added = self._add_partition(s, p, prod.pid, prod.epoch, tag)
-            if added is None:
-                return None
-            if isinstance(added, str):
-                return self._fenced(s, i)
-            s, prod = added, replace(prod, added=prod.added | {p})
-        msg = Msg("produce", p, prod.pid, prod.epoch, tag, seq=prod.seqs[p])
-        prod = replace(prod, seqs=_with(prod.seqs, p, prod.seqs[p] + 1), written=prod.written | {p},
-                       waiting=prod.waiting | {p})
+        s = replace(s, producers=_with(s.producers, i, prod))
+        if self.tv >= 2 or p in prod.added:
+            return self._sent(s, i, p)
+        added = self._add_partition(s, p, prod.pid, prod.epoch, ("add", i, p, (i, prod.txn)))
+        if added is None or added is s:
+            return None if added is None else self._sent(s, i, p)
+        if isinstance(added, str):
+            return self._fenced(s, i)
+        return added  # the produce waits for AddPartitionsToTxn's answer
+
+    def _sent(self, s: State, i: int, p: int) -> State:
+        """The client's produce to p goes in flight (after AddPartitionsToTxn with TV1)."""
+        prod = s.producers[i]
+        if prod.phase != "txn":
+            return s  # the transaction turned abortable meanwhile: the client fails the queued batch
+        msg = Msg("produce", p, prod.pid, prod.epoch, (i, prod.txn), seq=prod.seqs[p])
+        prod = replace(prod, added=prod.added | ({p} if self.tv < 2 else set()), seqs=_with(prod.seqs, p,
+                       prod.seqs[p] + 1), written=prod.written | {p}, waiting=prod.waiting | {p})
         return replace(s, producers=_with(s.producers, i, prod), bag=_bag(s.bag + (msg,)))
 
     def timeout(self, s: State, i: int, p: int) -> State | None:
@@ -237,52 +315,85 @@ class TransactionsSystem:
 
     def end(self, s: State, i: int, commit: bool) -> State | None:
         prod = s.producers[i]
-        if prod.waiting or prod.phase not in (("txn",) if commit else ("txn", "abortable")):
+        if prod.waiting or prod.phase not in (("txn",) if commit else ("txn", "abortable")) or self._asking(s, i):
             return None
-        done = replace(prod, phase="ready", added=frozenset(), written=frozenset())
         if not prod.written:  # nothing sent: the client ends it alone (TransactionManager, no EndTxn)
-            return replace(s, producers=_with(s.producers, i, done))
+            return self._ended(s, i, False)
         m = s.coordinator.meta
         if m.producer_id != prod.pid or m.epoch != prod.epoch:
             return self._fenced(s, i)
-        if m.state in PREPARED:
+        if self._busy(s):
             return None
-        if m.state == ONGOING:
-            s = self._end(s, commit)
-        elif not commit and self.tv >= 2:  # KIP-890: a TV2 abort from a completed state bumps the epoch
+        if not commit and self.tv >= 2 and m.state in ENDED:  # KIP-890: a TV2 abort from a completed state
             s = replace(s, coordinator=replace(s.coordinator, owner=(i, prod.txn)))
-            s = self._end(s, False)
-        else:
+        elif m.state != ONGOING:
             return None
-        if self.tv >= 2:  # EndTxn's answer carries the bumped epoch; every partition starts again at 0
-            done = replace(done, epoch=s.coordinator.meta.epoch, seqs=(0,) * self.cfg.partitions)
-        return replace(s, producers=_with(s.producers, i, done))
+        s = self._end(s, commit, ("end", i, commit, prod.phase))
+        return replace(s, producers=_with(s.producers, i, replace(prod, phase="ending")))
+
+    def _ended(self, s: State, i: int, answered: bool) -> State:
+        """The transaction ended (`answered`: by EndTxn's answer): the instance is ready for its next one; with TV2
+        the answer carries the bumped epoch and every partition starts again at sequence 0."""
+        prod = replace(s.producers[i], phase="ready", added=frozenset(), written=frozenset())
+        if self.tv >= 2 and answered:
+            prod = replace(prod, epoch=s.coordinator.meta.epoch, seqs=(0,) * self.cfg.partitions)
+        return replace(s, producers=_with(s.producers, i, prod))
 
     # ---- the partitions -------------------------------------------------------------------------------------
 
-    def _admit(self, s: State, m: Msg) -> State | str | None:
-        """What the leader asks the coordinator before appending: TV2 adds the partition, TV1 with verification
-        verifies it (`handleVerifyPartitionsInTransaction`), TV1 without appends unasked."""
-        if self.tv >= 2:
-            return self._add_partition(s, m.partition, m.producer_id, m.epoch, m.tag)
-        if not self.verify:
-            return s
-        meta = s.coordinator.meta
-        if meta.producer_id != m.producer_id:
-            return "INVALID_PRODUCER_ID_MAPPING"
-        if meta.epoch != m.epoch:
-            return "PRODUCER_FENCED"
-        if meta.state in PREPARED:
-            return None
-        return s if m.partition in meta.partitions else "TRANSACTION_ABORTABLE"
+    def _ongoing(self, part: Part, m: Msg) -> bool:
+        """`UnifiedLog.hasOngoingTransaction(producerId, epoch)`: the producer has a transaction open here at this
+        epoch, so its write needs no verification."""
+        return any(e.producer_id == m.producer_id and e.epoch == m.epoch and e.txn_first_offset is not None
+                   for e in part.entries)
 
-    def _produce(self, s: State, m: Msg) -> tuple[State, str] | None:
-        admitted = self._admit(s, m)
-        if admitted is None:
+    def _start_verification(self, s: State, m: Msg, lost: bool) -> State:
+        """`maybeStartTransactionVerification`: the partition's verification entry made (or its lowest sequence and
+        epoch updated), and AddPartitionsToTxnManager's request to the coordinator in flight with the produce."""
+        before = s.parts[m.partition]
+        live = self.kafka.partition(before)
+        live.verify(m.producer_id, m.seq, m.epoch, self.tv >= 2)
+        after = self.kafka.frozen_partition(live, before, False)
+        guard = next(v[1] for v in after.verification if v[0] == m.producer_id)
+        ask = replace(m, kind="verify", guard=guard, lost=lost)
+        return replace(s, parts=_with(s.parts, m.partition, after), bag=_bag(s.bag + (ask,)))
+
+    def _verify(self, s: State, v: Msg) -> State | None:
+        """The coordinator answers the leader's AddPartitionsToTxn: TV2 adds the partition (`verifyOnly` false: its
+        Ongoing transit written first, `_appended`), TV1 only verifies (`handleVerifyPartitionsInTransaction`);
+        None: CONCURRENT_TRANSACTIONS, the request waits."""
+        if self.tv >= 2:
+            added = self._add_partition(s, v.partition, v.producer_id, v.epoch, ("leader-add", v))
+            if added is None or added is s or isinstance(added, str):
+                return None if added is None else self._answer_verify(s, v, "NONE" if added is s else str(added))
+            return added
+        meta = s.coordinator.meta
+        if meta.producer_id != v.producer_id:
+            return self._answer_verify(s, v, "INVALID_PRODUCER_ID_MAPPING")
+        if meta.epoch != v.epoch:
+            return self._answer_verify(s, v, "PRODUCER_FENCED")
+        if self._busy(s):
             return None
-        if isinstance(admitted, str):
-            return s, admitted
-        s = admitted
+        return self._answer_verify(s, v, "NONE" if v.partition in meta.partitions else "TRANSACTION_ABORTABLE")
+
+    def _answer_verify(self, s: State, v: Msg, error: str) -> State:
+        return replace(s, bag=_bag(s.bag + (replace(v, kind="verified", error=error),)))
+
+    def _verified(self, s: State, r: Msg) -> State:
+        """The coordinator's answer at the leader: on NONE the append, which `batchMissingRequiredVerification`
+        refuses (INVALID_TXN_STATE) unless the verification entry the request made is still there (a transactional
+        batch, a marker, cleared it: the guard against the hanging transaction) or a transaction is open."""
+        error = r.error
+        if error == "NONE":
+            part = s.parts[r.partition]
+            if self._ongoing(part, r) or any(v[0] == r.producer_id and v[1] == r.guard for v in part.verification):
+                s, error = self._append(s, r)
+            else:
+                error = "INVALID_TXN_STATE"
+        return s if r.lost else self._answer_produce(s, r, error)
+
+    def _append(self, s: State, m: Msg) -> tuple[State, str]:
+        """`UnifiedLog.append`'s producer-state checks and the append."""
         before = s.parts[m.partition]
         live = self.kafka.partition(before)
         verdict = live.append_data(m.producer_id, m.epoch, m.seq, 1, True, 0)
@@ -294,10 +405,18 @@ class TransactionsSystem:
             tags = _with(h.tags, m.partition, h.tags[m.partition] + (m.tag,))
             s = replace(s, parts=_with(s.parts, m.partition, self.kafka.frozen_partition(live, before, False)),
                         history=replace(h, tags=tags))
-            if m.tag[0] in h.fenced:
+            if m.tag[0] in h.fenced and not self._abort_pending(s, m):
                 s = _flag(s, "txn.fenced-writes-nothing", f"partition {m.partition} appended {tag_text(m.tag)}'s "
                           f"write (epoch {m.epoch}) after instance {m.tag[0]} was fenced")
         return s, "NONE"
+
+    @staticmethod
+    def _abort_pending(s: State, m: Msg) -> bool:
+        """The abort that fenced the writer still has its marker to write on the partition: the partition is fenced
+        only by that marker (KIP-890's guard ends the window there), so a write verified before the fence may land
+        in between, and the marker aborts it."""
+        meta = s.coordinator.meta
+        return meta.state == PREPARE_ABORT and meta.producer_id == m.producer_id and m.partition in meta.partitions
 
     def _answer_produce(self, s: State, m: Msg, error: str) -> State:
         i, txn = m.tag
@@ -368,28 +487,35 @@ class TransactionsSystem:
         if lost and s.used.duplicates >= self.cfg.duplicates:
             return None
         m = s.bag[k]
+        if lost and m.kind not in RESENT:
+            return None
         rest = s.bag if lost else s.bag[:k] + s.bag[k + 1:]
-        if m.kind == "produce":
-            done = self._produce(s, m)
-            if done is None:
-                return None  # CONCURRENT_TRANSACTIONS: the request waits (retried by the leader/client)
-            s, error = done
-        else:
-            s, error = self._marker(s, m)
-        s = replace(s, bag=rest)
         if lost:
-            return replace(s, used=replace(s.used, duplicates=s.used.duplicates + 1))
-        return self._answer_produce(s, m, error) if m.kind == "produce" else self._answer_marker(s, m, error)
+            s = replace(s, used=replace(s.used, duplicates=s.used.duplicates + 1))
+        if m.kind == "marker":
+            s, error = self._marker(s, m)
+            s = replace(s, bag=rest)
+            return s if lost else self._answer_marker(s, m, error)
+        if m.kind == "verify":
+            return self._verify(replace(s, bag=rest), m)
+        if m.kind == "verified":
+            return self._verified(replace(s, bag=rest), m)
+        s = replace(s, bag=rest)
+        if not self.verify or self._ongoing(s.parts[m.partition], m):  # TV1 before KIP-890, or no verification due
+            s, error = self._append(s, m)
+            return s if lost else self._answer_produce(s, m, error)
+        return self._start_verification(s, m, lost)
 
     # ---- faults -------------------------------------------------------------------------------------------------
 
     def duplicate(self, s: State, k: int) -> State | None:
-        if k >= len(s.bag) or s.used.duplicates >= self.cfg.duplicates:
+        if k >= len(s.bag) or s.used.duplicates >= self.cfg.duplicates or s.bag[k].kind not in RESENT:
             return None
         return replace(s, bag=_bag(s.bag + (s.bag[k],)), used=replace(s.used, duplicates=s.used.duplicates + 1))
 
     def txn_timeout(self, s: State) -> State | None:
-        if s.coordinator.meta.state != ONGOING or s.used.txn_timeouts >= self.cfg.txn_timeouts:
+        c = s.coordinator  # abortTimedOutTransactions skips a transaction with a pending state
+        if c.meta.state != ONGOING or c.transit is not None or s.used.txn_timeouts >= self.cfg.txn_timeouts:
             return None
         return self._fence_and_abort(replace(s, used=replace(s.used, txn_timeouts=s.used.txn_timeouts + 1)))
 
@@ -397,8 +523,10 @@ class TransactionsSystem:
         if s.used.failovers >= self.cfg.failovers:
             return None
         c = s.coordinator
+        if c.then is not None:  # the append in flight is lost with the old coordinator: its requester is refused
+            s = self._refused(s, c.then)
         meta = c.record or Meta()
-        s = replace(s, coordinator=replace(c, meta=meta, epoch=c.epoch + 1),
+        s = replace(s, coordinator=replace(c, meta=meta, epoch=c.epoch + 1, transit=None, then=None),
                     used=replace(s.used, failovers=s.used.failovers + 1))
         if meta.state in PREPARED:  # loadTransactionsForTxnTopicPartition: the markers are sent again
             s = self._markers(s, meta.state == PREPARE_COMMIT)
@@ -417,6 +545,7 @@ class TransactionsSystem:
             out += [("commit", i), ("abort", i)]
         out += [("deliver", k) for k in range(len(s.bag))] + [("deliver-lost", k) for k in range(len(s.bag))]
         out += [("duplicate", k) for k in range(len(s.bag))] + [("txn-timeout",), ("failover",)]
+        out += [("append",), ("append-fail",)]
         done = {a: self._apply(s, a) for a in out}
         self._last = (s, done)  # the engines step each action next: computed once
         return [a for a, t in done.items() if t is not None]
@@ -445,6 +574,8 @@ class TransactionsSystem:
             return self.txn_timeout(s)
         if kind == "failover":
             return self.failover(s)
+        if kind in ("append", "append-fail"):
+            return self.append(s, kind == "append")
         raise ValueError(f"unknown action {a!r}")
 
     def encode(self, s: State) -> bytes:
@@ -457,8 +588,9 @@ class TransactionsSystem:
         return " ".join(str(x) for x in a)
 
     def fair(self, a: Action) -> bool:
-        """Deliveries are progress (liveness); the clients' requests and the faults are not."""
-        return a[0] == "deliver"
+        """Deliveries and the coordinator's appends are progress (liveness); the clients' requests and the faults
+        are not."""
+        return a[0] in ("deliver", "append")
 
     def invariants(self) -> Sequence[StateInvariant[State]]:
         return []
@@ -477,7 +609,9 @@ def state_line(s: State) -> str:
     prods = ", ".join(f"i{i}:{p.phase}@{p.epoch}" for i, p in enumerate(s.producers))
     logs = " | ".join(" ".join(("C" if b.commit else "A") if b.marker is not None else tag_text(s.history.tags[n][o])
                                for o, b in enumerate(part.batches)) or "empty" for n, part in enumerate(s.parts))
-    return (f"coordinator {STATE_NAMES[c.meta.state]} epoch {c.meta.epoch} (coordinator epoch {c.epoch}); {prods}; "
+    pending = "" if c.transit is None else f", writing {STATE_NAMES[c.transit.state]}"
+    return (f"coordinator {STATE_NAMES[c.meta.state]} epoch {c.meta.epoch} (coordinator epoch {c.epoch}{pending}); "
+            f"{prods}; "
             f"logs {logs}; in flight {len(s.bag)}")
 
 

@@ -21,6 +21,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 # TransactionState's ids, as `__transaction_state` records hold them (TransactionState.java / .scala)
 EMPTY, ONGOING, PREPARE_COMMIT, PREPARE_ABORT, COMPLETE_COMMIT, COMPLETE_ABORT, DEAD, PREPARE_EPOCH_FENCE = range(8)
@@ -45,10 +46,12 @@ class Config:
     client_timeouts: int = 1  # produce requests a client stops waiting for (request.timeout.ms), left in flight
     txn_timeouts: int = 0  # transactions the coordinator aborts as timed out (abortTimedOutTransactions)
     failovers: int = 0  # coordinator failovers (a new coordinator epoch reloads the transaction log)
+    append_failures: int = 0  # __transaction_state appends that fail (the pending state cleared, the request refused)
 
     def __post_init__(self) -> None:
         for name, low, high in (("instances", 1, 2), ("txns", 1, 3), ("partitions", 1, 2), ("duplicates", 0, 3),
-                                ("client_timeouts", 0, 3), ("txn_timeouts", 0, 2), ("failovers", 0, 2)):
+                                ("client_timeouts", 0, 3), ("txn_timeouts", 0, 2), ("failovers", 0, 2),
+                                ("append_failures", 0, 2)):
             v = getattr(self, name)
             if not low <= v <= high:
                 raise ValueError(f"{name} must be between {low} and {high}, not {v}")
@@ -77,6 +80,10 @@ class Coordinator:
     meta: Meta = field(default_factory=Meta)
     epoch: int = 0  # the coordinator epoch (the __transaction_state partition's leader epoch)
     record: Meta | None = None  # the last record written for the transactional id
+    # the transit being appended to __transaction_state (TxnTransitMetadata as a record; its state is the metadata's
+    # pending state) and what the coordinator does once the append is answered (`TransactionsSystem._appended`)
+    transit: Meta | None = None
+    then: tuple[Any, ...] | None = None
     owner: Tag | None = None  # ghost: the client transaction the metadata's current transaction is (for labels)
 
 
@@ -94,9 +101,11 @@ class Producer:
 
 @dataclass(frozen=True)
 class Msg:
-    """A produce request (kind "produce": one transactional batch of one record) or one partition's entry of a
+    """A produce request (kind "produce": one transactional batch of one record), one partition's entry of a
     WriteTxnMarkers request (kind "marker": `commit`, the coordinator epoch it was sent under, the transaction
-    version)."""
+    version), or a produce held by its leader while AddPartitionsToTxnManager asks the coordinator (kind "verify":
+    the request, `guard` naming the verification entry it made) and the coordinator's answer (kind "verified", with
+    `error`). `lost`: the produce's answer is lost (the client retries a copy)."""
 
     kind: str
     partition: int
@@ -107,6 +116,9 @@ class Msg:
     commit: bool = False
     coordinator_epoch: int = -1
     tv: int = 0
+    guard: int = -1
+    error: str = ""
+    lost: bool = False
 
 
 @dataclass(frozen=True)
@@ -166,6 +178,7 @@ class Used:
     client_timeouts: int = 0
     txn_timeouts: int = 0
     failovers: int = 0
+    append_failures: int = 0
 
 
 @dataclass(frozen=True)
