@@ -5,9 +5,10 @@ The promises are the transactions model's (model/transactions, docs/models/trans
 a read_committed reader never returns a record of an aborted transaction (`UnifiedLog` fetches up to the last stable
 offset and the consumer drops aborted batches by the fetch response's aborted-transaction list, KIP-98), and a
 committed transaction's records are all there, on every partition it wrote, once every marker is written
-(`TransactionMarkerChannelManager`). The same campaign runs on a release with transaction version 1 (3.9.1) and on
-one with version 2 (4.x: KIP-890's epoch bump on every commit and the implicit partition add; the finalized
-`transaction.version` feature says which, read with DescribeFeatures).
+(`TransactionMarkerChannelManager`). The same campaign runs on a release with the version 1 protocol (3.9.1: the
+client's AddPartitionsToTxn, one epoch per producer session; it finalizes no `transaction.version` feature) and on
+one with version 2 (4.x: KIP-890 part 2, the partition added by the leader and the epoch bumped by every EndTxn; the
+finalized `transaction.version` level is read with ApiVersions' finalized features).
 
 Each producer (kafka-python's KafkaProducer with a `transactional_id`) runs transactions one after another: each
 writes `records` values to every partition of the topic, `txn-<producer>-<session>-<number>-<partition>-<index>`,
@@ -267,7 +268,8 @@ class _Producer:
         self._drop()
 
     def _record(self, outcome: str, error: str) -> None:
-        assert self.current is not None
+        if self.current is None:  # finish() recorded it already: the thread outlived its join
+            return
         number, values, intent, began = self.current
         self.h.add(Txn(self.index, self.session, number, values, intent, outcome, began, self.h.now(), error))
         self.current = None
@@ -325,7 +327,8 @@ class TxnCampaign:
     def transaction_version(self) -> int | None:
         admin = self._admin()
         try:
-            level = admin.describe_features()["finalized_features"].get("transaction.version")
+            # kafka-python 3.0 answers {feature: {"supported": (min, max), "finalized": (min, max)}}
+            level = admin.describe_features().get("transaction.version", {}).get("finalized")
         finally:
             admin.close()
         return None if level is None else int(level[1])
@@ -490,7 +493,8 @@ def side_by_side(outcomes: Iterable[TxnOutcome]) -> list[list[str]]:
     """Rows of a table, a column per campaign: release, transaction version, outcomes, anomalies by kind."""
     outs = list(outcomes)
     rows = [["release", *(o.version for o in outs)],
-            ["transaction.version", *(str(o.transaction_version) for o in outs)],
+            ["transaction.version", *("none" if o.transaction_version is None else str(o.transaction_version)
+                                     for o in outs)],
             ["seconds", *(f"{o.seconds:.0f}" for o in outs)],
             ["faults", *(" ".join(f"{f.kind}:{f.broker}({f.role})" for f in o.history.faults if f.kind == "kill")
                          for o in outs)]]
