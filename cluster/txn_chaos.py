@@ -42,7 +42,8 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from kcheck.cluster.local import LocalCluster
+from kcheck.cluster.local import ClusterError, LocalCluster
+from kcheck.inputs.formats import InputError
 
 ANOMALY_KINDS = ("aborted-read", "lost-write", "torn-transaction", "duplicate")
 OUTCOMES = ("committed", "aborted", "unknown")
@@ -393,7 +394,7 @@ class TxnCampaign:
 
         try:
             broker = find()
-        except (KafkaError, KeyError, OSError) as e:
+        except (KafkaError, KeyError, OSError, InputError) as e:
             self.errors.append(f"the {role} was not found: {type(e).__name__}")
             return
         if broker < 0 or not self.cluster.is_running(broker):
@@ -404,7 +405,10 @@ class TxnCampaign:
         self.say(f"{self.h.now():7.1f}s  kill {broker} ({role})")
         self.stop_producing.wait(self.s.down)
         self.cluster.launch(broker)
-        self.cluster.wait_ready(60, brokers=[broker])
+        try:
+            self.cluster.wait_ready(60, brokers=[broker])
+        except ClusterError as e:  # the heal at the end waits for it again, and fails the campaign if it must
+            self.errors.append(str(e))
         self.h.add(TxnFault(self.h.now(), "start", broker, role))
         self.say(f"{self.h.now():7.1f}s  start {broker}")
 
@@ -459,8 +463,8 @@ class TxnCampaign:
         for th in (*(p.thread for p in self.producers), reader, injector):
             th.start()
         self.stop_producing.wait(self.s.duration)
+        injector.join(180)  # both faults happen even when they outlast the duration: transactions go on meanwhile
         self.stop_producing.set()
-        injector.join(90)
         for p in self.producers:
             p.finish(30)
         for b in self.cluster.brokers:  # heal: a fault cut short leaves its broker down
