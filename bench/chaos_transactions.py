@@ -11,16 +11,25 @@ release. Exit 1 if any campaign found an anomaly or could not read to the end. U
 machine's shared lock):
 
     python bench/chaos_transactions.py [--releases 3.9.1,4.4.0] [--campaigns 1] [--seconds 30] [--producers 2]
-                                       [--records 3] [--seed 0]
+                                       [--records 3] [--seed 0] [--json-dir DIR]
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections import defaultdict
 
-from kcheck.cluster.txn_chaos import ANOMALY_KINDS, OUTCOMES, TxnOutcome, TxnSettings, run_campaign, side_by_side
+from kcheck.cluster.txn_chaos import (
+    ANOMALY_KINDS,
+    OUTCOMES,
+    TxnOutcome,
+    TxnSettings,
+    history_json,
+    run_campaign,
+    side_by_side,
+)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -31,6 +40,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--producers", type=int, default=2)
     ap.add_argument("--records", type=int, default=3)
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--json-dir", help="write each campaign's history (<release>-<n>.json) and its nodes' logs here")
     a = ap.parse_args(argv)
     outs: list[TxnOutcome] = []
     for version in a.releases.split(","):
@@ -38,7 +48,12 @@ def main(argv: list[str] | None = None) -> int:
             s = TxnSettings(topic=f"kcheck-txn-{n}", duration=a.seconds, seed=a.seed + n, producers=a.producers,
                             records=a.records)
             print(f"== {version}, campaign {n + 1} of {a.campaigns} (seed {s.seed})", flush=True)
-            o = run_campaign(version, s, say=lambda line: print(line, flush=True))
+            stem = os.path.join(a.json_dir, f"{version}-{n}") if a.json_dir else None
+            o = run_campaign(version, s, say=lambda line: print(line, flush=True),
+                             logs=f"{stem}-logs" if stem else None)
+            if stem:
+                with open(f"{stem}.json", "w", encoding="utf-8") as f:
+                    f.write(history_json(o))
             for e in o.errors:
                 print(f"   note: {e}")
             for kind, found in o.verdict.anomalies.items():

@@ -34,12 +34,14 @@ is also its last stable offset: no transaction left open).
 from __future__ import annotations
 
 import contextlib
+import json
+import os
 import random
 import threading
 import time
 from collections import defaultdict
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from kcheck.cluster.local import ClusterError, LocalCluster
@@ -74,6 +76,7 @@ class Txn:
     began: float
     ended: float
     error: str = ""
+    sends: tuple[str, ...] = ()  # each value's send as the client left it: "p:offset", an error's name, "pending"
 
     @property
     def key(self) -> tuple[int, int, int]:
@@ -181,7 +184,15 @@ def check(txns: Iterable[Txn], reads: Iterable[TxnRead], final_complete: bool) -
 
 
 def _name(x: Txn) -> str:
-    return f"transaction {x.number} of producer {x.producer} session {x.session}"
+    sends = f"; sends {' '.join(x.sends)}" if x.sends else ""
+    return (f"transaction {x.number} of producer {x.producer} session {x.session} ({x.began:.1f}-{x.ended:.1f}s"
+            f"{sends})")
+
+
+def _send_state(future: Any) -> str:
+    if future.succeeded():
+        return f"{future.value.partition}:{future.value.offset}"
+    return type(future.exception).__name__ if future.failed() else "pending"
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -222,6 +233,7 @@ class _Producer:
         self.session = -1
         self.client: Any = None
         self.current: tuple[int, tuple[str, ...], str, float] | None = None  # number, values, intent, began
+        self.futures: list[Any] = []
         self.thread = threading.Thread(target=self._run, name=f"txn-producer-{index}", daemon=True)
 
     def transactional_id(self) -> str:
@@ -272,7 +284,8 @@ class _Producer:
         if self.current is None:  # finish() recorded it already: the thread outlived its join
             return
         number, values, intent, began = self.current
-        self.h.add(Txn(self.index, self.session, number, values, intent, outcome, began, self.h.now(), error))
+        sends = tuple(_send_state(f) for f in self.futures)
+        self.h.add(Txn(self.index, self.session, number, values, intent, outcome, began, self.h.now(), error, sends))
         self.current = None
 
     def _transaction(self, values: tuple[str, ...], intent: str) -> tuple[str, str]:
@@ -280,10 +293,11 @@ class _Producer:
 
         c, per = self.client, self.s.records
         committing = False
+        self.futures = []
         try:
             c.begin_transaction()
             for n, v in enumerate(values):
-                c.send(self.s.topic, value=v.encode(), partition=n // per)
+                self.futures.append(c.send(self.s.topic, value=v.encode(), partition=n // per))
             if intent == "abort":
                 c.abort_transaction()
                 return "aborted", ""
@@ -484,13 +498,35 @@ def _offsets(m: dict[Any, int]) -> str:
     return ",".join(f"{tp.partition}:{o}" for tp, o in sorted(m.items(), key=lambda kv: kv[0].partition))
 
 
-def run_campaign(version: str, settings: TxnSettings, say: Callable[[str], None] = print) -> TxnOutcome:
-    """A 3-broker cluster of `version` (the chaos campaign's broker settings), one campaign, the cluster stopped."""
+def run_campaign(version: str, settings: TxnSettings, say: Callable[[str], None] = print,
+                 logs: str | None = None) -> TxnOutcome:
+    """A 3-broker cluster of `version` (the chaos campaign's broker settings), one campaign, the cluster stopped;
+    with `logs`, every node's server.log copied into that folder first (as `<node>.log`)."""
+    import shutil
+
     from kcheck.cluster.chaos import CAMPAIGN_BROKER_CONFIG
 
     with LocalCluster(version, brokers=3, config=CAMPAIGN_BROKER_CONFIG) as cluster:
         cluster.start()
-        return TxnCampaign(cluster, settings, say).run()
+        try:
+            return TxnCampaign(cluster, settings, say).run()
+        finally:
+            if logs is not None:
+                os.makedirs(logs, exist_ok=True)
+                for n in (*cluster.controllers, *cluster.brokers):
+                    with contextlib.suppress(OSError):
+                        shutil.copyfile(cluster.log_file(n), os.path.join(logs, f"{n}.log"))
+
+
+def history_json(o: TxnOutcome) -> str:
+    """The campaign's history and verdict as JSON (for reading a finding again; no schema promised)."""
+    h = o.history
+    return json.dumps({"release": o.version, "transaction_version": o.transaction_version,
+                       "settings": asdict(o.settings), "seconds": o.seconds, "errors": o.errors,
+                       "txns": [asdict(x) for x in h.txns], "reads": [asdict(r) for r in h.reads],
+                       "faults": [asdict(f) for f in h.faults], "final_complete": h.final_complete,
+                       "final_note": h.final_note, "anomalies": o.verdict.anomalies,
+                       "outcomes": o.verdict.outcomes, "resolved": o.verdict.resolved}, indent=1)
 
 
 def side_by_side(outcomes: Iterable[TxnOutcome]) -> list[list[str]]:
