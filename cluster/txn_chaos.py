@@ -10,7 +10,9 @@ client's AddPartitionsToTxn, one epoch per producer session; it finalizes no `tr
 one with version 2 (4.x: KIP-890 part 2, the partition added by the leader and the epoch bumped by every EndTxn; the
 finalized `transaction.version` level is read with ApiVersions' finalized features).
 
-Each producer (kafka-python's KafkaProducer with a `transactional_id`) runs transactions one after another: each
+Each producer (`client`: the release's own Java KafkaProducer, java/KcheckTxnProducer.java run as a child process,
+or kafka-python's KafkaProducer with a `transactional_id`, which speaks only the version 1 protocol: EndTxn up to v3)
+runs transactions one after another: each
 writes `records` values to every partition of the topic, `txn-<producer>-<session>-<number>-<partition>-<index>`,
 then commits, or aborts (a seeded choice). Its outcome: `committed` when commitTransaction returned, `aborted` when
 no EndTxn(commit) was ever sent for it (an abort, or a send failure followed by an abort, or a client dropped before
@@ -37,6 +39,8 @@ import contextlib
 import json
 import os
 import random
+import signal
+import subprocess
 import threading
 import time
 from collections import defaultdict
@@ -49,6 +53,7 @@ from kcheck.inputs.formats import InputError
 
 ANOMALY_KINDS = ("aborted-read", "lost-write", "torn-transaction", "duplicate")
 OUTCOMES = ("committed", "aborted", "unknown")
+CLIENTS = ("java", "python")
 TRANSACTION_TIMEOUT_MS = 10_000  # an abandoned transaction is aborted by its coordinator within 10 s, not 60 s
 REQUEST_TIMEOUT_MS = 5000
 
@@ -211,6 +216,7 @@ class TxnSettings:
     kill_leader_at: float = 6.0  # kill -9 of partition 0's leader, then its start `down` s later
     kill_coordinator_at: float = 16.0  # kill -9 of the broker coordinating producer 0's transactional id
     down: float = 5.0
+    client: str = "java"  # CLIENTS: the release's own Java client, or kafka-python
 
 
 @dataclass
@@ -322,13 +328,86 @@ class _Producer:
                 self.client._sender.force_close()
 
 
+class _JavaProducer:
+    """java/KcheckTxnProducer.java on the release's own client as a child process, its JSON lines recorded as
+    transactions. The Java client speaks transaction version 2 where the cluster finalized it (EndTxn v5: KIP-890
+    part 2), which kafka-python 3.0 does not (EndTxn up to v3, its own AddPartitionsToTxn)."""
+
+    def __init__(self, index: int, bootstrap: str, s: TxnSettings, h: TxnHistory, stop: threading.Event,
+                 classpath: str) -> None:
+        self.index, self.bootstrap, self.s, self.h, self.stop, self.classpath = index, bootstrap, s, h, stop, classpath
+        self.proc: subprocess.Popen[str] | None = None
+        self.current: tuple[int, int, str, float] | None = None  # session, number, intent, began
+        self.stderr: list[str] = []
+        self.thread = threading.Thread(target=self._run, name=f"txn-java-{index}", daemon=True)
+
+    def transactional_id(self) -> str:
+        return f"{self.s.topic}-tx-{self.index}"
+
+    def _run(self) -> None:
+        from kcheck.reference.kafka_jars import require_tool
+
+        source = os.path.join(os.path.dirname(__file__), "java", "KcheckTxnProducer.java")
+        cmd = [require_tool("java"), "-Xmx128m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1",
+               "-Dorg.slf4j.simpleLogger.defaultLogLevel=warn", "-cp", self.classpath, source, self.bootstrap,
+               self.s.topic, self.transactional_id(), str(self.index), str(self.s.partitions), str(self.s.records),
+               str(self.s.abort_share), str(self.s.seed * 1000 + self.index)]
+        self.proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                     text=True, start_new_session=True)
+        threading.Thread(target=self._drain, daemon=True).start()
+        threading.Thread(target=self._close_when_told, daemon=True).start()
+        assert self.proc.stdout is not None
+        for line in self.proc.stdout:
+            self._line(line)
+
+    def _drain(self) -> None:
+        assert self.proc is not None and self.proc.stderr is not None
+        for line in self.proc.stderr:
+            self.stderr = [*self.stderr[-19:], line.rstrip()]
+
+    def _close_when_told(self) -> None:
+        self.stop.wait()
+        assert self.proc is not None and self.proc.stdin is not None
+        with contextlib.suppress(OSError):
+            self.proc.stdin.close()  # the driver ends its transaction under way, then exits
+
+    def _line(self, line: str) -> None:
+        try:
+            doc = json.loads(line)
+        except ValueError:
+            return
+        if doc.get("event") == "begin":
+            self.current = (int(doc["session"]), int(doc["number"]), str(doc["intent"]), self.h.now())
+        elif doc.get("event") == "end" and self.current is not None:
+            self._record(str(doc["outcome"]), str(doc["error"]), tuple(str(x) for x in doc["sends"]))
+
+    def _record(self, outcome: str, error: str, sends: tuple[str, ...] = ()) -> None:
+        if self.current is None:
+            return
+        session, number, intent, began = self.current
+        values = tuple(value_of(self.index, session, number, p, i)
+                       for p in range(self.s.partitions) for i in range(self.s.records))
+        self.h.add(Txn(self.index, session, number, values, intent, outcome, began, self.h.now(), error, sends))
+        self.current = None
+
+    def finish(self, timeout_s: float) -> None:
+        self.thread.join(timeout_s)
+        if self.proc is not None and self.proc.poll() is None:
+            with contextlib.suppress(OSError):
+                os.kill(self.proc.pid, signal.SIGKILL)
+            self.proc.wait()
+            self.thread.join(5)
+        if self.current is not None:
+            self._record("unknown" if self.current[2] == "commit" else "aborted", "did not finish")
+
+
 class TxnCampaign:
     def __init__(self, cluster: LocalCluster, settings: TxnSettings, say: Callable[[str], None] = print) -> None:
         self.cluster, self.s, self.say = cluster, settings, say
         self.h = TxnHistory()
         self.stop_producing, self.stop_reading = threading.Event(), threading.Event()
         self.errors: list[str] = []
-        self.producers: list[_Producer] = []
+        self.producers: list[_Producer | _JavaProducer] = []
 
     def bootstrap(self) -> str:
         return ",".join(self.cluster.address(b) for b in self.cluster.brokers if self.cluster.is_running(b))
@@ -471,7 +550,15 @@ class TxnCampaign:
         self.create_topic()
         tv = self.transaction_version()
         boot = self.bootstrap()
-        self.producers = [_Producer(i, boot, self.s, self.h, self.stop_producing) for i in range(self.s.producers)]
+        if self.s.client == "java":
+            from kcheck.reference.kafka_jars import resolve_server
+
+            cp = resolve_server(self.cluster.version).classpath
+            self.producers = [_JavaProducer(i, boot, self.s, self.h, self.stop_producing, cp)
+                              for i in range(self.s.producers)]
+        else:
+            self.producers = [_Producer(i, boot, self.s, self.h, self.stop_producing)
+                              for i in range(self.s.producers)]
         reader = threading.Thread(target=self._read, name="txn-reader", daemon=True)
         injector = threading.Thread(target=self._faults, name="txn-faults", daemon=True)
         for th in (*(p.thread for p in self.producers), reader, injector):
@@ -533,6 +620,7 @@ def side_by_side(outcomes: Iterable[TxnOutcome]) -> list[list[str]]:
     """Rows of a table, a column per campaign: release, transaction version, outcomes, anomalies by kind."""
     outs = list(outcomes)
     rows = [["release", *(o.version for o in outs)],
+            ["client", *(o.settings.client for o in outs)],
             ["transaction.version", *("none" if o.transaction_version is None else str(o.transaction_version)
                                      for o in outs)],
             ["seconds", *(f"{o.seconds:.0f}" for o in outs)],
