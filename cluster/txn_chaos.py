@@ -134,6 +134,9 @@ class TxnVerdict:
     outcomes: dict[str, int]  # as the producers saw them
     resolved: dict[str, int]  # unknown outcomes resolved by the reads: committed / aborted
     final_complete: bool
+    # transactions the client reported committed although one of their sends had failed or never resolved: the
+    # client's own fault (a Java client's commitTransaction throws then), shown beside the anomaly it causes
+    commit_after_failed_send: list[str] = field(default_factory=list)
 
     @property
     def ok(self) -> bool:
@@ -185,7 +188,8 @@ def check(txns: Iterable[Txn], reads: Iterable[TxnRead], final_complete: bool) -
                 anomalies["torn-transaction"].append(f"the final read holds {seen} of {len(x.values)} records of "
                                                      f"{_name(x)} ({x.outcome})")
     outcomes = {o: sum(x.outcome == o for x in txns) for o in OUTCOMES}
-    return TxnVerdict(anomalies, outcomes, resolved, final_complete)
+    failed_sends = [_name(x) for x in txns if x.outcome == "committed" and any(":" not in st for st in x.sends)]
+    return TxnVerdict(anomalies, outcomes, resolved, final_complete, failed_sends)
 
 
 def _name(x: Txn) -> str:
@@ -613,7 +617,8 @@ def history_json(o: TxnOutcome) -> str:
                        "txns": [asdict(x) for x in h.txns], "reads": [asdict(r) for r in h.reads],
                        "faults": [asdict(f) for f in h.faults], "final_complete": h.final_complete,
                        "final_note": h.final_note, "anomalies": o.verdict.anomalies,
-                       "outcomes": o.verdict.outcomes, "resolved": o.verdict.resolved}, indent=1)
+                       "outcomes": o.verdict.outcomes, "resolved": o.verdict.resolved,
+                       "commit_after_failed_send": o.verdict.commit_after_failed_send}, indent=1)
 
 
 def side_by_side(outcomes: Iterable[TxnOutcome]) -> list[list[str]]:
@@ -632,6 +637,7 @@ def side_by_side(outcomes: Iterable[TxnOutcome]) -> list[list[str]]:
                  *(f"{o.verdict.resolved['committed']}/{o.verdict.resolved['aborted']}" for o in outs)])
     rows.append(["records read (final)", *(str(sum(r.final for r in o.history.reads)) for o in outs)])
     rows.append(["final read complete", *("yes" if o.verdict.final_complete else "NO" for o in outs)])
+    rows.append(["committed despite a failed send", *(str(len(o.verdict.commit_after_failed_send)) for o in outs)])
     for k in ANOMALY_KINDS:
         rows.append([k, *(str(len(o.verdict.anomalies[k])) for o in outs)])
     return rows

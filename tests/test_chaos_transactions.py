@@ -77,6 +77,17 @@ def test_a_committed_transaction_missing_from_the_final_read_is_a_lost_write():
     assert "4 of 4 records" in v.anomalies["lost-write"][0]
 
 
+def test_a_commit_the_client_reported_despite_a_failed_send_is_named_beside_the_lost_write():
+    # kafka-python 3.0.12 on 4.4.0: commit_transaction() returned after 3 of 6 sends failed with
+    # InvalidProducerEpochError, and none of the records was in the final read
+    a = txn(0, "committed")
+    b = T(0, 0, 1, txn(1, "committed").values, "commit", "committed", 6.2, 30.1, "",
+          ("InvalidProducerEpochError",) * 2 + ("0:160", "0:161", "1:160", "1:161"))
+    v = check([a, b], final_reads(a), final_complete=True)
+    assert counts(v) == {**NONE, "lost-write": 1}
+    assert len(v.commit_after_failed_send) == 1 and "InvalidProducerEpochError" in v.commit_after_failed_send[0]
+
+
 def test_part_of_a_transaction_in_the_final_read_is_torn_and_a_committed_one_also_lost():
     a, b = txn(0, "committed"), txn(1, "unknown")
     v = check([a, b], final_reads(a, skip=1) + final_reads(b, skip=3, start=10), final_complete=True)
