@@ -12,13 +12,13 @@ finalized `transaction.version` level is read with ApiVersions' finalized featur
 
 Each producer (`client`: the release's own Java KafkaProducer, java/KcheckTxnProducer.java run as a child process,
 or kafka-python's KafkaProducer with a `transactional_id`, which speaks only the version 1 protocol: EndTxn up to v3)
-runs transactions one after another: each
-writes `records` values to every partition of the topic, `txn-<producer>-<session>-<number>-<partition>-<index>`,
-then commits, or aborts (a seeded choice). Its outcome: `committed` when commitTransaction returned, `aborted` when
-no EndTxn(commit) was ever sent for it (an abort, or a send failure followed by an abort, or a client dropped before
-committing: a new session's InitProducerId aborts it, `TransactionCoordinator.handleInitProducerId`), `unknown` when
-commitTransaction failed or never returned. After an error the client is dropped and a new session (a new client,
-the same transactional id, so InitProducerId fences the old one) goes on.
+runs transactions one after another: each writes `records` values to every partition of the topic,
+`txn-<producer>-<session>-<number>-<partition>-<index>`, then commits, or aborts (a seeded choice). Its outcome:
+`committed` when commitTransaction returned, `aborted` when no EndTxn(commit) was ever sent for it (an abort, or a
+send failure followed by an abort, or a client dropped before committing: a new session's InitProducerId aborts it,
+`TransactionCoordinator.handleInitProducerId`), `unknown` when commitTransaction failed or never returned. After an
+error the client is dropped and a new session (a new client, the same transactional id, so InitProducerId fences the
+old one) goes on.
 
 The checks (`check`), named as Jepsen's Kafka workload (jepsen.tests.kafka) names them where it has a name:
 
@@ -323,7 +323,7 @@ class _Producer:
             return "unknown", error
 
     def finish(self, timeout_s: float) -> None:
-        """Join; a transaction still under way is unknown if it was committing, otherwise aborted."""
+        """Join; a transaction still under way is unknown if it meant to commit, otherwise aborted."""
         self.thread.join(timeout_s)
         if self.thread.is_alive() and self.current is not None:
             intent = self.current[2]
