@@ -567,19 +567,25 @@ class TxnCampaign:
         injector = threading.Thread(target=self._faults, name="txn-faults", daemon=True)
         for th in (*(p.thread for p in self.producers), reader, injector):
             th.start()
-        self.stop_producing.wait(self.s.duration)
-        injector.join(180)  # both faults happen even when they outlast the duration: transactions go on meanwhile
-        self.stop_producing.set()
-        for p in self.producers:
-            p.finish(30)
-        for b in self.cluster.brokers:  # heal: a fault cut short leaves its broker down
-            if not self.cluster.is_running(b):
-                self.cluster.launch(b)
-                self.h.add(TxnFault(self.h.now(), "start", b, "heal"))
-        self.cluster.wait_ready(60)
-        self.final_read()
-        self.stop_reading.set()
-        reader.join(10)
+        whole = False
+        try:
+            self.stop_producing.wait(self.s.duration)
+            injector.join(180)  # both faults happen even when they outlast the duration: transactions go on meanwhile
+            whole = True
+        finally:  # also on Ctrl-C or an error: no producer (a Java child in its own session) outlives the campaign
+            self.stop_producing.set()
+            for p in self.producers:
+                p.finish(30 if whole else 0)
+        try:
+            for b in self.cluster.brokers:  # heal: a fault cut short leaves its broker down
+                if not self.cluster.is_running(b):
+                    self.cluster.launch(b)
+                    self.h.add(TxnFault(self.h.now(), "start", b, "heal"))
+            self.cluster.wait_ready(60)
+            self.final_read()
+        finally:
+            self.stop_reading.set()
+            reader.join(10)
         verdict = check(self.h.txns, self.h.reads, self.h.final_complete)
         return TxnOutcome(self.cluster.version, tv, self.s, self.h, verdict, round(time.monotonic() - began, 1),
                           self.errors)
