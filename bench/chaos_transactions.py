@@ -81,4 +81,8 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    try:
+        sys.exit(main())
+    except KeyboardInterrupt:  # the campaign under way stopped its producers and its cluster on the way out
+        print("interrupted", file=sys.stderr)
+        sys.exit(130)
