@@ -131,6 +131,6 @@ def test_transactions_survive_a_leader_and_a_coordinator_kill(cluster):
     assert [f.role for f in o.history.faults if f.kind == "kill"] == ["leader", "coordinator"]
     assert v.outcomes["committed"] > 0 and v.outcomes["aborted"] > 0
     assert sum(r.final for r in o.history.reads) > 0
-    if cluster.version.split(".")[0] >= "4":
+    if int(cluster.version.split(".")[0]) >= 4:
         assert o.transaction_version == 2  # 4.x formats with transaction.version 2 (KIP-890)
     assert side_by_side([o])[0] == ["release", cluster.version]
