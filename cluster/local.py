@@ -45,6 +45,7 @@ import hashlib
 import ipaddress
 import json
 import os
+import random
 import re
 import select
 import shutil
@@ -129,8 +130,35 @@ class _State:
         return (*self.controllers, *self.brokers)
 
 
+_HANDED: set[int] = set()  # ports this process gave out: never twice
+
+
+def _ephemeral_start() -> int:
+    """The first port of the kernel's range for outgoing connections (Linux: ip_local_port_range; else IANA's)."""
+    try:
+        return int(Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        return 49152
+
+
 def free_port() -> int:
-    """A TCP port on 127.0.0.1 that nothing listens on now (the OS picks it)."""
+    """A TCP port on 127.0.0.1 that nothing listens on now, drawn below the kernel's range for outgoing connections:
+    a port the OS picks comes from that range, where any client's connection (a broker's own, another cluster's) may
+    take it before the node binds it (CI saw "Address already in use")."""
+    top = _ephemeral_start()
+    rng = random.SystemRandom()
+    for _ in range(200):
+        port = rng.randrange(10_000, top) if top > 11_000 else 0
+        if port in _HANDED:
+            continue
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+            try:
+                s.bind((HOST, port))
+            except OSError:
+                continue
+            got = int(s.getsockname()[1])
+        _HANDED.add(got)
+        return got
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
         s.bind((HOST, 0))
         return int(s.getsockname()[1])
