@@ -50,6 +50,20 @@ def print_decisions(rules: Any, mine: dict[str, str], today: dict[str, str]) -> 
         out.print(f"{name}: {fn}{changed}\n    {doc}", markup=False, soft_wrap=True)
 
 
+def variant_rows(variants: Any, today: dict[str, str]) -> list[dict[str, Any]]:
+    """A model's historical rules as rows: name, JIRA, the bug, what it breaks, its smallest setting and the rules it
+    changes from `today` (`kcheck request variants`, `kcheck transactions variants`; `--json` prints the rows)."""
+    return [{"name": v.name, "jira": v.jira, "bug": v.bug, "violates": list(v.violates), "settings": dict(v.settings),
+             "changed": {k: f for k, f in v.rules.rules().items() if f != today[k]}} for v in variants]
+
+
+def print_variants(rows: list[dict[str, Any]]) -> None:
+    out = console()
+    for row in rows:
+        out.print(f"{row['name']} ({row['jira']}): breaks {', '.join(row['violates'])}\n    {row['bug']}\n"
+                  f"    rules: {row['changed']}; setting: {row['settings']}", markup=False, soft_wrap=True)
+
+
 def violations_table(report: Report, title: str) -> Table:
     table = Table(title=title, title_justify="left")
     for col in ("severity", "invariant", "where", "violation"):

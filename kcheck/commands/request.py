@@ -425,16 +425,11 @@ def rules_command(protocol: RequestProtocolOpt = "current", json_out: JsonOpt = 
 @request_command.command("variants")
 def variants_command(json_out: JsonOpt = False) -> int:
     """The historical rules: each one's JIRA, what went wrong, its smallest setting and the invariant it breaks."""
-    rows = [{"name": v.name, "jira": v.jira, "bug": v.bug, "violates": list(v.violates), "settings": dict(v.settings),
-             "changed": {k: f for k, f in v.rules.rules().items() if f != Rules.current().rules()[k]}}
-            for v in VARIANTS.values()]
+    rows = report.variant_rows(VARIANTS.values(), Rules.current().rules())
     if json_out:
         print(json.dumps(rows, indent=2))
         return Exit.OK
-    out = report.console()
-    for row in rows:
-        out.print(f"{row['name']} ({row['jira']}): breaks {', '.join(row['violates'])}\n    {row['bug']}\n"
-                  f"    rules: {row['changed']}; setting: {row['settings']}", markup=False, soft_wrap=True)
+    report.print_variants(rows)
     return Exit.OK
 
 
