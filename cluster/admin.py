@@ -124,6 +124,11 @@ def live_bootstrap(cluster: LocalCluster) -> str:
     return ",".join(r["address"] for r in rows) or cluster.bootstrap
 
 
+class UnknownTopic(InputError):
+    """The answering broker does not know the topic: a wrong name, or one just created that this broker has not
+    learned yet (each broker replays the metadata log on its own)."""
+
+
 def _check_topic(topic: str) -> None:
     if not topic or any(c.isspace() for c in topic):
         raise InputError(SOURCE, f"{topic!r} is not a topic name")
@@ -150,11 +155,9 @@ def _states(admin: Any, topic: str) -> dict[int, PartitionState]:
                                   "error_code": p.get("error_code", 0)} for p in t["partitions"]]}
                  for t in admin.describe_topics([topic])]
         epochs = False
-    if not found:
-        raise InputError(SOURCE, f"topic {topic} does not exist")
-    error = errors.for_code(found[0].get("error_code", 0))
+    error = errors.for_code(found[0].get("error_code", 0)) if found else errors.UnknownTopicOrPartitionError
     if error is errors.UnknownTopicOrPartitionError:
-        raise InputError(SOURCE, f"topic {topic} does not exist")
+        raise UnknownTopic(SOURCE, f"topic {topic} does not exist")
     if error is not errors.NoError:
         raise InputError(SOURCE, f"topic {topic}: {error.message}")
     try:
@@ -334,6 +337,17 @@ def _latest_offset(address: str, topic: str, partition: int, replica_id: int, ti
         answer = ListOffsetsResponse.decode(read(size), version=version, header=True)
     found = answer.topics[0].partitions[0]
     return None if found.error_code else int(found.offset)
+
+
+def wait_for_states(bootstrap: str, topic: str, ready: Any, timeout_s: float) -> Any:
+    """`ready(partition_states(...))` until it is truthy (returned) or `timeout_s` passes (the last value, or None);
+    a topic the answering broker does not know yet counts as not ready, so this is the wait after creating one."""
+    def check() -> Any:
+        try:
+            return ready(partition_states(bootstrap, topic))
+        except UnknownTopic:
+            return None
+    return wait_until(check, timeout_s)
 
 
 def wait_until(check: Any, timeout_s: float, interval_s: float = 0.25) -> Any:

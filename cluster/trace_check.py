@@ -248,8 +248,7 @@ def _run(cluster: Any, p: Protocol, cfg: Config, seed: int, steps: int, out: Ste
         admin.close()
     s = quiesce(initial_state(cfg), p, cfg)
     down: dict[int, str] = {}
-    first = ca.wait_until(lambda: (x := ca.partition_states(cluster.bootstrap, topic)) and len(x[0].isr) == len(
-        cluster.brokers) and x[0], 30)
+    first = ca.wait_for_states(cluster.bootstrap, topic, lambda x: len(x[0].isr) == len(cluster.brokers) and x[0], 30)
     epoch0 = first.leader_epoch or 0
     out.runs += 1
     try:

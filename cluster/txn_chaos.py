@@ -434,7 +434,7 @@ class TxnCampaign:
     def create_topic(self) -> None:
         from kafka.admin import NewTopic
 
-        from kcheck.cluster.admin import partition_states, wait_until
+        from kcheck.cluster.admin import wait_for_states
 
         admin = self._admin()
         try:
@@ -442,12 +442,8 @@ class TxnCampaign:
                                           topic_configs={"min.insync.replicas": "2"})])
         finally:
             admin.close()
-
-        def ready() -> bool:
-            st = partition_states(self.bootstrap(), self.s.topic)
-            return len(st) == self.s.partitions and all(p.leader >= 0 and len(p.isr) == 3 for p in st.values())
-
-        wait_until(ready, 30)
+        wait_for_states(self.bootstrap(), self.s.topic, lambda st: len(st) == self.s.partitions and all(
+            p.leader >= 0 and len(p.isr) == 3 for p in st.values()), 30)
 
     def _read(self) -> None:
         """A read_committed consumer of every partition from the start, for the whole campaign."""

@@ -66,7 +66,7 @@ def _create(cluster, topic: str, configs: dict[str, str]) -> None:
                                       topic_configs={"min.insync.replicas": "2", **configs})])
     finally:
         admin.close()
-    assert ca.wait_until(lambda: (s := ca.partition_states(cluster.bootstrap, topic)) and set(s[0].isr) == {1, 2}, 30)
+    assert ca.wait_for_states(cluster.bootstrap, topic, lambda s: set(s[0].isr) == {1, 2}, 30)
 
 
 def _produce(cluster, topic: str, values: list[bytes]) -> list[int]:

@@ -101,7 +101,7 @@ def fetch_topic(kafka_cluster):
     admin = KafkaAdminClient(bootstrap_servers=boot, client_id="kcheck-fetch")
     try:
         admin.create_topics([NewTopic(TOPIC, replica_assignments={p: [2, 1] for p in VALUES})])
-        ca.wait_until(lambda: len(ca.partition_states(boot, TOPIC)) == len(VALUES), 30)
+        assert ca.wait_for_states(boot, TOPIC, lambda s: len(s) == len(VALUES), 30), "topic not created"
         ca.reassign(boot, TOPIC, {p: [1, 2] for p in VALUES})
         ca.wait_until(lambda: not ca.reassignments_in_flight(boot, TOPIC), 30)
         ca.elect_leaders(boot, TOPIC, list(VALUES), unclean=False)

@@ -108,7 +108,7 @@ def test_a_replica_removed_and_added_back_loses_no_acknowledged_write(cluster):
                                       topic_configs={"min.insync.replicas": "1"})])
     finally:
         admin.close()
-    assert ca.wait_until(lambda: set(_state(cluster).isr) == {1, 2}, 30)
+    assert ca.wait_for_states(cluster.bootstrap, TOPIC, lambda s: set(s[0].isr) == {1, 2}, 30)
     writer = Writer(cluster.bootstrap)
     writer.start()
     try:
