@@ -6,7 +6,7 @@ followers' fetches, maybeShrinkIsr, AlterPartition answers, KRaft images of brok
 shutdown; after every op the epochs, the committed and maximal ISR, the pending proposal, the high watermark, the
 log end, the leader's view of each follower, the AlterPartition sent and held, and the op's error are compared
 (request PART on the broker-side bridge, answered by reference/harness/KcheckPartition.java; ours by the model's own
-steps under `Protocol.current` with Kafka's own `partition_epoch_not_older` for metadata records, 4.4.0's rules for
+steps under `Protocol.current`, 4.4.0's rules for
 every release: they are the same from 3.9.0). Prints: ops compared (in how many scripts), differences (the smallest
 in full); Kafka's rate per JVM CPU second and the model's per CPU second (kafka_steps.py). Asserts nothing.
 Default: 1,000,000 ops on each of 4.4.0, 4.1.2, 4.0.2 and 3.9.1.

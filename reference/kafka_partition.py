@@ -11,9 +11,9 @@ follower's state as the leader holds it (fetch offset, broker epoch), the AlterP
 AlterPartitionManager holds one, and the op's error.
 
 Our side is the model's own steps (`model/replication/actions.py`) on a `State` whose broker 1 is the partition's
-broker, under `Protocol.current(version)` with Kafka's own `partition_epoch_not_older` for a metadata record (today's
-default skips a record with the partition epoch the leader holds; Kafka applies it): `apply_metadata` for a
-partition or image record (a new metadata batch each), `produce`, `handle_fetch` (which records the fetch and
+broker, under `Protocol.current(version)` (whose `partition_epoch_not_older` applies a metadata record with the
+partition epoch the leader already holds, as Kafka does): `apply_metadata` for a partition or image record (a new
+metadata batch each), `produce`, `handle_fetch` (which records the fetch and
 proposes the follower for the ISR), `shrink_isr`,
 `handle_alter_partition_response`, and `advance_hw` at the moments Kafka calls maybeIncrementLeaderHW. Where the
 model abstracts, the translation says so next to it (docs/models/replication.md, "The broker side against Kafka's
@@ -35,7 +35,7 @@ from __future__ import annotations
 
 import random
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 from kcheck.model.replication.actions import (
     Config,
@@ -47,7 +47,7 @@ from kcheck.model.replication.actions import (
     produce,
     shrink_isr,
 )
-from kcheck.model.replication.protocol import Protocol, partition_epoch_not_older
+from kcheck.model.replication.protocol import Protocol
 from kcheck.model.replication.state import (
     AlterPartition,
     AlterPartitionResponse,
@@ -107,7 +107,7 @@ class _Model:
     """One case on the model: broker 1's replica and the metadata log it applies."""
 
     def __init__(self, version: str, min_isr: int) -> None:
-        self.p = replace(Protocol.current(version), partition_state_applies=partition_epoch_not_older)
+        self.p = Protocol.current(version)
         big = 10**6
         self.cfg = Config(brokers=BROKERS, min_isr=min_isr, acks=("all", "1"), records=big, isr_shrinks=big,
                           max_leader_epoch=big)

@@ -24,8 +24,8 @@ KINDS = {
     # issue 15: what a leader tells clients, and when a broker applies a metadata record
     "latest_from_high_watermark": "list_offsets_latest",
     "apply_new_leader_epochs_only": "partition_state_applies",
-    # issue 36: Kafka's own rule where today's default is stricter (a late metadata record)
-    "apply_late_records": "partition_state_applies",
+    # issue 36: a fix for the late-record finding in Kafka 4.4's rule
+    "keep_pending_isr": "partition_state_applies",
 }
 
 

@@ -311,13 +311,13 @@ def partition_epoch_not_older(r: Replica, m: LeaderAndIsr | StopReplica) -> bool
 
 
 def skip_known_partition_epoch(r: Replica, m: LeaderAndIsr | StopReplica) -> bool:
-    """kcheck's default, stricter than Kafka 4.4 (the one rule of `Protocol.current()` known not to be Kafka's code,
-    kept while the figures measured with it stand; Kafka's is `partition_epoch_not_older`): a broker applies a state
-    with a newer (leader epoch, partition epoch) than its own, after a restart any, never one from a superseded
-    controller epoch. It differs from `Partition.makeLeader` only on a KRaft metadata record whose partition epoch the
-    AlterPartition answer already taught the leader: skipped here, applied by Kafka, where it can end an ISR change
-    proposed after the answer and so lose acknowledged records (docs/models/replication.md, "A late record"). As a
-    change to Kafka it is the fix: keep a pending ISR state when the record's partition epoch is the current one."""
+    """A proposed fix (not Kafka's code; kcheck's default until it measured its figures again with Kafka's rule): a
+    broker applies a state with a newer (leader epoch, partition epoch) than its own, after a restart any, never one
+    from a superseded controller epoch. It differs from `partition_epoch_not_older` only on a KRaft metadata record
+    whose partition epoch the AlterPartition answer already taught the leader: skipped here, applied by Kafka, where
+    it can end an ISR change proposed after the answer and so lose acknowledged records (docs/findings.md, "A late
+    record"). In `Partition.makeLeader` it would read: keep a pending ISR state when the record's partition epoch is
+    the current one."""
     if not r.alive or m.controller_epoch < r.controller_epoch:
         return False
     return not r.known or (m.leader_epoch, m.partition_epoch) > (r.leader_epoch, r.partition_epoch)
@@ -840,8 +840,8 @@ class Protocol(RuleSet):
         "is dropped at once.", response_matches_offset, default=response_matches_fetch_state)
     partition_state_applies: Callable[[Replica, LeaderAndIsr | StopReplica], bool] = _rule(
         "Whether a broker applies a LeaderAndIsr or StopReplica (its replica, the message); one it refuses "
-        "is dropped at once.", newer_leader_epoch_only, partition_epoch_not_older,
-        default=skip_known_partition_epoch)
+        "is dropped at once.", newer_leader_epoch_only, skip_known_partition_epoch,
+        default=partition_epoch_not_older)
     control_request_incarnation: Callable[[Replica, LeaderAndIsr | StopReplica], bool] = _rule(
         "ZooKeeper mode: whether a live broker may apply a control request given the broker epoch it carries (its "
         "replica, with its own broker epoch, and the message), asked before partition_state_applies; a request it "
@@ -985,7 +985,7 @@ class Protocol(RuleSet):
             truncate_on=truncate_on_every_epoch_change,
             fetch_leader_epoch=send_own_leader_epoch,
             accept_fetch_response=response_matches_fetch_state,
-            partition_state_applies=skip_known_partition_epoch,
+            partition_state_applies=partition_epoch_not_older,
             fetch_validation=validate_leader_epoch,
             isr_join=caught_up_in_leader_epoch,
             high_watermark=over_maximal_isr_strict,
