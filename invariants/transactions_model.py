@@ -14,6 +14,8 @@ The state invariants (hard: Kafka promises them, KIP-98 and KIP-890):
 - `txn.committed-whole`: it returns every record of a committed transaction below the last stable offset (a
   committed transaction is seen whole on each partition, not torn by another transaction's abort marker);
 - `txn.marker-own`: a marker ends only the transaction it was written for (flagged as the marker is appended);
+- `txn.end-own`: an EndTxn ends only the transaction it was sent for: a copy or a late retry of one does not end the
+  coordinator's transaction once its instance has moved on (flagged as the coordinator prepares it);
 - `txn.no-hanging`: every transaction open on a partition is one the coordinator has open with that partition
   (KIP-664's hanging transaction: open on a partition, ended or unknown at the coordinator);
 - `txn.fenced-writes-nothing`: no write of a producer instance is appended after a newer epoch fenced it, but in
@@ -232,6 +234,8 @@ class TransactionsModel(TransactionsSystem):
                            "below the last stable offset", committed_whole(reads)),
             StateInvariant("txn.marker-own", "a marker ends only the transaction it was written for",
                            flagged("txn.marker-own")),
+            StateInvariant("txn.end-own", "an EndTxn ends only the transaction it was sent for",
+                           flagged("txn.end-own")),
             StateInvariant("txn.no-hanging", "every transaction open on a partition is open there at the "
                            "coordinator", no_hanging),
             StateInvariant("txn.fenced-writes-nothing", "no write of a fenced producer is appended (but before the "
@@ -254,5 +258,5 @@ class TransactionsModel(TransactionsSystem):
                                  "partition's last stable offset eventually reaches its log end", lso_at_end)]
 
 
-INVARIANT_IDS = ("txn.no-aborted-read", "txn.committed-whole", "txn.marker-own", "txn.no-hanging",
+INVARIANT_IDS = ("txn.no-aborted-read", "txn.committed-whole", "txn.marker-own", "txn.end-own", "txn.no-hanging",
                  "txn.fenced-writes-nothing", "txn.markers-outstanding")
