@@ -190,8 +190,9 @@ class TransactionsSystem:
         return replace(s, coordinator=c)
 
     def _busy(self, s: State) -> bool:
-        """`pendingTransitionInProgress` or a prepared transaction: a request gets CONCURRENT_TRANSACTIONS (the
-        client, or the leader, retries later)."""
+        """`pendingTransitionInProgress` or a prepared transaction (whose completion Kafka has pending from the
+        moment PrepareCommit/PrepareAbort is written, `sendTxnMarkersCallback`'s `prepareComplete`, while the markers
+        are sent): a request gets CONCURRENT_TRANSACTIONS (the client, or the leader, retries later)."""
         return s.coordinator.transit is not None or s.coordinator.meta.state in PREPARED
 
     def append(self, s: State, ok: bool) -> State | None:
@@ -439,12 +440,13 @@ class TransactionsSystem:
         goes to the log and the answer waits for it. A late EndTxn (a copy, a retry) that ends the coordinator's
         transaction while its own instance has moved on is flagged."""
         c = s.coordinator
-        verdict = (end_txn_tv2 if m.tv >= 2 else end_txn_tv1)(c.meta, c.transit is not None, m)
+        verdict = (end_txn_tv2 if m.tv >= 2 else end_txn_tv1)(c.meta, self._busy(s), m)
         if verdict is None:
             return None  # CONCURRENT_TRANSACTIONS: the client retries later
         if verdict != PREPARE:
             return self._answer(s, m, "ended", verdict, c.meta.epoch if m.tv >= 2 and verdict == "NONE" else -1)
-        if not self._current(s, m):
+        mine = s.producers[m.tag[0]]
+        if mine.txn != m.tag[1] or mine.phase in ("ready", "bump"):  # the instance is past that transaction
             s = _flag(s, "txn.end-own", f"a late EndTxn({'COMMIT' if m.commit else 'ABORT'}) of {tag_text(m.tag)} "
                       f"ended the coordinator's transaction {tag_text(c.owner)} (epoch {c.meta.epoch})")
         elif not m.commit and c.meta.state in ENDED:  # KIP-890: a TV2 abort from a completed state begins it now

@@ -149,8 +149,8 @@ VARIANTS: dict[str, Variant[Rules]] = {v.name: v for v in (
     _variant("tv1-delayed-marker", "KAFKA-14402 (KIP-890 part 2)",
              "TV1: a duplicated marker of a finished transaction arrives after the next transaction, at the same "
              "epoch, wrote to the partition, and ends it there (KIP-890's third case: a transaction completed by "
-             "another's marker)",
-             ("txn.marker-own", "txn.no-aborted-read", "txn.committed-whole"),
+             "another's marker); likewise a copy of the finished transaction's EndTxn commits the next one",
+             ("txn.marker-own", "txn.no-aborted-read", "txn.committed-whole", "txn.end-own"),
              {**_ONE, "txns": 2, "duplicates": 1, "client_timeouts": 0},
              transaction_version=tv1_epoch_per_producer),
     _variant("marker-epoch-not-below", "KAFKA-19446 (KIP-1228)",
