@@ -390,3 +390,28 @@ def test_kip_360_the_tv1_clients_epoch_bump_fences_the_late_write() -> None:
     assert not _violated(model, s)
     r = _run(model)
     assert r.complete and not r.counterexamples
+
+
+def test_kcheck_check_runs_the_transactions_rows_and_fails_on_one_not_as_expected() -> None:
+    """`kcheck check`'s transactions rows (`invariants/transactions_rows.py`): each variant breaks a property it
+    names, today's rules are complete and clean at its setting; reported in --json, JUnit and HTML, and a row not
+    as expected fails the job."""
+    import json
+
+    from kcheck import html_report, junit, report
+    from kcheck.check import CheckResult, failed_any
+    from kcheck.invariants.transactions_rows import run_transactions_rows
+
+    rows = run_transactions_rows()
+    assert [r.rules for r in rows] == [x for name in VARIANTS for x in (name, "current")]
+    assert all(r.ok for r in rows), [r for r in rows if not r.ok]
+    by_rules = {r.rules: r for r in rows if r.expect_violation}
+    assert {name: by_rules[name].trace_steps for name in VARIANTS} == SCENARIO_STEPS
+    good = CheckResult(1, 1, [], transactions=rows)
+    assert not failed_any(good)
+    data = json.loads(report.check_json(good))
+    assert [r["rules"] for r in data["transactions_models"]] == [r.rules for r in rows]
+    assert any(s.name == "kcheck check: transactions model" for s in junit.check_suites(good))
+    assert "Transactions model" in html_report.check_html(good, "OK", False)
+    bad = CheckResult(1, 1, [], transactions=[replace(rows[1], violated=("txn.end-own",))])  # today's broke
+    assert failed_any(bad)
