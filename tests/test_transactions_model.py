@@ -2,7 +2,8 @@
 
 Each historical rule breaks the property its JIRA names in an exhaustive search, with the shortest trace the JIRA's
 scenario needs, and today's rules (Kafka 4.4) are complete and clean at the same bounds and at the default ones;
-the scenarios of KAFKA-14402 and KAFKA-17754 replayed step by step; liveness (a prepared transaction completes, the
+the scenarios of KAFKA-14402 and KAFKA-17754 replayed step by step, and the TV1 client's KIP-360 epoch bump that
+fences the late write; EndTxn answered as the coordinator's table says; liveness (a prepared transaction completes, the
 last stable offset reaches the log end) fails for the rules that leave a transaction stuck or hanging and holds
 today; the port to Kafka's code (the references) loses nothing when a partition or the coordinator's metadata is
 frozen and thawed.

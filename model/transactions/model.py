@@ -14,22 +14,26 @@ meanwhile gets CONCURRENT_TRANSACTIONS and waits. The steps:
 - `init i`: instance i's InitProducerId (`handleInitProducerId`): from Empty or a completed transaction the epoch is
   bumped (`prepareIncrementProducerEpoch`) and the instance gets it, fencing every older instance; from Ongoing the
   coordinator fences the epoch and aborts (`prepareFenceProducerEpoch`, then `endTransaction(ABORT)`) and the
-  client retries later (CONCURRENT_TRANSACTIONS); during PrepareCommit/PrepareAbort it retries later;
+  client retries later (CONCURRENT_TRANSACTIONS); during PrepareCommit/PrepareAbort it retries later; an instance
+  whose abort followed an abortable error bumps its epoch this way (KIP-360, the rule `client_epoch_bump`);
 - `write i p`: instance i writes one record to partition p (beginning a transaction when it has none): with TV1
-  after AddPartitionsToTxn (`handleAddPartitionsToTransaction`), with TV2 directly; the produce goes into the bag;
+  its AddPartitionsToTxn goes into the bag (the produce follows its answer), with TV2 the produce directly;
 - `timeout i p`: the client stops waiting for its produce to p (request.timeout.ms): the request stays in flight and
   the transaction can only abort;
-- `commit i` / `abort i`: EndTxn (`endTransaction`): PrepareCommit/PrepareAbort written, a marker per partition of
-  the transaction into the bag (`TransactionMarkerChannelManager.addTxnMarkersToSend`); with TV2 the client takes
-  the bumped epoch from the answer;
+- `commit i` / `abort i`: EndTxn into the bag; at the coordinator (`endTransactionWithTV1` / TV2's
+  `endTransaction`: `end_txn_tv1`, `end_txn_tv2`) answered at once or PrepareCommit/PrepareAbort written, a marker
+  per partition of the transaction into the bag (`TransactionMarkerChannelManager.addTxnMarkersToSend`) and the
+  answer into the bag; with TV2 the client takes the bumped epoch from it;
 - `deliver k` / `deliver-lost k`: the bag's k-th message arrives (a produce at its leader: unless a transaction of
   its producer is open there at its epoch, the verification entry is made and the coordinator asked, in flight; that
   request at the coordinator: TV2 adds the partition, TV1 verifies it, the answer in flight; the answer at the
-  leader: `UnifiedLog.append`'s verification guard and producer-state checks; a marker: `appendEndTxnMarker`) and,
+  leader: `UnifiedLog.append`'s verification guard and producer-state checks; a marker: `appendEndTxnMarker`; the
+  client's EndTxn or AddPartitionsToTxn at the coordinator, their answers at the client) and,
   unless lost, its answer reaches the sender (for a marker the coordinator's completion
   handler: remove the partition, write CompleteCommit/CompleteAbort after the last one, or stop sending on
   INVALID_PRODUCER_EPOCH / TRANSACTION_COORDINATOR_FENCED); a lost answer leaves the message to be retried;
-- `duplicate k`: the k-th message is copied (both copies are delivered, in any order);
+- `duplicate k`: the k-th message (a request: produce, marker, EndTxn, AddPartitionsToTxn) is copied (both copies
+  are delivered, in any order);
 - `txn-timeout`: `abortTimedOutTransactions` fences the epoch and aborts an Ongoing transaction;
 - `failover`: a new coordinator epoch loads the transactional id's last `__transaction_state` record and, in
   PrepareCommit/PrepareAbort, sends its markers again; markers of the old epoch stay in flight, an append in flight
