@@ -41,7 +41,7 @@ from kcheck.model.liveness import LivenessProperty
 from kcheck.model.rule_set import Variant
 from kcheck.model.transactions.model import PREPARED, TransactionsSystem, tag_text
 from kcheck.model.transactions.rules import Rules
-from kcheck.model.transactions.state import ONGOING, Batch, Config, Entry, Meta, Part, State
+from kcheck.model.transactions.state import ONGOING, TIMEOUT_MS, Batch, Config, Entry, Meta, Part, State
 from kcheck.reference import txn_metadata as tm
 from kcheck.reference.producer_state import BatchMetadata, LogBatch, ProducerStateEntry, VerificationStateEntry
 from kcheck.reference.releases import ReleaseProfile, profile
@@ -74,6 +74,13 @@ class ReferenceKafka:
         return Meta(live.producer_id, live.prev_producer_id, live.next_producer_id, live.epoch, live.last_epoch,
                     live.timeout_ms, live.state, frozenset(live.partitions), live.start, live.update, live.tv,
                     live.has_failed_epoch_fence)
+
+    def increment_epoch(self, live: tm.TxnMetadata, expected: int | None) -> tm.Transit | None:
+        try:
+            t = live.prepare_increment_producer_epoch(TIMEOUT_MS, expected, 0)
+        except tm.JavaThrow:  # 4.2's ProducerFencedException
+            return None
+        return t if isinstance(t, tm.Transit) else None  # Left(PRODUCER_FENCED)
 
     def record(self, t: tm.Transit) -> Meta:
         return Meta(t.producer_id, t.prev_producer_id, t.next_producer_id, t.epoch, t.last_epoch, t.timeout_ms,

@@ -60,7 +60,6 @@ from kcheck.model.transactions.state import (
     PREPARE_ABORT,
     PREPARE_COMMIT,
     STATE_NAMES,
-    TIMEOUT_MS,
     Config,
     Meta,
     Msg,
@@ -92,6 +91,11 @@ class KafkaCode(Protocol):
         ...
 
     def frozen_metadata(self, live: Any) -> Meta: ...
+
+    def increment_epoch(self, live: Any, expected: int | None) -> Any | None:
+        """`prepareIncrementProducerEpoch`'s transit, or None when it fences the request (Left(PRODUCER_FENCED), or
+        from 4.2 ProducerFencedException)."""
+        ...
 
     def record(self, transit: Any) -> Meta:
         """The `__transaction_state` record a transit is."""
@@ -337,15 +341,8 @@ class TransactionsSystem:
         if s.coordinator.meta.state == ONGOING:
             return self._fence_and_abort(s)  # the client gets CONCURRENT_TRANSACTIONS and retries later
         live = self._live(s)
-        try:
-            transit = live.prepare_increment_producer_epoch(TIMEOUT_MS, None if first else p.epoch, 0)
-        except Exception as e:  # 4.2's Java metadata throws ProducerFencedException
-            if type(e).__name__ != "JavaThrow":
-                raise
-            transit = None
-        if transit is None or not hasattr(transit, "state"):  # Left(PRODUCER_FENCED)
-            return self._fenced(s, i)
-        return self._prepare(s, live, transit, ("init", i))
+        transit = self.kafka.increment_epoch(live, None if first else p.epoch)
+        return self._fenced(s, i) if transit is None else self._prepare(s, live, transit, ("init", i))
 
     def _fenced(self, s: State, i: int, phase: str = "fenced") -> State:
         return replace(s, producers=_with(s.producers, i, replace(s.producers[i], phase=phase)))
