@@ -86,7 +86,8 @@ def test_each_historical_rule_breaks_its_property_and_today_is_clean(name: str) 
 
 @pytest.mark.slow
 def test_today_is_complete_and_clean_at_the_default_bounds() -> None:
-    """Two transactions over two partitions, a duplicate or lost answer, a client time-out (about a minute)."""
+    """Two transactions over two partitions, a duplicate or lost answer, a client time-out (266,274 states:
+    minutes)."""
     r = _run(TransactionsModel())
     assert r.complete and not r.counterexamples
 
