@@ -417,3 +417,22 @@ def test_kcheck_check_runs_the_transactions_rows_and_fails_on_one_not_as_expecte
     assert "Transactions model" in html_report.check_html(good, "OK", False)
     bad = CheckResult(1, 1, [], transactions=[replace(rows[1], violated=("txn.end-own",))])  # today's broke
     assert failed_any(bad)
+
+
+def test_a_tv2_endtxn_retried_after_its_answer_was_lost_is_answered_with_the_bumped_epoch() -> None:
+    """KIP-890 part 2's retry rule: the EndTxn whose answer was lost is retried; while the commit's markers are sent
+    it waits (CONCURRENT_TRANSACTIONS), once CompleteCommit is written it is one epoch below the coordinator's, a
+    retry, answered NONE with the epoch the commit bumped, which the client takes."""
+    model = TransactionsModel(Config(txns=1, partitions=1, duplicates=1))
+    s = _replay(model, [("init", 0), ("write", 0, 0), ("deliver", 0)])
+    epoch = s.producers[0].epoch
+    s = _steps(model, s, [("commit", 0), ("deliver-lost", 0), ("append",)])  # PrepareCommit: the answer lost
+    retry = next(k for k, m in enumerate(s.bag) if m.kind == "end")
+    assert ("deliver", retry) not in model.actions(s) and s.producers[0].phase == "ending"
+    s = _deliver_first(model, s, "marker")
+    s = _steps(model, s, [("append",)])
+    assert s.coordinator.meta.state == COMPLETE_COMMIT and s.coordinator.meta.epoch == epoch + 1
+    s = _deliver_first(model, s, "end")
+    assert [(m.kind, m.error, m.epoch) for m in s.bag] == [("ended", "NONE", epoch + 1)]
+    s = _deliver_first(model, s, "ended")
+    assert s.producers[0].phase == "ready" and s.producers[0].epoch == epoch + 1 and not _violated(model, s)
