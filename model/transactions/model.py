@@ -271,7 +271,8 @@ class TransactionsSystem:
 
     def _own(self, s: State, m: Msg, began: bool) -> State:
         """The model's label of the coordinator's transaction: the client transaction whose AddPartitionsToTxn began
-        it or, under TV1 (where a late request at the same epoch may begin one), last added to it."""
+        it or, under TV1 (where a late copy at the same epoch may begin one), last added to it. A transaction a late
+        copy began keeps that copy's label: its marker ends what the copy's own late writes opened."""
         if began or self._current(s, m):
             return replace(s, coordinator=replace(s.coordinator, owner=m.tag))
         return s
