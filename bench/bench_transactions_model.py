@@ -1,5 +1,6 @@
 """The transactions model's exhaustive searches: each historical rule set at its own setting, today's rules at the
-same setting, and today's at the default bounds and with failover and a transaction time-out. Prints per run the
+same setting, TV1 with today's client (its KIP-360 epoch bump) at `tv1-late-write`'s setting, and today's at the
+default bounds and with failover and a transaction time-out. Prints per run the
 states, the depth, seconds, the verdict and, for a violation, the shortest trace's length per invariant; then the
 liveness check of each rule set at its setting (states, seconds, each property's verdict and lasso length).
 
@@ -10,11 +11,13 @@ from __future__ import annotations
 
 import sys
 import time
+from dataclasses import replace
 
 from kcheck.invariants.transactions_model import TransactionsModel
 from kcheck.model.liveness import check_liveness
 from kcheck.model.search import exhaust
-from kcheck.model.transactions import VARIANTS, Config
+from kcheck.model.transactions import VARIANTS, Config, Rules
+from kcheck.model.transactions.rules import tv1_epoch_per_producer
 
 
 def _run(label: str, model: TransactionsModel) -> None:
@@ -41,6 +44,10 @@ def main(argv: list[str]) -> None:
     for name, v in VARIANTS.items():
         _run(f"{name} [{v.jira}]", TransactionsModel.of_variant(v))
         _run("  current at the same setting", TransactionsModel(Config(**dict(v.settings))))
+    tv1 = replace(Rules.current(), name="tv1", transaction_version=tv1_epoch_per_producer)
+    late = dict(VARIANTS["tv1-late-write"].settings)
+    _run("TV1, today's client (KIP-360 bump), tv1-late-write's setting", TransactionsModel(Config(**late), tv1))
+    _run("  the same with a duplicate", TransactionsModel(Config(**{**late, "duplicates": 1}), tv1))
     _run("current, default bounds", TransactionsModel())
     _run("current, failover + txn timeout", TransactionsModel(Config(txns=1, failovers=1, txn_timeouts=1)))
     _run("current, a failed append", TransactionsModel(Config(txns=1, append_failures=1)))

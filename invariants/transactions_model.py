@@ -14,6 +14,8 @@ The state invariants (hard: Kafka promises them, KIP-98 and KIP-890):
 - `txn.committed-whole`: it returns every record of a committed transaction below the last stable offset (a
   committed transaction is seen whole on each partition, not torn by another transaction's abort marker);
 - `txn.marker-own`: a marker ends only the transaction it was written for (flagged as the marker is appended);
+- `txn.end-own`: an EndTxn ends only the transaction it was sent for: a copy or a late retry of one does not end the
+  coordinator's transaction once its instance has moved on (flagged as the coordinator prepares it);
 - `txn.no-hanging`: every transaction open on a partition is one the coordinator has open with that partition
   (KIP-664's hanging transaction: open on a partition, ended or unknown at the coordinator);
 - `txn.fenced-writes-nothing`: no write of a producer instance is appended after a newer epoch fenced it, but in
@@ -39,7 +41,7 @@ from kcheck.model.liveness import LivenessProperty
 from kcheck.model.rule_set import Variant
 from kcheck.model.transactions.model import PREPARED, TransactionsSystem, tag_text
 from kcheck.model.transactions.rules import Rules
-from kcheck.model.transactions.state import ONGOING, Batch, Config, Entry, Meta, Part, State
+from kcheck.model.transactions.state import ONGOING, TIMEOUT_MS, Batch, Config, Entry, Meta, Part, State
 from kcheck.reference import txn_metadata as tm
 from kcheck.reference.producer_state import BatchMetadata, LogBatch, ProducerStateEntry, VerificationStateEntry
 from kcheck.reference.releases import ReleaseProfile, profile
@@ -72,6 +74,13 @@ class ReferenceKafka:
         return Meta(live.producer_id, live.prev_producer_id, live.next_producer_id, live.epoch, live.last_epoch,
                     live.timeout_ms, live.state, frozenset(live.partitions), live.start, live.update, live.tv,
                     live.has_failed_epoch_fence)
+
+    def increment_epoch(self, live: tm.TxnMetadata, expected: int | None) -> tm.Transit | None:
+        try:
+            t = live.prepare_increment_producer_epoch(TIMEOUT_MS, expected, 0)
+        except tm.JavaThrow:  # 4.2's ProducerFencedException
+            return None
+        return t if isinstance(t, tm.Transit) else None  # Left(PRODUCER_FENCED)
 
     def record(self, t: tm.Transit) -> Meta:
         return Meta(t.producer_id, t.prev_producer_id, t.next_producer_id, t.epoch, t.last_epoch, t.timeout_ms,
@@ -232,6 +241,8 @@ class TransactionsModel(TransactionsSystem):
                            "below the last stable offset", committed_whole(reads)),
             StateInvariant("txn.marker-own", "a marker ends only the transaction it was written for",
                            flagged("txn.marker-own")),
+            StateInvariant("txn.end-own", "an EndTxn ends only the transaction it was sent for",
+                           flagged("txn.end-own")),
             StateInvariant("txn.no-hanging", "every transaction open on a partition is open there at the "
                            "coordinator", no_hanging),
             StateInvariant("txn.fenced-writes-nothing", "no write of a fenced producer is appended (but before the "
@@ -254,5 +265,5 @@ class TransactionsModel(TransactionsSystem):
                                  "partition's last stable offset eventually reaches its log end", lso_at_end)]
 
 
-INVARIANT_IDS = ("txn.no-aborted-read", "txn.committed-whole", "txn.marker-own", "txn.no-hanging",
+INVARIANT_IDS = ("txn.no-aborted-read", "txn.committed-whole", "txn.marker-own", "txn.end-own", "txn.no-hanging",
                  "txn.fenced-writes-nothing", "txn.markers-outstanding")

@@ -419,6 +419,7 @@ class CheckResult:
     rejoins: RejoinSweep | None = None
     spots: list[SpotOutcome] = field(default_factory=list)  # the request path's references against Kafka's jars
     request: list[Any] = field(default_factory=list)  # invariants.request_rows.RequestRow: the request path's rows
+    transactions: list[Any] = field(default_factory=list)  # the transactions model's rows (RequestRow too)
 
     @property
     def failed_spots(self) -> list[SpotOutcome]:
@@ -431,6 +432,10 @@ class CheckResult:
     @property
     def failed_request(self) -> list[Any]:
         return [r for r in self.request if not r.ok]
+
+    @property
+    def failed_transactions(self) -> list[Any]:
+        return [r for r in self.transactions if not r.ok]
 
     @property
     def failed_proofs(self) -> list[ProofResult]:
@@ -455,7 +460,8 @@ class CheckResult:
 
 def failed_any(result: CheckResult) -> bool:
     return bool(result.failures or result.failed_proofs or result.failed_models or result.failed_replication
-                or result.failed_rejoins or result.failed_spots or result.failed_request)
+                or result.failed_rejoins or result.failed_spots or result.failed_request
+                or result.failed_transactions)
 
 
 def run_check(max_brokers: int = MAX_BROKERS, proofs: bool = True, deep: bool = False,
@@ -515,7 +521,7 @@ def run_check(max_brokers: int = MAX_BROKERS, proofs: bool = True, deep: bool = 
     return CheckResult(n_cases, len(clusters), list(outcomes.values()), run_proofs() if proofs else [],
                        run_rebalance_models() if proofs else [], run_replication_models(deep) if proofs else [],
                        run_rejoin_sweep() if proofs else None, _spot_checks() if proofs else [],
-                       run_request_models() if proofs else [])
+                       run_request_models() if proofs else [], run_transactions_models() if proofs else [])
 
 
 
@@ -531,3 +537,11 @@ def run_request_models() -> list[Any]:
     from kcheck.invariants.request_rows import run_request_rows
 
     return run_request_rows()
+
+
+def run_transactions_models() -> list[Any]:
+    """The transactions model (`invariants/transactions_rows.py`): each historical rule breaks its property in an
+    exhaustive search, today's rules are complete and clean at the same bounds."""
+    from kcheck.invariants.transactions_rows import run_transactions_rows
+
+    return run_transactions_rows()

@@ -152,21 +152,28 @@ def check_html(result: Any, summary: str, failed: bool) -> str:
     body += ["<h2>Replication model: today's protocol must hold, each historical variant must break its row</h2>",
              table(("protocol", "engine", "explored", "time", "expected", "result"), rows, classes,
                    numeric=("time",))]
+    for label, title in (("request", "Request path model"), ("transactions", "Transactions model")):
+        body += _model_rows(getattr(result, label, ()), f"{label} model", title, counts)
+    body += _spot_section(getattr(result, "spots", ()), counts)
+    body[1] = status_bars("Results by section", counts)
+    return page("kcheck check", body)
+
+
+def _model_rows(rows_in: Any, label: str, title: str, counts: dict[str, Counter[str]]) -> list[str]:
+    """The request or transactions model's rows (invariants.request_rows.RequestRow)."""
     rows, classes = [], []
-    for q in getattr(result, "request", ()):  # invariants.request_rows.RequestRow
-        counts.setdefault("request model", Counter())["holds" if q.ok else "FAILED"] += 1
+    for q in rows_in:
+        counts.setdefault(label, Counter())["holds" if q.ok else "FAILED"] += 1
         found = f"{', '.join(q.violated)} in {q.trace_steps} steps" if q.violated else "holds"
         rows.append([q.rules, q.engine, q.setting, f"{q.states:,}", f"{q.seconds:.2f} s",
                      "findings" if q.findings else ("a violation" if q.expect_violation else "no violation"),
                      (found if q.ok else f"FAILED: {found}") + (f"\n{q.detail}" if q.detail else "")])
         classes.append("finding" if q.findings and q.violated else ("" if q.ok else "fail"))
-    if rows:
-        body += ["<h2>Request path model: each historical rule must break its property, today's rules must not</h2>",
-                 table(("rules", "engine", "setting", "states", "time", "expected", "result"), rows, classes,
-                       numeric=("states", "time"))]
-    body += _spot_section(getattr(result, "spots", ()), counts)
-    body[1] = status_bars("Results by section", counts)
-    return page("kcheck check", body)
+    if not rows:
+        return []
+    return [f"<h2>{title}: each historical rule must break its property, today's rules must not</h2>",
+            table(("rules", "engine", "setting", "states", "time", "expected", "result"), rows, classes,
+                  numeric=("states", "time"))]
 
 
 def _spot_section(spots: Any, counts: dict[str, Counter[str]]) -> list[str]:

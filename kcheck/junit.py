@@ -309,6 +309,7 @@ def check_suites(result: Any) -> list[TestSuite]:
     replication = [_replication_case(r) for r in result.replication]
     spots = [_spot_case(o) for o in getattr(result, "spots", ())]
     request = [_request_case(r) for r in getattr(result, "request", ())]
+    transactions = [_request_case(r, "transactions") for r in getattr(result, "transactions", ())]
     return [TestSuite("kcheck check: placement invariants", placement,
                       properties={"cases": str(result.cases), "clusters": str(result.clusters)}),
             TestSuite("kcheck check: proofs", proofs, sum(c.seconds for c in proofs)),
@@ -318,6 +319,8 @@ def check_suites(result: Any) -> list[TestSuite]:
               if rejoins is not None else []),
             TestSuite("kcheck check: replication model", replication, sum(c.seconds for c in replication)),
             *([TestSuite("kcheck check: request model", request, sum(c.seconds for c in request))] if request else []),
+            *([TestSuite("kcheck check: transactions model", transactions, sum(c.seconds for c in transactions))]
+              if transactions else []),
             TestSuite("kcheck check: request-path references against Kafka's classes", spots,
                       sum(c.seconds for c in spots))]
 
@@ -381,9 +384,10 @@ def _replication_case(r: Any) -> TestCase:
     return case
 
 
-def _request_case(r: Any) -> TestCase:
-    """One request-model row of `kcheck check` (`invariants.request_rows.RequestRow`): failed when not as expected."""
-    case = TestCase(f"kcheck.check.request.{r.rules}", r.setting, r.seconds)
+def _request_case(r: Any, model: str = "request") -> TestCase:
+    """One request- or transactions-model row of `kcheck check` (`invariants.request_rows.RequestRow`): failed when
+    not as expected."""
+    case = TestCase(f"kcheck.check.{model}.{r.rules}", r.setting, r.seconds)
     found = f"{', '.join(r.violated)} in {r.trace_steps} steps" if r.violated else "no violation"
     case.output = f"{r.states:,} states; found {found}" + (f"\n{r.detail}" if r.detail else "")
     if not r.ok:

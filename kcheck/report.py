@@ -137,6 +137,13 @@ def check_table(result: CheckResult) -> Table:
     return table
 
 
+def _model_row(r: Any) -> dict[str, Any]:
+    """A request or transactions model row (`kcheck.invariants.request_rows.RequestRow`) for --json."""
+    return {"rules": r.rules, "jira": r.jira, "setting": r.setting, "expect_violation": r.expect_violation,
+            "states": r.states, "seconds": round(r.seconds, 2), "complete": r.complete, "violated": list(r.violated),
+            "trace_steps": r.trace_steps, "detail": r.detail, "findings": r.findings, "engine": r.engine, "ok": r.ok}
+
+
 def check_json(result: CheckResult) -> str:
     return json.dumps({
         "cases": result.cases,
@@ -146,12 +153,8 @@ def check_json(result: CheckResult) -> str:
                                 "size": r.size, "seconds": round(r.seconds, 2), "violated": list(r.violated),
                                 "trace_steps": r.trace_steps, "detail": r.detail, "ok": r.ok}
                                for r in result.replication],
-        "request_models": [{"rules": r.rules, "jira": r.jira, "setting": r.setting,
-                            "expect_violation": r.expect_violation, "states": r.states,
-                            "seconds": round(r.seconds, 2), "complete": r.complete, "violated": list(r.violated),
-                            "trace_steps": r.trace_steps, "detail": r.detail, "findings": r.findings,
-                            "engine": r.engine, "ok": r.ok}
-                           for r in result.request],
+        "request_models": [_model_row(r) for r in result.request],
+        "transactions_models": [_model_row(r) for r in result.transactions],
         "rebalance_models": [{"assignor": m.assignor, "examples": m.examples, "steps": m.steps,
                               "seconds": round(m.seconds, 2), "failure": m.failure,
                               "findings": [{"finding": f.kind, "message": f.message, "story": list(f.story),
@@ -303,9 +306,9 @@ def spots_table(outcomes: list[SpotOutcome]) -> Table:
     return table
 
 
-def request_table(rows: list[Any]) -> Table:
-    """The request model's rows (`kcheck.invariants.request_rows`)."""
-    table = Table(title="Request path model: each historical rule must break its property, today's rules must not "
+def request_table(rows: list[Any], model: str = "Request path model") -> Table:
+    """The request model's rows (`kcheck.invariants.request_rows`), or the transactions model's (the same rows)."""
+    table = Table(title=f"{model}: each historical rule must break its property, today's rules must not "
                   "(exhaustive)", title_justify="left")
     for col in ("rules", "setting", "states", "time", "expected", "result"):
         table.add_column(col, overflow="fold")

@@ -2,7 +2,8 @@
 
 Each historical rule breaks the property its JIRA names in an exhaustive search, with the shortest trace the JIRA's
 scenario needs, and today's rules (Kafka 4.4) are complete and clean at the same bounds and at the default ones;
-the scenarios of KAFKA-14402 and KAFKA-17754 replayed step by step; liveness (a prepared transaction completes, the
+the scenarios of KAFKA-14402 and KAFKA-17754 replayed step by step, and the TV1 client's KIP-360 epoch bump that
+fences the late write; EndTxn answered as the coordinator's table says; liveness (a prepared transaction completes, the
 last stable offset reaches the log end) fails for the rules that leave a transaction stuck or hanging and holds
 today; the port to Kafka's code (the references) loses nothing when a partition or the coordinator's metadata is
 frozen and thawed.
@@ -18,36 +19,52 @@ from kcheck.invariants.transactions_model import INVARIANT_IDS, ReferenceKafka, 
 from kcheck.model.liveness import check_liveness
 from kcheck.model.search import exhaust
 from kcheck.model.transactions import VARIANTS, Config, Rules
+from kcheck.model.transactions.model import end_txn_tv1, end_txn_tv2
 from kcheck.model.transactions.rules import tv1_epoch_per_producer
-from kcheck.model.transactions.state import COMPLETE_ABORT, ONGOING, PREPARE_ABORT, PREPARE_COMMIT, State
+from kcheck.model.transactions.state import (
+    COMPLETE_ABORT,
+    COMPLETE_COMMIT,
+    EMPTY,
+    ONGOING,
+    PREPARE_ABORT,
+    PREPARE_COMMIT,
+    Meta,
+    Msg,
+    State,
+)
 from kcheck.model.visited import SearchResult
 
 # The shortest run of each JIRA's scenario, counted by hand from it (one step per request, delivery or append to
-# __transaction_state; the coordinator answers a request once its record is written):
+# __transaction_state; the coordinator answers a request once its record is written). A TV1 write is four steps
+# before its produce goes (write: AddPartitionsToTxn in flight; it reaches the coordinator; Ongoing's record; the
+# answer reaches the client); an EndTxn three before its markers go (commit or abort: EndTxn in flight; it reaches
+# the coordinator; the PrepareCommit/PrepareAbort record) and one more for its answer to reach the client:
 SCENARIO_STEPS = {
-    # init and its record, write (AddPartitionsToTxn, its record; the produce in flight), the client times out,
-    # abort and its PrepareAbort record (a marker in flight), the marker lands, the late produce lands after it
-    "unverified-hanging": 9,
-    # the same abort (7 steps), its marker lands, CompleteAbort written, the next transaction adds the partition
-    # again (same epoch; 2 steps), the late produce reaches the leader (a verification entry, the coordinator asked),
-    # the coordinator answers yes, the leader appends it, the new write lands (a transaction is open: no
-    # verification), commit and its record, its marker lands: the aborted write is committed with the next one
-    "tv1-late-write": 18,
-    # init and its record, write (AddPartitionsToTxn, its record), it lands (reaches the leader, verified, appended:
-    # 3 steps), commit and its record, the marker duplicated, one copy lands, CompleteCommit written, the next write
-    # (same epoch; 2 steps), it lands (3 steps), the stale copy lands on it
-    "tv1-delayed-marker": 18,
+    # init and its record, the TV1 write (4 steps; the produce in flight), the client times out, the abort (3 steps:
+    # a marker in flight), the marker lands, the late produce lands after it
+    "unverified-hanging": 12,
+    # the same abort (10 steps), its answer reaches the client (which keeps its epoch), its marker lands,
+    # CompleteAbort written, the next transaction adds the partition again (same epoch; 4 steps), the late produce
+    # reaches the leader (a verification entry, the coordinator asked), the coordinator answers yes, the leader
+    # appends it, the new write lands (a transaction is open: no verification), commit (3 steps), its marker lands:
+    # the aborted write is committed with the next one
+    "tv1-late-write": 25,
+    # init and its record, the TV1 write (4 steps), it lands (reaches the leader, verified, appended: 3 steps),
+    # commit, its EndTxn copied, one copy reaches the coordinator, PrepareCommit written, the answer reaches the
+    # client, the next write (same epoch: AddPartitionsToTxn in flight), the marker lands, CompleteCommit written,
+    # the AddPartitionsToTxn reaches the coordinator and Ongoing is written, the late copy commits the transaction
+    # the client has not ended (txn.end-own; the duplicated marker's own trace, txn.marker-own, is 24 steps)
+    "tv1-delayed-marker": 20,
     # init and its record, write, the write lands (reaches the leader, the leader's AddPartitionsToTxn, its record,
-    # the answer and the append: 4 steps), commit and its record (epoch bumped), the next write, the commit marker
-    # duplicated, one copy lands, CompleteCommit written, the next write lands (4 steps), the stale copy lands on it
-    "marker-epoch-not-below": 18,
-    # init and its record, write, the write lands (4 steps), commit and its record, the marker lands with its answer
+    # the answer and the append: 4 steps), commit (3 steps; epoch bumped), its answer reaches the client, the next
+    # write, the commit marker duplicated, one copy lands, CompleteCommit written, the next write lands (4 steps),
+    # the stale copy lands on it
+    "marker-epoch-not-below": 20,
+    # init and its record, write, the write lands (4 steps), commit (3 steps), the marker lands with its answer
     # lost, its retry is refused
-    "retried-marker-refused": 11,
-    # unverified-hanging's trace (the second instance idle); the fenced write itself: 12 steps, the first instance's
-    # transaction aborted and completed, the second's InitProducerId (2 steps, no marker: the partition never sees
-    # the new epoch), the late produce lands
-    "unverified-fenced-write": 9,
+    "retried-marker-refused": 12,
+    # unverified-hanging's trace (the second instance idle)
+    "unverified-fenced-write": 12,
 }
 
 
@@ -69,7 +86,8 @@ def test_each_historical_rule_breaks_its_property_and_today_is_clean(name: str) 
 
 @pytest.mark.slow
 def test_today_is_complete_and_clean_at_the_default_bounds() -> None:
-    """Two transactions over two partitions, a duplicate or lost answer, a client time-out (about a minute)."""
+    """Two transactions over two partitions, a duplicate or lost answer, a client time-out (266,274 states:
+    minutes)."""
     r = _run(TransactionsModel())
     assert r.complete and not r.counterexamples
 
@@ -89,10 +107,10 @@ def test_today_is_clean_at_the_quick_bounds(cfg: Config) -> None:
 
 
 def _settled(model: TransactionsModel, s: State) -> State:
-    """The coordinator's appends to __transaction_state and the leaders' verifications (the request to the
-    coordinator, its answer) carried out, as long as one is in flight."""
+    """The coordinator's appends to __transaction_state, the leaders' verifications and the client's EndTxn and
+    AddPartitionsToTxn (each request to the coordinator, its answer) carried out, as long as one is in flight."""
     while True:
-        ks = [k for k, m in enumerate(s.bag) if m.kind in ("verify", "verified")]
+        ks = [k for k, m in enumerate(s.bag) if m.kind in ("verify", "verified", "end", "ended", "add", "added")]
         t = model.step(s, ("append",)) or next((u for k in ks if (u := model.step(s, ("deliver", k))) is not None),
                                                None)
         if t is None:
@@ -191,10 +209,12 @@ def test_a_marker_between_the_verification_and_the_append_voids_it(tv: int) -> N
     s = _deliver_first(model, s, "verify")  # with TV2 the leader's AddPartitionsToTxn: Ongoing's record written
     s = _steps(model, s, [("append",)] if tv == 2 else [])
     assert [(m.kind, m.error) for m in s.bag] == [("verified", "NONE")]
-    s = _deliver_first(model, _steps(model, s, [("timeout", 0, 0), ("abort", 0), ("append",)]), "marker")
+    s = _deliver_first(model, _steps(model, s, [("timeout", 0, 0), ("abort", 0)]), "end")
+    s = _deliver_first(model, _steps(model, s, [("append",)]), "marker")
     assert not s.parts[0].verification and [b.marker for b in s.parts[0].batches] == [0]
-    s = _deliver_first(model, s, "verified")
-    assert len(s.parts[0].batches) == 1 and not s.parts[0].ongoing and s.producers[0].phase == "ready"
+    s = _deliver_first(model, _deliver_first(model, s, "verified"), "ended")
+    assert len(s.parts[0].batches) == 1 and not s.parts[0].ongoing
+    assert s.producers[0].phase == ("bump" if tv == 1 else "ready")  # KIP-360: TV1's client bumps after a time-out
     assert not _violated(model, s)
 
 
@@ -206,14 +226,15 @@ def test_a_request_meanwhile_waits_and_a_failed_append_clears_the_pending_state(
     model = TransactionsModel(Config(instances=2, txns=1, partitions=1, txn_timeouts=1, append_failures=2))
     start = _replay(model, [("init", 0), ("write", 0, 0), ("deliver", 0)])  # TV2: the leader added the partition
     assert start.coordinator.meta.state == ONGOING and start.coordinator.transit is None
-    s = model.step(start, ("commit", 0))
-    assert s is not None and s.coordinator.transit is not None
+    s = _deliver_first(model, _steps(model, start, [("commit", 0)]), "end")
+    assert s.coordinator.transit is not None
     assert s.coordinator.transit.state == PREPARE_COMMIT and s.coordinator.meta.state == ONGOING
     assert ("init", 1) not in model.actions(s) and ("txn-timeout",) not in model.actions(s)
     failed = model.step(s, ("append-fail",))
     assert failed is not None and failed.coordinator.transit is None and failed.coordinator.meta.state == ONGOING
-    assert failed.producers[0].phase == "txn" and failed.coordinator.record == start.coordinator.record
-    s = _replay_from(model, failed, [("commit", 0)])
+    assert failed.producers[0].phase == "ending" and failed.coordinator.record == start.coordinator.record
+    assert [m.kind for m in failed.bag] == ["end"]  # refused (retriable): the client sends its EndTxn again
+    s = _settled(model, failed)
     assert s.coordinator.meta.state == PREPARE_COMMIT and s.history.committed == {(0, 1)}
     epoch = start.coordinator.meta.epoch
     fenced = model.step(start, ("txn-timeout",))
@@ -265,7 +286,8 @@ def test_a_users_rules_and_bad_bounds() -> None:
     assert Rules.current().rules() == {"transaction_version": "tv2_epoch_per_transaction",
                                        "verification": "verify_transactional_writes",
                                        "marker_epoch": "marker_epoch_by_transaction_version",
-                                       "retried_marker": "retried_marker_written"}
+                                       "retried_marker": "retried_marker_written",
+                                       "client_epoch_bump": "bump_epoch_after_abortable_error"}
     with pytest.raises(ValueError, match="instances must be between 1 and 2"):
         Config(instances=3)
 
@@ -279,7 +301,7 @@ def test_the_hypothesis_machine_finds_a_variant_and_today_breaks_nothing() -> No
     quick = settings(max_examples=200, stateful_step_count=20, deadline=None, database=None, derandomize=True,
                      suppress_health_check=list(HealthCheck), phases=[Phase.generate])  # found, not shrunk
     with pytest.raises(ModelViolation) as found:
-        run_state_machine_as_test(TransactionsMachine.for_variant("unverified-fenced-write"), settings=quick)
+        run_state_machine_as_test(TransactionsMachine.for_variant("unverified-hanging"), settings=quick)
     assert found.value.invariant in INVARIANT_IDS
     run_state_machine_as_test(TransactionsMachine, settings=settings(quick, max_examples=30))
 
@@ -308,3 +330,109 @@ def test_the_cli_exit_statuses(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["transactions", "exhaust", "--rules", "nope"]) == 2
     captured = capsys.readouterr()
     assert captured.out == "" and captured.err.startswith("kcheck: error: --rules: unknown rules 'nope'")
+
+
+# TransactionCoordinator.scala's table of EndTxn's answers from Empty, CompleteAbort and CompleteCommit (KAFKA-14563,
+# 4.0), by the request's epoch: the coordinator's (current) or one below it (retry). PF = PRODUCER_FENCED, ITS =
+# INVALID_TXN_STATE, NONE = answered at once, EB = PrepareAbort/PrepareCommit written (with TV2 the epoch bumped).
+_END_TXN_TABLE = {  # (tv, state): (abort retry, abort current, commit retry, commit current)
+    (1, COMPLETE_ABORT): ("PF", "NONE", "PF", "ITS"),
+    (1, COMPLETE_COMMIT): ("PF", "ITS", "PF", "NONE"),
+    (2, EMPTY): ("PF", "EB", "PF", "ITS"),
+    (2, COMPLETE_ABORT): ("NONE", "EB", "ITS", "ITS"),
+    (2, COMPLETE_COMMIT): ("ITS", "EB", "NONE", "ITS"),
+}
+_SHORT = {"PRODUCER_FENCED": "PF", "INVALID_TXN_STATE": "ITS", "NONE": "NONE", "PREPARE": "EB"}
+
+
+@pytest.mark.parametrize("tv, state", list(_END_TXN_TABLE))
+def test_end_txn_is_answered_as_the_coordinators_table_says(tv: int, state: int) -> None:
+    check = end_txn_tv2 if tv == 2 else end_txn_tv1
+    meta = Meta(epoch=5, state=state, tv=tv)
+    got = []
+    for commit in (False, True):
+        for epoch in (4, 5):
+            verdict = check(meta, False, Msg("end", -1, meta.producer_id, epoch, (0, 1), commit=commit, tv=tv))
+            got.append(_SHORT[str(verdict)])
+    assert tuple(got) == _END_TXN_TABLE[(tv, state)]
+
+
+def test_end_txn_waits_while_a_transition_is_under_way_and_a_tv2_retry_waits_for_the_completion() -> None:
+    """CONCURRENT_TRANSACTIONS (None: the client retries later) while the metadata has a pending state, and for an
+    EndTxn of the result being written (TV2: the retry at the epoch below, the prepare having bumped it); the other
+    result is INVALID_TXN_STATE; a TV2 request at the prepared epoch itself is fenced (only a retry can carry it)."""
+    prepared = Meta(epoch=5, state=PREPARE_COMMIT, tv=2)
+    end = Msg("end", -1, prepared.producer_id, 4, (0, 1), commit=True, tv=2)
+    assert end_txn_tv2(prepared, False, end) is None
+    assert end_txn_tv2(prepared, False, replace(end, commit=False)) == "INVALID_TXN_STATE"
+    assert end_txn_tv2(prepared, False, replace(end, epoch=5)) == "PRODUCER_FENCED"
+    assert end_txn_tv2(Meta(epoch=5, state=ONGOING, tv=2), True, replace(end, epoch=5)) is None
+    assert end_txn_tv1(Meta(epoch=5, state=ONGOING, tv=1), True, replace(end, epoch=4, tv=1)) == "PRODUCER_FENCED"
+    assert end_txn_tv1(Meta(epoch=5, state=ONGOING, tv=1), False, replace(end, epoch=5, tv=1)) == "PREPARE"
+
+
+def test_kip_360_the_tv1_clients_epoch_bump_fences_the_late_write() -> None:
+    """KIP-360: after its produce timed out, the TV1 client aborts and then bumps its epoch with InitProducerId
+    (TransactionManager's epochBumpRequired), so the aborted transaction's late write is fenced at the leader and
+    the next transaction is clean: `tv1-late-write` needs a client that keeps its epoch."""
+    settings = Config(**dict(VARIANTS["tv1-late-write"].settings))
+    bumping = replace(Rules.current(), name="tv1", transaction_version=tv1_epoch_per_producer)
+    model = TransactionsModel(settings, bumping)
+    s = _replay(model, [("init", 0), ("write", 0, 0), ("timeout", 0, 0), ("abort", 0)])
+    epoch = s.producers[0].epoch
+    assert s.producers[0].phase == "bump" and ("write", 0, 0) not in model.actions(s)
+    markers = [k for k, m in enumerate(s.bag) if m.kind == "marker"]
+    assert ("init", 0) not in model.actions(s)  # CONCURRENT_TRANSACTIONS until the abort is complete
+    s = _replay_from(model, s, [("deliver", k) for k in markers] + [("init", 0)])
+    assert s.producers[0].phase == "ready" and s.producers[0].epoch == s.coordinator.meta.epoch == epoch + 1
+    s = _replay_from(model, s, [("write", 0, 0)])
+    late = next(k for k, m in enumerate(s.bag) if m.tag == (0, 1))
+    s = _replay_from(model, s, [("deliver", late)])
+    assert [b.marker for b in s.parts[0].batches] == [0]  # the abort marker alone: the late write refused
+    assert not _violated(model, s)
+    r = _run(model)
+    assert r.complete and not r.counterexamples
+
+
+def test_kcheck_check_runs_the_transactions_rows_and_fails_on_one_not_as_expected() -> None:
+    """`kcheck check`'s transactions rows (`invariants/transactions_rows.py`): each variant breaks a property it
+    names, today's rules are complete and clean at its setting; reported in --json, JUnit and HTML, and a row not
+    as expected fails the job."""
+    import json
+
+    from kcheck import html_report, junit, report
+    from kcheck.check import CheckResult, failed_any
+    from kcheck.invariants.transactions_rows import run_transactions_rows
+
+    rows = run_transactions_rows()
+    assert [r.rules for r in rows] == [x for name in VARIANTS for x in (name, "current")]
+    assert all(r.ok for r in rows), [r for r in rows if not r.ok]
+    by_rules = {r.rules: r for r in rows if r.expect_violation}
+    assert {name: by_rules[name].trace_steps for name in VARIANTS} == SCENARIO_STEPS
+    good = CheckResult(1, 1, [], transactions=rows)
+    assert not failed_any(good)
+    data = json.loads(report.check_json(good))
+    assert [r["rules"] for r in data["transactions_models"]] == [r.rules for r in rows]
+    assert any(s.name == "kcheck check: transactions model" for s in junit.check_suites(good))
+    assert "Transactions model" in html_report.check_html(good, "OK", False)
+    bad = CheckResult(1, 1, [], transactions=[replace(rows[1], violated=("txn.end-own",))])  # today's broke
+    assert failed_any(bad)
+
+
+def test_a_tv2_endtxn_retried_after_its_answer_was_lost_is_answered_with_the_bumped_epoch() -> None:
+    """KIP-890 part 2's retry rule: the EndTxn whose answer was lost is retried; while the commit's markers are sent
+    it waits (CONCURRENT_TRANSACTIONS), once CompleteCommit is written it is one epoch below the coordinator's, a
+    retry, answered NONE with the epoch the commit bumped, which the client takes."""
+    model = TransactionsModel(Config(txns=1, partitions=1, duplicates=1))
+    s = _replay(model, [("init", 0), ("write", 0, 0), ("deliver", 0)])
+    epoch = s.producers[0].epoch
+    s = _steps(model, s, [("commit", 0), ("deliver-lost", 0), ("append",)])  # PrepareCommit: the answer lost
+    retry = next(k for k, m in enumerate(s.bag) if m.kind == "end")
+    assert ("deliver", retry) not in model.actions(s) and s.producers[0].phase == "ending"
+    s = _deliver_first(model, s, "marker")
+    s = _steps(model, s, [("append",)])
+    assert s.coordinator.meta.state == COMPLETE_COMMIT and s.coordinator.meta.epoch == epoch + 1
+    s = _deliver_first(model, s, "end")
+    assert [(m.kind, m.error, m.epoch) for m in s.bag] == [("ended", "NONE", epoch + 1)]
+    s = _deliver_first(model, s, "ended")
+    assert s.producers[0].phase == "ready" and s.producers[0].epoch == epoch + 1 and not _violated(model, s)

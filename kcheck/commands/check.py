@@ -69,8 +69,8 @@ def check(
         f"{len(result.failed_proofs)} not proved; {len(result.failed_models)} assignor(s) broke a guarantee in "
         f"the rebalance model and {len(result.failed_rejoins)} in the rejoin sweep; "
         f"{len(result.rejoins.findings) if result.rejoins else 0} stale-claim finding(s) (Kafka's own); "
-        f"{len(result.failed_replication)} replication-model run(s) and {len(result.failed_request)} "
-        "request-model row(s) not as expected; "
+        f"{len(result.failed_replication)} replication-model run(s), {len(result.failed_request)} "
+        f"request-model and {len(result.failed_transactions)} transactions-model row(s) not as expected; "
         f"{len(result.failed_spots)} request-path reference(s) differing from Kafka's classes; "
         f"{len(hard_findings)} hard and "
         f"{len(result.findings) - len(hard_findings)} soft finding(s) about properties Kafka does not promise "
@@ -105,6 +105,7 @@ def check(
         if not subjects:
             out.print(report.replication_table(result.replication))
             out.print(report.request_table(result.request))
+            out.print(report.request_table(result.transactions, "Transactions model"))
             out.print(report.spots_table(result.spots))
         out.print(summary)
     return 1 if failed else 0

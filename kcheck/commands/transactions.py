@@ -23,7 +23,8 @@ from kcheck.options import JsonOpt
 from kcheck.runtime.exit_codes import Exit
 
 transactions_command = typer.Typer(no_args_is_help=True, add_completion=False, rich_markup_mode=None,
-                                   help="The transactions model: producers, the coordinator, markers in flight.")
+                                   help="The transactions model: producers, the coordinator, requests and markers "
+                                        "in flight.")
 
 RulesOpt = Annotated[str, typer.Option("--rules", help="current (Kafka 4.4) or a variant (kcheck transactions "
                                                        "variants).")]
@@ -36,7 +37,8 @@ def _count(help: str) -> Any:
 InstancesOpt = Annotated[int | None, _count("Producer instances sharing the transactional id (1..2).")]
 TxnsOpt = Annotated[int | None, _count("Transactions each instance may begin (1..3).")]
 PartitionsOpt = Annotated[int | None, _count("Data partitions (1..2).")]
-DuplicatesOpt = Annotated[int | None, _count("Messages copied or delivered with the answer lost (0..3).")]
+DuplicatesOpt = Annotated[int | None, _count("Requests (produce, EndTxn, AddPartitionsToTxn) or markers copied, or "
+                                             "delivered with the answer lost (0..3).")]
 ClientTimeoutsOpt = Annotated[int | None, _count("Produce requests the client stops waiting for (0..3).")]
 TxnTimeoutsOpt = Annotated[int | None, _count("Transactions the coordinator aborts as timed out (0..2).")]
 FailoversOpt = Annotated[int | None, _count("Coordinator failovers (0..2).")]

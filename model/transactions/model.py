@@ -14,22 +14,26 @@ meanwhile gets CONCURRENT_TRANSACTIONS and waits. The steps:
 - `init i`: instance i's InitProducerId (`handleInitProducerId`): from Empty or a completed transaction the epoch is
   bumped (`prepareIncrementProducerEpoch`) and the instance gets it, fencing every older instance; from Ongoing the
   coordinator fences the epoch and aborts (`prepareFenceProducerEpoch`, then `endTransaction(ABORT)`) and the
-  client retries later (CONCURRENT_TRANSACTIONS); during PrepareCommit/PrepareAbort it retries later;
+  client retries later (CONCURRENT_TRANSACTIONS); during PrepareCommit/PrepareAbort it retries later; an instance
+  whose abort followed an abortable error bumps its epoch this way (KIP-360, the rule `client_epoch_bump`);
 - `write i p`: instance i writes one record to partition p (beginning a transaction when it has none): with TV1
-  after AddPartitionsToTxn (`handleAddPartitionsToTransaction`), with TV2 directly; the produce goes into the bag;
+  its AddPartitionsToTxn goes into the bag (the produce follows its answer), with TV2 the produce directly;
 - `timeout i p`: the client stops waiting for its produce to p (request.timeout.ms): the request stays in flight and
   the transaction can only abort;
-- `commit i` / `abort i`: EndTxn (`endTransaction`): PrepareCommit/PrepareAbort written, a marker per partition of
-  the transaction into the bag (`TransactionMarkerChannelManager.addTxnMarkersToSend`); with TV2 the client takes
-  the bumped epoch from the answer;
+- `commit i` / `abort i`: EndTxn into the bag; at the coordinator (`endTransactionWithTV1` / TV2's
+  `endTransaction`: `end_txn_tv1`, `end_txn_tv2`) answered at once or PrepareCommit/PrepareAbort written, a marker
+  per partition of the transaction into the bag (`TransactionMarkerChannelManager.addTxnMarkersToSend`) and the
+  answer into the bag; with TV2 the client takes the bumped epoch from it;
 - `deliver k` / `deliver-lost k`: the bag's k-th message arrives (a produce at its leader: unless a transaction of
   its producer is open there at its epoch, the verification entry is made and the coordinator asked, in flight; that
   request at the coordinator: TV2 adds the partition, TV1 verifies it, the answer in flight; the answer at the
-  leader: `UnifiedLog.append`'s verification guard and producer-state checks; a marker: `appendEndTxnMarker`) and,
+  leader: `UnifiedLog.append`'s verification guard and producer-state checks; a marker: `appendEndTxnMarker`; the
+  client's EndTxn or AddPartitionsToTxn at the coordinator, their answers at the client) and,
   unless lost, its answer reaches the sender (for a marker the coordinator's completion
   handler: remove the partition, write CompleteCommit/CompleteAbort after the last one, or stop sending on
   INVALID_PRODUCER_EPOCH / TRANSACTION_COORDINATOR_FENCED); a lost answer leaves the message to be retried;
-- `duplicate k`: the k-th message is copied (both copies are delivered, in any order);
+- `duplicate k`: the k-th message (a request: produce, marker, EndTxn, AddPartitionsToTxn) is copied (both copies
+  are delivered, in any order);
 - `txn-timeout`: `abortTimedOutTransactions` fences the epoch and aborts an Ongoing transaction;
 - `failover`: a new coordinator epoch loads the transactional id's last `__transaction_state` record and, in
   PrepareCommit/PrepareAbort, sends its markers again; markers of the old epoch stay in flight, an append in flight
@@ -56,11 +60,11 @@ from kcheck.model.transactions.state import (
     PREPARE_ABORT,
     PREPARE_COMMIT,
     STATE_NAMES,
-    TIMEOUT_MS,
     Config,
     Meta,
     Msg,
     Part,
+    Producer,
     State,
     Tag,
     initial_state,
@@ -69,8 +73,10 @@ from kcheck.model.transactions.state import (
 Action = tuple[Any, ...]
 PREPARED = (PREPARE_COMMIT, PREPARE_ABORT)
 ENDED = (EMPTY, COMPLETE_COMMIT, COMPLETE_ABORT)
-RESENT = ("produce", "marker")  # what a client or the coordinator sends again (a copy, a retry after a lost answer)
+# what a client or the coordinator sends again (a copy, a retry after a lost answer)
+RESENT = ("produce", "marker", "end", "add")
 FENCING = frozenset({"InvalidProducerEpochException", "PRODUCER_FENCED", "INVALID_PRODUCER_ID_MAPPING"})
+PREPARE = "PREPARE"  # EndTxn's verdict: the transition goes to the transaction log
 
 
 class KafkaCode(Protocol):
@@ -85,6 +91,11 @@ class KafkaCode(Protocol):
         ...
 
     def frozen_metadata(self, live: Any) -> Meta: ...
+
+    def increment_epoch(self, live: Any, expected: int | None) -> Any | None:
+        """`prepareIncrementProducerEpoch`'s transit, or None when it fences the request (Left(PRODUCER_FENCED), or
+        from 4.2 ProducerFencedException)."""
+        ...
 
     def record(self, transit: Any) -> Meta:
         """The `__transaction_state` record a transit is."""
@@ -113,6 +124,47 @@ def _bag(msgs: Sequence[Msg]) -> tuple[Msg, ...]:
 
 def tag_text(tag: Tag | None) -> str:
     return "-" if tag is None else f"p{tag[0]}.t{tag[1]}"
+
+
+def _end_by_state(state: int, commit: bool, retry: bool, tv2: bool) -> str | None:
+    """EndTxn's verdict by the transaction's state once the epoch is checked: PREPARE, an answer (NONE for a retry of
+    an ended transaction, INVALID_TXN_STATE), or None (CONCURRENT_TRANSACTIONS: a transition is under way)."""
+    if state == ONGOING:
+        return PREPARE
+    if state in PREPARED:
+        return None if (state == PREPARE_COMMIT) == commit else "INVALID_TXN_STATE"
+    fresh_abort = PREPARE if tv2 and not commit else "INVALID_TXN_STATE"  # KIP-890: TV2 aborts from any ended state
+    if state == EMPTY:
+        return fresh_abort
+    if commit != (state == COMPLETE_COMMIT):
+        return "INVALID_TXN_STATE" if retry else fresh_abort
+    return "NONE" if retry else fresh_abort
+
+
+def end_txn_tv1(meta: Meta, pending: bool, m: Msg) -> str | None:
+    """TransactionCoordinator's `endTransactionWithTV1` (before 4.0 `endTransaction`): the producer id and epoch must
+    be the coordinator's, then a pending transition answers CONCURRENT_TRANSACTIONS; an EndTxn of the result already
+    reached is answered NONE (a retry: the epoch cannot tell it from a late copy)."""
+    if meta.producer_id != m.producer_id:
+        return "INVALID_PRODUCER_ID_MAPPING"
+    if meta.epoch != m.epoch:
+        return "PRODUCER_FENCED"
+    return None if pending else _end_by_state(meta.state, m.commit, True, False)
+
+
+def end_txn_tv2(meta: Meta, pending: bool, m: Msg) -> str | None:
+    """TransactionCoordinator's `endTransaction` for TV2 (KIP-890 part 2, 4.0): a pending transition first answers
+    CONCURRENT_TRANSACTIONS; an EndTxn at the epoch below the coordinator's is a retry of the one that bumped it
+    (`retryOnEpochBump`: NONE once the transaction is complete, CONCURRENT_TRANSACTIONS while it is prepared), any
+    other epoch than the coordinator's is fenced."""
+    if pending:
+        return None
+    if meta.producer_id != m.producer_id:
+        return "INVALID_PRODUCER_ID_MAPPING"
+    retry = meta.epoch == m.epoch + 1
+    same = meta.epoch == m.epoch
+    valid = retry if meta.state in PREPARED else same or (retry and meta.state in (COMPLETE_COMMIT, COMPLETE_ABORT))
+    return _end_by_state(meta.state, m.commit, retry, True) if valid else "PRODUCER_FENCED"
 
 
 class TransactionsSystem:
@@ -146,8 +198,9 @@ class TransactionsSystem:
         return replace(s, coordinator=c)
 
     def _busy(self, s: State) -> bool:
-        """`pendingTransitionInProgress` or a prepared transaction: a request gets CONCURRENT_TRANSACTIONS (the
-        client, or the leader, retries later)."""
+        """`pendingTransitionInProgress` or a prepared transaction (whose completion Kafka has pending from the
+        moment PrepareCommit/PrepareAbort is written, `sendTxnMarkersCallback`'s `prepareComplete`, while the markers
+        are sent): a request gets CONCURRENT_TRANSACTIONS (the client, or the leader, retries later)."""
         return s.coordinator.transit is not None or s.coordinator.meta.state in PREPARED
 
     def append(self, s: State, ok: bool) -> State | None:
@@ -176,40 +229,69 @@ class TransactionsSystem:
         """The callback of a written transit."""
         kind = then[0]
         if kind == "init":
-            s = self._fence(s)
+            s = self._fence(s, then[1])
             m = s.coordinator.meta
             p = s.producers[then[1]]
-            mine = replace(p, pid=m.producer_id, epoch=m.epoch, phase="ready", seqs=(0,) * self.cfg.partitions)
+            mine = replace(p, pid=m.producer_id, epoch=m.epoch, phase="ready", bump=False,
+                           seqs=(0,) * self.cfg.partitions)
             return replace(s, producers=_with(s.producers, then[1], mine))
-        if kind in ("add", "leader-add"):
-            tag = then[1].tag if kind == "leader-add" else then[3]
+        if kind == "leader-add":
             if then[-1]:  # the partition began the transaction: the model's label of it
-                s = replace(s, coordinator=replace(s.coordinator, owner=tag))
-            return self._sent(s, then[1], then[2]) if kind == "add" else self._answer_verify(s, then[1], "NONE")
+                s = replace(s, coordinator=replace(s.coordinator, owner=then[1].tag))
+            return self._answer_verify(s, then[1], "NONE")
+        if kind == "add":
+            return self._answer(self._own(s, then[1], then[-1]), then[1], "added", "NONE")
         if kind in ("end", "fence"):
-            commit = kind == "end" and then[2]
+            commit = kind == "end" and then[1].commit
             h, owner = s.history, s.coordinator.owner
             if owner is not None:
                 h = replace(h, committed=h.committed | {owner}) if commit else replace(h, aborted=h.aborted | {owner})
             s = self._markers(replace(s, history=h), commit)
-            return self._ended(s, then[1], True) if kind == "end" else self._fence(s)
+            if kind == "fence":
+                return self._fence(s)
+            return self._answer(s, then[1], "ended", "NONE", s.coordinator.meta.epoch if then[1].tv >= 2 else -1)
         return s  # complete
+
+    @staticmethod
+    def _answer(s: State, req: Msg, kind: str, error: str, epoch: int = -1) -> State:
+        """The coordinator's answer to the client's EndTxn ("ended", with the epoch it carries: TV2's bumped one, -1
+        for none) or AddPartitionsToTxn ("added") in flight back, unless its answer is lost (the request, kept in
+        flight, is retried)."""
+        if req.lost:
+            return s
+        answer = replace(req, kind=kind, error=error, epoch=epoch if kind == "ended" else req.epoch)
+        return replace(s, bag=_bag(s.bag + (answer,)))
+
+    @staticmethod
+    def _current(s: State, m: Msg) -> bool:
+        """The client request `m` is of the transaction its instance is in (not a copy or a late one of an
+        earlier transaction)."""
+        p = s.producers[m.tag[0]]
+        return p.txn == m.tag[1] and p.phase in ("txn", "abortable", "ending")
+
+    def _own(self, s: State, m: Msg, began: bool) -> State:
+        """The model's label of the coordinator's transaction: the client transaction whose AddPartitionsToTxn began
+        it or, under TV1 (where a late copy at the same epoch may begin one), last added to it. A transaction a late
+        copy began keeps that copy's label: its marker ends what the copy's own late writes opened."""
+        if began or self._current(s, m):
+            return replace(s, coordinator=replace(s.coordinator, owner=m.tag))
+        return s
 
     def _refused(self, s: State, then: tuple[Any, ...]) -> State:
         """What the requester sees when the append failed or the coordinator moved (NOT_COORDINATOR,
         COORDINATOR_NOT_AVAILABLE: retriable): InitProducerId and AddPartitionsToTxn are retried by a later step,
         EndTxn by the client again, a leader's produce by its client (back in flight)."""
-        if then[0] == "end":
-            i = then[1]
-            return replace(s, producers=_with(s.producers, i, replace(s.producers[i], phase=then[3])))
-        if then[0] == "leader-add" and not then[1].lost:  # the client retries its produce
-            return replace(s, bag=_bag(s.bag + (replace(then[1], kind="produce", guard=-1),)))
+        if then[0] in ("end", "add", "leader-add") and not then[1].lost:  # the client retries (after a lost answer
+            m = then[1]  # it retries the copy kept in flight)
+            again = replace(m, kind="produce", guard=-1) if then[0] == "leader-add" else m
+            return replace(s, bag=_bag(s.bag + (again,)))
         return s
 
-    def _fence(self, s: State) -> State:
-        """Every initialised instance older than the coordinator's epoch is fenced (history only)."""
+    def _fence(self, s: State, requester: int = -1) -> State:
+        """Every initialised instance older than the coordinator's epoch is fenced (history only), but the one whose
+        InitProducerId bumped it."""
         e = s.coordinator.meta.epoch
-        out = {i for i, p in enumerate(s.producers) if p.phase != "new" and p.epoch < e}
+        out = {i for i, p in enumerate(s.producers) if p.phase != "new" and p.epoch < e and i != requester}
         return replace(s, history=replace(s.history, fenced=s.history.fenced | out))
 
     def _markers(self, s: State, commit: bool) -> State:
@@ -248,31 +330,36 @@ class TransactionsSystem:
     # ---- the client's requests --------------------------------------------------------------------------------
 
     def init(self, s: State, i: int) -> State | None:
+        """InitProducerId: the instance's first (phase new), or the epoch bump after an abortable error (phase bump:
+        with its current epoch, `prepareIncrementProducerEpoch`'s expected epoch; a newer instance's epoch fences
+        it)."""
         p = s.producers[i]
-        if p.phase != "new" or (i > 0 and s.producers[i - 1].phase == "new") or self._busy(s):
+        first = p.phase == "new"
+        if not (first or p.phase == "bump") or (first and i > 0 and s.producers[i - 1].phase == "new"):
+            return None
+        if self._busy(s):
             return None  # a prepared transaction or an append in flight: CONCURRENT_TRANSACTIONS, retried later
         if s.coordinator.meta.state == ONGOING:
             return self._fence_and_abort(s)  # the client gets CONCURRENT_TRANSACTIONS and retries later
         live = self._live(s)
-        return self._prepare(s, live, live.prepare_increment_producer_epoch(TIMEOUT_MS, None, 0), ("init", i))
+        transit = self.kafka.increment_epoch(live, None if first else p.epoch)
+        return self._fenced(s, i) if transit is None else self._prepare(s, live, transit, ("init", i))
 
-    def _fenced(self, s: State, i: int) -> State:
-        return replace(s, producers=_with(s.producers, i, replace(s.producers[i], phase="fenced")))
-
-    def _asking(self, s: State, i: int) -> bool:
-        """Instance i waits on the coordinator's append for its own request (the client sends nothing else)."""
-        then = s.coordinator.then
-        return then is not None and then[0] in ("init", "add", "end") and then[1] == i
+    def _fenced(self, s: State, i: int, phase: str = "fenced") -> State:
+        return replace(s, producers=_with(s.producers, i, replace(s.producers[i], phase=phase)))
 
     def _add_partition(self, s: State, p: int, pid: int, epoch: int, then: tuple[Any, ...]) -> State | str | None:
-        """`handleAddPartitionsToTransaction`: an error name, None (CONCURRENT_TRANSACTIONS), `s` itself (the
-        partition is in the ongoing transaction: answered at once) or the state with Ongoing's transit pending."""
+        """`handleAddPartitionsToTransaction` (4.4's order: a pending transition first): an error name, None
+        (CONCURRENT_TRANSACTIONS: the request waits), `s` itself (the partition is in the ongoing transaction:
+        answered at once) or the state with Ongoing's transit pending."""
         m = s.coordinator.meta
+        if s.coordinator.transit is not None:
+            return None
         if m.producer_id != pid:
             return "INVALID_PRODUCER_ID_MAPPING"
         if m.epoch != epoch:
             return "PRODUCER_FENCED"
-        if self._busy(s):
+        if m.state in PREPARED:
             return None
         if m.state == ONGOING and p in m.partitions:
             return s
@@ -280,6 +367,8 @@ class TransactionsSystem:
         return self._prepare(s, live, live.prepare_add_partitions({p}, 0, self.tv), then + (m.state in ENDED,))
 
     def write(self, s: State, i: int, p: int) -> State | None:
+        """One record to p: with TV2 the produce at once; with TV1 first AddPartitionsToTxn (in flight; the record
+        waits in the accumulator and counts as sent for the client's time-out)."""
         prod = s.producers[i]
         if prod.phase == "ready" and prod.txn < self.cfg.txns:
             prod = replace(prod, phase="txn", txn=prod.txn + 1)
@@ -288,12 +377,28 @@ class TransactionsSystem:
         s = replace(s, producers=_with(s.producers, i, prod))
         if self.tv >= 2 or p in prod.added:
             return self._sent(s, i, p)
-        added = self._add_partition(s, p, prod.pid, prod.epoch, ("add", i, p, (i, prod.txn)))
-        if added is None or added is s:
-            return None if added is None else self._sent(s, i, p)
-        if isinstance(added, str):
-            return self._fenced(s, i)
-        return added  # the produce waits for AddPartitionsToTxn's answer
+        ask = Msg("add", p, prod.pid, prod.epoch, (i, prod.txn))
+        prod = replace(prod, adding=prod.adding | {p}, written=prod.written | {p}, waiting=prod.waiting | {p})
+        return replace(s, producers=_with(s.producers, i, prod), bag=_bag(s.bag + (ask,)))
+
+    def _client_add(self, s: State, m: Msg) -> State | None:
+        """The TV1 client's AddPartitionsToTxn at the coordinator: answered at once, or once Ongoing's record is
+        written (`_appended`); None: CONCURRENT_TRANSACTIONS, the request waits."""
+        added = self._add_partition(s, m.partition, m.producer_id, m.epoch, ("add", m))
+        if added is None or isinstance(added, str):
+            return None if added is None else self._answer(s, m, "added", added)
+        return self._answer(self._own(s, m, False), m, "added", "NONE") if added is s else added
+
+    def _added(self, s: State, r: Msg) -> State:
+        """AddPartitionsToTxnHandler: on NONE the record's produce goes; a fencing error is fatal."""
+        i, txn = r.tag
+        prod = s.producers[i]
+        if prod.txn != txn or r.partition not in prod.adding:
+            return s  # an answer to a copy: the client already has one
+        s = replace(s, producers=_with(s.producers, i, replace(prod, adding=prod.adding - {r.partition})))
+        if r.error == "NONE":
+            return self._sent(s, i, r.partition)
+        return self._fenced(s, i)
 
     def _sent(self, s: State, i: int, p: int) -> State:
         """The client's produce to p goes in flight (after AddPartitionsToTxn with TV1)."""
@@ -305,38 +410,69 @@ class TransactionsSystem:
                        prod.seqs[p] + 1), written=prod.written | {p}, waiting=prod.waiting | {p})
         return replace(s, producers=_with(s.producers, i, prod), bag=_bag(s.bag + (msg,)))
 
+    def _abortable(self, prod: Producer) -> Producer:
+        """`maybeTransitionToErrorState`: an abortable error in the transaction, with the epoch bump if the rule
+        has one."""
+        if prod.phase != "txn":
+            return prod
+        return replace(prod, phase="abortable", bump=prod.bump or self.rules.client_epoch_bump(self.tv))
+
     def timeout(self, s: State, i: int, p: int) -> State | None:
         prod = s.producers[i]
         if p not in prod.waiting or s.used.client_timeouts >= self.cfg.client_timeouts:
             return None
-        prod = replace(prod, waiting=prod.waiting - {p}, phase="abortable" if prod.phase == "txn" else prod.phase)
+        prod = self._abortable(replace(prod, waiting=prod.waiting - {p}))
         return replace(s, producers=_with(s.producers, i, prod),
                        used=replace(s.used, client_timeouts=s.used.client_timeouts + 1))
 
     def end(self, s: State, i: int, commit: bool) -> State | None:
+        """commitTransaction / abortTransaction: EndTxn in flight (after every produce and AddPartitionsToTxn is
+        answered or, for a produce, timed out)."""
         prod = s.producers[i]
-        if prod.waiting or prod.phase not in (("txn",) if commit else ("txn", "abortable")) or self._asking(s, i):
+        if prod.waiting or prod.adding or prod.phase not in (("txn",) if commit else ("txn", "abortable")):
             return None
         if not prod.written:  # nothing sent: the client ends it alone (TransactionManager, no EndTxn)
-            return self._ended(s, i, False)
-        m = s.coordinator.meta
-        if m.producer_id != prod.pid or m.epoch != prod.epoch:
-            return self._fenced(s, i)
-        if self._busy(s):
-            return None
-        if not commit and self.tv >= 2 and m.state in ENDED:  # KIP-890: a TV2 abort from a completed state
-            s = replace(s, coordinator=replace(s.coordinator, owner=(i, prod.txn)))
-        elif m.state != ONGOING:
-            return None
-        s = self._end(s, commit, ("end", i, commit, prod.phase))
-        return replace(s, producers=_with(s.producers, i, replace(prod, phase="ending")))
+            return self._ended(s, i, -1)
+        req = Msg("end", -1, prod.pid, prod.epoch, (i, prod.txn), commit=commit, tv=self.tv)
+        return replace(s, producers=_with(s.producers, i, replace(prod, phase="ending")), bag=_bag(s.bag + (req,)))
 
-    def _ended(self, s: State, i: int, answered: bool) -> State:
-        """The transaction ended (`answered`: by EndTxn's answer): the instance is ready for its next one; with TV2
-        the answer carries the bumped epoch and every partition starts again at sequence 0."""
-        prod = replace(s.producers[i], phase="ready", added=frozenset(), written=frozenset())
-        if self.tv >= 2 and answered:
-            prod = replace(prod, epoch=s.coordinator.meta.epoch, seqs=(0,) * self.cfg.partitions)
+    def _end_txn(self, s: State, m: Msg) -> State | None:
+        """EndTxn at the coordinator (`handleEndTransaction`): the verdict of `endTransactionWithTV1` or
+        `endTransaction` (TV2), by the request's transaction version; on PREPARE, PrepareCommit/PrepareAbort
+        goes to the log and the answer waits for it. A late EndTxn (a copy, a retry) that ends the coordinator's
+        transaction while its own instance has moved on is flagged."""
+        c = s.coordinator
+        verdict = (end_txn_tv2 if m.tv >= 2 else end_txn_tv1)(c.meta, self._busy(s), m)
+        if verdict is None:
+            return None  # CONCURRENT_TRANSACTIONS: the client retries later
+        if verdict != PREPARE:
+            return self._answer(s, m, "ended", verdict, c.meta.epoch if m.tv >= 2 and verdict == "NONE" else -1)
+        mine = s.producers[m.tag[0]]
+        if mine.txn != m.tag[1] or mine.phase in ("ready", "bump"):  # the instance is past that transaction
+            s = _flag(s, "txn.end-own", f"a late EndTxn({'COMMIT' if m.commit else 'ABORT'}) of {tag_text(m.tag)} "
+                      f"ended the coordinator's transaction {tag_text(c.owner)} (epoch {c.meta.epoch})")
+        elif not m.commit and c.meta.state in ENDED:  # KIP-890: a TV2 abort from a completed state begins it now
+            s = replace(s, coordinator=replace(c, owner=m.tag))
+        return self._end(s, m.commit, ("end", m))
+
+    def _ended_answer(self, s: State, r: Msg) -> State:
+        """EndTxnHandler: NONE ends the transaction (TV2: with the epoch the answer carries); PRODUCER_FENCED is
+        fatal (fenced), INVALID_TXN_STATE fatal (failed)."""
+        i, txn = r.tag
+        prod = s.producers[i]
+        if prod.txn != txn or prod.phase != "ending":
+            return s  # an answer to a copy: the client already has one
+        if r.error == "NONE":
+            return self._ended(s, i, r.epoch)
+        return self._fenced(s, i, "fenced" if r.error in FENCING else "failed")
+
+    def _ended(self, s: State, i: int, epoch: int) -> State:
+        """The transaction ended: the instance is ready for its next one, or bumps its epoch first (InitProducerId,
+        phase bump); an answer carrying an epoch (TV2's bumped one) is taken, every partition at sequence 0."""
+        prod = s.producers[i]
+        prod = replace(prod, phase="bump" if prod.bump else "ready", added=frozenset(), written=frozenset())
+        if epoch >= 0:
+            prod = replace(prod, epoch=epoch, seqs=(0,) * self.cfg.partitions)
         return replace(s, producers=_with(s.producers, i, prod))
 
     # ---- the partitions -------------------------------------------------------------------------------------
@@ -426,8 +562,8 @@ class TransactionsSystem:
         prod = replace(prod, waiting=prod.waiting - {m.partition})
         if error in FENCING:
             prod = replace(prod, phase="fenced")
-        elif error != "NONE" and prod.phase == "txn":
-            prod = replace(prod, phase="abortable")
+        elif error != "NONE":
+            prod = self._abortable(prod)
         return replace(s, producers=_with(s.producers, i, prod))
 
     def _marker(self, s: State, m: Msg) -> tuple[State, str]:
@@ -496,15 +632,18 @@ class TransactionsSystem:
             s, error = self._marker(s, m)
             s = replace(s, bag=rest)
             return s if lost else self._answer_marker(s, m, error)
-        if m.kind == "verify":
-            return self._verify(replace(s, bag=rest), m)
-        if m.kind == "verified":
-            return self._verified(replace(s, bag=rest), m)
+        at = self._AT.get(m.kind)
+        if at is not None:  # a request at the coordinator, or an answer at the leader or the client
+            return at(self, replace(s, bag=rest), replace(m, lost=True) if lost else m)
         s = replace(s, bag=rest)
         if not self.verify or self._ongoing(s.parts[m.partition], m):  # TV1 before KIP-890, or no verification due
             s, error = self._append(s, m)
             return s if lost else self._answer_produce(s, m, error)
         return self._start_verification(s, m, lost)
+
+    _AT: dict[str, Callable[[Any, State, Msg], State | None]] = {
+        "verify": _verify, "verified": _verified, "end": _end_txn, "ended": _ended_answer, "add": _client_add,
+        "added": _added}
 
     # ---- faults -------------------------------------------------------------------------------------------------
 
@@ -599,6 +738,14 @@ class TransactionsSystem:
 def describe_msg(m: Msg) -> str:
     if m.kind == "produce":
         return f"produce {tag_text(m.tag)} -> partition {m.partition} (epoch {m.epoch}, seq {m.seq})"
+    if m.kind in ("end", "ended"):
+        what = f"EndTxn({'COMMIT' if m.commit else 'ABORT'}) {tag_text(m.tag)}"
+        return f"{what} (epoch {m.epoch})" if m.kind == "end" else f"{what} answered {m.error}"
+    if m.kind in ("add", "added"):
+        what = f"AddPartitionsToTxn {tag_text(m.tag)} partition {m.partition}"
+        return f"{what} (epoch {m.epoch})" if m.kind == "add" else f"{what} answered {m.error}"
+    if m.kind in ("verify", "verified"):
+        return f"{m.kind} {tag_text(m.tag)} partition {m.partition}" + (f" {m.error}" if m.error else "")
     return (f"{'COMMIT' if m.commit else 'ABORT'} marker {tag_text(m.tag)} -> partition {m.partition} (epoch "
             f"{m.epoch}, coordinator epoch {m.coordinator_epoch})")
 

@@ -87,6 +87,24 @@ def retried_marker_refused(tv: int, marker_epoch: int, entry_epoch: int, txn_ope
     return tv >= 2 and marker_epoch == entry_epoch and not txn_open
 
 
+# ---- the client's epoch bump after an abortable error ------------------------------------------------------------
+
+
+def bump_epoch_after_abortable_error(tv: int) -> bool:
+    """KIP-360 (2.5): the Java client's `TransactionManager`, after an abortable error in a transaction (a batch
+    that failed or expired: `maybeTransitionToErrorState`), when the coordinator can bump the epoch, follows the
+    abort's EndTxn with InitProducerId carrying its current id and epoch, which bumps the epoch (3.9:
+    `epochBumpRequired`; 4.4: `clientSideEpochBumpRequired`, set when `needToTriggerEpochBumpFromClient`: not with
+    TV2, whose EndTxn bumps the epoch anyway). A late write of the aborted transaction then carries a fenced epoch."""
+    return tv < 2
+
+
+def keep_epoch_after_abortable_error(tv: int) -> bool:
+    """Before KIP-360 (a client that never bumps its own epoch, or a coordinator older than 2.5): after the abort
+    the client goes on at the same epoch, so under TV1 the next transaction has the epoch of the aborted one."""
+    return False
+
+
 @dataclass(frozen=True)
 class Rules(RuleSet):
     """One choice per decision point (see the module docstring)."""
@@ -97,11 +115,12 @@ class Rules(RuleSet):
     verification: Callable[[int], bool]
     marker_epoch: Callable[[], bool]
     retried_marker: Callable[[int, int, int, bool], bool]
+    client_epoch_bump: Callable[[int], bool]
 
     @classmethod
     def current(cls) -> Rules:
         return cls("current", "Kafka 4.4", tv2_epoch_per_transaction, verify_transactional_writes,
-                   marker_epoch_by_transaction_version, retried_marker_written)
+                   marker_epoch_by_transaction_version, retried_marker_written, bump_epoch_after_abortable_error)
 
 
 def _variant(name: str, jira: str, bug: str, violates: tuple[str, ...], settings: Mapping[str, Any],
@@ -120,17 +139,18 @@ VARIANTS: dict[str, Variant[Rules]] = {v.name: v for v in (
              {**_ONE, "txns": 1, "duplicates": 0, "client_timeouts": 1},
              transaction_version=tv1_epoch_per_producer, verification=append_unverified),
     _variant("tv1-late-write", "KAFKA-17754 (KIP-890 part 2)",
-             "TV1 with verification: the next transaction has the same epoch and the partition again, so a late "
-             "produce of an aborted transaction passes verification and the producer-state checks and joins it; "
-             "its commit makes the aborted write visible to read_committed",
+             "TV1 with verification, a client that keeps its epoch after the abort (no KIP-360 bump): the next "
+             "transaction has the same epoch and the partition again, so a late produce of an aborted transaction "
+             "passes verification and the producer-state checks and joins it; its commit makes the aborted write "
+             "visible to read_committed",
              ("txn.no-aborted-read", "txn.marker-own"),
              {**_ONE, "txns": 2, "duplicates": 0, "client_timeouts": 1},
-             transaction_version=tv1_epoch_per_producer),
+             transaction_version=tv1_epoch_per_producer, client_epoch_bump=keep_epoch_after_abortable_error),
     _variant("tv1-delayed-marker", "KAFKA-14402 (KIP-890 part 2)",
              "TV1: a duplicated marker of a finished transaction arrives after the next transaction, at the same "
              "epoch, wrote to the partition, and ends it there (KIP-890's third case: a transaction completed by "
-             "another's marker)",
-             ("txn.marker-own", "txn.no-aborted-read", "txn.committed-whole"),
+             "another's marker); likewise a copy of the finished transaction's EndTxn commits the next one",
+             ("txn.marker-own", "txn.no-aborted-read", "txn.committed-whole", "txn.end-own"),
              {**_ONE, "txns": 2, "duplicates": 1, "client_timeouts": 0},
              transaction_version=tv1_epoch_per_producer),
     _variant("marker-epoch-not-below", "KAFKA-19446 (KIP-1228)",

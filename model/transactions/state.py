@@ -11,9 +11,10 @@
   `kcheck.reference.transaction_index.TxnLog`). The partition is a single leader whose high watermark is its log
   end: replication is abstracted away (the request model composes with it); what is checked here is what the
   producer state, the coordinator and the markers decide.
-- `Msg`: a produce request or a WriteTxnMarkers entry in flight. The messages are a bag (`State.bag`, sorted): any
-  one may be delivered next (delay is any order), and a bounded number may be copied (a duplicate) or delivered with
-  the answer lost (a retry).
+- `Msg`: a message in flight: a produce request, a WriteTxnMarkers entry, a leader's verification and its answer, the
+  client's EndTxn and (TV1) AddPartitionsToTxn and their answers. The messages are a bag (`State.bag`, sorted): any
+  one may be delivered next (delay is any order), and a bounded number of requests may be copied (a duplicate) or
+  delivered with the answer lost (a retry).
 - `History`: what happened, read only by the invariants: which transactions the coordinator committed or aborted,
   which instances were fenced, the transaction of every data batch in each log, flags raised in a step.
 """
@@ -91,9 +92,13 @@ class Coordinator:
 class Producer:
     pid: int = NO_PRODUCER_ID
     epoch: int = NO_EPOCH
-    phase: str = "new"  # new (no InitProducerId yet), ready, txn, abortable, fenced
+    # new (no InitProducerId yet), ready, txn, abortable, ending (its EndTxn unanswered), bump (InitProducerId to bump
+    # its epoch due: Java's INITIALIZING after an abort), fenced, failed (a fatal error, INVALID_TXN_STATE)
+    phase: str = "new"
     txn: int = 0  # transactions begun; the current one's number while in one
     added: frozenset[int] = frozenset()  # partitions AddPartitionsToTxn added (TV1)
+    adding: frozenset[int] = frozenset()  # partitions whose AddPartitionsToTxn is unanswered (TV1)
+    bump: bool = False  # the epoch is bumped after this transaction's abort (KIP-360's epochBumpRequired)
     written: frozenset[int] = frozenset()  # partitions written in the current transaction
     waiting: frozenset[int] = frozenset()  # partitions whose produce the client still waits on
     seqs: tuple[int, ...] = (0, 0)  # the next sequence per partition (TxnPartitionEntry)
@@ -103,9 +108,11 @@ class Producer:
 class Msg:
     """A produce request (kind "produce": one transactional batch of one record), one partition's entry of a
     WriteTxnMarkers request (kind "marker": `commit`, the coordinator epoch it was sent under, the transaction
-    version), or a produce held by its leader while AddPartitionsToTxnManager asks the coordinator (kind "verify":
+    version), a produce held by its leader while AddPartitionsToTxnManager asks the coordinator (kind "verify":
     the request, `guard` naming the verification entry it made) and the coordinator's answer (kind "verified", with
-    `error`). `lost`: the produce's answer is lost (the client retries a copy)."""
+    `error`), the client's EndTxn (kind "end": `commit`, `tv`; partition -1) and its answer (kind "ended": `error`,
+    `epoch` the epoch the answer carries, -1 for none), the TV1 client's AddPartitionsToTxn (kind "add") and its
+    answer (kind "added"). `lost`: the request's answer is lost (the sender retries a copy)."""
 
     kind: str
     partition: int
