@@ -290,11 +290,14 @@ def test_exhaustive_search_three_brokers_and_a_fence(mode):
 def test_isr_unfenced_breaks_when_alter_partition_accepts_any_isr():
     # The ZooKeeper-era AlterPartition rule (nobody checks who joins) lets a follower fenced while the leader's
     # proposal is in flight into the ISR: what ineligibleReplicasForIsr's "fenced" test prevents.
-    wrong = replace(CURRENT, name="any-isr", alter_partition_validation=P.accept_any_isr)
+    # Both from the late-record fix: at these bounds (a shrink, then the follower proposed again) Kafka's own rule
+    # for a late metadata record breaks replication.maximal-isr-covers-quorum first (docs/findings.md).
+    fixed = replace(CURRENT, partition_state_applies=P.skip_known_partition_epoch)
+    wrong = replace(fixed, name="any-isr", alter_partition_validation=P.accept_any_isr)
     cfg = _cfg(brokers=2, min_isr=1, fences=1, isr_shrinks=1, shutdowns=0)
     res = exhaust(ReplicationModel(wrong, cfg), max_states=200_000)
     assert res.counterexample is not None and res.counterexample.invariant == "kraft.isr-unfenced"
-    assert exhaust(ReplicationModel(CURRENT, cfg), max_states=200_000).complete
+    assert exhaust(ReplicationModel(fixed, cfg), max_states=200_000).complete
 
 
 def test_shutdown_leads_nothing_breaks_with_wrong_lifecycle_rules():
