@@ -156,6 +156,7 @@ def test_a_late_metadata_record_loses_an_acknowledged_write(gated, producers):
     assert gate.forwarded(FETCH) > 0 and gate.rewritten > 0  # the replay comes through the gate
     _shrink_answered_not_replayed(cluster, gate, producers)
     epoch, paused_at = _expansion_held(cluster, gate)
+    assert epoch == 1  # created at partition epoch 0, the shrink made it 1: broker 1 learned it from the answer
     # c. The shrink's record reaches broker 1 late: its image shows ISR {1}.
     gate.release(FETCH)
     assert _wait_view(cluster, 1, lambda s: s.isr == (1,), 10), "broker 1 never replayed the shrink"
