@@ -909,7 +909,7 @@ class LocalCluster:
             if running:
                 raise ClusterError(f"node(s) {', '.join(map(str, running))} did not stop")
         self._remove_network()
-        if self.gate is not None:
+        if self.gate is not None:  # after the brokers: the gated one's controlled shutdown goes through it
             self.gate.stop()
             self.gate = None
         if remove and self._dir is not None:

@@ -187,3 +187,11 @@ def test_stop_closes_every_connection_and_ends_its_thread():
     with pytest.raises(OSError):
         socket.create_connection((gate.host, gate.port), timeout=1).close()
     standin.close()
+
+
+@pytest.mark.parametrize("options", [{"gate_broker": 4}, {"gate_broker": 0}, {"gate_broker": 1, "controllers": 3}])
+def test_a_cluster_gates_one_of_its_brokers_in_front_of_its_one_controller(options):
+    from kcheck.cluster.local import ClusterError, LocalCluster
+
+    with pytest.raises(ClusterError, match="a controller gate needs one controller"):
+        LocalCluster("4.4.0", 3, **options)

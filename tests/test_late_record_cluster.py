@@ -44,25 +44,17 @@ RELEASES = ["4.4.0", *(pytest.param(r, marks=pytest.mark.slow) for r in ("4.1.2"
 def gated(request):
     from kcheck.cluster.local import LocalCluster
 
-    cluster = LocalCluster(request.param, 3, config=CONFIG, gate_broker=1)
-    cluster.start()
-    try:
+    with LocalCluster(request.param, 3, config=CONFIG, gate_broker=1) as cluster:
         yield cluster
-    finally:
-        cluster.stop()
-
-
-def _address(cluster, broker: int) -> str:
-    return cluster.address(broker)
 
 
 def _view(cluster, broker: int):
     """Partition 0 as `broker`'s own metadata image has it (a describe answered by that broker)."""
-    return ca.partition_states(_address(cluster, broker), TOPIC)[0]
+    return ca.partition_states(cluster.address(broker), TOPIC)[0]
 
 
 def _wait_view(cluster, broker: int, ready, timeout_s: float = 20.0):
-    return ca.wait_for_states(_address(cluster, broker), TOPIC, lambda s: ready(s[0]) and s[0], timeout_s)
+    return ca.wait_for_states(cluster.address(broker), TOPIC, lambda s: ready(s[0]) and s[0], timeout_s)
 
 
 def _expansion(frame: bytes) -> bool:
@@ -78,7 +70,7 @@ def producers(gated):
     made = {}
     try:
         for acks in (1, "all"):
-            made[acks] = KafkaProducer(bootstrap_servers=_address(gated, 1), acks=acks, linger_ms=0, retries=0,
+            made[acks] = KafkaProducer(bootstrap_servers=gated.address(1), acks=acks, linger_ms=0, retries=0,
                                        request_timeout_ms=8000, max_block_ms=8000)
         yield made
     finally:
@@ -94,7 +86,7 @@ def _send(producer, value: bytes) -> int:
 def _read(cluster, broker: int) -> list[bytes]:
     from kafka import KafkaConsumer, TopicPartition
 
-    consumer = KafkaConsumer(bootstrap_servers=_address(cluster, broker), enable_auto_commit=False,
+    consumer = KafkaConsumer(bootstrap_servers=cluster.address(broker), enable_auto_commit=False,
                              consumer_timeout_ms=3000)
     try:
         consumer.assign([TopicPartition(TOPIC, 0)])
@@ -116,7 +108,7 @@ def _create(cluster, producers) -> None:
     assert _wait_view(cluster, 1, lambda s: s.leader == 1 and set(s.isr) == {1, 2})
     assert _send(producers["all"], b"w0") == 0
     assert producers[1].partitions_for(TOPIC) == {0}
-    assert ca.wait_until(lambda: ca.log_end_offset(_address(cluster, 2), TOPIC, 0) == 1, 20)
+    assert ca.wait_until(lambda: ca.log_end_offset(cluster.address(2), TOPIC, 0) == 1, 20)
 
 
 def _hold_replay(gate) -> None:
@@ -172,7 +164,7 @@ def test_a_late_metadata_record_loses_an_acknowledged_write(gated, producers):
     began = time.monotonic()
     offset = _send(producers["all"], b"x")
     acked_in = time.monotonic() - began
-    assert ca.high_watermark(_address(cluster, 1), TOPIC, 0) == offset + 1
+    assert ca.high_watermark(cluster.address(1), TOPIC, 0) == offset + 1
     # f. Broker 1 dies before broker 2 fetches x; broker 2 is elected from the ISR the controller committed.
     cluster.kill(1)
     cluster.resume(2)
