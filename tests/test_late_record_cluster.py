@@ -165,6 +165,7 @@ def test_a_late_metadata_record_loses_an_acknowledged_write(gated, producers):
     offset = _send(producers["all"], b"x")
     acked_in = time.monotonic() - began
     assert ca.high_watermark(cluster.address(1), TOPIC, 0) == offset + 1
+    assert set(_view(cluster, 3).isr) == {1, 2}  # acknowledged while the controller's ISR holds broker 2
     # f. Broker 1 dies before broker 2 fetches x; broker 2 is elected from the ISR the controller committed.
     cluster.kill(1)
     cluster.resume(2)
@@ -176,3 +177,26 @@ def test_a_late_metadata_record_loses_an_acknowledged_write(gated, producers):
           f"{acked_in:.2f} s; broker 2 elected (ISR {elected.isr}, leader epoch {elected.leader_epoch}); "
           f"read from it: {read}")
     assert read == [b"w0", b"w1"]  # x, acknowledged, is lost
+
+
+@pytest.mark.parametrize("gated", [pytest.param("4.4.0", marks=pytest.mark.slow)], indirect=True)
+def test_without_the_late_record_the_controller_shrinks_the_isr_before_the_write_is_acknowledged(gated, producers):
+    """The control: the same steps without c. The expansion's answer finds the pending state it answers and commits
+    ISR {1, 2} on broker 1 too, so x waits for paused broker 2 until leader 1 shrinks the ISR to {1} again, through
+    the controller; then broker 1's death leaves the partition without a leader (no unclean election), and broker 2,
+    without x, is not elected."""
+    cluster, gate = gated, gated.gate
+    _create(cluster, producers)
+    _shrink_answered_not_replayed(cluster, gate, producers)
+    _, paused_at = _expansion_held(cluster, gate)
+    gate.release(ALTER_PARTITION)
+    assert _wait_view(cluster, 3, lambda s: set(s.isr) == {1, 2}, 10), "the controller never committed {1, 2}"
+    time.sleep(max(0.0, paused_at + LAG_MS / 1000 + 0.5 - time.monotonic()))
+    shrinks = gate.forwarded(ALTER_PARTITION)
+    _send(producers["all"], b"x")
+    assert gate.forwarded(ALTER_PARTITION) > shrinks  # acknowledged only after another AlterPartition
+    assert _wait_view(cluster, 3, lambda s: s.isr == (1,), 10), "x acknowledged while the controller kept {1, 2}"
+    cluster.kill(1)
+    cluster.resume(2)
+    assert _wait_view(cluster, 3, lambda s: s.leader == -1, 30), "the partition did not go offline"
+    assert _view(cluster, 3).leader == -1  # not broker 2
