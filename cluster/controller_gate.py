@@ -34,6 +34,7 @@ One thread runs every connection (a selector); `stop()` closes them all and join
 
 from __future__ import annotations
 
+import base64
 import collections
 import contextlib
 import selectors
@@ -41,7 +42,7 @@ import socket
 import struct
 import threading
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 FETCH = 1  # ApiKeys.FETCH: the raft client's metadata replay from the controller
@@ -130,13 +131,13 @@ class ControllerGate:
         with self._lock:
             return [r.frame for link in self._links for r in link.queued if r.key == key]
 
-    def wait_held(self, key: int, timeout_s: float, matching: object = None) -> list[bytes]:
+    def wait_held(self, key: int, timeout_s: float, matching: Callable[[bytes], bool] | None = None) -> list[bytes]:
         """Wait until a request of `key` waits (and, given `matching`, `matching(frame)` is true for one); the
         waiting frames of `key`, or [] after `timeout_s`."""
         deadline = time.monotonic() + timeout_s
         while True:
             frames = self.held(key)
-            if frames and (matching is None or any(matching(f) for f in frames)):  # type: ignore[operator]
+            if frames and (matching is None or any(matching(f) for f in frames)):
                 return frames
             if time.monotonic() >= deadline:
                 return []
@@ -369,8 +370,6 @@ def alter_partition_proposals(frame: bytes) -> list[Proposal]:
     out = []
     for _ in range(r.varint() - 1):
         if version >= 2:
-            import base64
-
             topic = base64.urlsafe_b64encode(r.raw(16)).decode().rstrip("=")
         else:
             topic = r.raw(r.varint() - 1).decode()
