@@ -60,6 +60,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from kcheck.cluster.controller_gate import ControllerGate
 from kcheck.cluster.folder import (
     CONTROLLER_ID,
     HOLDER,
@@ -399,13 +400,14 @@ class LocalCluster:
     created in it is removed by `stop()` (anything else is left: `left`). `config` adds or overrides properties of
     every broker (e.g. `{"unclean.leader.election.enable": "true"}`). The cluster dies with this process (its
     `Watchdog`) unless `outlive` (`kcheck cluster up`); with KCHECK_CLUSTER_OWNER_PID set, it dies with that process
-    too.
+    too. `gate_broker=N` puts a `kcheck.cluster.controller_gate.ControllerGate` (`gate`) between broker N and the
+    controller (one controller only): the test holds back that broker's requests of chosen kinds.
     """
 
     def __init__(self, version: str = DEFAULT_VERSION, brokers: int = 3, racks: Sequence[str] = (),
                  directory: str | os.PathLike[str] | None = None, config: Mapping[str, str] | None = None,
                  sasl_users: Mapping[str, str] | None = None, outlive: bool = False, controllers: int = 1,
-                 network: bool = False) -> None:
+                 network: bool = False, gate_broker: int | None = None) -> None:
         self.version = release_option(version)
         if network:
             network_option()
@@ -431,6 +433,11 @@ class LocalCluster:
         self.with_network = network
         self._holder: subprocess.Popen[bytes] | None = None
         self.network: Network | None = None  # with network=True, once made (or attached)
+        if gate_broker is not None and (controllers != 1 or network or outlive or not 1 <= gate_broker <= brokers):
+            raise ClusterError(f"a controller gate needs one controller, no network, a cluster that does not outlive "
+                               f"this process, and one of its brokers (not {gate_broker})")
+        self.gate_broker = gate_broker
+        self.gate: ControllerGate | None = None  # with gate_broker, once started
 
     # -- the attached state ---------------------------------------------------------------------------------
 
@@ -690,8 +697,11 @@ class LocalCluster:
 
     # -- configuration -------------------------------------------------------------------------------------
 
-    def _common(self) -> dict[str, str]:
+    def _common(self, node: Node | None = None) -> dict[str, str]:
+        """The properties every node shares; `node` the gated broker: the controller's address is the gate's."""
         voters = ",".join(f"{c.node_id}@{c.host}:{c.port}" for c in self.state.controllers)
+        if self.gate is not None and node is not None and node.node_id == self.gate_broker:
+            voters = f"{self.controller.node_id}@{self.gate.host}:{self.gate.port}"
         return {
             "controller.quorum.voters": voters,
             "controller.listener.names": "CONTROLLER",
@@ -716,7 +726,7 @@ class LocalCluster:
         props = {
             "process.roles": "broker",
             "node.id": str(node.node_id),
-            **self._common(),
+            **self._common(node),
             "listeners": f"PLAINTEXT://{node.host}:{node.port}",
             "advertised.listeners": f"PLAINTEXT://{node.host}:{node.port}",
             "listener.security.protocol.map": "CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT",
@@ -790,6 +800,8 @@ class LocalCluster:
                 node.host = self.network.address(node.node_id)
         self._state = _State(self.version, random_cluster_id(), str(directory), controllers, brokers, self._id,
                              network)
+        if self.gate_broker is not None:
+            self.gate = ControllerGate((controllers[0].host, controllers[0].port)).start()
         for node in self._state.nodes:
             where = self._node_dir(node)
             where.mkdir()
@@ -897,6 +909,9 @@ class LocalCluster:
             if running:
                 raise ClusterError(f"node(s) {', '.join(map(str, running))} did not stop")
         self._remove_network()
+        if self.gate is not None:  # after the brokers: the gated one's controlled shutdown goes through it
+            self.gate.stop()
+            self.gate = None
         if remove and self._dir is not None:
             self.left = remove_ours(self._dir, self._id)
         self._dismiss_watchdog()
