@@ -40,14 +40,16 @@ kcheck's schedules, tables and JSON):
 A schedule file has one fault a line: `SECONDS KIND [TARGET]`, `#` comments. TARGET is a broker id, `leader` (the
 leader of partition 0 when the fault fires) or `follower` (an in-sync follower of partition 0); without one, a
 broker is drawn with the seed (`start`/`resume`: every stopped/paused broker). The election, reassign,
-pause-followers and delete-records kinds take no target. A step that fires late (a restart or start waits until the
-broker is unfenced) delays every later step by as much, so the intervals between faults hold. Before a fault that
-hits brokers or leaders (kill, pause, restart, shutdown, elections, pause-followers) the injector waits up to 0.5 s
-for a kafka-python send in flight, so requests are mid-way when it strikes (the count is the fault's note). A random
-schedule (`--seed`) injects one fault at a time: a fault, 3-8 s later its end where it has one, 1-4 s of quiet, and
-so on until `--duration`; with `--max-concurrent N` up to N faults overlap, never leaving no broker running and
-answering, and each end brings back only its own fault's brokers (`random_schedule`). Every fault event of the
-history names the schedule's step that did it, so overlapping faults can be told apart.
+pause-followers and delete-records kinds take no target. In the transactions campaign (kcheck.cluster.txn_chaos)
+TARGET may also be `coordinator`, the transaction coordinator's broker, and `elect-preferred coordinator` and
+`reassign coordinator` move that coordinator (`Campaign.roles`). A step that fires late (a restart or start waits
+until the broker is unfenced) delays every later step by as much, so the intervals between faults hold. Before a
+fault that hits brokers or leaders (kill, pause, restart, shutdown, elections, pause-followers) the injector waits
+up to 0.5 s for a kafka-python send in flight, so requests are mid-way when it strikes (the count is the fault's
+note). A random schedule (`--seed`) injects one fault at a time: a fault, 3-8 s later its end where it has one, 1-4
+s of quiet, and so on until `--duration`; with `--max-concurrent N` up to N faults overlap, never leaving no broker
+running and answering, and each end brings back only its own fault's brokers (`random_schedule`). Every fault event
+of the history names the schedule's step that did it, so overlapping faults can be told apart.
 
 The JSON history (`--json`) has the shape of `history.schema.json`, shipped beside kcheck.cluster.history, whose
 name and version every document carries.
@@ -215,7 +217,7 @@ def parse_schedule(text: str, source: str) -> list[Step]:
 def _step(line: str, where: str, n: int) -> Step:
     m = _LINE.match(line)
     if m is None:
-        raise InputError(where, f"not `SECONDS KIND [NODE|leader|follower|active-controller|controller]`: "
+        raise InputError(where, f"not `SECONDS KIND [NODE|leader|follower|active-controller|controller|coordinator]`: "
                                 f"{line.strip()!r}")
     seconds, kind, target = m.groups()
     if not _SECONDS.fullmatch(seconds) or float(seconds) > MAX_SECONDS:

@@ -12,6 +12,7 @@ import uuid
 import pytest
 
 from cli_support import run
+from kcheck.cluster import netns
 from kcheck.cluster.history import Fault, Quorum
 from kcheck.cluster.txn_chaos import (
     ANOMALY_KINDS,
@@ -282,3 +283,29 @@ def test_the_cli_runs_transactions_through_the_coordinators_kill_move_and_pause(
         admin.close()
     p = int(windows["reassign"]["note"].split(":")[0].rsplit("-", 1)[1])
     assert partition_states(cluster.bootstrap, "__transaction_state")[p].leader == coordinator
+
+
+@pytest.mark.skipif(netns.unavailable() is not None, reason=str(netns.unavailable()))
+@pytest.mark.slow  # a cluster of its own, in namespaces (~50 s)
+@pytest.mark.cluster
+@pytest.mark.kafka
+def test_transactions_survive_the_coordinator_cut_from_every_node_then_from_the_controllers(tmp_path):
+    """4.4.0 in namespaces: the coordinator's broker cut from every other node both ways (its transactions wait or
+    time out; InitProducerId of a new session finds the coordinator elsewhere once the cut broker loses leadership),
+    healed, then cut from the controllers only; no anomaly, both cuts recorded with their windows and healed."""
+    from kcheck.cluster.chaos import CAMPAIGN_BROKER_CONFIG, parse_schedule
+    from kcheck.cluster.local import LocalCluster
+
+    s = TxnSettings(topic=f"kcheck-txn-{uuid.uuid4().hex[:8]}", duration=16.0, records=2, network=True)
+    schedule = parse_schedule("1 partition coordinator\n7 heal\n9 partition-from-quorum coordinator\n14 heal\n", "s")
+    with LocalCluster("4.4.0", brokers=3, directory=tmp_path / "c", config=CAMPAIGN_BROKER_CONFIG,
+                      network=True) as cluster:
+        cluster.start()
+        o = TxnCampaign(cluster, s, lambda line: None, schedule).run()
+        assert cluster.network is not None and not cluster.network.cuts
+    v = o.verdict
+    assert {k: v.anomalies[k] for k in ANOMALY_KINDS} == {k: [] for k in ANOMALY_KINDS} and v.ok, v.anomalies
+    windows = [(w["kind"], w["role"]) for w in v.faults]
+    assert windows == [("partition", "coordinator"), ("partition-from-quorum", "coordinator")], o.history.faults
+    assert all(w["end"] is not None for w in v.faults)
+    assert v.outcomes["committed"] > 0

@@ -99,13 +99,14 @@ def chaos_command(
         = 0,
     faults: Annotated[str | None, typer.Option(
         help="Fault kinds a random schedule draws from, comma-separated (default: every kind but lossy-kill: "
-             + ",".join(DEFAULT_FAULTS) + ").")] = None,
+             + ",".join(DEFAULT_FAULTS) + "; with --producers transactional " + ",".join(TXN_FAULTS)
+             + ", and delete-records refused).")] = None,
     max_concurrent: Annotated[int | None, typer.Option(
         help=f"Faults a random schedule lets overlap, 1..{MAX_CONCURRENT} (default 1: one at a time); never more "
              "than all brokers but one down or paused at once.")] = None,
     schedule: Annotated[str | None, typer.Option(
         metavar="FILE", help=f"Faults from a file, one a line: SECONDS KIND [NODE|leader|follower|active-controller|"
-                             f"controller]; # comments. At "
+                             f"controller|coordinator (--producers transactional)]; # comments. At "
                              f"most {MAX_SCHEDULE_STEPS:,} faults, times 0..{MAX_SECONDS:,.0f} s.")] = None,
     rate: Annotated[float | None, typer.Option(
         help=f"Records a second sent by each producer, 0.1..{MAX_RATE:,.0f} (default 50; not with --producers "
@@ -156,6 +157,11 @@ def chaos_command(
     kcheck starts itself gets these broker settings, Kafka's semantics on a campaign's time scale:
     replica.lag.time.max.ms=3000 (a stalled follower leaves the ISR in 3 s, not 30 s), broker.heartbeat.interval.ms=500
     (restarted brokers unfenced sooner), replica.socket.timeout.ms=5000 (followers give up on a dead leader sooner).
+    With --producers transactional the campaign runs transactions instead (--client java or kafka-python): two
+    transactional producers whose every transaction writes each partition and commits or aborts, a read_committed
+    reader, and the faults aimed at the transaction coordinator's broker (target `coordinator`; elect-preferred and
+    reassign move the coordinator), partition 0's leader and the controllers; checked for aborted reads (G1a), lost
+    writes, torn transactions and duplicates, each fault reported with its window.
     Ctrl-C or SIGTERM: the faults stop, paused brokers are resumed, a cluster kcheck started is stopped, no --json
     file is written, exit 130. The --json document follows kcheck/cluster/history.schema.json (its name and version
     are in it); with --producers transactional, kcheck/cluster/txn-history.schema.json. Exit 0 clean, 1 a violation
