@@ -309,3 +309,26 @@ def test_transactions_survive_the_coordinator_cut_from_every_node_then_from_the_
     assert windows == [("partition", "coordinator"), ("partition-from-quorum", "coordinator")], o.history.faults
     assert all(w["end"] is not None for w in v.faults)
     assert v.outcomes["committed"] > 0
+
+
+@pytest.mark.slow  # a cluster of its own (~35 s)
+@pytest.mark.cluster
+@pytest.mark.kafka
+def test_ctrl_c_resumes_the_paused_coordinator_kills_the_producers_and_stops_the_cluster(tmp_path):
+    """Ctrl-C while the coordinator's broker is paused: exit 130, one line saying the broker was resumed and the
+    cluster stopped, no --json file, and no Java producer left (they run in sessions of their own)."""
+    import subprocess
+
+    from test_interrupts import _interrupt
+
+    schedule = tmp_path / "s.txt"
+    schedule.write_text("1 pause coordinator\n50 resume\n")
+    topic = f"txn-int-{uuid.uuid4().hex[:8]}"
+    code, lines, seconds = _interrupt(["chaos", "--producers", "transactional", "--schedule", str(schedule),
+                                       "--duration", "60", "--topic", topic, "--json", str(tmp_path / "t.json")],
+                                      tmp_path, after=1.0, wait_for=" pause ")
+    assert code == 130 and "resumed broker(s)" in lines[-1] and "stopped the cluster it started" in lines[-1], lines
+    assert lines[-1].startswith("kcheck: interrupted (SIGINT): stopped, no output written; ")
+    assert seconds < 10 and not (tmp_path / "t.json").exists()
+    left = subprocess.run(["pgrep", "-f", f"KcheckTxnProducer.java .* {topic} "], capture_output=True, text=True)
+    assert left.stdout == "", left.stdout
