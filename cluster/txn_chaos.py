@@ -773,8 +773,7 @@ def run_campaign(version: str, settings: TxnSettings, say: Callable[[str], None]
     from kcheck.cluster.chaos import CAMPAIGN_BROKER_CONFIG
 
     with LocalCluster(version, brokers=3, config=CAMPAIGN_BROKER_CONFIG, controllers=settings.controllers,
-                      network=settings.network) as cluster:
-        cluster.start()
+                      network=settings.network) as cluster:  # started by `with`
         try:
             return TxnCampaign(cluster, settings, say, schedule).run()
         finally:

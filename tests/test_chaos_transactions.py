@@ -300,7 +300,6 @@ def test_transactions_survive_the_coordinator_cut_from_every_node_then_from_the_
     schedule = parse_schedule("1 partition coordinator\n7 heal\n9 partition-from-quorum coordinator\n14 heal\n", "s")
     with LocalCluster("4.4.0", brokers=3, directory=tmp_path / "c", config=CAMPAIGN_BROKER_CONFIG,
                       network=True) as cluster:
-        cluster.start()
         o = TxnCampaign(cluster, s, lambda line: None, schedule).run()
         assert cluster.network is not None and not cluster.network.cuts
     v = o.verdict
