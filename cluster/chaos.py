@@ -696,8 +696,11 @@ class Campaign:
                 return
             first = st.replicas.index(others[0])
             new = [*st.replicas[first:], *st.replicas[:first]]
-            reassign(self.live_bootstrap(), topic, {p: new}, timeout_s=10.0)
-            note += f": replicas {','.join(map(str, st.replicas))} -> {','.join(map(str, new))}"
+            if new == list(st.replicas):  # after a failover the preferred replica is the one to move to
+                note += f": replicas {','.join(map(str, new))} kept"
+            else:
+                reassign(self.live_bootstrap(), topic, {p: new}, timeout_s=10.0)
+                note += f": replicas {','.join(map(str, st.replicas))} -> {','.join(map(str, new))}"
         flying = self._flying_note(kind)
         error = elect_leaders(self.live_bootstrap(), topic, [p], unclean=False, timeout_s=10.0).get(p)
         if kind == "elect-preferred" and error is not None:
