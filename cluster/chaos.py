@@ -854,7 +854,7 @@ class Campaign:
 
                 cut = lossy_kill(self.cluster, target)
                 self._fault(kind, "start", (target,), f"{cut.records_cut} record(s) cut from {len(cut.files)} "
-                            f"file(s){flying}")
+                            f"file(s){flying}", step.target)
                 return
             elif kind == "pause":
                 self.cluster.pause(target)
@@ -862,9 +862,9 @@ class Campaign:
             elif kind == "shutdown":
                 self.cluster.shutdown(target)
             elif kind == "restart":
-                self._fault(kind, "start", (target,), flying.lstrip("; "))
+                self._fault(kind, "start", (target,), flying.lstrip("; "), step.target)
                 self.cluster.restart(target)
-                self._fault(kind, "end", (target,))
+                self._fault(kind, "end", (target,), role=step.target)
                 return
             self._fault(kind, "start", (target,), flying.lstrip("; "), step.target)
         except (InputError, OSError) as e:
