@@ -234,8 +234,8 @@ def test_the_cli_refuses_options_that_do_not_apply_to_transactions_in_one_line(c
 @pytest.mark.kafka
 @pytest.mark.cluster
 def test_transactions_survive_a_leader_and_a_coordinator_kill(cluster):
-    s = TxnSettings(topic=f"kcheck-txn-{uuid.uuid4().hex[:8]}", duration=16.0, producers=2, records=2,
-                    kill_leader_at=3.0, kill_coordinator_at=9.0, down=2.0)
+    s = TxnSettings(topic=f"kcheck-txn-{uuid.uuid4().hex[:8]}", duration=10.0, producers=2, records=2,
+                    kill_leader_at=1.0, kill_coordinator_at=5.0, down=2.0)
     o = TxnCampaign(cluster, s, say=lambda line: None).run()
     v = o.verdict
     assert {k: v.anomalies[k] for k in ANOMALY_KINDS} == {k: [] for k in ANOMALY_KINDS}
