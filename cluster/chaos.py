@@ -40,14 +40,16 @@ kcheck's schedules, tables and JSON):
 A schedule file has one fault a line: `SECONDS KIND [TARGET]`, `#` comments. TARGET is a broker id, `leader` (the
 leader of partition 0 when the fault fires) or `follower` (an in-sync follower of partition 0); without one, a
 broker is drawn with the seed (`start`/`resume`: every stopped/paused broker). The election, reassign,
-pause-followers and delete-records kinds take no target. A step that fires late (a restart or start waits until the
-broker is unfenced) delays every later step by as much, so the intervals between faults hold. Before a fault that
-hits brokers or leaders (kill, pause, restart, shutdown, elections, pause-followers) the injector waits up to 0.5 s
-for a kafka-python send in flight, so requests are mid-way when it strikes (the count is the fault's note). A random
-schedule (`--seed`) injects one fault at a time: a fault, 3-8 s later its end where it has one, 1-4 s of quiet, and
-so on until `--duration`; with `--max-concurrent N` up to N faults overlap, never leaving no broker running and
-answering, and each end brings back only its own fault's brokers (`random_schedule`). Every fault event of the
-history names the schedule's step that did it, so overlapping faults can be told apart.
+pause-followers and delete-records kinds take no target. In the transactions campaign (kcheck.cluster.txn_chaos)
+TARGET may also be `coordinator`, the transaction coordinator's broker, and `elect-preferred coordinator` and
+`reassign coordinator` move that coordinator (`Campaign.roles`). A step that fires late (a restart or start waits
+until the broker is unfenced) delays every later step by as much, so the intervals between faults hold. Before a
+fault that hits brokers or leaders (kill, pause, restart, shutdown, elections, pause-followers) the injector waits
+up to 0.5 s for a kafka-python send in flight, so requests are mid-way when it strikes (the count is the fault's
+note). A random schedule (`--seed`) injects one fault at a time: a fault, 3-8 s later its end where it has one, 1-4
+s of quiet, and so on until `--duration`; with `--max-concurrent N` up to N faults overlap, never leaving no broker
+running and answering, and each end brings back only its own fault's brokers (`random_schedule`). Every fault event
+of the history names the schedule's step that did it, so overlapping faults can be told apart.
 
 The JSON history (`--json`) has the shape of `history.schema.json`, shipped beside kcheck.cluster.history, whose
 name and version every document carries.
@@ -112,6 +114,11 @@ TOPIC_KINDS = ("elect-preferred", "elect-unclean", "reassign", "pause-followers"
 # Roles a broker fault's target may name beside a node id; the controller roles need a quorum of 3 or more.
 BROKER_ROLES = ("leader", "follower")
 CONTROLLER_ROLES = ("active-controller", "controller")
+# Roles only a campaign that defines them resolves (`Campaign.roles`): the transactions campaign's `coordinator`, the
+# leader of the __transaction_state partition of its first transactional id (kcheck.cluster.txn_chaos). A
+# topic-kind fault may also name one: MOVE_KINDS then move that partition's leader.
+CAMPAIGN_ROLES = ("coordinator",)
+MOVE_KINDS = ("elect-preferred", "reassign")
 # The kinds that may hit a controller (partition-from-quorum cuts a broker from the controllers)
 CONTROLLER_KINDS = ("kill", "pause", "restart", "shutdown", "partition", "partition-one-way")
 ENDS = {"kill": "start", "lossy-kill": "start", "shutdown": "start", "pause": "resume", "pause-followers": "resume",
@@ -210,7 +217,7 @@ def parse_schedule(text: str, source: str) -> list[Step]:
 def _step(line: str, where: str, n: int) -> Step:
     m = _LINE.match(line)
     if m is None:
-        raise InputError(where, f"not `SECONDS KIND [NODE|leader|follower|active-controller|controller]`: "
+        raise InputError(where, f"not `SECONDS KIND [NODE|leader|follower|active-controller|controller|coordinator]`: "
                                 f"{line.strip()!r}")
     seconds, kind, target = m.groups()
     if not _SECONDS.fullmatch(seconds) or float(seconds) > MAX_SECONDS:
@@ -219,11 +226,12 @@ def _step(line: str, where: str, n: int) -> Step:
     if kind not in SCHEDULE_KINDS:
         raise InputError(where, f"{kind[:60]!r} is not a fault kind ({', '.join(SCHEDULE_KINDS)})")
     if target is not None:
-        if kind in TOPIC_KINDS:
-            raise InputError(where, f"{kind} takes no target (it acts on the topic), got {target[:40]!r}")
-        if target not in (*BROKER_ROLES, *CONTROLLER_ROLES) and not _BROKER.fullmatch(target):
-            raise InputError(where, f"target {target[:40]!r} is not a node id, leader, follower, active-controller "
-                                    "or controller")
+        if kind in TOPIC_KINDS and not (kind in MOVE_KINDS and target in CAMPAIGN_ROLES):
+            raise InputError(where, f"{kind} takes no target (it acts on the topic; elect-preferred and reassign "
+                                    f"may name {', '.join(CAMPAIGN_ROLES)}), got {target[:40]!r}")
+        if target not in (*BROKER_ROLES, *CONTROLLER_ROLES, *CAMPAIGN_ROLES) and not _BROKER.fullmatch(target):
+            raise InputError(where, f"target {target[:40]!r} is not a node id, leader, follower, active-controller, "
+                                    "controller or coordinator")
         if target in CONTROLLER_ROLES and kind not in CONTROLLER_KINDS:
             raise InputError(where, f"{kind} does not hit a controller (only {', '.join(CONTROLLER_KINDS)} do), "
                                     f"got {target}")
@@ -255,11 +263,14 @@ def check_topic(name: str) -> str:
 
 
 def check_schedule_brokers(steps: Sequence[Step], brokers: Sequence[int], source: str,
-                           controllers: Sequence[int] = (1000,)) -> None:
+                           controllers: Sequence[int] = (1000,), roles: Sequence[str] = ()) -> None:
     """Every node a schedule names is in the cluster; a controller is hit only by CONTROLLER_KINDS (and their ends),
-    and only in a quorum of 3 or more (taking down the one controller of a one-voter quorum leaves none)."""
+    and only in a quorum of 3 or more (taking down the one controller of a one-voter quorum leaves none); a role of
+    CAMPAIGN_ROLES only where the campaign defines it (`roles`)."""
     for s in steps:
         where = f"{source}:{s.line}"
+        if s.target in CAMPAIGN_ROLES and s.target not in roles:
+            raise InputError(where, f"{s.target} is a role of the transactions campaign (--producers transactional)")
         named = int(s.target) if s.target is not None and _BROKER.fullmatch(s.target) else None
         if named is not None and named not in (*brokers, *controllers):
             raise InputError(where, f"node {s.target} is not in the cluster (brokers {', '.join(map(str, brokers))}; "
@@ -284,14 +295,17 @@ def _holds(kind: str, brokers: int, target: str | None = None) -> int:
 
 
 def random_schedule(seed: int, duration: float, kinds: Sequence[str], start: float = 3.0, max_concurrent: int = 1,
-                    brokers: int = 3, controllers: int = 1) -> list[Step]:
+                    brokers: int = 3, controllers: int = 1, roles: Sequence[str | None] = (*BROKER_ROLES, None),
+                    move_roles: Sequence[str] = ()) -> list[Step]:
     """Faults until `duration`: a fault, its end 3-8 s later where it has one, and 1-4 s after it began the next one
     while fewer than `max_concurrent` faults last (else 1-4 s after the first of them ends). A fault that would leave
     no broker answering while another lasts waits for ends first (at most `brokers - 1` down or paused at once,
     so a leader can always be elected; the controllers are processes of their own). With 3 or more `controllers`,
     a kill, pause, restart or shutdown may also target the active controller or any controller, never more than a
     minority of them at once (a majority must remain to elect a leader). With `max_concurrent` 1: one fault at a
-    time, the next 1-4 s after the end of the last. Each end names the step it ends (`Step.ends`)."""
+    time, the next 1-4 s after the end of the last. Each end names the step it ends (`Step.ends`). A broker fault's
+    target is drawn from `roles` (None: a broker drawn when it fires); with `move_roles`, an elect-preferred or
+    reassign names one of them (the transactions campaign: `coordinator`)."""
     rng = random.Random(seed)
     steps: list[Step] = []
     active: list[tuple[float, int]] = []  # (its end, the index of its step), by end
@@ -311,9 +325,10 @@ def random_schedule(seed: int, duration: float, kinds: Sequence[str], start: flo
     while t < duration - 2:
         kind = rng.choice(list(kinds))
         broker_fault = (kind in ENDS or kind == "restart") and kind not in TOPIC_KINDS
-        roles = [*BROKER_ROLES, None] + (list(CONTROLLER_ROLES) if controllers >= 3 and kind in CONTROLLER_KINDS
-                                         else [])
-        target = rng.choice(roles) if broker_fault else None
+        drawn = [*roles] + (list(CONTROLLER_ROLES) if controllers >= 3 and kind in CONTROLLER_KINDS else [])
+        target = rng.choice(drawn) if broker_fault else None
+        if kind in MOVE_KINDS and move_roles:
+            target = rng.choice(list(move_roles))
         hold = rng.uniform(3, 8)
         while active and (active[0][0] <= t or len(active) >= max_concurrent
                           or held() + _holds(kind, brokers, target) > brokers - 1
@@ -400,6 +415,8 @@ class Campaign:
         self.threads: list[threading.Thread] = []
         self.producers: list[Producer] = []
         self.producers_done = threading.Event()
+        # CAMPAIGN_ROLES this campaign resolves: a role -> the (topic, partition) whose leader it is now
+        self.roles: dict[str, Callable[[], tuple[str, int]]] = {}
 
     # -- the cluster ---------------------------------------------------------------------------------------
 
@@ -630,6 +647,12 @@ class Campaign:
         if step.target is not None and _BROKER.fullmatch(step.target):
             b = int(step.target)
             return b if b in up else f"broker {b} is not running (or is paused)"
+        if step.target in self.roles:
+            found = self._role_partition(step.target)
+            if isinstance(found, str):
+                return found
+            topic, p, st = found
+            return st.leader if st.leader in up else f"{topic}-{p} has no answering leader ({st.leader})"
         if step.target in ("leader", "follower"):
             try:
                 p0 = self.recent_states()[0]
@@ -640,6 +663,53 @@ class Campaign:
             followers = [b for b in p0.isr if b != p0.leader and b in up]
             return self.rng.choice(followers) if followers else "partition 0 has no answering in-sync follower"
         return self.rng.choice(up) if up else "no broker answers"
+
+    def _role_partition(self, role: str) -> tuple[str, int, Any] | str:
+        """The partition a campaign role (`roles`) names and its state now; or why it cannot be read."""
+        from kafka.errors import KafkaError
+
+        from kcheck.cluster.admin import partition_states
+
+        try:
+            topic, p = self.roles[role]()
+            return topic, p, partition_states(self.live_bootstrap(), topic, timeout_s=3.0)[p]
+        except (InputError, KafkaError, KeyError, OSError) as e:
+            return f"the {role}'s partition could not be read ({type(e).__name__}: {e})"
+
+    def _move_role_leader(self, kind: str, role: str) -> None:
+        """`reassign ROLE`: the role's partition's replicas rotated so that another in-sync replica comes first, then
+        a preferred election on it; `elect-preferred ROLE`: the election alone (it moves the leader back to the
+        preferred replica after a failover, and is skipped when the leader is already the preferred one)."""
+        from kcheck.cluster.admin import elect_leaders, reassign
+
+        found = self._role_partition(role)
+        if isinstance(found, str):
+            self._fault(kind, "skipped", note=found, role=role)
+            return
+        topic, p, st = found
+        note = f"{topic}-{p}"
+        if kind == "reassign":
+            others = [b for b in st.replicas if b != st.leader and b in st.isr and b in self._answering()]
+            if st.adding or st.removing or not others:
+                self._fault(kind, "skipped", note=f"{note} is being reassigned or has no other answering in-sync "
+                                                  "replica", role=role)
+                return
+            first = st.replicas.index(others[0])
+            new = [*st.replicas[first:], *st.replicas[:first]]
+            if new == list(st.replicas):  # after a failover the preferred replica is the one to move to
+                note += f": replicas {','.join(map(str, new))} kept"
+            else:
+                reassign(self.live_bootstrap(), topic, {p: new}, timeout_s=10.0)
+                note += f": replicas {','.join(map(str, st.replicas))} -> {','.join(map(str, new))}"
+        flying = self._flying_note(kind)
+        error = elect_leaders(self.live_bootstrap(), topic, [p], unclean=False, timeout_s=10.0).get(p)
+        if kind == "elect-preferred" and error is not None:
+            self._fault(kind, "skipped", (st.leader,), f"{note}: {error}", role)
+            return
+        after = self._role_partition(role)
+        now = str(after[2].leader) if not isinstance(after, str) else "not read"
+        note += f"; leader {st.leader} -> {now}" + (f" (election: {error})" if error else "")
+        self._fault(kind, "start", (st.leader,), note + flying, role)
 
     def _controller_target(self, step: Step) -> int | str:
         """The controller a step hits (the quorum read first: `_before`), or why it cannot fire: never a majority of
@@ -754,6 +824,9 @@ class Campaign:
     def apply(self, step: Step) -> None:
         kind = step.kind
         try:
+            if kind in MOVE_KINDS and step.target in self.roles:
+                self._move_role_leader(kind, step.target)
+                return
             if kind in TOPIC_KINDS:
                 self._topic_fault(kind)
                 return
@@ -781,7 +854,7 @@ class Campaign:
 
                 cut = lossy_kill(self.cluster, target)
                 self._fault(kind, "start", (target,), f"{cut.records_cut} record(s) cut from {len(cut.files)} "
-                            f"file(s){flying}")
+                            f"file(s){flying}", step.target)
                 return
             elif kind == "pause":
                 self.cluster.pause(target)
@@ -789,9 +862,9 @@ class Campaign:
             elif kind == "shutdown":
                 self.cluster.shutdown(target)
             elif kind == "restart":
-                self._fault(kind, "start", (target,), flying.lstrip("; "))
+                self._fault(kind, "start", (target,), flying.lstrip("; "), step.target)
                 self.cluster.restart(target)
-                self._fault(kind, "end", (target,))
+                self._fault(kind, "end", (target,), role=step.target)
                 return
             self._fault(kind, "start", (target,), flying.lstrip("; "), step.target)
         except (InputError, OSError) as e:
@@ -979,7 +1052,7 @@ class Campaign:
             for p in self.producers:
                 p.start()
             try:
-                self._follow_schedule()
+                self.follow_schedule()
             except BaseException as e:
                 if not interrupts.by_interrupt(e):  # a failure: heal what the faults did
                     self.stop_producing.set()
@@ -1011,7 +1084,8 @@ class Campaign:
         except KafkaBridgeError as e:
             raise ClusterError(str(e)) from None
 
-    def _follow_schedule(self) -> None:
+    def follow_schedule(self) -> None:
+        """Every step of the schedule at its time, then the rest of the duration."""
         lag = 0.0  # a step that ran late (a restart waits until the broker is unfenced) delays the rest
         for index, step in enumerate(self.schedule):
             self._step = index

@@ -335,7 +335,7 @@ def test_a_schedule_file_reads_one_fault_a_line():
     ("1 kill " + "9" * 5000 + "\n", "s.txt:1: target '9999"),  # int() refuses past 4,300 digits
     ("1 kill \u0661\n", "s.txt:1: target '\u0661' is not a node id"),
     ("1 explode 2\n", "s.txt:1: 'explode' is not a fault kind"),
-    ("1 kill the-leader\n", "s.txt:1: target 'the-leader' is not a node id, leader, follower, active-controller or "
+    ("1 kill the-leader\n", "s.txt:1: target 'the-leader' is not a node id, leader, follower, active-controller, "
                             "controller"),
     ("1 reassign 2\n", "s.txt:1: reassign takes no target"),
     ("1 start leader\n", "s.txt:1: start takes a broker id or nothing"),

@@ -76,7 +76,7 @@ def test_schedules_name_controller_roles_only_for_faults_that_can_hit_a_controll
     for text, message in (("1 lossy-kill active-controller", "lossy-kill does not hit a controller"),
                           ("1 start controller", "start does not hit a controller .only kill, pause, restart, "),
                           ("1 elect-preferred controller", "elect-preferred takes no target"),
-                          ("1 kill controllers", "is not a node id, leader, follower, active-controller or")):
+                          ("1 kill controllers", "is not a node id, leader, follower, active-controller, controller")):
         with pytest.raises(InputError, match=message):
             parse_schedule(text, "s")
     refusals = ((("1 kill active-controller",), (1000,), "s:1: kill active-controller needs a quorum of 3 or more"),

@@ -40,8 +40,20 @@ from kcheck.cluster.folder import CONTROLLER_ID
 from kcheck.cluster.history import PRODUCER_KINDS
 from kcheck.cluster.local import DEFAULT_VERSION, LocalCluster
 from kcheck.cluster.producers import DEFAULT_PRODUCERS, parse_producers
+from kcheck.cluster.txn_chaos import (
+    NOT_TXN_FAULTS,
+    TXN_FAULTS,
+    TxnCampaign,
+    TxnOutcome,
+    TxnSettings,
+    print_txn_outcome,
+    random_txn_schedule,
+)
 from kcheck.inputs.formats import InputError
 from kcheck.runtime import interrupts
+
+# --client: the transactions campaign's clients by their command-line names
+CLIENTS = {"java": "java", "kafka-python": "python"}
 
 
 def check_output(path: str, option: str, inputs: Sequence[str | None] = ()) -> str:
@@ -87,21 +99,33 @@ def chaos_command(
         = 0,
     faults: Annotated[str | None, typer.Option(
         help="Fault kinds a random schedule draws from, comma-separated (default: every kind but lossy-kill: "
-             + ",".join(DEFAULT_FAULTS) + ").")] = None,
+             + ",".join(DEFAULT_FAULTS) + "; with --producers transactional " + ",".join(TXN_FAULTS)
+             + ", and delete-records refused).")] = None,
     max_concurrent: Annotated[int | None, typer.Option(
         help=f"Faults a random schedule lets overlap, 1..{MAX_CONCURRENT} (default 1: one at a time); never more "
              "than all brokers but one down or paused at once.")] = None,
     schedule: Annotated[str | None, typer.Option(
         metavar="FILE", help=f"Faults from a file, one a line: SECONDS KIND [NODE|leader|follower|active-controller|"
-                             f"controller]; # comments. At "
+                             f"controller|coordinator (--producers transactional)]; # comments. At "
                              f"most {MAX_SCHEDULE_STEPS:,} faults, times 0..{MAX_SECONDS:,.0f} s.")] = None,
-    rate: Annotated[float, typer.Option(
-        help=f"Records a second sent by each producer, 0.1..{MAX_RATE:,.0f}.")] = 50.0,
+    rate: Annotated[float | None, typer.Option(
+        help=f"Records a second sent by each producer, 0.1..{MAX_RATE:,.0f} (default 50; not with --producers "
+             "transactional).")] = None,
     producers: Annotated[str | None, typer.Option(
         help="Producer kinds, comma-separated, each once (default " + ",".join(DEFAULT_PRODUCERS) + "): "
              + ", ".join(PRODUCER_KINDS) + ". plain/plain-1: kafka-python acks=all, not idempotent, max in flight "
              "5/1; acks1: kafka-python acks=1; idempotent/idempotent-1: kafka-python idempotent; java-idempotent/"
-             "java-plain: the release's VerifiableProducer with idempotence on/off, 5 in flight.")] = None,
+             "java-plain: the release's VerifiableProducer with idempotence on/off, 5 in flight. Or `transactional` "
+             "alone: the transactions campaign (two transactional producers, each transaction writing every "
+             "partition and committing or aborting, a read_committed reader; checked for aborted reads, lost "
+             "writes, torn transactions and duplicates). Its random schedule draws "
+             + ",".join(TXN_FAULTS) + " (with --network the partitions too) aimed at the transaction coordinator's "
+             "broker (target `coordinator`: the leader of producer 0's __transaction_state partition; elect-preferred"
+             " and reassign move that leader), partition 0's leader, and with --controllers 3 or 5 the "
+             "controllers.")] = None,
+    client: Annotated[str | None, typer.Option(
+        help="With --producers transactional: the transactional client, java (the release's own KafkaProducer, "
+             "default) or kafka-python.")] = None,
     topic: Annotated[str | None, typer.Option(
         help="The topic to create (default kcheck-chaos-<time>-<seed>); not one of Kafka's internal topics.")] = None,
     heal_timeout: Annotated[float, typer.Option(
@@ -133,12 +157,18 @@ def chaos_command(
     kcheck starts itself gets these broker settings, Kafka's semantics on a campaign's time scale:
     replica.lag.time.max.ms=3000 (a stalled follower leaves the ISR in 3 s, not 30 s), broker.heartbeat.interval.ms=500
     (restarted brokers unfenced sooner), replica.socket.timeout.ms=5000 (followers give up on a dead leader sooner).
+    With --producers transactional the campaign runs transactions instead (--client java or kafka-python): two
+    transactional producers whose every transaction writes each partition and commits or aborts, a read_committed
+    reader, and the faults aimed at the transaction coordinator's broker (target `coordinator`; elect-preferred and
+    reassign move the coordinator), partition 0's leader and the controllers; checked for aborted reads (G1a), lost
+    writes, torn transactions and duplicates, each fault reported with its window.
     Ctrl-C or SIGTERM: the faults stop, paused brokers are resumed, a cluster kcheck started is stopped, no --json
     file is written, exit 130. The --json document follows kcheck/cluster/history.schema.json (its name and version
-    are in it). Exit 0 clean, 1 a violation, 2 bad input, 4 the cluster never healed."""
+    are in it); with --producers transactional, kcheck/cluster/txn-history.schema.json. Exit 0 clean, 1 a violation
+    (an anomaly), 2 bad input, 4 the cluster never healed (or the final read could not finish)."""
     plan = _prepare(kafka_version, brokers, partitions, replication_factor, min_insync_replicas,
                     unclean_leader_election, duration, seed, faults, schedule, rate, topic, heal_timeout, json_out,
-                    directory, producers, max_concurrent, controllers, network)
+                    directory, producers, max_concurrent, controllers, network, client)
     try:
         return _campaign(plan)
     except BaseException as e:
@@ -166,7 +196,11 @@ def _campaign(plan: _Plan) -> int:
             info["start_seconds"] = round(cluster.started_in_s, 1)
             err(f"kcheck chaos: cluster up in {cluster.started_in_s:.1f} s at {cluster.bootstrap}")
         err(f"kcheck chaos: topic {s.topic}; {len(plan.steps)} scheduled fault(s); {s.duration:g} s")
-        plan.campaign = Campaign(cluster, s, plan.steps, say=lambda line: err(f"  {line}"))
+        say = lambda line: err(f"  {line}")  # noqa: E731
+        if plan.txn is not None:
+            plan.campaign = TxnCampaign(cluster, plan.txn, say, plan.steps)
+        else:
+            plan.campaign = Campaign(cluster, s, plan.steps, say=say)
         outcome = plan.campaign.run()
     except BaseException as e:
         if plan.own and cluster._state is not None and not interrupts.by_interrupt(e):
@@ -179,7 +213,10 @@ def _campaign(plan: _Plan) -> int:
         write_new(plan.json_path, "--json", outcome.document())
     from kcheck.report import console
 
-    print_outcome(outcome, console())
+    if isinstance(outcome, TxnOutcome):
+        print_txn_outcome(outcome, console())
+    else:
+        print_outcome(outcome, console())
     if plan.own:
         err(f"kcheck chaos: cluster started in {info.get('start_seconds')} s, stopped in {info.get('stop_seconds')} s")
     return int(outcome.exit_code)
@@ -220,32 +257,24 @@ class _Plan:
     cluster: LocalCluster
     own: bool
     json_path: str | None
-    campaign: Campaign | None = None
+    campaign: Campaign | TxnCampaign | None = None
+    txn: TxnSettings | None = None  # --producers transactional: the transactions campaign's settings
 
 
 def _prepare(kafka_version: str | None, brokers: int | None, partitions: int, replication_factor: int,
              min_insync_replicas: int, unclean: bool, duration: float, seed: int, faults: str | None,
-             schedule: str | None, rate: float, topic: str | None, heal_timeout: float, json_out: str | None,
+             schedule: str | None, rate: float | None, topic: str | None, heal_timeout: float, json_out: str | None,
              directory: str | None, producers: str | None = None, max_concurrent: int | None = None,
-             controllers: int | None = None, network: bool = False) -> _Plan:
+             controllers: int | None = None, network: bool = False, client: str | None = None) -> _Plan:
     """Every option, file and the cluster folder, checked before any process or connection (one line, exit 2)."""
-    from kcheck.cluster.local import MAX_BROKERS, controllers_option, network_option, release_option
+    from kcheck.cluster.local import MAX_BROKERS, release_option
 
     version = release_option(kafka_version) if kafka_version is not None else None
-    if directory is not None and brokers is not None:
-        raise InputError("--brokers", "applies to a cluster kcheck starts, not with --dir")
-    if brokers is not None:
-        _within("--brokers", brokers, 1, MAX_BROKERS)
-    if directory is not None and controllers is not None:
-        raise InputError("--controllers", "applies to a cluster kcheck starts, not with --dir")
-    if controllers is not None:
-        controllers_option(controllers)
-    if directory is not None and network:
-        raise InputError("--network", "applies to a cluster kcheck starts (with --dir: `kcheck cluster up --network`)")
-    if network:
-        network_option()
+    _cluster_options(directory, brokers, controllers, network)
     _within("--duration", duration, 1, MAX_SECONDS)
-    _within("--rate", rate, 0.1, MAX_RATE)
+    transactional = _transactional(producers, rate, client)
+    if rate is not None:
+        _within("--rate", rate, 0.1, MAX_RATE)
     _within("--heal-timeout", heal_timeout, 1, MAX_HEAL_SECONDS)
     _within("--partitions", partitions, 1, MAX_PARTITIONS)
     _within("--replication-factor", replication_factor, 1, MAX_BROKERS)
@@ -261,7 +290,8 @@ def _prepare(kafka_version: str | None, brokers: int | None, partitions: int, re
             raise InputError("--max-concurrent", "applies only to a random schedule, not with --schedule")
         _within("--max-concurrent", max_concurrent, 1, MAX_CONCURRENT)
     kinds = parse_faults(faults) if faults is not None else None
-    producer_kinds = parse_producers(producers) if producers is not None else DEFAULT_PRODUCERS
+    producer_kinds = (parse_producers(producers) if producers is not None and not transactional
+                      else DEFAULT_PRODUCERS)
     json_path = check_output(json_out, "--json", [schedule]) if json_out is not None else None
     steps = read_schedule(schedule) if schedule is not None else []
     if directory is not None:
@@ -272,20 +302,78 @@ def _prepare(kafka_version: str | None, brokers: int | None, partitions: int, re
     else:
         cluster = LocalCluster(version or DEFAULT_VERSION, brokers or 3, config=CAMPAIGN_BROKER_CONFIG,
                                controllers=controllers or 1, network=network)
+    if transactional:
+        kinds = kinds or ((*TXN_FAULTS, *NETWORK_KINDS) if network else TXN_FAULTS)
     kinds = kinds or (NETWORK_FAULTS if network else DEFAULT_FAULTS)
     _need_network(kinds, steps, schedule, network)
     broker_ids = cluster.brokers if directory is not None else tuple(range(1, cluster.broker_count + 1))
     controller_ids = tuple(range(CONTROLLER_ID, CONTROLLER_ID + cluster.controller_count))
-    if schedule is None:
+    txn = None
+    if transactional:
+        txn = TxnSettings(name, duration, seed, partitions=partitions, client=CLIENTS[client or "java"],
+                          replication_factor=replication_factor, min_insync_replicas=min_insync_replicas,
+                          unclean=unclean, heal_timeout=heal_timeout, faults=kinds if schedule is None else (),
+                          max_concurrent=max_concurrent or 1, controllers=len(controller_ids), network=network)
+        _no_deleted_records(kinds, steps, schedule)
+        steps = steps if schedule is not None else random_txn_schedule(txn, kinds)
+    elif schedule is None:
         steps = random_schedule(seed, duration, kinds, max_concurrent=max_concurrent or 1, brokers=len(broker_ids),
                                 controllers=len(controller_ids))
     if replication_factor > len(broker_ids):
         raise InputError("--replication-factor", f"{replication_factor} is above the cluster's {len(broker_ids)} "
                          "broker(s)")
-    check_schedule_brokers(steps, broker_ids, schedule or "--seed", controller_ids)
-    settings = Settings(name, partitions, replication_factor, min_insync_replicas, unclean, duration, rate, seed,
-                        kinds, heal_timeout, producer_kinds, max_concurrent or 1, len(controller_ids), network)
-    return _Plan(settings, steps, cluster, directory is None, json_path)
+    check_schedule_brokers(steps, broker_ids, schedule or "--seed", controller_ids,
+                           roles=("coordinator",) if transactional else ())
+    settings = Settings(name, partitions, replication_factor, min_insync_replicas, unclean, duration,
+                        50.0 if rate is None else rate, seed, kinds, heal_timeout, producer_kinds, max_concurrent or 1,
+                        len(controller_ids), network)
+    return _Plan(settings, steps, cluster, directory is None, json_path, txn=txn)
+
+
+def _transactional(producers: str | None, rate: float | None, client: str | None) -> bool:
+    """`--producers transactional` (alone), and the options that apply only with or only without it."""
+    kinds = [k.strip() for k in (producers or "").split(",")]
+    transactional = "transactional" in kinds
+    if transactional and kinds != ["transactional"]:
+        raise InputError("--producers", "transactional runs the transactions campaign alone, not beside other kinds")
+    if client is not None:
+        if not transactional:
+            raise InputError("--client", "applies only with --producers transactional")
+        if client not in CLIENTS:
+            raise InputError("--client", f"{client[:40]!r} is not a transactional client ({', '.join(CLIENTS)})")
+    if transactional and rate is not None:
+        raise InputError("--rate", "applies to the record producers, not to --producers transactional (each "
+                                   "producer runs one transaction after another)")
+    return transactional
+
+
+def _cluster_options(directory: str | None, brokers: int | None, controllers: int | None, network: bool) -> None:
+    """The options of a cluster kcheck starts: refused with --dir, checked otherwise."""
+    from kcheck.cluster.local import MAX_BROKERS, controllers_option, network_option
+
+    if directory is not None and brokers is not None:
+        raise InputError("--brokers", "applies to a cluster kcheck starts, not with --dir")
+    if brokers is not None:
+        _within("--brokers", brokers, 1, MAX_BROKERS)
+    if directory is not None and controllers is not None:
+        raise InputError("--controllers", "applies to a cluster kcheck starts, not with --dir")
+    if controllers is not None:
+        controllers_option(controllers)
+    if directory is not None and network:
+        raise InputError("--network", "applies to a cluster kcheck starts (with --dir: `kcheck cluster up --network`)")
+    if network:
+        network_option()
+
+
+def _no_deleted_records(kinds: Sequence[str], steps: Sequence[Step], schedule: str | None) -> None:
+    """The transactions campaign refuses delete-records, from --faults or a schedule file."""
+    if refused := [k for k in kinds if k in NOT_TXN_FAULTS]:
+        raise InputError("--faults", f"{refused[0]} does not apply to --producers transactional (it deletes "
+                                     "committed records the final read must find)")
+    for s in steps:
+        if s.kind in NOT_TXN_FAULTS:
+            raise InputError(f"{schedule}:{s.line}", f"{s.kind} does not apply to --producers transactional (it "
+                                                     "deletes committed records the final read must find)")
 
 
 def _need_network(kinds: Sequence[str], steps: Sequence[Step], schedule: str | None, network: bool) -> None:
