@@ -146,6 +146,11 @@ class ModelMachine(RuleBasedStateMachine):
     weights: ClassVar[Mapping[str, float]] = {}
     follow: ClassVar[float] = 0.0
     choices: ClassVar[str] = "random"
+    # Swarm testing (Groce et al., ISSTA 2012; random_search's `swarm`, on in `kcheck explore`): a share `swarm` of a
+    # guided machine's examples each switch off a random half of the kinds (each kind drawn on or off the first time
+    # the run meets it), so a run spends its steps on a few kinds and reaches combinations an even mix rarely lines
+    # up; a run whose switched-on kinds are none enabled goes on with every kind (random_search's "continue").
+    swarm: ClassVar[float] = 0.0
     # Restarts (random_search's `restart` 0.5, as `kcheck explore` runs): half the examples (a Hypothesis boolean)
     # start from a state an earlier example of this class reached with a `novelty` key none had before (the corpus,
     # kept on the class for the process), its path replayed through the model's `step`, so the run and its trace
@@ -220,6 +225,7 @@ class ModelMachine(RuleBasedStateMachine):
         self._keys: set[Hashable] = set()
         self._rng: random.Random | None = None  # the run's source of choices (`choices` "random")
         self._before: set[Any] | None = None  # the actions the state before the last guided step listed (`follow`)
+        self._on: dict[str, bool] | None = None  # swarm: kind -> switched on, once drawn; None: not decided yet
 
     @property
     def the_model(self) -> Model[Any, Any]:
@@ -299,14 +305,26 @@ class ModelMachine(RuleBasedStateMachine):
                 g = self.guide_kind(model, a)
                 if self.weight(g):
                     groups.setdefault(g, []).append(a)
-        if not self.follow:
+        if self.follow:
+            before, self._before = self._before, {a for k in self._kinds for a in self.listed(k)}
+            if before is not None and self.word(data, "follow") % 1000 < 1000 * self.follow:
+                new = {g: fresh for g, acts in groups.items() if (fresh := [a for a in acts if a not in before])}
+                if new:
+                    groups = new
+        return self.switched_on(data, groups) if self.swarm else groups
+
+    def switched_on(self, data: st.DataObject, groups: dict[str, list[Any]]) -> dict[str, list[Any]]:
+        """Swarm: the groups of the kinds this run has on (all of them in a run that is not a swarm run, or when
+        none of its kinds is enabled here)."""
+        if self._on is None:  # the run's first step: a swarm run or not
+            self._on = {} if self.word(data, "swarm") % 1000 < 1000 * self.swarm else {"": True}
+        on = self._on
+        if "" in on:
             return groups
-        before, self._before = self._before, {a for k in self._kinds for a in self.listed(k)}
-        if before is not None and self.word(data, "follow") % 1000 < 1000 * self.follow:
-            new = {g: fresh for g, acts in groups.items() if (fresh := [a for a in acts if a not in before])}
-            if new:
-                return new
-        return groups
+        for g in groups:
+            if g not in on:
+                on[g] = bool(self.word(data, "swarm") & 1)
+        return {g: acts for g, acts in groups.items() if on[g]} or groups
 
     def word(self, data: st.DataObject, label: str) -> int:
         """A guided step's next choice: from the run's `random.Random` (`choices` "random"), else drawn."""
