@@ -64,7 +64,7 @@ def main() -> None:
     p.add_argument("--examples", type=int, default=None, help="max_examples (default: the profile's)")
     p.add_argument("--steps", type=int, default=None, help="stateful_step_count (default: the profile's)")
     p.add_argument("--unguided", action="store_true")
-    p.add_argument("--choices", default="random", choices=("random", "hypothesis"))
+    p.add_argument("--choices", default="random", choices=("random", "hypothesis", "mixed"))
     p.add_argument("--restarts", action="store_true")
     p.add_argument("--swarm", type=float, default=0.0, help="the share of swarm examples (default 0)")
     a = p.parse_args()

@@ -178,8 +178,8 @@ class ModelMachine(RuleBasedStateMachine):
         super().__init_subclass__(**kwargs)
         model = cls.build_model()
         cls.model = model
-        if cls.choices not in ("random", "hypothesis"):
-            raise ValueError(f"{cls.__name__}.choices must be random or hypothesis, not {cls.choices!r}")
+        if cls.choices not in ("random", "hypothesis", "mixed"):
+            raise ValueError(f"{cls.__name__}.choices must be random, hypothesis or mixed, not {cls.choices!r}")
         cls._corpus, cls._corpus_keys, cls._starts, cls._picker = [], set(), {}, random.Random(0)  # the class's own
         made: dict[str, Any] = {}
         if model is not None:
@@ -328,7 +328,10 @@ class ModelMachine(RuleBasedStateMachine):
 
     def word(self, data: st.DataObject, label: str) -> int:
         """A guided step's next choice: from the run's `random.Random` (`choices` "random"), else drawn."""
-        return self._rng.getrandbits(48) if self._rng is not None else data.draw(_WORD, label=label)
+        if self._rng is None:
+            return data.draw(_WORD, label=label)
+        own = self._rng.getrandbits(48)
+        return own ^ data.draw(_WORD, label=label) if self.choices == "mixed" else own
 
     def moved(self, action: Any, nxt: Any) -> None:
         """The run takes `action` into `nxt`; a state with a key new to the class joins the corpus (`restarts`)."""
@@ -413,7 +416,7 @@ def _initial_rule(count: int, guided: bool, restarts: bool) -> Any:
                 entry: int = 0) -> None:
         if not (restart and self.restart_from(seed, entry)):
             self.start(index)
-        self._rng = random.Random(seed) if seed is not None and self.choices == "random" else None
+        self._rng = random.Random(seed) if seed is not None and self.choices != "hypothesis" else None
     return initialize(**draws)(_named(initial, "initial"))
 
 
