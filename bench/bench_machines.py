@@ -9,12 +9,14 @@ runs test cases that max_examples does not count), the CPU seconds, the invarian
 row the seeds that found it and the medians (a seed that did not find it counts as longer than any that did).
 
     python bench/bench_machines.py [--seeds 3] [--models replication,storage,request] [--rows a,b]
-                                   [--examples N] [--steps N] [--unguided] [--choices hypothesis] [--restarts] [--swarm F]
+                                   [--examples N] [--steps N] [--unguided] [--choices hypothesis] [--restarts]
+                                   [--swarm F]
 
 --unguided runs the machines with one rule per action kind (Hypothesis choosing uniformly among the rules), as
 they are without `guided`; --choices hypothesis draws every guided choice from Hypothesis instead of a seeded
 random.Random; --restarts runs them with `restarts` (half the examples from a corpus of the states earlier ones
-reached). The machine is shared: CPU seconds (time.process_time) are what is measured.
+reached); --swarm F makes a share F of the examples swarm runs (each kind's weight scaled by a factor of its own,
+`follow` drawn). The machine is shared: CPU seconds (time.process_time) are what is measured.
 """
 
 from __future__ import annotations
@@ -64,7 +66,7 @@ def main() -> None:
     p.add_argument("--examples", type=int, default=None, help="max_examples (default: the profile's)")
     p.add_argument("--steps", type=int, default=None, help="stateful_step_count (default: the profile's)")
     p.add_argument("--unguided", action="store_true")
-    p.add_argument("--choices", default="random", choices=("random", "hypothesis", "mixed"))
+    p.add_argument("--choices", default="random", choices=("random", "hypothesis"))
     p.add_argument("--restarts", action="store_true")
     p.add_argument("--swarm", type=float, default=0.0, help="the share of swarm examples (default 0)")
     a = p.parse_args()

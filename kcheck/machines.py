@@ -87,6 +87,7 @@ settings.register_profile(ROWS_PROFILE, max_examples=2000, stateful_step_count=5
 _M = TypeVar("_M", bound="ModelMachine")
 
 
+SWARM_SPREAD = 8.0  # a swarm run's kind weights are multiplied by 1/8 to 8 (log-uniform)
 CORPUS_LIMIT = 20_000  # a restarting machine's corpus at most (entries; each a path of actions)
 
 
@@ -146,10 +147,12 @@ class ModelMachine(RuleBasedStateMachine):
     weights: ClassVar[Mapping[str, float]] = {}
     follow: ClassVar[float] = 0.0
     choices: ClassVar[str] = "random"
-    # Swarm testing (Groce et al., ISSTA 2012; random_search's `swarm`, on in `kcheck explore`): a share `swarm` of a
-    # guided machine's examples each switch off a random half of the kinds (each kind drawn on or off the first time
-    # the run meets it), so a run spends its steps on a few kinds and reaches combinations an even mix rarely lines
-    # up; a run whose switched-on kinds are none enabled goes on with every kind (random_search's "continue").
+    # Swarm testing (Groce et al., ISSTA 2012), softened: in a share `swarm` of a guided machine's examples, each
+    # kind's weight is multiplied by its own factor, log-uniform in 1/SWARM_SPREAD..SWARM_SPREAD (drawn the first
+    # time the run meets the kind), and `follow` is replaced by a probability drawn uniformly in 0..1: each such run
+    # favours a few kinds and chains exchanges more or less, reaching combinations one fixed mix rarely lines up
+    # (a fault before the answer that `follow` would deliver first). A kind is never switched off outright (the
+    # original's swarm): a row needs its rare kinds at the right moment, not never.
     swarm: ClassVar[float] = 0.0
     # Restarts (random_search's `restart` 0.5, as `kcheck explore` runs): half the examples (a Hypothesis boolean)
     # start from a state an earlier example of this class reached with a `novelty` key none had before (the corpus,
@@ -178,8 +181,8 @@ class ModelMachine(RuleBasedStateMachine):
         super().__init_subclass__(**kwargs)
         model = cls.build_model()
         cls.model = model
-        if cls.choices not in ("random", "hypothesis", "mixed"):
-            raise ValueError(f"{cls.__name__}.choices must be random, hypothesis or mixed, not {cls.choices!r}")
+        if cls.choices not in ("random", "hypothesis"):
+            raise ValueError(f"{cls.__name__}.choices must be random or hypothesis, not {cls.choices!r}")
         cls._corpus, cls._corpus_keys, cls._starts, cls._picker = [], set(), {}, random.Random(0)  # the class's own
         made: dict[str, Any] = {}
         if model is not None:
@@ -225,7 +228,9 @@ class ModelMachine(RuleBasedStateMachine):
         self._keys: set[Hashable] = set()
         self._rng: random.Random | None = None  # the run's source of choices (`choices` "random")
         self._before: set[Any] | None = None  # the actions the state before the last guided step listed (`follow`)
-        self._on: dict[str, bool] | None = None  # swarm: kind -> switched on, once drawn; None: not decided yet
+        self._factors: dict[str, float] | None = None  # swarm: kind -> its factor, once drawn; None: not a swarm run
+        self._follow = self.follow  # the run's `follow` (a swarm run draws its own)
+        self._swarm_drawn = False  # whether the run has drawn if it is a swarm run (at its first guided step)
 
     @property
     def the_model(self) -> Model[Any, Any]:
@@ -287,8 +292,10 @@ class ModelMachine(RuleBasedStateMachine):
         return True
 
     def weight(self, kind: str) -> int:
-        """A kind's weight for guided steps, in hundredths (`weights`; 0: never drawn)."""
-        return max(0, round(100 * self.weights.get(kind, 1.0)))
+        """A kind's weight for guided steps, in hundredths (`weights`, times its factor in a swarm run; 0: never
+        drawn)."""
+        factor = self._factors.get(kind, 1.0) if self._factors is not None else 1.0
+        return max(0, round(100 * self.weights.get(kind, 1.0) * factor))
 
     @classmethod
     def guide_kind(cls, model: Model[Any, Any], action: Any) -> str:
@@ -299,39 +306,35 @@ class ModelMachine(RuleBasedStateMachine):
         """The actions a guided step draws from, by `guide_kind`: every listed action of a kind with a weight, or,
         with probability `follow`, only those the previous step's state did not list (when there are any)."""
         model = self.the_model
+        if self.swarm and not self._swarm_drawn:
+            self.draw_swarm(data)
         groups: dict[str, list[Any]] = {}
         for k in self._kinds:
             for a in self.listed(k):
                 g = self.guide_kind(model, a)
+                if self._factors is not None and g not in self._factors:
+                    self._factors[g] = SWARM_SPREAD ** (self.word(data, "swarm") % 2001 / 1000 - 1)
                 if self.weight(g):
                     groups.setdefault(g, []).append(a)
-        if self.follow:
-            before, self._before = self._before, {a for k in self._kinds for a in self.listed(k)}
-            if before is not None and self.word(data, "follow") % 1000 < 1000 * self.follow:
-                new = {g: fresh for g, acts in groups.items() if (fresh := [a for a in acts if a not in before])}
-                if new:
-                    groups = new
-        return self.switched_on(data, groups) if self.swarm else groups
-
-    def switched_on(self, data: st.DataObject, groups: dict[str, list[Any]]) -> dict[str, list[Any]]:
-        """Swarm: the groups of the kinds this run has on (all of them in a run that is not a swarm run, or when
-        none of its kinds is enabled here)."""
-        if self._on is None:  # the run's first step: a swarm run or not
-            self._on = {} if self.word(data, "swarm") % 1000 < 1000 * self.swarm else {"": True}
-        on = self._on
-        if "" in on:
+        if not self._follow:
             return groups
-        for g in groups:
-            if g not in on:
-                on[g] = bool(self.word(data, "swarm") & 1)
-        return {g: acts for g, acts in groups.items() if on[g]} or groups
+        before, self._before = self._before, {a for k in self._kinds for a in self.listed(k)}
+        if before is not None and self.word(data, "follow") % 1000 < 1000 * self._follow:
+            new = {g: fresh for g, acts in groups.items() if (fresh := [a for a in acts if a not in before])}
+            if new:
+                return new
+        return groups
+
+    def draw_swarm(self, data: st.DataObject) -> None:
+        """At the run's first guided step: whether it is a swarm run (probability `swarm`), and if so its `follow`."""
+        self._swarm_drawn = True
+        u = self.word(data, "swarm")
+        if u % 1000 < 1000 * self.swarm:
+            self._factors, self._follow = {}, u // 1000 % 1001 / 1000
 
     def word(self, data: st.DataObject, label: str) -> int:
         """A guided step's next choice: from the run's `random.Random` (`choices` "random"), else drawn."""
-        if self._rng is None:
-            return data.draw(_WORD, label=label)
-        own = self._rng.getrandbits(48)
-        return own ^ data.draw(_WORD, label=label) if self.choices == "mixed" else own
+        return self._rng.getrandbits(48) if self._rng is not None else data.draw(_WORD, label=label)
 
     def moved(self, action: Any, nxt: Any) -> None:
         """The run takes `action` into `nxt`; a state with a key new to the class joins the corpus (`restarts`)."""
@@ -416,7 +419,7 @@ def _initial_rule(count: int, guided: bool, restarts: bool) -> Any:
                 entry: int = 0) -> None:
         if not (restart and self.restart_from(seed, entry)):
             self.start(index)
-        self._rng = random.Random(seed) if seed is not None and self.choices != "hypothesis" else None
+        self._rng = random.Random(seed) if seed is not None and self.choices == "random" else None
     return initialize(**draws)(_named(initial, "initial"))
 
 

@@ -347,7 +347,8 @@ def test_a_seed_pinned_run_does_not_depend_on_the_tests_before_it():
                 super().teardown()
 
         with _no_local_constants():
-            run(seed(0)(Recorded), rows_settings(database=None, max_examples=100, phases=[Phase.generate, Phase.target]))
+            run(seed(0)(Recorded), rows_settings(database=None, max_examples=100,
+                                                 phases=[Phase.generate, Phase.target]))
         return seen
 
     alone = runs()
