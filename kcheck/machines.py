@@ -28,9 +28,10 @@ A guided machine (`guided = True`) has one rule `step` in place of the per-kind 
 does (kind weights, follow-ups; see `ModelMachine.guided`), since Hypothesis's uniform choice among rules and its
 favoured values rarely line up the long exchanges between a few faults that historical rows need. A machine with
 `restarts = True` starts half its examples from a corpus of the states earlier examples reached with a new `novelty`
-key, replaying the path to it, as `kcheck explore` restarts its programs. `row_machines()` gives a guided machine
-per built-in row (with restarts if asked); `ROWS_PROFILE` is the profile under which they find the rows
-(docs/tasks/pytest.md has the figures, bench/bench_machines.py measures them).
+key, replaying the path to it, as `kcheck explore` restarts its programs; with `swarm` (a share of the examples), a
+run scales each kind's weight by a factor of its own and draws its own `follow` (swarm testing). `row_machines()`
+gives a guided machine per built-in row (with restarts and swarm if asked); `ROWS_PROFILE` is the profile under which
+they find the rows (docs/tasks/pytest.md has the figures, bench/bench_machines.py measures them).
 """
 
 from __future__ import annotations
@@ -676,11 +677,12 @@ def _variant_machine(cls: type[_M], variant: str, model: str, **attrs: Any) -> t
                 {**attrs, "__module__": cls.__module__})
 
 
-def row_machines(model: str = "replication", restarts: bool = False) -> dict[str, type[ModelMachine]]:
+def row_machines(model: str = "replication", restarts: bool = False, swarm: float = 0.0
+                 ) -> dict[str, type[ModelMachine]]:
     """A guided machine per built-in row of `model` ("replication": the rows of `kcheck variants`, with atomic
     fetches as `kcheck explore` runs them; "storage", "request": those models' variants that break an invariant),
-    by row name, with `restarts` as given: what the `kcheck-rows` profile is measured on (tests/test_machines.py,
-    bench/bench_machines.py)."""
+    by row name, with `restarts` and `swarm` as given: what the `kcheck-rows` profile is measured on
+    (tests/test_machines.py, bench/bench_machines.py)."""
     made: dict[str, type[ModelMachine]]
     if model == "replication":
         made = {name: ReplicationMachine.for_variant(name, atomic_fetch=True) for name in VARIANTS}
@@ -688,5 +690,6 @@ def row_machines(model: str = "replication", restarts: bool = False) -> dict[str
         made = {name: StorageMachine.for_variant(name) for name, v in STORAGE_VARIANTS.items() if v.violates}
     else:
         made = {name: RequestMachine.for_variant(name) for name, v in REQUEST_VARIANTS.items() if v.violates}
-    return {name: type(m.__name__, (m,), {"guided": True, "restarts": restarts, "__module__": m.__module__})
+    return {name: type(m.__name__, (m,), {"guided": True, "restarts": restarts, "swarm": swarm,
+                                          "__module__": m.__module__})
             for name, m in made.items()}
