@@ -10,13 +10,11 @@ row the seeds that found it and the medians (a seed that did not find it counts 
 
     python bench/bench_machines.py [--seeds 3] [--models replication,storage,request] [--rows a,b]
                                    [--examples N] [--steps N] [--unguided] [--choices hypothesis] [--restarts]
-                                   [--swarm F]
 
 --unguided runs the machines with one rule per action kind (Hypothesis choosing uniformly among the rules), as
 they are without `guided`; --choices hypothesis draws every guided choice from Hypothesis instead of a seeded
 random.Random; --restarts runs them with `restarts` (half the examples from a corpus of the states earlier ones
-reached); --swarm F makes a share F of the examples swarm runs (each kind's weight scaled by a factor of its own,
-`follow` drawn). The machine is shared: CPU seconds (time.process_time) are what is measured.
+reached). The machine is shared: CPU seconds (time.process_time) are what is measured.
 """
 
 from __future__ import annotations
@@ -68,11 +66,10 @@ def main() -> None:
     p.add_argument("--unguided", action="store_true")
     p.add_argument("--choices", default="random", choices=("random", "hypothesis"))
     p.add_argument("--restarts", action="store_true")
-    p.add_argument("--swarm", type=float, default=0.0, help="the share of swarm examples (default 0)")
     a = p.parse_args()
     overrides = {k: v for k, v in (("max_examples", a.examples), ("stateful_step_count", a.steps)) if v}
     wanted = set(filter(None, a.rows.split(",")))
-    attrs = {"guided": not a.unguided, "choices": a.choices, "restarts": a.restarts, "swarm": a.swarm}
+    attrs = {"guided": not a.unguided, "choices": a.choices, "restarts": a.restarts}
     s = rows_settings(**overrides)
     print(f"profile {ROWS_PROFILE}: max_examples={s.max_examples}, stateful_step_count={s.stateful_step_count}, "
           f"{attrs}")

@@ -28,10 +28,9 @@ A guided machine (`guided = True`) has one rule `step` in place of the per-kind 
 does (kind weights, follow-ups; see `ModelMachine.guided`), since Hypothesis's uniform choice among rules and its
 favoured values rarely line up the long exchanges between a few faults that historical rows need. A machine with
 `restarts = True` starts half its examples from a corpus of the states earlier examples reached with a new `novelty`
-key, replaying the path to it, as `kcheck explore` restarts its programs; with `swarm` (a share of the examples), a
-run scales each kind's weight by a factor of its own and draws its own `follow` (swarm testing). `row_machines()`
-gives a guided machine per built-in row (with restarts and swarm if asked); `ROWS_PROFILE` is the profile under which
-they find the rows (docs/tasks/pytest.md has the figures, bench/bench_machines.py measures them).
+key, replaying the path to it, as `kcheck explore` restarts its programs. `row_machines()` gives a guided machine
+per built-in row (with restarts if asked); `ROWS_PROFILE` is the profile under which they find the rows
+(docs/tasks/pytest.md has the figures, bench/bench_machines.py measures them).
 """
 
 from __future__ import annotations
@@ -88,7 +87,6 @@ settings.register_profile(ROWS_PROFILE, max_examples=2000, stateful_step_count=5
 _M = TypeVar("_M", bound="ModelMachine")
 
 
-SWARM_SPREAD = 8.0  # a swarm run's kind weights are multiplied by 1/8 to 8 (log-uniform)
 CORPUS_LIMIT = 20_000  # a restarting machine's corpus at most (entries; each a path of actions)
 
 
@@ -148,13 +146,6 @@ class ModelMachine(RuleBasedStateMachine):
     weights: ClassVar[Mapping[str, float]] = {}
     follow: ClassVar[float] = 0.0
     choices: ClassVar[str] = "random"
-    # Swarm testing (Groce et al., ISSTA 2012), softened: in a share `swarm` of a guided machine's examples, each
-    # kind's weight is multiplied by its own factor, log-uniform in 1/SWARM_SPREAD..SWARM_SPREAD (drawn the first
-    # time the run meets the kind), and `follow` is replaced by a probability drawn uniformly in 0..1: each such run
-    # favours a few kinds and chains exchanges more or less, reaching combinations one fixed mix rarely lines up
-    # (a fault before the answer that `follow` would deliver first). A kind is never switched off outright (the
-    # original's swarm): a row needs its rare kinds at the right moment, not never.
-    swarm: ClassVar[float] = 0.0
     # Restarts (random_search's `restart` 0.5, as `kcheck explore` runs): half the examples (a Hypothesis boolean)
     # start from a state an earlier example of this class reached with a `novelty` key none had before (the corpus,
     # kept on the class for the process), its path replayed through the model's `step`, so the run and its trace
@@ -229,9 +220,6 @@ class ModelMachine(RuleBasedStateMachine):
         self._keys: set[Hashable] = set()
         self._rng: random.Random | None = None  # the run's source of choices (`choices` "random")
         self._before: set[Any] | None = None  # the actions the state before the last guided step listed (`follow`)
-        self._factors: dict[str, float] | None = None  # swarm: kind -> its factor, once drawn; None: not a swarm run
-        self._follow = self.follow  # the run's `follow` (a swarm run draws its own)
-        self._swarm_drawn = False  # whether the run has drawn if it is a swarm run (at its first guided step)
 
     @property
     def the_model(self) -> Model[Any, Any]:
@@ -293,10 +281,8 @@ class ModelMachine(RuleBasedStateMachine):
         return True
 
     def weight(self, kind: str) -> int:
-        """A kind's weight for guided steps, in hundredths (`weights`, times its factor in a swarm run; 0: never
-        drawn)."""
-        factor = self._factors.get(kind, 1.0) if self._factors is not None else 1.0
-        return max(0, round(100 * self.weights.get(kind, 1.0) * factor))
+        """A kind's weight for guided steps, in hundredths (`weights`; 0: never drawn)."""
+        return max(0, round(100 * self.weights.get(kind, 1.0)))
 
     @classmethod
     def guide_kind(cls, model: Model[Any, Any], action: Any) -> str:
@@ -307,31 +293,20 @@ class ModelMachine(RuleBasedStateMachine):
         """The actions a guided step draws from, by `guide_kind`: every listed action of a kind with a weight, or,
         with probability `follow`, only those the previous step's state did not list (when there are any)."""
         model = self.the_model
-        if self.swarm and not self._swarm_drawn:
-            self.draw_swarm(data)
         groups: dict[str, list[Any]] = {}
         for k in self._kinds:
             for a in self.listed(k):
                 g = self.guide_kind(model, a)
-                if self._factors is not None and g not in self._factors:
-                    self._factors[g] = SWARM_SPREAD ** (self.word(data, "swarm") % 2001 / 1000 - 1)
                 if self.weight(g):
                     groups.setdefault(g, []).append(a)
-        if not self._follow:
+        if not self.follow:
             return groups
         before, self._before = self._before, {a for k in self._kinds for a in self.listed(k)}
-        if before is not None and self.word(data, "follow") % 1000 < 1000 * self._follow:
+        if before is not None and self.word(data, "follow") % 1000 < 1000 * self.follow:
             new = {g: fresh for g, acts in groups.items() if (fresh := [a for a in acts if a not in before])}
             if new:
                 return new
         return groups
-
-    def draw_swarm(self, data: st.DataObject) -> None:
-        """At the run's first guided step: whether it is a swarm run (probability `swarm`), and if so its `follow`."""
-        self._swarm_drawn = True
-        u = self.word(data, "swarm")
-        if u % 1000 < 1000 * self.swarm:
-            self._factors, self._follow = {}, u // 1000 % 1001 / 1000
 
     def word(self, data: st.DataObject, label: str) -> int:
         """A guided step's next choice: from the run's `random.Random` (`choices` "random"), else drawn."""
@@ -677,12 +652,11 @@ def _variant_machine(cls: type[_M], variant: str, model: str, **attrs: Any) -> t
                 {**attrs, "__module__": cls.__module__})
 
 
-def row_machines(model: str = "replication", restarts: bool = False, swarm: float = 0.0
-                 ) -> dict[str, type[ModelMachine]]:
+def row_machines(model: str = "replication", restarts: bool = False) -> dict[str, type[ModelMachine]]:
     """A guided machine per built-in row of `model` ("replication": the rows of `kcheck variants`, with atomic
     fetches as `kcheck explore` runs them; "storage", "request": those models' variants that break an invariant),
-    by row name, with `restarts` and `swarm` as given: what the `kcheck-rows` profile is measured on
-    (tests/test_machines.py, bench/bench_machines.py)."""
+    by row name, with `restarts` as given: what the `kcheck-rows` profile is measured on (tests/test_machines.py,
+    bench/bench_machines.py)."""
     made: dict[str, type[ModelMachine]]
     if model == "replication":
         made = {name: ReplicationMachine.for_variant(name, atomic_fetch=True) for name in VARIANTS}
@@ -690,6 +664,5 @@ def row_machines(model: str = "replication", restarts: bool = False, swarm: floa
         made = {name: StorageMachine.for_variant(name) for name, v in STORAGE_VARIANTS.items() if v.violates}
     else:
         made = {name: RequestMachine.for_variant(name) for name, v in REQUEST_VARIANTS.items() if v.violates}
-    return {name: type(m.__name__, (m,), {"guided": True, "restarts": restarts, "swarm": swarm,
-                                          "__module__": m.__module__})
+    return {name: type(m.__name__, (m,), {"guided": True, "restarts": restarts, "__module__": m.__module__})
             for name, m in made.items()}

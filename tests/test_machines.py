@@ -341,7 +341,7 @@ def test_a_seed_pinned_run_does_not_depend_on_the_tests_before_it():
         seen: list[tuple[object, ...]] = []
 
         class Recorded(StorageMachine.for_variant("legacy-delete-horizon")):  # as measured when it was found
-            guided, restarts, choices, swarm = True, True, "random", 0.0
+            guided, restarts, choices = True, True, "random"
 
             def teardown(self):
                 seen.append(tuple(self.steps))
@@ -356,33 +356,3 @@ def test_a_seed_pinned_run_does_not_depend_on_the_tests_before_it():
     assert run(ReplicationMachine) is None  # Hypothesis's own draws, local constants included
     assert runs() == alone
 
-
-def test_swarm_runs_scale_each_kinds_weight_and_draw_their_own_follow():
-    """With `swarm` 1, every guided run draws a factor in 1/8..8 per kind it meets (its weight scaled by it) and a
-    `follow` of its own; with `swarm` 0, none does. Either way the run is one of the engine's."""
-    seen: list[tuple[object, float, int, int, Trace, object]] = []
-
-    class Swarm(ReplicationMachine):
-        guided, swarm = True, 1.0
-
-        def teardown(self):
-            factor = self._factors["produce"] if self._factors and "produce" in self._factors else None
-            seen.append((factor, self._follow, self.weight("produce"), self.weight("crash"), self.trace(),
-                         self.state))
-            super().teardown()
-
-    assert run(Swarm, settings(QUICK, max_examples=20, stateful_step_count=10)) is None
-    factors = [f for f, *_ in seen if f is not None]
-    assert factors and all(1 / 8 <= f <= 8 for f in factors) and len(set(factors)) > 1
-    assert len({follow for _f, follow, *_ in seen}) > 1 and all(0 <= follow <= 1 for _f, follow, *_ in seen)
-    assert all(w == round(100 * f) for f, _follow, w, *_ in seen if f is not None)  # produce's weight is 1
-    for *_, trace, state in seen:
-        assert replay(trace, Swarm.effective_protocol())[-1].state == state
-
-    class Plain(Swarm):
-        swarm = 0.0
-
-    seen.clear()
-    assert run(Plain, settings(QUICK, max_examples=10, stateful_step_count=10)) is None
-    assert seen and all(f is None and follow == Plain.follow and (wp, wc) == (100, 30)
-                        for f, follow, wp, wc, *_ in seen)
