@@ -355,4 +355,3 @@ def test_a_seed_pinned_run_does_not_depend_on_the_tests_before_it():
     alone = runs()
     assert run(ReplicationMachine) is None  # Hypothesis's own draws, local constants included
     assert runs() == alone
-
