@@ -720,7 +720,10 @@ def _no_local_constants() -> Iterator[None]:
     """Hypothesis (6.13x on) mixes integer literals found in the source of every local module imported so far
     into its draws, so what one seed finds would depend on which modules happen to be imported (a test passing
     alone and failing in a suite). The search switches that pool off while it runs, so a seed means the same
-    programs everywhere. Hypothesis's internal `providers._get_local_constants`; skipped if it is not there."""
+    programs everywhere. Hypothesis's internal `providers._get_local_constants`; skipped if it is not there. Its
+    `CONSTANTS_CACHE` (the constants each kind of draw may take, local ones included, kept for the process) is
+    emptied on entry and on exit: filled by an earlier test without the switch, it would bring the local constants
+    back (a seed finding a row alone and not after another test)."""
     try:
         from hypothesis.internal.conjecture import providers
     except ImportError:  # pragma: no cover - another Hypothesis layout: constants as Hypothesis has them
@@ -733,11 +736,14 @@ def _no_local_constants() -> Iterator[None]:
         return
     blank = type(empty)(**{k: type(v)() if not hasattr(v, "key") else type(v)(key=v.key)
                            for k, v in vars(empty).items()}) if hasattr(empty, "__dict__") else None
+    cache = getattr(getattr(providers, "CONSTANTS_CACHE", None), "cache", {})
+    cache.clear()
     providers._get_local_constants = lambda: blank if blank is not None else empty
     try:
         yield
     finally:
         providers._get_local_constants = real
+        cache.clear()
 
 
 class _Node:
