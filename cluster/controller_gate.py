@@ -1,7 +1,7 @@
 """A gate between one broker and the KRaft controller: a TCP proxy that holds back the broker's requests of chosen
 API keys while the rest flows, so a test can order two things Kafka sends on separate connections to the controller.
 
-What for: issue 36's late record (docs/findings.md, "A late record") needs broker 1's metadata replay (the KRaft
+What for: the late-record finding (docs/findings.md, "A late record") needs broker 1's metadata replay (the KRaft
 raft client's Fetch, api key 1) to lag the AlterPartition exchange (api key 56) of the same ISR change, and then
 the reverse; both go from broker 1 to the controller. `LocalCluster(gate_broker=1)` starts a `ControllerGate` in
 front of the (single) controller and names the gate's port, not the controller's, in that broker's

@@ -1,4 +1,4 @@
-"""Issue 36's late record (docs/findings.md, "A late record") on real KRaft brokers: an acks=all write acknowledged
+"""The late-record finding (docs/findings.md, "A late record") on real KRaft brokers: an acks=all write acknowledged
 by leader 1 alone and then lost, with min.insync.replicas 1, because broker 1 applied the metadata record of its
 own ISR shrink after the controller's answer to it.
 

@@ -435,7 +435,12 @@ def _min_leo(leader: Replica, quorum: frozenset[int]) -> int:
 
 def over_maximal_isr_strict(leader: Replica, min_isr: int) -> int:
     """Today: the minimum over the maximal ISR (current plus proposed, KIP-497), and no advance while
-    the ISR is below min.insync.replicas (KIP-966 part 1; `Partition.maybeIncrementLeaderHW`)."""
+    the ISR is below min.insync.replicas (KIP-966 part 1; `Partition.maybeIncrementLeaderHW`).
+
+    Where the model abstracts: Kafka also waits for an eligible replica outside the ISR that reached the log end
+    within replica.lag.time.max.ms (`shouldWaitForReplicaToJoinIsr`, KAFKA-15021). The model has no clock; as that
+    wait only delays an advance Kafka makes once the time has passed, advancing at once keeps every run of Kafka's
+    (and adds the ones where the time passed sooner)."""
     if len(leader.isr) < min_isr:
         return leader.hw
     return max(leader.hw, _min_leo(leader, leader.isr | (leader.pending_isr or frozenset())))
