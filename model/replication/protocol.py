@@ -212,8 +212,9 @@ def keep_followers_when_reelected(before: Replica, leader_epoch: int, follower: 
 
 
 def forget_followers_every_epoch(before: Replica, leader_epoch: int, follower: int, isr: frozenset[int]) -> bool:
-    """Stricter than Kafka (the model's rule before issue 36): a leader starts every leader epoch with no view of its
-    followers, so each must fetch again in the new epoch before it counts for the high watermark or the ISR."""
+    """Stricter than Kafka (the model's rule before it followed Kafka 4.4's broker code): a leader starts every leader
+    epoch with no view of its followers, so each must fetch again in the new epoch before it counts for the high
+    watermark or the ISR."""
     return False
 
 
@@ -417,8 +418,8 @@ def expand_after_fetch(after_fetch: bool) -> bool:
 
 
 def expand_at_any_time(after_fetch: bool) -> bool:
-    """The model's rule before issue 36 (the rows of the bug catalogue are written with it): expansion is a step of
-    its own, `expand_isr`, the leader may take at any moment; never in the fetch itself."""
+    """The model's rule before it followed Kafka 4.4's broker code (the rows of the bug catalogue are written with it):
+    expansion is a step of its own, `expand_isr`, the leader may take at any moment; never in the fetch itself."""
     return not after_fetch
 
 
@@ -524,9 +525,9 @@ def unclean_allowed(registry: Registry, n: int) -> Choice | None:
 
 
 def in_isr_and_unfenced(registry: Registry, broker: int) -> bool:
-    """Stricter than Kafka (the model's rule before issue 36): an unfenced ISR member only, never an eligible
-    leader replica of an empty ISR. Asked whether the current leader may stay (a reassignment's record, its
-    completion) and whether a preferred or operator's election may move leadership to `broker`."""
+    """Stricter than Kafka (the model's rule before it followed Kafka 4.4's broker code): an unfenced ISR member only,
+    never an eligible leader replica of an empty ISR. Asked whether the current leader may stay (a reassignment's
+    record, its completion) and whether a preferred or operator's election may move leadership to `broker`."""
     return broker in registry.isr and broker not in registry.fenced
 
 
