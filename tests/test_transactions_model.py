@@ -19,12 +19,14 @@ from kcheck.invariants.transactions_model import INVARIANT_IDS, ReferenceKafka, 
 from kcheck.model.liveness import check_liveness
 from kcheck.model.search import exhaust
 from kcheck.model.transactions import VARIANTS, Config, Rules
-from kcheck.model.transactions.model import end_txn_tv1, end_txn_tv2
+from kcheck.model.transactions.model import end_txn_tv1, end_txn_tv2, init_producer_id
 from kcheck.model.transactions.rules import tv1_epoch_per_producer
 from kcheck.model.transactions.state import (
     COMPLETE_ABORT,
     COMPLETE_COMMIT,
     EMPTY,
+    NO_EPOCH,
+    NO_PRODUCER_ID,
     ONGOING,
     PREPARE_ABORT,
     PREPARE_COMMIT,
@@ -35,36 +37,37 @@ from kcheck.model.transactions.state import (
 from kcheck.model.visited import SearchResult
 
 # The shortest run of each JIRA's scenario, counted by hand from it (one step per request, delivery or append to
-# __transaction_state; the coordinator answers a request once its record is written). A TV1 write is four steps
-# before its produce goes (write: AddPartitionsToTxn in flight; it reaches the coordinator; Ongoing's record; the
-# answer reaches the client); an EndTxn three before its markers go (commit or abort: EndTxn in flight; it reaches
-# the coordinator; the PrepareCommit/PrepareAbort record) and one more for its answer to reach the client:
+# __transaction_state; the coordinator answers a request once its record is written). InitProducerId is four steps
+# (init: the request in flight; it reaches the coordinator; the record; the answer reaches the client). A TV1 write
+# is four steps before its produce goes (write: AddPartitionsToTxn in flight; it reaches the coordinator; Ongoing's
+# record; the answer reaches the client); an EndTxn three before its markers go (commit or abort: EndTxn in flight;
+# it reaches the coordinator; the PrepareCommit/PrepareAbort record) and one more for its answer to reach the client:
 SCENARIO_STEPS = {
-    # init and its record, the TV1 write (4 steps; the produce in flight), the client times out, the abort (3 steps:
-    # a marker in flight), the marker lands, the late produce lands after it
-    "unverified-hanging": 12,
-    # the same abort (10 steps), its answer reaches the client (which keeps its epoch), its marker lands,
+    # init (4 steps), the TV1 write (4 steps; the produce in flight), the client times out, the abort (3 steps: a
+    # marker in flight), the marker lands, the late produce lands after it
+    "unverified-hanging": 14,
+    # the same abort (12 steps), its answer reaches the client (which keeps its epoch), its marker lands,
     # CompleteAbort written, the next transaction adds the partition again (same epoch; 4 steps), the late produce
     # reaches the leader (a verification entry, the coordinator asked), the coordinator answers yes, the leader
     # appends it, the new write lands (a transaction is open: no verification), commit (3 steps), its marker lands:
     # the aborted write is committed with the next one
-    "tv1-late-write": 25,
-    # init and its record, the TV1 write (4 steps), it lands (reaches the leader, verified, appended: 3 steps),
+    "tv1-late-write": 27,
+    # init (4 steps), the TV1 write (4 steps), it lands (reaches the leader, verified, appended: 3 steps),
     # commit, its EndTxn copied, one copy reaches the coordinator, PrepareCommit written, the answer reaches the
     # client, the next write (same epoch: AddPartitionsToTxn in flight), the marker lands, CompleteCommit written,
     # the AddPartitionsToTxn reaches the coordinator and Ongoing is written, the late copy commits the transaction
-    # the client has not ended (txn.end-own; the duplicated marker's own trace, txn.marker-own, is 24 steps)
-    "tv1-delayed-marker": 20,
-    # init and its record, write, the write lands (reaches the leader, the leader's AddPartitionsToTxn, its record,
+    # the client has not ended (txn.end-own; the duplicated marker's own trace, txn.marker-own, is 26 steps)
+    "tv1-delayed-marker": 22,
+    # init (4 steps), write, the write lands (reaches the leader, the leader's AddPartitionsToTxn, its record,
     # the answer and the append: 4 steps), commit (3 steps; epoch bumped), its answer reaches the client, the next
     # write, the commit marker duplicated, one copy lands, CompleteCommit written, the next write lands (4 steps),
     # the stale copy lands on it
-    "marker-epoch-not-below": 20,
-    # init and its record, write, the write lands (4 steps), commit (3 steps), the marker lands with its answer
-    # lost, its retry is refused
-    "retried-marker-refused": 12,
+    "marker-epoch-not-below": 22,
+    # init (4 steps), write, the write lands (4 steps), commit (3 steps), the marker lands with its answer lost, its
+    # retry is refused
+    "retried-marker-refused": 14,
     # unverified-hanging's trace (the second instance idle)
-    "unverified-fenced-write": 12,
+    "unverified-fenced-write": 14,
 }
 
 
@@ -107,10 +110,12 @@ def test_today_is_clean_at_the_quick_bounds(cfg: Config) -> None:
 
 
 def _settled(model: TransactionsModel, s: State) -> State:
-    """The coordinator's appends to __transaction_state, the leaders' verifications and the client's EndTxn and
-    AddPartitionsToTxn (each request to the coordinator, its answer) carried out, as long as one is in flight."""
+    """The coordinator's appends to __transaction_state, the leaders' verifications and the client's
+    InitProducerId, EndTxn and AddPartitionsToTxn (each request to the coordinator, its answer) carried out, as long
+    as one is in flight."""
     while True:
-        ks = [k for k, m in enumerate(s.bag) if m.kind in ("verify", "verified", "end", "ended", "add", "added")]
+        ks = [k for k, m in enumerate(s.bag)
+              if m.kind in ("verify", "verified", "end", "ended", "add", "added", "init", "inited")]
         t = model.step(s, ("append",)) or next((u for k in ks if (u := model.step(s, ("deliver", k))) is not None),
                                                None)
         if t is None:
@@ -229,7 +234,9 @@ def test_a_request_meanwhile_waits_and_a_failed_append_clears_the_pending_state(
     s = _deliver_first(model, _steps(model, start, [("commit", 0)]), "end")
     assert s.coordinator.transit is not None
     assert s.coordinator.transit.state == PREPARE_COMMIT and s.coordinator.meta.state == ONGOING
-    assert ("init", 1) not in model.actions(s) and ("txn-timeout",) not in model.actions(s)
+    waiting = _steps(model, s, [("init", 1)])  # InitProducerId: CONCURRENT_TRANSACTIONS, it waits in flight
+    init = next(k for k, m in enumerate(waiting.bag) if m.kind == "init")
+    assert ("deliver", init) not in model.actions(waiting) and ("txn-timeout",) not in model.actions(s)
     failed = model.step(s, ("append-fail",))
     assert failed is not None and failed.coordinator.transit is None and failed.coordinator.meta.state == ONGOING
     assert failed.producers[0].phase == "ending" and failed.coordinator.record == start.coordinator.record
@@ -242,8 +249,8 @@ def test_a_request_meanwhile_waits_and_a_failed_append_clears_the_pending_state(
     fenced = model.step(fenced, ("append-fail",))
     assert fenced is not None and fenced.coordinator.meta.state == ONGOING
     assert fenced.coordinator.meta.has_failed_epoch_fence and fenced.coordinator.meta.epoch == epoch + 1
-    again = model.step(fenced, ("init", 1))  # fences again from Ongoing: the epoch is not bumped twice
-    assert again is not None and again.coordinator.transit is not None
+    again = _deliver_first(model, _steps(model, fenced, [("init", 1)]), "init")  # fences again from Ongoing: the
+    assert again.coordinator.transit is not None  # epoch is not bumped twice
     assert again.coordinator.transit.state == PREPARE_ABORT and again.coordinator.transit.last_epoch == epoch + 1
 
 
@@ -382,7 +389,8 @@ def test_kip_360_the_tv1_clients_epoch_bump_fences_the_late_write() -> None:
     epoch = s.producers[0].epoch
     assert s.producers[0].phase == "bump" and ("write", 0, 0) not in model.actions(s)
     markers = [k for k, m in enumerate(s.bag) if m.kind == "marker"]
-    assert ("init", 0) not in model.actions(s)  # CONCURRENT_TRANSACTIONS until the abort is complete
+    waiting = _steps(model, s, [("init", 0)])  # CONCURRENT_TRANSACTIONS until the abort is complete: it waits
+    assert ("deliver", next(k for k, m in enumerate(waiting.bag) if m.kind == "init")) not in model.actions(waiting)
     s = _replay_from(model, s, [("deliver", k) for k in markers] + [("init", 0)])
     assert s.producers[0].phase == "ready" and s.producers[0].epoch == s.coordinator.meta.epoch == epoch + 1
     s = _replay_from(model, s, [("write", 0, 0)])
@@ -436,3 +444,96 @@ def test_a_tv2_endtxn_retried_after_its_answer_was_lost_is_answered_with_the_bum
     assert [(m.kind, m.error, m.epoch) for m in s.bag] == [("ended", "NONE", epoch + 1)]
     s = _deliver_first(model, s, "ended")
     assert s.producers[0].phase == "ready" and s.producers[0].epoch == epoch + 1 and not _violated(model, s)
+
+
+def test_init_producer_id_is_answered_as_the_coordinators_code_says() -> None:
+    """`prepareInitProducerIdTransit` (3.9 and 4.4 alike): a transition under way first (CONCURRENT_TRANSACTIONS,
+    None); an expected producer id that is neither the coordinator's nor the previous one with an exhausted epoch is
+    fenced (unless the metadata is new); a prepared transaction waits; Ongoing is fenced and aborted whatever epoch
+    the request expects; Empty or a completed transaction goes on to `prepareIncrementProducerEpoch`."""
+    first = Msg("init", -1, NO_PRODUCER_ID, NO_EPOCH, (0, 0))
+    bump = Msg("init", -1, 1000, 3, (0, 1))
+    assert init_producer_id(Meta(epoch=5, state=ONGOING), True, first) is None
+    assert init_producer_id(Meta(epoch=5, state=COMPLETE_ABORT), False, replace(bump, producer_id=7)) == \
+        "PRODUCER_FENCED"
+    assert init_producer_id(Meta(state=EMPTY), False, replace(bump, producer_id=7)) == "PREPARE"  # new metadata
+    rotated = Meta(producer_id=1001, prev_producer_id=1000, epoch=0, state=COMPLETE_COMMIT)
+    assert init_producer_id(rotated, False, bump) == "PRODUCER_FENCED"
+    assert init_producer_id(rotated, False, replace(bump, epoch=32_766)) == "PREPARE"
+    for state in (PREPARE_COMMIT, PREPARE_ABORT):
+        assert init_producer_id(Meta(epoch=5, state=state), False, bump) is None
+    assert init_producer_id(Meta(epoch=5, state=ONGOING), False, bump) == "FENCE"  # epoch 3 is stale: fenced anyway
+    for state in (EMPTY, COMPLETE_COMMIT, COMPLETE_ABORT):
+        assert init_producer_id(Meta(epoch=5, state=state), False, first) == "PREPARE"
+
+
+def test_init_producer_id_retried_after_its_answer_was_lost() -> None:
+    """InitProducerId is a message: with its answer lost the client sends it again. The first InitProducerId
+    expects no epoch, so its retry bumps the epoch once more and the client takes the second; KIP-360's bump
+    expects the epoch it had, so its retry finds that epoch as the coordinator's last one and gets the same epoch
+    again (`prepareIncrementProducerEpoch`), without a second bump."""
+    model = TransactionsModel(Config(txns=1, partitions=1, duplicates=1, client_timeouts=0))
+    s = _steps(model, model.initial_states()[0], [("init", 0), ("deliver-lost", 0), ("append",)])
+    assert [m.kind for m in s.bag] == ["init"] and s.coordinator.meta.epoch == 0 and s.producers[0].init
+    s = _settled(model, s)
+    assert s.producers[0].phase == "ready" and s.producers[0].epoch == s.coordinator.meta.epoch == 1
+    assert not s.producers[0].init and not _violated(model, s)
+    tv1 = TransactionsModel(Config(txns=1, partitions=1, duplicates=1),
+                            replace(Rules.current(), name="tv1", transaction_version=tv1_epoch_per_producer))
+    s = _replay(tv1, [("init", 0), ("write", 0, 0), ("timeout", 0, 0), ("abort", 0)])
+    s = _replay_from(tv1, s, [("deliver", next(k for k, m in enumerate(s.bag) if m.kind == "marker"))])
+    epoch = s.producers[0].epoch
+    assert s.producers[0].phase == "bump" and s.coordinator.meta.state == COMPLETE_ABORT
+    s = _steps(tv1, s, [("init", 0)])
+    s = _steps(tv1, s, [("deliver-lost", next(k for k, m in enumerate(s.bag) if m.kind == "init")), ("append",)])
+    assert s.coordinator.meta.epoch == epoch + 1 and s.coordinator.meta.last_epoch == epoch
+    assert s.producers[0].epoch == epoch  # the answer lost: the client still has the old epoch and sends it again
+    s = _settled(tv1, s)
+    assert s.producers[0].phase == "ready" and s.producers[0].epoch == s.coordinator.meta.epoch == epoch + 1
+
+
+def test_a_late_copy_of_init_producer_id_fences_the_transaction_it_finds() -> None:
+    """A copy of the first InitProducerId, delivered after the client has its epoch and a transaction Ongoing, is
+    handled as a new instance's (it expects no epoch): the coordinator fences the epoch and aborts the transaction
+    (`prepareFenceProducerEpoch`); the copy's CONCURRENT_TRANSACTIONS goes to no one (the client does not wait for
+    it), and the client's EndTxn at its old epoch is fenced (PRODUCER_FENCED, fatal). Nothing is read that the
+    coordinator did not commit."""
+    model = TransactionsModel(Config(txns=1, partitions=1, duplicates=1, client_timeouts=0))
+    s = _steps(model, model.initial_states()[0], [("init", 0), ("duplicate", 0)])
+    s = _deliver_first(model, _steps(model, s, [("deliver", 0), ("append",)]), "inited")
+    assert s.producers[0].phase == "ready" and [m.kind for m in s.bag] == ["init"]
+    epoch = s.producers[0].epoch
+    s = _deliver_first(model, _steps(model, s, [("write", 0, 0)]), "produce")
+    s = _deliver_first(model, _steps(model, _deliver_first(model, s, "verify"), [("append",)]), "verified")
+    assert s.coordinator.meta.state == ONGOING and len(s.parts[0].batches) == 1
+    s = _deliver_first(model, s, "init")  # the late copy: the epoch fenced, the abort on its way
+    assert s.coordinator.transit is not None and s.coordinator.transit.state == PREPARE_ABORT
+    assert not any(m.kind == "init" for m in s.bag)
+    s = _settled(model, _steps(model, s, [("commit", 0)]))  # its EndTxn waits while the abort completes
+    assert s.producers[0].phase == "ending" and s.history.aborted == {(0, 1)}
+    s = _replay_from(model, s, [("deliver", next(k for k, m in enumerate(s.bag) if m.kind == "marker"))])
+    assert s.coordinator.meta.state == COMPLETE_ABORT and s.coordinator.meta.epoch == epoch + 2
+    assert s.producers[0].phase == "fenced" and s.history.committed == set()
+    assert not _violated(model, s) and read_committed(model.reference, s.parts[0])[1] == []
+
+
+@pytest.mark.parametrize("tv", [1, 2])
+def test_a_verification_copied_or_its_answer_lost(tv: int) -> None:
+    """The leader's AddPartitionsToTxn (verification) within the duplicates budget: with its answer lost the leader
+    fails the produce with a retriable error (AddPartitionsToTxnManager's NETWORK_EXCEPTION) and the client sends it
+    again; TV2's lost request still added the partition, so the retry is verified at once and appended once. A
+    copied verification is answered twice; the second answer finds the batch a duplicate."""
+    rules = Rules.current() if tv == 2 else replace(Rules.current(), name="tv1",
+                                                    transaction_version=tv1_epoch_per_producer)
+    model = TransactionsModel(Config(txns=1, partitions=1, duplicates=1, client_timeouts=0), rules)
+    start = _deliver_first(model, _replay(model, [("init", 0), ("write", 0, 0)]), "produce")
+    k = next(k for k, m in enumerate(start.bag) if m.kind == "verify")
+    s = _steps(model, start, [("deliver-lost", k)] + ([("append",)] if tv == 2 else []))
+    assert [m.kind for m in s.bag] == ["produce"] and s.coordinator.meta.partitions == {0}
+    s = _replay_from(model, s, [("deliver", 0)])
+    assert len(s.parts[0].batches) == 1 and not s.producers[0].waiting and not _violated(model, s)
+    s = _settled(model, _steps(model, start, [("duplicate", k)]))  # both copies answered, one batch appended
+    assert len(s.parts[0].batches) == 1 and not s.bag and not _violated(model, s)
+    s = _settled(model, _steps(model, s, [("commit", 0)]))
+    s = _replay_from(model, s, [("deliver", 0)])
+    assert read_committed(model.reference, s.parts[0])[1] == [0] and not _violated(model, s)

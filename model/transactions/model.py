@@ -74,9 +74,11 @@ Action = tuple[Any, ...]
 PREPARED = (PREPARE_COMMIT, PREPARE_ABORT)
 ENDED = (EMPTY, COMPLETE_COMMIT, COMPLETE_ABORT)
 # what a client or the coordinator sends again (a copy, a retry after a lost answer)
-RESENT = ("produce", "marker", "end", "add")
+RESENT = ("produce", "marker", "end", "add", "init", "verify")
 FENCING = frozenset({"InvalidProducerEpochException", "PRODUCER_FENCED", "INVALID_PRODUCER_ID_MAPPING"})
 PREPARE = "PREPARE"  # EndTxn's verdict: the transition goes to the transaction log
+FENCE = "FENCE"  # InitProducerId's verdict from Ongoing: the epoch fenced and the transaction aborted
+EPOCH_EXHAUSTED = 32_766  # TransactionMetadata.isEpochExhausted: Short.MAX_VALUE - 1
 
 
 class KafkaCode(Protocol):
@@ -167,6 +169,24 @@ def end_txn_tv2(meta: Meta, pending: bool, m: Msg) -> str | None:
     return _end_by_state(meta.state, m.commit, retry, True) if valid else "PRODUCER_FENCED"
 
 
+def init_producer_id(meta: Meta, pending: bool, m: Msg) -> str | None:
+    """TransactionCoordinator's `prepareInitProducerIdTransit` (the same in 3.9 and 4.4): a transition under way
+    answers CONCURRENT_TRANSACTIONS; a request expecting a producer id (KIP-360's bump; -1: none) is fenced unless
+    the metadata is new, the id is the coordinator's (its epoch is checked by `prepareIncrementProducerEpoch`), or it
+    is the previous id with an exhausted epoch (a retry after the id was rotated); then PrepareCommit/PrepareAbort
+    answers CONCURRENT_TRANSACTIONS, Ongoing is fenced and aborted (FENCE, whatever epoch the request expects), and
+    Empty or a completed transaction bumps the epoch (PREPARE). None: CONCURRENT_TRANSACTIONS."""
+    if pending:
+        return None
+    if m.producer_id != NO_PRODUCER_ID and not (
+            meta.epoch == NO_EPOCH or m.producer_id == meta.producer_id
+            or (m.producer_id == meta.prev_producer_id and m.epoch >= EPOCH_EXHAUSTED)):
+        return "PRODUCER_FENCED"
+    if meta.state in PREPARED:
+        return None
+    return FENCE if meta.state == ONGOING else PREPARE
+
+
 class TransactionsSystem:
     """The transition system over `State` (see the module docstring)."""
 
@@ -229,12 +249,9 @@ class TransactionsSystem:
         """The callback of a written transit."""
         kind = then[0]
         if kind == "init":
-            s = self._fence(s, then[1])
-            m = s.coordinator.meta
-            p = s.producers[then[1]]
-            mine = replace(p, pid=m.producer_id, epoch=m.epoch, phase="ready", bump=False,
-                           seqs=(0,) * self.cfg.partitions)
-            return replace(s, producers=_with(s.producers, then[1], mine))
+            req = then[1]
+            s = self._fence(s, req.tag[0] if self._awaits(s, req) else -1)
+            return self._answer_init(s, req, "NONE")
         if kind == "leader-add":
             if then[-1]:  # the partition began the transaction: the model's label of it
                 s = replace(s, coordinator=replace(s.coordinator, owner=then[1].tag))
@@ -279,10 +296,12 @@ class TransactionsSystem:
 
     def _refused(self, s: State, then: tuple[Any, ...]) -> State:
         """What the requester sees when the append failed or the coordinator moved (NOT_COORDINATOR,
-        COORDINATOR_NOT_AVAILABLE: retriable): InitProducerId and AddPartitionsToTxn are retried by a later step,
-        EndTxn by the client again, a leader's produce by its client (back in flight)."""
-        if then[0] in ("end", "add", "leader-add") and not then[1].lost:  # the client retries (after a lost answer
-            m = then[1]  # it retries the copy kept in flight)
+        COORDINATOR_NOT_AVAILABLE: retriable): the client sends its InitProducerId (if it still waits for it), EndTxn
+        or AddPartitionsToTxn again, a leader's produce is sent again by its client (back in flight)."""
+        if then[0] == "init" and not self._awaits(s, then[1]):
+            return s
+        if then[0] in ("end", "add", "leader-add", "init") and not (then[1].lost or then[1].leader_lost):
+            m = then[1]  # the client retries (after a lost answer it retries the copy kept in flight)
             again = replace(m, kind="produce", guard=-1) if then[0] == "leader-add" else m
             return replace(s, bag=_bag(s.bag + (again,)))
         return s
@@ -330,20 +349,69 @@ class TransactionsSystem:
     # ---- the client's requests --------------------------------------------------------------------------------
 
     def init(self, s: State, i: int) -> State | None:
-        """InitProducerId: the instance's first (phase new), or the epoch bump after an abortable error (phase bump:
-        with its current epoch, `prepareIncrementProducerEpoch`'s expected epoch; a newer instance's epoch fences
-        it)."""
+        """InitProducerId in flight: the instance's first (phase new: no producer id or epoch expected), or the epoch
+        bump after an abortable error (phase bump: its current id and epoch expected, KIP-360). The second instance
+        sends its first once the first instance has its epoch."""
         p = s.producers[i]
         first = p.phase == "new"
-        if not (first or p.phase == "bump") or (first and i > 0 and s.producers[i - 1].phase == "new"):
+        if p.init or not (first or p.phase == "bump") or (first and i > 0 and s.producers[i - 1].phase == "new"):
             return None
-        if self._busy(s):
-            return None  # a prepared transaction or an append in flight: CONCURRENT_TRANSACTIONS, retried later
-        if s.coordinator.meta.state == ONGOING:
-            return self._fence_and_abort(s)  # the client gets CONCURRENT_TRANSACTIONS and retries later
+        req = Msg("init", -1, NO_PRODUCER_ID if first else p.pid, NO_EPOCH if first else p.epoch, (i, p.txn))
+        return replace(s, producers=_with(s.producers, i, replace(p, init=True)), bag=_bag(s.bag + (req,)))
+
+    @staticmethod
+    def _awaits(s: State, m: Msg) -> bool:
+        """The instance still waits for this InitProducerId (not a copy of one already answered)."""
+        p = s.producers[m.tag[0]]
+        return p.init and p.txn == m.tag[1]
+
+    def _init_producer_id(self, s: State, m: Msg) -> State | None:
+        """InitProducerId at the coordinator (`handleInitProducerId`, `init_producer_id`'s verdict): None waits
+        (CONCURRENT_TRANSACTIONS, the client retries later); from Ongoing the epoch is fenced and the transaction
+        aborted (`prepareFenceProducerEpoch`, `endTransaction(ABORT)`) and the client, answered
+        CONCURRENT_TRANSACTIONS, sends it again (a copy it no longer waits for is answered to no one); else
+        `prepareIncrementProducerEpoch` with the expected epoch: its transit goes to the log and the answer waits
+        for it, or the request is fenced. A late copy bumps the epoch as well, fencing whoever had it."""
+        verdict = init_producer_id(s.coordinator.meta, self._busy(s), m)
+        if verdict is None:
+            return None
+        if verdict == FENCE:
+            s = self._fence_and_abort(s)
+            return replace(s, bag=_bag(s.bag + (m,))) if self._awaits(s, m) and not m.lost else s
+        if verdict != PREPARE:
+            return self._answer_init(s, m, verdict)
         live = self._live(s)
-        transit = self.kafka.increment_epoch(live, None if first else p.epoch)
-        return self._fenced(s, i) if transit is None else self._prepare(s, live, transit, ("init", i))
+        transit = self.kafka.increment_epoch(live, None if m.producer_id == NO_PRODUCER_ID else m.epoch)
+        if transit is None:
+            return self._answer_init(s, m, "PRODUCER_FENCED")
+        return self._prepare(s, live, transit, ("init", m))
+
+    @staticmethod
+    def _answer_init(s: State, req: Msg, error: str) -> State:
+        """InitProducerId's answer in flight (on NONE the coordinator's producer id and epoch), unless lost."""
+        if req.lost:
+            return s
+        meta = s.coordinator.meta
+        ok = error == "NONE"
+        answer = replace(req, kind="inited", error=error, producer_id=meta.producer_id if ok else NO_PRODUCER_ID,
+                         epoch=meta.epoch if ok else NO_EPOCH)
+        return replace(s, bag=_bag(s.bag + (answer,)))
+
+    def _inited(self, s: State, r: Msg) -> State:
+        """InitProducerIdHandler: NONE gives the instance its producer id and epoch (ready, every sequence 0); an
+        epoch a newer one has fenced meanwhile makes it a fenced instance (history); PRODUCER_FENCED (or
+        INVALID_PRODUCER_EPOCH) is fatal. An answer to a copy the instance no longer waits for is dropped."""
+        i = r.tag[0]
+        if not self._awaits(s, r):
+            return s
+        p = replace(s.producers[i], init=False)
+        if r.error != "NONE":
+            return replace(s, producers=_with(s.producers, i, replace(p, phase="fenced")))
+        p = replace(p, pid=r.producer_id, epoch=r.epoch, phase="ready", bump=False, seqs=(0,) * self.cfg.partitions)
+        s = replace(s, producers=_with(s.producers, i, p))
+        if r.epoch < s.coordinator.meta.epoch:
+            s = replace(s, history=replace(s.history, fenced=s.history.fenced | {i}))
+        return s
 
     def _fenced(self, s: State, i: int, phase: str = "fenced") -> State:
         return replace(s, producers=_with(s.producers, i, replace(s.producers[i], phase=phase)))
@@ -513,6 +581,8 @@ class TransactionsSystem:
         return self._answer_verify(s, v, "NONE" if v.partition in meta.partitions else "TRANSACTION_ABORTABLE")
 
     def _answer_verify(self, s: State, v: Msg, error: str) -> State:
+        if v.leader_lost:
+            return s  # the leader fails the produce (NETWORK_EXCEPTION, retriable): the client's retry is in flight
         return replace(s, bag=_bag(s.bag + (replace(v, kind="verified", error=error),)))
 
     def _verified(self, s: State, r: Msg) -> State:
@@ -628,6 +698,10 @@ class TransactionsSystem:
         rest = s.bag if lost else s.bag[:k] + s.bag[k + 1:]
         if lost:
             s = replace(s, used=replace(s.used, duplicates=s.used.duplicates + 1))
+        if lost and m.kind == "verify":  # the coordinator's answer to the leader lost (AddPartitionsToTxnManager:
+            # NETWORK_EXCEPTION, a retriable error for the produce): the client sends its produce again
+            retry = () if m.lost else (replace(m, kind="produce", guard=-1),)
+            return self._verify(replace(s, bag=_bag(s.bag[:k] + s.bag[k + 1:] + retry)), replace(m, leader_lost=True))
         if m.kind == "marker":
             s, error = self._marker(s, m)
             s = replace(s, bag=rest)
@@ -643,7 +717,7 @@ class TransactionsSystem:
 
     _AT: dict[str, Callable[[Any, State, Msg], State | None]] = {
         "verify": _verify, "verified": _verified, "end": _end_txn, "ended": _ended_answer, "add": _client_add,
-        "added": _added}
+        "added": _added, "init": _init_producer_id, "inited": _inited}
 
     # ---- faults -------------------------------------------------------------------------------------------------
 
@@ -744,6 +818,10 @@ def describe_msg(m: Msg) -> str:
     if m.kind in ("add", "added"):
         what = f"AddPartitionsToTxn {tag_text(m.tag)} partition {m.partition}"
         return f"{what} (epoch {m.epoch})" if m.kind == "add" else f"{what} answered {m.error}"
+    if m.kind in ("init", "inited"):
+        what = f"InitProducerId p{m.tag[0]}"
+        return f"{what} (expects epoch {m.epoch})" if m.kind == "init" else f"{what} answered {m.error} (epoch " \
+            f"{m.epoch})"
     if m.kind in ("verify", "verified"):
         return f"{m.kind} {tag_text(m.tag)} partition {m.partition}" + (f" {m.error}" if m.error else "")
     return (f"{'COMMIT' if m.commit else 'ABORT'} marker {tag_text(m.tag)} -> partition {m.partition} (epoch "
@@ -753,7 +831,7 @@ def describe_msg(m: Msg) -> str:
 def state_line(s: State) -> str:
     """One line for a trace table: the coordinator, the producers, the logs and the bag."""
     c = s.coordinator
-    prods = ", ".join(f"i{i}:{p.phase}@{p.epoch}" for i, p in enumerate(s.producers))
+    prods = ", ".join(f"i{i}:{p.phase}{'+init' if p.init else ''}@{p.epoch}" for i, p in enumerate(s.producers))
     logs = " | ".join(" ".join(("C" if b.commit else "A") if b.marker is not None else tag_text(s.history.tags[n][o])
                                for o, b in enumerate(part.batches)) or "empty" for n, part in enumerate(s.parts))
     pending = "" if c.transit is None else f", writing {STATE_NAMES[c.transit.state]}"

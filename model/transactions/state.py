@@ -12,9 +12,9 @@
   end: replication is abstracted away (the request model composes with it); what is checked here is what the
   producer state, the coordinator and the markers decide.
 - `Msg`: a message in flight: a produce request, a WriteTxnMarkers entry, a leader's verification and its answer, the
-  client's EndTxn and (TV1) AddPartitionsToTxn and their answers. The messages are a bag (`State.bag`, sorted): any
-  one may be delivered next (delay is any order), and a bounded number of requests may be copied (a duplicate) or
-  delivered with the answer lost (a retry).
+  client's InitProducerId, EndTxn and (TV1) AddPartitionsToTxn and their answers. The messages are a bag
+  (`State.bag`, sorted): any one may be delivered next (delay is any order), and a bounded number of requests may be
+  copied (a duplicate) or delivered with the answer lost (a retry).
 - `History`: what happened, read only by the invariants: which transactions the coordinator committed or aborted,
   which instances were fenced, the transaction of every data batch in each log, flags raised in a step.
 """
@@ -102,6 +102,7 @@ class Producer:
     written: frozenset[int] = frozenset()  # partitions written in the current transaction
     waiting: frozenset[int] = frozenset()  # partitions whose produce the client still waits on
     seqs: tuple[int, ...] = (0, 0)  # the next sequence per partition (TxnPartitionEntry)
+    init: bool = False  # its InitProducerId is in flight, unanswered (phase new or bump)
 
 
 @dataclass(frozen=True)
@@ -112,7 +113,10 @@ class Msg:
     the request, `guard` naming the verification entry it made) and the coordinator's answer (kind "verified", with
     `error`), the client's EndTxn (kind "end": `commit`, `tv`; partition -1) and its answer (kind "ended": `error`,
     `epoch` the epoch the answer carries, -1 for none), the TV1 client's AddPartitionsToTxn (kind "add") and its
-    answer (kind "added"). `lost`: the request's answer is lost (the sender retries a copy)."""
+    answer (kind "added"), and its InitProducerId (kind "init": partition -1, the producer id and epoch it expects,
+    -1 for none; tag the instance and the transactions it has begun) and the answer (kind "inited": the producer id
+    and epoch given, `error`). `lost`: the request's answer is lost (the sender retries a copy); `leader_lost` (a
+    verification only): the coordinator's answer to the leader is lost."""
 
     kind: str
     partition: int
@@ -126,6 +130,7 @@ class Msg:
     guard: int = -1
     error: str = ""
     lost: bool = False
+    leader_lost: bool = False
 
 
 @dataclass(frozen=True)
