@@ -3,7 +3,9 @@
 Each historical rule breaks the property its JIRA names in an exhaustive search, with the shortest trace the JIRA's
 scenario needs, and today's rules (Kafka 4.4) are complete and clean at the same bounds and at the default ones;
 the scenarios of KAFKA-14402 and KAFKA-17754 replayed step by step, and the TV1 client's KIP-360 epoch bump that
-fences the late write; EndTxn answered as the coordinator's table says; liveness (a prepared transaction completes, the
+fences the late write; EndTxn answered as the coordinator's table says, InitProducerId as
+`prepareInitProducerIdTransit` does, retried after a lost answer or late as a copy; a verification copied or its
+answer lost; liveness (a prepared transaction completes, the
 last stable offset reaches the log end) fails for the rules that leave a transaction stuck or hanging and holds
 today; the port to Kafka's code (the references) loses nothing when a partition or the coordinator's metadata is
 frozen and thawed.
@@ -89,7 +91,7 @@ def test_each_historical_rule_breaks_its_property_and_today_is_clean(name: str) 
 
 @pytest.mark.slow
 def test_today_is_complete_and_clean_at_the_default_bounds() -> None:
-    """Two transactions over two partitions, a duplicate or lost answer, a client time-out (266,274 states:
+    """Two transactions over two partitions, a duplicate or lost answer, a client time-out (315,322 states:
     minutes)."""
     r = _run(TransactionsModel())
     assert r.complete and not r.counterexamples

@@ -11,11 +11,13 @@ prepares the transit (its pending state set), `append` writes it to `__transacti
 state cleared, the request refused), and only then `completeTransitionTo` and the request's callback run; a request
 meanwhile gets CONCURRENT_TRANSACTIONS and waits. The steps:
 
-- `init i`: instance i's InitProducerId (`handleInitProducerId`): from Empty or a completed transaction the epoch is
-  bumped (`prepareIncrementProducerEpoch`) and the instance gets it, fencing every older instance; from Ongoing the
-  coordinator fences the epoch and aborts (`prepareFenceProducerEpoch`, then `endTransaction(ABORT)`) and the
-  client retries later (CONCURRENT_TRANSACTIONS); during PrepareCommit/PrepareAbort it retries later; an instance
-  whose abort followed an abortable error bumps its epoch this way (KIP-360, the rule `client_epoch_bump`);
+- `init i`: instance i's InitProducerId into the bag; at the coordinator (`handleInitProducerId`, the verdict
+  `init_producer_id`): from Empty or a completed transaction the epoch is bumped (`prepareIncrementProducerEpoch`),
+  fencing every older instance, and the answer, once the record is written, carries it to the client; from Ongoing
+  the coordinator fences the epoch and aborts (`prepareFenceProducerEpoch`, then `endTransaction(ABORT)`) and the
+  client sends it again (CONCURRENT_TRANSACTIONS); during PrepareCommit/PrepareAbort it waits; an instance whose
+  abort followed an abortable error bumps its epoch this way, expecting its current one (KIP-360, the rule
+  `client_epoch_bump`);
 - `write i p`: instance i writes one record to partition p (beginning a transaction when it has none): with TV1
   its AddPartitionsToTxn goes into the bag (the produce follows its answer), with TV2 the produce directly;
 - `timeout i p`: the client stops waiting for its produce to p (request.timeout.ms): the request stays in flight and
@@ -28,12 +30,14 @@ meanwhile gets CONCURRENT_TRANSACTIONS and waits. The steps:
   its producer is open there at its epoch, the verification entry is made and the coordinator asked, in flight; that
   request at the coordinator: TV2 adds the partition, TV1 verifies it, the answer in flight; the answer at the
   leader: `UnifiedLog.append`'s verification guard and producer-state checks; a marker: `appendEndTxnMarker`; the
-  client's EndTxn or AddPartitionsToTxn at the coordinator, their answers at the client) and,
+  client's InitProducerId, EndTxn or AddPartitionsToTxn at the coordinator, their answers at the client) and,
   unless lost, its answer reaches the sender (for a marker the coordinator's completion
   handler: remove the partition, write CompleteCommit/CompleteAbort after the last one, or stop sending on
-  INVALID_PRODUCER_EPOCH / TRANSACTION_COORDINATOR_FENCED); a lost answer leaves the message to be retried;
-- `duplicate k`: the k-th message (a request: produce, marker, EndTxn, AddPartitionsToTxn) is copied (both copies
-  are delivered, in any order);
+  INVALID_PRODUCER_EPOCH / TRANSACTION_COORDINATOR_FENCED); a lost answer leaves the message to be retried (a
+  verification's lost answer fails the produce, AddPartitionsToTxnManager's NETWORK_EXCEPTION, and the client's
+  produce is sent again);
+- `duplicate k`: the k-th message (a request: produce, marker, InitProducerId, EndTxn, AddPartitionsToTxn, a
+  leader's verification) is copied (both copies are delivered, in any order);
 - `txn-timeout`: `abortTimedOutTransactions` fences the epoch and aborts an Ongoing transaction;
 - `failover`: a new coordinator epoch loads the transactional id's last `__transaction_state` record and, in
   PrepareCommit/PrepareAbort, sends its markers again; markers of the old epoch stay in flight, an append in flight
