@@ -37,8 +37,9 @@ def _count(help: str) -> Any:
 InstancesOpt = Annotated[int | None, _count("Producer instances sharing the transactional id (1..2).")]
 TxnsOpt = Annotated[int | None, _count("Transactions each instance may begin (1..3).")]
 PartitionsOpt = Annotated[int | None, _count("Data partitions (1..2).")]
-DuplicatesOpt = Annotated[int | None, _count("Requests (produce, EndTxn, AddPartitionsToTxn) or markers copied, or "
-                                             "delivered with the answer lost (0..3).")]
+DuplicatesOpt = Annotated[int | None, _count("Requests (produce, InitProducerId, EndTxn, AddPartitionsToTxn, a "
+                                             "leader's verification) or markers copied, or delivered with the "
+                                             "answer lost (0..3).")]
 ClientTimeoutsOpt = Annotated[int | None, _count("Produce requests the client stops waiting for (0..3).")]
 TxnTimeoutsOpt = Annotated[int | None, _count("Transactions the coordinator aborts as timed out (0..2).")]
 FailoversOpt = Annotated[int | None, _count("Coordinator failovers (0..2).")]
