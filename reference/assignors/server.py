@@ -467,7 +467,8 @@ class UniformHeterogeneousAssignmentBuilder:
         for topic_id in self._sort_topic_ids(partitions):
             balancer.initialize(self.topic_subscribers[topic_id])
             # _assign_partition for partitions nobody owns, with each member's set of this topic looked up once
-            owners, sets = self.owners[topic_id], {}
+            owners = self.owners[topic_id]
+            sets: dict[int, set[int]] = {}
             for p in partitions[topic_id]:
                 member = balancer.next_least_loaded_member()
                 into = sets.get(member)

@@ -35,7 +35,7 @@ class Uuid:
         object.__setattr__(self, "_hash", hash((self.most_significant_bits, self.least_significant_bits)))
 
     def __hash__(self) -> int:
-        return self._hash  # type: ignore[attr-defined, no-any-return]
+        return self._hash  # type: ignore[attr-defined]
 
     @classmethod
     def from_string(cls, s: str) -> Uuid:
