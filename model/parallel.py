@@ -364,7 +364,8 @@ class _Worker:
         fsync_dir(d)
         spilled = self.figures({})["spilled"]
         return {"files": files, "counters": {"base": self.base + start, "transitions": self.transitions,
-                                             "spilled": spilled}}
+                                             "spilled": spilled, "rest": end - start,
+                                             "candidates": sum(len(c) for c in self.cands)}}
 
     def restore(self, gen: str, saved: dict[str, Any], files: dict[str, Any]) -> int:
         """This worker's share of the checkpoint in folder `gen` put back (`saved`: its counters, `files`: the
@@ -601,6 +602,7 @@ class _Coordinator:
             shares = self.ask_all(("save", folder))
             counters["shares"] = [share["counters"] for share in shares]
             counters["transitions"] = sum(c["transitions"] for c in counters["shares"])
+            counters["checked"] = self.stored - sum(c["rest"] for c in counters["shares"])  # as a halt reports
             return {name: info for share in shares for name, info in share["files"].items()}
 
         self.checkpoint.commit(write, counters)
