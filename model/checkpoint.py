@@ -1,5 +1,6 @@
-"""Checkpoints of the one-process `exhaust` (kcheck.model.search), in every order: the visited set, the store, the
-states still to expand as the order keeps them, and the counters, written to a folder so that a search cut short (a
+"""Checkpoints of `exhaust` (kcheck.model.search) in one process, in every order, and in N workers
+(kcheck.model.parallel): the visited set, the store, the states still to expand as the order keeps them, and the
+counters, written to a folder so that a search cut short (a
 signal, --max-seconds, a killed machine) continues where it was and ends with the same counts, depth and
 counterexample as a run never cut.
 
@@ -18,7 +19,11 @@ The folder (format `FORMAT`, version `VERSION`):
 - `gen-NNNNNN/`: `visited.bin` (the fingerprint table; with a disk-backed visited set, its table in memory, and
   `visited-disk.bin` its sorted file, kcheck.model.diskset), `parent.bin` and `action.bin` (the store), `frontier.bin`
   and `next.bin` (records of the frontier still to expand and of the next level: state number, length, bytes;
-  one zlib stream each), and for order novelty `keys.bin` (records: a key's count, the pickled key).
+  one zlib stream each), and for order novelty `keys.bin` (records: a key's count, the pickled key); with N workers,
+  `worker-K/` per worker instead (`WORKER_FILES`: its share of the visited set and the store, the rest of its
+  frontier and `cands.bin`, the level's candidates it holds; kcheck.model.parallel says what the cut is), and the
+  manifest's `counters.workers` is N (it resumes with N workers, `check_workers`). The manifest's `write_seconds`
+  says how long the write took.
 A write goes to `gen-NNNNNN.partial/`, is synced, renamed, and only then does a new manifest replace the old one
 (`os.replace`), after which older generations are removed: a process killed at any moment leaves the last whole
 checkpoint readable. kcheck writes only into a folder it creates, an empty one, or one holding its own manifest.
