@@ -248,14 +248,15 @@ def test_a_checkpoint_resumes_only_with_as_many_workers(tmp_path: Path, capsys: 
     _refused(capsys, [*CLEAN, "--checkpoint", str(two), "--resume"], "--resume: ",
              "a checkpoint of a search in 2 worker process(es); it resumes with as many (--workers 2), not 1")
     _refused(capsys, [*CLEAN, "--workers", "3", "--checkpoint", str(two), "--resume"], "(--workers 2), not 3")
-    manifest = json.loads((two / MANIFEST).read_text())
+    text = (two / MANIFEST).read_text()
+    manifest = json.loads(text)
     share = two / manifest["generation"] / "worker-1" / "cands.bin"
     share.write_bytes(share.read_bytes() + b"x")
     _refused(capsys, [*CLEAN, *WORKERS, "--checkpoint", str(two), "--resume"], "worker-1/cands.bin: damaged")
     share.write_bytes(share.read_bytes()[:-1])
     (two / MANIFEST).write_text(json.dumps({**manifest, "files": {**manifest["files"], "../x.bin": {}}}))
     _refused(capsys, [*CLEAN, *WORKERS, "--checkpoint", str(two), "--resume"], "names a file kcheck never writes")
-    (two / MANIFEST).write_text(json.dumps(manifest))
+    (two / MANIFEST).write_text(text)
     assert {"one": _files(one), "two": _files(two)} == before
 
 
