@@ -20,10 +20,10 @@ The folder (format `FORMAT`, version `VERSION`):
   `visited-disk.bin` its sorted file, kcheck.model.diskset), `parent.bin` and `action.bin` (the store), `frontier.bin`
   and `next.bin` (records of the frontier still to expand and of the next level: state number, length, bytes;
   one zlib stream each), and for order novelty `keys.bin` (records: a key's count, the pickled key); with N workers,
-  `worker-K/` per worker instead (`WORKER_FILES`: its share of the visited set and the store, the rest of its
-  frontier and `cands.bin`, the level's candidates it holds; kcheck.model.parallel says what the cut is), and the
-  manifest's `counters.workers` is N (it resumes with N workers, `check_workers`). The manifest's `write_seconds`
-  says how long the write took.
+  `worker-K/` per worker instead (`WORKER_FILES`: its share of the visited set and the store, its frontier (and where
+  in it the worker stopped) and `cands.bin`, the level's candidates it holds, as its spools' chunks;
+  kcheck.model.parallel says what the cut is), and the manifest's `counters.workers` is N (it resumes with N workers,
+  `check_workers`). The manifest's `write_seconds` says how long the write took.
 A write goes to `gen-NNNNNN.partial/`, is synced, renamed, and only then does a new manifest replace the old one
 (`os.replace`), after which older generations are removed: a process killed at any moment leaves the last whole
 checkpoint readable. kcheck writes only into a folder it creates, an empty one, or one holding its own manifest.

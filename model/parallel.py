@@ -31,20 +31,21 @@ end mark, and takes everything sent to it, as at a level's end. The workers' sto
 a frontier before its worker's stop is checked and expanded, each of its successors routed and waiting with its
 owner among this level's candidates, in its sender's order; no state after the stop was touched. Each worker
 writes its share into `gen-NNNNNN.partial/worker-K/` at once (`visited.bin`, and `visited-disk.bin` for a disk
-set; `parent.bin`, `action.bin`; `frontier.bin`, the rest of its frontier; `cands.bin`, its candidates with their
-sender), the caller writes the counters and the manifest, and the level goes on. Resumed, each worker goes on
-from its stop with its candidates: stored at the level's end in the same fixed order, they get the same numbers
-and parents, so counts, depth and counterexample are an uncut run's. (The fingerprints a worker routed before the
-stop are not saved: one routed again arrives a second time and loses to the first, as equal fingerprints do.) A
-halt (time, `stop`, a signal) saves the same cut before the search returns; `max_states` saves the level routed
-and not yet stored (how many new states it holds is counted first), so a run with a higher cap goes on from
-there. A checkpoint of N workers resumes with N: each holds the share of the states it owns.
+set; `parent.bin`, `action.bin`; `frontier.bin`, its frontier, and `cands.bin`, its candidates from each sender in
+turn, both as their spools' compressed chunks, copied without decoding a record (`Spool.dump`); the counters say
+where in the frontier it stopped), the caller writes the counters and the manifest, and the level goes on.
+Resumed, each worker goes on from its stop with its candidates: stored at the level's end in the same fixed order,
+they get the same numbers and parents, so counts, depth and counterexample are an uncut run's. (The fingerprints a
+worker routed before the stop are not saved: one routed again arrives a second time and loses to the first, as equal
+fingerprints do.) A halt (time, `stop`, a signal) saves the same cut before the search returns; `max_states` saves
+the level routed and not yet stored (how many new states it holds is counted first), so a run with a higher cap goes
+on from there. A checkpoint of N workers resumes with N: each holds the share of the states it owns.
 
-Caps behave as with one process: `max_states` (the last level's new states are stored in worker order up to the
-cap, then checked), `max_depth` (the level past the bound is generated but not stored; any new state there makes
-it "max-depth"), `max_seconds` (each worker looks at the clock every 64 expansions) and `stop` (called by the
-caller about every 0.2 s while the workers run). A run stopped by time or `stop` reports as `states` the states
-whose invariants were checked (the stored ones minus the part of the last level not reached).
+Caps behave as with one process: `max_states` (the last level's new states are stored in worker order up to the cap,
+then checked), `max_depth` (the level past the bound is generated but not stored; any new state there makes it
+"max-depth"), `max_seconds` (each worker looks at the clock every 64 expansions) and `stop` (called by the caller about
+every 0.2 s while the workers run). A run stopped by time or `stop` reports as `states` the states whose invariants
+were checked (the stored ones minus the part of the last level not reached).
 
 States travel as their encodings when the model has `decode`, else as pickles. A worker that raises makes the
 search raise `RuntimeError` with its traceback; every worker is ended (by its own process object) when the
@@ -58,7 +59,6 @@ import marshal
 import multiprocessing as mp
 import os
 import signal
-import struct
 import sys
 import time
 import traceback
@@ -70,10 +70,8 @@ from typing import Any
 from kcheck.model.checkpoint import (
     Checkpointer,
     check_workers,
-    encode_records,
     fsync_dir,
     read_array,
-    read_records,
     write_file,
 )
 from kcheck.model.diskset import DiskFingerprintSet, restore_visited, visited_set
@@ -95,7 +93,6 @@ from kcheck.model.visited import (
 BATCH = 512  # candidates per message between workers
 _RUN, _TIME, _STOP, _VIOLATION = 0, 1, 2, 3  # the shared halt flag
 _PAUSE = 4  # what a worker sees when a checkpoint is asked for (its own slot: it never hides a violation)
-_CAND = struct.Struct("<IQI")  # a saved candidate's head: its sender, its parent's global number, its action index
 
 
 class _Worker:
@@ -354,16 +351,17 @@ class _Worker:
             ("visited.bin", [memoryview(seen.table).cast("B")]),
             ("parent.bin", [memoryview(store.parent).cast("B")]),
             ("action.bin", [memoryview(store.action).cast("B")]),
-            ("frontier.bin", encode_records((0, p) for i, (p,) in enumerate(self.frontier) if start <= i < end)),
-            ("cands.bin", encode_records((fp, _CAND.pack(src, gid, ai) + data)
-                                         for src, c in enumerate(self.cands) for fp, gid, ai, data in c))]
+            # the spools' compressed chunks copied as they are (no record decoded: the write is I/O), each
+            # sender's candidates after the other
+            ("frontier.bin", self.frontier.dump()),
+            ("cands.bin", (part for c in self.cands for part in c.dump()))]
         if isinstance(seen, DiskFingerprintSet):
             parts.append(("visited-disk.bin", seen.disk_chunks()))
         files = {f"worker-{k}/{name}": write_file(os.path.join(d, name), data) for name, data in parts}
         files[f"worker-{k}/action.bin"]["typecode"] = store.action.typecode
         fsync_dir(d)
         spilled = self.figures({})["spilled"]
-        return {"files": files, "counters": {"base": self.base + start, "transitions": self.transitions,
+        return {"files": files, "counters": {"base": self.base, "position": start, "transitions": self.transitions,
                                              "spilled": spilled, "rest": end - start,
                                              "candidates": sum(len(c) for c in self.cands)}}
 
@@ -378,13 +376,12 @@ class _Worker:
         self.store.action = read_array(files[f"worker-{k}/action.bin"].get("typecode", "H"),
                                        os.path.join(d, "action.bin"))
         self.base, self.transitions, self.spilled = saved["base"], saved["transitions"], saved["spilled"]
-        for _, data in read_records(os.path.join(d, "frontier.bin")):
-            self.frontier.append(data)
-        self.cands, self.sent, self.position = [self.spool(3) for _ in range(n)], FingerprintSet(), 0
-        size = _CAND.size
-        for fp, rec in read_records(os.path.join(d, "cands.bin")):
-            src, gid, ai = _CAND.unpack_from(rec)
-            self.cands[src].append(rec[size:], fp, gid, ai)
+        with open(os.path.join(d, "frontier.bin"), "rb") as f:
+            self.frontier.load(f)
+        self.cands, self.sent, self.position = [self.spool(3) for _ in range(n)], FingerprintSet(), saved["position"]
+        with open(os.path.join(d, "cands.bin"), "rb") as f:
+            for c in self.cands:
+                c.load(f)
         self.shared[1 + k], self.shared[1 + n + k] = len(self.store), self.transitions
         return len(self.frontier)
 

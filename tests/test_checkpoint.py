@@ -260,8 +260,10 @@ def test_a_checkpoint_resumes_only_with_as_many_workers(tmp_path: Path, capsys: 
     assert {"one": _files(one), "two": _files(two)} == before
 
 
-def test_the_engine_resumes_a_spilled_frontier_to_the_uncut_counts(tmp_path: Path) -> None:
-    # The frontier spills to files past a tiny threshold, and a checkpoint reads it while the search iterates it.
+@pytest.mark.parametrize("workers", [1, 2])
+def test_the_engine_resumes_a_spilled_frontier_to_the_uncut_counts(workers: int, tmp_path: Path) -> None:
+    # The frontier spills to files past a tiny threshold, and a checkpoint reads it while the search iterates it
+    # (with workers, the candidates too, copied chunk by chunk from memory and from the spill files).
     from kcheck.invariants.replication_model_adapter import ReplicationModel
     from kcheck.model.checkpoint import Checkpointer
     from kcheck.model.replication import Config, Protocol
@@ -280,7 +282,7 @@ def test_the_engine_resumes_a_spilled_frontier_to_the_uncut_counts(tmp_path: Pat
     while True:
         r = exhaust(ReplicationModel(Protocol.current(), cfg), stop=pause, spill_dir=str(tmp_path),
                     spill_threshold=4096, checkpoint=Checkpointer(str(tmp_path / "ck"), {"case": 1}, 1e9),
-                    resume=resume)
+                    resume=resume, workers=workers)
         runs, resume, spilled = runs + 1, True, spilled + r.spilled_bytes
         if r.stopped_because != "paused":
             break
