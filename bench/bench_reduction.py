@@ -1,4 +1,4 @@
-"""What `kcheck exhaust --reduce` (model/replication/reduction.py) does to the states of issue 14's RF 3 bound
+"""What `kcheck exhaust --reduce` (model/replication/reduction.py) does to the states of the RF 3 bound
 (brokers 3, replication factor 3, min.insync.replicas 2, KRaft, no duplicates; one crash, one fence, one lossy
 crash, one election), measured on its parts: each fault alone and in pairs and triples, one or two records, split
 or atomic fetches. Per part, the search without and with the reduction, each in a fresh process with --budget CPU

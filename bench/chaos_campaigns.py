@@ -9,13 +9,13 @@ One cluster (Kafka --kafka-version, 3 brokers, kcheck chaos's campaign broker se
    (both followers paused past replica.lag.time.max.ms, the leader killed, the followers resumed, an unclean
    election, the old leader started), then a random schedule per seed over the same kinds.
 
-3. The request path (issue 35), --request-path campaigns of --seconds-request each: today's topic settings, every
+3. The request path, --request-path campaigns of --seconds-request each: today's topic settings, every
    producer kind of --producers at once (kcheck.cluster.producers: kafka-python idempotent and not, max in flight 1
    and 5, acks=1, and the release's VerifiableProducer with idempotence on and off), so each idempotent producer
    and its twin with idempotence off face the same faults; random schedules over the default kinds plus
    pause-followers and delete-records.
 
-4. Volume (issue 38, items 4 and 6), with --releases 3.9.1,4.0.x,4.1.x,4.4.0 (`4.0.x`: the newest patch of that line
+4. Volume, with --releases 3.9.1,4.0.x,4.1.x,4.4.0 (`4.0.x`: the newest patch of that line
    kcheck knows): instead of 1-3, per release one cluster (--controllers, --network) and --campaigns random campaigns
    of --seconds per setting: today's defaults (min.insync.replicas 2, unclean off), the 2013 settings (min ISR 1,
    unclean on), unclean on with min ISR 2, and acks=1 (today's topic settings, an acks=1 producer only); each seed's
@@ -87,7 +87,7 @@ def row(name: str, o: Outcome) -> str:
 
 
 def producer_summary(outcomes: list[Outcome]) -> None:
-    """Per producer kind, summed over the campaigns: the campaign figures of issue 35."""
+    """Per producer kind, summed over the campaigns: the request path's campaign figures."""
     total: dict[str, dict[str, int]] = {}
     for o in outcomes:
         for name, n in o.verdict.producers.items():
@@ -108,7 +108,7 @@ def producer_summary(outcomes: list[Outcome]) -> None:
     print("  violations per check: " + ", ".join(f"{c.removeprefix('history.')} {n}" for c, n in hard.items()))
 
 # ---------------------------------------------------------------------------------------------------------
-# volume: every setting on every release (issue 38, items 4 and 6)
+# volume: every setting on every release
 
 
 @dataclass(frozen=True)
@@ -119,7 +119,7 @@ class Setting:
     producers: tuple[str, ...]
 
 
-# Each setting in the order of issue 38's item 6; the topic settings are topic configs, so one cluster runs them all.
+# Each setting in the order of the docs table; the topic settings are topic configs, so one cluster runs them all.
 VOLUME_SETTINGS = {
     "defaults": Setting("today's defaults (min ISR 2, unclean off)", 2, False, DEFAULT_PRODUCERS),
     "2013": Setting("the 2013 settings (min ISR 1, unclean on)", 1, True, DEFAULT_PRODUCERS),

@@ -33,7 +33,7 @@ as events of the JSON history, so another checker can replay just that slice.
 Records produced with acks=1 are checked the same way but their losses are counted apart (`acks1_lost`), not
 violations: Kafka promises an acks=1 record only the leader's copy.
 
-The request path (issue 35): every value names its producer kind, session, partition and sequence
+The request path: every value names its producer kind, session, partition and sequence
 (`<producer>-<session>-<partition>-<seq>`, `PRODUCER_KINDS`); a session is one producer instance, the scope of
 Kafka's idempotence (KIP-98: a producer id and epoch per instance). Each violation names the anomaly the way
 Jepsen's Kafka checker (jepsen.tests.kafka) does where one fits:

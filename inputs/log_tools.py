@@ -1,4 +1,4 @@
-"""Kafka's own storage tools' output, read into `LogView`s, and `kcheck verify-log` (issues 17 and 32).
+"""Kafka's own storage tools' output, read into `LogView`s, and `kcheck verify-log`.
 
 * `kafka-dump-log.sh` of every release from 1.0 to 4.4 (`org.apache.kafka.tools.DumpLogSegments`,
   `tools/src/main/java/org/apache/kafka/tools/DumpLogSegments.java` from 4.3; `core/src/main/scala/kafka/tools/
@@ -1033,7 +1033,7 @@ class VerifyLogResult:
         return own + [(None, x) for x in self.kafka.violations]
 
 
-# ---- numbers: Kafka's tools print Java longs in ASCII digits (issue 33; checked before either parser runs) ----------
+# ---- numbers: Kafka's tools print Java longs in ASCII digits (checked before either parser runs) ----------
 
 # A number field of kafka-dump-log.sh (before the record's key and payload, which are the user's text) or a JSON
 # number of kafka-log-dirs.sh: its digits, ASCII or not.

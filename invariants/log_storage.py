@@ -1,4 +1,4 @@
-"""Log-storage invariants: one partition's log as segments, indexes and offsets (issue 17).
+"""Log-storage invariants: one partition's log as segments, indexes and offsets.
 
 A `LogView` is what kcheck knows of one partition's log: its segments (oldest first, the last one active), each
 with its records and, where known, its size, its sparse offset and time indexes and each record's batch position.

@@ -359,7 +359,7 @@ def fetch_high_watermark_monotonic(s: ReplicationSubject) -> list[Violation]:
             for _, was, now in _regressions(s, "fetch_hw")]
 
 
-# ---- the broker lifecycle (KRaft; issue 15) -------------------------------------------------------------------
+# ---- the broker lifecycle (KRaft) -------------------------------------------------------------------
 
 SOURCE_KRAFT = "Vanlightly/kafka-tlaplus kraft/kip-966 (kip_966_properties.tla ValidControllerState)"
 
@@ -413,7 +413,7 @@ def _shutdown_unasked(st: State, b: int) -> bool:
     return r.alive and not r.shutdown_asked
 
 
-# ---- the metadata log (KRaft; issue 15) -------------------------------------------------------------------
+# ---- the metadata log (KRaft) -------------------------------------------------------------------
 
 SOURCE_LOG = "Vanlightly/kafka-tlaplus kraft/v3.5 (v3_5_properties.tla MetadataLogMatching)"
 
@@ -494,7 +494,7 @@ def belief_matches_registry(s: ReplicationSubject) -> list[Violation]:
                       {"broker": b}) for b in _stale_beliefs(st) for r in (st.replica(b),)]
 
 
-# ---- parity with Vanlightly's KIP-966 specification (issue 36) ----------------------------------------------
+# ---- parity with Vanlightly's KIP-966 specification ----------------------------------------------
 # Two of its eight safety properties had no counterpart; invariants/replication_parity.py maps all eight.
 
 SOURCE_966 = "Vanlightly/kafka-tlaplus kraft/kip-966 (kip_966_properties.tla)"

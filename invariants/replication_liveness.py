@@ -204,7 +204,7 @@ def properties(cfg: Config, permanent_crashes: bool = False) -> list[LivenessPro
     return out
 
 
-# ---- parity with Vanlightly's KIP-966 specification (issue 36) ----------------------------------------------
+# ---- parity with Vanlightly's KIP-966 specification ----------------------------------------------
 # Its seven liveness properties are leads-to formulas, P ~> Q. Here a property is "always eventually goal" over
 # fair runs; for a trigger P that stays true until Q (or that only faults, finitely many, end) P ~> Q is the same
 # as always eventually (not P or Q), which is each goal below. invariants/replication_parity.py maps all seven.

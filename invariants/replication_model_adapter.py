@@ -15,7 +15,7 @@ parts' bytes is marshalled again. Equal states therefore give equal bytes, and `
 search keeps its frontier as bytes. The parts are kept by value, so a successor (which shares most objects with
 its parent) converts only what its step replaced, and only when no state had that value yet.
 
-Speed (issue 14): `successors` computes the enabled actions and their results in one pass, skipping candidates
+Speed: `successors` computes the enabled actions and their results in one pass, skipping candidates
 that a guard of their own kind rules out (`_PRE`) and, at plan time, those that spend a budget the config sets to
 0 (`_NEVER`); each successor is settled by `actions.settler`, which repeats only the settling its step made
 necessary. Some steps read and change only a few parts, so their results are kept per the objects they read

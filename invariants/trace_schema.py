@@ -127,7 +127,7 @@ def _check_message(where: str, field: str, v: Any, n: int) -> None:
             raise TraceSchemaError(where, extra, f"a field of {v['type']} ({', '.join(names)})", v[extra])
     for name in names:
         if name not in v:
-            if name == "request":  # an answer in a trace written before issue 36: it names no request
+            if name == "request":  # an answer in a trace written by an older kcheck: it names no request
                 continue
             raise TraceSchemaError(where, name, f"a value (every field of {v['type']} is required)")
         value = v[name]

@@ -1,4 +1,4 @@
-"""kcheck's pytest plugin (issue 39): installed with kcheck (entry point `pytest11`), so any pytest run where kcheck is
+"""kcheck's pytest plugin: installed with kcheck (entry point `pytest11`), so any pytest run where kcheck is
 installed has these fixtures; a conftest fixture of the same name overrides one of them, and `-p no:kcheck` turns
 the plugin off.
 

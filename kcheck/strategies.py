@@ -1,4 +1,4 @@
-"""Hypothesis strategies for Kafka clusters and consumer groups, for a user's property tests (issue 39).
+"""Hypothesis strategies for Kafka clusters and consumer groups, for a user's property tests.
 
     from hypothesis import given
     from kcheck.strategies import placer_cases

@@ -1,5 +1,6 @@
-"""Checkpoints of the one-process `exhaust` (kcheck.model.search), in every order: the visited set, the store, the
-states still to expand as the order keeps them, and the counters, written to a folder so that a search cut short (a
+"""Checkpoints of `exhaust` (kcheck.model.search) in one process, in every order, and in N workers
+(kcheck.model.parallel): the visited set, the store, the states still to expand as the order keeps them, and the
+counters, written to a folder so that a search cut short (a
 signal, --max-seconds, a killed machine) continues where it was and ends with the same counts, depth and
 counterexample as a run never cut.
 
@@ -18,7 +19,11 @@ The folder (format `FORMAT`, version `VERSION`):
 - `gen-NNNNNN/`: `visited.bin` (the fingerprint table; with a disk-backed visited set, its table in memory, and
   `visited-disk.bin` its sorted file, kcheck.model.diskset), `parent.bin` and `action.bin` (the store), `frontier.bin`
   and `next.bin` (records of the frontier still to expand and of the next level: state number, length, bytes;
-  one zlib stream each), and for order novelty `keys.bin` (records: a key's count, the pickled key).
+  one zlib stream each), and for order novelty `keys.bin` (records: a key's count, the pickled key); with N workers,
+  `worker-K/` per worker instead (`WORKER_FILES`: its share of the visited set and the store, its frontier (and where
+  in it the worker stopped) and `cands.bin`, the level's candidates it holds, as its spools' chunks;
+  kcheck.model.parallel says what the cut is), and the manifest's `counters.workers` is N (it resumes with N workers,
+  `check_workers`). The manifest's `write_seconds` says how long the write took.
 A write goes to `gen-NNNNNN.partial/`, is synced, renamed, and only then does a new manifest replace the old one
 (`os.replace`), after which older generations are removed: a process killed at any moment leaves the last whole
 checkpoint readable. kcheck writes only into a folder it creates, an empty one, or one holding its own manifest.
@@ -45,6 +50,7 @@ MANIFEST = "kcheck-checkpoint.json"
 _RECORD = struct.Struct("<QI")  # a frontier record's head: state number, length of the bytes that follow
 _FILES = ("visited.bin", "parent.bin", "action.bin", "frontier.bin", "next.bin")
 _OPTIONAL = ("keys.bin", "visited-disk.bin")  # written by the searches that need them (`save`'s `more`, `disk`)
+WORKER_FILES = ("visited.bin", "parent.bin", "action.bin", "frontier.bin", "cands.bin")  # each worker's (workers > 1)
 
 
 class CheckpointError(ValueError):
@@ -96,6 +102,8 @@ def check_resumable(manifest: dict[str, Any], identity: dict[str, Any], folder: 
     for key in sorted(set(identity) | set(theirs)):
         was, now = theirs.get(key), identity.get(key)
         if was != now:
+            if key == "workers" and isinstance(now, int):
+                check_workers({"workers": was}, now, folder)
             if isinstance(was, dict) and isinstance(now, dict):  # the config: the setting that differs
                 key, was, now = next((f"{key}.{k}", was.get(k), now.get(k)) for k in sorted(set(was) | set(now))
                                      if was.get(k) != now.get(k))
@@ -104,7 +112,7 @@ def check_resumable(manifest: dict[str, Any], identity: dict[str, Any], folder: 
         raise CheckpointError(f"{folder}: written on another kind of machine ({manifest.get('machine')!r})")
 
 
-def _records(items: Iterable[tuple[int, bytes]]) -> Iterator[bytes]:
+def encode_records(items: Iterable[tuple[int, bytes]]) -> Iterator[bytes]:
     """The records, zlib-compressed (level 1) as one stream: the states of a level share most of their bytes."""
     z, buf = zlib.compressobj(1), bytearray()
     for n, data in items:
@@ -147,6 +155,7 @@ class Checkpointer:
         self.every, self.extra = every, extra
         self.last = time.monotonic()
         self.written = 0  # checkpoints this process wrote
+        self.seconds = 0.0  # how long the last one took to write
         self._verified: dict[str, Any] | None = None
 
     def due(self) -> bool:
@@ -159,6 +168,26 @@ class Checkpointer:
         """One checkpoint: `arrays` (visited, parent, action), the frontier still to expand and the next level's
         records, the engine's counters, `more` record files (names among `_OPTIONAL`) and `disk`, the bytes of a
         disk-backed visited set's sorted file (see the module docstring for the order of the writes)."""
+
+        def write(tmp: str) -> dict[str, Any]:
+            files: dict[str, Any] = {}
+            for name, parts in (("visited.bin", [arrays["visited"].tobytes()]),
+                                ("parent.bin", [arrays["parent"].tobytes()]),
+                                ("action.bin", [arrays["action"].tobytes()]),
+                                ("frontier.bin", encode_records(frontier)), ("next.bin", encode_records(nxt)),
+                                *((name, encode_records(recs)) for name, recs in (more or {}).items()),
+                                *((("visited-disk.bin", disk),) if disk is not None else ())):
+                files[name] = write_file(os.path.join(tmp, name), parts)
+            files["action.bin"]["typecode"] = arrays["action"].typecode
+            return files
+
+        self.commit(write, counters)
+
+    def commit(self, write: Callable[[str], dict[str, Any]], counters: dict[str, Any]) -> None:
+        """One checkpoint: `write(folder)` writes the generation's files into the new folder given (and syncs them)
+        and returns {name relative to it: {bytes, blake2b, ...}}; then the manifest names the generation, with
+        `counters` (read after `write`, which may fill them)."""
+        began = time.monotonic()
         os.makedirs(self.folder, exist_ok=True)
         old = read_manifest(self.folder)  # refuses a folder that became someone else's meanwhile
         n = (old["generation_number"] + 1) if old else 1
@@ -166,33 +195,27 @@ class Checkpointer:
         tmp = os.path.join(self.folder, gen + ".partial")
         shutil.rmtree(tmp, ignore_errors=True)
         os.mkdir(tmp)
-        files: dict[str, Any] = {}
-        for name, parts in (("visited.bin", [arrays["visited"].tobytes()]),
-                            ("parent.bin", [arrays["parent"].tobytes()]),
-                            ("action.bin", [arrays["action"].tobytes()]),
-                            ("frontier.bin", _records(frontier)), ("next.bin", _records(nxt)),
-                            *((name, _records(recs)) for name, recs in (more or {}).items()),
-                            *((("visited-disk.bin", disk),) if disk is not None else ())):
-            files[name] = _write(os.path.join(tmp, name), parts)
-        files["action.bin"]["typecode"] = arrays["action"].typecode
-        _fsync_dir(tmp)
+        files = write(tmp)
+        fsync_dir(tmp)
         final = os.path.join(self.folder, gen)
         shutil.rmtree(final, ignore_errors=True)  # a run killed before its manifest named it: never read
         os.rename(tmp, final)
         manifest = {"format": FORMAT, "version": VERSION, "identity": self.identity, "machine": _machine(),
                     "generation": gen, "generation_number": n, "written_at": time.time(), "files": files,
-                    "counters": counters, "extra": self.extra[0]() if self.extra else None}
+                    "counters": counters, "extra": self.extra[0]() if self.extra else None,
+                    "write_seconds": round(time.monotonic() - began, 3)}
         path = os.path.join(self.folder, MANIFEST)
         with open(path + ".partial", "w", encoding="utf-8") as f:
             json.dump(manifest, f, indent=1)
             f.flush()
             os.fsync(f.fileno())
         os.replace(path + ".partial", path)
-        _fsync_dir(self.folder)
+        fsync_dir(self.folder)
         for entry in os.listdir(self.folder):  # older generations and partial writes of killed runs: kcheck's own
             if entry.startswith("gen-") and entry != gen:
                 shutil.rmtree(os.path.join(self.folder, entry), ignore_errors=True)
         self.last = time.monotonic()
+        self.seconds = self.last - began
         self.written += 1
 
     def verify(self) -> dict[str, Any]:
@@ -206,7 +229,10 @@ class Checkpointer:
         files = manifest.get("files") or {}
         if not isinstance(files, dict):
             raise CheckpointError(f"{os.path.join(self.folder, MANIFEST)}: its list of files is not a mapping")
-        for name in (*_FILES, *(name for name in _OPTIONAL if name in files)):
+        for name in sorted({*_required(manifest), *files}):
+            if not re.fullmatch(r"(worker-\d+/)?[a-z-]+\.bin", name):
+                raise CheckpointError(f"{os.path.join(self.folder, MANIFEST)}: names a file kcheck never writes "
+                                      f"({name!r})")
             want = files.get(name) or {}
             path = os.path.join(gen, name)
             try:
@@ -218,17 +244,29 @@ class Checkpointer:
         self._verified = manifest
         return manifest
 
+    def manifest(self) -> dict[str, Any]:
+        """The folder's manifest (`verify`, unless it was just verified)."""
+        return self._verified or self.verify()
+
     def load(self) -> tuple[dict[str, Any], dict[str, array], str, str]:
         """(counters, arrays, the frontier file, the next level's file) of the folder's checkpoint (`verify`, unless
         it was just verified); the caller's `extra` restored."""
         manifest = self._verified or self.verify()
         gen, files = os.path.join(self.folder, str(manifest["generation"])), manifest["files"]
-        arrays = {"visited": _array("Q", os.path.join(gen, "visited.bin")),
-                  "parent": _array("I", os.path.join(gen, "parent.bin")),
-                  "action": _array(files["action.bin"].get("typecode", "H"), os.path.join(gen, "action.bin"))}
+        arrays = {"visited": read_array("Q", os.path.join(gen, "visited.bin")),
+                  "parent": read_array("I", os.path.join(gen, "parent.bin")),
+                  "action": read_array(files["action.bin"].get("typecode", "H"), os.path.join(gen, "action.bin"))}
         if self.extra is not None and manifest.get("extra") is not None:
             self.extra[1](manifest["extra"])
         return (manifest["counters"], arrays, os.path.join(gen, "frontier.bin"), os.path.join(gen, "next.bin"))
+
+    def generation(self) -> tuple[dict[str, Any], str]:
+        """(the manifest, the generation's folder) of the folder's checkpoint (`verify`, unless it was just
+        verified), the caller's `extra` restored: for a search that reads its files itself (kcheck.model.parallel)."""
+        manifest = self.manifest()
+        if self.extra is not None and manifest.get("extra") is not None:
+            self.extra[1](manifest["extra"])
+        return manifest, os.path.join(self.folder, str(manifest["generation"]))
 
     def disk_file(self) -> str | None:
         """The path of the loaded checkpoint's disk-backed visited fingerprints (sorted), None when it has none."""
@@ -246,14 +284,31 @@ class Checkpointer:
         return os.path.join(self.folder, str(manifest["generation"]), name)
 
 
-def _array(typecode: str, path: str) -> array:
+def check_workers(counters: dict[str, Any], workers: int, folder: str) -> None:
+    """Raises CheckpointError unless the checkpoint's search ran in `workers` processes (each holds its share)."""
+    was = counters.get("workers", 1)
+    if was != workers:
+        raise CheckpointError(f"{folder}: a checkpoint of a search in {was} worker process(es); it resumes with as "
+                              f"many (--workers {was}), not {workers}")
+
+
+def _required(manifest: dict[str, Any]) -> tuple[str, ...]:
+    """The files a checkpoint must hold: one process's, or each worker's (kcheck.model.parallel)."""
+    counters = manifest.get("counters")
+    workers = counters.get("workers") if isinstance(counters, dict) else None
+    if isinstance(workers, int) and workers > 1:
+        return tuple(f"worker-{k}/{name}" for k in range(workers) for name in WORKER_FILES)
+    return _FILES
+
+
+def read_array(typecode: str, path: str) -> array:
     a = array(typecode)
     with open(path, "rb") as f:
         a.frombytes(f.read())
     return a
 
 
-def _write(path: str, parts: Iterable[bytes]) -> dict[str, Any]:
+def write_file(path: str, parts: Iterable[bytes]) -> dict[str, Any]:
     h, size = hashlib.blake2b(digest_size=16), 0
     with open(path, "wb") as f:
         for p in parts:
@@ -274,7 +329,7 @@ def _digest(path: str) -> tuple[int, str]:
     return size, h.hexdigest()
 
 
-def _fsync_dir(path: str) -> None:
+def fsync_dir(path: str) -> None:
     fd = os.open(path, os.O_RDONLY)
     try:
         os.fsync(fd)

@@ -40,9 +40,10 @@
 - `workers=N` (N > 1) runs the same BFS over N forked processes (`kcheck.model.parallel`): each owns the
   fingerprints with `fp % N == k`, level by level; a complete run stores the same states and counts the same
   transitions as one process, and a counterexample is still a shortest one.
-- `checkpoint` (one process, any order): the visited set, store, frontier and counters are saved to a folder
+- `checkpoint` (any order; with workers, bfs): the visited set, store, frontier and counters are saved to a folder
   between two expansions, periodically and when a cap or `stop` ends the search, and `resume` continues from them
-  to the result of a run never cut (kcheck.model.checkpoint says why that holds and how a write survives kill -9).
+  to the result of a run never cut (kcheck.model.checkpoint says why that holds and how a write survives kill -9;
+  kcheck.model.parallel how N workers stop at one cut inside a level, each saving its share).
 - `order` changes only which stored state is expanded next, for counterexamples deeper than a BFS reaches, as in
   directed model checking (Edelkamp, Lluch Lafuente and Leue, "Directed explicit-state model checking in the
   validation of communication protocols", STTT 2004): "dfs" expands the state stored last (a stack), "novelty" is a
@@ -90,7 +91,7 @@ from collections.abc import Callable, Hashable, Iterable, Iterator, Mapping, Seq
 from contextlib import contextmanager
 from typing import Any
 
-from kcheck.model.checkpoint import Checkpointer, CheckpointError, read_records
+from kcheck.model.checkpoint import Checkpointer, CheckpointError, check_workers, read_records
 from kcheck.model.diskset import DiskFingerprintSet, restore_visited, visited_set
 from kcheck.model.interface import Model, StateInvariant
 from kcheck.model.parallel import parallel_exhaust
@@ -155,10 +156,11 @@ def exhaust(model: Model[Any, Any], max_states: int | None = None, max_depth: in
     invariant broke or nothing is left. `counterexamples` holds them all; `complete` stays False when any was
     found, and `covered` says whether the search still visited every reachable state.
 
-    `checkpoint` (one process, any order, not keep_going): the search is saved to its folder every
+    `checkpoint` (any order, workers too, not keep_going): the search is saved to its folder every
     `checkpoint.every` seconds and whenever a cap or `stop` ends it between two expansions
     (kcheck.model.checkpoint); with `resume` it starts from the folder's checkpoint instead of the initial states
-    and ends with the counts, depth and counterexample of a run never cut (`seconds` is this run's).
+    and ends with the counts, depth and counterexample of a run never cut (`seconds` is this run's). A checkpoint
+    of N workers resumes with N workers (CheckpointError otherwise).
 
     `visited_memory` (bytes; any order, workers too): the visited set keeps at most that much fingerprint table in
     memory and the rest in a sorted file (kcheck.model.diskset), in the checkpoint's folder, else `spill_dir`, else
@@ -166,9 +168,8 @@ def exhaust(model: Model[Any, Any], max_states: int | None = None, max_depth: in
     The search is the same (counts, depth, counterexample); None keeps it all in memory.
     """
     _check_exhaust_options(workers, order, keep_going, max_depth, spill_dir, visited_memory)
-    if (checkpoint is not None or resume) and (workers > 1 or keep_going or checkpoint is None):
-        raise ValueError("checkpoints are taken by a search in one process, without keep_going; resume needs a "
-                         "checkpoint")
+    if (checkpoint is not None or resume) and (keep_going or checkpoint is None):
+        raise ValueError("checkpoints are taken by a search without keep_going; resume needs a checkpoint")
     if order != "bfs":
         rank = _novelty_key(model, novelty) if order == "novelty" else None
         ordered = _OrderedSearch(model, order, rank, max_states, max_seconds, symmetry, progress, compress, stop,
@@ -178,10 +179,20 @@ def exhaust(model: Model[Any, Any], max_states: int | None = None, max_depth: in
         return parallel_exhaust(model, workers=workers, max_states=max_states, max_depth=max_depth,
                                 max_seconds=max_seconds, symmetry=symmetry, progress=progress, compress=compress,
                                 spill_dir=spill_dir, spill_threshold=spill_threshold, stop=stop,
-                                visited_memory=visited_memory)
+                                visited_memory=visited_memory, checkpoint=checkpoint, resume=resume,
+                                visited_dir=_visited_dir(checkpoint, spill_dir))
     search = _BreadthFirst(model, max_states, max_depth, max_seconds, symmetry, progress, compress, stop, spill_dir,
                            spill_threshold, keep_going, checkpoint, visited_memory)
     return search.resume() if resume else search.run()
+
+
+def _visited_dir(checkpoint: Checkpointer | None, spill_dir: str | None) -> str | None:
+    """Where a disk-backed visited set keeps its file: beside the checkpoint (its copy is then made on the same
+    file system), else in `spill_dir`."""
+    if checkpoint is None:
+        return spill_dir
+    folder = checkpoint.folder
+    return folder if os.path.isdir(folder) else os.path.dirname(os.path.abspath(folder))
 
 
 def _check_exhaust_options(workers: int, order: str, keep_going: bool, max_depth: int | None,
@@ -229,11 +240,7 @@ class _Search:
         self.key = keyer(model, list(model.symmetries()) if symmetry else [], lazy=True)
         self.succ = successor_fn(model)
         self.checkpoint = checkpoint
-        folder = spill_dir
-        if checkpoint is not None:  # beside the checkpoint (its copy is then made on the same file system)
-            folder = checkpoint.folder if os.path.isdir(checkpoint.folder) else os.path.dirname(
-                os.path.abspath(checkpoint.folder))
-        self.seen = visited_set(visited_memory, folder)
+        self.seen = visited_set(visited_memory, _visited_dir(checkpoint, spill_dir))
         self.store = Store()
         self.result = SearchResult(False, 0, 0, 0, 0.0, None, None, None)
         self.transitions = 0
@@ -260,6 +267,7 @@ class _Search:
         """The checkpoint's visited set, store and shared counters put back: (its counters, the frontier file, the
         next file). CheckpointError for a checkpoint of another order."""
         assert self.checkpoint is not None
+        check_workers(self.checkpoint.manifest()["counters"], 1, self.checkpoint.folder)
         counters, arrays, frontier, nxt = self.checkpoint.load()
         if counters.get("order", "bfs") != self.result.order:
             raise CheckpointError(f"{self.checkpoint.folder}: a checkpoint of order {counters.get('order', 'bfs')}, "

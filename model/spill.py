@@ -26,6 +26,7 @@ from typing import IO, Any
 CHUNK = 1 << 16  # bytes of packed records per compressed chunk
 DEFAULT_THRESHOLD = 256 << 20  # compressed frontier bytes a process keeps in memory before spilling
 _LEN = struct.Struct("<I")
+_DUMP = struct.Struct("<cQQ")  # a dump's head: b"z" (chunks compressed) or b"r", records, chunks
 
 
 class Spool:
@@ -87,6 +88,45 @@ class Spool:
         self._filed += len(self._chunks)
         self._chunks = []
         self._held = 0
+
+    def dump(self) -> Iterator[bytes]:
+        """The records as a checkpoint keeps them (`load` reads them back): a head (compressed or not, how many
+        records, how many chunks), then each chunk as held, its length first; the records not sealed yet as one
+        more chunk. No record is decoded: a chunk is copied as it is."""
+        tail = bytes(self._buf)
+        if tail and self._compress:
+            tail = zlib.compress(tail, 1)
+        yield _DUMP.pack(b"z" if self._compress else b"r", self.count, self._filed + len(self._chunks) + bool(tail))
+        if self._file is not None:
+            f = self._file
+            f.flush()
+            pos = 0  # its own place in the file, as _raw_chunks
+            for _ in range(self._filed):
+                f.seek(pos)
+                head = f.read(_LEN.size)
+                (n,) = _LEN.unpack(head)
+                yield head + f.read(n)
+                pos += _LEN.size + n
+        for chunk in list(self._chunks):
+            yield _LEN.pack(len(chunk)) + chunk
+        if tail:
+            yield _LEN.pack(len(tail)) + tail
+
+    def load(self, f: IO[bytes]) -> None:
+        """Appends the records of one `dump` read from `f` (chunks taken as they are when both compress alike)."""
+        if self._buf:
+            self._seal()
+        flag, count, chunks = _DUMP.unpack(f.read(_DUMP.size))
+        for _ in range(chunks):
+            (n,) = _LEN.unpack(f.read(_LEN.size))
+            chunk = f.read(n)
+            if (flag == b"z") != self._compress:
+                chunk = zlib.compress(chunk, 1) if self._compress else zlib.decompress(chunk)
+            self._chunks.append(chunk)
+            self._held += len(chunk)
+            if self._dir is not None and self._held > self._threshold:
+                self._spill()
+        self.count += count
 
     def _raw_chunks(self) -> Iterator[bytes]:
         unpack = zlib.decompress if self._compress else bytes

@@ -1,4 +1,4 @@
-"""A fetch waiting in the fetch purgatory: when a DelayedFetch completes, and what it then reads (issue 35, R9).
+"""A fetch waiting in the fetch purgatory: when a DelayedFetch completes, and what it then reads.
 
 Mirrors `kafka.server.DelayedFetch` (core/src/main/scala/kafka/server/DelayedFetch.scala, Scala in kafka_2.13 in
 every release from 3.9 to 4.4: tryComplete, onComplete, onExpiration) and the LogOffsetMetadata comparisons it uses

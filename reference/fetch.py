@@ -1,4 +1,4 @@
-"""Fetch bounds (issue 35, R7): what a leader answers a Fetch, per partition, and whether it answers at once.
+"""Fetch bounds: what a leader answers a Fetch, per partition, and whether it answers at once.
 
 Which Kafka code each part mirrors, and how it is checked:
 

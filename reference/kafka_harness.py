@@ -24,6 +24,10 @@ Protocol (space-separated tokens; the harness first prints `READY <kafka version
     S <seed> <nSpecs> (<startPartition> <nPartitions> <rf>)*nSpecs <broker>...
         One StripedReplicaPlacer(new Random(seed)) places each spec in turn (rf cast to short).
         broker = <id>/<rack>/<fenced 0|1>.  Answer: OK <r,r,...> ... [| <r,r,...> ...]
+    TIME
+        The time inside Kafka's calls of the request before it (`KcheckTimer.java`; the handlers of the client and
+        group assignors, the striped placer and SEG_LOG bracket their Kafka call): OK <wall ns> <thread CPU ns>
+        <GC ms>. For bench/bench_side_by_side.py.
     Q   exit.
     rack (and any other string) = '-' for null, '_' for "", else its UTF-16 code units in hex
     joined by '.'; an int list is '1,2,3' ('~' when empty, where it must stay one token).
@@ -46,7 +50,8 @@ from pathlib import Path
 
 CLASS_NAME = "KcheckKafkaHarness"
 DIRECTORY = Path(__file__).parent / "harness"
-BASE = ("KcheckHandler", "KcheckCodec", "KcheckClock", CLASS_NAME)  # with every other non-handler: the base
+# With every other non-handler: the base. KcheckTimer: the time inside Kafka's calls (word TIME, in the dispatcher).
+BASE = ("KcheckHandler", "KcheckCodec", "KcheckClock", "KcheckTimer", CLASS_NAME)
 
 
 @functools.lru_cache(maxsize=1)

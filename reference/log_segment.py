@@ -18,6 +18,9 @@ first batch's max timestamp, read back from the file. Errors carry Kafka's excep
 
 from __future__ import annotations
 
+import bisect
+import functools
+import itertools
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
@@ -72,6 +75,7 @@ class Record:
     value_len: int = 0
 
 
+@functools.lru_cache(maxsize=1 << 16)  # a log's records repeat a few shapes; a 1 GiB log asks a million times
 def record_size(offset_delta: int, timestamp_delta: int, key_len: int, value_len: int) -> int:
     """DefaultRecord.sizeInBytes without headers."""
     body = 1 + varlong_size(timestamp_delta) + varint_size(offset_delta)
@@ -96,12 +100,12 @@ class Batch:
     def first_offset(self) -> int:
         return self.base_offset + self.records[0].offset_delta
 
-    @property
+    @functools.cached_property  # a frozen value: computed once (the log asks for it at each step of an append)
     def max_timestamp(self) -> int:
         """MemoryRecordsBuilder keeps the greatest timestamp, starting from NO_TIMESTAMP."""
         return max([NO_TIMESTAMP, *(r.timestamp for r in self.records)])
 
-    @property
+    @functools.cached_property
     def size(self) -> int:
         base_ts = self.records[0].timestamp  # the first record's timestamp is the batch's base timestamp
         return BATCH_HEADER_BYTES + sum(
@@ -493,8 +497,10 @@ class LogSegment:
         from kcheck.reference.releases import version_key
 
         start = self.offset_index.lookup(offset)[1]
-        for b in self.batches:
-            if b.position >= start and b.last_offset >= offset:
+        # Batches are stored in ascending position: skip to the index's position as the file search starts there.
+        first = bisect.bisect_left(self.batches, start, key=lambda b: b.position)
+        for b in itertools.islice(self.batches, first, None):
+            if b.last_offset >= offset:
                 found = b.base_offset if version_key(kafka_version) >= (4, 0) else b.last_offset
                 return (found, b.position, b.size)
         return None

@@ -281,7 +281,7 @@ DIFFERENCES: tuple[Difference, ...] = (
         False, (Step("4.0.0", True, "KAFKA-18019 (apache/kafka#17822)",
                      "kafka-clients sources: 4.0.2's maybeTransitionToErrorState names InvalidPidMappingException, "
                      "3.9.1's does not; the TXNCLI differential agrees per release"),)),
-    # fetch bounds (issue 35 R7, reference/fetch.py)
+    # fetch bounds (reference/fetch.py)
     Difference(
         "fetch_offset_metadata_batch_base",
         "LogSegment.read's fetch offset metadata names the base offset of the batch holding the fetch offset (before: "
@@ -418,7 +418,7 @@ class ReleaseProfile:
     producer_marker_retry_at_max_epoch: bool
     # the idempotent producer's client bookkeeping (reference/client_producer_state.py)
     client_invalid_pid_mapping_fatal: bool
-    # fetch bounds (issue 35 R7, reference/fetch.py)
+    # fetch bounds (reference/fetch.py)
     fetch_offset_metadata_batch_base: bool
     fetch_params_hard_max_bytes: bool
     # the produce purgatory

@@ -1,7 +1,8 @@
 """`kcheck exhaust --checkpoint DIR` / `--resume` (model/checkpoint.py): a search killed at random moments (kill -9,
 nothing saved at the end) or stopped by SIGTERM and continued, invocation after invocation, ends with the counts,
-depth, invariant tally and counterexample of the same search run once without a cut; a folder that is not this
-search's checkpoint is bad input and is left as it was. Orders dfs and novelty too: a search cut inside expansions
+depth, invariant tally and counterexample of the same search run once without a cut, in one process or in
+`--workers 2` (model/parallel.py); a folder that is not this search's checkpoint (or one of another number of
+workers) is bad input and is left as it was. Orders dfs and novelty too: a search cut inside expansions
 and resumed holds, byte for byte, what the uncut search holds at the same expansion."""
 
 from __future__ import annotations
@@ -65,42 +66,94 @@ def _start(argv: list[str], folder: Path, cwd: Path) -> subprocess.Popen[str]:
 def test_a_search_killed_at_random_moments_resumes_to_the_uncut_result(argv: list[str], tmp_path: Path,
                                                                        capsys: Any) -> None:
     want = _uncut(capsys, argv)
-    folder, rng = tmp_path / "ck", random.Random(40)
+    got, code, err = _killed_and_resumed(argv, tmp_path, random.Random(40))
+    assert {k: got[k] for k in SAME} == {k: want[k] for k in SAME}
+    assert code == want["exit_status"], err
+
+
+WORKERS = ["--workers", "2"]
+
+
+@pytest.mark.parametrize("argv", [CLEAN, FAILS, [*CLEAN, "--visited-memory", "1K"], [*FAILS, "--visited-memory", "1K"]],
+                         ids=["complete", "counterexample", "complete-visited-on-disk",
+                              "counterexample-visited-on-disk"])
+def test_a_search_in_workers_killed_at_random_moments_resumes_to_the_uncut_result(argv: list[str], tmp_path: Path,
+                                                                                  capsys: Any) -> None:
+    # Each worker saves its share of a cut inside a level (kcheck.model.parallel); killed (the whole process group,
+    # or only the calling process, whose workers then end by themselves) and resumed, again and again, the search
+    # ends as it does uncut with 2 workers (a checkpoint folder never written: a historical protocol's change
+    # coverage would otherwise keep the uncut run in one process), and as it does in one process: all of it for a
+    # complete search; for a counterexample, the verdict, depth and trace (one process checks a state when it
+    # stores it, workers when they expand it, so they stop after different counts).
+    want = _uncut(capsys, [*argv, *WORKERS, "--checkpoint", str(tmp_path / "uncut")])
+    one = _uncut(capsys, argv)
+    got, code, err = _killed_and_resumed([*argv, *WORKERS], tmp_path, random.Random(41), kills=5, alone=True)
+    assert {k: got[k] for k in SAME} == {k: want[k] for k in SAME}
+    same_as_one = SAME if one["complete"] else ("ok", "exit_status", "complete", "stopped_by", "depth", "trace")
+    assert {k: got[k] for k in same_as_one} == {k: one[k] for k in same_as_one}
+    assert code == want["exit_status"], err
+    manifest = json.loads((tmp_path / "ck" / MANIFEST).read_text())
+    assert manifest["identity"]["workers"] == 2 and len(manifest["counters"]["shares"]) == 2
+
+
+def _killed_and_resumed(argv: list[str], tmp_path: Path, rng: random.Random, kills: int = 4, alone: bool = False
+                        ) -> tuple[dict[str, Any], int, str]:
+    """`argv` with a checkpoint every 0.05 s, killed `kills` times (once it saved, at a random moment of its next
+    interval: a save may be under way then; `alone`: every other time only the calling process), then resumed to its
+    end: (its JSON report, exit code, stderr)."""
+    folder = tmp_path / "ck"
     resumed_from: list[int] = []
     for attempt in range(12):
         was = _generation(folder)
         if was:
             resumed_from.append(json.loads((folder / MANIFEST).read_text())["counters"]["states"])
         proc = _start(argv, folder, tmp_path)
-        if attempt < 4:  # once this run has saved, killed at a random moment of its next interval (a save may be
-            # under way then): no chance to save at the end, and each run a fraction of a search of about a second
+        if attempt < kills:  # no chance to save at the end, each run a fraction of a search of about a second
             while _generation(folder) == was and proc.poll() is None:
                 time.sleep(0.005)
             time.sleep(rng.uniform(0, 0.06))
             if proc.poll() is None:
-                os.killpg(proc.pid, signal.SIGKILL)
-                proc.wait()
+                if alone and attempt % 2:
+                    os.kill(proc.pid, signal.SIGKILL)
+                    proc.wait()
+                    _ends_by_itself(proc.pid)
+                else:
+                    os.killpg(proc.pid, signal.SIGKILL)
+                    proc.wait()
                 continue
         out, err = proc.communicate(timeout=120)
         break
-    got = json.loads(out)
-    assert len(resumed_from) >= 3, "the search ended before the kills: make it longer"
-    assert {k: got[k] for k in SAME} == {k: want[k] for k in SAME}
-    assert proc.returncode == want["exit_status"], err
+    assert len(resumed_from) >= kills - 1, "the search ended before the kills: make it longer"
+    return json.loads(out), proc.returncode, err
 
 
-def test_sigterm_saves_the_search_and_ends_at_once(tmp_path: Path, capsys: Any) -> None:
+def _ends_by_itself(group: int) -> None:
+    """Waits until no process of the process group is left (the workers of a killed search end on their own)."""
+    deadline = time.monotonic() + 20
+    try:
+        while time.monotonic() < deadline:
+            os.killpg(group, 0)
+            time.sleep(0.05)
+    except ProcessLookupError:
+        return
+    os.killpg(group, signal.SIGKILL)
+    raise AssertionError("the workers of a killed search were still running 20 s later")
+
+
+@pytest.mark.parametrize("workers", [[], WORKERS], ids=["one-process", "workers"])
+def test_sigterm_saves_the_search_and_ends_at_once(workers: list[str], tmp_path: Path, capsys: Any) -> None:
     folder = tmp_path / "ck"
-    proc = _start(CLEAN, folder, tmp_path)
+    proc = _start([*CLEAN, *workers], folder, tmp_path)
     try:
         deadline = time.monotonic() + 60
         while not (folder / MANIFEST).exists():  # the search is under way and has saved once
             assert proc.poll() is None and time.monotonic() < deadline, "the search ended before any checkpoint"
             time.sleep(0.01)
         sent = time.monotonic()
-        proc.send_signal(signal.SIGTERM)
+        os.killpg(proc.pid, signal.SIGTERM)  # as a service manager stops it: workers too
         out, err = proc.communicate(timeout=30)
         seconds = time.monotonic() - sent
+        _ends_by_itself(proc.pid)
     finally:
         if proc.poll() is None:
             os.killpg(proc.pid, signal.SIGKILL)
@@ -110,16 +163,16 @@ def test_sigterm_saves_the_search_and_ends_at_once(tmp_path: Path, capsys: Any) 
                                 f"in {folder}: --resume continues it"], err
     assert seconds < 4, seconds
     saved = json.loads((folder / MANIFEST).read_text())["counters"]["states"]
-    code, out, _ = run(capsys, *CLEAN, "--json", "--checkpoint", str(folder), "--resume")
+    code, out, _ = run(capsys, *CLEAN, *workers, "--json", "--checkpoint", str(folder), "--resume")
     got, want = json.loads(out), _uncut(capsys, CLEAN)
     assert 0 < saved < want["states"]
     assert code == Exit.OK and {k: got[k] for k in SAME} == {k: want[k] for k in SAME}
     assert got["notes"] == [f"resumed from the checkpoint in {folder}; seconds and memory are this run's"]
 
 
-def _saved(capsys: Any, folder: Path) -> dict[str, bytes]:
+def _saved(capsys: Any, folder: Path, *more: str) -> dict[str, bytes]:
     """A checkpoint of CLEAN stopped by --max-states 300, and every file of its folder."""
-    code, _, _ = run(capsys, *CLEAN, "--checkpoint", str(folder), "--max-states", "300")
+    code, _, _ = run(capsys, *CLEAN, *more, "--checkpoint", str(folder), "--max-states", "300")
     assert code == Exit.INCOMPLETE
     return _files(folder)
 
@@ -128,10 +181,17 @@ def _files(folder: Path) -> dict[str, bytes]:
     return {str(p.relative_to(folder)): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}
 
 
-def test_a_cap_saves_the_search_and_a_later_run_goes_on_past_it(tmp_path: Path, capsys: Any) -> None:
+@pytest.mark.parametrize("workers", [[], WORKERS], ids=["one-process", "workers"])
+def test_a_cap_saves_the_search_and_a_later_run_goes_on_past_it(workers: list[str], tmp_path: Path,
+                                                                capsys: Any) -> None:
     folder = tmp_path / "ck"
-    _saved(capsys, folder)
-    code, out, _ = run(capsys, *CLEAN, "--json", "--checkpoint", str(folder), "--resume")
+    _saved(capsys, folder, *workers)
+    # resumed under the same cap, it stops where it stopped; with none, it runs to the uncut end
+    capped = _uncut(capsys, [*CLEAN, *workers, "--max-states", "300"])
+    code, out, _ = run(capsys, *CLEAN, *workers, "--json", "--checkpoint", str(folder), "--resume", "--max-states",
+                       "300")
+    assert code == Exit.INCOMPLETE and {k: json.loads(out)[k] for k in SAME} == {k: capped[k] for k in SAME}
+    code, out, _ = run(capsys, *CLEAN, *workers, "--json", "--checkpoint", str(folder), "--resume")
     got, want = json.loads(out), _uncut(capsys, CLEAN)
     assert code == Exit.OK and {k: got[k] for k in SAME} == {k: want[k] for k in SAME}
 
@@ -176,13 +236,34 @@ def test_a_folder_that_is_not_this_searchs_checkpoint_is_bad_input_and_left_alon
     missing = tmp_path / "missing"
     _refused(capsys, [*CLEAN, "--checkpoint", str(missing), "--resume"], "--resume: ", "holds no checkpoint")
     _refused(capsys, [*CLEAN, "--resume"], "--resume: needs --checkpoint DIR")
-    for other in (["--workers", "2"], ["--master", "local[2]"]):
-        _refused(capsys, [*CLEAN, *other, "--checkpoint", str(missing)], "--checkpoint: ", other[0])
+    _refused(capsys, [*CLEAN, "--master", "local[2]", "--checkpoint", str(missing)], "--checkpoint: ", "--master")
     assert not missing.exists()
 
 
-def test_the_engine_resumes_a_spilled_frontier_to_the_uncut_counts(tmp_path: Path) -> None:
-    # The frontier spills to files past a tiny threshold, and a checkpoint reads it while the search iterates it.
+def test_a_checkpoint_resumes_only_with_as_many_workers(tmp_path: Path, capsys: Any) -> None:
+    one, two = tmp_path / "one", tmp_path / "two"
+    before = {"one": _saved(capsys, one), "two": _saved(capsys, two, *WORKERS)}
+    _refused(capsys, [*CLEAN, *WORKERS, "--checkpoint", str(one), "--resume"], "--resume: ",
+             "a checkpoint of a search in 1 worker process(es); it resumes with as many (--workers 1), not 2")
+    _refused(capsys, [*CLEAN, "--checkpoint", str(two), "--resume"], "--resume: ",
+             "a checkpoint of a search in 2 worker process(es); it resumes with as many (--workers 2), not 1")
+    _refused(capsys, [*CLEAN, "--workers", "3", "--checkpoint", str(two), "--resume"], "(--workers 2), not 3")
+    text = (two / MANIFEST).read_text()
+    manifest = json.loads(text)
+    share = two / manifest["generation"] / "worker-1" / "cands.bin"
+    share.write_bytes(share.read_bytes() + b"x")
+    _refused(capsys, [*CLEAN, *WORKERS, "--checkpoint", str(two), "--resume"], "worker-1/cands.bin: damaged")
+    share.write_bytes(share.read_bytes()[:-1])
+    (two / MANIFEST).write_text(json.dumps({**manifest, "files": {**manifest["files"], "../x.bin": {}}}))
+    _refused(capsys, [*CLEAN, *WORKERS, "--checkpoint", str(two), "--resume"], "names a file kcheck never writes")
+    (two / MANIFEST).write_text(text)
+    assert {"one": _files(one), "two": _files(two)} == before
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+def test_the_engine_resumes_a_spilled_frontier_to_the_uncut_counts(workers: int, tmp_path: Path) -> None:
+    # The frontier spills to files past a tiny threshold, and a checkpoint reads it while the search iterates it
+    # (with workers, the candidates too, copied chunk by chunk from memory and from the spill files).
     from kcheck.invariants.replication_model_adapter import ReplicationModel
     from kcheck.model.checkpoint import Checkpointer
     from kcheck.model.replication import Config, Protocol
@@ -201,7 +282,7 @@ def test_the_engine_resumes_a_spilled_frontier_to_the_uncut_counts(tmp_path: Pat
     while True:
         r = exhaust(ReplicationModel(Protocol.current(), cfg), stop=pause, spill_dir=str(tmp_path),
                     spill_threshold=4096, checkpoint=Checkpointer(str(tmp_path / "ck"), {"case": 1}, 1e9),
-                    resume=resume)
+                    resume=resume, workers=workers)
         runs, resume, spilled = runs + 1, True, spilled + r.spilled_bytes
         if r.stopped_because != "paused":
             break

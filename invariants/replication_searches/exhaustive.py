@@ -495,13 +495,13 @@ def run_exhaust(protocol: Protocol, cfg: Config, *, label: str | None = None, on
     `reduce`: the search takes model/replication/reduction.py's steps at once where its argument holds (a complete
     run is the same proof; a counterexample is a run of the model with those steps written out, not necessarily
     a shortest one).
-    `checkpoint` (in this one process, any order): the search is saved to its folder as it goes, the invariant
-    tally with it; `resume` continues the folder's checkpoint. `stop`: the engine's callback beside the memory cap
-    (a word stops the search, between two expansions: a checkpoint is written there). `visited_memory`: the
-    engine's (bytes of visited fingerprints kept in memory, the rest on disk; not on Spark).
+    `checkpoint` (on this machine, any order; with workers, bfs): the search is saved to its folder as it goes,
+    the invariant tally with it; `resume` continues the folder's checkpoint. `stop`: the engine's callback beside
+    the memory cap (a word stops the search, between two expansions: a checkpoint is written there).
+    `visited_memory`: the engine's (bytes of visited fingerprints kept in memory, the rest on disk; not on Spark).
     """
-    if checkpoint is not None and (workers > 1 or master is not None or probe is not None):
-        raise SearchSetupError("checkpoints are taken by a search in one process, without change coverage")
+    if checkpoint is not None and (master is not None or probe is not None):
+        raise SearchSetupError("checkpoints are taken by a search on this machine, without change coverage")
     if visited_memory is not None and master is not None:
         raise SearchSetupError("the visited set's memory budget is for a search on this machine, not on Spark")
     label = label or protocol.name

@@ -632,18 +632,16 @@ def _order_option(order: str, workers: int, master: str | None, spill_dir: str |
                                      "with its frontier in memory")
 
 
-def _checkpoint_options(checkpoint: str | None, resume: bool, workers: int, master: str | None,
-                        coverage_dir: str | None) -> None:
+def _checkpoint_options(checkpoint: str | None, resume: bool, master: str | None, coverage_dir: str | None) -> None:
     """--checkpoint and --resume, checked before any work: one line each."""
     if resume and checkpoint is None:
         raise InputError("--resume", "needs --checkpoint DIR, the folder of the checkpoint to continue")
     if checkpoint is None:
         return
-    for given, option in ((workers > 1, "--workers"), (master is not None, "--master"),
-                          (coverage_dir is not None, "--coverage-dir")):
+    for given, option in ((master is not None, "--master"), (coverage_dir is not None, "--coverage-dir")):
         if given:
-            raise InputError("--checkpoint", f"checkpoints are taken by a search in this one process (any --order) "
-                                             f"without change coverage (not with {option})")
+            raise InputError("--checkpoint", f"checkpoints are taken by a search on this machine (one process in any "
+                                             f"--order, or --workers N) without change coverage (not with {option})")
     from kcheck import junit
     junit.output_path(checkpoint, "--checkpoint", directory=True)
 
@@ -669,9 +667,10 @@ def _checkpointer(folder: str | None, resume: bool, every: float, identity: dict
 
 
 def _identity(resolved: ResolvedProtocol, cfg: Config, only: set[str] | None, modules: list[str] | None,
-              symmetry: bool, reduce: bool, abstract: bool, order: str) -> dict[str, Any]:
+              symmetry: bool, reduce: bool, abstract: bool, order: str, workers: int) -> dict[str, Any]:
     """What a checkpoint is of: a checkpoint resumes only the same search, under the same kcheck (its version, and
-    a digest of the model's and invariants' code: a change to either can renumber states or change verdicts)."""
+    a digest of the model's and invariants' code: a change to either can renumber states or change verdicts), in
+    as many worker processes (each saved the share of the states it owns)."""
     from importlib.metadata import PackageNotFoundError, version
 
     import kcheck.invariants
@@ -690,7 +689,7 @@ def _identity(resolved: ResolvedProtocol, cfg: Config, only: set[str] | None, mo
     return {"kcheck": mine, "code": code.hexdigest(), "search": "exhaust", "protocol": resolved.label,
             "config": cfg.as_dict(), "invariants": None if only is None else sorted(only),
             "invariant_modules": list(modules or ()), "symmetry": symmetry, "reduce": reduce, "abstract": abstract,
-            "order": order}
+            "order": order, "workers": workers}
 
 
 # local, local[N], local[*], local[N,F]; spark://host:port[,host:port...]; yarn; k8s://...
@@ -813,7 +812,8 @@ def exhaust_command(
     checkpoint: Annotated[str | None, typer.Option(
         metavar="DIR", help="Save the search to DIR (created; kcheck writes only into a new or empty folder or its "
                             "own checkpoint) every --checkpoint-every seconds, when a cap stops it and on Ctrl-C or "
-                            "SIGTERM (exit 130); --resume continues it. In one process, in any --order.")] = None,
+                            "SIGTERM (exit 130); --resume continues it. In one process in any --order, or with "
+                            "--workers N (each saves its share, inside a level; resumed with as many).")] = None,
     checkpoint_every: Annotated[float, typer.Option(
         min=0.01, max=1e9, metavar="SECONDS", help="Seconds between two checkpoints.")] = 300.0,
     resume: Annotated[bool, typer.Option(
@@ -838,7 +838,7 @@ def exhaust_command(
     mem_cap, mem_text = parse_memory(max_memory)
     budget = _engine_options(workers, master, spill_dir, visited_memory)
     _order_option(order, workers, master, spill_dir)
-    _checkpoint_options(checkpoint, resume, workers, master, coverage_dir)
+    _checkpoint_options(checkpoint, resume, master, coverage_dir)
     small = {"brokers": 2, "min_isr": 1, "records": 2, "max_leader_epoch": 3, "crashes": 1, "lossy_crashes": 1,
              "fences": 1, "elections": 1, "isr_shrinks": 1, "failovers": 1, "reads": 1}
     given = config_options(
@@ -853,7 +853,7 @@ def exhaust_command(
     if max_states is None:
         max_states = default_max_states(mem_cap if mem_cap is not None else parse_memory("auto")[0])
     saver = _checkpointer(checkpoint, resume, checkpoint_every,
-                          _identity(resolved, cfg, only, invariants, symmetry, reduce, abstract, order))
+                          _identity(resolved, cfg, only, invariants, symmetry, reduce, abstract, order, workers))
     uncovered = saver is not None and probe is not None
     if uncovered:  # what the probe records is not in a checkpoint: a checkpointed search does without it
         probe = None

@@ -1091,7 +1091,7 @@ def drop(s: State, p: Protocol, cfg: Config, m: Message) -> State | None:
     return evolve(s, pool=rest) if len(rest) < len(s.pool) else None  # m was in the pool (one hash of m)
 
 
-# ---- the broker lifecycle: who is active, controlled shutdown (KRaft; issue 15) ------------------------------
+# ---- the broker lifecycle: who is active, controlled shutdown (KRaft) ------------------------------
 
 def active_view(reg: Registry, p: Protocol) -> Registry:
     """`reg` as the election and ISR-admission rules see it: `fenced` holds every broker the protocol's

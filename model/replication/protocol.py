@@ -694,7 +694,7 @@ def unfenced_controller_writes(registry: Registry, writer_epoch: int) -> bool:
     return True
 
 
-# ---- the broker lifecycle: who is active, unfencing, controlled shutdown (KRaft; issue 15) ----------------
+# ---- the broker lifecycle: who is active, unfencing, controlled shutdown (KRaft) ----------------
 
 
 def active_unless_fenced_or_shutting_down(registry: Registry, broker: int) -> bool:
@@ -763,7 +763,7 @@ def any_incarnation(registered_epoch: int, request_epoch: int) -> bool:
     return True
 
 
-# ---- the releases: which rule each decision point has in each Kafka release kcheck models (issue 36) ---------
+# ---- the releases: which rule each decision point has in each Kafka release kcheck models ---------
 
 # The newest release kcheck models: `Protocol.current()` is its rules (kept equal to reference/releases.py's
 # DEFAULT_VERSION, which `--protocol current` follows: tests/test_current_protocol.py).

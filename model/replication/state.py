@@ -375,7 +375,7 @@ def message_from_dict(d: dict[str, Any]) -> Message:
     cls = MESSAGE_TYPES[d["type"]]
     kwargs = {}
     for name in cls.__dataclass_fields__:
-        if name not in d and name in ("request", "broker_epoch"):  # a trace written before issue 36: the default
+        if name not in d and name in ("request", "broker_epoch"):  # a trace written by an older kcheck: the default
             continue
         value = d[name]
         if name == "records":

@@ -1,4 +1,4 @@
-"""A small-bound model of the request path (issue 35): one producer's batches from `send()` to the broker's answer,
+"""A small-bound model of the request path: one producer's batches from `send()` to the broker's answer,
 over the replication model's partition. `state` holds the client, the connections, each broker's producer state
 and purgatory; `rules` every decision as a swappable function with today's Kafka as the default and history's
 alternatives as `VARIANTS` (each with its JIRA); `model` the transition system. The invariants are in

@@ -1,4 +1,4 @@
-"""A small-bound model of one partition's storage (issue 17): segments, offset index, retention, the log cleaner
+"""A small-bound model of one partition's storage: segments, offset index, retention, the log cleaner
 with KIP-534 delete horizons, a consumer reading from the log start, a follower replicating the compacted log
 while the leader's log start moves under it, and unclean shutdowns. `model` has the transition system, `rules`
 every decision as a swappable function with today's Kafka as the default and Kafka's historical storage bugs as

@@ -23,6 +23,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from enum import Enum
+from itertools import repeat
 
 from kcheck.reference.assignors.uuid import Uuid
 from kcheck.reference.errors import IllegalArgumentException, KafkaError
@@ -129,8 +130,12 @@ class GroupSpec:
         return {} if spec is None else spec.assignment
 
     def is_partition_assigned(self, topic_id: Uuid, partition: int) -> bool:
+        return partition in self.assigned_partitions(topic_id)
+
+    def assigned_partitions(self, topic_id: Uuid) -> Mapping[int, str]:
+        """The topic's partitions `is_partition_assigned` holds, each with its member."""
         assert self.inverted_assignment is not None
-        return partition in self.inverted_assignment.get(topic_id, {})
+        return self.inverted_assignment.get(topic_id, {})
 
 
 def _subscription_type(members: Mapping[str, MemberSubscriptionSpec]) -> SubscriptionType:
@@ -264,7 +269,11 @@ class UniformHomogeneousAssignmentBuilder:
                 raise PartitionAssignorException(
                     f"Members are subscribed to topic {topic_id} which doesn't exist in the topic metadata."
                 )
-            unassigned.extend((topic_id, p) for p in range(n) if not self.group_spec.is_partition_assigned(topic_id, p))
+            taken = self.group_spec.assigned_partitions(topic_id)  # isPartitionAssigned, one topic's look-up hoisted
+            if taken:
+                unassigned.extend((topic_id, p) for p in range(n) if p not in taken)
+            else:
+                unassigned.extend(zip(repeat(topic_id), range(n)))  # the same pairs, built in C
             total += n
         return unassigned, total
 
@@ -297,12 +306,15 @@ class UniformHomogeneousAssignmentBuilder:
         """The unassigned partitions, in order, to the members with room left, each up to its quota."""
         i = 0
         for member_id, remaining in unfilled:
-            for _ in range(remaining):
-                if i >= len(unassigned):
-                    break
-                topic_id, p = unassigned[i]
-                i += 1
-                target[member_id].setdefault(topic_id, []).append(p)
+            member = target[member_id]
+            last: Uuid | None = None
+            bucket: list[int] = []
+            for topic_id, p in unassigned[i:i + remaining]:
+                if topic_id is not last:  # runs of one topic: one dict look-up per run, not per partition
+                    bucket = member.setdefault(topic_id, [])
+                    last = topic_id
+                bucket.append(p)
+            i = min(i + remaining, len(unassigned))
         if i < len(unassigned):
             raise PartitionAssignorException("Partitions were left unassigned")
 
@@ -454,8 +466,17 @@ class UniformHeterogeneousAssignmentBuilder:
         balancer = _MemberAssignmentBalancer(self.sizes)
         for topic_id in self._sort_topic_ids(partitions):
             balancer.initialize(self.topic_subscribers[topic_id])
+            # _assign_partition for partitions nobody owns, with each member's set of this topic looked up once
+            owners = self.owners[topic_id]
+            sets: dict[int, set[int]] = {}
             for p in partitions[topic_id]:
-                self._assign_partition(topic_id, p, balancer.next_least_loaded_member())
+                member = balancer.next_least_loaded_member()
+                into = sets.get(member)
+                if into is None:
+                    into = sets[member] = self.target[self.member_ids[member]].setdefault(topic_id, set())
+                into.add(p)
+                owners[p] = member
+                self.sizes[member] += 1
 
     def _balance(self) -> None:
         topic_ids = [t for t in self.subscribed_topic_ids if len(self.topic_subscribers[t]) >= 2]

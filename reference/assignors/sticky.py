@@ -529,6 +529,8 @@ class _ConstrainedAssignmentBuilder:
     def _assign_new_partition(self, tp: TopicPartition, consumer: str) -> int:
         target = self.assignment[consumer]
         target.append(tp)
+        if not self.maybe_revoked and not self.multi_owned:  # nothing to hand over (a fresh group): skip two hashes
+            return len(target)
         revoked_from = self.maybe_revoked.get(tp)
         if (revoked_from is not None and revoked_from != consumer) or tp in self.multi_owned:
             transferring = self.assignor.partitions_transferring_ownership

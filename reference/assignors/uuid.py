@@ -30,6 +30,12 @@ class Uuid:
         for bits in (self.most_significant_bits, self.least_significant_bits):
             if to_int64(bits) != bits:
                 raise ValueError(f"{bits} is not a Java long")
+        # The value the dataclass's own __hash__ gives (so Python sets keep their order), computed once: the
+        # server-side assignors look a topic id up several times per partition.
+        object.__setattr__(self, "_hash", hash((self.most_significant_bits, self.least_significant_bits)))
+
+    def __hash__(self) -> int:
+        return self._hash  # type: ignore[attr-defined]
 
     @classmethod
     def from_string(cls, s: str) -> Uuid:

@@ -168,7 +168,11 @@ public final class KcheckClientAssignors {
             subscriptions.put(KcheckCodec.text(f[0]), s);
         }
 
-        GroupAssignment result = newAssignor(className).assign(cluster, new GroupSubscription(subscriptions));
+        ConsumerPartitionAssignor assignor = newAssignor(className);
+        GroupSubscription group = new GroupSubscription(subscriptions);
+        KcheckTimer.begin();
+        GroupAssignment result = assignor.assign(cluster, group);
+        KcheckTimer.end();
         StringBuilder out = new StringBuilder("OK");
         for (Map.Entry<String, Assignment> e : result.groupAssignment().entrySet()) {
             out.append(' ').append(KcheckCodec.encodeText(e.getKey())).append('=');

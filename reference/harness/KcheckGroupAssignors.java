@@ -228,7 +228,11 @@ public final class KcheckGroupAssignors {
             members.put(KcheckCodec.text(p[0]), new Member(KcheckCodec.rack(p[1]), Optional.ofNullable(KcheckCodec.text(p[2])),
                 Collections.unmodifiableSet(topics), Collections.unmodifiableMap(partitions)));
         }
-        GroupAssignment result = assignor.assign(new Spec(members, type, assigned), new Describer(counts, racks));
+        Spec spec = new Spec(members, type, assigned);
+        Describer describer = new Describer(counts, racks);
+        KcheckTimer.begin();
+        GroupAssignment result = assignor.assign(spec, describer);
+        KcheckTimer.end();
         StringBuilder out = new StringBuilder("OK");
         for (Map.Entry<String, MemberAssignment> e : result.members().entrySet()) {
             out.append(' ').append(KcheckCodec.encodeText(e.getKey())).append(':');

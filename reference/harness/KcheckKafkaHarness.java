@@ -17,6 +17,7 @@ public final class KcheckKafkaHarness {
         for (String name : args) {
             Class.forName(name).getMethod("register", Map.class).invoke(null, table);
         }
+        table.put("TIME", t -> KcheckTimer.last());  // the time inside Kafka's calls of the request before
         BufferedReader in = new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8), 1 << 16);
         BufferedWriter out = new BufferedWriter(new OutputStreamWriter(System.out, StandardCharsets.UTF_8), 1 << 16);
         String version = "unknown";
@@ -40,6 +41,7 @@ public final class KcheckKafkaHarness {
                 String[] t = line.split(" ");
                 KcheckHandler h = table.get(t[0]);
                 if (h == null) throw new UnsupportedOperationException("unknown request: " + t[0]);
+                if (!t[0].equals("TIME")) KcheckTimer.reset();
                 answer = h.handle(t);
             } catch (Throwable e) {
                 answer = "ERR " + e.getClass().getName() + " " + KcheckCodec.escape(e.getMessage());

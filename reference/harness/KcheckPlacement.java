@@ -94,7 +94,9 @@ public final class KcheckPlacement {
         StringBuilder out = new StringBuilder("OK");
         for (int s = 0; s < specs.size(); s++) {
             if (s > 0) out.append(" |");
+            KcheckTimer.begin();
             TopicAssignment ta = placer.place(specs.get(s), cluster);
+            KcheckTimer.end();
             for (PartitionAssignment pa : ta.assignments()) {
                 out.append(' ');
                 KcheckCodec.joinInts(out, pa.replicas());

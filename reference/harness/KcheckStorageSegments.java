@@ -214,6 +214,7 @@ public final class KcheckStorageSegments {
                     long[] info = new long[3];
                     Object records = records(t[i].substring(at + 1), info);
                     int size = (Integer) invoke(sizeInBytes, records);
+                    KcheckTimer.begin();  // the log's own work from here: roll and append (not building the batch)
                     if (size > segmentBytes) throw new org.apache.kafka.common.errors.RecordBatchTooLargeException(
                         "records of " + size + " bytes exceed segment.bytes " + segmentBytes);
                     LogSegment active = segments.get(segments.size() - 1);
@@ -234,6 +235,7 @@ public final class KcheckStorageSegments {
                     }
                     invoke(segmentAppend, segments.get(segments.size() - 1), info[1], records);
                     logEnd = info[1] + 1;
+                    KcheckTimer.end();
                 } catch (Throwable e) {
                     if (e instanceof Error) throw e;
                     status = (i - 8) + ":" + e.getClass().getSimpleName();
