@@ -1,4 +1,4 @@
-"""Why the state machines miss two rows: breadth-first levels and plain guided walks on one row's model (issue 39).
+"""Why the state machines miss two rows: breadth-first levels and plain guided walks on one row's model.
 
 Outside Hypothesis, on the model a row machine of `kcheck.machines.row_machines` runs (replication's row 15
 `stale-control-request` and storage's `legacy-delete-horizon` are the rows it does not find reliably):
