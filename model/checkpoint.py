@@ -51,6 +51,9 @@ _RECORD = struct.Struct("<QI")  # a frontier record's head: state number, length
 _FILES = ("visited.bin", "parent.bin", "action.bin", "frontier.bin", "next.bin")
 _OPTIONAL = ("keys.bin", "visited-disk.bin")  # written by the searches that need them (`save`'s `more`, `disk`)
 WORKER_FILES = ("visited.bin", "parent.bin", "action.bin", "frontier.bin", "cands.bin")  # each worker's (workers > 1)
+# each Spark partition's (spark_check/exhaust.py): its visited table, its store (fingerprint, parent fingerprint,
+# action index) and the last level's new states
+PARTITION_FILES = ("visited.bin", "fingerprint.bin", "parent.bin", "action.bin", "frontier.bin")
 
 
 class CheckpointError(ValueError):
@@ -230,7 +233,7 @@ class Checkpointer:
         if not isinstance(files, dict):
             raise CheckpointError(f"{os.path.join(self.folder, MANIFEST)}: its list of files is not a mapping")
         for name in sorted({*_required(manifest), *files}):
-            if not re.fullmatch(r"(worker-\d+/)?[a-z-]+\.bin", name):
+            if not re.fullmatch(r"((worker|part)-\d+/)?[a-z-]+\.bin", name):
                 raise CheckpointError(f"{os.path.join(self.folder, MANIFEST)}: names a file kcheck never writes "
                                       f"({name!r})")
             want = files.get(name) or {}
@@ -293,8 +296,12 @@ def check_workers(counters: dict[str, Any], workers: int, folder: str) -> None:
 
 
 def _required(manifest: dict[str, Any]) -> tuple[str, ...]:
-    """The files a checkpoint must hold: one process's, or each worker's (kcheck.model.parallel)."""
+    """The files a checkpoint must hold: one process's, each worker's (kcheck.model.parallel), or each Spark
+    partition's (spark_check/exhaust.py)."""
     counters = manifest.get("counters")
+    partitions = counters.get("partitions") if isinstance(counters, dict) else None
+    if isinstance(partitions, int) and partitions > 0:
+        return tuple(f"part-{k}/{name}" for k in range(partitions) for name in PARTITION_FILES)
     workers = counters.get("workers") if isinstance(counters, dict) else None
     if isinstance(workers, int) and workers > 1:
         return tuple(f"worker-{k}/{name}" for k in range(workers) for name in WORKER_FILES)
