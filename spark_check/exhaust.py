@@ -252,6 +252,13 @@ def _one_line(exc: BaseException) -> str:
     return (lines[0] if lines else type(exc).__name__)[:300]
 
 
+def _stop(spark: Any, stop: Callable[[], str | None] | None) -> None:
+    """The session we started stopped, unless a signal came: its JVM is gone already (runtime/interrupts.py kills
+    it), the process is ending, and Py4J would log its failures to reach it."""
+    if stop is None or stop() is None:
+        spark.stop()
+
+
 def _session(master: str | None, py_files: Sequence[str]) -> tuple[Any, bool]:
     """(SparkSession, whether we started it). An active session is reused (and left running) when no master is
     asked for or when it runs on the master asked for."""
@@ -315,11 +322,16 @@ def spark_exhaust(model_factory: Callable[[], Model[Any, Any]], master: str | No
         search.checkpoint, search.stop = checkpoint, stop
         try:
             return search.levels(resume)
+        except Exception:
+            word = stop() if stop is not None else None
+            if word is None:
+                raise
+            return search.finish(word)  # the JVM killed by the signal failed whatever was talking to it
         finally:
             search.close()
     finally:
         if started:
-            spark.stop()
+            _stop(spark, stop)
 
 
 class _SparkSearch:
@@ -529,7 +541,8 @@ class _SparkSearch:
     def close(self) -> None:
         if self.timer is not None:
             self.timer.cancel()
-        self.sc.setLocalProperty("spark.jobGroup.id", None)
+        if self.stop is None or self.stop() is None:  # else the JVM is gone with the signal
+            self.sc.setLocalProperty("spark.jobGroup.id", None)
 
 
 class _Abandoned(Exception):

@@ -688,16 +688,14 @@ def _identity(resolved: ResolvedProtocol, cfg: Config, only: set[str] | None, mo
             code.update(os.path.relpath(path, root).encode())
             with open(path, "rb") as f:
                 code.update(f.read())
-    spark = importlib.util.find_spec("kcheck.spark_check.exhaust") if master is not None else None
-    if spark is not None and spark.origin is not None:  # found without importing pyspark
-        with open(spark.origin, "rb") as f:
-            code.update(f.read())
     identity = {"kcheck": mine, "code": code.hexdigest(), "search": "exhaust", "protocol": resolved.label,
                 "config": cfg.as_dict(), "invariants": None if only is None else sorted(only),
                 "invariant_modules": list(modules or ()), "symmetry": symmetry, "reduce": reduce,
                 "abstract": abstract, "order": order, "workers": workers}
-    if master is not None:
-        identity["engine"] = "spark"
+    if master is not None:  # the Spark search's own code too (found without importing pyspark)
+        spark = importlib.util.find_spec("kcheck.spark_check.exhaust")
+        with open(spark.origin if spark is not None and spark.origin else os.devnull, "rb") as f:
+            identity.update(engine="spark", spark_code=hashlib.blake2b(f.read(), digest_size=16).hexdigest())
     return identity
 
 
