@@ -421,7 +421,7 @@ class _SparkSearch:
         def write(tmp: str) -> dict[str, Any]:
             files: dict[str, Any] = {}
             for k in range(self.P):
-                part = self.run(lambda k=k: self.sc.runJob(merged, _dump(pickled), [k]))
+                part = self.run(partial(self.sc.runJob, merged, _dump(pickled), [k]))
                 if part is None:
                     raise _Abandoned
                 os.mkdir(os.path.join(tmp, f"part-{k}"))
