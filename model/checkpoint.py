@@ -23,7 +23,9 @@ The folder (format `FORMAT`, version `VERSION`):
   `worker-K/` per worker instead (`WORKER_FILES`: its share of the visited set and the store, its frontier (and where
   in it the worker stopped) and `cands.bin`, the level's candidates it holds, as its spools' chunks;
   kcheck.model.parallel says what the cut is), and the manifest's `counters.workers` is N (it resumes with N workers,
-  `check_workers`). The manifest's `write_seconds` says how long the write took.
+  `check_workers`); on Spark, `part-K/` per partition instead (`PARTITION_FILES`: its visited table, its store and
+  the saved level's new states; spark_check/exhaust.py), and `counters.partitions` is how many.
+  The manifest's `write_seconds` says how long the write took.
 A write goes to `gen-NNNNNN.partial/`, is synced, renamed, and only then does a new manifest replace the old one
 (`os.replace`), after which older generations are removed: a process killed at any moment leaves the last whole
 checkpoint readable. kcheck writes only into a folder it creates, an empty one, or one holding its own manifest.
