@@ -23,7 +23,9 @@ The folder (format `FORMAT`, version `VERSION`):
   `worker-K/` per worker instead (`WORKER_FILES`: its share of the visited set and the store, its frontier (and where
   in it the worker stopped) and `cands.bin`, the level's candidates it holds, as its spools' chunks;
   kcheck.model.parallel says what the cut is), and the manifest's `counters.workers` is N (it resumes with N workers,
-  `check_workers`). The manifest's `write_seconds` says how long the write took.
+  `check_workers`); on Spark, `part-K/` per partition instead (`PARTITION_FILES`: its visited table, its store and
+  the saved level's new states; spark_check/exhaust.py), and `counters.partitions` is how many.
+  The manifest's `write_seconds` says how long the write took.
 A write goes to `gen-NNNNNN.partial/`, is synced, renamed, and only then does a new manifest replace the old one
 (`os.replace`), after which older generations are removed: a process killed at any moment leaves the last whole
 checkpoint readable. kcheck writes only into a folder it creates, an empty one, or one holding its own manifest.
@@ -51,6 +53,9 @@ _RECORD = struct.Struct("<QI")  # a frontier record's head: state number, length
 _FILES = ("visited.bin", "parent.bin", "action.bin", "frontier.bin", "next.bin")
 _OPTIONAL = ("keys.bin", "visited-disk.bin")  # written by the searches that need them (`save`'s `more`, `disk`)
 WORKER_FILES = ("visited.bin", "parent.bin", "action.bin", "frontier.bin", "cands.bin")  # each worker's (workers > 1)
+# each Spark partition's (spark_check/exhaust.py): its visited table, its store (fingerprint, parent fingerprint,
+# action index) and the last level's new states
+PARTITION_FILES = ("visited.bin", "fingerprint.bin", "parent.bin", "action.bin", "frontier.bin")
 
 
 class CheckpointError(ValueError):
@@ -230,7 +235,7 @@ class Checkpointer:
         if not isinstance(files, dict):
             raise CheckpointError(f"{os.path.join(self.folder, MANIFEST)}: its list of files is not a mapping")
         for name in sorted({*_required(manifest), *files}):
-            if not re.fullmatch(r"(worker-\d+/)?[a-z-]+\.bin", name):
+            if not re.fullmatch(r"((worker|part)-\d+/)?[a-z-]+\.bin", name):
                 raise CheckpointError(f"{os.path.join(self.folder, MANIFEST)}: names a file kcheck never writes "
                                       f"({name!r})")
             want = files.get(name) or {}
@@ -293,8 +298,12 @@ def check_workers(counters: dict[str, Any], workers: int, folder: str) -> None:
 
 
 def _required(manifest: dict[str, Any]) -> tuple[str, ...]:
-    """The files a checkpoint must hold: one process's, or each worker's (kcheck.model.parallel)."""
+    """The files a checkpoint must hold: one process's, each worker's (kcheck.model.parallel), or each Spark
+    partition's (spark_check/exhaust.py)."""
     counters = manifest.get("counters")
+    partitions = counters.get("partitions") if isinstance(counters, dict) else None
+    if isinstance(partitions, int) and partitions > 0:
+        return tuple(f"part-{k}/{name}" for k in range(partitions) for name in PARTITION_FILES)
     workers = counters.get("workers") if isinstance(counters, dict) else None
     if isinstance(workers, int) and workers > 1:
         return tuple(f"worker-{k}/{name}" for k in range(workers) for name in WORKER_FILES)

@@ -157,6 +157,12 @@ def _stop_spark() -> None:
     SPARK_QUIET.set()
     for name in ("py4j", "py4j.clientserver", "py4j.java_gateway", "pyspark"):
         logging.getLogger(name).disabled = True
+    logging.getLogger().disabled = True  # Py4J logs a call that finds the JVM gone on the root logger
+    # the driver's accumulator server (a socketserver thread) prints a traceback when the JVM's connection drops;
+    # a search that saves its checkpoints lives on for a moment after this and would show it
+    server = getattr(getattr(SparkContext, "_active_spark_context", None), "_accumulatorServer", None)
+    if server is not None:
+        server.handle_error = lambda request, address: None
     proc = getattr(getattr(SparkContext, "_gateway", None), "proc", None)
     if proc is not None:
         child(proc.pid)

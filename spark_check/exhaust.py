@@ -28,6 +28,14 @@ Level-synchronous BFS, one Spark job per level:
   single-partition job per level, `SparkContext.runJob` on the fingerprint's partition) and re-executes the
   action indexes with `replay_path`, so the counterexample is a concrete, shortest run of the model.
 
+With a `Checkpointer` (model/checkpoint.py) the driver saves the search at a level boundary once its interval has
+passed, and when a cap stops it: the last whole level's visited sets, stores and new states, partition by partition
+(one single-partition job each, so the driver holds one partition at a time), as `part-K/` folders of one
+generation, with the counters and the number of partitions. `resume` rebuilds that level's RDD with the same
+partitioner and goes on; the partitions are the checkpoint's whatever the master (a run does not depend on them or
+on the executors), so a search saved on local[N] continues on spark:// and back. A signal kills Spark's JVM at once
+(runtime/interrupts.py), so an interrupted search ends without saving and keeps its last checkpoint.
+
 A complete run stores exactly the states and counts exactly the transitions `kcheck.model.search.exhaust` does on
 the same model (tests/test_spark_exhaust.py). A stopped run's figures cover whole levels: "max-states" when a
 level would take the store past `max_states` (that level is not counted), "max-depth" when a state at level
@@ -38,6 +46,7 @@ level not counted), "violation" with the violating level counted whole.
 from __future__ import annotations
 
 import os
+import pickle
 import shutil
 import threading
 import time
@@ -47,6 +56,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from functools import partial
 from typing import Any
 
+from kcheck.model.checkpoint import PARTITION_FILES, Checkpointer, encode_records, read_array, read_records, write_file
 from kcheck.model.interface import Model
 from kcheck.model.visited import (
     Counterexample,
@@ -180,6 +190,46 @@ def _lookup(fp: int) -> Callable[[Iterator[Any]], Iterator[tuple[int, int]]]:
     return run
 
 
+def _dump(pickled: bool) -> Callable[[Iterator[Any]], Iterator[tuple[bytes, ...]]]:
+    """One partition of a stored level as bytes for the driver: its visited table, store and new states' records
+    (fingerprint, encoding; the pickled state for a model without `decode`)."""
+
+    def run(items: Iterator[Any]) -> Iterator[tuple[bytes, ...]]:
+        parts: dict[str, tuple[bytes, ...]] = {}
+        for item in items:
+            if item[0] == _VISITED:
+                parts[_VISITED] = (item[1].table.tobytes(), *(a.tobytes() for a in item[2]))
+            elif item[0] == _FRONTIER:
+                payloads = (pickle.dumps(p, protocol=5) for p in item[2]) if pickled else item[2]
+                parts[_FRONTIER] = (b"".join(encode_records(zip(item[1], payloads, strict=True))),)
+        yield parts[_VISITED] + parts[_FRONTIER]
+
+    return run
+
+
+def _restore(pickled: bool) -> Callable[[Iterator[Any]], Iterator[Any]]:
+    """A saved partition (from the driver) back as the stored level's items (`_merge`'s visited set and store, and
+    the level's new states)."""
+
+    def run(items: Iterator[Any]) -> Iterator[Any]:
+        for _, (table, fps, parents, actions, frontier) in items:
+            store = (_array("Q", fps), _array("Q", parents), _array("I", actions))
+            yield _VISITED, FingerprintSet.from_table(_array("Q", table)), store
+            new, payloads = array("Q"), []
+            for fp, data in frontier:
+                new.append(fp)
+                payloads.append(pickle.loads(data) if pickled else data)  # noqa: S301 - kcheck's own, verified file
+            yield _FRONTIER, new, payloads
+
+    return run
+
+
+def _array(typecode: str, data: bytes) -> array[int]:
+    a = array(typecode)
+    a.frombytes(data)
+    return a
+
+
 def _figures(item: Any) -> bool:
     return bool(item[0] == _STATS)
 
@@ -200,6 +250,13 @@ def _one_line(exc: BaseException) -> str:
         if "Exception:" in ln:
             return ln.split("Exception:", 1)[1].strip()[:300] or ln[:300]
     return (lines[0] if lines else type(exc).__name__)[:300]
+
+
+def _stop(spark: Any, stop: Callable[[], str | None] | None) -> None:
+    """The session we started stopped, unless a signal came: its JVM is gone already (runtime/interrupts.py kills
+    it), the process is ending, and Py4J would log its failures to reach it."""
+    if stop is None or stop() is None:
+        spark.stop()
 
 
 def _session(master: str | None, py_files: Sequence[str]) -> tuple[Any, bool]:
@@ -233,7 +290,8 @@ def spark_exhaust(model_factory: Callable[[], Model[Any, Any]], master: str | No
                   max_states: int | None = None, max_depth: int | None = None, max_seconds: float | None = None,
                   symmetry: bool = True, partitions: int | None = None,
                   progress: Callable[[SearchResult], None] | None = None, py_files: Sequence[str] = (),
-                  spark: Any = None) -> SearchResult:
+                  spark: Any = None, checkpoint: Checkpointer | None = None, resume: bool = False,
+                  stop: Callable[[], str | None] | None = None) -> SearchResult:
     """Breadth-first search of every state reachable from the model's initial states, on Spark (see the module
     docstring): the same `SearchResult` and stop words as `kcheck.model.search.exhaust`.
 
@@ -244,32 +302,36 @@ def spark_exhaust(model_factory: Callable[[], Model[Any, Any]], master: str | No
     partitions the fingerprints are spread over (default twice the default parallelism). `py_files`: the user's
     plug-in modules or packages, shipped to the executors of a non-local master (`job.ship`). `spark`: a
     SparkSession to use instead (not stopped). `progress` gets the running figures after every level.
+    `checkpoint`: the search saved to its folder at level boundaries (see the module docstring); `resume` continues
+    the folder's checkpoint (verified by the caller, with the checkpoint's partitions). `stop`: polled at each level
+    boundary and when a job fails; a word ends the search with that word as its stop reason (not saved).
     Raises `SparkExhaustError` (one line) when Spark cannot start or a job fails.
     """
     if partitions is not None and partitions < 1:
         raise ValueError(f"partitions must be at least 1, not {partitions}")
+    if resume and checkpoint is None:
+        raise ValueError("resume needs the checkpoint to resume")
     model = model_factory()
     started = False
     if spark is None:
         spark, started = _session(master, py_files)
     start = time.perf_counter()  # the search's time, after Spark's start-up (`max_seconds` counts from here)
     try:
-        return _search(spark.sparkContext, model, model_factory, start, max_states, max_depth, max_seconds,
-                       symmetry, partitions, progress)
+        search = _SparkSearch(spark.sparkContext, model, model_factory, start, max_states, max_depth, max_seconds,
+                              symmetry, partitions, progress)
+        search.checkpoint, search.stop = checkpoint, stop
+        try:
+            return search.levels(resume)
+        except Exception:
+            word = stop() if stop is not None else None
+            if word is None:
+                raise
+            return search.finish(word)  # the JVM killed by the signal failed whatever was talking to it
+        finally:
+            search.close()
     finally:
         if started:
-            spark.stop()
-
-
-def _search(sc: Any, model: Model[Any, Any], factory: Callable[[], Model[Any, Any]], start: float,
-            max_states: int | None, max_depth: int | None, max_seconds: float | None, symmetry: bool,
-            partitions: int | None, progress: Callable[[SearchResult], None] | None) -> SearchResult:
-    search = _SparkSearch(sc, model, factory, start, max_states, max_depth, max_seconds, symmetry, partitions,
-                          progress)
-    try:
-        return search.levels()
-    finally:
-        search.close()
+            _stop(spark, stop)
 
 
 class _SparkSearch:
@@ -282,6 +344,10 @@ class _SparkSearch:
         self.sc, self.model, self.factory, self.start = sc, model, factory, start
         self.max_states, self.max_depth, self.max_seconds = max_states, max_depth, max_seconds
         self.symmetry, self.progress = symmetry, progress
+        self.checkpoint: Checkpointer | None = None
+        self.stop: Callable[[], str | None] | None = None
+        self.counted: dict[str, Any] = {}  # the counters of the last whole level (what a checkpoint saves)
+        self.last_saved: dict[str, Any] = {}
         self.P = partitions or max(2, 2 * sc.defaultParallelism)
         self.reliable = sc.getCheckpointDir() is not None
         self.result = SearchResult(False, 0, 0, 0, 0.0, None, None, None)
@@ -295,31 +361,100 @@ class _SparkSearch:
             self.timer.daemon = True
             self.timer.start()
 
-    def levels(self) -> SearchResult:
-        """The search, one Spark job per level, to its result."""
-        merged = self.level_rdd(_first_level(self.sc, self.initial(), self.factory, self.P))
-        figures = self.run(partial(_figures_of, merged))
-        level = 0
-        while True:
+    def levels(self, resume: bool = False) -> SearchResult:
+        """The search, one Spark job per level, to its result (from the checkpoint's level with `resume`)."""
+        if resume:
+            merged, level, nbytes = self.restored()
+        else:
+            merged = self.level_rdd(_first_level(self.sc, self.initial(), self.factory, self.P))
+            level, figures = 0, self.run(partial(_figures_of, merged))
             done = self.level_end(figures, level, merged)
             if done is not None:
                 return done
             nbytes = sum(f[4] for f in figures)
+        while True:  # `merged`: level `level`, stored and counted; the search goes on past it
+            self.counted = self.counters(level, nbytes)
             if self.progress is not None:
                 self.result.seconds = time.perf_counter() - self.start
                 self.progress(self.result)
+            word = self.stop() if self.stop is not None else None
+            if word is not None:  # Spark's JVM is gone with the signal: the last checkpoint stays the one to resume
+                return self.finish(word, nbytes)
             if self.late():
-                return self.finish("max-seconds", nbytes)
+                return self.saved(merged, self.finish("max-seconds", nbytes))
+            if self.checkpoint is not None and self.checkpoint.due():
+                self.save(merged)
             probe = self.max_depth is not None and level >= self.max_depth
             nxt = _next_level(merged, self.factory, self.symmetry, self.P, probe)
             if probe:
                 return self.past_bound(nxt, nbytes)
             nxt = self.level_rdd(nxt)
-            # The next level is computed and its blocks stored before this level's are dropped.
+            # The next level is computed and its blocks stored before this level's are dropped (a cap that stops
+            # the search there saves this level, the last whole one).
             figures = self.run(partial(_figures_of, nxt))
+            done = self.level_end(figures, level + 1, nxt)
+            if done is not None:
+                return self.saved(merged, done) if done.stopped_because in ("max-states", "max-seconds") else done
+            nbytes = sum(f[4] for f in figures)
             merged.unpersist()
             merged = nxt
             level += 1
+
+    def counters(self, level: int, nbytes: int) -> dict[str, Any]:
+        r = self.result
+        return {"engine": "spark", "partitions": self.P, "level": level, "states": r.states,
+                "transitions": r.transitions, "depth": r.depth, "frontier_peak": r.frontier_peak, "nbytes": nbytes,
+                "pickled": getattr(self.model, "decode", None) is None}
+
+    def saved(self, merged: Any, result: SearchResult) -> SearchResult:
+        """`result`, the last whole level (`merged`) saved first when the search has a checkpoint (unless it was
+        just saved)."""
+        if self.checkpoint is not None and self.counted and self.counted != self.last_saved:
+            self.save(merged)
+        return result
+
+    def save(self, merged: Any) -> None:
+        """A checkpoint of the stored level `merged`: each partition fetched by a job of its own and written."""
+        counters, pickled = dict(self.counted), bool(self.counted["pickled"])
+        self.last_saved = counters
+
+        def write(tmp: str) -> dict[str, Any]:
+            files: dict[str, Any] = {}
+            for k in range(self.P):
+                part = self.run(partial(self.sc.runJob, merged, _dump(pickled), [k]))
+                if part is None:
+                    raise _Abandoned
+                os.mkdir(os.path.join(tmp, f"part-{k}"))
+                for name, data in zip(PARTITION_FILES, part[0], strict=True):
+                    files[f"part-{k}/{name}"] = write_file(os.path.join(tmp, f"part-{k}", name), [data])
+            return files
+
+        assert self.checkpoint is not None
+        try:
+            self.checkpoint.commit(write, counters)
+        except _Abandoned:  # a signal or the deadline during the write: the previous checkpoint stays whole
+            pass
+        except OSError as e:
+            raise SparkExhaustError(f"cannot write the checkpoint in {self.checkpoint.folder}: {e}") from None
+
+    def restored(self) -> tuple[Any, int, int]:
+        """(the checkpoint's level as `merged`, that level, its bytes); the counters restored."""
+        assert self.checkpoint is not None
+        manifest, gen = self.checkpoint.generation()
+        counters = manifest["counters"]
+        self.P, pickled = int(counters["partitions"]), bool(counters["pickled"])
+        r = self.result
+        r.states, r.transitions, r.depth = counters["states"], counters["transitions"], counters["depth"]
+        r.frontier_peak = counters["frontier_peak"]
+        saved = []
+        for k in range(self.P):
+            folder = os.path.join(gen, f"part-{k}")
+            arrays = [read_array("B", os.path.join(folder, name)).tobytes() for name in PARTITION_FILES[:4]]
+            frontier = list(read_records(os.path.join(folder, PARTITION_FILES[4])))
+            saved.append((k << 40, (*arrays, frontier)))  # the key `_partition` sends to partition k
+        rdd = self.sc.parallelize(saved, self.P).partitionBy(self.P, _partition)
+        merged = self.level_rdd(rdd.mapPartitions(_restore(pickled), preservesPartitioning=True))
+        return merged, int(counters["level"]), int(counters["nbytes"])
 
     def initial(self) -> list[tuple[int, tuple[int, int, Any]]]:
         """The distinct initial states by fingerprint: (fingerprint, (no parent, initial index, packed state))."""
@@ -336,7 +471,7 @@ class _SparkSearch:
         """The level just stored counted; the result when it ends the search (the clock, a violation, the state cap,
         nothing new), else None."""
         if figures is None:
-            return self.finish("max-seconds")
+            return self.finish(self.cut())
         result = self.result
         new = sum(f[1] for f in figures)
         result.transitions += sum(f[2] for f in figures)
@@ -360,18 +495,24 @@ class _SparkSearch:
         """At `max_depth`: anything new past the bound? Counted, not stored: the answer decides `complete`."""
         figures = self.run(partial(_figures_of, nxt))
         if figures is None:
-            return self.finish("max-seconds", nbytes)
+            return self.finish(self.cut(), nbytes)
         return self.finish("max-depth" if sum(f[1] for f in figures) else None, nbytes)
 
     def late(self) -> bool:
         return self.max_seconds is not None and time.perf_counter() - self.start >= self.max_seconds
 
+    def cut(self) -> str:
+        """Why a job was cut short: the caller's stop word (a signal), else the deadline."""
+        word = self.stop() if self.stop is not None else None
+        return word or "max-seconds"
+
     def run(self, how: Callable[[], Any]) -> Any:
-        """A Spark job's answer; None when it was cancelled at the deadline. Any other failure is one line."""
+        """A Spark job's answer; None when it was cancelled at the deadline or stopped by the caller (a signal kills
+        Spark's JVM). Any other failure is one line."""
         try:
             return how()
         except Exception as exc:
-            if self.late():
+            if self.late() or (self.stop is not None and self.stop() is not None):
                 return None
             raise SparkExhaustError(f"the Spark job failed: {_one_line(exc)}") from None
 
@@ -400,7 +541,12 @@ class _SparkSearch:
     def close(self) -> None:
         if self.timer is not None:
             self.timer.cancel()
-        self.sc.setLocalProperty("spark.jobGroup.id", None)
+        if self.stop is None or self.stop() is None:  # else the JVM is gone with the signal
+            self.sc.setLocalProperty("spark.jobGroup.id", None)
+
+
+class _Abandoned(Exception):
+    """A checkpoint's write given up (a job of it cut by a signal or the deadline)."""
 
 
 def _first_level(sc: Any, initial: list[tuple[int, tuple[int, int, Any]]], factory: Callable[[], Model[Any, Any]],

@@ -369,11 +369,13 @@ EXTRA += [
     *[([*VARIANT, "--coverage-dir", d], "--coverage-dir") for d in
       ("/dev/null", "/proc/kcheck-cov", "plan.json", "nodir/deeper", "/sys/kcheck-cov")],
     *[([*VARIANT, "--out", d], "--out") for d in ("nodir/t.json", "/proc/t.json", "/dev/null")],
-    # a checkpoint of a search in workers: its folder checked as with one process, --resume needs it, Spark refused
-    *[([*VARIANT, "--workers", "2", "--checkpoint", d], "--checkpoint")
-      for d in ("/dev/null", "plan.json", "/proc/kcheck-ck")],
+    # a checkpoint of a search in workers or on Spark: its folder checked as with one process (before Spark starts),
+    # --resume needs it
+    *[([*VARIANT, *where, "--checkpoint", d], "--checkpoint") for d in ("/dev/null", "plan.json", "/proc/kcheck-ck")
+      for where in (["--workers", "2"], ["--master", "local[1]"])],
     ([*VARIANT, "--workers", "2", "--resume"], "--resume"),
-    ([*VARIANT, "--master", "local[1]", "--checkpoint", "ck"], "--checkpoint"),
+    ([*VARIANT, "--master", "local[1]", "--resume"], "--resume"),
+    ([*VARIANT, "--master", "local[1]", "--checkpoint", "ck", "--coverage-dir", "cov"], "--checkpoint"),
     (["sweep-log", "--python", "--axis", "consumer.lag.ms=0..999999/1", "--axis", "delete.retention.ms=0..999999/1"],
      "--axis"),  # 10^12 cells
     (["sweep-log", "--python", "--axis", "consumer.lag.ms=0..9999/1", "--axis", "delete.retention.ms=0..9999/1",

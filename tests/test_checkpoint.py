@@ -213,6 +213,8 @@ def test_a_folder_that_is_not_this_searchs_checkpoint_is_bad_input_and_left_alon
     _refused(capsys, [*CLEAN, "--no-symmetry", *ck, "--resume"], "(symmetry: True there, False here)")
     _refused(capsys, [*CLEAN, "--protocol", "truncate-to-hw", *ck, "--resume"], "a checkpoint of another search")
     _refused(capsys, [*CLEAN, "--order", "dfs", *ck, "--resume"], "(order: 'bfs' there, 'dfs' here)")  # its order
+    # its engine (refused before Spark starts: tests/test_spark_checkpoint.py continues Spark's own checkpoints)
+    _refused(capsys, [*CLEAN, "--master", "local[1]", *ck, "--resume"], "(engine: None there, 'spark' here)")
     assert _files(folder) == before
     manifest = json.loads((folder / MANIFEST).read_text())
     for damage, fragment in ((lambda m: {**m, "version": 99}, "checkpoint format version 99"),
@@ -236,7 +238,8 @@ def test_a_folder_that_is_not_this_searchs_checkpoint_is_bad_input_and_left_alon
     missing = tmp_path / "missing"
     _refused(capsys, [*CLEAN, "--checkpoint", str(missing), "--resume"], "--resume: ", "holds no checkpoint")
     _refused(capsys, [*CLEAN, "--resume"], "--resume: needs --checkpoint DIR")
-    _refused(capsys, [*CLEAN, "--master", "local[2]", "--checkpoint", str(missing)], "--checkpoint: ", "--master")
+    _refused(capsys, [*CLEAN, "--coverage-dir", str(tmp_path / "cov"), "--checkpoint", str(missing)],
+             "--checkpoint: ", "not with --coverage-dir")
     assert not missing.exists()
 
 

@@ -495,13 +495,14 @@ def run_exhaust(protocol: Protocol, cfg: Config, *, label: str | None = None, on
     `reduce`: the search takes model/replication/reduction.py's steps at once where its argument holds (a complete
     run is the same proof; a counterexample is a run of the model with those steps written out, not necessarily
     a shortest one).
-    `checkpoint` (on this machine, any order; with workers, bfs): the search is saved to its folder as it goes,
-    the invariant tally with it; `resume` continues the folder's checkpoint. `stop`: the engine's callback beside
-    the memory cap (a word stops the search, between two expansions: a checkpoint is written there).
+    `checkpoint` (on this machine, any order; with workers or on Spark, bfs): the search is saved to its folder as it
+    goes, the invariant tally with it (none on Spark); `resume` continues the folder's checkpoint. `stop`: the
+    engine's callback beside the memory cap (a word stops the search, between two expansions: a checkpoint is
+    written there; on Spark it ends the search at once, the last checkpoint kept).
     `visited_memory`: the engine's (bytes of visited fingerprints kept in memory, the rest on disk; not on Spark).
     """
-    if checkpoint is not None and (master is not None or probe is not None):
-        raise SearchSetupError("checkpoints are taken by a search on this machine, without change coverage")
+    if checkpoint is not None and probe is not None:
+        raise SearchSetupError("checkpoints are taken by a search without change coverage")
     if visited_memory is not None and master is not None:
         raise SearchSetupError("the visited set's memory budget is for a search on this machine, not on Spark")
     label = label or protocol.name
@@ -514,7 +515,7 @@ def run_exhaust(protocol: Protocol, cfg: Config, *, label: str | None = None, on
     state_of: Callable[[Any], State]
     if master is not None:
         result = _on_spark(spark_search, protocol, cfg, label, only, symmetry, modules, reduce, master, max_states,
-                           max_seconds, report)
+                           max_seconds, report, checkpoint=checkpoint, resume=resume, stop=stop)
         tally, engine, state_of = None, SPARK_ENGINE, _same
         notes.append("on Spark the states in which the bounds switched an invariant off are not counted")
         if max_rss is not None:
@@ -579,9 +580,11 @@ def _reporter(progress: ProgressFn | None, watch: MemoryWatch, start: float
 
 def _on_spark(spark_search: Callable[..., SearchResult] | None, protocol: Protocol, cfg: Config, label: str,
               only: set[str] | None, symmetry: bool, modules: Sequence[str], reduce: bool, master: str,
-              max_states: int | None, max_seconds: float | None, report: Callable[..., None]) -> SearchResult:
+              max_states: int | None, max_seconds: float | None, report: Callable[..., None],
+              **saving: Any) -> SearchResult:
     """The search on Spark, each executor building `plain_model`, the user's modules shipped. The Spark search
-    itself comes from the caller (spark_check sits above this part)."""
+    itself comes from the caller (spark_check sits above this part). `saving`: its checkpoint, resume and stop,
+    passed on when a checkpoint is asked for."""
     if spark_search is None:
         raise SearchSetupError("no Spark search was given to run on (run_exhaust's spark_search)")
     from kcheck.reference.plugins import shippable_paths
@@ -589,7 +592,7 @@ def _on_spark(spark_search: Callable[..., SearchResult] | None, protocol: Protoc
     ship = shippable_paths([label, *(f"{m}:_" for m in modules)])
     return spark_search(partial(plain_model, protocol, cfg, only, symmetry, tuple(modules), reduce), master,
                         max_states=max_states, max_seconds=max_seconds, symmetry=symmetry, progress=report,
-                        py_files=ship)
+                        py_files=ship, **(saving if saving.get("checkpoint") is not None else {}))
 
 
 def _engine_model(inner: ReplicationModel, cfg: Config, only: set[str] | None, shared: SharedTally, abstract: bool,

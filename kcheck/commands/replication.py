@@ -27,6 +27,7 @@ from __future__ import annotations
 import contextlib
 import glob
 import hashlib
+import importlib.util
 import json
 import multiprocessing
 import os
@@ -632,16 +633,15 @@ def _order_option(order: str, workers: int, master: str | None, spill_dir: str |
                                      "with its frontier in memory")
 
 
-def _checkpoint_options(checkpoint: str | None, resume: bool, master: str | None, coverage_dir: str | None) -> None:
+def _checkpoint_options(checkpoint: str | None, resume: bool, coverage_dir: str | None) -> None:
     """--checkpoint and --resume, checked before any work: one line each."""
     if resume and checkpoint is None:
         raise InputError("--resume", "needs --checkpoint DIR, the folder of the checkpoint to continue")
     if checkpoint is None:
         return
-    for given, option in ((master is not None, "--master"), (coverage_dir is not None, "--coverage-dir")):
-        if given:
-            raise InputError("--checkpoint", f"checkpoints are taken by a search on this machine (one process in any "
-                                             f"--order, or --workers N) without change coverage (not with {option})")
+    if coverage_dir is not None:
+        raise InputError("--checkpoint", "a search with change coverage is not checkpointed (what its probe records "
+                                         "is not saved): not with --coverage-dir")
     from kcheck import junit
     junit.output_path(checkpoint, "--checkpoint", directory=True)
 
@@ -667,10 +667,12 @@ def _checkpointer(folder: str | None, resume: bool, every: float, identity: dict
 
 
 def _identity(resolved: ResolvedProtocol, cfg: Config, only: set[str] | None, modules: list[str] | None,
-              symmetry: bool, reduce: bool, abstract: bool, order: str, workers: int) -> dict[str, Any]:
+              symmetry: bool, reduce: bool, abstract: bool, order: str, workers: int, master: str | None = None
+              ) -> dict[str, Any]:
     """What a checkpoint is of: a checkpoint resumes only the same search, under the same kcheck (its version, and
     a digest of the model's and invariants' code: a change to either can renumber states or change verdicts), in
-    as many worker processes (each saved the share of the states it owns)."""
+    as many worker processes (each saved the share of the states it owns), on Spark or not (the Spark search's code
+    in the digest; which master does not count: a saved search keeps its partitions on any master)."""
     from importlib.metadata import PackageNotFoundError, version
 
     import kcheck.invariants
@@ -686,10 +688,15 @@ def _identity(resolved: ResolvedProtocol, cfg: Config, only: set[str] | None, mo
             code.update(os.path.relpath(path, root).encode())
             with open(path, "rb") as f:
                 code.update(f.read())
-    return {"kcheck": mine, "code": code.hexdigest(), "search": "exhaust", "protocol": resolved.label,
-            "config": cfg.as_dict(), "invariants": None if only is None else sorted(only),
-            "invariant_modules": list(modules or ()), "symmetry": symmetry, "reduce": reduce, "abstract": abstract,
-            "order": order, "workers": workers}
+    identity = {"kcheck": mine, "code": code.hexdigest(), "search": "exhaust", "protocol": resolved.label,
+                "config": cfg.as_dict(), "invariants": None if only is None else sorted(only),
+                "invariant_modules": list(modules or ()), "symmetry": symmetry, "reduce": reduce,
+                "abstract": abstract, "order": order, "workers": workers}
+    if master is not None:  # the Spark search's own code too (found without importing pyspark)
+        spark = importlib.util.find_spec("kcheck.spark_check.exhaust")
+        with open(spark.origin if spark is not None and spark.origin else os.devnull, "rb") as f:
+            identity.update(engine="spark", spark_code=hashlib.blake2b(f.read(), digest_size=16).hexdigest())
+    return identity
 
 
 # local, local[N], local[*], local[N,F]; spark://host:port[,host:port...]; yarn; k8s://...
@@ -812,8 +819,10 @@ def exhaust_command(
     checkpoint: Annotated[str | None, typer.Option(
         metavar="DIR", help="Save the search to DIR (created; kcheck writes only into a new or empty folder or its "
                             "own checkpoint) every --checkpoint-every seconds, when a cap stops it and on Ctrl-C or "
-                            "SIGTERM (exit 130); --resume continues it. In one process in any --order, or with "
-                            "--workers N (each saves its share, inside a level; resumed with as many).")] = None,
+                            "SIGTERM (exit 130); --resume continues it. In one process in any --order, with "
+                            "--workers N (each saves its share, inside a level; resumed with as many), or with "
+                            "--master (the driver saves the last whole level; Ctrl-C ends at once, keeping the last "
+                            "checkpoint; resumed on any master).")] = None,
     checkpoint_every: Annotated[float, typer.Option(
         min=0.01, max=1e9, metavar="SECONDS", help="Seconds between two checkpoints.")] = 300.0,
     resume: Annotated[bool, typer.Option(
@@ -838,7 +847,7 @@ def exhaust_command(
     mem_cap, mem_text = parse_memory(max_memory)
     budget = _engine_options(workers, master, spill_dir, visited_memory)
     _order_option(order, workers, master, spill_dir)
-    _checkpoint_options(checkpoint, resume, master, coverage_dir)
+    _checkpoint_options(checkpoint, resume, coverage_dir)
     small = {"brokers": 2, "min_isr": 1, "records": 2, "max_leader_epoch": 3, "crashes": 1, "lossy_crashes": 1,
              "fences": 1, "elections": 1, "isr_shrinks": 1, "failovers": 1, "reads": 1}
     given = config_options(
@@ -852,8 +861,8 @@ def exhaust_command(
     resolved, cfg, only, probe = prep.resolved, prep.config, prep.only, prep.probe
     if max_states is None:
         max_states = default_max_states(mem_cap if mem_cap is not None else parse_memory("auto")[0])
-    saver = _checkpointer(checkpoint, resume, checkpoint_every,
-                          _identity(resolved, cfg, only, invariants, symmetry, reduce, abstract, order, workers))
+    identity = _identity(resolved, cfg, only, invariants, symmetry, reduce, abstract, order, workers, master)
+    saver = _checkpointer(checkpoint, resume, checkpoint_every, identity)
     uncovered = saver is not None and probe is not None
     if uncovered:  # what the probe records is not in a checkpoint: a checkpointed search does without it
         probe = None
