@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import os
+import signal
+import time
 import uuid
 
 from kcheck.cli import main
@@ -27,3 +30,17 @@ def write_module(tmp_path, monkeypatch, body: str) -> str:
     (tmp_path / f"{name}.py").write_text(body)
     monkeypatch.syspath_prepend(str(tmp_path))
     return name
+
+
+def wait_group_gone(group: int, what: str) -> None:
+    """Waits up to 20 s until no process of the process group is left (a killed search's workers or JVM end on their
+    own); else kills the group and fails, saying `what` was still running."""
+    deadline = time.monotonic() + 20
+    try:
+        while time.monotonic() < deadline:
+            os.killpg(group, 0)
+            time.sleep(0.05)
+    except ProcessLookupError:
+        return
+    os.killpg(group, signal.SIGKILL)
+    raise AssertionError(f"{what} still running 20 s later")

@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 
-from cli_support import one_error_line, run
+from cli_support import one_error_line, run, wait_group_gone
 from kcheck.model.checkpoint import MANIFEST
 from kcheck.runtime.exit_codes import Exit
 
@@ -116,7 +116,7 @@ def _killed_and_resumed(argv: list[str], tmp_path: Path, rng: random.Random, kil
                 if alone and attempt % 2:
                     os.kill(proc.pid, signal.SIGKILL)
                     proc.wait()
-                    _ends_by_itself(proc.pid)
+                    wait_group_gone(proc.pid, "the workers of a killed search were")
                 else:
                     os.killpg(proc.pid, signal.SIGKILL)
                     proc.wait()
@@ -126,18 +126,6 @@ def _killed_and_resumed(argv: list[str], tmp_path: Path, rng: random.Random, kil
     assert len(resumed_from) >= kills - 1, "the search ended before the kills: make it longer"
     return json.loads(out), proc.returncode, err
 
-
-def _ends_by_itself(group: int) -> None:
-    """Waits until no process of the process group is left (the workers of a killed search end on their own)."""
-    deadline = time.monotonic() + 20
-    try:
-        while time.monotonic() < deadline:
-            os.killpg(group, 0)
-            time.sleep(0.05)
-    except ProcessLookupError:
-        return
-    os.killpg(group, signal.SIGKILL)
-    raise AssertionError("the workers of a killed search were still running 20 s later")
 
 
 @pytest.mark.parametrize("workers", [[], WORKERS], ids=["one-process", "workers"])
@@ -153,7 +141,7 @@ def test_sigterm_saves_the_search_and_ends_at_once(workers: list[str], tmp_path:
         os.killpg(proc.pid, signal.SIGTERM)  # as a service manager stops it: workers too
         out, err = proc.communicate(timeout=30)
         seconds = time.monotonic() - sent
-        _ends_by_itself(proc.pid)
+        wait_group_gone(proc.pid, "the workers of a killed search were")
     finally:
         if proc.poll() is None:
             os.killpg(proc.pid, signal.SIGKILL)

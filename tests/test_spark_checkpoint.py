@@ -20,6 +20,7 @@ from typing import Any
 
 import pytest
 
+from cli_support import wait_group_gone
 from kcheck.model.checkpoint import MANIFEST
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
@@ -60,20 +61,8 @@ def _finish(proc: subprocess.Popen[str]) -> tuple[str, str]:
     try:
         return proc.communicate(timeout=300)
     finally:
-        _gone(proc.pid)
+        wait_group_gone(proc.pid, "processes of the search were")
 
-
-def _gone(group: int) -> None:
-    """No process of the group is left (its JVM and Python workers): killed by its PID's group if one is."""
-    deadline = time.monotonic() + 20
-    try:
-        while time.monotonic() < deadline:
-            os.killpg(group, 0)
-            time.sleep(0.05)
-    except ProcessLookupError:
-        return
-    os.killpg(group, signal.SIGKILL)
-    raise AssertionError("processes of the search were still running 20 s after it ended")
 
 
 def _generation(folder: Path) -> int:
@@ -109,7 +98,7 @@ def test_a_spark_search_killed_at_random_moments_resumes_to_the_uncut_result(arg
             if proc.poll() is None:
                 os.killpg(proc.pid, signal.SIGKILL)
                 proc.wait()
-                _gone(proc.pid)
+                wait_group_gone(proc.pid, "processes of the search were")
                 continue
         out, err = _finish(proc)
         break
@@ -132,7 +121,7 @@ def test_sigterm_ends_a_spark_search_at_once_and_keeps_its_last_checkpoint(tmp_p
         os.kill(proc.pid, signal.SIGTERM)
         out, err = proc.communicate(timeout=30)
         seconds = time.monotonic() - sent
-        _gone(proc.pid)
+        wait_group_gone(proc.pid, "processes of the search were")
     finally:
         if proc.poll() is None:
             os.killpg(proc.pid, signal.SIGKILL)
