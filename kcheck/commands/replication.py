@@ -32,6 +32,7 @@ import json
 import multiprocessing
 import os
 import sys
+from collections.abc import Iterable
 from dataclasses import asdict, dataclass, replace
 from typing import Annotated, Any
 
@@ -682,21 +683,30 @@ def _identity(resolved: ResolvedProtocol, cfg: Config, only: set[str] | None, mo
         mine = version("kcheck")
     except PackageNotFoundError:  # a source tree never installed
         mine = "unknown"
-    code = hashlib.blake2b(digest_size=16)
-    for root in (*kcheck.model.__path__, *kcheck.invariants.__path__):
-        for path in sorted(glob.glob(os.path.join(root, "**", "*.py"), recursive=True)):
-            code.update(os.path.relpath(path, root).encode())
-            with open(path, "rb") as f:
-                code.update(f.read())
-    identity = {"kcheck": mine, "code": code.hexdigest(), "search": "exhaust", "protocol": resolved.label,
+    roots = (*kcheck.model.__path__, *kcheck.invariants.__path__)
+    code = _digest((root, path) for root in roots
+                   for path in sorted(glob.glob(os.path.join(root, "**", "*.py"), recursive=True)))
+    identity = {"kcheck": mine, "code": code, "search": "exhaust", "protocol": resolved.label,
                 "config": cfg.as_dict(), "invariants": None if only is None else sorted(only),
                 "invariant_modules": list(modules or ()), "symmetry": symmetry, "reduce": reduce,
                 "abstract": abstract, "order": order, "workers": workers}
     if master is not None:  # the Spark search's own code too (found without importing pyspark)
         spark = importlib.util.find_spec("kcheck.spark_check.exhaust")
-        with open(spark.origin if spark is not None and spark.origin else os.devnull, "rb") as f:
-            identity.update(engine="spark", spark_code=hashlib.blake2b(f.read(), digest_size=16).hexdigest())
+        path = spark.origin if spark is not None and spark.origin else os.devnull
+        identity.update(engine="spark", spark_code=_digest([(None, path)]))
     return identity
+
+
+def _digest(files: Iterable[tuple[str | None, str]]) -> str:
+    """One digest of source files, each (root, path): its path relative to root (when a root is given), then its
+    bytes."""
+    code = hashlib.blake2b(digest_size=16)
+    for root, path in files:
+        if root is not None:
+            code.update(os.path.relpath(path, root).encode())
+        with open(path, "rb") as f:
+            code.update(f.read())
+    return code.hexdigest()
 
 
 # local, local[N], local[*], local[N,F]; spark://host:port[,host:port...]; yarn; k8s://...
