@@ -135,8 +135,10 @@ def _child(run: Callable[[], int], page: mmap.mmap, report_fd: int, relay: tuple
         with interrupts.handling(quiet=True):
             code = main_errors(run)
             if interrupts.interrupted() is not None:
-                interrupts.cleanup()
                 code = interrupts.INTERRUPTED
+        # os._exit skips the exit handlers, which would stop a Spark session and remove its JVM's folder: what the
+        # command started is ended and its scratch removed here, interrupted or not
+        interrupts.cleanup()
         with contextlib.suppress(Exception):
             sys.stdout.flush()
             sys.stderr.flush()

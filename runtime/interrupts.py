@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import shutil
 import signal
 import sys
 import threading
@@ -53,6 +54,11 @@ class _State:
 
 
 _state = _State()
+# Folders kcheck made for a child's temporary files (Spark's JVM): a child killed by the clean-up cannot remove what
+# it put there, and the process then ends without its exit handlers. For the process, not per command: a Spark
+# session outlives the command that started it. Each with the process that made it: a forked child
+# (--isolate-plugins) inherits the parent's and must leave them.
+_scratch: dict[str, int] = {}
 
 
 def interrupted() -> int | None:
@@ -170,6 +176,12 @@ def _stop_spark() -> None:
             os.kill(proc.pid, signal.SIGKILL)
 
 
+def scratch(path: str) -> None:
+    """A folder kcheck made where a child it started keeps temporary files: removed by the clean-up, after the
+    children are killed."""
+    _scratch[path] = os.getpid()
+
+
 def child(pid: int) -> None:
     """A process kcheck started that must not outlive an interrupt."""
     _state.children.add(pid)
@@ -254,6 +266,10 @@ def cleanup() -> None:
     for path in list(_state.partial):
         with contextlib.suppress(OSError):
             os.unlink(path)
+    for path, maker in list(_scratch.items()):
+        if maker == os.getpid():
+            shutil.rmtree(path, ignore_errors=True)
+            del _scratch[path]
 
 
 def _watch(read_end: int, done: threading.Event) -> None:
@@ -344,4 +360,4 @@ def progress_stream() -> object | None:
 
 __all__ = ["DEFER_S", "GRACE", "INTERRUPTED", "SHIELD_S", "Interrupted", "by_interrupt", "check", "child", "cleanup",
            "deferred", "exit_now", "handling", "interrupted", "line", "note", "on_interrupt", "partial_file",
-           "progress_stream", "reclaim", "shielded", "spare", "z3_interruptible"]
+           "progress_stream", "reclaim", "scratch", "shielded", "spare", "z3_interruptible"]

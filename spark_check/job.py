@@ -33,6 +33,7 @@ from typing import Any
 
 import pyarrow as pa
 
+from kcheck.runtime import interrupts
 from kcheck.runtime.interrupts import SPARK_QUIET
 from kcheck.spark_check.batch import Space
 from kcheck.spark_check.store import ResultStore, Stored, cell_size, gaps, grid
@@ -74,6 +75,22 @@ def _quiet_log4j() -> str:
             f.write(_LOG4J)
         _log4j_path = path
     return _log4j_path
+
+
+_jvm_tmp: tuple[str, int] | None = None  # (the folder, the process that made it)
+
+
+def _jvm_tmpdir() -> str:
+    """The driver JVM's java.io.tmpdir (and so Spark's local dir): a private directory of this process, removed at
+    exit. kcheck's interrupt handler ends the JVM with SIGKILL, which leaves what the JVM put in its temporary folder
+    (lz4-java's extracted native library and its lock file, Spark's block manager folders) behind; in a folder kcheck
+    made, they go with it."""
+    global _jvm_tmp
+    if _jvm_tmp is None or _jvm_tmp[1] != os.getpid() or not os.path.isdir(_jvm_tmp[0]):  # a fork makes its own
+        _jvm_tmp = (tempfile.mkdtemp(prefix="kcheck-spark-"), os.getpid())
+        atexit.register(shutil.rmtree, _jvm_tmp[0], True)
+        interrupts.scratch(_jvm_tmp[0])  # an interrupt ends the process without exit handlers
+    return _jvm_tmp[0]
 
 
 def _drop_log4j() -> None:
@@ -154,6 +171,8 @@ def spark_session(master: str | None = None, progress: bool | None = None, app_n
         builder = builder.master(master)
     java_options = f"-Dlog4j2.configurationFile=file:{_quiet_log4j()}"
     if not submitted:  # under spark-submit the JVM runs already
+        if not any("java.io.tmpdir" in os.environ.get(v, "") for v in ("JAVA_TOOL_OPTIONS", "_JAVA_OPTIONS")):
+            java_options += f" -Djava.io.tmpdir={_jvm_tmpdir()}"  # the user's own, when given, is kept
         java_options = _java_options_off_stderr(java_options)
     conf = {
         # local mode: the console progress bar is the UI; skip the web UI's start-up and port

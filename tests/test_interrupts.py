@@ -27,15 +27,18 @@ RUNNER = "import sys; from kcheck.cli import main; print('ready', flush=True); s
 
 
 def _session(pid: int) -> list[str]:
-    out = subprocess.run(["ps", "-eo", "pid=,sid=,args="], capture_output=True, text=True).stdout
-    return [line for line in out.splitlines() if line.split()[1:2] == [str(pid)]]
+    """The live processes of session `pid` (one already ended and not yet reaped by its parent is not running)."""
+    out = subprocess.run(["ps", "-eo", "pid=,sid=,stat=,args="], capture_output=True, text=True).stdout
+    rows = [line.split(maxsplit=3) for line in out.splitlines()]
+    return [" ".join(r) for r in rows if r[1:2] == [str(pid)] and not r[2].startswith("Z")]
 
 
 def _interrupt(argv: list[str], tmp_path: Path, signum: int = signal.SIGINT, after: float = 1.5,
-               wait_for: str | None = None) -> tuple[int, list[str], float]:
+               wait_for: str | None = None, tmpdir: Path | None = None) -> tuple[int, list[str], float]:
     """Run `kcheck argv` in tmp_path, signal it `after` seconds into the work (or after a stderr line containing
-    `wait_for`), and return (exit status, stderr lines, seconds from the signal to the end)."""
-    env = {**os.environ, "XDG_CACHE_HOME": str(tmp_path / ".cache")}
+    `wait_for`, or once a file of lz4-java's, which Spark's JVM extracts into its temporary folder, is under
+    `tmpdir`, the run's $TMPDIR), and return (exit status, stderr lines, seconds from the signal to the end)."""
+    env = {**os.environ, "XDG_CACHE_HOME": str(tmp_path / ".cache"), **({"TMPDIR": str(tmpdir)} if tmpdir else {})}
     proc = subprocess.Popen([sys.executable, "-c", RUNNER, *argv], cwd=tmp_path, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, env=env, text=True,
                             start_new_session=True)
@@ -47,6 +50,10 @@ def _interrupt(argv: list[str], tmp_path: Path, signum: int = signal.SIGINT, aft
             while wait_for not in (line := proc.stderr.readline()):
                 assert line, f"kcheck {' '.join(argv)} ended before '{wait_for}': {lines[-3:]}"
                 lines.append(line)
+        deadline = time.monotonic() + 120
+        while tmpdir is not None and not any(tmpdir.rglob("liblz4-java*")):
+            assert proc.poll() is None and time.monotonic() < deadline, "no JVM file under $TMPDIR"
+            time.sleep(0.05)
         time.sleep(after)
         assert proc.poll() is None, "the command ended before the signal: give it more work"
         sent = time.monotonic()
@@ -108,9 +115,14 @@ def test_sigterm_ends_liveness(tmp_path: Path) -> None:
 @pytest.mark.slow
 def test_ctrl_c_ends_a_spark_sweep_quietly(tmp_path: Path) -> None:
     """Spark's JVM is killed and muted: no Py4J traceback and no Spark ERROR line before kcheck's line, and its
-    Python workers end with it."""
-    code, lines, seconds = _interrupt(["sweep-log", "--axis", "consumer.lag.ms=0..100s/1s"], tmp_path, after=12.0)
+    Python workers end with it. What the JVM keeps in its temporary folder (lz4-java's native library, Spark's block
+    manager), which a JVM killed so cannot remove, is in a folder kcheck made under $TMPDIR and goes with it."""
+    scratch = tmp_path / "tmp"
+    scratch.mkdir()
+    code, lines, seconds = _interrupt(["sweep-log", "--axis", "consumer.lag.ms=0..100s/1s"], tmp_path, after=8.0,
+                                      tmpdir=scratch)
     _assert_stopped(code, lines, seconds)
+    assert not list(scratch.iterdir())
 
 
 # ---- plug-ins that end the process or never return (kcheck/isolation.py) ---------------------------------------
