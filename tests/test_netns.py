@@ -136,17 +136,19 @@ while True:
 # From the namespace it runs in: N datagrams to an echo server, 5 ms apart; prints how many came back.
 PROBE = """import socket, sys, time
 s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-s.settimeout(0.05)
+s.setblocking(False)
 back = set()
+def drain(seconds):
+    until = time.monotonic() + seconds
+    while time.monotonic() < until:
+        try:
+            back.add(s.recv(64))
+        except BlockingIOError:
+            time.sleep(0.001)
 for i in range(int(sys.argv[2])):
     s.sendto(str(i).encode(), (sys.argv[1], 9001))
-    time.sleep(0.005)
-until = time.monotonic() + 1.0
-while time.monotonic() < until:
-    try:
-        back.add(s.recv(64))
-    except OSError:
-        pass
+    drain(0.005)
+drain(1.0)
 print(len(back))
 """
 
