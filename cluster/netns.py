@@ -294,7 +294,9 @@ class Network:
 
     def _start_relay(self) -> None:
         """A port `r0` on the bridge whose peer `r1` (in the hub too) the relay reads; the relay learns every node's
-        hardware address and runs until `remove()` or until this process ends (its stdin closes)."""
+        hardware address and runs until `remove()` or until this process ends (its stdin closes). A port left by an
+        earlier process's relay (a cluster `kcheck cluster up --network` keeps between campaigns) is replaced."""
+        _ip("link", "del", "r0", namespace=self.hub, check=False)
         _ip("link", "add", "r0", "type", "veth", "peer", "name", "r1", namespace=self.hub)
         _ip("link", "set", "r0", "master", "br0", "up", namespace=self.hub)
         _ip("link", "set", "r1", "up", namespace=self.hub)

@@ -70,20 +70,21 @@ def test_nodes_reach_each_other_and_cuts_drop_one_way_until_healed():
 
 
 def test_a_killed_owner_leaves_nothing_behind():
-    """The owner SIGKILLed with the network up: its watchdog deletes every namespace and the caller's link."""
+    """The owner SIGKILLed with the network up and a link shaped: its watchdog deletes every namespace and the
+    caller's link, and the relay ends (its stdin, the owner's pipe, closes)."""
     owner = subprocess.Popen([sys.executable, "-c", "from kcheck.cluster.netns import Network\nimport sys, time\n"
-                              "n = Network([1, 2]).create()\nprint(n.stem, n.host_link, flush=True)\n"
-                              "time.sleep(600)"],
+                              "n = Network([1, 2]).create()\nn.shape(1, 2, 'slow')\n"
+                              "print(n.stem, n.host_link, n._relay.pid, flush=True)\ntime.sleep(600)"],
                              stdout=subprocess.PIPE, text=True, start_new_session=True)
     assert owner.stdout is not None
-    stem, host_link = owner.stdout.readline().split()
-    assert _left(stem, host_link) != ([], [])
+    stem, host_link, relay = owner.stdout.readline().split()
+    assert _left(stem, host_link) != ([], []) and netns._owner_alive(int(relay))
     os.kill(owner.pid, signal.SIGKILL)
     owner.wait()
     deadline = time.monotonic() + 15
-    while _left(stem, host_link) != ([], []) and time.monotonic() < deadline:
+    while (_left(stem, host_link) != ([], []) or netns._owner_alive(int(relay))) and time.monotonic() < deadline:
         time.sleep(0.1)
-    assert _left(stem, host_link) == ([], [])
+    assert _left(stem, host_link) == ([], []) and not netns._owner_alive(int(relay))
 
 
 def test_a_sigterm_to_owner_and_watchdog_leaves_nothing_behind():
@@ -251,3 +252,26 @@ def test_a_cut_wins_over_a_shape_of_the_same_link_while_both_last():
             for s in servers:
                 s.kill()
                 s.wait()
+
+
+def test_a_second_process_shapes_links_of_a_network_it_did_not_make():
+    """As `kcheck chaos --dir` on a cluster `kcheck cluster up --network` keeps: the first relay gone with its
+    process, another `Network` of the same names starts its own in place of the port left behind."""
+    with netns.Network([1, 2, 3]) as net:
+        servers = _servers(net, SERVER)
+        other = netns.Network(net.nodes, tag=net.tag, owner=net.owner, subnet=net.subnet)
+        try:
+            time.sleep(0.5)
+            net.shape(1, 2, netns.SLOW)
+            net._stop_relay()  # its process ended; its port stays in the hub
+            other.shape(1, 2, netns.SLOW)
+            other.shape(2, 1, netns.SLOW)
+            assert _connect_seconds(net, 1, 2) >= 0.3 and _connect_seconds(net, 1, 3) < 0.1
+            other.heal()
+            assert _connect_seconds(net, 1, 2) < 0.1
+        finally:
+            other._stop_relay()
+            for s in servers:
+                s.kill()
+                s.wait()
+    assert _left(net.stem, net.host_link) == ([], [])
