@@ -259,6 +259,45 @@ def test_a_campaign_cuts_the_leader_then_cuts_it_from_the_quorum_then_kills_the_
     assert _ours() == before and not (tmp_path / "c").exists()
 
 
+@pytest.mark.skipif(NO_NETNS is not None or netns.relay_unavailable() is not None, reason=str(NO_NETNS))
+@pytest.mark.cluster
+@pytest.mark.kafka
+def test_a_campaign_bridges_the_active_controller_then_slows_then_makes_lossy_the_leaders_links(tmp_path):
+    """examples/chaos/links.txt on 4.4.0 in namespaces (three controllers, three brokers, RF 3, min.insync.replicas
+    2): the links a bridge cuts are those between its two sides, a slow or lossy fault shapes every link of partition
+    0's leader both ways and its heal restores them; writes the slowed leader leads wait longer than two delayed
+    frames; nothing acknowledged is lost and nothing of the network or its relay is left."""
+    with LocalCluster("4.4.0", brokers=3, controllers=3, directory=tmp_path / "c", config=CAMPAIGN_BROKER_CONFIG,
+                      network=True) as cluster:
+        assert cluster.network is not None
+        stem = cluster.network.stem
+        settings = Settings(f"chaos-links-{int(time.time())}", partitions=1, duration=30, rate=30, controllers=3,
+                            network=True)
+        out = Campaign(cluster, settings, parse_schedule(LINKS.read_text(), "l")).run()
+        relay = cluster.network._relay
+        faults = out.history.of(Fault)
+        start = {f.kind: f for f in faults if f.phase == "start"}
+        heals = [f for f in faults if f.kind == "heal" and f.phase == "end"]
+        assert set(start) == {"partition-bridge", "slow-links", "lossy-links"} and len(heals) == 3, faults
+        middle = start["partition-bridge"].brokers[0]
+        left, right = bridge_sides(middle, (1000, 1001, 1002), (1, 2, 3))
+        assert middle in (1000, 1001, 1002) and set(start["partition-bridge"].cuts) == {
+            link for a in left for b in right for link in ((a, b), (b, a))} == set(heals[0].cuts)
+        for kind, shape, heal in (("slow-links", "delay 200ms 50ms", heals[1]), ("lossy-links", "loss 20% burst 50%",
+                                                                                 heals[2])):
+            target = start[kind].brokers[0]
+            links = {link for o in (1, 2, 3, 1000, 1001, 1002) if o != target for link in ((target, o), (o, target))}
+            assert (set(start[kind].shaped), start[kind].shape, set(heal.shaped)) == (links, shape, links)
+        assert not cluster.network.cuts and not cluster.network.shaped
+        slowed = sorted(_latencies(out.history, start["slow-links"], heals[1]))
+        assert len(slowed) > 50 and slowed[len(slowed) // 2] > 0.4
+        v = out.verdict
+        assert v.counts["acked_acks_all"] > 300 and v.counts["lost_acks_all"] == 0
+        assert v.healed and {c: len(x) for c, x in v.by_check().items() if x} == {}, v.violations[:3]
+    assert relay is not None and relay.poll() is not None
+    assert not [n for n in netns._namespaces() if n.startswith(stem)] and not (tmp_path / "c").exists()
+
+
 @pytest.mark.skipif(NO_NETNS is not None, reason=str(NO_NETNS))
 @pytest.mark.slow  # a cluster of its own, killed mid-campaign (~40 s)
 @pytest.mark.cluster
