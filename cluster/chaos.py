@@ -35,7 +35,12 @@ kcheck's schedules, tables and JSON):
     partition-one-way      what the target sends to the other nodes dropped; it still hears them (end: `heal`)
     partition-from-quorum  a broker cut both ways from every controller only: it still serves clients and the
                  other brokers, a leader isolated from the quorum (end: `heal`)
-    heal         restore the links a partition cut (without a random schedule's `ends`: every cut link)
+    partition-bridge  the other nodes split in two sides (each role dealt alternately, in id order) cut from each
+                 other both ways, the target in the middle reaching both (Jepsen's bridge; end: `heal`)
+    slow-links   every link between the target and each other node, both ways, delayed 200 ms +- 50 ms; clients
+                 unaffected (kcheck.cluster.netns's relay; end: `heal`)
+    lossy-links  the same links dropping 20% of frames, in bursts (end: `heal`)
+    heal         restore the links a network fault cut or shaped (without a random schedule's `ends`: every one)
 
 A schedule file has one fault a line: `SECONDS KIND [TARGET]`, `#` comments. TARGET is a broker id, `leader` (the
 leader of partition 0 when the fault fires) or `follower` (an in-sync follower of partition 0); without one, a
@@ -78,6 +83,7 @@ from typing import Any
 from rich.markup import escape
 from rich.table import Table
 
+from kcheck.cluster import netns
 from kcheck.cluster.history import (
     ANOMALIES,
     CHECKS,
@@ -101,7 +107,9 @@ from kcheck.runtime import interrupts
 from kcheck.runtime.exit_codes import Exit
 
 # Network partitions: links cut in the nodes' namespaces (kcheck.cluster.netns), only on a cluster with --network.
-NETWORK_KINDS = ("partition", "partition-one-way", "partition-from-quorum")
+NETWORK_KINDS = ("partition", "partition-one-way", "partition-from-quorum", "partition-bridge", "slow-links",
+                 "lossy-links")
+SHAPE_KINDS = {"slow-links": netns.SLOW, "lossy-links": netns.LOSSY}  # links delayed or lossy, not cut
 FAULT_KINDS = ("kill", "lossy-kill", "pause", "restart", "shutdown", "start", "elect-preferred", "elect-unclean",
                "reassign", "pause-followers", "delete-records", *NETWORK_KINDS)
 SCHEDULE_KINDS = (*FAULT_KINDS, "resume", "heal")  # `resume` ends a pause, `heal` a partition
@@ -120,7 +128,8 @@ CONTROLLER_ROLES = ("active-controller", "controller")
 CAMPAIGN_ROLES = ("coordinator",)
 MOVE_KINDS = ("elect-preferred", "reassign")
 # The kinds that may hit a controller (partition-from-quorum cuts a broker from the controllers)
-CONTROLLER_KINDS = ("kill", "pause", "restart", "shutdown", "partition", "partition-one-way")
+CONTROLLER_KINDS = ("kill", "pause", "restart", "shutdown", "partition", "partition-one-way", "partition-bridge",
+                    "slow-links", "lossy-links")
 ENDS = {"kill": "start", "lossy-kill": "start", "shutdown": "start", "pause": "resume", "pause-followers": "resume",
         **{k: "heal" for k in NETWORK_KINDS}}
 # Faults that strike requests in flight: the injector first waits (briefly) for a send in flight.
@@ -152,6 +161,22 @@ JAVA_LONG = 2**63
 # Kafka's internal topics (clients' `Topic.isInternal`) and KRaft's metadata log, which the controller refuses to
 # create (`ControllerApis.createTopics`): a campaign never writes to them.
 INTERNAL_TOPICS = ("__consumer_offsets", "__transaction_state", "__share_group_state", "__cluster_metadata")
+
+
+# What a shaped link does, as a fault's `shape` says it (kcheck.cluster.netns's figures, in netem's words).
+SHAPES = {netns.SLOW: f"delay {netns.DELAY_MS}ms {netns.JITTER_MS}ms",
+          netns.LOSSY: f"loss {netns.LOSS_PERCENT}% burst {netns.BURST_PERCENT}%"}
+
+
+def bridge_sides(target: int, controllers: Sequence[int], brokers: Sequence[int]) -> tuple[list[int], list[int]]:
+    """The two sides of a bridge whose middle is `target`: the other controllers dealt alternately into them in id
+    order, then the other brokers the same way (each role starting on the first side), so that with three
+    controllers and a controller in the middle, each side and the middle make a majority of the quorum."""
+    sides: tuple[list[int], list[int]] = ([], [])
+    for role in (controllers, brokers):
+        for i, node in enumerate(n for n in sorted(role) if n != target):
+            sides[i % 2].append(node)
+    return sides
 
 
 @dataclass(frozen=True)
@@ -405,6 +430,8 @@ class Campaign:
         self.paused: set[int] = set()
         self.hit: dict[int, tuple[int, ...]] = {}  # the brokers each started fault of the schedule hit, by step
         self.cut_by: dict[int | None, tuple[tuple[int, int], ...]] = {}  # the links each partition cut, by step
+        # the links each slow-links or lossy-links shaped, and how (netns.SLOW, netns.LOSSY), by step
+        self.shaped_by: dict[int | None, tuple[str, tuple[tuple[int, int], ...]]] = {}
         self._step: int | None = None  # the schedule's step running now (None: healing)
         self._states: dict[int, Any] | None = None  # the last partition states read, and when
         self._states_at = 0.0
@@ -522,7 +549,7 @@ class Campaign:
 
         faults = self.history.of(Fault)
         quiet = not faults or self.history.now() - faults[-1].t >= STALL_SECONDS
-        return (quiet and not self.paused and not self.cut_by
+        return (quiet and not self.paused and not self.cut_by and not self.shaped_by
                 and all(self.cluster.is_running(b) for b in self._nodes()))
 
     def _in_flight(self, wait_s: float = 0.5) -> int:
@@ -627,9 +654,10 @@ class Campaign:
     # -- faults --------------------------------------------------------------------------------------------
 
     def _fault(self, kind: str, phase: str, brokers: Sequence[int] = (), note: str = "", role: str | None = None,
-               t: float | None = None, cuts: Sequence[tuple[int, int]] = ()) -> None:
+               t: float | None = None, cuts: Sequence[tuple[int, int]] = (),
+               shaped: Sequence[tuple[int, int]] = (), shape: str | None = None) -> None:
         f = Fault(self.history.now() if t is None else t, kind, phase, tuple(brokers), note, self._step, role,
-                  tuple(cuts))
+                  tuple(cuts), tuple(shaped), shape)
         self.history.add(f)
         if phase == "start" and self._step is not None:
             self.hit[self._step] = f.brokers
@@ -760,7 +788,9 @@ class Campaign:
     def _partition(self, step: Step, target: int, flying: str) -> None:
         """Cut `target`'s links (kcheck.cluster.netns): `partition` from every other node both ways,
         `partition-one-way` what it sends to them, `partition-from-quorum` a broker from every controller both ways
-        (clients and the other brokers still reach it). A controller cut: the failover is awaited as for a kill."""
+        (clients and the other brokers still reach it), `partition-bridge` the others' two sides from each other (the
+        target, in the middle, keeps every link); or shape them (`slow-links`, `lossy-links`: every link of the
+        target, both ways). A controller cut off (not the middle of a bridge): the failover is awaited as for a kill."""
         kind, net = step.kind, self.cluster.network
         if net is None:
             self._fault(kind, "failed", note="the cluster has no network (start it with --network)")
@@ -769,41 +799,75 @@ class Campaign:
         if kind == "partition-from-quorum" and target in controllers:
             self._fault(kind, "skipped", (target,), "partition-from-quorum cuts a broker from the controllers")
             return
-        others = list(controllers) if kind == "partition-from-quorum" else [n for n in self._nodes() if n != target]
-        links = [(target, o) for o in others]
-        if kind != "partition-one-way":
-            links += [(o, target) for o in others]
+        if kind in SHAPE_KINDS:
+            self._shape_links(step, target, net, flying)
+            return
+        links, note = self._cut_links(kind, target)
         t = self.history.now()
         for a, b in links:
             net.cut(a, b)
         self.cut_by[self._step] = tuple(links)
-        note = (f"cut from {len(others)} node(s)" + (" (one way: it still hears them)" if kind == "partition-one-way"
-                                                      else ""))
-        if target in controllers:
+        if target in controllers and kind != "partition-bridge":
             note += "; " + self._quorum_note(target, t)
         self._fault(kind, "start", (target,), note + flying, step.target, t, links)
 
+    def _cut_links(self, kind: str, target: int) -> tuple[list[tuple[int, int]], str]:
+        """The links a partition kind cuts around `target`, and the fault's note."""
+        if kind == "partition-bridge":
+            left, right = bridge_sides(target, self.cluster.controllers, self.cluster.brokers)
+            links = [link for a in left for b in right for link in ((a, b), (b, a))]
+            return links, (f"the middle of a bridge between {','.join(map(str, left))} and "
+                           f"{','.join(map(str, right))}")
+        others = list(self.cluster.controllers) if kind == "partition-from-quorum" else [
+            n for n in self._nodes() if n != target]
+        links = [(target, o) for o in others]
+        if kind != "partition-one-way":
+            links += [(o, target) for o in others]
+        return links, (f"cut from {len(others)} node(s)" + (" (one way: it still hears them)"
+                                                             if kind == "partition-one-way" else ""))
+
+    def _shape_links(self, step: Step, target: int, net: netns.Network, flying: str) -> None:
+        """`slow-links`, `lossy-links`: every link between `target` and each other node, both ways, through the
+        network's relay (the caller's link, the clients', untouched)."""
+        how = SHAPE_KINDS[step.kind]
+        others = [n for n in self._nodes() if n != target]
+        links = [link for o in others for link in ((target, o), (o, target))]
+        t = self.history.now()
+        for a, b in links:
+            net.shape(a, b, how)
+        self.shaped_by[self._step] = (how, tuple(links))
+        self._fault(step.kind, "start", (target,), f"{len(others)} node(s), both ways: {SHAPES[how]}{flying}",
+                    step.target, t, shaped=links, shape=SHAPES[how])
+
     def _heal_links(self, ends: int | None, note: str = "") -> None:
-        """Restore the links of step `ends`'s partition (None: every cut link); a link another partition that still
-        lasts also cut stays cut."""
+        """Restore the links of step `ends`'s network fault (None: every cut or shaped link); a link another fault
+        that still lasts also cut stays cut (one it shaped, shaped as that fault did)."""
         net = self.cluster.network
         if net is None:
             self._fault("heal", "failed", note="the cluster has no network (start it with --network)")
             return
         if ends is None:
-            links = tuple(sorted(net.cuts))
+            links, shaped = tuple(sorted(net.cuts)), tuple(sorted(net.shaped))
             self.cut_by.clear()
+            self.shaped_by.clear()
         else:
-            links = self.cut_by.pop(ends, ())
-        if not links:
-            self._fault("heal", "skipped", note=note or "no link is cut")
+            links, shaped = self.cut_by.pop(ends, ()), self.shaped_by.pop(ends, ("", ()))[1]
+        if not links and not shaped:
+            self._fault("heal", "skipped", note=note or "no link is cut or shaped")
             return
         still = {link for cut in self.cut_by.values() for link in cut}
         for a, b in links:
             if (a, b) not in still:
                 net.uncut(a, b)
+        kept = {link: how for how, shape in self.shaped_by.values() for link in shape}
+        for a, b in shaped:
+            if (a, b) in kept:
+                net.shape(a, b, kept[(a, b)])
+            else:
+                net.unshape(a, b)
         who = self.hit.get(ends, ()) if ends is not None else ()
-        self._fault("heal", "end", who, note or f"{len(links)} link(s) restored", cuts=links)
+        self._fault("heal", "end", who, note or f"{len(links) + len(shaped)} link(s) restored", cuts=links,
+                    shaped=shaped)
 
     def _await_failover(self, before: Quorum | None, target: int, t: float) -> Quorum | None:
         """After `target` went: the first DescribeQuorum answer with a new leader and a larger epoch if `target` led
@@ -1002,7 +1066,7 @@ class Campaign:
         from kcheck.cluster.admin import wait_until
 
         self._step = None
-        if self.cluster.network is not None and self.cluster.network.cuts:
+        if self.cluster.network is not None and (self.cluster.network.cuts or self.cluster.network.shaped):
             self._heal_links(None, "heal")
         for b in sorted(self.paused):
             with contextlib.suppress(ClusterError, OSError):
@@ -1127,10 +1191,10 @@ class Campaign:
         logging.getLogger("kafka").setLevel(logging.CRITICAL)  # the clients' last words are not for the terminal
         logging.getLogger("kafka").propagate = False
         done = []
-        if self.cluster.network is not None and self.cluster.network.cuts:
+        if self.cluster.network is not None and (self.cluster.network.cuts or self.cluster.network.shaped):
             with contextlib.suppress(Exception):
                 self.cluster.network.heal()
-                done.append("restored every network link it had cut")
+                done.append("restored every network link it had cut or shaped")
         resumed = [b for b in sorted(self.paused) if self._resume_now(b)]
         self.paused.clear()
         if resumed:

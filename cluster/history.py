@@ -124,6 +124,8 @@ class Fault:
     step: int | None = None  # the index of the schedule's step that did it (None: healing)
     role: str | None = None  # what the target was named by: leader, follower, active-controller, controller, ...
     cuts: tuple[tuple[int, int], ...] = ()  # a partition's links cut (start) or restored (end): (from, to)
+    shaped: tuple[tuple[int, int], ...] = ()  # a slow-links or lossy-links fault's links shaped (start) or restored
+    shape: str | None = None  # what its shaped links do (chaos.SHAPES: `delay 200ms 50ms`, `loss 20% burst 50%`)
 
 
 @dataclass(frozen=True)
@@ -225,6 +227,7 @@ class History:
             if kind is Fault:
                 raw["brokers"] = tuple(raw.get("brokers", ()))
                 raw["cuts"] = tuple(tuple(c) for c in raw.get("cuts", ()))
+                raw["shaped"] = tuple(tuple(c) for c in raw.get("shaped", ()))
             h.events.append(kind(**raw))
         for f in final:
             h.final[int(f["partition"])] = FinalRead(**f)
@@ -792,9 +795,10 @@ def _per_producer(history: History, count: Callable[[str, str, int], None]) -> N
 # The JSON history's format (`history.schema.json`, shipped beside this module): its name and version are written
 # into every document. A new version whenever a field changes meaning or a reader could not ignore a new one.
 SCHEMA_NAME = "kcheck-chaos-history"
-# 4: a violation's window is events, not text; 3: settings.network, a fault's cuts; 2: quorum events, a fault's
+# 5: a fault's shaped links and shape (slow-links, lossy-links); 4: a violation's window is events, not text;
+# 3: settings.network, a fault's cuts; 2: quorum events, a fault's
 # role, settings.controllers (older documents are valid in the newer versions)
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 SCHEMA_FILE = "history.schema.json"
 
 

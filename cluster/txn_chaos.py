@@ -371,7 +371,7 @@ class TxnOutcome:
 
 # The JSON document's format (`txn-history.schema.json`, shipped beside this module, as chaos's history.schema.json)
 SCHEMA_NAME = "kcheck-txn-history"
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2  # 2: a fault's shaped links and shape (slow-links, lossy-links)
 SCHEMA_FILE = "txn-history.schema.json"
 
 

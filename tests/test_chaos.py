@@ -441,7 +441,7 @@ def test_every_history_the_code_writes_fits_the_shipped_schema_and_names_its_ver
     from kcheck.cluster.history import SCHEMA_NAME, SCHEMA_VERSION, history_schema
 
     schema = history_schema()
-    assert schema["properties"]["schema_version"]["enum"] == [1, 2, 3, SCHEMA_VERSION]
+    assert schema["properties"]["schema_version"]["enum"] == [1, 2, 3, 4, SCHEMA_VERSION]
     assert schema["properties"]["schema"]["const"] == SCHEMA_NAME
     a, b, c = (value_of("idempotent", 0, 0, n) for n in range(3))
     p = [value_of("plain", 0, 1, n) for n in range(3)]

@@ -31,8 +31,10 @@ from kcheck.cluster.chaos import (
     DEFAULT_FAULTS,
     NETWORK_FAULTS,
     NETWORK_KINDS,
+    SHAPE_KINDS,
     Campaign,
     Settings,
+    bridge_sides,
     check_schedule_brokers,
     parse_schedule,
     random_schedule,
@@ -45,6 +47,7 @@ from test_chaos import _written, schema_errors
 from test_chaos_quorum import _naming, end_by_pid, read_until
 
 EXAMPLE = Path(__file__).resolve().parent.parent / "examples" / "chaos" / "partitions.txt"
+LINKS = EXAMPLE.with_name("links.txt")
 NO_NETNS = netns.unavailable()
 
 # ---------------------------------------------------------------------------------------------------------
@@ -70,6 +73,62 @@ def test_partition_kinds_in_schedules_and_heal_takes_no_target():
         check_schedule_brokers(parse_schedule("1 partition active-controller\n", "s"), (1, 2, 3), "s")
 
 
+def test_bridges_slow_and_lossy_links_in_schedules_aim_at_nodes_and_roles_controllers_included():
+    steps = parse_schedule(LINKS.read_text(), "l")
+    assert [(s.kind, s.target) for s in steps] == [
+        ("partition-bridge", "active-controller"), ("heal", None), ("slow-links", "leader"), ("heal", None),
+        ("lossy-links", "leader"), ("heal", None)]
+    check_schedule_brokers(steps, (1, 2, 3), "l", (1000, 1001, 1002))
+    check_schedule_brokers(parse_schedule("1 slow-links 1001\n2 heal\n3 lossy-links controller\n4 heal\n"
+                                          "5 partition-bridge 2\n6 heal\n", "s"), (1, 2, 3), "s", (1000, 1001, 1002))
+    with pytest.raises(InputError, match=r"^s:1: target 'everyone' is not a node id"):
+        parse_schedule("1 slow-links everyone\n", "s")
+    with pytest.raises(InputError, match=r"^s:1: node 7 is not in the cluster"):
+        check_schedule_brokers(parse_schedule("1 lossy-links 7\n", "s"), (1, 2, 3), "s")
+
+
+def test_a_bridge_deals_each_role_alternately_so_each_side_and_the_middle_hold_a_quorum():
+    """Jepsen's bridge as kcheck deals it: with three controllers and one in the middle, each side has one of the
+    other two, so either side with the middle is 2 of 3 voters; brokers are dealt the same way."""
+    controllers, brokers = (1000, 1001, 1002), (1, 2, 3)
+    assert bridge_sides(1000, controllers, brokers) == ([1001, 1, 3], [1002, 2])
+    assert bridge_sides(1001, controllers, brokers) == ([1000, 1, 3], [1002, 2])
+    assert bridge_sides(2, controllers, brokers) == ([1000, 1002, 1], [1001, 3])
+    assert bridge_sides(3, (1000,), (1, 2, 3, 4, 5)) == ([1000, 1, 4], [2, 5])
+    for middle in controllers:
+        for side in bridge_sides(middle, controllers, brokers):
+            assert len({middle, *side} & set(controllers)) == 2
+
+
+def test_shaped_links_refused_where_the_relay_cannot_run_and_left_out_of_default_draws(capsys, tmp_path,
+                                                                                         monkeypatch):
+    monkeypatch.setattr("kcheck.cluster.local.netns_unavailable", lambda: None)
+    monkeypatch.setattr("kcheck.cluster.netns.relay_unavailable", lambda: "no packet socket")
+    code, out, err = run(capsys, "chaos", "--network", "--faults", "kill,slow-links")
+    assert (code, out) == (2, "")
+    one_error_line(err, "--faults: slow-links cannot run here: no packet socket")
+    (tmp_path / "s.txt").write_text("1 kill\n2 start\n3 lossy-links leader\n5 heal\n")
+    code, out, err = run(capsys, "chaos", "--network", "--schedule", str(tmp_path / "s.txt"))
+    assert (code, out) == (2, "")
+    one_error_line(err, f"{tmp_path / 's.txt'}:3: lossy-links cannot run here: no packet socket")
+    from kcheck.commands.chaos import _need_network
+
+    drawn = _need_network(NETWORK_FAULTS, [], None, True, defaulted=True)
+    assert set(SHAPE_KINDS) & set(drawn) == set() and "partition-bridge" in drawn
+
+
+def test_histories_with_shaped_links_fit_schema_version_5():
+    h = History(began=0.0)
+    links = ((1, 2), (2, 1))
+    for e in (Fault(1.5, "slow-links", "start", (1,), "1 node(s)", 0, "leader", (), links, "delay 200ms 50ms"),
+              Fault(4.0, "heal", "end", (1,), "", 1, None, (), links)):
+        h.add(e)
+    doc = _written(h, parse_schedule("1 slow-links leader\n4 heal\n", "s"), network=True)
+    assert schema_errors(doc, history_schema()) == [] and doc["schema_version"] == SCHEMA_VERSION == 5
+    assert doc["events"][0]["shaped"] == [[1, 2], [2, 1]] and doc["events"][0]["shape"] == "delay 200ms 50ms"
+    assert History.from_json(doc["events"]).of(Fault)[1].shaped == ((1, 2), (2, 1))
+
+
 def test_random_schedules_draw_partitions_only_when_asked_each_ended_by_its_heal():
     assert not any(s.kind in NETWORK_KINDS for s in random_schedule(4, 300, DEFAULT_FAULTS, controllers=3))
     steps = random_schedule(4, 300, NETWORK_FAULTS, controllers=3, max_concurrent=2)
@@ -92,6 +151,14 @@ def test_partitions_without_network_are_refused_before_anything_starts(capsys, t
     code, out, err = run(capsys, "chaos", "--schedule", str(tmp_path / "s.txt"))
     assert (code, out) == (2, "")
     one_error_line(err, f"{tmp_path / 's.txt'}:4: partition-one-way needs --network")
+    for kind in ("partition-bridge", "slow-links", "lossy-links"):
+        (tmp_path / f"{kind}.txt").write_text(f"2 {kind} leader\n4 heal\n")
+        code, out, err = run(capsys, "chaos", "--schedule", str(tmp_path / f"{kind}.txt"))
+        assert (code, out) == (2, "")
+        one_error_line(err, f"{tmp_path / f'{kind}.txt'}:1: {kind} needs --network")
+        code, out, err = run(capsys, "chaos", "--faults", kind)
+        assert (code, out) == (2, "")
+        one_error_line(err, f"--faults: {kind} needs --network")
     code, out, err = run(capsys, "chaos", "--network", "--dir", str(tmp_path))
     assert (code, out) == (2, "")
     one_error_line(err, "--network: applies to a cluster kcheck starts")
@@ -190,6 +257,45 @@ def test_a_campaign_cuts_the_leader_then_cuts_it_from_the_quorum_then_kills_the_
         assert v.counts["acked_acks_all"] > 300 and v.counts["lost_acks_all"] == 0
         assert v.healed and {c: len(x) for c, x in v.by_check().items() if x} == {}, v.violations[:3]
     assert _ours() == before and not (tmp_path / "c").exists()
+
+
+@pytest.mark.skipif(NO_NETNS is not None or netns.relay_unavailable() is not None, reason=str(NO_NETNS))
+@pytest.mark.cluster
+@pytest.mark.kafka
+def test_a_campaign_bridges_the_active_controller_then_slows_then_makes_lossy_the_leaders_links(tmp_path):
+    """examples/chaos/links.txt on 4.4.0 in namespaces (three controllers, three brokers, RF 3, min.insync.replicas
+    2): the links a bridge cuts are those between its two sides, a slow or lossy fault shapes every link of partition
+    0's leader both ways and its heal restores them; writes the slowed leader leads wait longer than two delayed
+    frames; nothing acknowledged is lost and nothing of the network or its relay is left."""
+    with LocalCluster("4.4.0", brokers=3, controllers=3, directory=tmp_path / "c", config=CAMPAIGN_BROKER_CONFIG,
+                      network=True) as cluster:
+        assert cluster.network is not None
+        stem = cluster.network.stem
+        settings = Settings(f"chaos-links-{int(time.time())}", partitions=1, duration=30, rate=30, controllers=3,
+                            network=True)
+        out = Campaign(cluster, settings, parse_schedule(LINKS.read_text(), "l")).run()
+        relay = cluster.network._relay
+        faults = out.history.of(Fault)
+        start = {f.kind: f for f in faults if f.phase == "start"}
+        heals = [f for f in faults if f.kind == "heal" and f.phase == "end"]
+        assert set(start) == {"partition-bridge", "slow-links", "lossy-links"} and len(heals) == 3, faults
+        middle = start["partition-bridge"].brokers[0]
+        left, right = bridge_sides(middle, (1000, 1001, 1002), (1, 2, 3))
+        assert middle in (1000, 1001, 1002) and set(start["partition-bridge"].cuts) == {
+            link for a in left for b in right for link in ((a, b), (b, a))} == set(heals[0].cuts)
+        for kind, shape, heal in (("slow-links", "delay 200ms 50ms", heals[1]), ("lossy-links", "loss 20% burst 50%",
+                                                                                 heals[2])):
+            target = start[kind].brokers[0]
+            links = {link for o in (1, 2, 3, 1000, 1001, 1002) if o != target for link in ((target, o), (o, target))}
+            assert (set(start[kind].shaped), start[kind].shape, set(heal.shaped)) == (links, shape, links)
+        assert not cluster.network.cuts and not cluster.network.shaped
+        slowed = sorted(_latencies(out.history, start["slow-links"], heals[1]))
+        assert len(slowed) > 50 and slowed[len(slowed) // 2] > 0.4
+        v = out.verdict
+        assert v.counts["acked_acks_all"] > 300 and v.counts["lost_acks_all"] == 0
+        assert v.healed and {c: len(x) for c, x in v.by_check().items() if x} == {}, v.violations[:3]
+    assert relay is not None and relay.poll() is not None
+    assert not [n for n in netns._namespaces() if n.startswith(stem)] and not (tmp_path / "c").exists()
 
 
 @pytest.mark.skipif(NO_NETNS is not None, reason=str(NO_NETNS))

@@ -184,7 +184,7 @@ def test_the_json_document_fits_the_shipped_schema_and_names_its_version():
 
     schema = txn_history_schema()
     assert schema["properties"]["schema"]["const"] == SCHEMA_NAME
-    assert schema["properties"]["schema_version"]["enum"] == [SCHEMA_VERSION]
+    assert schema["properties"]["schema_version"]["enum"] == [1, SCHEMA_VERSION]
     a, b = txn(0, "committed"), txn(1, "aborted", "abort")
     h = TxnHistory(began=0.0)
     for x in (a, b):

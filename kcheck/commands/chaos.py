@@ -26,6 +26,7 @@ from kcheck.cluster.chaos import (
     MAX_SECONDS,
     NETWORK_FAULTS,
     NETWORK_KINDS,
+    SHAPE_KINDS,
     Campaign,
     Settings,
     Step,
@@ -119,7 +120,7 @@ def chaos_command(
              "alone: the transactions campaign (two transactional producers, each transaction writing every "
              "partition and committing or aborting, a read_committed reader; checked for aborted reads, lost "
              "writes, torn transactions and duplicates). Its random schedule draws "
-             + ",".join(TXN_FAULTS) + " (with --network the partitions too) aimed at the transaction coordinator's "
+             + ",".join(TXN_FAULTS) + " (with --network the network kinds too) aimed at the transaction coordinator's "
              "broker (target `coordinator`: the leader of producer 0's __transaction_state partition; elect-preferred"
              " and reassign move that leader), partition 0's leader, and with --controllers 3 or 5 the "
              "controllers.")] = None,
@@ -138,16 +139,21 @@ def chaos_command(
                       "of starting one.")] = None,
     network: Annotated[bool, typer.Option(
         "--network", help="Start the cluster with every node in its own network namespace (Linux, root), so the "
-                          "partition kinds can run: partition (cut from every other node both ways), "
+                          "network kinds can run: partition (cut from every other node both ways), "
                           "partition-one-way (its sends dropped), partition-from-quorum (a broker cut from the "
-                          "controllers only); a random schedule then draws them too. Removed with the cluster. With "
-                          "--dir: the cluster's own (`kcheck cluster up --network`).")] = False,
+                          "controllers only), partition-bridge (the other nodes in two sides cut from each other, the "
+                          "target in the middle reaching both), slow-links (every link of the target, both ways, "
+                          "delayed 200 ms +- 50 ms) and lossy-links (the same links dropping 20 percent of frames, "
+                          "in bursts of 2 on average), clients never affected; a random schedule then draws them too. "
+                          "Removed with the cluster. With --dir: the cluster's own (`kcheck cluster up --network`).")]
+        = False,
 ) -> int:
     """Run a fault campaign on a real Kafka cluster and check the clients' history: producers (--producers) and a
     consumer group against one topic while brokers are killed (-9), paused (SIGSTOP), restarted, shut down (with
     --controllers 3 or 5: the active controller or any controller too, a minority at a time), leaders elected,
     partitions reassigned, followers paused under min ISR and records deleted (with --network: links between nodes
-    cut, partition/partition-one-way/partition-from-quorum), from --schedule or at random with
+    cut, slowed or made lossy: partition/partition-one-way/partition-from-quorum/partition-bridge, slow-links,
+    lossy-links), from --schedule or at random with
     --seed (up to --max-concurrent faults at once). Checked afterwards: no acknowledged acks=all record lost or at
     another offset, no offset read with two values, committed offsets and the high watermark seen never go back,
     every acknowledged record readable once healed, no duplicate, reorder or silent gap of an idempotent producer,
@@ -305,7 +311,7 @@ def _prepare(kafka_version: str | None, brokers: int | None, partitions: int, re
     if transactional:
         kinds = kinds or ((*TXN_FAULTS, *NETWORK_KINDS) if network else TXN_FAULTS)
     kinds = kinds or (NETWORK_FAULTS if network else DEFAULT_FAULTS)
-    _need_network(kinds, steps, schedule, network)
+    kinds = _need_network(kinds, steps, schedule, network, defaulted=faults is None)
     broker_ids = cluster.brokers if directory is not None else tuple(range(1, cluster.broker_count + 1))
     controller_ids = tuple(range(CONTROLLER_ID, CONTROLLER_ID + cluster.controller_count))
     txn = None
@@ -376,13 +382,30 @@ def _no_deleted_records(kinds: Sequence[str], steps: Sequence[Step], schedule: s
                                                      "deletes committed records the final read must find)")
 
 
-def _need_network(kinds: Sequence[str], steps: Sequence[Step], schedule: str | None, network: bool) -> None:
-    """A partition (or its heal) needs the nodes in namespaces: refused before anything starts without them."""
-    if network:
-        return
-    if schedule is None and (wanted := [k for k in kinds if k in NETWORK_KINDS]):
-        raise InputError("--faults", f"{wanted[0]} needs --network (every node in its own network namespace)")
-    for s in steps:
-        if s.kind in (*NETWORK_KINDS, "heal"):
-            raise InputError(f"{schedule}:{s.line}", f"{s.kind} needs --network (every node in its own network "
-                                                     "namespace; with --dir: `kcheck cluster up --network`)")
+def _need_network(kinds: Sequence[str], steps: Sequence[Step], schedule: str | None, network: bool,
+                  defaulted: bool = False) -> tuple[str, ...]:
+    """A network fault (or its heal) needs the nodes in namespaces, and slow-links and lossy-links the link relay
+    (kcheck.cluster.netns.relay_unavailable): refused before anything starts without them, or, drawn by default,
+    left out. The kinds to draw."""
+    if not network:
+        if schedule is None and (wanted := [k for k in kinds if k in NETWORK_KINDS]):
+            raise InputError("--faults", f"{wanted[0]} needs --network (every node in its own network namespace)")
+        for s in steps:
+            if s.kind in (*NETWORK_KINDS, "heal"):
+                raise InputError(f"{schedule}:{s.line}", f"{s.kind} needs --network (every node in its own network "
+                                                         "namespace; with --dir: `kcheck cluster up --network`)")
+        return tuple(kinds)
+    shaping = [k for k in kinds if k in SHAPE_KINDS] if schedule is None else []
+    named = [s for s in steps if s.kind in SHAPE_KINDS]
+    if not (shaping or named):
+        return tuple(kinds)
+    from kcheck.cluster.netns import relay_unavailable
+
+    why = relay_unavailable()
+    if why is None:
+        return tuple(kinds)
+    if named:
+        raise InputError(f"{schedule}:{named[0].line}", f"{named[0].kind} cannot run here: {why}")
+    if not defaulted:
+        raise InputError("--faults", f"{shaping[0]} cannot run here: {why}")
+    return tuple(k for k in kinds if k not in SHAPE_KINDS)
