@@ -15,8 +15,12 @@ import argparse
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 from kcheck.cluster import netns
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+from test_netns import PROBE  # noqa: E402 - the tests' UDP probe: N datagrams to an echo server, how many came back
 
 SERVER = """import socket, threading
 def tcp():
@@ -41,23 +45,6 @@ for _ in range(int(sys.argv[2])):
     best = min(best, time.monotonic() - t)
 print(best)
 """
-ECHO = """import socket, sys, time
-s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-s.setblocking(False)
-back = set()
-def drain(seconds):
-    until = time.monotonic() + seconds
-    while time.monotonic() < until:
-        try:
-            back.add(s.recv(64))
-        except BlockingIOError:
-            time.sleep(0.001)
-for i in range(int(sys.argv[2])):
-    s.sendto(str(i).encode(), (sys.argv[1], 9001))
-    drain(0.005)
-drain(1.0)
-print(len(back))
-"""
 
 
 def _run(net: netns.Network, frm: int | None, code: str, *args: str) -> str:
@@ -69,7 +56,7 @@ def _run(net: netns.Network, frm: int | None, code: str, *args: str) -> str:
 def _row(net: netns.Network, state: str, connects: int, datagrams: int) -> None:
     ms = {name: float(_run(net, frm, CONNECT, net.address(to), str(connects))) * 1000
           for name, frm, to in (("1->2", 1, 2), ("1->3", 1, 3), ("caller->2", None, 2))}
-    echoed = int(_run(net, 1, ECHO, net.address(2), str(datagrams)))
+    echoed = int(_run(net, 1, PROBE, net.address(2), str(datagrams)))
     print(f"{state:8} handshake ms: " + ", ".join(f"{k} {v:6.1f}" for k, v in ms.items())
           + f"; UDP 1->2->1 echoed {echoed}/{datagrams} ({100 * echoed / datagrams:.0f}%)", flush=True)
 
