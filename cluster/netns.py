@@ -21,7 +21,7 @@ Slow and lossy links: `shape(a, b, SLOW or LOSSY)` pins `b`'s address in `a`'s t
 relay, a process in the hub namespace reading the bridge through a port of its own (a packet socket): it holds each
 frame for DELAY_MS +- JITTER_MS (in order per link) or drops it (LOSS_PERCENT, in bursts: BURST_PERCENT), then sends it
 on to `b`'s real hardware address. Only the links shaped pass through it: the caller's link and every other pair are
-untouched. (The kernel's sch_netem would do the same at the sender's queue, but many kernels, this project's CI among
+untouched. (The kernel's sch_netem would do the same at the sender's queue, but some kernels, this project's CI among
 them, are built without it; the relay needs nothing but packet sockets.) `unshape(a, b)` undoes one; a cut wins over a
 shape of the same link while both last.
 
