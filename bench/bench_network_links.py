@@ -20,23 +20,9 @@ from pathlib import Path
 from kcheck.cluster import netns
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
-from test_netns import PROBE  # noqa: E402 - the tests' UDP probe: N datagrams to an echo server, how many came back
+# the tests' TCP server (9000), UDP echo server (9001) and probe (N datagrams to the echo server, how many came back)
+from test_netns import ECHO, PROBE, SERVER  # noqa: E402
 
-SERVER = """import socket, threading
-def tcp():
-    s = socket.socket()
-    s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    s.bind(("0.0.0.0", 9000))
-    s.listen()
-    while True:
-        s.accept()[0].close()
-threading.Thread(target=tcp, daemon=True).start()
-u = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-u.bind(("0.0.0.0", 9001))
-while True:
-    data, peer = u.recvfrom(64)
-    u.sendto(data, peer)
-"""
 CONNECT = """import socket, sys, time
 best = 9.0
 for _ in range(int(sys.argv[2])):
@@ -72,7 +58,8 @@ def main() -> None:
     print(f"slow: {netns.DELAY_MS} ms +- {netns.JITTER_MS} ms; lossy: {netns.LOSS_PERCENT}% in bursts "
           f"({netns.BURST_PERCENT}% after a drop)")
     with netns.Network([1, 2, 3]) as net:
-        servers = [subprocess.Popen(net.command(n, [sys.executable, "-c", SERVER])) for n in net.nodes]
+        servers = [subprocess.Popen(net.command(n, [sys.executable, "-c", code]))
+                   for n in net.nodes for code in (SERVER, ECHO)]
         try:
             time.sleep(0.5)
             _row(net, "whole", a.connects, a.datagrams)

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import os
 import signal
+import subprocess
 import time
 import uuid
+from collections.abc import Callable
 
 from kcheck.cli import main
 
@@ -30,6 +32,28 @@ def write_module(tmp_path, monkeypatch, body: str) -> str:
     (tmp_path / f"{name}.py").write_text(body)
     monkeypatch.syspath_prepend(str(tmp_path))
     return name
+
+
+def sigterm_when_ready(proc: subprocess.Popen[str], ready: Callable[[], bool], why: str, group: bool, what: str,
+                       wait_s: float) -> tuple[str, str, float]:
+    """Once `ready()` (polled for up to `wait_s`; `why` says what it waits for), SIGTERM the search (its process
+    group if `group`, as a service manager stops it), and return its stdout, stderr and the seconds from the signal
+    to its end; its group must be gone (`what` names what was still running), and is killed whatever happens."""
+    try:
+        deadline = time.monotonic() + wait_s
+        while not ready():
+            assert proc.poll() is None and time.monotonic() < deadline, why
+            time.sleep(0.01)
+        sent = time.monotonic()
+        (os.killpg if group else os.kill)(proc.pid, signal.SIGTERM)
+        out, err = proc.communicate(timeout=30)
+        seconds = time.monotonic() - sent
+        wait_group_gone(proc.pid, what)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+    return out, err, seconds
 
 
 def wait_group_gone(group: int, what: str) -> None:

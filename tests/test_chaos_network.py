@@ -259,7 +259,7 @@ def test_a_campaign_cuts_the_leader_then_cuts_it_from_the_quorum_then_kills_the_
     assert _ours() == before and not (tmp_path / "c").exists()
 
 
-@pytest.mark.skipif(NO_NETNS is not None or netns.relay_unavailable() is not None, reason=str(NO_NETNS))
+@pytest.mark.skipif((NO_LINKS := NO_NETNS or netns.relay_unavailable()) is not None, reason=str(NO_LINKS))
 @pytest.mark.cluster
 @pytest.mark.kafka
 def test_a_campaign_bridges_the_active_controller_then_slows_then_makes_lossy_the_leaders_links(tmp_path):

@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 
-from cli_support import one_error_line, run, wait_group_gone
+from cli_support import one_error_line, run, sigterm_when_ready, wait_group_gone
 from kcheck.model.checkpoint import MANIFEST
 from kcheck.runtime.exit_codes import Exit
 
@@ -132,20 +132,9 @@ def _killed_and_resumed(argv: list[str], tmp_path: Path, rng: random.Random, kil
 def test_sigterm_saves_the_search_and_ends_at_once(workers: list[str], tmp_path: Path, capsys: Any) -> None:
     folder = tmp_path / "ck"
     proc = _start([*CLEAN, *workers], folder, tmp_path)
-    try:
-        deadline = time.monotonic() + 60
-        while not (folder / MANIFEST).exists():  # the search is under way and has saved once
-            assert proc.poll() is None and time.monotonic() < deadline, "the search ended before any checkpoint"
-            time.sleep(0.01)
-        sent = time.monotonic()
-        os.killpg(proc.pid, signal.SIGTERM)  # as a service manager stops it: workers too
-        out, err = proc.communicate(timeout=30)
-        seconds = time.monotonic() - sent
-        wait_group_gone(proc.pid, "the workers of a killed search were")
-    finally:
-        if proc.poll() is None:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait()
+    out, err, seconds = sigterm_when_ready(proc, (folder / MANIFEST).exists,  # under way, and saved once
+                                           "the search ended before any checkpoint", True,  # workers too
+                                           "the workers of a killed search were", 60)
     assert proc.returncode == 130 and out == "", (out, err)
     assert err.splitlines() == [f"kcheck: interrupted (SIGTERM): stopped, no output written; the search was saved "
                                 f"in {folder}: --resume continues it"], err

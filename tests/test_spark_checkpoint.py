@@ -20,7 +20,7 @@ from typing import Any
 
 import pytest
 
-from cli_support import wait_group_gone
+from cli_support import sigterm_when_ready, wait_group_gone
 from kcheck.model.checkpoint import MANIFEST
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
@@ -112,20 +112,9 @@ def test_a_spark_search_killed_at_random_moments_resumes_to_the_uncut_result(arg
 def test_sigterm_ends_a_spark_search_at_once_and_keeps_its_last_checkpoint(tmp_path: Path) -> None:
     folder = tmp_path / "ck"
     proc = _start(CLEAN, folder, tmp_path)
-    try:
-        deadline = time.monotonic() + 120
-        while _generation(folder) < 2:  # under way, and saved
-            assert proc.poll() is None and time.monotonic() < deadline, "the search ended before its checkpoints"
-            time.sleep(0.01)
-        sent = time.monotonic()
-        os.kill(proc.pid, signal.SIGTERM)
-        out, err = proc.communicate(timeout=30)
-        seconds = time.monotonic() - sent
-        wait_group_gone(proc.pid, "processes of the search were")
-    finally:
-        if proc.poll() is None:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait()
+    out, err, seconds = sigterm_when_ready(proc, lambda: _generation(folder) >= 2,  # under way, and saved
+                                           "the search ended before its checkpoints", False,
+                                           "processes of the search were", 120)
     assert proc.returncode == 130 and out == "", (out, err)
     assert err.splitlines() == [f"kcheck: interrupted (SIGTERM): stopped, no output written; the search was saved "
                                 f"in {folder}: --resume continues it"], err
