@@ -19,18 +19,12 @@ from typing import Any
 
 import pytest
 
-from cli_support import one_error_line, run, sigterm_when_ready, wait_group_gone
+from cli_support import CHECKPOINT_CLEAN as CLEAN
+from cli_support import CHECKPOINT_FAILS as FAILS
+from cli_support import RUNNER, one_error_line, run, sigterm_when_ready, wait_group_gone
 from kcheck.model.checkpoint import MANIFEST
 from kcheck.runtime.exit_codes import Exit
 
-RUNNER = "import sys; from kcheck.cli import main; print('ready', flush=True); sys.exit(main(sys.argv[1:]))"
-ZERO = ["--fences", "0", "--elections", "0", "--isr-shrinks", "0", "--failovers", "0", "--reads", "0",
-        "--no-duplicates", "--atomic-fetch"]
-# today's protocol, a complete space of about 5,000 states (a few seconds), and a historical row whose shortest
-# counterexample is 8 steps deep (about 8,000 states)
-CLEAN = ["exhaust", "--brokers", "2", "--replication-factor", "2", "--min-isr", "1", "--records", "1", "--crashes",
-         "0", "--lossy-crashes", "1", *ZERO]
-FAILS = ["exhaust", "--protocol", "truncate-to-hw-lossy", "--atomic-fetch"]
 # the other orders: depth first into a counterexample after about 3,000 states; best first (--order novelty) into
 # FAILS's after about 8,000
 DFS_FAILS = ["exhaust", "--protocol", "hw-over-committed-isr", "--order", "dfs"]

@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from cli_support import one_error_line, run
+from cli_support import RUNNER, one_error_line, run
 from kcheck.model.diskset import DiskFingerprintSet, restore_visited
 from kcheck.model.visited import FingerprintSet
 
@@ -119,7 +119,6 @@ def test_a_checkpoint_taken_with_fingerprints_on_disk_resumes_to_the_uncut_count
     assert sorted(p.name for p in folder.iterdir() if not p.name.startswith("gen-")) == ["kcheck-checkpoint.json"]
 
 
-RUNNER = "import sys; from kcheck.cli import main; print('ready', flush=True); sys.exit(main(sys.argv[1:]))"
 
 
 def _open_in(pid: int, folder: Path) -> list[str]:

@@ -19,11 +19,10 @@ from typing import Any
 
 import pytest
 
+from cli_support import RUNNER
 from kcheck.cli import main
 
 LINE = "kcheck: interrupted ("
-# Start kcheck's command line, say when it is about to run (the imports done), then run it.
-RUNNER = "import sys; from kcheck.cli import main; print('ready', flush=True); sys.exit(main(sys.argv[1:]))"
 
 
 def _session(pid: int) -> list[str]:

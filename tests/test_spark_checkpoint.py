@@ -20,7 +20,9 @@ from typing import Any
 
 import pytest
 
-from cli_support import sigterm_when_ready, wait_group_gone
+from cli_support import CHECKPOINT_CLEAN as CLEAN
+from cli_support import CHECKPOINT_FAILS as FAILS
+from cli_support import RUNNER, sigterm_when_ready, wait_group_gone
 from kcheck.model.checkpoint import MANIFEST
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
@@ -29,14 +31,6 @@ pytest.importorskip("pyspark")
 if shutil.which("java") is None:
     pytest.skip("java is not on PATH", allow_module_level=True)
 
-RUNNER = "import sys; from kcheck.cli import main; print('ready', flush=True); sys.exit(main(sys.argv[1:]))"
-ZERO = ["--fences", "0", "--elections", "0", "--isr-shrinks", "0", "--failovers", "0", "--reads", "0",
-        "--no-duplicates", "--atomic-fetch"]
-# as in tests/test_checkpoint.py: a complete space of about 5,000 states, and a historical row whose shortest
-# counterexample is 8 levels deep (a Spark job of about half a second each on local[1])
-CLEAN = ["exhaust", "--brokers", "2", "--replication-factor", "2", "--min-isr", "1", "--records", "1", "--crashes",
-         "0", "--lossy-crashes", "1", *ZERO]
-FAILS = ["exhaust", "--protocol", "truncate-to-hw-lossy", "--atomic-fetch"]
 SAME = ("ok", "exit_status", "complete", "stopped_by", "states", "transitions", "depth", "trace", "engine")
 
 
